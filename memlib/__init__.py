@@ -1,3 +1,17 @@
+"""memlib: how much GPU memory it takes to train, fine-tune or serve an LLM.
+
+    import memlib
+    est = memlib.estimate_training("llama-7b", seq_len=2048, precision="bf16-mixed")
+    est.peak_bytes, est.phase, est.breakdown
+    print(est.explain())
+"""
+
 __version__ = "0.1.0"
 
 from memlib.gpus import GPU, get_gpu, list_gpus
+from memlib.models import Model, get_model, list_models
+from memlib.training import Estimate, estimate_training
+from memlib.units import GB, GiB, fmt_bytes, gb, gib
+
+__all__ = ["GPU", "get_gpu", "list_gpus", "Model", "get_model", "list_models", "Estimate", "estimate_training",
+           "GB", "GiB", "fmt_bytes", "gb", "gib"]

@@ -1,0 +1,60 @@
+"""Markdown derivations of estimates: every number with the formula that produced it."""
+
+from __future__ import annotations
+
+from memlib.units import fmt_bytes, fmt_count, gb
+
+
+def _row(label: str, formula: str, nbytes: int) -> str:
+    return f"| {label} | {formula} | {gb(nbytes):,.3f} GB | {nbytes / 2**30:,.3f} GiB |"
+
+
+def explain_training(est) -> str:
+    s = est.setup
+    m = s.model
+    c = est.counts
+    lines = [
+        f"### Training memory: {m.name}",
+        "",
+        f"{m.describe()}.",
+        f"Setup: sequence {s.seq_len:,} x micro-batch {s.micro_batch} = {s.tokens:,} tokens, "
+        f"precision **{s.precision}**, optimizer **{s.optimizer}**, fine-tuning **{s.finetune}**"
+        + (f" (rank {s.lora_rank} on {', '.join(s.lora_targets)}: {fmt_count(c['trainable'])} trainable)"
+           if s.finetune != "full" else "")
+        + f", recompute **{s.recompute}**, attention **{s.attention}**.",
+        "",
+        "**1. Model states** (alive for the whole step)",
+        "",
+        "| term | how | GB | GiB |",
+        "|---|---|---:|---:|",
+        _row("parameters", f"{m.num_params:,} params", c["param_bytes"]),
+        _row("gradients", f"{c['trainable']:,} trainable x {c['grad_bytes'] // max(c['trainable'], 1)} B "
+             "(present from their backward until zero_grad)", c["grad_bytes"]),
+        _row("optimizer states", f"{s.optimizer} over {c['trainable']:,} trainable params", c["optimizer_bytes"]),
+        "",
+        f"**2. Saved activations of one decoder layer** ({s.tokens:,} tokens); "
+        f"x {m.num_layers} layers" + (" (full recompute keeps only each layer's input)" if s.recompute == "full" else ""),
+        "",
+        "| tensor kept for backward | why | GB | GiB |",
+        "|---|---|---:|---:|",
+    ]
+    for name, nbytes, why in est.layer.items:
+        lines.append(_row(f"`{name}`", why, nbytes))
+    lines.append(_row("**one layer**", "sum", est.layer.total))
+    lines += [
+        "",
+        "**3. The moments of a step** (peak = the largest; each row is what is alive then)",
+        "",
+        "| moment | where | total GB | total GiB | largest parts |",
+        "|---|---|---:|---:|---|",
+    ]
+    peak = est.peak_moment
+    for mo in est.moments:
+        parts = sorted(((v, k) for k, v in mo.parts.items() if v), reverse=True)[:4]
+        mark = " **(peak)**" if mo is peak else ""
+        lines.append(f"| {mo.name}{mark} | {mo.where} | {gb(mo.total):,.3f} | {mo.total / 2**30:,.3f} | "
+                     + ", ".join(f"{k} {gb(v):.2f} GB" for v, k in parts) + " |")
+    lines += ["", f"**Peak: {fmt_bytes(est.peak_bytes)}** during **{est.phase}** ({peak.where})."]
+    for note in est.notes:
+        lines.append(f"- {note}")
+    return "\n".join(lines)

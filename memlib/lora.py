@@ -1,0 +1,65 @@
+"""LoRA and QLoRA: adapter sizes and the bytes of a 4-bit NF4 base model."""
+
+from __future__ import annotations
+
+from memlib._checks import positive_int
+from memlib.models import Model
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+TARGET_GROUPS = {
+    "all-linear": LORA_TARGETS,  # the QLoRA paper's recipe (Dettmers et al. 2023, Sec. 4)
+    "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "qv": ("q_proj", "v_proj"),  # Hu et al. 2021 (LoRA), Sec. 7.1; peft's default for LLaMA
+}
+DEFAULT_TARGETS = ("q_proj", "v_proj")
+
+
+def linear_shape(model: Model, target: str) -> tuple[int, int]:
+    """(in_features, out_features) of one projection in a decoder layer."""
+    h, I = model.hidden_size, model.intermediate_size
+    return {
+        "q_proj": (h, model.q_size), "k_proj": (h, model.kv_size), "v_proj": (h, model.kv_size),
+        "o_proj": (model.q_size, h), "gate_proj": (h, I), "up_proj": (h, I), "down_proj": (I, h),
+    }[target]
+
+
+def resolve_targets(model: Model, targets) -> tuple[str, ...]:
+    if targets is None:
+        return DEFAULT_TARGETS
+    if isinstance(targets, str):
+        targets = TARGET_GROUPS.get(targets, (targets,))
+    out = []
+    for t in targets:
+        if t not in LORA_TARGETS:
+            raise ValueError(f"unknown LoRA target {t!r}; accepted: {', '.join(LORA_TARGETS)} "
+                             f"or a group: {', '.join(TARGET_GROUPS)}")
+        if model.mlp != "gated" and t in ("gate_proj", "up_proj", "down_proj"):
+            raise ValueError(f"{model.name} has no {t} (its MLP is {model.mlp!r})")
+        if t not in out:
+            out.append(t)
+    if not out:
+        raise ValueError("lora_targets is empty; name at least one projection")
+    return tuple(out)
+
+
+def lora_params(model: Model, rank: int, targets) -> int:
+    """Adapter parameters: r x (in + out) per adapted matrix per layer (Hu et al. 2021, LoRA, Sec. 4.1)."""
+    rank = positive_int("lora_rank", rank)
+    total = 0
+    for t in resolve_targets(model, targets):
+        fan_in, fan_out = linear_shape(model, t)
+        if rank > min(fan_in, fan_out):
+            raise ValueError(f"lora_rank {rank} exceeds the smaller side of {t} ({fan_in}x{fan_out}); "
+                             f"a rank above {min(fan_in, fan_out)} is not low-rank")
+        total += rank * (fan_in + fan_out)
+    return total * model.num_layers
+
+
+def nf4_bytes(numel: int, block: int = 64, block2: int = 256) -> int:
+    """NF4 with double quantization (Dettmers et al. 2023, QLoRA, Sec. 3): 4-bit codes, one 8-bit
+    absmax per 64 weights, one fp32 constant per 256 absmax blocks: 4 + 8/64 + 32/(64*256) = 4.127 bits."""
+    blocks = -(-numel // block)
+    return -(-numel // 2) + blocks + 4 * -(-blocks // block2)
+
+
+NF4_BITS_PER_PARAM = 4 + 8 / 64 + 32 / (64 * 256)

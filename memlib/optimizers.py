@@ -1,0 +1,72 @@
+"""Optimizer state bytes and the transient bytes of one optimizer step.
+
+States are counted tensor by tensor (see Model.tensors), because 8-bit Adam and
+Adafactor treat small and 2-D tensors differently from the rest.
+"""
+
+from __future__ import annotations
+
+from memlib.models import Tensor
+
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor")
+
+# bitsandbytes 8-bit blockwise Adam (Dettmers et al. 2022, "8-bit Optimizers via Block-wise
+# Quantization"; bitsandbytes/optim/optimizer.py Optimizer2State.init_state): tensors with
+# fewer than 4096 elements keep two fp32 states; larger ones keep two uint8 states plus one
+# fp32 absmax per block of 2048 elements per state, and share two 256-entry fp32 quantile maps.
+BNB_MIN_8BIT_SIZE = 4096
+BNB_BLOCK = 2048
+BNB_QMAP_BYTES = 2 * 256 * 4
+
+
+def adamw_8bit_state_bytes(numel: int) -> int:
+    """bitsandbytes AdamW8bit state of one tensor: 2 x uint8 + 2 x fp32 absmax per 2048-block."""
+    if numel < BNB_MIN_8BIT_SIZE:
+        return 2 * 4 * numel
+    blocks = -(-numel // BNB_BLOCK)
+    return 2 * numel + 2 * 4 * blocks
+
+
+def adafactor_state_numel(t: Tensor, shape: tuple[int, int] | None) -> int:
+    """Adafactor second moment (Shazeer & Stern 2018, Sec. 3): rows + columns for a matrix,
+    the full tensor otherwise; no first moment (beta1=None, torch.optim.Adafactor's default)."""
+    if shape is None:
+        return t.numel
+    return shape[0] + shape[1]
+
+
+def state_bytes(optimizer: str, tensors: list[tuple[Tensor, tuple[int, int] | None]], state_dtype_bytes: int) -> int:
+    """Bytes of optimizer state for the trainable tensors [(tensor, 2-D shape or None)].
+
+    AdamW (Loshchilov & Hutter 2019): exp_avg and exp_avg_sq, each in the parameter's
+    dtype (torch.optim.AdamW allocates them with zeros_like(param)). SGD with momentum:
+    one momentum buffer. Plain SGD: nothing.
+    """
+    if optimizer == "adamw":
+        return sum(2 * state_dtype_bytes * t.numel * t.count for t, _ in tensors)
+    if optimizer == "adamw-8bit":
+        return BNB_QMAP_BYTES + sum(adamw_8bit_state_bytes(t.numel) * t.count for t, _ in tensors)
+    if optimizer == "sgd":
+        return 0
+    if optimizer == "sgd-momentum":
+        return sum(state_dtype_bytes * t.numel * t.count for t, _ in tensors)
+    if optimizer == "adafactor":
+        return sum(state_dtype_bytes * adafactor_state_numel(t, s) * t.count for t, s in tensors)
+    raise ValueError(f"unknown optimizer {optimizer!r}; accepted: {', '.join(OPTIMIZERS)}")
+
+
+def step_transient_bytes(optimizer: str, largest_numel: int, state_dtype_bytes: int) -> int:
+    """Peak temporaries inside optimizer.step() beyond params, grads and states.
+
+    torch.optim.AdamW single-tensor path (foreach=False) computes
+    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): the sqrt and the quotient
+    briefly coexist, two tensors the size of the largest parameter. The foreach path would
+    hold such temporaries for a whole parameter group. bitsandbytes' fused 8-bit kernel and
+    SGD's in-place updates allocate none; Adafactor's row/column update needs about one
+    full-size tensor for the reconstructed second moment and one for the update.
+    """
+    if optimizer == "adamw":
+        return 2 * largest_numel * state_dtype_bytes
+    if optimizer == "adafactor":
+        return 2 * largest_numel * state_dtype_bytes
+    return 0
