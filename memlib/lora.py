@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from memlib._checks import positive_int
 from memlib.models import Model
 
@@ -16,11 +18,16 @@ DEFAULT_TARGETS = ("q_proj", "v_proj")
 
 def linear_shape(model: Model, target: str) -> tuple[int, int]:
     """(in_features, out_features) of one projection in a decoder layer."""
+    return _shapes(model)[target]
+
+
+@lru_cache(maxsize=256)
+def _shapes(model: Model) -> dict[str, tuple[int, int]]:
     h, I = model.hidden_size, model.intermediate_size
     return {
         "q_proj": (h, model.q_size), "k_proj": (h, model.kv_size), "v_proj": (h, model.kv_size),
         "o_proj": (model.q_size, h), "gate_proj": (h, I), "up_proj": (h, I), "down_proj": (I, h),
-    }[target]
+    }
 
 
 def resolve_targets(model: Model, targets) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from memlib._checks import lookup, positive_int
 
@@ -82,6 +83,10 @@ class Model:
 
     def tensors(self) -> list[Tensor]:
         """Every parameter tensor, in the order the HF implementations create them."""
+        return self._tensors
+
+    @cached_property
+    def _tensors(self) -> list[Tensor]:
         h, L, V, I = self.hidden_size, self.num_layers, self.vocab_size, self.intermediate_size
         norm_numel = h * (2 if self.norm == "layernorm" else 1)
         t = [Tensor("embed_tokens", V * h, 1, "embedding")]
@@ -114,27 +119,27 @@ class Model:
             t.append(Tensor("lm_head", V * h, 1))
         return t
 
-    @property
+    @cached_property
     def num_params(self) -> int:
         """Exact parameter count (tied embeddings counted once, as torch's parameters() does)."""
         return sum(t.numel * t.count for t in self.tensors())
 
-    @property
+    @cached_property
     def params_per_layer(self) -> int:
         return sum(t.numel for t in self.tensors() if t.count == self.num_layers and self.num_layers > 0
                    and not t.name.startswith(("embed", "final", "lm_head")))
 
-    @property
+    @cached_property
     def embedding_params(self) -> int:
         return sum(t.numel * t.count for t in self.tensors() if t.kind == "embedding")
 
-    @property
+    @cached_property
     def linear_params(self) -> int:
         """Parameters of matmul weights (what autocast casts to 16-bit); the tied head reuses the embedding."""
         n = sum(t.numel * t.count for t in self.tensors() if t.kind == "linear")
         return n + (self.vocab_size * self.hidden_size if self.tie_word_embeddings else 0)
 
-    @property
+    @cached_property
     def largest_tensor_numel(self) -> int:
         return max(t.numel for t in self.tensors())
 

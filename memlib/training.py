@@ -19,6 +19,7 @@ moments modelled (each a breakdown of what is alive):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memlib import activations as act
 from memlib import lora as lora_mod
@@ -384,6 +385,19 @@ _ATTN_PREFIXES = ("attn_norm", "sdpa", "eager", "lora.q_proj", "lora.k_proj", "l
 _ATTN_TENSORS = ("input_layernorm", "q_proj", "k_proj", "v_proj", "o_proj")
 
 
+@lru_cache(maxsize=256)
+def _half_weights(m: Model) -> dict[str, tuple[int, int, int]]:
+    """Per decoder layer, for each half: (matmul weight elements, all elements, largest matmul weight)."""
+    out = {}
+    for half in ("attn", "mlp"):
+        w = [t for t in m.tensors() if t.count == m.num_layers and t.kind != "embedding"
+             and t.name.split(".")[0].startswith(_ATTN_TENSORS) == (half == "attn")
+             and not t.name.startswith(("final", "lm_head"))]
+        lin = [t.numel for t in w if t.kind == "linear"]
+        out[half] = (sum(lin), sum(t.numel for t in w), max(lin))
+    return out
+
+
 def _layer_halves(m: Model, s: TrainingSetup, layer: act.Ledger, num: act.Numerics, pb: int,
                   full_ft: bool) -> dict[str, _Half]:
     L, tok, c = m.num_layers, s.tokens, num.compute
@@ -393,10 +407,9 @@ def _layer_halves(m: Model, s: TrainingSetup, layer: act.Ledger, num: act.Numeri
         acts = sum(n for k, n, _ in layer.items if k.startswith(_ATTN_PREFIXES) == is_attn)
         if s.recompute == "selective":
             acts -= sum(n for k, n, _ in layer.items if k.startswith("eager.probs")) if is_attn else 0
-        weights = [t for t in m.tensors() if t.count == L and t.name.split(".")[0].startswith(_ATTN_TENSORS) == is_attn]
-        linear = sum(t.numel for t in weights if t.kind == "linear")
+        linear, all_weights, largest_linear = _half_weights(m)[half]
         if full_ft:
-            trainable = sum(t.numel for t in weights)
+            trainable = all_weights
         else:
             trainable = sum(r * (fi + fo) for r, (fi, fo) in
                             ((s.lora_rank, lora_mod.linear_shape(m, t)) for t in s.lora_targets
@@ -412,7 +425,7 @@ def _layer_halves(m: Model, s: TrainingSetup, layer: act.Ledger, num: act.Numeri
         else:
             tmp = 3 * c * m.intermediate_size * tok
         if num.autocast and full_ft:
-            tmp += 2 * max(t.numel for t in weights if t.kind == "linear")
+            tmp += 2 * largest_linear
         out[half] = _Half(acts, trainable * pb, casts, tmp)
     return out
 

@@ -1,0 +1,45 @@
+"""Speed of estimate_training: one call, and 10,000 calls over a grid of settings.
+
+    python benchmarks/bench_estimate.py
+
+Prints wall-clock figures; the aim is under 50 microseconds a call. Not a test: timings
+depend on the machine, so they are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+
+import memlib
+
+
+def main() -> None:
+    model = memlib.get_model("llama-7b")
+    # one call: median of many single calls (the first warms caches)
+    samples = []
+    for _ in range(2000):
+        t0 = time.perf_counter()
+        memlib.estimate_training(model, seq_len=2048, micro_batch=1, precision="bf16-mixed")
+        samples.append(time.perf_counter() - t0)
+    one = statistics.median(samples)
+
+    models = [memlib.get_model(n) for n in ("llama-7b", "llama-2-70b", "mistral-7b", "qwen2-0.5b", "llama-3-8b")]
+    grid = list(itertools.product(
+        models, (512, 1024, 2048, 4096, 8192), (1, 2, 4, 8),
+        ("bf16", "bf16-mixed", "fp32"), ("none", "full"), ("sdpa", "eager"), ("full", "lora", "qlora")))
+    grid = [g for g in grid if not (g[6] == "qlora" and g[3] == "fp32")]
+    configs = list(itertools.islice(itertools.cycle(grid), 10_000))
+    t0 = time.perf_counter()
+    for m, s, b, p, r, a, f in configs:
+        memlib.estimate_training(m, seq_len=s, micro_batch=b, precision=p, recompute=r, attention=a, finetune=f)
+    sweep = time.perf_counter() - t0
+
+    print(f"estimate_training, one call (llama-7b, median of 2000): {one * 1e6:8.1f} us")
+    print(f"estimate_training, 10,000 calls over a {len(grid)}-point grid: {sweep:8.3f} s "
+          f"({sweep / len(configs) * 1e6:.1f} us/call)")
+
+
+if __name__ == "__main__":
+    main()

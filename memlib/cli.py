@@ -1,0 +1,121 @@
+"""Command line: `memlib estimate MODEL [options]`, `memlib models`, `memlib gpus`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from memlib import lora as lora_mod
+from memlib import optimizers, training
+from memlib.gpus import list_gpus
+from memlib.models import Model, get_model, list_models
+from memlib.units import fmt_bytes, gb, gib
+
+COMMON_GPUS = ("t4", "l4", "a10", "rtx-3090", "rtx-4090", "v100-32gb", "a100-40gb", "a100-80gb", "h100-80gb", "h200")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memlib", description="GPU memory to train, fine-tune or serve an LLM.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    e = sub.add_parser("estimate", help="peak training memory on one GPU, its breakdown and per-GPU verdicts",
+                       description="Peak memory of one training step on one GPU (the max over forward, "
+                                   "backward and optimizer step), what is alive then, and whether it fits "
+                                   "common GPUs. Sizes are shown in GB (1e9) and GiB (2**30).")
+    e.add_argument("model", nargs="?", help=f"catalog name ({', '.join(list_models())})")
+    e.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of a name")
+    e.add_argument("--seq-len", type=int, default=2048, help="tokens per sequence (default 2048)")
+    e.add_argument("--micro-batch", type=int, default=1, help="sequences per step on one GPU (default 1)")
+    e.add_argument("--precision", default="bf16-mixed", choices=training.PRECISIONS, help="default bf16-mixed")
+    e.add_argument("--optimizer", default="adamw", choices=optimizers.OPTIMIZERS, help="default adamw")
+    e.add_argument("--finetune", default="full", choices=training.FINETUNES, help="default full")
+    e.add_argument("--lora-rank", type=int, default=16, help="LoRA rank (default 16)")
+    e.add_argument("--lora-targets", default=",".join(lora_mod.DEFAULT_TARGETS),
+                   help="comma-separated projections or a group: " + ", ".join(lora_mod.TARGET_GROUPS)
+                        + " (default q_proj,v_proj)")
+    e.add_argument("--recompute", default="none", choices=training.RECOMPUTES, help="default none")
+    e.add_argument("--attention", default="sdpa", choices=training.ATTENTIONS, help="default sdpa")
+    e.add_argument("--zero-stage", type=int, default=0, help="ZeRO stage 0-3 (with --dp 1 it shards nothing)")
+    e.add_argument("--dp", type=int, default=1, help="data-parallel GPUs (default 1)")
+    e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
+    e.add_argument("--json", action="store_true", help="machine-readable output")
+    e.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
+
+    sub.add_parser("models", help="list catalog models with exact parameter counts")
+    sub.add_parser("gpus", help="list catalog GPUs with capacity in GB and GiB")
+    return p
+
+
+def _targets(text: str):
+    text = text.strip()
+    return text if text in lora_mod.TARGET_GROUPS else [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _verdicts(est, gpu_names) -> list[dict]:
+    from memlib.gpus import get_gpu
+    out = []
+    for name in gpu_names:
+        g = get_gpu(name)
+        margin = g.memory_bytes - est.peak_bytes
+        out.append({"gpu": g.name, "memory_bytes": g.memory_bytes, "fits": margin >= 0, "margin_bytes": margin})
+    return out
+
+
+def cmd_estimate(a) -> int:
+    if bool(a.model) == bool(a.hf_config):
+        raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
+    model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
+    est = training.estimate_training(
+        model, seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
+        finetune=a.finetune, lora_rank=a.lora_rank, lora_targets=_targets(a.lora_targets),
+        recompute=a.recompute, attention=a.attention, zero_stage=a.zero_stage, dp=a.dp)
+    verdicts = _verdicts(est, a.gpu or COMMON_GPUS)
+    if a.json:
+        print(json.dumps({**est.to_dict(), "verdicts": verdicts}, indent=2))
+        return 0
+    if a.explain:
+        print(est.explain())
+        print()
+    print(model.describe())
+    s = est.setup
+    print(f"seq_len {s.seq_len}, micro_batch {s.micro_batch}, {s.precision}, {s.optimizer}, {s.finetune}, "
+          f"recompute {s.recompute}, attention {s.attention}")
+    print(f"\nPeak {fmt_bytes(est.peak_bytes)} during {est.phase} ({est.peak_moment.where})")
+    print(f"\n{'alive at the peak':<20}{'GB':>12}{'GiB':>12}")
+    for k, v in est.breakdown.items():
+        if v:
+            print(f"{k:<20}{gb(v):>12,.2f}{gib(v):>12,.2f}")
+    print(f"{'total':<20}{gb(est.peak_bytes):>12,.2f}{gib(est.peak_bytes):>12,.2f}")
+    print("\nOne GPU (peak vs capacity; the CUDA context and allocator fragmentation need ~1-3 GiB more):")
+    for v in verdicts:
+        word = "fits " if v["fits"] else "OOM  "
+        print(f"  {word} {v['gpu']:<12} {gib(v['memory_bytes']):>7.1f} GiB   margin {gib(v['margin_bytes']):>+9.2f} GiB")
+    return 0
+
+
+def cmd_models(_a) -> int:
+    for name in list_models():
+        print(get_model(name).describe())
+    return 0
+
+
+def cmd_gpus(_a) -> int:
+    for g in list_gpus():
+        print(f"{g.name:<14} {g.memory_gb:>7.1f} GB  {g.memory_gib:>7.1f} GiB  {g.display_name}")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return {"estimate": cmd_estimate, "models": cmd_models, "gpus": cmd_gpus}[args.command](args)
+    except ValueError as e:  # bad input: one line, no traceback
+        print(f"memlib: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into `head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
