@@ -1,0 +1,217 @@
+"""Validation cases as plain data.
+
+Every case is a dict that the harness turns into one two-step training run. The config
+dicts are complete on purpose: the estimator under test reads the same dicts, so a field
+left to a transformers default would be a silent disagreement between the two.
+
+Keys of a case:
+    name         unique id (used on the command line and in results.json)
+    config       transformers config dict (model_type + architecture fields)
+    seq_len      tokens per sequence
+    micro_batch  sequences per step
+    precision    "bf16" (everything bf16) or "bf16-mixed" (fp32 params, bf16 autocast)
+    recompute    "none" or "full" (activation checkpointing of every decoder layer)
+    attention    "sdpa" or "eager"
+    optimizer    "adamw" (default), "sgd", "sgd-momentum"
+    finetune     "full" or "lora"
+    lora         {"r": int, "alpha": int, "targets": [module names]} when finetune == "lora"
+    holdout      True for cases kept aside to test a fitted formula on unseen shapes
+"""
+
+from __future__ import annotations
+
+import copy
+
+_COMMON = {
+    "hidden_act": "silu",
+    "attention_dropout": 0.0,
+    "attention_bias": False,
+    "mlp_bias": False,
+    "initializer_range": 0.02,
+    "use_cache": False,
+}
+
+
+def _llama_like(model_type: str, **fields) -> dict:
+    cfg = {"model_type": model_type, **_COMMON, **fields}
+    if model_type != "llama":
+        # mlp_bias / attention_bias are llama-only fields; qwen2 has fixed q/k/v biases
+        # and mistral has none, so leave them out rather than pass unknown keys.
+        cfg.pop("mlp_bias")
+        cfg.pop("attention_bias")
+    return cfg
+
+
+# --- configs -------------------------------------------------------------------------
+
+# Small but realistic proportions (head_dim 64, SwiGLU ratio ~2.7) so runs take seconds.
+TINY_LLAMA = _llama_like(
+    "llama", hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
+    num_attention_heads=8, num_key_value_heads=8, vocab_size=32000,
+    max_position_embeddings=8192, rms_norm_eps=1e-6, tie_word_embeddings=False,
+    rope_theta=10000.0,
+)
+
+TINY_LLAMA_GQA = _llama_like(
+    "llama", hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
+    num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
+    max_position_embeddings=8192, rms_norm_eps=1e-5, tie_word_embeddings=False,
+    rope_theta=500000.0,
+)
+
+TINY_LLAMA_TIED = _llama_like(
+    "llama", hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
+    num_attention_heads=8, num_key_value_heads=4, vocab_size=32000,
+    max_position_embeddings=8192, rms_norm_eps=1e-5, tie_word_embeddings=True,
+    rope_theta=10000.0,
+)
+
+TINY_MISTRAL = _llama_like(
+    "mistral", hidden_size=512, intermediate_size=1792, num_hidden_layers=4,
+    num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
+    max_position_embeddings=8192, rms_norm_eps=1e-5, tie_word_embeddings=False,
+    rope_theta=10000.0, sliding_window=None, head_dim=64,
+)
+
+# Qwen2 with its real 151936 vocabulary: the logits/loss terms dominate at this width,
+# which is exactly what a formula gets wrong most often. Qwen2 has q/k/v biases.
+QWEN2_SMALL_VOCAB152K = _llama_like(
+    "qwen2", hidden_size=896, intermediate_size=4864, num_hidden_layers=2,
+    num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
+    max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=True,
+    rope_theta=1000000.0, use_sliding_window=False, sliding_window=None,
+    max_window_layers=24,
+)
+
+# Reduced-depth real models: real width/vocab, few layers.
+LLAMA3_8B_2L = _llama_like(
+    "llama", hidden_size=4096, intermediate_size=14336, num_hidden_layers=2,
+    num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
+    max_position_embeddings=8192, rms_norm_eps=1e-5, tie_word_embeddings=False,
+    rope_theta=500000.0,
+)
+
+QWEN2_7B_2L = _llama_like(
+    "qwen2", hidden_size=3584, intermediate_size=18944, num_hidden_layers=2,
+    num_attention_heads=28, num_key_value_heads=4, vocab_size=152064,
+    max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=False,
+    rope_theta=1000000.0, use_sliding_window=False, sliding_window=None,
+    max_window_layers=28,
+)
+
+LLAMA2_7B_4L = _llama_like(
+    "llama", hidden_size=4096, intermediate_size=11008, num_hidden_layers=4,
+    num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
+    max_position_embeddings=4096, rms_norm_eps=1e-5, tie_word_embeddings=False,
+    rope_theta=10000.0,
+)
+
+# Whole 7B-sized models.
+LLAMA_7B = _llama_like(
+    "llama", hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+    num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
+    max_position_embeddings=2048, rms_norm_eps=1e-6, tie_word_embeddings=False,
+    rope_theta=10000.0,
+)
+
+MISTRAL_7B = _llama_like(
+    "mistral", hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+    num_attention_heads=32, num_key_value_heads=8, vocab_size=32000,
+    max_position_embeddings=32768, rms_norm_eps=1e-5, tie_word_embeddings=False,
+    rope_theta=1000000.0, sliding_window=None, head_dim=128,
+)
+
+
+def _case(name, config, seq_len, micro_batch, precision="bf16", recompute="none",
+          attention="sdpa", finetune="full", lora=None, optimizer="adamw",
+          holdout=False) -> dict:
+    return {
+        "name": name,
+        "config": copy.deepcopy(config),
+        "seq_len": seq_len,
+        "micro_batch": micro_batch,
+        "precision": precision,
+        "recompute": recompute,
+        "attention": attention,
+        "optimizer": optimizer,
+        "finetune": finetune,
+        "lora": copy.deepcopy(lora),
+        "holdout": holdout,
+    }
+
+
+_ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
+_ALL_LINEAR = _ATTN + ["gate_proj", "up_proj", "down_proj"]
+
+CASES: list[dict] = [
+    # precision x recompute on one small model
+    _case("tiny-llama-bf16", TINY_LLAMA, 512, 2),
+    _case("tiny-llama-mixed", TINY_LLAMA, 512, 2, precision="bf16-mixed"),
+    _case("tiny-llama-bf16-ckpt", TINY_LLAMA, 512, 2, recompute="full"),
+    _case("tiny-llama-mixed-ckpt", TINY_LLAMA, 512, 2, precision="bf16-mixed", recompute="full"),
+    # eager attention materialises the s x s scores
+    _case("tiny-llama-bf16-eager", TINY_LLAMA, 512, 2, attention="eager"),
+    _case("tiny-llama-mixed-eager", TINY_LLAMA, 1024, 1, precision="bf16-mixed", attention="eager"),
+    # micro-batch and sequence sweeps
+    _case("tiny-llama-bf16-mb1-s128", TINY_LLAMA, 128, 1),
+    _case("tiny-llama-bf16-mb8-s512", TINY_LLAMA, 512, 8),
+    _case("tiny-llama-bf16-s8192", TINY_LLAMA, 8192, 1),
+    _case("tiny-llama-mixed-ckpt-s8192", TINY_LLAMA, 8192, 1, precision="bf16-mixed", recompute="full"),
+    # GQA, tied embeddings, mistral class
+    _case("tiny-llama-gqa-bf16", TINY_LLAMA_GQA, 1024, 2),
+    _case("tiny-llama-tied-bf16", TINY_LLAMA_TIED, 512, 4),
+    _case("tiny-llama-tied-mixed", TINY_LLAMA_TIED, 512, 4, precision="bf16-mixed"),
+    _case("tiny-mistral-bf16", TINY_MISTRAL, 1024, 2),
+    # large vocabulary + q/k/v biases
+    _case("qwen2-152k-2l-bf16", QWEN2_SMALL_VOCAB152K, 1024, 2),
+    _case("qwen2-152k-2l-mixed", QWEN2_SMALL_VOCAB152K, 1024, 2, precision="bf16-mixed"),
+    # reduced-depth real widths
+    _case("llama3-8b-2l-bf16", LLAMA3_8B_2L, 2048, 1),
+    _case("llama3-8b-2l-mixed-ckpt", LLAMA3_8B_2L, 4096, 1, precision="bf16-mixed", recompute="full"),
+    _case("qwen2-7b-2l-bf16-ckpt", QWEN2_7B_2L, 2048, 2, recompute="full"),
+    _case("llama2-7b-4l-mixed-eager", LLAMA2_7B_4L, 1024, 1, precision="bf16-mixed", attention="eager"),
+    # whole 7B models
+    _case("llama-7b-bf16", LLAMA_7B, 2048, 1),
+    _case("llama-7b-bf16-ckpt-mb4", LLAMA_7B, 2048, 4, recompute="full"),
+    _case("mistral-7b-bf16-ckpt", MISTRAL_7B, 4096, 1, recompute="full"),
+    # other optimizers (optional reference semantics)
+    _case("tiny-llama-bf16-sgd", TINY_LLAMA, 512, 2, optimizer="sgd"),
+    _case("tiny-llama-bf16-sgdm", TINY_LLAMA, 512, 2, optimizer="sgd-momentum"),
+    # LoRA (frozen base: MemTracker cannot be used, dispatch tracker only)
+    _case("tiny-llama-lora8-attn-bf16", TINY_LLAMA, 512, 2, finetune="lora",
+          lora={"r": 8, "alpha": 16, "targets": _ATTN}),
+    _case("tiny-llama-lora64-all-mixed", TINY_LLAMA, 512, 2, precision="bf16-mixed",
+          finetune="lora", lora={"r": 64, "alpha": 128, "targets": _ALL_LINEAR}),
+    _case("llama3-8b-2l-lora16-qv-bf16", LLAMA3_8B_2L, 2048, 1, finetune="lora",
+          lora={"r": 16, "alpha": 32, "targets": ["q_proj", "v_proj"]}),
+    _case("llama-7b-lora16-all-bf16-ckpt", LLAMA_7B, 2048, 2, recompute="full",
+          finetune="lora", lora={"r": 16, "alpha": 32, "targets": _ALL_LINEAR}),
+    _case("tiny-llama-gqa-lora32-all-mixed-ckpt", TINY_LLAMA_GQA, 1024, 2,
+          precision="bf16-mixed", recompute="full", finetune="lora",
+          lora={"r": 32, "alpha": 64, "targets": _ALL_LINEAR}),
+]
+
+# Kept aside: shapes/batches/sequences no calibration should have seen.
+HOLDOUT_CASES: list[dict] = [
+    _case("holdout-tiny-gqa-mixed-mb3-s1536", TINY_LLAMA_GQA, 1536, 3,
+          precision="bf16-mixed", holdout=True),
+    _case("holdout-tiny-mistral-bf16-ckpt-mb6-s768", TINY_MISTRAL, 768, 6,
+          recompute="full", holdout=True),
+    _case("holdout-qwen2-152k-bf16-eager-s2048", QWEN2_SMALL_VOCAB152K, 2048, 1,
+          attention="eager", holdout=True),
+    _case("holdout-llama3-8b-2l-bf16-mb2-s3072", LLAMA3_8B_2L, 3072, 2, holdout=True),
+    _case("holdout-tiny-tied-lora4-attn-bf16-s2048", TINY_LLAMA_TIED, 2048, 2,
+          finetune="lora", lora={"r": 4, "alpha": 8, "targets": _ATTN}, holdout=True),
+]
+
+ALL_CASES: list[dict] = CASES + HOLDOUT_CASES
+
+# Quick cases re-measured by `--check` when no case is named.
+CHECK_DEFAULT = ["tiny-llama-bf16", "tiny-llama-mixed-ckpt", "tiny-llama-lora8-attn-bf16"]
+
+
+def get_case(name: str) -> dict:
+    for c in ALL_CASES:
+        if c["name"] == name:
+            return copy.deepcopy(c)
+    raise KeyError(f"unknown case {name!r}; see --list")

@@ -1,0 +1,732 @@
+"""Measured truth for memlib: peak memory of two real training steps.
+
+Builds transformers' own model classes from config dicts under FakeTensorMode (no real
+memory, no weights), runs the reference training loop twice and records the second step's
+peak. See validation/README.md for the semantics and how to regenerate results.json.
+
+    python -m validation.harness --list
+    python -m validation.harness --case tiny-llama-bf16 [--case ...]
+    python -m validation.harness --all --write
+    python -m validation.harness --check [--case ...]
+    python -m validation.harness --cuda --case ...      (real GPU only)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import json
+import platform
+import subprocess
+import sys
+import time
+import weakref
+from pathlib import Path
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.weak import WeakIdKeyDictionary
+
+from validation.cases import ALL_CASES, CHECK_DEFAULT, get_case
+
+RESULTS_PATH = Path(__file__).with_name("results.json")
+CHECK_REL_TOL = 1e-3  # --check passes exactly, or within 0.1% (and says which)
+CUDA_BLOCK = 512  # the CUDA caching allocator rounds every block up to this
+
+
+# --------------------------------------------------------------------------------------
+# Fake device
+# --------------------------------------------------------------------------------------
+
+_PROBE = r"""
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+with FakeTensorMode():
+    w = torch.empty(8, 8, device="cuda", requires_grad=True)
+    x = torch.ones(2, 8).to("cuda")
+    (x @ w).sum().backward()
+    w.detach().copy_(w.grad)
+print("ok")
+"""
+
+
+def probe_fake_cuda() -> tuple[bool, str]:
+    """Can this torch build run a training step on *fake* CUDA tensors?
+
+    Run in a subprocess because on CPU-only builds the failure can be a C++ abort
+    (std::terminate from the autograd engine), which would kill this process.
+    """
+    try:
+        p = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True,
+                           text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return False, "fake-CUDA probe timed out"
+    if p.returncode == 0 and "ok" in p.stdout:
+        return True, "fake CUDA tensors work on this build"
+    err = [ln for ln in p.stderr.splitlines() if "Error" in ln or "error" in ln]
+    return False, (f"fake-CUDA probe failed (rc={p.returncode}): "
+                   + (err[-1].strip() if err else p.stderr.strip()[-300:]))
+
+
+_aten = torch.ops.aten
+_RANDOM_INPLACE = {
+    _aten.uniform_.default, _aten.normal_.default, _aten.bernoulli_.float,
+    _aten.exponential_.default, _aten.random_.default, getattr(_aten.random_, "from"),
+    _aten.random_.to, _aten.log_normal_.default, _aten.geometric_.default,
+    _aten.cauchy_.default,
+}
+
+
+class _SkipRandomInit(TorchDispatchMode):
+    """Turn in-place random fills into no-ops during model construction.
+
+    Values are meaningless under FakeTensorMode, and the random decompositions need a
+    real generator for the fake device (which a CPU-only build lacks for CUDA).
+    """
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in _RANDOM_INPLACE:
+            return args[0]
+        return func(*args, **(kwargs or {}))
+
+
+# --------------------------------------------------------------------------------------
+# Dispatch live-bytes tracker
+# --------------------------------------------------------------------------------------
+
+class LiveBytesTracker(TorchDispatchMode):
+    """Live tensor bytes seen through dispatch, counting each storage once.
+
+    Why not only MemTracker: it installs grad hooks on every parameter, which fails for
+    frozen (requires_grad=False) parameters, so LoRA runs need this. It is deliberately
+    simple: bytes = sum of nbytes of every untyped storage that is alive, where a storage
+    enters when an op returns a tensor on it (or via `track`) and leaves when its Python
+    storage object is finalized (PyTorch keeps that object alive as long as the C++
+    storage is, so the finalizer fires exactly when the memory would be freed).
+
+    Also keeps a second sum with every storage rounded up to 512 bytes, which is what the
+    CUDA caching allocator charges; useful when comparing with a real GPU.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sizes = WeakIdKeyDictionary()  # storage -> [nbytes, rounded]
+        self.live = 0
+        self.live_rounded = 0
+        self.peak = 0
+        self.peak_rounded = 0
+        self.phase: str | None = None
+        self.phase_peaks: dict[str, int] = {}
+        self.attention_ops: set[str] = set()
+
+    # -- accounting
+    def _add(self, st: torch.UntypedStorage) -> None:
+        n = st.nbytes()
+        rec = self._sizes.get(st)
+        if rec is None:
+            rec = [n, -(-n // CUDA_BLOCK) * CUDA_BLOCK]
+            self._sizes[st] = rec
+            self.live += rec[0]
+            self.live_rounded += rec[1]
+            weakref.finalize(st, self._release, rec)
+        elif rec[0] != n:  # resized in place
+            r = -(-n // CUDA_BLOCK) * CUDA_BLOCK
+            self.live += n - rec[0]
+            self.live_rounded += r - rec[1]
+            rec[0], rec[1] = n, r
+        self._bump()
+
+    def _release(self, rec: list) -> None:
+        self.live -= rec[0]
+        self.live_rounded -= rec[1]
+
+    def _bump(self) -> None:
+        if self.live > self.peak:
+            self.peak = self.live
+        if self.live_rounded > self.peak_rounded:
+            self.peak_rounded = self.live_rounded
+        if self.phase is not None and self.live > self.phase_peaks.get(self.phase, 0):
+            self.phase_peaks[self.phase] = self.live
+
+    def track(self, *objs) -> None:
+        """Count tensors that already exist (params, grads, optimizer states, inputs)."""
+        for obj in objs:
+            if isinstance(obj, torch.nn.Module):
+                for t in list(obj.parameters()) + list(obj.buffers()):
+                    self.track(t)
+                    if getattr(t, "grad", None) is not None:
+                        self.track(t.grad)
+            elif isinstance(obj, torch.optim.Optimizer):
+                for state in obj.state.values():
+                    self.track(*[v for v in state.values() if isinstance(v, torch.Tensor)])
+            elif isinstance(obj, torch.Tensor):
+                self._add(obj.untyped_storage())
+
+    # -- control
+    def reset_peak(self) -> None:
+        self.peak = self.live
+        self.peak_rounded = self.live_rounded
+        self.phase_peaks = {}
+
+    def begin_phase(self, name: str) -> None:
+        self.phase = name
+        self.phase_peaks[name] = max(self.phase_peaks.get(name, 0), self.live)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if "attention" in func.name():
+            self.attention_ops.add(func.name())
+        out = func(*args, **(kwargs or {}))
+        for t in _flat_tensors(out):
+            self._add(t.untyped_storage())
+        return out
+
+
+def _flat_tensors(x):
+    from torch.utils._pytree import tree_leaves
+    return [t for t in tree_leaves(x) if isinstance(t, torch.Tensor)]
+
+
+# --------------------------------------------------------------------------------------
+# MemTracker adapter
+# --------------------------------------------------------------------------------------
+
+class _MemTrackerAdapter:
+    """Phase peaks and breakdowns from torch's MemTracker.
+
+    MemTracker has one peak for its whole context and refuses a second forward of the
+    root module; resetting its peak and module stats between steps/phases uses private
+    fields (`_peak_mem`, `_peak_mem_snap`), checked against the torch version recorded in
+    results.json.
+    """
+
+    def __init__(self, model, optimizer, inputs):
+        from torch.distributed._tools.mem_tracker import MemTracker
+        self.mt = MemTracker()
+        self.mt.track_external(model, optimizer, inputs)
+        self.phase: str | None = None
+        self.phase_peaks: dict[str, int] = {}
+        self.phase_breakdowns: dict[str, dict] = {}
+
+    @staticmethod
+    def _one_device(snap: dict) -> tuple[int, dict]:
+        if not snap:
+            return 0, {}
+        if len(snap) != 1:
+            raise RuntimeError(f"expected one device, MemTracker saw {list(snap)}")
+        (dev_snap,) = snap.values()
+        breakdown = {str(getattr(k, "name", k)): int(v) for k, v in dev_snap.items()}
+        return int(breakdown.get("Total", 0)), breakdown
+
+    def _close_phase(self) -> None:
+        if self.phase is None:
+            return
+        total, bd = self._one_device(self.mt.get_tracker_snapshot("peak"))
+        if total >= self.phase_peaks.get(self.phase, -1):
+            self.phase_peaks[self.phase] = total
+            self.phase_breakdowns[self.phase] = bd
+
+    def _reset_peak_to_current(self) -> None:
+        cur = self.mt.get_tracker_snapshot("current")
+        self.mt._peak_mem_snap = cur
+        self.mt._peak_mem = {d: s["Total"] for d, s in cur.items()}
+
+    def begin_phase(self, name: str) -> None:
+        self._close_phase()
+        self._reset_peak_to_current()
+        self.phase = name
+
+    def end(self) -> None:
+        self._close_phase()
+        self.phase = None
+
+    def current(self) -> tuple[int, dict]:
+        return self._one_device(self.mt.get_tracker_snapshot("current"))
+
+
+# --------------------------------------------------------------------------------------
+# Building and running a case
+# --------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _fake_safe_module_to():
+    """Let `nn.Module.to` work on fake parameters while a model is being built.
+
+    Module.to moves fake parameters with torch.utils.swap_tensors, which refuses any
+    tensor with a weakref attached; under FakeTensorMode every nn.Parameter is held
+    weakly by the fake-tensor converter's memo, so plain `Linear(4, 4).to(bf16)` fails
+    ("Cannot swap t1 because it has weakref associated with it", torch 2.13). This
+    replacement does what Module.to does to memory (new storages in the target
+    dtype/device, old ones freed, tied parameters kept tied, a no-op where nothing
+    changes); transformers' `model.to(bf16)` and peft's adapter placement both go
+    through it. Real tensors are never affected: it is only active during fake builds.
+    """
+    orig = torch.nn.Module.to
+
+    def to(self, *args, **kwargs):
+        device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+
+        def convert(t):
+            if dtype is not None and (t.is_floating_point() or t.is_complex()):
+                return t.to(device, dtype, non_blocking)
+            return t.to(device, non_blocking=non_blocking)
+
+        memo: dict[int, torch.Tensor] = {}
+        with torch.no_grad():
+            for mod in self.modules():
+                for key, p in list(mod._parameters.items()):
+                    if p is None:
+                        continue
+                    if id(p) not in memo:
+                        q = convert(p)
+                        memo[id(p)] = p if q is p else torch.nn.Parameter(
+                            q, requires_grad=p.requires_grad)
+                    mod._parameters[key] = memo[id(p)]
+                for key, b in list(mod._buffers.items()):
+                    if b is None:
+                        continue
+                    if id(b) not in memo:
+                        memo[id(b)] = convert(b)
+                    mod._buffers[key] = memo[id(b)]
+        return self
+
+    torch.nn.Module.to = to
+    try:
+        yield
+    finally:
+        torch.nn.Module.to = orig
+
+
+def _build(case: dict, device: str):
+    """Model, optimizer and inputs for a case, created on `device` (fake or real)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = dict(case["config"])
+    cfg_obj = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+    cfg_obj.use_cache = False
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(
+            cfg_obj, attn_implementation=case["attention"], dtype=torch.float32)
+    if case["precision"] == "bf16":
+        model.to(torch.bfloat16)
+    elif case["precision"] != "bf16-mixed":
+        raise ValueError(f"unknown precision {case['precision']!r}")
+    model.train()
+
+    recompute_setting = None
+    if case["recompute"] == "full":
+        recompute_setting = {"use_reentrant": False}
+        # transformers 5 renamed the method; the old one still works but warns.
+        enable = getattr(model, "activation_checkpointing_enable", None)
+        if enable is not None:
+            enable(activation_checkpointing_kwargs=recompute_setting)
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=recompute_setting)
+    elif case["recompute"] != "none":
+        raise ValueError(f"unknown recompute {case['recompute']!r}")
+
+    if case["finetune"] == "lora":
+        from peft import LoraConfig, get_peft_model
+        lc = case["lora"]
+        model = get_peft_model(
+            model,
+            LoraConfig(r=lc["r"], lora_alpha=lc["alpha"], lora_dropout=0.0,
+                       target_modules=list(lc["targets"]), task_type="CAUSAL_LM"),
+            autocast_adapter_dtype=False,
+        )
+        model.train()
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt_name = case.get("optimizer", "adamw")
+    if opt_name == "adamw":
+        opt = torch.optim.AdamW(params, lr=1e-4, foreach=False)
+    elif opt_name == "sgd":
+        opt = torch.optim.SGD(params, lr=1e-4, foreach=False)
+    elif opt_name == "sgd-momentum":
+        opt = torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=False)
+    else:
+        raise ValueError(f"unknown optimizer {opt_name!r}")
+
+    # Token values do not matter for memory; zeros avoid a random generator on fake CUDA.
+    ids = torch.zeros(case["micro_batch"], case["seq_len"], dtype=torch.long, device=device)
+    return model, opt, ids, recompute_setting
+
+
+def _model_facts(model, case: dict, recompute_setting) -> dict:
+    ps = list(model.parameters())  # parameters() already de-duplicates tied weights
+    dtypes = sorted({str(p.dtype) for p in ps})
+    trainable = [p for p in ps if p.requires_grad]
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = getattr(base, "model", base)
+    tied = (getattr(base, "lm_head", None) is not None
+            and base.lm_head.weight is inner.embed_tokens.weight)
+    return {
+        "model_class": type(base).__name__,
+        "param_count": sum(p.numel() for p in ps),
+        "trainable_count": sum(p.numel() for p in trainable),
+        "param_bytes": sum(p.numel() * p.element_size() for p in ps),
+        "trainable_bytes": sum(p.numel() * p.element_size() for p in trainable),
+        "param_dtypes": dtypes,
+        "trainable_dtypes": sorted({str(p.dtype) for p in trainable}),
+        "buffer_bytes": sum(b.numel() * b.element_size() for b in base.buffers()),
+        "embeddings_tied": bool(tied),
+        "attn_implementation": base.config._attn_implementation,
+        "gradient_checkpointing": bool(getattr(
+            base, "is_activation_checkpointing",
+            getattr(base, "is_gradient_checkpointing", False))),
+        "checkpoint_kwargs": recompute_setting,
+    }
+
+
+def _autocast(case: dict, device_type: str):
+    if case["precision"] == "bf16-mixed":
+        return torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _train_steps(model, opt, ids, case, device_type, on_phase, on_step_start, on_fw_end):
+    """The reference loop. `out` stays bound until the next forward returns, as in an
+    ordinary training loop, so step 2's forward runs while step 1's logits are alive."""
+    out = None
+    for step in range(2):
+        on_step_start(step)
+        on_phase(step, "forward")
+        with _autocast(case, device_type):
+            out = model(input_ids=ids, labels=ids)
+        on_fw_end(step, out)
+        on_phase(step, "backward")
+        out.loss.backward()
+        on_phase(step, "optimizer")
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return out
+
+
+def _run_dispatch(case: dict, device: str) -> dict:
+    t0 = time.time()
+    fake = FakeTensorMode()
+    with fake:
+        with _SkipRandomInit(), _fake_safe_module_to():
+            model, opt, ids, rs = _build(case, device)
+        facts = _model_facts(model, case, rs)
+        tr = LiveBytesTracker()
+        tr.track(model, opt, ids)
+        rec: dict = {"step1": {}, "step2": {}}
+
+        def on_step_start(step):
+            if step == 1:
+                rec["step1"] = {"peak_bytes": tr.peak, "phase_peaks": dict(tr.phase_peaks)}
+                tr.reset_peak()
+                rec["step2"]["live_at_step_start"] = tr.live
+
+        def on_phase(step, name):
+            tr.begin_phase(name)
+
+        def on_fw_end(step, out):
+            key = "step1" if step == 0 else "step2"
+            rec[key]["live_at_forward_end"] = tr.live
+            rec[key]["logits_dtype"] = str(out.logits.dtype)
+            rec[key]["logits_bytes"] = out.logits.untyped_storage().nbytes()
+            rec[key]["loss_dtype"] = str(out.loss.dtype)
+
+        with tr:
+            out = _train_steps(model, opt, ids, case, device, on_phase, on_step_start, on_fw_end)
+            rec["step2"]["peak_bytes"] = tr.peak
+            rec["step2"]["peak_bytes_rounded512"] = tr.peak_rounded
+            rec["step2"]["phase_peaks"] = dict(tr.phase_peaks)
+            rec["step2"]["live_at_end"] = tr.live
+            rec["attention_ops"] = sorted(tr.attention_ops)
+            rec["opt_state_bytes"] = sum(
+                v.untyped_storage().nbytes() for s in opt.state.values()
+                for v in s.values() if isinstance(v, torch.Tensor) and v.dim() > 0)
+        del out
+    rec["facts"] = facts
+    rec["seconds"] = round(time.time() - t0, 2)
+    return rec
+
+
+def _run_memtracker(case: dict, device: str) -> dict:
+    t0 = time.time()
+    fake = FakeTensorMode()
+    with fake:
+        with _SkipRandomInit(), _fake_safe_module_to():
+            model, opt, ids, _ = _build(case, device)
+        ad = _MemTrackerAdapter(model, opt, ids)
+        rec: dict = {"step1": {}, "step2": {}}
+
+        def on_step_start(step):
+            if step == 1:
+                ad.end()
+                rec["step1"] = {"peak_bytes": max(ad.phase_peaks.values()),
+                                "phase_peaks": dict(ad.phase_peaks)}
+                ad.phase_peaks, ad.phase_breakdowns = {}, {}
+                # MemTracker raises on a second forward of the root unless module stats
+                # are cleared between iterations.
+                ad.mt.reset_mod_stats()
+
+        def on_phase(step, name):
+            ad.begin_phase(name)
+
+        def on_fw_end(step, out):
+            key = "step1" if step == 0 else "step2"
+            total, bd = ad.current()
+            rec[key]["live_at_forward_end"] = total
+            rec[key]["breakdown_at_forward_end"] = bd
+
+        with ad.mt:
+            out = _train_steps(model, opt, ids, case, device, on_phase, on_step_start, on_fw_end)
+            ad.end()
+        del out
+    pp = ad.phase_peaks
+    peak_phase = max(pp, key=pp.get)
+    rec["step2"].update({
+        "peak_bytes": pp[peak_phase],
+        "phase_peaks": dict(pp),
+        "peak_phase": peak_phase,
+        "breakdown_at_peak": ad.phase_breakdowns[peak_phase],
+        "phase_breakdowns": ad.phase_breakdowns,
+    })
+    rec["seconds"] = round(time.time() - t0, 2)
+    return rec
+
+
+def measure_case(case: dict, device: str, use_memtracker: bool = True) -> dict:
+    """All measurements of one case on a fake `device`."""
+    d = _run_dispatch(case, device)
+    m = {
+        "facts": d.pop("facts"),
+        "dispatch": d,
+    }
+    if case["finetune"] == "lora" or not use_memtracker:
+        m["memtracker"] = None
+        if case["finetune"] == "lora":
+            m["memtracker_error"] = _memtracker_lora_error(case, device)
+        primary, src = d, "dispatch"
+    else:
+        mt = _run_memtracker(case, device)
+        m["memtracker"] = mt
+        primary, src = mt, "memtracker"
+        a, b = mt["step2"]["peak_bytes"], d["step2"]["peak_bytes"]
+        m["agreement"] = {"memtracker_peak": a, "dispatch_peak": b,
+                          "rel_diff": (b - a) / a if a else None}
+    pp = d["step2"]["phase_peaks"]
+    m["peak_bytes"] = primary["step2"]["peak_bytes"]
+    m["peak_source"] = src
+    m["peak_phase"] = max(pp, key=pp.get)  # from dispatch: same phases, also for LoRA
+    m["phase_peaks"] = primary["step2"]["phase_peaks"]
+    m["step1_peak_bytes"] = primary["step1"]["peak_bytes"]
+    m["live_at_forward_end"] = primary["step2"]["live_at_forward_end"]
+    return m
+
+
+def _memtracker_lora_error(case: dict, device: str) -> str | None:
+    """Why MemTracker is not used for LoRA: try it for one forward and keep the error."""
+    try:
+        with FakeTensorMode():
+            with _SkipRandomInit(), _fake_safe_module_to():
+                model, opt, ids, _ = _build(case, device)
+            ad = _MemTrackerAdapter(model, opt, ids)
+            with ad.mt, _autocast(case, device):
+                model(input_ids=ids, labels=ids)
+        return None
+    except Exception as e:  # recorded, not swallowed: it is the reason for the fallback
+        return f"{type(e).__name__}: {e}"
+
+
+# --------------------------------------------------------------------------------------
+# Real CUDA
+# --------------------------------------------------------------------------------------
+
+def measure_case_cuda(case: dict) -> dict:
+    """Same loop on real tensors; torch.cuda.max_memory_allocated per phase of step 2."""
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    model, opt, ids, rs = _build(case, "cuda")
+    ids = torch.randint(0, case["config"]["vocab_size"], ids.shape, device="cuda")
+    facts = _model_facts(model, case, rs)
+    rec: dict = {"phase_peaks": {}}
+    state = {"phase": None}
+
+    def close():
+        if state["phase"] is not None:
+            torch.cuda.synchronize()
+            rec["phase_peaks"][state["phase"]] = torch.cuda.max_memory_allocated()
+
+    def on_step_start(step):
+        if step == 1:
+            close()
+            state["phase"] = None
+            rec["step1_peak_bytes"] = max(rec["phase_peaks"].values())
+            rec["phase_peaks"] = {}
+            torch.cuda.reset_peak_memory_stats()
+
+    def on_phase(step, name):
+        close()
+        torch.cuda.reset_peak_memory_stats()
+        state["phase"] = name
+
+    def on_fw_end(step, out):
+        if step == 1:
+            torch.cuda.synchronize()
+            rec["live_at_forward_end"] = torch.cuda.memory_allocated()
+
+    out = _train_steps(model, opt, ids, case, "cuda", on_phase, on_step_start, on_fw_end)
+    close()
+    del out
+    pp = rec["phase_peaks"]
+    rec.update(peak_bytes=max(pp.values()), peak_phase=max(pp, key=pp.get), facts=facts,
+               device_name=torch.cuda.get_device_name())
+    del model, opt
+    torch.cuda.empty_cache()
+    return rec
+
+
+# --------------------------------------------------------------------------------------
+# Results file and CLI
+# --------------------------------------------------------------------------------------
+
+def _versions() -> dict:
+    import peft
+    import transformers
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            "peft": peft.__version__, "python": platform.python_version()}
+
+
+def _load_results() -> dict | None:
+    if RESULTS_PATH.exists():
+        return json.loads(RESULTS_PATH.read_text())
+    return None
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,} B ({n / 2**30:.3f} GiB)"
+
+
+def _summary_line(name: str, m: dict) -> str:
+    pp = ", ".join(f"{k}={v / 2**20:.1f}MiB" for k, v in m["phase_peaks"].items())
+    extra = ""
+    if m.get("agreement"):
+        extra = f"  [memtracker vs dispatch rel diff {m['agreement']['rel_diff']:+.2e}]"
+    return f"{name}: peak {_fmt(m['peak_bytes'])} in {m['peak_phase']} ({pp}){extra}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.harness", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--case", action="append", default=[], help="case name (repeatable)")
+    ap.add_argument("--all", action="store_true", help="every case, holdouts included")
+    ap.add_argument("--list", action="store_true", help="list case names")
+    ap.add_argument("--write", action="store_true", help="write validation/results.json")
+    ap.add_argument("--check", action="store_true",
+                    help="re-measure and compare with results.json (exit 1 on mismatch)")
+    ap.add_argument("--cuda", action="store_true", help="real CUDA tensors (needs a GPU)")
+    ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
+                    help="fake device (auto: fake CUDA if this build supports it)")
+    ap.add_argument("--no-memtracker", action="store_true",
+                    help="dispatch tracker only (faster)")
+    args = ap.parse_args(argv)
+
+    if args.list:
+        for c in ALL_CASES:
+            tag = " [holdout]" if c["holdout"] else ""
+            print(f"{c['name']}{tag}")
+        return 0
+
+    if args.cuda:
+        if not torch.cuda.is_available():
+            print("--cuda: torch.cuda.is_available() is False; nothing measured.")
+            return 2
+        names = args.case or [c["name"] for c in ALL_CASES]
+        out = {"metadata": {**_versions(), "device": torch.cuda.get_device_name(),
+                            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                            "tracker": "torch.cuda.max_memory_allocated"}, "cases": {}}
+        for n in names:
+            try:
+                r = measure_case_cuda(get_case(n))
+                out["cases"][n] = r
+                print(f"{n}: cuda peak {_fmt(r['peak_bytes'])} in {r['peak_phase']}")
+            except torch.cuda.OutOfMemoryError as e:
+                out["cases"][n] = {"error": f"OutOfMemoryError: {e}"}
+                print(f"{n}: OOM")
+                torch.cuda.empty_cache()
+        if args.write:
+            p = RESULTS_PATH.with_name("results_cuda.json")
+            p.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+            print(f"wrote {p}")
+        return 0
+
+    if args.device == "auto":
+        ok, why = probe_fake_cuda()
+        device = "cuda" if ok else "cpu"
+    else:
+        device, why = args.device, "chosen with --device"
+
+    if args.check:
+        recorded = _load_results()
+        if recorded is None:
+            print("no results.json to check against")
+            return 2
+        rec_dev = recorded["metadata"]["fake_device"]
+        if args.device == "auto":
+            device = rec_dev  # compare like with like
+        by_name = {c["name"]: c for c in recorded["cases"]}
+        failed = 0
+        for n in args.case or CHECK_DEFAULT:
+            if n not in by_name:
+                print(f"{n}: not in results.json"); failed += 1; continue
+            old = by_name[n]["measured"]
+            new = measure_case(get_case(n), device)
+            a, b = old["peak_bytes"], new["peak_bytes"]
+            if a == b:
+                verdict = "exact match"
+            elif abs(b - a) <= CHECK_REL_TOL * a:
+                verdict = f"within 0.1% ({(b - a) / a:+.2e})"
+            else:
+                verdict = f"MISMATCH ({(b - a) / a:+.2e})"; failed += 1
+            print(f"{n}: recorded {a:,}  measured {b:,}  [{old['peak_source']}]  {verdict}")
+        return 1 if failed else 0
+
+    names = [c["name"] for c in ALL_CASES] if args.all else args.case
+    if not names:
+        ap.print_help()
+        return 2
+    print(f"fake device: {device} ({why})")
+    results = []
+    for n in names:
+        case = get_case(n)
+        t0 = time.time()
+        m = measure_case(case, device, use_memtracker=not args.no_memtracker)
+        print(_summary_line(n, m) + f"  [{time.time() - t0:.1f}s]", flush=True)
+        results.append({"name": n, "holdout": case["holdout"], "inputs": case, "measured": m})
+
+    if args.write:
+        meta = {
+            **_versions(),
+            "fake_device": device,
+            "fake_device_note": why,
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "tracker": ("torch.distributed._tools.mem_tracker.MemTracker for full "
+                        "fine-tuning; validation.harness.LiveBytesTracker (dispatch) for "
+                        "LoRA; both record raw storage nbytes on CPU"),
+            "peak": "second training step, bytes of live tensor storages",
+            "semantics": ("AutoModelForCausalLM.from_config, labels=input_ids, use_cache=False, "
+                          "AdamW(lr=1e-4, foreach=False) unless optimizer says otherwise, "
+                          "train(), dropout 0, out kept alive across steps, "
+                          "zero_grad(set_to_none=True)"),
+        }
+        if args.all:
+            data = {"metadata": meta, "cases": results}
+        else:  # merge into the existing file
+            data = _load_results() or {"metadata": meta, "cases": []}
+            data["metadata"] = meta
+            keep = [c for c in data["cases"] if c["name"] not in set(names)]
+            order = {c["name"]: i for i, c in enumerate(ALL_CASES)}
+            data["cases"] = sorted(keep + results, key=lambda c: order.get(c["name"], 1e9))
+        RESULTS_PATH.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {RESULTS_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
