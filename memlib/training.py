@@ -256,21 +256,28 @@ def _estimate_llama(s: TrainingSetup) -> Estimate:
     if s.recompute == "selective":  # Korthikanti et al. 2022 Sec. 5: recompute only the s x s attention part
         layer_act -= sum(n for k, n, _ in layer.items if k.startswith("eager.probs"))
     r = num.residual
-    # Per-model tensors alive through the forward: the embedding output (a separate tensor
-    # when the residual is 16-bit), cos/sin of the rotary embedding, token ids and shifted labels.
-    model_act = (r * h * tok if r != 4 else 0) + 2 * m.head_dim * r * tok + 3 * 8 * tok
+    # Per-model tensors. Kept for the backward: cos/sin of the rotary embedding (saved by
+    # every layer's rotation), the token ids and the shifted labels (saved by the NLL loss).
+    # Alive only during the forward: the embedding output (a tensor of its own when the
+    # residual is 16-bit; under AMP it is layer 0's saved fp32 input), the padded labels,
+    # and for eager attention the additive (b, 1, s, s) causal mask shared by all layers.
+    saved_model_act = 2 * m.head_dim * r * tok + 2 * 8 * tok
+    fwd_model_act = saved_model_act + (r * h * tok if r != 4 else 0) + 8 * tok
     if s.attention == "eager":
-        model_act += r * b * seq * seq  # the additive causal mask, shared by all layers
+        fwd_model_act += r * b * seq * seq
     # Final RMSNorm before the head: fp32 input + (normalized, output) when trainable.
     final_norm = 4 * h * tok + ((r * h + (2 if num.autocast else r) * h) * tok if full_ft else 0)
+    # With frozen embeddings (LoRA/QLoRA) layer 0's input needs no gradient, so its first
+    # RMSNorm keeps nothing for the backward.
+    frozen_input = 0 if full_ft else 4 * h * tok
+    # A rebuilt layer under AMP/fp32 keeps its checkpointed input itself as the norm's fp32 input.
+    rebuilt_shared = r * h * tok if r == 4 else 0
     if s.recompute == "full":
         # Non-reentrant checkpointing keeps each layer's input; one layer is rebuilt at a time.
         kept = L * r * h * tok
-        live_layers_top = kept + layer_act
         notes.append("full recompute: each decoder layer keeps only its input; backward rebuilds one layer at a time")
     else:
-        kept = L * layer_act
-        live_layers_top = kept
+        kept = L * layer_act - frozen_input
 
     # Autocast keeps a 16-bit copy of every weight a matmul used until that matmul's backward.
     casts_all = 0
@@ -292,7 +299,7 @@ def _estimate_llama(s: TrainingSetup) -> Estimate:
     # forward, at log_softmax inside the loss of step N, with step N-1's output still alive
     fwd = Moment("forward", "at the loss (log-softmax over the vocabulary)", {
         **base,
-        "activations": kept + model_act + final_norm,
+        "activations": kept + fwd_model_act + final_norm,
         "autocast_copies": casts_all,
         "logits_and_loss": logits + upcast + log_softmax,
         "previous_output": logits,
@@ -301,7 +308,7 @@ def _estimate_llama(s: TrainingSetup) -> Estimate:
     moments = [fwd]
 
     # backward (a): the first nodes: NLL grad, log-softmax grad and its saved output (fp32)
-    bwd_act = kept + model_act + final_norm
+    bwd_act = kept + saved_model_act + final_norm
     # Under checkpointing the layers' weight copies died with the autocast cache at the end
     # of the forward (nothing saved them); only the head's copy is still held by its matmul.
     casts_after_fwd = casts_all if s.recompute != "full" else (2 * V * h if num.autocast else 0)
@@ -324,19 +331,19 @@ def _estimate_llama(s: TrainingSetup) -> Estimate:
     embed_grad = grad_bytes - per_layer_grad * L - head_grad
     lm_head_cast = 2 * V * h if num.autocast else 0
     if s.recompute == "full":  # checkpoints of every layer, plus the one layer being rebuilt
-        top_acts = {"mlp": kept + layer_act, "attn": kept + attn.act}
-        bottom_acts = {"mlp": r * h * tok + layer_act, "attn": r * h * tok + attn.act}
+        top_acts = {"mlp": kept + layer_act - rebuilt_shared, "attn": kept + attn.act - rebuilt_shared}
+        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}  # layer 0's input: in the layer
         top_casts = {"mlp": casts_layer, "attn": attn.casts}
     else:
         top_acts = {"mlp": kept, "attn": kept - mlp.act}
-        bottom_acts = {"mlp": layer_act, "attn": attn.act}
+        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
         top_casts = {"mlp": casts_all - lm_head_cast, "attn": casts_all - lm_head_cast - mlp.casts}
     bottom_casts = {"mlp": casts_layer, "attn": attn.casts}
     for half, done_grads in (("mlp", 0), ("attn", mlp.grad)):
         moments.append(Moment("backward", f"top decoder layer, {half} backward", {
             **base,
             "gradients": head_grad + done_grads,
-            "activations": top_acts[half] + model_act,
+            "activations": top_acts[half] + saved_model_act,
             "autocast_copies": top_casts[half],
             "logits_and_loss": logits,
             "temporaries": halves[half].tmp,
@@ -345,7 +352,7 @@ def _estimate_llama(s: TrainingSetup) -> Estimate:
         moments.append(Moment("backward", f"first decoder layer, {half} backward", {
             **base,
             "gradients": grad_bytes - embed_grad - missing,
-            "activations": bottom_acts[half] + model_act,
+            "activations": bottom_acts[half] + saved_model_act,
             "autocast_copies": bottom_casts[half],
             "logits_and_loss": logits,
             "temporaries": halves[half].tmp,
@@ -422,6 +429,8 @@ def _layer_halves(m: Model, s: TrainingSetup, layer: act.Ledger, num: act.Numeri
                 tmp = c * (2 * m.q_size + 2 * m.kv_size) * tok + 4 * m.q_size * tok
             else:
                 tmp = (c + 4 + 4) * m.num_heads * s.seq_len * s.seq_len * s.micro_batch
+                if s.recompute == "selective":  # the layer's probabilities are rebuilt for its backward
+                    tmp += sum(n for k, n, _ in layer.items if k.startswith("eager.probs"))
         else:
             tmp = 3 * c * m.intermediate_size * tok
         if num.autocast and full_ft:

@@ -1,0 +1,87 @@
+"""memlib against measured training steps (validation/results.json, recorded by the harness
+with torch + transformers; these tests need neither). The expected values are the measured
+peaks: an independent source, not memlib's own output."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+import memlib
+import memlib.lora
+
+RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results.json"
+DATA = json.loads(RESULTS.read_text())
+CASES = DATA["cases"]
+
+
+def estimate_case(inputs: dict) -> memlib.Estimate:
+    model = memlib.Model.from_hf_config(inputs["config"], name=inputs["name"])
+    kw = dict(seq_len=inputs["seq_len"], micro_batch=inputs["micro_batch"], precision=inputs["precision"],
+              optimizer=inputs.get("optimizer", "adamw"), finetune=inputs["finetune"],
+              recompute=inputs["recompute"], attention=inputs["attention"])
+    if inputs["finetune"] == "lora":
+        kw.update(lora_rank=inputs["lora"]["r"], lora_targets=inputs["lora"]["targets"])
+    return memlib.estimate_training(model, **kw)
+
+
+def rel_error(case: dict) -> float:
+    measured = case["measured"]["peak_bytes"]
+    return (estimate_case(case["inputs"]).peak_bytes - measured) / measured
+
+
+def test_results_are_recorded_with_versions():
+    meta = DATA["metadata"]
+    for key in ("torch", "transformers", "peft"):
+        assert meta.get(key), f"results.json lacks the {key} version"
+    assert len(CASES) >= 15
+
+
+def test_coverage_of_recorded_cases():
+    """The issue's span: both precisions, both recompute settings, both attentions, up to 8k
+    tokens, micro-batch 1..8, GQA, tied embeddings, a 152k vocabulary, 3+ LoRA, a whole 7B model."""
+    inputs = [c["inputs"] for c in CASES]
+    assert {"bf16", "bf16-mixed"} <= {i["precision"] for i in inputs}
+    assert {"none", "full"} <= {i["recompute"] for i in inputs}
+    assert {"sdpa", "eager"} <= {i["attention"] for i in inputs}
+    assert max(i["seq_len"] for i in inputs) >= 8192
+    assert {1, 8} <= {i["micro_batch"] for i in inputs}
+    assert any(i["config"].get("num_key_value_heads", 0) < i["config"]["num_attention_heads"] for i in inputs)
+    assert any(i["config"].get("tie_word_embeddings") for i in inputs)
+    assert any(i["config"]["vocab_size"] >= 150_000 for i in inputs)
+    assert sum(i["finetune"] == "lora" for i in inputs) >= 3
+    assert any(memlib.Model.from_hf_config(i["config"]).num_params > 6e9 for i in inputs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_each_case_within_5_percent(case):
+    err = rel_error(case)
+    assert abs(err) <= 0.05, f"{case['name']}: memlib is off by {err:+.2%} from the measured peak"
+
+
+def test_median_error_within_2_percent():
+    errors = [abs(rel_error(c)) for c in CASES]
+    assert statistics.median(errors) <= 0.02, f"median |error| {statistics.median(errors):.2%}"
+
+
+def test_holdout_cases_present_and_within_5_percent():
+    holdouts = [c for c in CASES if c.get("holdout")]
+    assert holdouts, "no holdout cases recorded"
+    for c in holdouts:
+        assert abs(rel_error(c)) <= 0.05, c["name"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_parameter_count_matches_the_built_model(case):
+    facts = case["measured"]["facts"]
+    model = memlib.Model.from_hf_config(case["inputs"]["config"])
+    if case["inputs"]["finetune"] == "full":
+        assert model.num_params == facts["param_count"]
+    else:  # peft adds the adapters to the count
+        lora = case["inputs"]["lora"]
+        adapters = memlib.lora.lora_params(model, lora["r"], lora["targets"])
+        assert model.num_params + adapters == facts["param_count"]
+        assert adapters == facts["trainable_count"]
