@@ -416,7 +416,7 @@ def _run_dispatch(case: dict, device: str) -> dict:
 
         def on_step_start(step):
             if step == 1:
-                rec["step1"] = {"peak_bytes": tr.peak, "phase_peaks": dict(tr.phase_peaks)}
+                rec["step1"].update(peak_bytes=tr.peak, phase_peaks=dict(tr.phase_peaks))
                 tr.reset_peak()
                 rec["step2"]["live_at_step_start"] = tr.live
 
@@ -458,8 +458,8 @@ def _run_memtracker(case: dict, device: str) -> dict:
         def on_step_start(step):
             if step == 1:
                 ad.end()
-                rec["step1"] = {"peak_bytes": max(ad.phase_peaks.values()),
-                                "phase_peaks": dict(ad.phase_peaks)}
+                rec["step1"].update(peak_bytes=max(ad.phase_peaks.values()),
+                                    phase_peaks=dict(ad.phase_peaks))
                 ad.phase_peaks, ad.phase_breakdowns = {}, {}
                 # MemTracker raises on a second forward of the root unless module stats
                 # are cleared between iterations.
