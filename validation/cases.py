@@ -191,6 +191,20 @@ CASES: list[dict] = [
           lora={"r": 32, "alpha": 64, "targets": _ALL_LINEAR}),
 ]
 
+# Added after the estimator was written, to try settings it had not been compared with:
+# fp32 and fp16 numerics, eager attention with GQA, LoRA under AMP with biases.
+# (torch.optim.Adafactor cannot be measured here: its step reads a tensor's value on the
+# host, aten._local_scalar_dense, which FakeTensorMode refuses as data-dependent.)
+CASES += [
+    _case("tiny-llama-fp32", TINY_LLAMA, 512, 2, precision="fp32"),
+    _case("tiny-llama-fp16-mixed-eager", TINY_LLAMA, 1024, 1, precision="fp16-mixed", attention="eager"),
+    _case("tiny-llama-gqa-bf16-eager", TINY_LLAMA_GQA, 1024, 2, attention="eager"),
+    _case("qwen2-152k-2l-lora8-all-mixed", QWEN2_SMALL_VOCAB152K, 1024, 2, precision="bf16-mixed",
+          finetune="lora", lora={"r": 8, "alpha": 16, "targets": _ALL_LINEAR}),
+    _case("tiny-mistral-lora16-qv-fp16-eager", TINY_MISTRAL, 1024, 2, precision="fp16", attention="eager",
+          finetune="lora", lora={"r": 16, "alpha": 32, "targets": ["q_proj", "v_proj"]}),
+]
+
 # Kept aside: shapes/batches/sequences no calibration should have seen.
 HOLDOUT_CASES: list[dict] = [
     _case("holdout-tiny-gqa-mixed-mb3-s1536", TINY_LLAMA_GQA, 1536, 3,

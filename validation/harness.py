@@ -308,9 +308,11 @@ def _build(case: dict, device: str):
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(
             cfg_obj, attn_implementation=case["attention"], dtype=torch.float32)
-    if case["precision"] == "bf16":
-        model.to(torch.bfloat16)
-    elif case["precision"] != "bf16-mixed":
+    # "bf16"/"fp16": everything in that dtype; "fp32" and "*-mixed": fp32 weights (AMP casts
+    # inside autocast; fp16-mixed runs without a GradScaler, whose state is a few scalars).
+    if case["precision"] in ("bf16", "fp16"):
+        model.to(_DTYPES[case["precision"]])
+    elif case["precision"] not in ("fp32", "bf16-mixed", "fp16-mixed"):
         raise ValueError(f"unknown precision {case['precision']!r}")
     model.train()
 
@@ -345,6 +347,8 @@ def _build(case: dict, device: str):
         opt = torch.optim.SGD(params, lr=1e-4, foreach=False)
     elif opt_name == "sgd-momentum":
         opt = torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=False)
+    elif opt_name == "adafactor":
+        opt = torch.optim.Adafactor(params, lr=1e-2, foreach=False)
     else:
         raise ValueError(f"unknown optimizer {opt_name!r}")
 
@@ -379,9 +383,12 @@ def _model_facts(model, case: dict, recompute_setting) -> dict:
     }
 
 
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
 def _autocast(case: dict, device_type: str):
-    if case["precision"] == "bf16-mixed":
-        return torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+    if case["precision"] in ("bf16-mixed", "fp16-mixed"):
+        return torch.autocast(device_type=device_type, dtype=_DTYPES[case["precision"][:4]])
     return contextlib.nullcontext()
 
 
@@ -403,10 +410,30 @@ def _train_steps(model, opt, ids, case, device_type, on_phase, on_step_start, on
     return out
 
 
+@contextlib.contextmanager
+def _unpacked_batch():
+    """Tell transformers the batch is not packed, which it cannot see under FakeTensorMode.
+
+    With no attention_mask, transformers checks whether position_ids hold several packed
+    sequences; it cannot read a fake tensor's values, so it assumes they might and builds
+    an explicit (b, 1, s, s) causal mask, which every sdpa call then converts to a float
+    mask and keeps for its backward (~2*L*s^2 bytes, 10% of a 4-layer model at s=8192).
+    A real run sees position_ids = arange(s), skips the mask and calls sdpa with
+    is_causal=True. Answering "not packed" reproduces the real run.
+    """
+    import transformers.masking_utils as mu
+    original = mu.find_packed_sequence_indices
+    mu.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        mu.find_packed_sequence_indices = original
+
+
 def _run_dispatch(case: dict, device: str) -> dict:
     t0 = time.time()
     fake = FakeTensorMode()
-    with fake:
+    with fake, _unpacked_batch():
         with _SkipRandomInit(), _fake_safe_module_to():
             model, opt, ids, rs = _build(case, device)
         facts = _model_facts(model, case, rs)
@@ -449,7 +476,7 @@ def _run_dispatch(case: dict, device: str) -> dict:
 def _run_memtracker(case: dict, device: str) -> dict:
     t0 = time.time()
     fake = FakeTensorMode()
-    with fake:
+    with fake, _unpacked_batch():
         with _SkipRandomInit(), _fake_safe_module_to():
             model, opt, ids, _ = _build(case, device)
         ad = _MemTrackerAdapter(model, opt, ids)
