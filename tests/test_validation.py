@@ -85,3 +85,12 @@ def test_parameter_count_matches_the_built_model(case):
         adapters = memlib.lora.lora_params(model, lora["r"], lora["targets"])
         assert model.num_params + adapters == facts["param_count"]
         assert adapters == facts["trainable_count"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_phase_of_the_peak(case):
+    """memlib names the measured phase, or one whose measured peak is within 1% of it."""
+    peaks = case["measured"]["phase_peaks"]
+    top = max(peaks.values())
+    acceptable = {p for p, v in peaks.items() if v >= 0.99 * top}
+    assert estimate_case(case["inputs"]).phase in acceptable
