@@ -7,6 +7,7 @@ import json
 import sys
 
 from memlib import lora as lora_mod
+from memlib.fit import DEFAULT_ALLOCATOR_HEADROOM, DEFAULT_CUDA_CONTEXT_BYTES, fits
 from memlib import optimizers, training
 from memlib.gpus import list_gpus
 from memlib.models import Model, get_model, list_models
@@ -53,12 +54,11 @@ def _targets(text: str):
 
 
 def _verdicts(est, gpu_names) -> list[dict]:
-    from memlib.gpus import get_gpu
     out = []
     for name in gpu_names:
-        g = get_gpu(name)
-        margin = g.memory_bytes - est.peak_bytes
-        out.append({"gpu": g.name, "memory_bytes": g.memory_bytes, "fits": margin >= 0, "margin_bytes": margin})
+        v = fits(est, name)
+        out.append({"gpu": v.gpu.name, "capacity_bytes": v.capacity_bytes, "required_bytes": v.required_bytes,
+                    "fits": v.fits, "margin_bytes": v.margin_bytes})
     return out
 
 
@@ -87,10 +87,12 @@ def cmd_estimate(a) -> int:
         if v:
             print(f"{k:<20}{gb(v):>12,.2f}{gib(v):>12,.2f}")
     print(f"{'total':<20}{gb(est.peak_bytes):>12,.2f}{gib(est.peak_bytes):>12,.2f}")
-    print("\nOne GPU (peak vs capacity; the CUDA context and allocator fragmentation need ~1-3 GiB more):")
+    print(f"\nOne GPU: peak + CUDA context {gib(DEFAULT_CUDA_CONTEXT_BYTES):.1f} GiB + allocator headroom "
+          f"{DEFAULT_ALLOCATOR_HEADROOM:.0%} of the peak, against the capacity torch reports:")
     for v in verdicts:
         word = "fits " if v["fits"] else "OOM  "
-        print(f"  {word} {v['gpu']:<12} {gib(v['memory_bytes']):>7.1f} GiB   margin {gib(v['margin_bytes']):>+9.2f} GiB")
+        print(f"  {word} {v['gpu']:<12} needs {gib(v['required_bytes']):>8.2f} of {gib(v['capacity_bytes']):>6.1f} GiB"
+              f"   margin {gib(v['margin_bytes']):>+9.2f} GiB")
     return 0
 
 

@@ -1,0 +1,76 @@
+"""Does it fit? A peak estimate against a GPU, with the memory PyTorch itself needs.
+
+An estimate's peak counts the bytes tensors occupy. A real process also needs:
+  * the CUDA context (driver state, kernels, cuBLAS/cuDNN workspaces): a few hundred MiB
+    per process, more with many kernels loaded. Default 0.5 GiB, overridable.
+  * allocator headroom: PyTorch's caching allocator reserves whole blocks and fragments,
+    so reserved memory runs above allocated. Default 5% of the peak, overridable.
+The capacity is what the driver reports where the catalog records it (a "V100 32GB"
+shows 32,510 MiB, not 32,768), else the vendor's nominal capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlib.gpus import GPU, get_gpu
+from memlib.units import fmt_bytes, gib
+
+DEFAULT_CUDA_CONTEXT_BYTES = 512 * 2**20
+DEFAULT_ALLOCATOR_HEADROOM = 0.05
+
+
+@dataclass(frozen=True)
+class Verdict:
+    gpu: GPU
+    peak_bytes: int  # the estimate's tensors at the peak, per GPU
+    cuda_context_bytes: int
+    headroom_bytes: int
+    capacity_bytes: int
+
+    @property
+    def required_bytes(self) -> int:
+        return self.peak_bytes + self.cuda_context_bytes + self.headroom_bytes
+
+    @property
+    def margin_bytes(self) -> int:
+        """Capacity minus what is required; negative when it does not fit."""
+        return self.capacity_bytes - self.required_bytes
+
+    @property
+    def margin_gib(self) -> float:
+        return gib(self.margin_bytes)
+
+    @property
+    def fits(self) -> bool:
+        return self.margin_bytes >= 0
+
+    def __str__(self) -> str:
+        word = "fits" if self.fits else "does not fit"
+        return (f"{word} on {self.gpu.name}: needs {fmt_bytes(self.required_bytes)} "
+                f"(peak {fmt_bytes(self.peak_bytes)} + CUDA context {gib(self.cuda_context_bytes):.2f} GiB "
+                f"+ allocator headroom {gib(self.headroom_bytes):.2f} GiB) of {fmt_bytes(self.capacity_bytes)}; "
+                f"margin {self.margin_gib:+.2f} GiB")
+
+
+def usable_bytes(gpu: GPU) -> int:
+    """What torch.cuda reports as total memory where known, else the nominal capacity."""
+    return gpu.reported_total_bytes or gpu.memory_bytes
+
+
+def fits(estimate, gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
+         allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> Verdict:
+    """Verdict for one GPU: `.fits`, `.margin_bytes` (int), `.margin_gib`; str() explains it.
+
+    `estimate` is anything with an integer `peak_bytes` (training or inference estimates,
+    per GPU). `gpu` is a catalog name or a GPU.
+    """
+    gpu = get_gpu(gpu)
+    peak = getattr(estimate, "peak_bytes", None)
+    if not isinstance(peak, int) or peak < 0:
+        raise ValueError(f"fits() needs an estimate with an integer peak_bytes, got {type(estimate).__name__}")
+    if not isinstance(cuda_context_bytes, int) or cuda_context_bytes < 0:
+        raise ValueError(f"cuda_context_bytes must be an integer >= 0, got {cuda_context_bytes!r}")
+    if not isinstance(allocator_headroom, (int, float)) or not 0 <= allocator_headroom < 1:
+        raise ValueError(f"allocator_headroom is a fraction of the peak in [0, 1), got {allocator_headroom!r}")
+    return Verdict(gpu, peak, cuda_context_bytes, int(peak * allocator_headroom), usable_bytes(gpu))
