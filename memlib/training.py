@@ -24,6 +24,7 @@ from functools import lru_cache
 from memlib import activations as act
 from memlib import lora as lora_mod
 from memlib import optimizers as opt
+from memlib import zero
 from memlib._checks import choice, positive_int
 from memlib.models import Model, Tensor, get_model
 from memlib.units import fmt_bytes, fmt_count
@@ -32,7 +33,12 @@ PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
 FINETUNES = ("full", "lora", "qlora")
 RECOMPUTES = ("none", "selective", "full")
 ATTENTIONS = ("sdpa", "eager")
-OFFLOADS = ("none",)
+OFFLOADS = ("none", "optimizer", "optimizer+params")
+OFFLOAD_DEVICES = ("cpu", "nvme")
+# FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
+# gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
+FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
+DEEPSPEED_SUB_GROUP = 10**9  # zero_optimization.sub_group_size default (DeepSpeed config docs)
 
 # Under AMP the weights are fp32 and every matmul reads a 16-bit copy; the embedding runs
 # outside autocast, so the residual stream is fp32 too (torch.autocast op lists).
@@ -46,7 +52,7 @@ NUMERICS = {
 PARAM_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "bf16-mixed": 4, "fp16-mixed": 4}
 
 BREAKDOWN_KEYS = ("parameters", "gradients", "optimizer", "activations", "autocast_copies", "logits_and_loss",
-                  "previous_output", "temporaries")
+                  "previous_output", "temporaries", "gathered_parameters")
 
 
 @dataclass(frozen=True)
@@ -66,10 +72,19 @@ class TrainingSetup:
     tp: int
     pp: int
     offload: str
+    offload_device: str = "cpu"
+    grad_accum: int = 1
+    sequence_parallel: bool = False
+    sharding: str = "none"  # "none" | "deepspeed" (integer ZeRO stages) | "fsdp" (FSDP names)
 
     @property
     def tokens(self) -> int:
         return self.seq_len * self.micro_batch
+
+    @property
+    def global_batch(self) -> int:
+        """Sequences per optimizer step across all data-parallel replicas."""
+        return self.micro_batch * self.grad_accum * self.dp
 
 
 @dataclass
@@ -92,6 +107,8 @@ class Estimate:
     counts: dict[str, int]
     layer: act.Ledger
     notes: list[str] = field(default_factory=list)
+    host_bytes: int = 0  # host RAM per GPU's process for offloaded states/params (and staging)
+    nvme_bytes: int = 0  # NVMe per GPU's process for ZeRO-Infinity
 
     @property
     def peak_moment(self) -> Moment:
@@ -124,7 +141,10 @@ class Estimate:
             "seq_len": s.seq_len, "micro_batch": s.micro_batch, "precision": s.precision,
             "optimizer": s.optimizer, "finetune": s.finetune, "recompute": s.recompute, "attention": s.attention,
             "peak_bytes": self.peak_bytes, "phase": self.phase, "breakdown": self.breakdown,
-            "moments": {m.name: m.total for m in self.moments},
+            "moments": {name: max(m.total for m in self.moments if m.name == name)
+                        for name in ("forward", "backward", "optimizer")},
+            "zero_stage": s.zero_stage, "sharding": s.sharding, "dp": s.dp, "tp": s.tp, "pp": s.pp,
+            "offload": s.offload, "host_bytes": self.host_bytes, "nvme_bytes": self.nvme_bytes,
         }
 
     def explain(self) -> str:
@@ -137,27 +157,61 @@ class Estimate:
 
 
 def _check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
-                 recompute, attention, zero_stage, dp, tp, pp, offload) -> TrainingSetup:
+                 recompute, attention, zero_stage, dp, tp, pp, offload, offload_device="cpu", grad_accum=1,
+                 sequence_parallel=False) -> TrainingSetup:
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
     seq_len = positive_int("seq_len", seq_len)
     micro_batch = positive_int("micro_batch", micro_batch)
+    grad_accum = positive_int("grad_accum", grad_accum)
     choice("precision", precision, PRECISIONS)
     choice("optimizer", optimizer, opt.OPTIMIZERS)
     choice("finetune", finetune, FINETUNES)
     choice("recompute", recompute, RECOMPUTES)
     choice("attention", attention, ATTENTIONS)
-    zero_stage = positive_int("zero_stage", zero_stage, allow_zero=True)
-    if zero_stage > 3:
-        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
+    choice("offload", offload, OFFLOADS)
+    choice("offload_device", offload_device, OFFLOAD_DEVICES)
+    if not isinstance(sequence_parallel, bool):
+        raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
     for name, v in (("dp", dp), ("tp", tp), ("pp", pp)):
         positive_int(name, v)
-    if not isinstance(offload, str) or offload not in OFFLOADS:
-        raise ValueError(f"offload {offload!r} is not modelled yet; accepted: {', '.join(map(repr, OFFLOADS))}")
-    if tp > 1 or pp > 1 or (zero_stage > 0 and dp > 1):
-        raise ValueError("tensor/pipeline parallelism and ZeRO sharding over dp > 1 are not modelled yet: "
-                         "this estimate is for one GPU (dp copies of it hold the same bytes)")
+    fsdp = isinstance(zero_stage, str)
+    if fsdp:
+        if zero_stage.upper() not in FSDP_ALIASES:
+            raise ValueError(f"unknown zero_stage {zero_stage!r}; accepted: 0, 1, 2, 3 (DeepSpeed ZeRO) or "
+                             f"{', '.join(FSDP_ALIASES)} (PyTorch FSDP)")
+        zero_stage = FSDP_ALIASES[zero_stage.upper()]
+    else:
+        zero_stage = positive_int("zero_stage", zero_stage, allow_zero=True)
+        if zero_stage > 3:
+            raise ValueError(f"zero_stage must be 0, 1, 2 or 3 (or an FSDP name: {', '.join(FSDP_ALIASES)}), "
+                             f"got {zero_stage}")
+    # Which memory layout applies. ZeRO over one GPU shards nothing: identical to no ZeRO.
+    if offload != "none":
+        if fsdp or zero_stage == 0:
+            raise ValueError(f"offload={offload!r} is DeepSpeed's ZeRO-Offload/Infinity: give an integer "
+                             "zero_stage >= 1 (FSDP's CPU offload is not modelled)")
+        if offload == "optimizer+params" and zero_stage != 3:
+            raise ValueError("offloading parameters (ZeRO-Infinity) needs zero_stage=3")
+        sharding = "deepspeed"
+    elif zero_stage == 0 or dp == 1:
+        sharding = "none"
+    else:
+        sharding = "fsdp" if fsdp else "deepspeed"
+    if model.mlp != "gated" and (tp > 1 or pp > 1 or sharding != "none"):
+        raise ValueError(f"parallel layouts are modelled for LLaMA-style models; {model.name} is {model.model_type}")
+    if model.num_heads % tp or model.num_kv_heads % tp:
+        raise ValueError(f"tp={tp} must divide the {model.num_heads} attention heads and the "
+                         f"{model.num_kv_heads} key/value heads of {model.name} (Megatron splits whole heads)")
+    if model.intermediate_size % tp:
+        raise ValueError(f"tp={tp} must divide the MLP width {model.intermediate_size}")
+    if pp > model.num_layers:
+        raise ValueError(f"pp={pp} stages but {model.name} has only {model.num_layers} layers")
+    if pp > 1 and sharding == "deepspeed" and zero_stage >= 2:
+        raise ValueError("DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only; use zero_stage<=1 with pp>1")
+    if sequence_parallel and tp == 1:
+        raise ValueError("sequence_parallel needs tp > 1 (it shards the tensor-parallel group's norms and dropouts)")
     if seq_len > model.max_position_embeddings and model.position == "learned":
         raise ValueError(f"seq_len {seq_len} exceeds {model.name}'s learned position table "
                          f"({model.max_position_embeddings})")
@@ -171,211 +225,389 @@ def _check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lo
         lora_mod.lora_params(model, lora_rank, targets)  # validates the rank against each layer
         if finetune == "qlora" and precision in ("fp32",):
             raise ValueError("qlora computes in 16-bit; use precision 'bf16', 'fp16', 'bf16-mixed' or 'fp16-mixed'")
+        if finetune == "qlora" and (sharding != "none" or tp > 1 or pp > 1):
+            raise ValueError("QLoRA is modelled on one GPU (its 4-bit base does not shard with ZeRO/TP here)")
     return TrainingSetup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, targets,
-                         recompute, attention, zero_stage, dp, tp, pp, offload)
+                         recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
+                         sequence_parallel, sharding)
 
 
 def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
                       optimizer: str = "adamw", finetune: str = "full", lora_rank: int = 16, lora_targets=None,
-                      recompute: str = "none", attention: str = "sdpa", zero_stage: int = 0, dp: int = 1,
-                      tp: int = 1, pp: int = 1, offload: str = "none") -> Estimate:
-    """Peak memory of one training step on one GPU, with its breakdown and the phase of the peak.
+                      recompute: str = "none", attention: str = "sdpa", zero_stage=0, dp: int = 1,
+                      tp: int = 1, pp: int = 1, offload: str = "none", offload_device: str = "cpu",
+                      grad_accum: int = 1, sequence_parallel: bool = False) -> Estimate:
+    """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
     precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
                | "bf16-mixed" | "fp16-mixed" (fp32 params/grads/states, autocast compute).
     optimizer: "adamw" | "adamw-8bit" | "sgd" | "sgd-momentum" | "adafactor".
     finetune:  "full" | "lora" | "qlora" (lora_rank, lora_targets: names, or "all-linear"/"attention"/"qv").
     recompute: "none" | "selective" | "full";  attention: "sdpa" | "eager".
-    zero_stage with dp=1 shards nothing (one GPU holds every shard) and changes nothing.
+    zero_stage: 0-3 over dp GPUs with DeepSpeed's layout (16-bit params and grads, fp32 master
+               counted with the optimizer states), or "FULL_SHARD" | "SHARD_GRAD_OP" | "NO_SHARD"
+               for PyTorch FSDP's layout. With dp=1 it shards nothing and changes nothing.
+    tp, pp:    Megatron tensor and pipeline parallel degrees (sequence_parallel with tp);
+               grad_accum micro-batches per step (what 1F1B keeps in flight on the first stage).
+    offload:   "none" | "optimizer" (ZeRO-Offload) | "optimizer+params" (ZeRO-Infinity, stage 3),
+               to offload_device "cpu" | "nvme"; est.host_bytes and est.nvme_bytes report them.
     """
     s = _check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
-                     recompute, attention, zero_stage, dp, tp, pp, offload)
+                     recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
+                     sequence_parallel)
     if s.model.mlp != "gated":
         return _estimate_gpt(s)
     return _estimate_llama(s)
 
 
-def _state_tensors(model: Model, s: TrainingSetup):
-    """(Tensor, 2-D shape or None) for every trainable tensor."""
-    if s.finetune == "full":
-        out = []
-        for t in model.tensors():
-            shape = None
-            if t.kind in ("linear", "embedding"):
-                shape = (t.numel // model.hidden_size, model.hidden_size)
-            out.append((t, shape))
-        return out
+# Tensors split by Megatron tensor parallelism: column-parallel (q, k, v, gate, up: output
+# dim) and row-parallel (o, down: input dim) weights, the column-parallel biases, and the
+# vocabulary-parallel embedding and head. Norms and row-parallel biases are replicated.
+_TP_SPLIT = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "embed_tokens",
+             "lm_head", "q_proj.bias", "k_proj.bias", "v_proj.bias", "gate_proj.bias", "up_proj.bias")
+_COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """The part of the model one GPU holds: its pipeline stage, split by tp."""
+
+    name: str
+    layers: int
+    in_flight: int  # micro-batches whose activations 1F1B keeps on this stage
+    embed: bool
+    head: bool
+
+
+def _stages(s: TrainingSetup) -> list[_Stage]:
+    L, pp = s.model.num_layers, s.pp
+    if pp == 1:
+        return [_Stage("only", L, 1, True, True)]
+    first = -(-L // pp)  # earlier stages take the remainder
+    last = L // pp
+    # 1F1B (Narayanan et al. 2021, Sec. 2.2): stage i keeps up to pp - i micro-batches in flight.
+    return [_Stage("first pipeline stage", first, min(pp, s.grad_accum), True, False),
+            _Stage("last pipeline stage", last, 1, False, True)]
+
+
+def _stage_tensors(m: Model, s: TrainingSetup, st: _Stage) -> list[tuple[Tensor, tuple[int, int] | None]]:
+    """Parameter tensors on one GPU with their 2-D shapes (Adafactor, 8-bit Adam need them)."""
+    h, tp = m.hidden_size, s.tp
     out = []
-    for name in s.lora_targets:
-        fan_in, fan_out = lora_mod.linear_shape(model, name)
-        out.append((Tensor(f"{name}.lora_A", s.lora_rank * fan_in, model.num_layers), (s.lora_rank, fan_in)))
-        out.append((Tensor(f"{name}.lora_B", fan_out * s.lora_rank, model.num_layers),
-                    (fan_out, s.lora_rank)))
+    for t in m.tensors():
+        if t.count == m.num_layers and not t.name.startswith(("embed", "final", "lm_head")):
+            count = st.layers
+        elif t.name.startswith("embed"):
+            count = 1 if st.embed else 0
+        else:  # final norm, lm_head
+            count = 1 if st.head else 0
+        if not count:
+            continue
+        numel = t.numel // tp if t.name in _TP_SPLIT else t.numel
+        shape = (numel // h, h) if t.kind in ("linear", "embedding") else None
+        out.append((Tensor(t.name, numel, count, t.kind), shape))
+    if m.tie_word_embeddings and st.head and not st.embed:  # Megatron keeps a tied copy on the last stage
+        out.append((Tensor("lm_head (tied copy)", m.vocab_size * h // tp, 1), (m.vocab_size // tp, h)))
     return out
 
 
+def _adapter_tensors(m: Model, s: TrainingSetup, st: _Stage) -> list[tuple[Tensor, tuple[int, int]]]:
+    """LoRA A (r x in) and B (out x r) per target; tp splits B of column-parallel layers and A of row-parallel ones."""
+    out = []
+    for name in s.lora_targets:
+        fan_in, fan_out = lora_mod.linear_shape(m, name)
+        a_in = fan_in if name in _COLUMN_PARALLEL else fan_in // s.tp
+        b_out = fan_out // s.tp if name in _COLUMN_PARALLEL else fan_out
+        out.append((Tensor(f"{name}.lora_A", s.lora_rank * a_in, st.layers), (s.lora_rank, a_in)))
+        out.append((Tensor(f"{name}.lora_B", b_out * s.lora_rank, st.layers), (b_out, s.lora_rank)))
+    return out
+
+
+def _state_tensors(model: Model, s: TrainingSetup):
+    """(Tensor, 2-D shape or None) for every trainable tensor of the whole model on one GPU."""
+    st = _stages(s)[0] if s.pp == 1 else _Stage("all", model.num_layers, 1, True, True)
+    return _stage_tensors(model, s, st) if s.finetune == "full" else _adapter_tensors(model, s, st)
+
+
+def _numel(tensors) -> int:
+    return sum(t.numel * t.count for t, _ in tensors)
+
+
 def _estimate_llama(s: TrainingSetup) -> Estimate:
+    stages = _stages(s)
+    results = [_estimate_stage(s, st) for st in stages]
+    if len(results) == 1:
+        return results[0]
+    moments, host, nvme = [], 0, 0
+    for est, st in zip(results, stages):
+        moments += [Moment(mo.name, f"{st.name}: {mo.where}", mo.parts) for mo in est.moments]
+    worst = max(results, key=lambda e: e.peak_bytes)
+    bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
+    notes = worst.notes + [
+        f"pipeline: {s.pp} stages; first stage {stages[0].layers} layers + embedding with "
+        f"{stages[0].in_flight} micro-batch(es) in flight (1F1B), last stage {stages[1].layers} layers + head; "
+        f"bubble (p-1)/(m+p-1) = {bubble:.1%} with m={s.grad_accum} micro-batches (Narayanan et al. 2021)"]
+    return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes)
+
+
+def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
     m = s.model
-    num = NUMERICS[s.precision]
     b, seq, tok = s.micro_batch, s.seq_len, s.tokens
-    h, V, L = m.hidden_size, m.vocab_size, m.num_layers
-    pb = PARAM_BYTES[s.precision]
-    c = num.compute
-    notes: list[str] = []
-
-    # --- model states -------------------------------------------------------------------
-    tensors = _state_tensors(m, s)
-    trainable = sum(t.numel * t.count for t, _ in tensors)
-    if s.finetune == "full":
-        param_bytes = m.num_params * pb
-        adapter_bytes = 0
-    else:
-        adapter_bytes = trainable * pb
-        if s.finetune == "lora":
-            param_bytes = m.num_params * pb + adapter_bytes
-        else:  # QLoRA: projections in NF4; embeddings, head and norms in 16-bit
-            quantized = sum(t.numel * t.count for t in m.tensors() if t.kind == "linear")
-            nf4 = sum(lora_mod.nf4_bytes(t.numel) * t.count for t in m.tensors() if t.kind == "linear")
-            param_bytes = nf4 + (m.num_params - quantized) * 2 + adapter_bytes
-            notes.append(f"QLoRA: {fmt_count(quantized)} projection weights in NF4 "
-                         f"({lora_mod.NF4_BITS_PER_PARAM:.3f} bits each), the rest in 16-bit")
-    grad_bytes = trainable * pb
-    state_bytes = opt.state_bytes(s.optimizer, tensors, pb)
-    largest_trainable = max(t.numel for t, _ in tensors)
-    opt_tmp = opt.step_transient_bytes(s.optimizer, largest_trainable, pb)
-
-    # --- activations ----------------------------------------------------------------------
+    h, V, tp, dp = m.hidden_size, m.vocab_size, s.tp, s.dp
     full_ft = s.finetune == "full"
+    notes: list[str] = []
+    k = s.zero_stage if s.sharding != "none" else 0
+
+    # --- numerics and byte widths ---------------------------------------------------------
+    if s.sharding == "deepspeed":
+        # DeepSpeed's mixed precision (Rajbhandari et al. 2020, Sec. 3.1): 16-bit working
+        # parameters and gradients; fp32 master weights + fp32 optimizer states (K = 12 for Adam).
+        wide = s.precision == "fp32"
+        pb = gb_ = 4 if wide else 2
+        state_b = 4
+        master_b = 0 if wide else 4
+        num = NUMERICS["fp32"] if wide else NUMERICS["bf16"]
+        notes.append(f"DeepSpeed ZeRO-{k} over {dp} GPUs: {pb}-byte working params and grads, fp32 optimizer "
+                     f"states{' + fp32 master copy' if master_b else ''} (the ZeRO paper's layout)")
+    else:
+        pb = gb_ = state_b = PARAM_BYTES[s.precision]
+        master_b = 0
+        num = NUMERICS[s.precision]
+        if s.sharding == "fsdp":
+            notes.append(f"FSDP over {dp} GPUs (stage {k} equivalent): parameters, gradients and optimizer states "
+                         f"in {pb}-byte {('fp32 (AMP)' if pb == 4 else 'bf16/fp16')}, PyTorch's layout")
+        elif s.zero_stage and dp == 1:
+            notes.append(f"zero_stage={s.zero_stage} over one GPU shards nothing: same as no ZeRO")
+
+    # --- model states on this GPU ----------------------------------------------------------
+    stage_params = _stage_tensors(m, s, st)
+    tensors = stage_params if full_ft else _adapter_tensors(m, s, st)
+    trainable = _numel(tensors)
+    base_numel = _numel(stage_params)
+    if full_ft:
+        param_full = base_numel * pb
+    elif s.finetune == "lora":
+        param_full = base_numel * pb + trainable * pb
+    else:  # QLoRA: projections in NF4; embeddings, head and norms in 16-bit
+        quantized = sum(t.numel * t.count for t, _ in stage_params if t.kind == "linear")
+        nf4 = sum(lora_mod.nf4_bytes(t.numel) * t.count for t, _ in stage_params if t.kind == "linear")
+        param_full = nf4 + (base_numel - quantized) * 2 + trainable * pb
+        notes.append(f"QLoRA: {fmt_count(quantized)} projection weights in NF4 "
+                     f"({lora_mod.NF4_BITS_PER_PARAM:.3f} bits each), the rest in 16-bit")
+    grad_full = trainable * gb_
+    state_full = opt.state_bytes(s.optimizer, tensors, state_b) + master_b * trainable
+    # ZeRO (Rajbhandari et al. 2020, Sec. 5): stage 1 shards optimizer states, 2 also
+    # gradients, 3 also parameters, each over the dp data-parallel GPUs.
+    state_bytes = zero.partitioned(state_full, "optimizer", k, dp)
+    grad_bytes = zero.partitioned(grad_full, "gradients", k, dp)
+    param_rest = zero.partitioned(param_full, "parameters", k, dp)
+    # SHARD_GRAD_OP keeps parameters unsharded from forward to backward; sharded only at rest.
+    param_live = param_full if (s.sharding == "fsdp" and k == 2) else param_rest
+    param_step = param_full // dp if (s.sharding == "fsdp" and k == 2) else param_rest
+    largest_trainable = max(t.numel for t, _ in tensors)
+    if s.sharding == "deepspeed":
+        # DeepSpeed steps on the flat fp32 partition after upcasting its gradient partition to
+        # fp32; ZeRO-3 does it one sub-group at a time (sub_group_size, default 1e9 elements).
+        grad_partition = trainable // (dp if k >= 1 else 1)
+        opt_tmp = 4 * (min(grad_partition, DEEPSPEED_SUB_GROUP) if k == 3 else grad_partition) if master_b else 0
+    else:
+        opt_tmp = opt.step_transient_bytes(s.optimizer, largest_trainable // (dp if k >= 1 else 1), state_b)
+
+    host_bytes = nvme_bytes = 0
+    if s.offload != "none":
+        # ZeRO-Offload (Ren et al. 2021, Sec. 4): states, fp32 master and an fp32 gradient
+        # partition live in host memory and the optimizer steps on the CPU.
+        offloaded = state_bytes + 4 * trainable // dp
+        staging = 0
+        if s.offload == "optimizer+params":  # ZeRO-Infinity (Rajbhandari et al. 2021): 16-bit params too
+            offloaded += param_rest
+            param_live = param_step = param_rest = 0
+            if s.offload_device == "nvme":  # DeepSpeed's default pinned buffers: 5 x 1e8 elements
+                staging = 5 * 10**8 * pb
+        if s.offload_device == "cpu":
+            host_bytes = offloaded
+        else:
+            nvme_bytes, host_bytes = offloaded, staging + 4 * trainable // dp
+        state_bytes, opt_tmp = 0, 0
+        notes.append(f"offload {s.offload} to {s.offload_device}: {fmt_bytes(offloaded)} per GPU leave the GPU; "
+                     "the optimizer steps on the CPU")
+
+    # --- activations -------------------------------------------------------------------------
     adapters = frozenset(s.lora_targets)
     if s.finetune == "qlora":  # 4-bit matmuls dequantize to 16-bit on the fly and keep no weight copy
         num = act.Numerics(residual=2, compute=2, autocast=False)
-    adapter_dtype = pb if s.finetune != "full" else 2
+    adapter_dtype = pb if not full_ft else 2
     layer = act.llama_layer_ledger(m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft,
                                    adapters=adapters, lora_rank=s.lora_rank, adapter_bytes=adapter_dtype)
+    if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
+        # sequence parallelism the norms' tensors split too.
+        layer = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(("attn_norm", "mlp_norm")))
+                             else v, why) for n, v, why in layer.items])
     layer_act = layer.total
     if s.recompute == "selective":  # Korthikanti et al. 2022 Sec. 5: recompute only the s x s attention part
-        layer_act -= sum(n for k, n, _ in layer.items if k.startswith("eager.probs"))
+        layer_act -= sum(n for key, n, _ in layer.items if key.startswith("eager.probs"))
     r = num.residual
+    sp = tp if s.sequence_parallel else 1
     # Per-model tensors. Kept for the backward: cos/sin of the rotary embedding (saved by
     # every layer's rotation), the token ids and the shifted labels (saved by the NLL loss).
     # Alive only during the forward: the embedding output (a tensor of its own when the
     # residual is 16-bit; under AMP it is layer 0's saved fp32 input), the padded labels,
     # and for eager attention the additive (b, 1, s, s) causal mask shared by all layers.
     saved_model_act = 2 * m.head_dim * r * tok + 2 * 8 * tok
-    fwd_model_act = saved_model_act + (r * h * tok if r != 4 else 0) + 8 * tok
+    fwd_model_act = saved_model_act + (r * h * tok // sp if (r != 4 and st.embed) else 0) + 8 * tok
     if s.attention == "eager":
         fwd_model_act += r * b * seq * seq
     # Final RMSNorm before the head: fp32 input + (normalized, output) when trainable.
-    final_norm = 4 * h * tok + ((r * h + (2 if num.autocast else r) * h) * tok if full_ft else 0)
+    final_norm = (4 * h * tok + ((r * h + (2 if num.autocast else r) * h) * tok if full_ft else 0)) // sp
+    if not st.head:
+        final_norm = 0
     # With frozen embeddings (LoRA/QLoRA) layer 0's input needs no gradient, so its first
     # RMSNorm keeps nothing for the backward.
-    frozen_input = 0 if full_ft else 4 * h * tok
+    frozen_input = 0 if (full_ft or not st.embed) else 4 * h * tok // sp
     # A rebuilt layer under AMP/fp32 keeps its checkpointed input itself as the norm's fp32 input.
-    rebuilt_shared = r * h * tok if r == 4 else 0
+    checkpoint = r * h * tok // sp
+    rebuilt_shared = checkpoint if r == 4 else 0
+    n_kept = st.layers * st.in_flight
     if s.recompute == "full":
         # Non-reentrant checkpointing keeps each layer's input; one layer is rebuilt at a time.
-        kept = L * r * h * tok
+        kept = n_kept * checkpoint
         notes.append("full recompute: each decoder layer keeps only its input; backward rebuilds one layer at a time")
     else:
-        kept = L * layer_act - frozen_input
+        kept = n_kept * layer_act - frozen_input * st.in_flight
 
     # Autocast keeps a 16-bit copy of every weight a matmul used until that matmul's backward.
-    casts_all = 0
-    casts_layer = 0
+    linear_local = sum(t.numel * t.count for t, _ in stage_params if t.kind == "linear")
+    if m.tie_word_embeddings and st.head and st.embed:  # the tied head is the embedding matrix
+        linear_local += V * h // tp
+    casts_all = casts_layer = 0
     if num.autocast:
-        if full_ft:
-            casts_all = 2 * m.linear_params
-        else:
-            casts_all = 2 * m.linear_params + 2 * trainable
-        casts_layer = 2 * sum(t.numel for t in m.tensors() if t.kind == "linear" and t.count == L)
+        casts_all = 2 * linear_local + (0 if full_ft else 2 * trainable)
+        casts_layer = 2 * sum(t.numel for t, _ in stage_params if t.kind == "linear" and t.count == st.layers
+                              and not t.name.startswith("lm_head"))
+    lm_head_cast = 2 * V * h // tp if (num.autocast and st.head) else 0
 
-    # logits: the head's output (c bytes), held by `out` until the next forward replaces it.
-    logits = c * V * tok
-    upcast = 4 * V * tok if c != 4 else 0  # transformers' loss does logits.float()
-    log_softmax = 4 * V * tok
+    # logits: the head's output (c bytes), held by `out` until the next forward replaces it;
+    # vocabulary-parallel under tp (Megatron's cross entropy never gathers the full vocabulary).
+    c = num.compute
+    logits = c * V * tok // tp if st.head else 0
+    upcast = 4 * V * tok // tp if (c != 4 and st.head) else 0  # transformers' loss does logits.float()
+    log_softmax = 4 * V * tok // tp if st.head else 0
 
-    base = {"parameters": param_bytes, "optimizer": state_bytes}
+    # ZeRO-3 / FULL_SHARD gather each layer's parameters just in time: the layer in use and
+    # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
+    halves = _layer_halves(m, s, layer, num, gb_, full_ft)
+    attn, mlp = halves["attn"], halves["mlp"]
+    layer_param_bytes = pb * sum(t.numel for t, _ in stage_params if t.count == st.layers)
+    gathered_layers = 2 * layer_param_bytes if k == 3 else 0
+    head_param_bytes = pb * V * h // tp if st.head else 0
+    gathered_head = head_param_bytes if k == 3 else 0
+    # Gradients of the layer in backward exist unsharded until reduce-scattered (ZeRO-2/3, FSDP).
+    unsharded_layer_grads = (attn.grad + mlp.grad) if k >= 2 else 0
+
+    base = {"parameters": param_live, "optimizer": state_bytes}
 
     # forward, at log_softmax inside the loss of step N, with step N-1's output still alive
-    fwd = Moment("forward", "at the loss (log-softmax over the vocabulary)", {
-        **base,
-        "activations": kept + fwd_model_act + final_norm,
-        "autocast_copies": casts_all,
-        "logits_and_loss": logits + upcast + log_softmax,
-        "previous_output": logits,
-    })
-    # eager attention: the last layer's softmax temporaries can exceed the loss moment
-    moments = [fwd]
+    moments = []
+    if st.head:
+        moments.append(Moment("forward", "at the loss (log-softmax over the vocabulary)", {
+            **base,
+            "activations": kept + fwd_model_act + final_norm,
+            "autocast_copies": casts_all,
+            "logits_and_loss": logits + upcast + log_softmax,
+            "previous_output": logits,
+            "gathered_parameters": gathered_head,
+        }))
+    else:
+        moments.append(Moment("forward", "end of the stage's forward, all in-flight micro-batches", {
+            **base,
+            "activations": kept + fwd_model_act,
+            "autocast_copies": casts_all * st.in_flight if s.recompute != "full" else casts_all,
+            "gathered_parameters": gathered_layers,
+        }))
 
     # backward (a): the first nodes: NLL grad, log-softmax grad and its saved output (fp32)
-    bwd_act = kept + saved_model_act + final_norm
     # Under checkpointing the layers' weight copies died with the autocast cache at the end
     # of the forward (nothing saved them); only the head's copy is still held by its matmul.
-    casts_after_fwd = casts_all if s.recompute != "full" else (2 * V * h if num.autocast else 0)
-    top = Moment("backward", "start: gradient of the loss over the vocabulary", {
-        **base,
-        "activations": bwd_act,
-        "autocast_copies": casts_after_fwd,
-        "logits_and_loss": logits + 3 * 4 * V * tok,
-    })
-    moments.append(top)
+    casts_after_fwd = casts_all if s.recompute != "full" else lm_head_cast
+    if st.head:
+        moments.append(Moment("backward", "start: gradient of the loss over the vocabulary", {
+            **base,
+            "activations": kept + saved_model_act + final_norm,
+            "autocast_copies": casts_after_fwd,
+            "logits_and_loss": logits + 3 * 4 * V * tok // tp,
+            "gathered_parameters": gathered_head,
+        }))
 
     # backward (b): the decoder layers, top to bottom. Each layer runs its MLP backward,
     # then its attention backward; gradients appear as saved tensors are released, so the
     # high points are the first layer reached (everything still saved) and the last one
     # (nearly all gradients present). Evaluated at both halves of both ends.
-    halves = _layer_halves(m, s, layer, num, pb, full_ft)
-    attn, mlp = halves["attn"], halves["mlp"]
     per_layer_grad = attn.grad + mlp.grad
-    head_grad = grad_bytes - per_layer_grad * L - (V * h * pb if full_ft and not m.tie_word_embeddings else 0)
-    embed_grad = grad_bytes - per_layer_grad * L - head_grad
-    lm_head_cast = 2 * V * h if num.autocast else 0
+    layers_grad = per_layer_grad * st.layers
+    if k >= 2:
+        layers_grad //= dp
+    head_grad = grad_bytes - layers_grad - (V * h // tp * gb_ // (dp if k >= 2 else 1)
+                                            if full_ft and st.embed and not m.tie_word_embeddings else 0)
+    if not st.head:
+        head_grad = 0
+    embed_grad = grad_bytes - layers_grad - head_grad
+    shard = dp if k >= 2 else 1
     if s.recompute == "full":  # checkpoints of every layer, plus the one layer being rebuilt
         top_acts = {"mlp": kept + layer_act - rebuilt_shared, "attn": kept + attn.act - rebuilt_shared}
-        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}  # layer 0's input: in the layer
+        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
         top_casts = {"mlp": casts_layer, "attn": attn.casts}
     else:
         top_acts = {"mlp": kept, "attn": kept - mlp.act}
         bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
-        top_casts = {"mlp": casts_all - lm_head_cast, "attn": casts_all - lm_head_cast - mlp.casts}
+        top_casts = {"mlp": casts_all * st.in_flight - lm_head_cast, "attn": casts_all * st.in_flight
+                     - lm_head_cast - mlp.casts}
+    if st.in_flight > 1:  # other micro-batches' activations stay while the oldest one runs backward
+        bottom_acts = {key: v + (st.in_flight - 1) * (st.layers * layer_act if s.recompute != "full"
+                                                      else st.layers * checkpoint) for key, v in bottom_acts.items()}
     bottom_casts = {"mlp": casts_layer, "attn": attn.casts}
     for half, done_grads in (("mlp", 0), ("attn", mlp.grad)):
         moments.append(Moment("backward", f"top decoder layer, {half} backward", {
             **base,
-            "gradients": head_grad + done_grads,
+            "gradients": head_grad + (done_grads // shard if k >= 2 else done_grads),
             "activations": top_acts[half] + saved_model_act,
             "autocast_copies": top_casts[half],
             "logits_and_loss": logits,
-            "temporaries": halves[half].tmp,
+            "temporaries": halves[half].tmp + unsharded_layer_grads,
+            "gathered_parameters": gathered_layers,
         }))
     for half, missing in (("mlp", per_layer_grad), ("attn", attn.grad)):
         moments.append(Moment("backward", f"first decoder layer, {half} backward", {
             **base,
-            "gradients": grad_bytes - embed_grad - missing,
+            "gradients": grad_bytes - embed_grad - missing // shard,
             "activations": bottom_acts[half] + saved_model_act,
             "autocast_copies": bottom_casts[half],
             "logits_and_loss": logits,
-            "temporaries": halves[half].tmp,
+            "temporaries": halves[half].tmp + unsharded_layer_grads,
+            "gathered_parameters": gathered_layers,
         }))
     # backward (c): the embedding's gradient; with tied embeddings it is added into the
     # head's gradient, so for a moment both exist.
-    moments.append(Moment("backward", "embedding backward", {
-        **base,
-        "gradients": grad_bytes,
-        "logits_and_loss": logits,
-        "temporaries": V * h * pb if (full_ft and m.tie_word_embeddings) else 0,
-    }))
+    if st.embed:
+        moments.append(Moment("backward", "embedding backward", {
+            **base,
+            "gradients": grad_bytes,
+            "logits_and_loss": logits,
+            "temporaries": V * h // tp * gb_ if (full_ft and m.tie_word_embeddings and st.head) else 0,
+            "gathered_parameters": head_param_bytes if k == 3 else 0,
+        }))
 
     # optimizer step: everything persistent plus the optimizer's temporaries
-    step = Moment("optimizer", "optimizer.step()", {
-        **base, "gradients": grad_bytes, "logits_and_loss": logits, "temporaries": opt_tmp,
-    })
-    moments.append(step)
+    moments.append(Moment("optimizer", "optimizer.step()", {
+        "parameters": param_step, "optimizer": state_bytes, "gradients": grad_bytes, "logits_and_loss": logits,
+        "temporaries": opt_tmp,
+    }))
 
-    counts = {"trainable": trainable, "param_bytes": param_bytes, "grad_bytes": grad_bytes,
+    counts = {"trainable": trainable, "param_bytes": param_rest, "grad_bytes": grad_bytes,
               "optimizer_bytes": state_bytes, "layer_activation_bytes": layer_act,
-              "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0}
-    return Estimate(s, moments, counts, layer, notes)
+              "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0,
+              "param_bytes_unsharded": param_full, "grad_bytes_unsharded": grad_full,
+              "optimizer_bytes_unsharded": state_full}
+    return Estimate(s, moments, counts, layer, notes, host_bytes, nvme_bytes)
 
 
 @dataclass(frozen=True)
@@ -415,24 +647,27 @@ def _layer_halves(m: Model, s: TrainingSetup, layer: act.Ledger, num: act.Numeri
         if s.recompute == "selective":
             acts -= sum(n for k, n, _ in layer.items if k.startswith("eager.probs")) if is_attn else 0
         linear, all_weights, largest_linear = _half_weights(m)[half]
+        tp = s.tp
+        # under tp the projections split (norms stay whole); activations were split by the caller
+        linear, largest_linear = linear // tp, largest_linear // tp
         if full_ft:
-            trainable = all_weights
+            trainable = all_weights - _half_weights(m)[half][0] + linear
         else:
-            trainable = sum(r * (fi + fo) for r, (fi, fo) in
-                            ((s.lora_rank, lora_mod.linear_shape(m, t)) for t in s.lora_targets
-                             if (t in _ATTN_TENSORS) == is_attn))
+            one_layer = _Stage("one layer", 1, 1, False, False)
+            trainable = sum(t.numel for t, _ in _adapter_tensors(m, s, one_layer)
+                            if (t.name.split(".")[0] in _ATTN_TENSORS) == is_attn)
         casts = 2 * (linear + (0 if full_ft else trainable)) if num.autocast else 0
         # Backward temporaries: gradients of the half's activations in flight, plus under
         # autocast the 16-bit weight gradient before it is added into the fp32 .grad.
         if is_attn:
             if s.attention == "sdpa":
-                tmp = c * (2 * m.q_size + 2 * m.kv_size) * tok + 4 * m.q_size * tok
+                tmp = (c * (2 * m.q_size + 2 * m.kv_size) * tok + 4 * m.q_size * tok) // tp
             else:
-                tmp = (c + 4 + 4) * m.num_heads * s.seq_len * s.seq_len * s.micro_batch
+                tmp = (c + 4 + 4) * m.num_heads * s.seq_len * s.seq_len * s.micro_batch // tp
                 if s.recompute == "selective":  # the layer's probabilities are rebuilt for its backward
                     tmp += sum(n for k, n, _ in layer.items if k.startswith("eager.probs"))
         else:
-            tmp = 3 * c * m.intermediate_size * tok
+            tmp = 3 * c * m.intermediate_size * tok // tp
         if num.autocast and full_ft:
             tmp += 2 * largest_linear
         out[half] = _Half(acts, trainable * pb, casts, tmp)

@@ -64,9 +64,13 @@ def test_non_positive_counts(field, value):
         est(**{field: value})
 
 
-@pytest.mark.parametrize("field", ["seq_len", "micro_batch", "dp", "tp", "pp", "zero_stage"])
+@pytest.mark.parametrize("field", ["seq_len", "micro_batch", "dp", "tp", "pp", "zero_stage", "grad_accum"])
 @pytest.mark.parametrize("value", [2.5, "8", True, None, [8]])
 def test_non_integer_counts(field, value):
+    if field == "zero_stage" and isinstance(value, str):  # strings are FSDP strategy names
+        with pytest.raises(ValueError, match=r"unknown zero_stage '8'; accepted: 0, 1, 2, 3 .*FULL_SHARD"):
+            est(zero_stage=value)
+        return
     with pytest.raises(ValueError, match=rf"{field} must be an integer"):
         est(**{field: value})
 
@@ -157,7 +161,7 @@ def test_lora_on_gpt_rejected():
 # --- parallelism ----------------------------------------------------------------------------
 @pytest.mark.parametrize("stage", [4, 5, 99])
 def test_zero_stage_too_large(stage):
-    with pytest.raises(ValueError, match=rf"zero_stage must be 0, 1, 2 or 3, got {stage}"):
+    with pytest.raises(ValueError, match=rf"zero_stage must be 0, 1, 2 or 3 .*got {stage}"):
         est(zero_stage=stage)
 
 
@@ -166,11 +170,22 @@ def test_negative_zero_stage():
         est(zero_stage=-1)
 
 
-def test_unmodelled_parallelism_says_so():
-    with pytest.raises(ValueError, match="not modelled"):
-        est(tp=2)
-    with pytest.raises(ValueError, match="not modelled"):
-        est(zero_stage=3, dp=8)
+def test_invalid_parallel_splits():
+    # LLaMA-7B: 32 heads, 32 layers; Llama-2-70B: 64 heads but 8 key/value heads
+    with pytest.raises(ValueError, match=r"tp=3 must divide the 32 attention heads"):
+        est(tp=3)
+    with pytest.raises(ValueError, match=r"tp=16 must divide .* 8 key/value heads"):
+        memlib.estimate_training("llama-2-70b", tp=16)
+    with pytest.raises(ValueError, match=r"pp=33 stages but llama-7b has only 32 layers"):
+        est(pp=33)
+    with pytest.raises(ValueError, match=r"pipeline engine supports ZeRO stage 0 or 1"):
+        est(pp=2, dp=4, zero_stage=3)
+    with pytest.raises(ValueError, match=r"offloading parameters .* needs zero_stage=3"):
+        est(dp=4, zero_stage=2, offload="optimizer+params")
+    with pytest.raises(ValueError, match=r"integer zero_stage >= 1"):
+        est(dp=4, zero_stage="FULL_SHARD", offload="optimizer")
+    with pytest.raises(ValueError, match=r"sequence_parallel needs tp > 1"):
+        est(sequence_parallel=True)
 
 
 def test_unknown_offload():

@@ -99,6 +99,8 @@ def test_full_recompute_never_stores_more(model, precision, optimizer, attention
 # at s = 16384 on qwen2-0.5b those probabilities (6*14*16384^2 B = 22.5 GB in bf16) dominate.
 @example(model="qwen2-0.5b", precision="bf16", optimizer="adamw", attention="eager", finetune="full",
          rank=8, tgts=["q_proj"], s=16384, b=1)
+@example(model="llama-7b", precision="fp32", optimizer="adamw-8bit", attention="eager", finetune="lora",
+         rank=22, tgts=["q_proj"], s=1, b=3)
 def test_selective_between_full_and_none(model, precision, optimizer, attention, finetune, rank, tgts, s, b):
     if finetune == "qlora" and precision == "fp32":
         precision = "bf16"
@@ -108,7 +110,13 @@ def test_selective_between_full_and_none(model, precision, optimizer, attention,
     sel = estimate_training(model, recompute="selective", **kw)
     full = estimate_training(model, recompute="full", **kw)
     assert forward_activations(full) <= forward_activations(sel) <= forward_activations(none)
-    assert full.peak_bytes <= sel.peak_bytes <= none.peak_bytes
+    assert sel.peak_bytes <= none.peak_bytes
+    # Full recompute rebuilds a whole layer, probabilities included, before that layer's MLP
+    # backward; selective rebuilds the probabilities only for the attention backward. So at
+    # that one moment full may hold one layer's b*a*s*s probabilities more than selective:
+    # only when everything else is negligible (s=1, b=3 on llama-7b LoRA: 384 bytes).
+    probs_one_layer = sum(n for name, n, _ in full.layer.items if name.startswith("eager.probs"))
+    assert full.peak_bytes <= sel.peak_bytes + probs_one_layer
 
 
 @SETTINGS
