@@ -1,4 +1,4 @@
-"""Command line: `memlib estimate MODEL [options]`, `memlib models`, `memlib gpus`."""
+"""Command line: `memlib estimate MODEL [options]`, `memlib serve MODEL [options]`, `memlib models`, `memlib gpus`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 from memlib import lora as lora_mod
 from memlib.fit import DEFAULT_ALLOCATOR_HEADROOM, DEFAULT_CUDA_CONTEXT_BYTES, fits
-from memlib import optimizers, training
+from memlib import inference, optimizers, training
 from memlib.gpus import list_gpus
 from memlib.models import Model, get_model, list_models
 from memlib.units import fmt_bytes, gb, gib
@@ -42,6 +42,21 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
+
+    v = sub.add_parser("serve", help="serving memory per GPU: weights, KV cache, prefill workspace; largest batch/context",
+                       description="Memory to serve a model with tensor parallelism over --count GPUs: the per-GPU "
+                                   "breakdown, whether it fits, KV cache bytes per token, and the largest batch "
+                                   "and context that fit. Sizes are shown in GB (1e9) and GiB (2**30).")
+    v.add_argument("model", nargs="?", help=f"catalog name ({', '.join(list_models())})")
+    v.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of a name")
+    v.add_argument("--gpu", default="a100-80gb", help="GPU model (default a100-80gb)")
+    v.add_argument("--count", type=int, default=1, help="GPUs, as the tensor-parallel degree (default 1)")
+    v.add_argument("--context-len", type=int, default=4096, help="tokens per sequence (default 4096)")
+    v.add_argument("--batch", type=int, default=1, help="sequences served at once (default 1)")
+    v.add_argument("--weights", default="bf16", choices=inference.WEIGHT_FORMATS, help="default bf16")
+    v.add_argument("--kv-cache", default="bf16", choices=inference.KV_FORMATS, help="default bf16")
+    v.add_argument("--json", action="store_true", help="machine-readable output")
+    v.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
 
     sub.add_parser("models", help="list catalog models with exact parameter counts")
     sub.add_parser("gpus", help="list catalog GPUs with capacity in GB and GiB")
@@ -96,6 +111,43 @@ def cmd_estimate(a) -> int:
     return 0
 
 
+def cmd_serve(a) -> int:
+    if bool(a.model) == bool(a.hf_config):
+        raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
+    model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
+    opts = dict(weights=a.weights, kv_cache=a.kv_cache, tp=a.count)
+    est = inference.estimate_inference(model, batch=a.batch, context_len=a.context_len, **opts)
+    v = fits(est, a.gpu)
+    mb = inference.max_batch(model, a.gpu, a.context_len, **opts)
+    mc = inference.max_context(model, a.gpu, a.batch, **opts)
+    if a.json:
+        print(json.dumps({**est.to_dict(), "gpu": v.gpu.name, "count": a.count,
+                          "verdict": {"fits": v.fits, "required_bytes": v.required_bytes,
+                                      "capacity_bytes": v.capacity_bytes, "margin_bytes": v.margin_bytes},
+                          "max_batch": mb.value, "max_batch_reason": mb.reason,
+                          "max_context": mc.value, "max_context_reason": mc.reason}, indent=2))
+        return 0
+    if a.explain:
+        print(est.explain())
+        print()
+    s = est.setup
+    print(model.describe())
+    print(f"batch {s.batch} x context {s.context_len:,}, weights {s.weights}, KV cache {s.kv_cache}, "
+          f"tensor parallel over {a.count} x {v.gpu.name}")
+    where = "per GPU" if a.count > 1 else "on one GPU"
+    print(f"\nPeak {fmt_bytes(est.peak_bytes)} {where} (prefill workspace at: {est.phase})")
+    print(f"\n{'held ' + where:<20}{'GB':>12}{'GiB':>12}")
+    for k, n in est.breakdown.items():
+        if n:
+            print(f"{k:<20}{gb(n):>12,.2f}{gib(n):>12,.2f}")
+    print(f"{'total':<20}{gb(est.peak_bytes):>12,.2f}{gib(est.peak_bytes):>12,.2f}")
+    print(f"\nKV cache: {est.kv_bytes_per_token:,} bytes per token {where}")
+    print(f"\nVerdict: {v}")
+    print(f"Largest batch at context {s.context_len:,}: {mb}")
+    print(f"Largest context at batch {s.batch}: {mc}")
+    return 0
+
+
 def cmd_models(_a) -> int:
     for name in list_models():
         print(get_model(name).describe())
@@ -111,7 +163,8 @@ def cmd_gpus(_a) -> int:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"estimate": cmd_estimate, "models": cmd_models, "gpus": cmd_gpus}[args.command](args)
+        return {"estimate": cmd_estimate, "serve": cmd_serve, "models": cmd_models,
+                "gpus": cmd_gpus}[args.command](args)
     except ValueError as e:  # bad input: one line, no traceback
         print(f"memlib: error: {e}", file=sys.stderr)
         return 2
