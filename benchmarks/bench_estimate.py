@@ -1,4 +1,4 @@
-"""Speed of estimate_training: one call, and 10,000 calls over a grid of settings.
+"""Speed of estimate_training (one call; 10,000 over a grid) and of estimate_inference.
 
     python benchmarks/bench_estimate.py
 
@@ -36,9 +36,17 @@ def main() -> None:
         memlib.estimate_training(m, seq_len=s, micro_batch=b, precision=p, recompute=r, attention=a, finetune=f)
     sweep = time.perf_counter() - t0
 
+    llama70 = memlib.get_model("llama-2-70b")
+    memlib.estimate_inference(llama70, weights="int4-gptq", tp=2)
+    t0 = time.perf_counter()
+    for b in range(1, 2001):
+        memlib.estimate_inference(llama70, batch=b, weights="int4-gptq", tp=2)
+    serve = (time.perf_counter() - t0) / 2000
+
     print(f"estimate_training, one call (llama-7b, median of 2000): {one * 1e6:8.1f} us")
     print(f"estimate_training, 10,000 calls over a {len(grid)}-point grid: {sweep:8.3f} s "
           f"({sweep / len(configs) * 1e6:.1f} us/call)")
+    print(f"estimate_inference, mean of 2000 calls (llama-2-70b, int4-gptq, tp=2): {serve * 1e6:8.1f} us")
 
 
 if __name__ == "__main__":

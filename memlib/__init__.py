@@ -8,13 +8,18 @@
 
 __version__ = "0.1.0"
 
+from memlib import zero
 from memlib.fit import Verdict, fits
 from memlib.gpus import GPU, get_gpu, list_gpus
 from memlib.inference import InferenceEstimate, estimate_inference, max_batch, max_context
 from memlib.models import Model, get_model, list_models
+from memlib.timing import StepTime, flops_per_token, step_time
 from memlib.training import Estimate, estimate_training
 from memlib.units import GB, GiB, fmt_bytes, gb, gib
 
-__all__ = ["fits", "Verdict", "GPU", "get_gpu", "list_gpus", "Model", "get_model", "list_models", "Estimate", "estimate_training",
-           "estimate_inference", "InferenceEstimate", "max_batch", "max_context",
-           "GB", "GiB", "fmt_bytes", "gb", "gib"]
+__all__ = [
+    "Model", "get_model", "list_models", "GPU", "get_gpu", "list_gpus",
+    "Estimate", "estimate_training", "InferenceEstimate", "estimate_inference", "max_batch", "max_context",
+    "Verdict", "fits", "StepTime", "step_time", "flops_per_token", "zero",
+    "GB", "GiB", "fmt_bytes", "gb", "gib",
+]

@@ -87,6 +87,11 @@ class GPU:
         return self.interconnect_bytes_per_s / GB
 
     @property
+    def host_link_bytes_per_s(self) -> int:
+        """GPU<->CPU link, one direction (what offload traffic crosses); see HOST_LINK."""
+        return HOST_LINK[self.name][1]
+
+    @property
     def interconnect_bytes_per_s_per_direction(self) -> int:
         return self.interconnect_bytes_per_s // 2
 
@@ -437,3 +442,17 @@ def get_gpu(name: str) -> GPU:
 def list_gpus() -> list[GPU]:
     """All catalog entries, in catalog order (oldest data-centre parts first)."""
     return list(_CATALOG)
+
+
+# Host link of each part, one direction, nominal: PCIe 3.0 x16 = 16 GB/s, 4.0 x16 = 32 GB/s,
+# 5.0 x16 = 64 GB/s (PCI-SIG base specifications; 128b/130b encoding makes usable ~1.5% less).
+# SXM modules reach the host through PCIe too: V100 SXM2 gen 3, A100 SXM4 gen 4, H100/H200 SXM5
+# gen 5 (NVIDIA DGX-1/A100/H100 system guides); T4 is gen 3; the RTX 3080/3090/4090, A10,
+# A40, RTX A6000 and L4 are gen 4.
+_PCIE3, _PCIE4, _PCIE5 = ("PCIe 3.0 x16", 16 * GB), ("PCIe 4.0 x16", 32 * GB), ("PCIe 5.0 x16", 64 * GB)
+HOST_LINK: dict[str, tuple[str, int]] = {
+    "v100-16gb": _PCIE3, "v100-32gb": _PCIE3, "t4": _PCIE3,
+    "a100-40gb": _PCIE4, "a100-80gb": _PCIE4, "rtx-3080-12gb": _PCIE4, "rtx-3090": _PCIE4, "rtx-4090": _PCIE4,
+    "a10": _PCIE4, "l4": _PCIE4, "rtx-a6000": _PCIE4, "a40": _PCIE4,
+    "h100-80gb": _PCIE5, "h200": _PCIE5,
+}

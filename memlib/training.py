@@ -39,6 +39,7 @@ OFFLOAD_DEVICES = ("cpu", "nvme")
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
 DEEPSPEED_SUB_GROUP = 10**9  # zero_optimization.sub_group_size default (DeepSpeed config docs)
+DEEPSPEED_REDUCE_BUCKET = 5 * 10**8  # zero_optimization.reduce_bucket_size default, elements
 
 # Under AMP the weights are fp32 and every matmul reads a 16-bit copy; the embedding runs
 # outside autocast, so the residual stream is fp32 too (torch.autocast op lists).
@@ -429,6 +430,8 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
         else:
             nvme_bytes, host_bytes = offloaded, staging + 4 * trainable // dp
         state_bytes, opt_tmp = 0, 0
+        # gradients leave the GPU bucket by bucket during the backward (reduce_bucket_size)
+        grad_bytes = min(grad_bytes, DEEPSPEED_REDUCE_BUCKET * gb_)
         notes.append(f"offload {s.offload} to {s.offload_device}: {fmt_bytes(offloaded)} per GPU leave the GPU; "
                      "the optimizer steps on the CPU")
 
