@@ -1,8 +1,9 @@
-"""Speed of estimate_training (one call; 10,000 over a grid) and of estimate_inference.
+"""Speed of estimate_training (one call; 10,000 over a grid), estimate_inference and plan().
 
     python benchmarks/bench_estimate.py
 
-Prints wall-clock figures; the aim is under 50 microseconds a call. Not a test: timings
+Prints wall-clock figures; the aims: under 50 microseconds an estimate, under one second
+for a 4-GPU or a 1024-GPU plan search. Not a test: timings
 depend on the machine, so they are reported, never asserted.
 """
 
@@ -43,10 +44,19 @@ def main() -> None:
         memlib.estimate_inference(llama70, batch=b, weights="int4-gptq", tp=2)
     serve = (time.perf_counter() - t0) / 2000
 
+    from memlib.plan import plan
+    plans = {}
+    for count, gpu in ((4, "v100-32gb"), (1024, "a100-80gb")):
+        t0 = time.perf_counter()
+        r = plan("llama-65b", gpu, count)
+        plans[count] = (time.perf_counter() - t0, len(r.feasible) + len(r.infeasible), gpu)
+
     print(f"estimate_training, one call (llama-7b, median of 2000): {one * 1e6:8.1f} us")
     print(f"estimate_training, 10,000 calls over a {len(grid)}-point grid: {sweep:8.3f} s "
           f"({sweep / len(configs) * 1e6:.1f} us/call)")
     print(f"estimate_inference, mean of 2000 calls (llama-2-70b, int4-gptq, tp=2): {serve * 1e6:8.1f} us")
+    for count, (secs, layouts, gpu) in plans.items():
+        print(f"plan(llama-65b, {gpu}, {count}): {secs * 1e3:8.1f} ms for {layouts} layouts")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,25 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
 
+    f = sub.add_parser("fit", help="ranked ways to train a model on COUNT GPUs, and why the others fail",
+                       description="Search tensor/pipeline parallelism, ZeRO stage, offload, recompute and "
+                                   "precision for MODEL on COUNT GPUs of one kind; print the feasible layouts "
+                                   "ranked by estimated tokens/s per GPU and the reasons the others fail.")
+    f.add_argument("model", help="catalog name")
+    f.add_argument("--gpu", required=True, help="GPU kind (catalog name)")
+    f.add_argument("--count", type=int, required=True, help="number of GPUs")
+    f.add_argument("--task", default="full", choices=("full", "lora", "qlora"), help="default full")
+    f.add_argument("--seq-len", type=int, default=2048, help="default 2048")
+    f.add_argument("--micro-batch", type=int, default=1, help="default 1")
+    f.add_argument("--grad-accum", type=int, default=8, help="micro-batches per step (default 8)")
+    f.add_argument("--optimizer", default="adamw", choices=optimizers.OPTIMIZERS, help="default adamw")
+    f.add_argument("--no-offload", action="store_true", help="leave ZeRO-Offload/Infinity out of the search")
+    f.add_argument("--host-ram-gib", type=float, help="host RAM per node; offload plans needing more fail")
+    f.add_argument("--top", type=int, default=10, help="feasible plans to show (default 10)")
+    f.add_argument("--min-gpus", action="store_true", help="also find the fewest GPUs of this kind (no offload)")
+    f.add_argument("--deepspeed", action="store_true", help="print the DeepSpeed config of the best plan")
+    f.add_argument("--json", action="store_true", help="machine-readable output")
+
     sub.add_parser("models", help="list catalog models with exact parameter counts")
     sub.add_parser("gpus", help="list catalog GPUs with capacity in GB and GiB")
     return p
@@ -148,6 +167,53 @@ def cmd_serve(a) -> int:
     return 0
 
 
+def cmd_fit(a) -> int:
+    from memlib.plan import min_gpus, plan, to_deepspeed_config
+    host = int(a.host_ram_gib * 2**30) if a.host_ram_gib else None
+    kw = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, grad_accum=a.grad_accum, optimizer=a.optimizer)
+    r = plan(a.model, a.gpu, a.count, a.task, allow_offload=not a.no_offload, host_bytes_per_node=host, **kw)
+    fewest = min_gpus(a.model, a.gpu, a.task, **kw) if a.min_gpus else None
+    if a.json:
+        out = r.to_dict(top=a.top)
+        if fewest is not None:
+            out["min_gpus"] = {"count": fewest.count, "settings": fewest.best.settings}
+        if a.deepspeed and r.best and r.best.estimate.setup.sharding != "fsdp":
+            out["deepspeed_config"] = to_deepspeed_config(r.best)
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{a.model} on {a.count} x {a.gpu}, task {a.task}, seq_len {a.seq_len}, micro-batch {a.micro_batch}, "
+          f"{a.grad_accum} micro-batches per step")
+    if not r.feasible:
+        print("\nNo layout fits.")
+    else:
+        print(f"\n{len(r.feasible)} layouts fit; best first (estimated at 40% MFU):")
+        print(f"  {'tok/s/GPU':>9}  {'peak GiB':>8}  {'margin':>7}  {'host GiB':>8}  layout")
+        for p in r.feasible[:a.top]:
+            print(f"  {p.tokens_per_s_per_gpu:>9.0f}  {gib(p.estimate.peak_bytes):>8.1f}  "
+                  f"{p.verdict.margin_gib:>+7.1f}  {gib(p.estimate.host_bytes):>8.0f}  {p.describe()}")
+    if r.infeasible:
+        print(f"\n{len(r.infeasible)} layouts do not fit, for example:")
+        seen = set()
+        for settings, why in r.infeasible:
+            key = (settings["zero_stage"], settings["offload"], settings["tp"], settings["pp"])
+            if key in seen:
+                continue
+            seen.add(key)
+            z = f"ZeRO-{settings['zero_stage']}" if settings["zero_stage"] else "no ZeRO"
+            print(f"  dp={settings['dp']} tp={settings['tp']} pp={settings['pp']} {z} offload {settings['offload']}, "
+                  f"recompute {settings['recompute']}: {why}")
+            if len(seen) >= a.top:
+                break
+    if fewest is not None:
+        print(f"\nFewest {a.gpu} without offload: {fewest.count} ({fewest.best.describe()})")
+    elif a.min_gpus:
+        print(f"\nNo count of {a.gpu} up to 4096 fits without offload.")
+    if a.deepspeed and r.best:
+        print("\nDeepSpeed config of the best layout:")
+        print(json.dumps(to_deepspeed_config(r.best), indent=2))
+    return 0
+
+
 def cmd_models(_a) -> int:
     for name in list_models():
         print(get_model(name).describe())
@@ -163,7 +229,7 @@ def cmd_gpus(_a) -> int:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"estimate": cmd_estimate, "serve": cmd_serve, "models": cmd_models,
+        return {"estimate": cmd_estimate, "serve": cmd_serve, "fit": cmd_fit, "models": cmd_models,
                 "gpus": cmd_gpus}[args.command](args)
     except ValueError as e:  # bad input: one line, no traceback
         print(f"memlib: error: {e}", file=sys.stderr)

@@ -1,0 +1,130 @@
+"""step_time, plan, min_gpus, to_deepspeed_config and the `memlib fit` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import memlib
+from memlib.cli import main
+from memlib.plan import max_micro_batch, max_seq_len, min_gpus, plan, to_deepspeed_config
+from memlib.timing import flops_per_token, step_time
+
+
+# --- FLOPs and time ----------------------------------------------------------------------------
+def test_flops_per_token_palm_formula():
+    """PaLM (Chowdhery et al. 2022) App. B: 6N + 12*L*H*Q*T per token."""
+    m = memlib.get_model("llama-7b")
+    n, L, H, Q, T = 6_738_415_616, 32, 32, 128, 2048
+    assert flops_per_token(m, T) == 6 * n + 12 * L * H * Q * T
+    assert flops_per_token(m, T, recompute="full") == 8 * n + 16 * L * H * Q * T  # one more forward
+    assert flops_per_token(m, T, finetune="lora") == 4 * n + 12 * L * H * Q * T  # no weight gradients
+
+
+def test_compute_time_at_mfu():
+    est = memlib.estimate_training("llama-7b", seq_len=2048, micro_batch=1, grad_accum=4, precision="bf16-mixed")
+    t = step_time(est, "a100-80gb", mfu=0.5)
+    flops = (6 * 6_738_415_616 + 12 * 32 * 32 * 128 * 2048) * 2048 * 4
+    assert t.compute_s == pytest.approx(flops / (312e12 * 0.5))  # A100 dense bf16: 312 TFLOP/s
+    assert t.tokens_per_s_per_gpu == pytest.approx(2048 * 4 / t.step_s)
+
+
+def test_data_parallel_traffic_ring_and_zero3():
+    kw = dict(seq_len=2048, precision="bf16-mixed", dp=8)
+    psi = memlib.get_model("llama-7b").num_params
+    ddp = step_time(memlib.estimate_training("llama-7b", **kw), "a100-80gb")
+    z3 = step_time(memlib.estimate_training("llama-7b", zero_stage=3, **kw), "a100-80gb")
+    assert ddp.dp_comm_bytes == int(2 * 7 / 8 * psi * 4)  # AMP all-reduces fp32 gradients
+    assert z3.dp_comm_bytes == int(1.5 * 2 * 7 / 8 * psi * 2)  # 16-bit, 1.5x (ZeRO paper Sec. 7)
+
+
+def test_offload_time_is_reported():
+    est = memlib.estimate_training("llama-13b", zero_stage=2, offload="optimizer", recompute="full",
+                                   precision="fp16-mixed")
+    t = step_time(est, "v100-32gb")
+    psi = memlib.get_model("llama-13b").num_params
+    assert t.offload_bytes == 4 * psi  # 16-bit gradients down and parameters up
+    assert t.offload_s == pytest.approx(4 * psi / 16e9)  # V100: PCIe 3.0 x16, 16 GB/s each way
+    assert t.cpu_optimizer_s > 0
+
+
+def test_step_time_bad_input():
+    est = memlib.estimate_training("llama-7b", precision="bf16-mixed")
+    with pytest.raises(ValueError, match="no bf16 tensor cores"):
+        step_time(est, "v100-32gb")
+    with pytest.raises(ValueError, match=r"mfu is a fraction"):
+        step_time(est, "a100-80gb", mfu=40)
+
+
+# --- plan ----------------------------------------------------------------------------------------
+def test_65b_on_4_v100_full_training_needs_offload():
+    """16 bytes/param even fully sharded: 16 * 65.29e9 / 4 = 261 GB per GPU > 32 GiB."""
+    r = plan("llama-65b", "v100-32gb", 4, allow_offload=False)
+    assert r.feasible == []
+    assert all("GiB" in why or "invalid" in why for _, why in r.infeasible)
+    with_offload = plan("llama-65b", "v100-32gb", 4)
+    assert with_offload.feasible and all(p.settings["offload"] != "none" for p in with_offload.feasible)
+    limited = plan("llama-65b", "v100-32gb", 4, host_bytes_per_node=512 * 2**30)
+    assert limited.feasible == [] and any("host RAM" in why for _, why in limited.infeasible)
+
+
+def test_plans_fit_and_are_ranked():
+    r = plan("llama-7b", "a100-80gb", 8)
+    assert r.feasible
+    assert all(p.verdict.fits for p in r.feasible)
+    speeds = [p.tokens_per_s_per_gpu for p in r.feasible]
+    assert speeds == sorted(speeds, reverse=True)
+    assert all(p.settings["dp"] * p.settings["tp"] * p.settings["pp"] == 8 for p in r.feasible)
+
+
+def test_min_gpus_respects_the_model_state_floor():
+    """Without offload ZeRO-3 still needs 16 bytes/param across the GPUs: n >= 16*psi/capacity."""
+    r = min_gpus("llama-65b", "a100-80gb")
+    psi = memlib.get_model("llama-65b").num_params
+    assert r is not None and r.feasible
+    assert r.count >= 16 * psi / (80 * 2**30)
+    smaller = plan("llama-65b", "a100-80gb", 8, allow_offload=False)
+    assert not smaller.feasible
+
+
+def test_largest_micro_batch_and_sequence():
+    r = plan("llama-7b", "a100-80gb", 8, allow_offload=False)
+    best = r.best
+    b = max_micro_batch(best, "a100-80gb")
+    s = best.estimate.setup.model
+    assert b >= 1
+    assert memlib.fits(memlib.estimate_training(s, **{**best.settings, "micro_batch": b}), "a100-80gb").fits
+    assert not memlib.fits(memlib.estimate_training(s, **{**best.settings, "micro_batch": b + 1}), "a100-80gb").fits
+    n = max_seq_len(best, "a100-80gb", limit=1 << 17)
+    assert memlib.fits(memlib.estimate_training(s, **{**best.settings, "seq_len": n}), "a100-80gb").fits
+
+
+def test_deepspeed_config_for_a_plan():
+    r = plan("llama-13b", "v100-32gb", 1)  # only ZeRO-Offload can fit 13B on one V100
+    cfg = to_deepspeed_config(r.best)
+    zero = cfg["zero_optimization"]
+    assert zero["stage"] == r.best.settings["zero_stage"] >= 2
+    assert zero["offload_optimizer"]["device"] == "cpu"
+    assert cfg["fp16"]["enabled"] is True and "bf16" not in cfg  # V100 has no bf16
+    assert cfg["train_batch_size"] == cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"]
+    json.dumps(cfg)
+
+
+# --- CLI -------------------------------------------------------------------------------------------
+def test_cli_fit(capsys):
+    assert main(["fit", "llama-65b", "--gpu", "v100-32gb", "--count", "4", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "layouts fit" in out and "do not fit" in out and "offload optimizer+params" in out
+
+
+def test_cli_fit_json(capsys):
+    assert main(["fit", "llama-7b", "--gpu", "a100-80gb", "--count", "8", "--json", "--deepspeed"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["feasible"] and "deepspeed_config" in data
+
+
+def test_cli_fit_bad_input(capsys):
+    assert main(["fit", "llama-7b", "--gpu", "a100-81gb", "--count", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown gpu" in err.lower() and err.count("\n") == 1
