@@ -9,6 +9,8 @@ from typing import Iterable
 
 
 def positive_int(name: str, value, *, allow_zero: bool = False) -> int:
+    if type(value) is int and (value > 0 or (allow_zero and value == 0)):  # the common case, fast
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and value.is_integer():
             raise ValueError(f"{name} must be an integer count, got the float {value!r}; pass {int(value)}")

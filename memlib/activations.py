@@ -56,6 +56,7 @@ class Ledger:
     """Named byte counts; `total` adds them. Kept as a list so explain() can show each line."""
 
     items: list[tuple[str, int, str]] = field(default_factory=list)
+    split: int = 0  # items before this index belong to the attention half of a layer
 
     def add(self, name: str, nbytes: int, why: str = "") -> None:
         if nbytes:
@@ -128,6 +129,7 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
     adapter("o_proj", q, input_already_saved=True)
 
     # --- MLP block ------------------------------------------------------------------------
+    led.split = len(led.items)
     norm("mlp_norm", ("gate_proj", "up_proj"))
     for t in ("gate_proj", "up_proj"):
         adapter(t, h, input_already_saved=False)

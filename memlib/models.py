@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 from memlib._checks import lookup, positive_int
@@ -143,6 +143,13 @@ class Model:
     def largest_tensor_numel(self) -> int:
         return max(t.numel for t in self.tensors())
 
+    def __hash__(self) -> int:  # computed once: models key the per-model caches
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, f) for f in _HASH_FIELDS))
+            self.__dict__["_hash"] = h
+        return h
+
     def with_(self, **changes) -> "Model":
         """A copy with some fields changed, e.g. model.with_(num_layers=2)."""
         return replace(self, **changes)
@@ -206,6 +213,8 @@ class Model:
             source="Hugging Face config.json",
         )
 
+
+_HASH_FIELDS = tuple(f.name for f in fields(Model) if f.compare)  # what __eq__ compares
 
 # qkv_bias None: read config["attention_bias"] (llama puts it on q, k, v and o alike).
 HF_TYPES = {

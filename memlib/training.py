@@ -293,7 +293,36 @@ def _stages(s: TrainingSetup) -> list[_Stage]:
 
 def _stage_tensors(m: Model, s: TrainingSetup, st: _Stage) -> list[tuple[Tensor, tuple[int, int] | None]]:
     """Parameter tensors on one GPU with their 2-D shapes (Adafactor, 8-bit Adam need them)."""
-    h, tp = m.hidden_size, s.tp
+    return _stage_tensors_cached(m, s.tp, st)
+
+
+@dataclass(frozen=True)
+class _StageSums:
+    """Element counts of one GPU's parameters that every estimate needs."""
+
+    total: int
+    linear: int  # matmul weights (what autocast casts), the tied head not counted twice
+    layer_linear: int  # matmul weights of one decoder layer
+    layer_all: int  # all parameters of one decoder layer
+    quantized_bytes: int  # NF4 bytes of the matmul weights (QLoRA)
+
+
+@lru_cache(maxsize=512)
+def _stage_sums(m: Model, tp: int, st: _Stage) -> _StageSums:
+    ts = _stage_tensors_cached(m, tp, st)
+    layer = [t for t, _ in ts if t.count == st.layers and not t.name.startswith(("embed", "final", "lm_head"))]
+    linear = sum(t.numel * t.count for t, _ in ts if t.kind == "linear")
+    if m.tie_word_embeddings and st.head and st.embed:  # the tied head is the embedding matrix
+        linear += m.vocab_size * m.hidden_size // tp
+    return _StageSums(
+        total=sum(t.numel * t.count for t, _ in ts), linear=linear,
+        layer_linear=sum(t.numel for t in layer if t.kind == "linear"), layer_all=sum(t.numel for t in layer),
+        quantized_bytes=sum(lora_mod.nf4_bytes(t.numel) * t.count for t, _ in ts if t.kind == "linear"))
+
+
+@lru_cache(maxsize=512)
+def _stage_tensors_cached(m: Model, tp: int, st: _Stage) -> list[tuple[Tensor, tuple[int, int] | None]]:
+    h = m.hidden_size
     out = []
     for t in m.tensors():
         if t.count == m.num_layers and not t.name.startswith(("embed", "final", "lm_head")):
@@ -382,17 +411,17 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
 
     # --- model states on this GPU ----------------------------------------------------------
     stage_params = _stage_tensors(m, s, st)
+    sums = _stage_sums(m, tp, st)
     tensors = stage_params if full_ft else _adapter_tensors(m, s, st)
-    trainable = _numel(tensors)
-    base_numel = _numel(stage_params)
+    trainable = sums.total if full_ft else _numel(tensors)
+    base_numel = sums.total
     if full_ft:
         param_full = base_numel * pb
     elif s.finetune == "lora":
         param_full = base_numel * pb + trainable * pb
     else:  # QLoRA: projections in NF4; embeddings, head and norms in 16-bit
-        quantized = sum(t.numel * t.count for t, _ in stage_params if t.kind == "linear")
-        nf4 = sum(lora_mod.nf4_bytes(t.numel) * t.count for t, _ in stage_params if t.kind == "linear")
-        param_full = nf4 + (base_numel - quantized) * 2 + trainable * pb
+        quantized = sums.linear - (V * h // tp if m.tie_word_embeddings and st.head and st.embed else 0)
+        param_full = sums.quantized_bytes + (base_numel - quantized) * 2 + trainable * pb
         notes.append(f"QLoRA: {fmt_count(quantized)} projection weights in NF4 "
                      f"({lora_mod.NF4_BITS_PER_PARAM:.3f} bits each), the rest in 16-bit")
     grad_full = trainable * gb_
@@ -445,7 +474,7 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
     if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
         # sequence parallelism the norms' tensors split too.
         layer = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(("attn_norm", "mlp_norm")))
-                             else v, why) for n, v, why in layer.items])
+                             else v, why) for n, v, why in layer.items], layer.split)
     layer_act = layer.total
     if s.recompute == "selective":  # Korthikanti et al. 2022 Sec. 5: recompute only the s x s attention part
         layer_act -= sum(n for key, n, _ in layer.items if key.startswith("eager.probs"))
@@ -479,14 +508,10 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
         kept = n_kept * layer_act - frozen_input * st.in_flight
 
     # Autocast keeps a 16-bit copy of every weight a matmul used until that matmul's backward.
-    linear_local = sum(t.numel * t.count for t, _ in stage_params if t.kind == "linear")
-    if m.tie_word_embeddings and st.head and st.embed:  # the tied head is the embedding matrix
-        linear_local += V * h // tp
     casts_all = casts_layer = 0
     if num.autocast:
-        casts_all = 2 * linear_local + (0 if full_ft else 2 * trainable)
-        casts_layer = 2 * sum(t.numel for t, _ in stage_params if t.kind == "linear" and t.count == st.layers
-                              and not t.name.startswith("lm_head"))
+        casts_all = 2 * sums.linear + (0 if full_ft else 2 * trainable)
+        casts_layer = 2 * sums.layer_linear
     lm_head_cast = 2 * V * h // tp if (num.autocast and st.head) else 0
 
     # logits: the head's output (c bytes), held by `out` until the next forward replaces it;
@@ -500,7 +525,7 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
     # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
     halves = _layer_halves(m, s, layer, num, gb_, full_ft)
     attn, mlp = halves["attn"], halves["mlp"]
-    layer_param_bytes = pb * sum(t.numel for t, _ in stage_params if t.count == st.layers)
+    layer_param_bytes = pb * sums.layer_all
     gathered_layers = 2 * layer_param_bytes if k == 3 else 0
     head_param_bytes = pb * V * h // tp if st.head else 0
     gathered_head = head_param_bytes if k == 3 else 0
@@ -623,7 +648,6 @@ class _Half:
     tmp: int  # largest temporaries inside this half's backward
 
 
-_ATTN_PREFIXES = ("attn_norm", "sdpa", "eager", "lora.q_proj", "lora.k_proj", "lora.v_proj", "lora.o_proj")
 _ATTN_TENSORS = ("input_layernorm", "q_proj", "k_proj", "v_proj", "o_proj")
 
 
@@ -646,7 +670,7 @@ def _layer_halves(m: Model, s: TrainingSetup, layer: act.Ledger, num: act.Numeri
     out = {}
     for half in ("attn", "mlp"):
         is_attn = half == "attn"
-        acts = sum(n for k, n, _ in layer.items if k.startswith(_ATTN_PREFIXES) == is_attn)
+        acts = sum(n for _, n, _ in (layer.items[:layer.split] if is_attn else layer.items[layer.split:]))
         if s.recompute == "selective":
             acts -= sum(n for k, n, _ in layer.items if k.startswith("eager.probs")) if is_attn else 0
         linear, all_weights, largest_linear = _half_weights(m)[half]
