@@ -229,3 +229,50 @@ def get_case(name: str) -> dict:
         if c["name"] == name:
             return copy.deepcopy(c)
     raise KeyError(f"unknown case {name!r}; see --list")
+
+
+# --- FSDP2-sharded cases (validation/results_fsdp.json) -------------------------------
+# Per-GPU (rank 0) peaks of FSDP2 training: fully_shard on every decoder layer, then the
+# root, default options, fake process group of `world_size` ranks. See validation/sharded.py.
+
+LLAMA3_8B_4L = dict(copy.deepcopy(LLAMA3_8B_2L), num_hidden_layers=4)
+
+
+def _sharded(name, config, seq_len, micro_batch, world_size, **kw) -> dict:
+    c = _case(name, config, seq_len, micro_batch, **kw)
+    c["fsdp"] = {"world_size": world_size}
+    return c
+
+
+SHARDED_CASES: list[dict] = [
+    # world-size sweep on the small model
+    _sharded("fsdp1-tiny-llama-bf16", TINY_LLAMA, 512, 2, 1),
+    _sharded("fsdp4-tiny-llama-bf16", TINY_LLAMA, 512, 2, 4),
+    _sharded("fsdp8-tiny-llama-bf16", TINY_LLAMA, 512, 2, 8),
+    # precision x recompute at world size 4
+    _sharded("fsdp4-tiny-llama-mixed", TINY_LLAMA, 512, 2, 4, precision="bf16-mixed"),
+    _sharded("fsdp4-tiny-llama-bf16-ckpt", TINY_LLAMA, 512, 2, 4, recompute="full"),
+    _sharded("fsdp4-tiny-llama-mixed-ckpt", TINY_LLAMA, 512, 2, 4, precision="bf16-mixed",
+             recompute="full"),
+    # GQA
+    _sharded("fsdp8-tiny-llama-gqa-bf16", TINY_LLAMA_GQA, 1024, 2, 8),
+    # reduced-depth Llama-3-8B width, world sizes 1/4/8
+    _sharded("fsdp1-llama3-8b-4l-bf16", LLAMA3_8B_4L, 2048, 1, 1),
+    _sharded("fsdp4-llama3-8b-4l-bf16", LLAMA3_8B_4L, 2048, 1, 4),
+    _sharded("fsdp8-llama3-8b-4l-bf16", LLAMA3_8B_4L, 2048, 1, 8),
+    _sharded("fsdp8-llama3-8b-4l-mixed-ckpt", LLAMA3_8B_4L, 4096, 1, 8,
+             precision="bf16-mixed", recompute="full"),
+    # whole 7B model
+    _sharded("fsdp8-llama-7b-bf16", LLAMA_7B, 2048, 1, 8),
+    _sharded("fsdp8-llama-7b-bf16-ckpt-mb4", LLAMA_7B, 2048, 4, 8, recompute="full"),
+]
+
+# Quick case re-measured by `--sharded --check` when no case is named.
+SHARDED_CHECK_DEFAULT = ["fsdp4-tiny-llama-bf16"]
+
+
+def get_sharded_case(name: str) -> dict:
+    for c in SHARDED_CASES:
+        if c["name"] == name:
+            return copy.deepcopy(c)
+    raise KeyError(f"unknown sharded case {name!r}; see --sharded --list")

@@ -9,6 +9,7 @@ peak. See validation/README.md for the semantics and how to regenerate results.j
     python -m validation.harness --all --write
     python -m validation.harness --check [--case ...]
     python -m validation.harness --cuda --case ...      (real GPU only)
+    python -m validation.harness --sharded --all --write  (FSDP2, results_fsdp.json)
 """
 
 from __future__ import annotations
@@ -651,8 +652,16 @@ def main(argv=None) -> int:
     ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                     help="fake device (auto: fake CUDA if this build supports it)")
     ap.add_argument("--no-memtracker", action="store_true",
-                    help="dispatch tracker only (faster)")
+                    help="dispatch tracker only (faster); with --sharded: FSDPMemTracker "
+                         "only, no dispatch cross-check")
+    ap.add_argument("--sharded", action="store_true",
+                    help="FSDP2-sharded cases (cases.SHARDED_CASES, results_fsdp.json); "
+                         "combine with --list/--case/--all/--write/--check")
     args = ap.parse_args(argv)
+
+    if args.sharded:
+        from validation.sharded import main_sharded
+        return main_sharded(args)
 
     if args.list:
         for c in ALL_CASES:
