@@ -44,6 +44,21 @@ def main() -> None:
               f"{err:>+9.2%}  {m['peak_phase']} / {est.phase}")
     print(f"\n{len(errors)} cases: median |error| {statistics.median(errors):.3%}, worst {max(errors):.3%}")
 
+    fsdp = json.loads(RESULTS.with_name("results_fsdp.json").read_text())
+    print(f"\nFSDP2 (fully_shard per layer + root, fake process group, FSDPMemTracker rank 0):")
+    print(f"{'case':<52}{'measured GiB':>13}{'memlib GiB':>12}{'error':>9}")
+    errors = []
+    for case in fsdp["cases"]:
+        i, m = case["inputs"], case["measured"]
+        model = memlib.Model.from_hf_config(i["config"], name=i["name"])
+        est = memlib.estimate_training(model, seq_len=i["seq_len"], micro_batch=i["micro_batch"],
+                                       precision=i["precision"], recompute=i["recompute"], attention=i["attention"],
+                                       zero_stage="FULL_SHARD", dp=i["fsdp"]["world_size"])
+        err = (est.peak_bytes - m["peak_bytes"]) / m["peak_bytes"]
+        errors.append(abs(err))
+        print(f"{case['name']:<52}{m['peak_bytes'] / 2**30:>13.3f}{est.peak_bytes / 2**30:>12.3f}{err:>+9.2%}")
+    print(f"\n{len(errors)} FSDP cases: median |error| {statistics.median(errors):.3%}, worst {max(errors):.3%}")
+
 
 if __name__ == "__main__":
     main()

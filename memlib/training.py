@@ -196,9 +196,11 @@ def _check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lo
         if offload == "optimizer+params" and zero_stage != 3:
             raise ValueError("offloading parameters (ZeRO-Infinity) needs zero_stage=3")
         sharding = "deepspeed"
-    elif zero_stage == 0 or dp == 1:
-        sharding = "none"
+    elif zero_stage == 0 or (dp == 1 and not fsdp):
+        sharding = "none"  # ZeRO over one GPU shards nothing: DeepSpeed then is plain training
     else:
+        # FSDP on one GPU still keeps sharded and unsharded copies apart (PyTorch's FSDP2
+        # does; FSDPMemTracker shows it), so it is modelled as such even for dp=1.
         sharding = "fsdp" if fsdp else "deepspeed"
     if model.mlp != "gated" and (tp > 1 or pp > 1 or sharding != "none"):
         raise ValueError(f"parallel layouts are modelled for LLaMA-style models; {model.name} is {model.model_type}")
@@ -529,6 +531,20 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
     gathered_layers = 2 * layer_param_bytes if k == 3 else 0
     head_param_bytes = pb * V * h // tp if st.head else 0
     gathered_head = head_param_bytes if k == 3 else 0
+    gathered_bottom = gathered_layers
+    fsdp3 = s.sharding == "fsdp" and k == 3
+    if fsdp3:
+        # FSDP2 (fully_shard per layer, then the root), as FSDPMemTracker shows it: the root's
+        # parameters (embedding, final norm, head) are gathered at the start of the forward and
+        # stay unsharded until the end of the backward; each layer's all-gather buffer outlives
+        # its unpacked parameters until the next layer unpacks (the last layer's until the loss);
+        # in backward the next layer is prefetched and the previous layer's reduce-scatter
+        # buffer is still alive.
+        root_bytes = pb * (sums.total - sums.layer_all * st.layers)
+        gathered_head = root_bytes + layer_param_bytes
+        gathered_layers = root_bytes + 2 * layer_param_bytes
+        gathered_bottom = root_bytes + 2 * layer_param_bytes  # layer 0 + layer 1's reduce-scatter buffer
+        root_grads = gb_ * (sums.total - sums.layer_all * st.layers) if full_ft else 0
     # Gradients of the layer in backward exist unsharded until reduce-scattered (ZeRO-2/3, FSDP).
     unsharded_layer_grads = (attn.grad + mlp.grad) if k >= 2 else 0
 
@@ -579,6 +595,9 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
     if not st.head:
         head_grad = 0
     embed_grad = grad_bytes - layers_grad - head_grad
+    if fsdp3 and full_ft:  # the root's gradients stay unsharded until its post-backward
+        head_grad = gb_ * (V * h // tp + h) if not m.tie_word_embeddings else root_grads
+        embed_grad = 0
     shard = dp if k >= 2 else 1
     if s.recompute == "full":  # checkpoints of every layer, plus the one layer being rebuilt
         top_acts = {"mlp": kept + layer_act - rebuilt_shared, "attn": kept + attn.act - rebuilt_shared}
@@ -606,16 +625,27 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
     for half, missing in (("mlp", per_layer_grad), ("attn", attn.grad)):
         moments.append(Moment("backward", f"first decoder layer, {half} backward", {
             **base,
-            "gradients": grad_bytes - embed_grad - missing // shard,
+            "gradients": (layers_grad - missing // shard + head_grad) if fsdp3 else
+                         grad_bytes - embed_grad - missing // shard,
             "activations": bottom_acts[half] + saved_model_act,
             "autocast_copies": bottom_casts[half],
             "logits_and_loss": logits,
             "temporaries": halves[half].tmp + unsharded_layer_grads,
-            "gathered_parameters": gathered_layers,
+            "gathered_parameters": gathered_bottom,
         }))
     # backward (c): the embedding's gradient; with tied embeddings it is added into the
     # head's gradient, so for a moment both exist.
-    if st.embed:
+    if st.embed and fsdp3:
+        # the root's post-backward: its parameters are resharded, its gradients copied into a
+        # flat reduce-scatter input (root-sized) and out comes the shard; one vocabulary-sized
+        # gradient is not yet freed.
+        moments.append(Moment("backward", "end: the root's gradients reduce-scattered", {
+            **base,
+            "gradients": layers_grad + (gb_ * V * h // tp if full_ft else 0),
+            "logits_and_loss": logits,
+            "temporaries": root_grads + root_grads // dp,  # its parameters are resharded by now
+        }))
+    elif st.embed:
         moments.append(Moment("backward", "embedding backward", {
             **base,
             "gradients": grad_bytes,

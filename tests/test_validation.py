@@ -94,3 +94,29 @@ def test_phase_of_the_peak(case):
     top = max(peaks.values())
     acceptable = {p for p, v in peaks.items() if v >= 0.99 * top}
     assert estimate_case(case["inputs"]).phase in acceptable
+
+
+# --- FSDP2 sharded runs (validation/results_fsdp.json, FSDPMemTracker, rank 0) ---------------
+FSDP = json.loads((RESULTS.parent / "results_fsdp.json").read_text())
+FSDP_CASES = FSDP["cases"]
+
+
+def estimate_fsdp_case(inputs: dict) -> memlib.Estimate:
+    model = memlib.Model.from_hf_config(inputs["config"], name=inputs["name"])
+    return memlib.estimate_training(model, seq_len=inputs["seq_len"], micro_batch=inputs["micro_batch"],
+                                    precision=inputs["precision"], recompute=inputs["recompute"],
+                                    attention=inputs["attention"], zero_stage="FULL_SHARD",
+                                    dp=inputs["fsdp"]["world_size"])
+
+
+def test_fsdp_cases_recorded():
+    sizes = {c["inputs"]["fsdp"]["world_size"] for c in FSDP_CASES}
+    assert {1, 4, 8} <= sizes and len(FSDP_CASES) >= 6
+    assert FSDP["metadata"]["torch"]
+
+
+@pytest.mark.parametrize("case", FSDP_CASES, ids=[c["name"] for c in FSDP_CASES])
+def test_fsdp_case_within_8_percent(case):
+    measured = case["measured"]["peak_bytes"]
+    err = (estimate_fsdp_case(case["inputs"]).peak_bytes - measured) / measured
+    assert abs(err) <= 0.08, f"{case['name']}: memlib is off by {err:+.2%} from FSDPMemTracker's peak"

@@ -267,6 +267,17 @@ SHARDED_CASES: list[dict] = [
     _sharded("fsdp8-llama-7b-bf16-ckpt-mb4", LLAMA_7B, 2048, 4, 8, recompute="full"),
 ]
 
+# Added after memlib's FSDP layout was written from the cases above, to try it on what it
+# had not seen: tied embeddings with a 152k vocabulary, Mistral's GQA under AMP, a mixed
+# 4-layer LLaMA-2 width with eager attention.
+SHARDED_CASES += [
+    _sharded("fsdp4-qwen2-152k-2l-bf16", QWEN2_SMALL_VOCAB152K, 1024, 2, 4),
+    _sharded("fsdp8-tiny-mistral-mixed-ckpt", TINY_MISTRAL, 2048, 2, 8, precision="bf16-mixed",
+             recompute="full"),
+    _sharded("fsdp4-llama2-7b-4l-mixed-eager", LLAMA2_7B_4L, 1024, 1, 4, precision="bf16-mixed",
+             attention="eager"),
+]
+
 # Quick case re-measured by `--sharded --check` when no case is named.
 SHARDED_CHECK_DEFAULT = ["fsdp4-tiny-llama-bf16"]
 
