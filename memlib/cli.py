@@ -37,8 +37,16 @@ def _parser() -> argparse.ArgumentParser:
                         + " (default q_proj,v_proj)")
     e.add_argument("--recompute", default="none", choices=training.RECOMPUTES, help="default none")
     e.add_argument("--attention", default="sdpa", choices=training.ATTENTIONS, help="default sdpa")
-    e.add_argument("--zero-stage", type=int, default=0, help="ZeRO stage 0-3 (with --dp 1 it shards nothing)")
+    e.add_argument("--zero-stage", default="0",
+                   help="ZeRO stage 0-3 (DeepSpeed layout; with --dp 1 it shards nothing) or an FSDP strategy: "
+                        "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD")
     e.add_argument("--dp", type=int, default=1, help="data-parallel GPUs (default 1)")
+    e.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (Megatron; default 1)")
+    e.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (with --tp)")
+    e.add_argument("--pp", type=int, default=1, help="pipeline stages (1F1B; default 1)")
+    e.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
+    e.add_argument("--offload", default="none", choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
+    e.add_argument("--offload-device", default="cpu", choices=training.OFFLOAD_DEVICES, help="default cpu")
     e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
@@ -103,7 +111,10 @@ def cmd_estimate(a) -> int:
     est = training.estimate_training(
         model, seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
         finetune=a.finetune, lora_rank=a.lora_rank, lora_targets=_targets(a.lora_targets),
-        recompute=a.recompute, attention=a.attention, zero_stage=a.zero_stage, dp=a.dp)
+        recompute=a.recompute, attention=a.attention,
+        zero_stage=int(a.zero_stage) if a.zero_stage.isdigit() else a.zero_stage, dp=a.dp, tp=a.tp, pp=a.pp,
+        grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload,
+        offload_device=a.offload_device)
     verdicts = _verdicts(est, a.gpu or COMMON_GPUS)
     if a.json:
         print(json.dumps({**est.to_dict(), "verdicts": verdicts}, indent=2))
@@ -121,6 +132,10 @@ def cmd_estimate(a) -> int:
         if v:
             print(f"{k:<20}{gb(v):>12,.2f}{gib(v):>12,.2f}")
     print(f"{'total':<20}{gb(est.peak_bytes):>12,.2f}{gib(est.peak_bytes):>12,.2f}")
+    if est.host_bytes or est.nvme_bytes:
+        print(f"\nOffload needs, per GPU: host RAM {fmt_bytes(est.host_bytes)}, NVMe {fmt_bytes(est.nvme_bytes)}")
+    for note in est.notes:
+        print(f"note: {note}")
     print(f"\nOne GPU: peak + CUDA context {gib(DEFAULT_CUDA_CONTEXT_BYTES):.1f} GiB + allocator headroom "
           f"{DEFAULT_ALLOCATOR_HEADROOM:.0%} of the peak, against the capacity torch reports:")
     for v in verdicts:
