@@ -12,19 +12,9 @@ import json
 import statistics
 from pathlib import Path
 
-import memlib
+from memlib.measured import estimate_case
 
 RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results.json"
-
-
-def estimate(inputs: dict) -> memlib.Estimate:
-    model = memlib.Model.from_hf_config(inputs["config"], name=inputs["name"])
-    kw = dict(seq_len=inputs["seq_len"], micro_batch=inputs["micro_batch"], precision=inputs["precision"],
-              optimizer=inputs.get("optimizer", "adamw"), finetune=inputs["finetune"],
-              recompute=inputs["recompute"], attention=inputs["attention"])
-    if inputs["finetune"] == "lora":
-        kw.update(lora_rank=inputs["lora"]["r"], lora_targets=inputs["lora"]["targets"])
-    return memlib.estimate_training(model, **kw)
 
 
 def main() -> None:
@@ -36,7 +26,7 @@ def main() -> None:
     errors = []
     for case in data["cases"]:
         m = case["measured"]
-        est = estimate(case["inputs"])
+        est = estimate_case(case["inputs"])
         err = (est.peak_bytes - m["peak_bytes"]) / m["peak_bytes"]
         errors.append(abs(err))
         tag = " (holdout)" if case.get("holdout") else ""
@@ -49,11 +39,8 @@ def main() -> None:
     print(f"{'case':<52}{'measured GiB':>13}{'memlib GiB':>12}{'error':>9}")
     errors = []
     for case in fsdp["cases"]:
-        i, m = case["inputs"], case["measured"]
-        model = memlib.Model.from_hf_config(i["config"], name=i["name"])
-        est = memlib.estimate_training(model, seq_len=i["seq_len"], micro_batch=i["micro_batch"],
-                                       precision=i["precision"], recompute=i["recompute"], attention=i["attention"],
-                                       zero_stage="FULL_SHARD", dp=i["fsdp"]["world_size"])
+        m = case["measured"]
+        est = estimate_case(case["inputs"])
         err = (est.peak_bytes - m["peak_bytes"]) / m["peak_bytes"]
         errors.append(abs(err))
         print(f"{case['name']:<52}{m['peak_bytes'] / 2**30:>13.3f}{est.peak_bytes / 2**30:>12.3f}{err:>+9.2%}")

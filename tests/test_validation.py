@@ -12,20 +12,11 @@ import pytest
 
 import memlib
 import memlib.lora
+from memlib.measured import estimate_case
 
 RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results.json"
 DATA = json.loads(RESULTS.read_text())
 CASES = DATA["cases"]
-
-
-def estimate_case(inputs: dict) -> memlib.Estimate:
-    model = memlib.Model.from_hf_config(inputs["config"], name=inputs["name"])
-    kw = dict(seq_len=inputs["seq_len"], micro_batch=inputs["micro_batch"], precision=inputs["precision"],
-              optimizer=inputs.get("optimizer", "adamw"), finetune=inputs["finetune"],
-              recompute=inputs["recompute"], attention=inputs["attention"])
-    if inputs["finetune"] == "lora":
-        kw.update(lora_rank=inputs["lora"]["r"], lora_targets=inputs["lora"]["targets"])
-    return memlib.estimate_training(model, **kw)
 
 
 def rel_error(case: dict) -> float:
@@ -101,14 +92,6 @@ FSDP = json.loads((RESULTS.parent / "results_fsdp.json").read_text())
 FSDP_CASES = FSDP["cases"]
 
 
-def estimate_fsdp_case(inputs: dict) -> memlib.Estimate:
-    model = memlib.Model.from_hf_config(inputs["config"], name=inputs["name"])
-    return memlib.estimate_training(model, seq_len=inputs["seq_len"], micro_batch=inputs["micro_batch"],
-                                    precision=inputs["precision"], recompute=inputs["recompute"],
-                                    attention=inputs["attention"], zero_stage="FULL_SHARD",
-                                    dp=inputs["fsdp"]["world_size"])
-
-
 def test_fsdp_cases_recorded():
     sizes = {c["inputs"]["fsdp"]["world_size"] for c in FSDP_CASES}
     assert {1, 4, 8} <= sizes and len(FSDP_CASES) >= 6
@@ -118,5 +101,5 @@ def test_fsdp_cases_recorded():
 @pytest.mark.parametrize("case", FSDP_CASES, ids=[c["name"] for c in FSDP_CASES])
 def test_fsdp_case_within_8_percent(case):
     measured = case["measured"]["peak_bytes"]
-    err = (estimate_fsdp_case(case["inputs"]).peak_bytes - measured) / measured
+    err = (estimate_case(case["inputs"]).peak_bytes - measured) / measured
     assert abs(err) <= 0.08, f"{case['name']}: memlib is off by {err:+.2%} from FSDPMemTracker's peak"
