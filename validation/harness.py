@@ -431,6 +431,32 @@ def _unpacked_batch():
         mu.find_packed_sequence_indices = original
 
 
+def _tracked_steps(tr, model, opt, ids, case, device, fw_end_facts=None) -> tuple[dict, object]:
+    """The reference loop under a dispatch tracker: step 1's peak, then step 2's peak, phase
+    peaks and live bytes at step start, forward end and the end. Call inside `with tr:`."""
+    rec: dict = {"step1": {}, "step2": {}}
+
+    def on_step_start(step):
+        if step == 1:
+            rec["step1"].update(peak_bytes=tr.peak, phase_peaks=dict(tr.phase_peaks))
+            tr.reset_peak()
+            rec["step2"]["live_at_step_start"] = tr.live
+
+    def on_phase(step, name):
+        tr.begin_phase(name)
+
+    def on_fw_end(step, out):
+        key = "step1" if step == 0 else "step2"
+        rec[key]["live_at_forward_end"] = tr.live
+        if fw_end_facts is not None:
+            rec[key].update(fw_end_facts(out))
+
+    out = _train_steps(model, opt, ids, case, device, on_phase, on_step_start, on_fw_end)
+    rec["step2"].update(peak_bytes=tr.peak, peak_bytes_rounded512=tr.peak_rounded,
+                        phase_peaks=dict(tr.phase_peaks), live_at_end=tr.live)
+    return rec, out
+
+
 def _run_dispatch(case: dict, device: str) -> dict:
     t0 = time.time()
     fake = FakeTensorMode()
@@ -440,30 +466,13 @@ def _run_dispatch(case: dict, device: str) -> dict:
         facts = _model_facts(model, case, rs)
         tr = LiveBytesTracker()
         tr.track(model, opt, ids)
-        rec: dict = {"step1": {}, "step2": {}}
 
-        def on_step_start(step):
-            if step == 1:
-                rec["step1"].update(peak_bytes=tr.peak, phase_peaks=dict(tr.phase_peaks))
-                tr.reset_peak()
-                rec["step2"]["live_at_step_start"] = tr.live
-
-        def on_phase(step, name):
-            tr.begin_phase(name)
-
-        def on_fw_end(step, out):
-            key = "step1" if step == 0 else "step2"
-            rec[key]["live_at_forward_end"] = tr.live
-            rec[key]["logits_dtype"] = str(out.logits.dtype)
-            rec[key]["logits_bytes"] = out.logits.untyped_storage().nbytes()
-            rec[key]["loss_dtype"] = str(out.loss.dtype)
+        def logits_facts(out) -> dict:
+            return {"logits_dtype": str(out.logits.dtype), "logits_bytes": out.logits.untyped_storage().nbytes(),
+                    "loss_dtype": str(out.loss.dtype)}
 
         with tr:
-            out = _train_steps(model, opt, ids, case, device, on_phase, on_step_start, on_fw_end)
-            rec["step2"]["peak_bytes"] = tr.peak
-            rec["step2"]["peak_bytes_rounded512"] = tr.peak_rounded
-            rec["step2"]["phase_peaks"] = dict(tr.phase_peaks)
-            rec["step2"]["live_at_end"] = tr.live
+            rec, out = _tracked_steps(tr, model, opt, ids, case, device, logits_facts)
             rec["attention_ops"] = sorted(tr.attention_ops)
             rec["opt_state_bytes"] = sum(
                 v.untyped_storage().nbytes() for s in opt.state.values()

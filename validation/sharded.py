@@ -336,25 +336,8 @@ def _run_fsdp_dispatch(case: dict, mesh) -> dict:
         model, opt, ids, _ = _build_sharded(case, mesh)
         tr = _ShardedLiveBytesTracker()
         tr.track(model, ids)
-        rec: dict = {"step1": {}, "step2": {}}
-
-        def on_step_start(step):
-            if step == 1:
-                rec["step1"].update(peak_bytes=tr.peak, phase_peaks=dict(tr.phase_peaks))
-                tr.reset_peak()
-                rec["step2"]["live_at_step_start"] = tr.live
-
-        def on_phase(step, name):
-            tr.begin_phase(name)
-
-        def on_fw_end(step, out):
-            rec["step1" if step == 0 else "step2"]["live_at_forward_end"] = tr.live
-
         with tr:
-            out = H._train_steps(model, opt, ids, case, DEVICE, on_phase, on_step_start,
-                                 on_fw_end)
-            rec["step2"].update(peak_bytes=tr.peak, peak_bytes_rounded512=tr.peak_rounded,
-                                phase_peaks=dict(tr.phase_peaks), live_at_end=tr.live)
+            rec, out = H._tracked_steps(tr, model, opt, ids, case, DEVICE)
         del out
     rec["seconds"] = round(time.time() - t0, 2)
     return rec
