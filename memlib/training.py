@@ -345,13 +345,18 @@ def _stage_tensors_cached(m: Model, tp: int, st: _Stage) -> list[tuple[Tensor, t
 
 def _adapter_tensors(m: Model, s: TrainingSetup, st: _Stage) -> list[tuple[Tensor, tuple[int, int]]]:
     """LoRA A (r x in) and B (out x r) per target; tp splits B of column-parallel layers and A of row-parallel ones."""
+    return _adapter_tensors_cached(m, s.lora_targets, s.lora_rank, s.tp, st.layers)
+
+
+@lru_cache(maxsize=512)
+def _adapter_tensors_cached(m: Model, targets: tuple, rank: int, tp: int, layers: int):
     out = []
-    for name in s.lora_targets:
+    for name in targets:
         fan_in, fan_out = lora_mod.linear_shape(m, name)
-        a_in = fan_in if name in _COLUMN_PARALLEL else fan_in // s.tp
-        b_out = fan_out // s.tp if name in _COLUMN_PARALLEL else fan_out
-        out.append((Tensor(f"{name}.lora_A", s.lora_rank * a_in, st.layers), (s.lora_rank, a_in)))
-        out.append((Tensor(f"{name}.lora_B", b_out * s.lora_rank, st.layers), (b_out, s.lora_rank)))
+        a_in = fan_in if name in _COLUMN_PARALLEL else fan_in // tp
+        b_out = fan_out // tp if name in _COLUMN_PARALLEL else fan_out
+        out.append((Tensor(f"{name}.lora_A", rank * a_in, layers), (rank, a_in)))
+        out.append((Tensor(f"{name}.lora_B", b_out * rank, layers), (b_out, rank)))
     return out
 
 
