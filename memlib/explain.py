@@ -58,3 +58,12 @@ def explain_training(est) -> str:
     for note in est.notes:
         lines.append(f"- {note}")
     return "\n".join(lines)
+
+
+def markdown_table(rows, headers) -> str:
+    """A markdown table; cells are str()-ed and pipes escaped (for fact-check tables)."""
+    def cell(x) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+    out = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
