@@ -4,7 +4,8 @@
 
 Prints wall-clock figures; the aims: under 50 microseconds an estimate, under one second
 for a 4-GPU or a 1024-GPU plan search. Not a test: timings
-depend on the machine, so they are reported, never asserted.
+depend on the machine, so they are reported, never asserted. `measure()` returns the
+figures (benchmarks/anchors.py uses it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import time
 import memlib
 
 
-def main() -> None:
+def measure() -> dict:
+    """The figures: one_s, sweep_s, sweep_calls, grid_points, serve_s, plans {count: (s, layouts, gpu)}."""
     model = memlib.get_model("llama-7b")
     # one call: median of many single calls (the first warms caches)
     samples = []
@@ -50,12 +52,17 @@ def main() -> None:
         t0 = time.perf_counter()
         r = plan("llama-65b", gpu, count)
         plans[count] = (time.perf_counter() - t0, len(r.feasible) + len(r.infeasible), gpu)
+    return {"one_s": one, "sweep_s": sweep, "sweep_calls": len(configs), "grid_points": len(grid),
+            "serve_s": serve, "plans": plans}
 
-    print(f"estimate_training, one call (llama-7b, median of 2000): {one * 1e6:8.1f} us")
-    print(f"estimate_training, 10,000 calls over a {len(grid)}-point grid: {sweep:8.3f} s "
-          f"({sweep / len(configs) * 1e6:.1f} us/call)")
-    print(f"estimate_inference, mean of 2000 calls (llama-2-70b, int4-gptq, tp=2): {serve * 1e6:8.1f} us")
-    for count, (secs, layouts, gpu) in plans.items():
+
+def main() -> None:
+    f = measure()
+    print(f"estimate_training, one call (llama-7b, median of 2000): {f['one_s'] * 1e6:8.1f} us")
+    print(f"estimate_training, 10,000 calls over a {f['grid_points']}-point grid: {f['sweep_s']:8.3f} s "
+          f"({f['sweep_s'] / f['sweep_calls'] * 1e6:.1f} us/call)")
+    print(f"estimate_inference, mean of 2000 calls (llama-2-70b, int4-gptq, tp=2): {f['serve_s'] * 1e6:8.1f} us")
+    for count, (secs, layouts, gpu) in f["plans"].items():
         print(f"plan(llama-65b, {gpu}, {count}): {secs * 1e3:8.1f} ms for {layouts} layouts")
 
 
