@@ -8,7 +8,7 @@
 
 __version__ = "0.1.0"
 
-from memlib import zero
+from memlib import playground, viz, zero
 from memlib.fit import Verdict, fits
 from memlib.gpus import GPU, get_gpu, list_gpus
 from memlib.inference import InferenceEstimate, estimate_inference, max_batch, max_context
@@ -20,6 +20,6 @@ from memlib.units import GB, GiB, fmt_bytes, gb, gib
 __all__ = [
     "Model", "get_model", "list_models", "GPU", "get_gpu", "list_gpus",
     "Estimate", "estimate_training", "InferenceEstimate", "estimate_inference", "max_batch", "max_context",
-    "Verdict", "fits", "StepTime", "step_time", "flops_per_token", "zero",
+    "Verdict", "fits", "StepTime", "step_time", "flops_per_token", "zero", "viz", "playground",
     "GB", "GiB", "fmt_bytes", "gb", "gib",
 ]

@@ -238,7 +238,7 @@ def to_deepspeed_config(plan_: Plan) -> dict:
         cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
     zero: dict = {"stage": s["zero_stage"]}
     if s["offload"] != "none":
-        device = s.get("offload_device", "cpu")
+        device = plan_.estimate.setup.offload_device
         target = {"device": device, "pin_memory": True}
         if device == "nvme":
             target["nvme_path"] = "/local_nvme"

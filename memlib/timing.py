@@ -14,8 +14,9 @@ with every term named. The model is deliberately simple and stated:
 * tensor parallelism: 4 all-reduces of b·s·h activations per layer per micro-batch
   (2 forward, 2 backward; Shoeybi et al. 2019 Sec. 3), 6 with full recompute, not overlapped;
 * pipeline: each micro-batch sends its b·s·h activations forward and gradients back;
-* offload: 16-bit gradients down and parameters up over the host link each step (ZeRO-
-  Offload, Ren et al. 2021), parameters up twice more with ZeRO-Infinity; NVMe traffic
+* offload: 16-bit gradients down every micro-batch and parameters up once per step over the
+  host link (ZeRO-Offload, Ren et al. 2021); with ZeRO-Infinity the parameters also come up
+  for every micro-batch's forward and backward; NVMe traffic
   at `nvme_bytes_per_s`; the CPU Adam step at `cpu_adam_params_per_s`.
 Links: the catalog's GPU interconnect within a node of `gpus_per_node`, `internode_bytes_per_s`
 beyond it; the host link per GPU (gpus.HOST_LINK).
@@ -137,9 +138,11 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     off_bytes, nvme_s, cpu_s = 0, 0.0, 0.0
     if s.offload != "none":
         part = trainable // s.dp
-        off_bytes = 2 * part + 2 * part  # 16-bit gradients down, 16-bit parameters up
-        if s.offload == "optimizer+params":
-            off_bytes += 2 * 2 * part  # parameters fetched for the forward and again for the backward
+        # 16-bit gradients go down every micro-batch (accumulated in fp32 on the CPU), the
+        # updated 16-bit parameters come up once per step
+        off_bytes = 2 * part * s.grad_accum + 2 * part
+        if s.offload == "optimizer+params":  # fetched for every micro-batch's forward and backward
+            off_bytes += 2 * 2 * part * s.grad_accum
         cpu_s = part / cpu_adam_params_per_s
         if s.offload_device == "nvme":  # the optimizer states stream through: read and write once
             nvme_s = 2 * estimate.nvme_bytes / positive_float("nvme_bytes_per_s", nvme_bytes_per_s)

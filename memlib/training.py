@@ -196,6 +196,8 @@ def _check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lo
         if offload == "optimizer+params" and zero_stage != 3:
             raise ValueError("offloading parameters (ZeRO-Infinity) needs zero_stage=3")
         sharding = "deepspeed"
+    elif (zero_stage == 0 or (dp == 1 and not fsdp)) and (tp > 1 or pp > 1) and precision.endswith("mixed"):
+        sharding = "megatron"  # tensor/pipeline parallel training is Megatron's mixed precision
     elif zero_stage == 0 or (dp == 1 and not fsdp):
         sharding = "none"  # ZeRO over one GPU shards nothing: DeepSpeed then is plain training
     else:
@@ -319,7 +321,7 @@ def _stage_sums(m: Model, tp: int, st: _Stage) -> _StageSums:
     return _StageSums(
         total=sum(t.numel * t.count for t, _ in ts), linear=linear,
         layer_linear=sum(t.numel for t in layer if t.kind == "linear"), layer_all=sum(t.numel for t in layer),
-        quantized_bytes=sum(lora_mod.nf4_bytes(t.numel) * t.count for t, _ in ts if t.kind == "linear"))
+        quantized_bytes=sum(lora_mod.nf4_bytes(t.numel) * st.layers for t in layer if t.kind == "linear"))
 
 
 @lru_cache(maxsize=512)
@@ -396,7 +398,15 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
     k = s.zero_stage if s.sharding != "none" else 0
 
     # --- numerics and byte widths ---------------------------------------------------------
-    if s.sharding == "deepspeed":
+    if s.sharding == "megatron":
+        # Megatron-LM's mixed precision (NVIDIA/Megatron-LM theoretical_memory_usage.py: 18 bytes
+        # per parameter without the distributed optimizer): 16-bit parameters, fp32 main
+        # gradients, fp32 master weights + Adam moments; 16-bit compute, no autocast copies.
+        pb, gb_, state_b, master_b = 2, 4, 4, 4
+        num = NUMERICS["bf16"]
+        notes.append("Megatron-LM mixed precision: 2-byte params, 4-byte fp32 main grads, 12-byte fp32 master "
+                     "+ Adam states = 18 bytes/param")
+    elif s.sharding == "deepspeed":
         # DeepSpeed's mixed precision (Rajbhandari et al. 2020, Sec. 3.1): 16-bit working
         # parameters and gradients; fp32 master weights + fp32 optimizer states (K = 12 for Adam).
         wide = s.precision == "fp32"
@@ -426,8 +436,8 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
         param_full = base_numel * pb
     elif s.finetune == "lora":
         param_full = base_numel * pb + trainable * pb
-    else:  # QLoRA: projections in NF4; embeddings, head and norms in 16-bit
-        quantized = sums.linear - (V * h // tp if m.tie_word_embeddings and st.head and st.embed else 0)
+    else:  # QLoRA: the decoder layers' projections in NF4; embeddings, lm_head and norms in 16-bit
+        quantized = sums.layer_linear * st.layers  # (bitsandbytes skips lm_head by default)
         param_full = sums.quantized_bytes + (base_numel - quantized) * 2 + trainable * pb
         notes.append(f"QLoRA: {fmt_count(quantized)} projection weights in NF4 "
                      f"({lora_mod.NF4_BITS_PER_PARAM:.3f} bits each), the rest in 16-bit")
@@ -442,7 +452,9 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
     param_live = param_full if (s.sharding == "fsdp" and k == 2) else param_rest
     param_step = param_full // dp if (s.sharding == "fsdp" and k == 2) else param_rest
     largest_trainable = max(t.numel for t, _ in tensors)
-    if s.sharding == "deepspeed":
+    if s.sharding == "megatron":
+        opt_tmp = 0  # Apex/TE fused Adam updates the fp32 master in place
+    elif s.sharding == "deepspeed":
         # DeepSpeed steps on the flat fp32 partition after upcasting its gradient partition to
         # fp32; ZeRO-3 does it one sub-group at a time (sub_group_size, default 1e9 elements).
         grad_partition = trainable // (dp if k >= 1 else 1)
@@ -664,6 +676,11 @@ def _estimate_stage(s: TrainingSetup, st: _Stage) -> Estimate:
         "parameters": param_step, "optimizer": state_bytes, "gradients": grad_bytes, "logits_and_loss": logits,
         "temporaries": opt_tmp,
     }))
+
+    if s.offload != "none":  # gradients leave the GPU per bucket: never more than the bucket on it
+        for mo in moments:
+            if "gradients" in mo.parts:
+                mo.parts["gradients"] = min(max(mo.parts["gradients"], 0), grad_bytes)
 
     counts = {"trainable": trainable, "param_bytes": param_rest, "grad_bytes": grad_bytes,
               "optimizer_bytes": state_bytes, "layer_activation_bytes": layer_act,

@@ -170,3 +170,19 @@ def test_cli_estimate_with_parallel_options(capsys):
     assert '"sharding": "fsdp"' in capsys.readouterr().out
     assert main(["estimate", "llama-7b", "--tp", "3"]) == 2
     assert "tp=3 must divide" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["llama-7b", "llama-65b", "llama-2-70b", "qwen2-0.5b"]), st.sampled_from([1, 2, 4, 8]),
+       st.sampled_from([1, 2, 4]), st.sampled_from([1, 4]), st.sampled_from([0, 1, 2, 3, "FULL_SHARD"]),
+       st.sampled_from(["none", "optimizer", "optimizer+params"]), st.sampled_from(["none", "full"]))
+def test_no_moment_has_a_negative_part(model, dp, tp, pp, zero, offload, recompute):
+    """Every part of every moment is a size: a negative one would hide real bytes (it once did
+    under offload, where the on-GPU gradient bucket was subtracted from a larger total)."""
+    try:
+        est = memlib.estimate_training(model, dp=dp, tp=tp, pp=pp, zero_stage=zero, offload=offload,
+                                       recompute=recompute, grad_accum=8)
+    except ValueError:
+        return  # an invalid combination, refused with a reason
+    for mo in est.moments:
+        assert all(v >= 0 for v in mo.parts.values()), (mo.where, mo.parts)

@@ -44,7 +44,10 @@ def test_offload_time_is_reported():
                                    precision="fp16-mixed")
     t = step_time(est, "v100-32gb")
     psi = memlib.get_model("llama-13b").num_params
-    assert t.offload_bytes == 4 * psi  # 16-bit gradients down and parameters up
+    assert t.offload_bytes == 2 * psi + 2 * psi  # grad_accum=1: 16-bit gradients down, parameters up
+    acc = step_time(memlib.estimate_training("llama-13b", zero_stage=2, offload="optimizer", recompute="full",
+                                             precision="fp16-mixed", grad_accum=8), "v100-32gb")
+    assert acc.offload_bytes == 8 * 2 * psi + 2 * psi  # gradients every micro-batch, parameters once
     assert t.offload_s == pytest.approx(4 * psi / 16e9)  # V100: PCIe 3.0 x16, 16 GB/s each way
     assert t.cpu_optimizer_s > 0
 
@@ -128,3 +131,10 @@ def test_cli_fit_bad_input(capsys):
     assert main(["fit", "llama-7b", "--gpu", "a100-81gb", "--count", "8"]) == 2
     err = capsys.readouterr().err
     assert "unknown gpu" in err.lower() and err.count("\n") == 1
+
+
+def test_deepspeed_config_keeps_the_nvme_device():
+    r = plan("llama-13b", "v100-32gb", 1, offload_device="nvme")
+    offloaded = [p for p in r.feasible if p.settings["offload"] != "none"]
+    assert offloaded
+    assert to_deepspeed_config(offloaded[0])["zero_optimization"]["offload_optimizer"]["device"] == "nvme"

@@ -29,7 +29,7 @@ def clean(path: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     targets = [Path(a) for a in argv] or [ROOT / d for d in ("notebooks", "solutions", "exercises")]
-    files = [p for t in targets for p in (sorted(t.glob("*.ipynb")) if t.is_dir() else [t])]
+    files = [p for t in targets if t.exists() for p in (sorted(t.glob("*.ipynb")) if t.is_dir() else [t])]
     for p in files:
         if clean(p):
             print(f"cleaned {p}")
