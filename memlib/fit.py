@@ -30,7 +30,7 @@ class Verdict:
 
     @property
     def required_bytes(self) -> int:
-        return self.peak_bytes + self.cuda_context_bytes + self.headroom_bytes
+        return required_bytes(self.peak_bytes, self.cuda_context_bytes, 0) + self.headroom_bytes
 
     @property
     def margin_bytes(self) -> int:
@@ -51,6 +51,12 @@ class Verdict:
                 f"(peak {fmt_bytes(self.peak_bytes)} + CUDA context {gib(self.cuda_context_bytes):.2f} GiB "
                 f"+ allocator headroom {gib(self.headroom_bytes):.2f} GiB) of {fmt_bytes(self.capacity_bytes)}; "
                 f"margin {self.margin_gib:+.2f} GiB")
+
+
+def required_bytes(peak_bytes: int, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
+                   allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> int:
+    """What a process with this tensor peak needs from the GPU: peak + context + headroom."""
+    return peak_bytes + cuda_context_bytes + int(peak_bytes * allocator_headroom)
 
 
 def usable_bytes(gpu: GPU) -> int:

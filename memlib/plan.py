@@ -126,8 +126,9 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     result = PlanResult(model.name, g.name, count, task)
     for settings in _layouts(model, g, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes,
                              allow_offload, gpus_per_node):
+        settings = {**settings, **estimate_kw}  # every option, so the plan can be re-estimated as is
         try:
-            est = estimate_training(model, **settings, **estimate_kw)
+            est = estimate_training(model, **settings)
         except ValueError as e:
             result.infeasible.append((settings, f"invalid: {e}"))
             continue

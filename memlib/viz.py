@@ -4,7 +4,7 @@ memlib itself needs only numpy. Sizes are plotted in GiB (what torch and nvidia-
 
 from __future__ import annotations
 
-from memlib.fit import usable_bytes
+from memlib.fit import required_bytes, usable_bytes
 from memlib.gpus import get_gpu
 
 # One colour per breakdown key, the same in every chart of every notebook.
@@ -51,16 +51,18 @@ def breakdown_bars(estimates: dict, gpu=None, ax=None, title: str | None = None)
 
 
 def crossover(xs, peaks, capacity_bytes):
-    """The first x whose peak exceeds the capacity (None if all fit)."""
+    """The first x whose peak no longer fits: peak + CUDA context + allocator headroom above
+    the capacity, as fits() judges it (None if all fit)."""
     for x, p in zip(xs, peaks):
-        if p > capacity_bytes:
+        if required_bytes(p) > capacity_bytes:
             return x
     return None
 
 
 def sweep(xs, series: dict, gpu=None, xlabel: str = "", ax=None, logx: bool = False, title: str | None = None):
     """Peak GiB against a swept quantity, one line per labelled series of peak bytes; with
-    `gpu`, its capacity line and, per series, a marker where it stops fitting."""
+    `gpu`, its capacity line and, per series, a marker where it stops fitting (fits()'s rule:
+    the marker can sit left of where the line crosses the capacity)."""
     ax = _axes(ax)
     cap = usable_bytes(get_gpu(gpu)) if gpu is not None else None
     for label, peaks in series.items():

@@ -138,3 +138,15 @@ def test_deepspeed_config_keeps_the_nvme_device():
     offloaded = [p for p in r.feasible if p.settings["offload"] != "none"]
     assert offloaded
     assert to_deepspeed_config(offloaded[0])["zero_optimization"]["offload_optimizer"]["device"] == "nvme"
+
+
+def test_plan_limits_keep_every_option():
+    """max_seq_len re-estimates with the plan's LoRA options, not the defaults."""
+    r = plan("llama-7b", "rtx-4090", 1, task="lora", lora_rank=16, lora_targets="all-linear", recomputes=("full",),
+             precisions=("bf16",))
+    best = r.best
+    n = max_seq_len(best, "rtx-4090", limit=1 << 16)
+    model = best.estimate.setup.model
+    assert memlib.fits(memlib.estimate_training(model, **{**best.settings, "seq_len": n}), "rtx-4090").fits
+    assert not memlib.fits(memlib.estimate_training(model, **{**best.settings, "seq_len": n + 1}), "rtx-4090").fits
+    assert best.settings["lora_targets"] == "all-linear"
