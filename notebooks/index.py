@@ -25,16 +25,31 @@
 # The `.py` file next to each notebook is its source (Jupytext percent format); the
 # `.ipynb` keeps the outputs so you can read without running anything.
 #
-# ## Topic notebooks (coming)
+# ## Read them in this order
 #
-# - `00_memory_anatomy`: where the bytes go: parameters, gradients, optimizer states,
-#   activations, and the peak within a training step.
-# - `01_65b_on_4x_v100`: can you fully fine-tune a 65B model on 4x V100 32GB?
-# - `02_single_gpu_limits`: the largest model one GPU can train, fine-tune or serve.
-# - `03_when_the_model_does_not_fit`: mixed precision, recomputation, ZeRO, offload,
-#   LoRA and QLoRA, and what each one saves.
+# 1. [00 · Memory anatomy of a training step](00_memory_anatomy.ipynb): where the bytes go
+#    (parameters, gradients, optimizer states, activations, logits, temporaries); why
+#    mixed-precision AdamW is 16 bytes per parameter; the peak as the highest moment of a step;
+#    GB vs GiB.
+# 2. [01 · Can 4× V100 32GB train Vicuna-65B?](01_65b_on_4x_v100.ipynb) (seed 000): ZeRO stages,
+#    tensor and pipeline parallelism, offload and QLoRA against four 32 GB cards.
+# 3. [02 · One GPU: how large a model can you train, fine-tune or serve?](02_single_gpu_limits.ipynb)
+#    (seed 001): the largest model per GPU and recipe.
+# 4. [03 · When the model does not fit](03_when_the_model_does_not_fit.ipynb) (seed 003):
+#    quantization, TP/PP, ZeRO, offload and recompute, and how to combine them for training
+#    and for serving.
+#
+# Then: [the calculator](calculator.ipynb) ("can I run this?"), the graded exercises in
+# `../exercises/`, and the one-page [cheat sheet](../docs/cheatsheet.md).
+#
+# Each topic notebook has the same nine sections: the question (中文 and English), what the
+# interviewer probes, the answer derived step by step, charts, a playground, a fact-check of
+# the circulating answer, the 30-second answer (English and 中文), follow-up questions (追问)
+# and pitfalls (避坑) with further reading. Every number in them comes from `memlib`, whose
+# estimates are checked against measured PyTorch training steps (README, "Validation").
 
 # %%
+# NBVAL_CHECK_OUTPUT
 import memlib
 
-print(f"memlib {memlib.__version__}")
+print(f"memlib {memlib.__version__}: {len(memlib.list_models())} models, {len(memlib.list_gpus())} GPUs in the catalog")
