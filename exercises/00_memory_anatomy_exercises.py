@@ -1,0 +1,146 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · Exercises: the anatomy of training memory
+#
+# Companion to `notebooks/00_memory_anatomy.ipynb`: weights, gradients, optimizer states,
+# activations, and the moment of the step where memory peaks. Each exercise says its
+# difficulty (warm-up · interview · stretch) and about how long it takes.
+# `check("00.k", answer)` grades an answer against a value memlib computes now; numbers may
+# carry units (`"13.5 GB"`, `"12.6 GiB"`; a plain number means the unit the question names,
+# else bytes).
+
+# %% [markdown]
+# > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/00_memory_anatomy_solutions.py`; change that file and rerun the tool.
+# >
+# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one), `solution("NN.k")` shows the worked answer, `score("00")` sums up.
+
+# %%
+import memlib
+from memlib.grading import check, hint, score, show, solution
+
+# %% [markdown]
+# ## 00.1 · Weights of LLaMA-7B in bf16
+
+# %%
+show("00.1")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+check("00.1", answer)
+# hint("00.1")  # stuck? each call shows one more hint; solution("00.1") shows the worked answer
+
+# %% [markdown]
+# ## 00.2 · Model states of mixed-precision AdamW
+
+# %%
+show("00.2")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+check("00.2", answer)
+# hint("00.2")
+
+# %% [markdown]
+# ## 00.3 · The missing master copy in a 7B estimate
+
+# %%
+show("00.3")
+
+# %%
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+check("00.3", answer)
+# hint("00.3")
+
+# %% [markdown]
+# *Your reasoning here.*
+
+# %% [markdown]
+# ## 00.4 · Activations of a 7B-shaped GPT, no recompute
+
+# %%
+show("00.4")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+check("00.4", answer)
+# hint("00.4")
+
+# %% [markdown]
+# ## 00.5 · Bytes per parameter in pure bf16
+
+# %%
+show("00.5")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. 16
+check("00.5", answer)
+# hint("00.5")
+
+# %% [markdown]
+# ## 00.6 · Where is the peak with full recompute?
+
+# %%
+show("00.6")
+
+# %%
+answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+check("00.6", answer)
+# hint("00.6")
+
+# %% [markdown]
+# ## 00.7 · Count a LLaMA's parameters
+
+# %%
+show("00.7")
+
+
+# %%
+def llama_params(hidden, layers, heads, kv_heads, intermediate, vocab):
+    """Exact parameter count of a LLaMA-architecture model (untied head, GQA)."""
+    ...  # TODO: your code here (until then it returns None: "not answered yet")
+
+
+check("00.7", llama_params)
+# hint("00.7")
+
+# %% [markdown]
+# ## 00.8 · How many GB is a "V100 32GB"?
+
+# %%
+show("00.8")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+check("00.8", answer)
+# hint("00.8")
+
+# %% [markdown]
+# ## 00.9 · Why the peak is a maximum, not a sum
+
+# %%
+show("00.9")
+
+# %%
+answer = ...  # your answer here: a few sentences in a string
+check("00.9", answer)
+
+# %% [markdown]
+# ## Your score
+
+# %%
+# NBVAL_CHECK_OUTPUT
+score("00")

@@ -1,0 +1,146 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · Exercises: can you fully fine-tune a 65B on 4x V100 32GB?
+#
+# Companion to `notebooks/01_65b_on_4x_v100.ipynb`: model states under ZeRO, what the
+# circulating answer gets wrong, which layout fits, and what it costs. Each exercise says its
+# difficulty (warm-up · interview · stretch) and about how long it takes.
+# `check("01.k", answer)` grades an answer against a value memlib computes now; numbers may
+# carry units (`"261 GB"`, `"243 GiB"`; a plain number means the unit the question names,
+# else bytes).
+
+# %% [markdown]
+# > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/01_65b_on_4x_v100_solutions.py`; change that file and rerun the tool.
+# >
+# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one), `solution("NN.k")` shows the worked answer, `score("01")` sums up.
+
+# %%
+import memlib
+from memlib.grading import check, hint, score, show, solution
+
+# %% [markdown]
+# ## 01.1 · What do 4x V100 32GB hold?
+
+# %%
+show("01.1")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+check("01.1", answer)
+# hint("01.1")  # stuck? each call shows one more hint; solution("01.1") shows the worked answer
+
+# %% [markdown]
+# ## 01.2 · 780GB: what is missing?
+
+# %%
+show("01.2")
+
+# %%
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+check("01.2", answer)
+# hint("01.2")
+
+# %% [markdown]
+# *Your reasoning here.*
+
+# %% [markdown]
+# ## 01.3 · ZeRO-3 over four GPUs
+
+# %%
+show("01.3")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+check("01.3", answer)
+# hint("01.3")
+
+# %% [markdown]
+# ## 01.4 · "Only the optimizer states sharded"
+
+# %%
+show("01.4")
+
+# %%
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+check("01.4", answer)
+# hint("01.4")
+
+# %% [markdown]
+# ## 01.5 · How many V100s for the states alone?
+
+# %%
+show("01.5")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. 31
+check("01.5", answer)
+# hint("01.5")
+
+# %% [markdown]
+# ## 01.6 · Which layout fits 4x V100 32GB?
+
+# %%
+show("01.6")
+
+# %%
+answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+check("01.6", answer)
+# hint("01.6")
+
+# %% [markdown]
+# ## 01.7 · ZeRO per-GPU model states
+
+# %%
+show("01.7")
+
+
+# %%
+def zero_per_gpu(num_params, stage, dp):
+    """Bytes of model states on one GPU under ZeRO `stage` over `dp` GPUs (2 + 2 + 12 bytes/param)."""
+    ...  # TODO: your code here (until then it returns None: "not answered yet")
+
+
+check("01.7", zero_per_gpu)
+# hint("01.7")
+
+# %% [markdown]
+# ## 01.8 · Host RAM for ZeRO-Infinity
+
+# %%
+show("01.8")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+check("01.8", answer)
+# hint("01.8")
+
+# %% [markdown]
+# ## 01.9 · Fine-tune Vicuna-65B on 4x V100 this week
+
+# %%
+show("01.9")
+
+# %%
+answer = ...  # your answer here: a few sentences in a string
+check("01.9", answer)
+
+# %% [markdown]
+# ## Your score
+
+# %%
+# NBVAL_CHECK_OUTPUT
+score("01")

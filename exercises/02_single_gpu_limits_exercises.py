@@ -1,0 +1,145 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · Exercises: what one GPU can train, fine-tune and serve
+#
+# Companion to `notebooks/02_single_gpu_limits.ipynb`: the largest model one card holds,
+# 8-bit optimizers, what ZeRO does on one GPU, the KV cache, and LoRA on a 24GB card. Each
+# exercise says its difficulty (warm-up · interview · stretch) and about how long it takes.
+# `check("02.k", answer)` grades an answer against a value memlib computes now; numbers may
+# carry units (`"16 GB"`, `"15 GiB"`, `"5.4B"` parameters).
+
+# %% [markdown]
+# > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/02_single_gpu_limits_solutions.py`; change that file and rerun the tool.
+# >
+# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one), `solution("NN.k")` shows the worked answer, `score("02")` sums up.
+
+# %%
+import memlib
+from memlib.grading import check, hint, score, show, solution
+
+# %% [markdown]
+# ## 02.1 · The largest model an A100 80GB can fully fine-tune
+
+# %%
+show("02.1")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "5.4B" or 5.4e9
+check("02.1", answer)
+# hint("02.1")  # stuck? each call shows one more hint; solution("02.1") shows the worked answer
+
+# %% [markdown]
+# ## 02.2 · 8-bit Adam: what is 28GB?
+
+# %%
+show("02.2")
+
+# %%
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+check("02.2", answer)
+# hint("02.2")
+
+# %% [markdown]
+# ## 02.3 · ZeRO-1 on one GPU
+
+# %%
+show("02.3")
+
+# %%
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+check("02.3", answer)
+# hint("02.3")
+
+# %% [markdown]
+# *Your reasoning here.*
+
+# %% [markdown]
+# ## 02.4 · ZeRO-3 with one GPU
+
+# %%
+show("02.4")
+
+# %%
+answer = ...  # your answer here: an option letter, e.g. "a"
+check("02.4", answer)
+# hint("02.4")
+
+# %% [markdown]
+# ## 02.5 · KV-cache bytes
+
+# %%
+show("02.5")
+
+
+# %%
+def kv_cache_bytes(layers, kv_heads, head_dim, dtype_bytes, batch, context):
+    """Bytes of the KV cache of `batch` sequences of `context` tokens."""
+    ...  # TODO: your code here (until then it returns None: "not answered yet")
+
+
+check("02.5", kv_cache_bytes)
+# hint("02.5")
+
+# %% [markdown]
+# ## 02.6 · KV cache of Llama-2-70B at batch 16
+
+# %%
+show("02.6")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+check("02.6", answer)
+# hint("02.6")
+
+# %% [markdown]
+# ## 02.7 · Serving Llama-3-8B in bf16: the weights
+
+# %%
+show("02.7")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+check("02.7", answer)
+# hint("02.7")
+
+# %% [markdown]
+# ## 02.8 · Fine-tune Llama-2-7B on an RTX 4090
+
+# %%
+show("02.8")
+
+# %%
+answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+check("02.8", answer)
+# hint("02.8")
+
+# %% [markdown]
+# ## 02.9 · Full fine-tuning a 13B on one A100 80GB
+
+# %%
+show("02.9")
+
+# %%
+answer = ...  # your answer here: a few sentences in a string
+check("02.9", answer)
+
+# %% [markdown]
+# ## Your score
+
+# %%
+# NBVAL_CHECK_OUTPUT
+score("02")

@@ -1,0 +1,145 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · Exercises: when the model does not fit
+#
+# Companion to `notebooks/03_when_the_model_does_not_fit.ipynb`: quantized bases, LoRA,
+# ZeRO stages, recompute and offload, what each saves and what it costs. Each exercise says its
+# difficulty (warm-up · interview · stretch) and about how long it takes.
+# `check("03.k", answer)` grades an answer against a value memlib computes now; numbers may
+# carry units (`"3.9 GB"`, `"3.6 GiB"`, `"40M"` parameters).
+
+# %% [markdown]
+# > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/03_when_the_model_does_not_fit_solutions.py`; change that file and rerun the tool.
+# >
+# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one), `solution("NN.k")` shows the worked answer, `score("03")` sums up.
+
+# %%
+import memlib
+from memlib.grading import check, hint, score, show, solution
+
+# %% [markdown]
+# ## 03.1 · A 4-bit LLaMA-7B, really
+
+# %%
+show("03.1")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+check("03.1", answer)
+# hint("03.1")  # stuck? each call shows one more hint; solution("03.1") shows the worked answer
+
+# %% [markdown]
+# ## 03.2 · ZeRO-3 on 8 GPUs for a 7B
+
+# %%
+show("03.2")
+
+# %%
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+check("03.2", answer)
+# hint("03.2")
+
+# %% [markdown]
+# *Your reasoning here.*
+
+# %% [markdown]
+# ## 03.3 · LoRA parameters of LLaMA-7B
+
+# %%
+show("03.3")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "5.4B" or 5.4e9
+check("03.3", answer)
+# hint("03.3")
+
+# %% [markdown]
+# ## 03.4 · LoRA parameter count
+
+# %%
+show("03.4")
+
+
+# %%
+def lora_param_count(hidden, kv_dim, intermediate, layers, rank, targets):
+    """Trainable parameters LoRA adds: rank x (in + out) per adapted matrix per layer."""
+    ...  # TODO: your code here (until then it returns None: "not answered yet")
+
+
+check("03.4", lora_param_count)
+# hint("03.4")
+
+# %% [markdown]
+# ## 03.5 · LLaMA-13B on 8x A100 40GB
+
+# %%
+show("03.5")
+
+# %%
+answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+check("03.5", answer)
+# hint("03.5")
+
+# %% [markdown]
+# ## 03.6 · What full recompute saves
+
+# %%
+show("03.6")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "12x" or 12
+check("03.6", answer)
+# hint("03.6")
+
+# %% [markdown]
+# ## 03.7 · Host RAM for ZeRO-Offload
+
+# %%
+show("03.7")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+check("03.7", answer)
+# hint("03.7")
+
+# %% [markdown]
+# ## 03.8 · Host RAM for a 7B on a 12GB card
+
+# %%
+show("03.8")
+
+# %%
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+check("03.8", answer)
+# hint("03.8")
+
+# %% [markdown]
+# ## 03.9 · Rank the remedies
+
+# %%
+show("03.9")
+
+# %%
+answer = ...  # your answer here: a few sentences in a string
+check("03.9", answer)
+
+# %% [markdown]
+# ## Your score
+
+# %%
+# NBVAL_CHECK_OUTPUT
+score("03")

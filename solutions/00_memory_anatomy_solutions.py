@@ -1,0 +1,199 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · Exercises: the anatomy of training memory
+#
+# Companion to `notebooks/00_memory_anatomy.ipynb`: weights, gradients, optimizer states,
+# activations, and the moment of the step where memory peaks. Each exercise says its
+# difficulty (warm-up · interview · stretch) and about how long it takes.
+# `check("00.k", answer)` grades an answer against a value memlib computes now; numbers may
+# carry units (`"13.5 GB"`, `"12.6 GiB"`; a plain number means the unit the question names,
+# else bytes).
+
+# %% [markdown] tags=["solution"]
+# **This is the solutions copy:** every exercise is answered and checked. The student copy,
+# `exercises/00_memory_anatomy_exercises.ipynb`, is generated from this file by
+# `tools/make_exercises.py`.
+
+# %%
+import memlib
+from memlib.grading import check, hint, score, show, solution
+
+# %% [markdown]
+# ## 00.1 · Weights of LLaMA-7B in bf16
+
+# %%
+show("00.1")
+
+# %%
+# BEGIN SOLUTION
+n = memlib.get_model("llama-7b").num_params  # exact, not "7B"
+answer = f"{n * 2 / 1e9:.2f} GB"  # bf16: 2 bytes per parameter
+# END SOLUTION
+check("00.1", answer)
+# hint("00.1")  # stuck? each call shows one more hint; solution("00.1") shows the worked answer
+
+# %% tags=["solution"]
+solution("00.1")
+
+# %% [markdown]
+# ## 00.2 · Model states of mixed-precision AdamW
+
+# %%
+show("00.2")
+
+# %%
+# BEGIN SOLUTION
+n = memlib.get_model("llama-7b").num_params
+per_param = 2 + 2 + 4 + 4 + 4  # 16-bit weights, 16-bit grads, fp32 master, momentum, variance
+answer = f"{n * per_param / 1e9:.1f} GB"
+# END SOLUTION
+check("00.2", answer)
+# hint("00.2")
+
+# %% tags=["solution"]
+solution("00.2")
+
+# %% [markdown]
+# ## 00.3 · The missing master copy in a 7B estimate
+
+# %%
+show("00.3")
+
+# %%
+# BEGIN SOLUTION
+n = memlib.get_model("llama-7b").num_params
+answer = ("28GB", f"{n * 16 / 1e9:.1f} GB")  # Adam in mixed precision: 12 bytes/param, not 4
+# END SOLUTION
+check("00.3", answer)
+# hint("00.3")
+
+# %% [markdown]
+# <!-- BEGIN SOLUTION -->
+# **Why.** "动量+方差" in fp32 is already twice the seed's figure, and the update runs on an
+# fp32 master copy of the weights that the paragraph forgets entirely. The total inherits both.
+# <!-- END SOLUTION -->
+
+# %% [markdown]
+# ## 00.4 · Activations of a 7B-shaped GPT, no recompute
+
+# %%
+show("00.4")
+
+# %%
+# BEGIN SOLUTION
+s, b, h, a, layers = 2048, 1, 4096, 32, 32
+per_layer = s * b * h * (34 + 5 * a * s / h)  # Korthikanti et al. 2022, eq. (2)
+answer = f"{per_layer * layers / 2**30:.2f} GiB"
+# END SOLUTION
+check("00.4", answer)
+# hint("00.4")
+
+# %% tags=["solution"]
+solution("00.4")
+
+# %% [markdown]
+# ## 00.5 · Bytes per parameter in pure bf16
+
+# %%
+show("00.5")
+
+# %%
+# BEGIN SOLUTION
+answer = 2 + 2 + 2 + 2  # weight, gradient, momentum, variance: all bf16
+# END SOLUTION
+check("00.5", answer)
+# hint("00.5")
+
+# %% [markdown]
+# ## 00.6 · Where is the peak with full recompute?
+
+# %%
+show("00.6")
+
+# %%
+# BEGIN SOLUTION
+answer = ("c", 3)
+# END SOLUTION
+check("00.6", answer)
+# hint("00.6")
+
+# %% tags=["solution"]
+solution("00.6")
+
+# %% [markdown]
+# ## 00.7 · Count a LLaMA's parameters
+
+# %%
+show("00.7")
+
+
+# %%
+# BEGIN SOLUTION
+def llama_params(hidden, layers, heads, kv_heads, intermediate, vocab):
+    """Exact parameter count of a LLaMA-architecture model (untied head, GQA)."""
+    kv = kv_heads * (hidden // heads)  # width of k_proj and v_proj outputs
+    attention = 2 * hidden * hidden + 2 * hidden * kv  # q, o and k, v
+    mlp = 3 * hidden * intermediate  # gate, up, down
+    norms = 2 * hidden  # input and post-attention RMSNorm
+    return layers * (attention + mlp + norms) + 2 * vocab * hidden + hidden  # + embedding, head, final norm
+# END SOLUTION
+
+
+check("00.7", llama_params)
+# hint("00.7")
+
+# %% [markdown]
+# ## 00.8 · How many GB is a "V100 32GB"?
+
+# %%
+show("00.8")
+
+# %%
+# BEGIN SOLUTION
+answer = f"{32 * 2**30 / 1e9:.2f} GB"  # the vendor's "32GB" of HBM is 32 GiB
+# END SOLUTION
+check("00.8", answer)
+# hint("00.8")
+
+# %% [markdown]
+# ## 00.9 · Why the peak is a maximum, not a sum
+
+# %%
+show("00.9")
+
+# %%
+# BEGIN SOLUTION
+answer = """
+Memory is not the sum of everything a step ever allocates: a tensor is freed when nothing refers
+to it. Parameters and optimizer states live for the whole step; the saved activations are
+released layer by layer during the backward while that layer's gradients appear. So the peak is
+the maximum over the moments of the step (end of forward, top of backward, bottom of backward,
+optimizer step), not the sum. With full recompute the activations are small, so the peak moves to
+the end of the backward / the optimizer step where all gradients coexist with the states.
+"""
+# END SOLUTION
+check("00.9", answer)
+
+# %% tags=["solution"]
+solution("00.9")
+
+# %% [markdown]
+# ## Your score
+
+# %%
+# NBVAL_CHECK_OUTPUT
+score("00")

@@ -1,0 +1,202 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · Exercises: when the model does not fit
+#
+# Companion to `notebooks/03_when_the_model_does_not_fit.ipynb`: quantized bases, LoRA,
+# ZeRO stages, recompute and offload, what each saves and what it costs. Each exercise says its
+# difficulty (warm-up · interview · stretch) and about how long it takes.
+# `check("03.k", answer)` grades an answer against a value memlib computes now; numbers may
+# carry units (`"3.9 GB"`, `"3.6 GiB"`, `"40M"` parameters).
+
+# %% [markdown] tags=["solution"]
+# **This is the solutions copy:** every exercise is answered and checked. The student copy,
+# `exercises/03_when_the_model_does_not_fit_exercises.ipynb`, is generated from this file by
+# `tools/make_exercises.py`.
+
+# %%
+import memlib
+from memlib.grading import check, hint, score, show, solution
+
+# %% [markdown]
+# ## 03.1 · A 4-bit LLaMA-7B, really
+
+# %%
+show("03.1")
+
+# %%
+# BEGIN SOLUTION
+m = memlib.get_model("llama-7b")
+embedding_and_head = 2 * m.vocab_size * m.hidden_size
+quantized = m.num_params - embedding_and_head  # the linear layers (norms are a rounding error here)
+answer = f"{(quantized * 4.127 / 8 + embedding_and_head * 2) / 1e9:.2f} GB"
+# END SOLUTION
+check("03.1", answer)
+# hint("03.1")  # stuck? each call shows one more hint; solution("03.1") shows the worked answer
+
+# %% tags=["solution"]
+solution("03.1")
+
+# %% [markdown]
+# ## 03.2 · ZeRO-3 on 8 GPUs for a 7B
+
+# %%
+show("03.2")
+
+# %%
+# BEGIN SOLUTION
+n = memlib.get_model("llama-7b").num_params
+answer = ("10GB", f"{16 * n / 8 / 1e9:.1f} GB")
+# END SOLUTION
+check("03.2", answer)
+# hint("03.2")
+
+# %% [markdown]
+# <!-- BEGIN SOLUTION -->
+# **Why.** The paragraph starts from 56GB, which already lacks the fp32 master copy and
+# counts Adam's states at half their size; dividing a wrong total by 8 keeps it wrong.
+# <!-- END SOLUTION -->
+
+# %% [markdown]
+# ## 03.3 · LoRA parameters of LLaMA-7B
+
+# %%
+show("03.3")
+
+# %%
+# BEGIN SOLUTION
+h, inter, layers, r = 4096, 11008, 32, 16
+per_layer = r * ((h + h) * 4 + (h + inter) * 3)  # q, k, v, o are h x h; gate, up, down h <-> I
+answer = layers * per_layer
+# END SOLUTION
+check("03.3", answer)
+# hint("03.3")
+
+# %% [markdown]
+# ## 03.4 · LoRA parameter count
+
+# %%
+show("03.4")
+
+
+# %%
+# BEGIN SOLUTION
+def lora_param_count(hidden, kv_dim, intermediate, layers, rank, targets):
+    """Trainable parameters LoRA adds: rank x (in + out) per adapted matrix per layer."""
+    shapes = {"q_proj": (hidden, hidden), "k_proj": (hidden, kv_dim), "v_proj": (hidden, kv_dim),
+              "o_proj": (hidden, hidden), "gate_proj": (hidden, intermediate),
+              "up_proj": (hidden, intermediate), "down_proj": (intermediate, hidden)}
+    return layers * sum(rank * (fan_in + fan_out) for fan_in, fan_out in (shapes[t] for t in targets))
+# END SOLUTION
+
+
+check("03.4", lora_param_count)
+# hint("03.4")
+
+# %% [markdown]
+# ## 03.5 · LLaMA-13B on 8x A100 40GB
+
+# %%
+show("03.5")
+
+# %%
+# BEGIN SOLUTION
+answer = ("c", 1)
+# END SOLUTION
+check("03.5", answer)
+# hint("03.5")
+
+# %% tags=["solution"]
+solution("03.5")
+
+# %% [markdown]
+# ## 03.6 · What full recompute saves
+
+# %%
+show("03.6")
+
+# %%
+# BEGIN SOLUTION
+h, a, s = 4096, 32, 2048
+answer = f"{(34 + 5 * a * s / h) / 2:.1f}x"
+# END SOLUTION
+check("03.6", answer)
+# hint("03.6")
+
+# %% [markdown]
+# ## 03.7 · Host RAM for ZeRO-Offload
+
+# %%
+show("03.7")
+
+# %%
+# BEGIN SOLUTION
+n = memlib.get_model("llama-13b").num_params
+answer = f"{n * (4 + 4 + 4 + 4) / 2**30:.1f} GiB"  # fp32 master, momentum, variance, gradient
+# END SOLUTION
+check("03.7", answer)
+# hint("03.7")
+
+# %% tags=["solution"]
+solution("03.7")
+
+# %% [markdown]
+# ## 03.8 · Host RAM for a 7B on a 12GB card
+
+# %%
+show("03.8")
+
+# %%
+# BEGIN SOLUTION
+n = memlib.get_model("llama-7b").num_params
+answer = ("64GB", f"{n * (12 + 4 + 2) / 1e9:.0f} GB")  # states + fp32 grads + fp16 params on the host
+# END SOLUTION
+check("03.8", answer)
+# hint("03.8")
+
+# %% tags=["solution"]
+solution("03.8")
+
+# %% [markdown]
+# ## 03.9 · Rank the remedies
+
+# %%
+show("03.9")
+
+# %%
+# BEGIN SOLUTION
+answer = """
+1. Gradient checkpointing / recompute: activations shrink to each layer's input, for about a third
+   more compute. 2. Mixed precision done right (bf16 autocast); pure bf16 halves model states but
+   loses small updates. 3. ZeRO / FSDP sharding across data-parallel GPUs: states divided by N, paid
+   in communication (all-gather, reduce-scatter), mostly overlapped. 4. Tensor parallel inside a node
+   (all-reduces per layer) and pipeline parallel across nodes (bubble). 5. 8-bit optimizer states:
+   12 bytes/param become about 6 with little quality risk. 6. Offload to CPU or NVMe: fits almost
+   anything, paid in PCIe bandwidth, host RAM and a slow step. 7. LoRA / QLoRA: train adapters on
+   a frozen (4-bit) base when full fine-tuning is not required.
+"""
+# END SOLUTION
+check("03.9", answer)
+
+# %% tags=["solution"]
+solution("03.9")
+
+# %% [markdown]
+# ## Your score
+
+# %%
+# NBVAL_CHECK_OUTPUT
+score("03")
