@@ -39,7 +39,7 @@ from memlib.grading import check, hint, score, show, solution
 show("00.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
 check("00.1", answer)
 # hint("00.1")  # stuck? each call shows one more hint; solution("00.1") shows the worked answer
 
@@ -50,7 +50,7 @@ check("00.1", answer)
 show("00.2")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
 check("00.2", answer)
 # hint("00.2")
 
@@ -75,7 +75,7 @@ check("00.3", answer)
 show("00.4")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
 check("00.4", answer)
 # hint("00.4")
 
@@ -124,7 +124,7 @@ check("00.7", llama_params)
 show("00.8")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
 check("00.8", answer)
 # hint("00.8")
 

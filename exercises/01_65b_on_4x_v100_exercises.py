@@ -20,7 +20,7 @@
 # circulating answer gets wrong, which layout fits, and what it costs. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("01.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"261 GB"`, `"243 GiB"`; a plain number means the unit the question names,
+# carry units (`"123 GB"`, `"114.6 GiB"`; a plain number means the unit the question names,
 # else bytes).
 
 # %% [markdown]
@@ -39,7 +39,7 @@ from memlib.grading import check, hint, score, show, solution
 show("01.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
 check("01.1", answer)
 # hint("01.1")  # stuck? each call shows one more hint; solution("01.1") shows the worked answer
 
@@ -64,7 +64,7 @@ check("01.2", answer)
 show("01.3")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
 check("01.3", answer)
 # hint("01.3")
 
@@ -124,7 +124,7 @@ check("01.7", zero_per_gpu)
 show("01.8")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
 check("01.8", answer)
 # hint("01.8")
 

@@ -101,7 +101,7 @@ check("02.5", kv_cache_bytes)
 show("02.6")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
 check("02.6", answer)
 # hint("02.6")
 
@@ -112,7 +112,7 @@ check("02.6", answer)
 show("02.7")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
 check("02.7", answer)
 # hint("02.7")
 

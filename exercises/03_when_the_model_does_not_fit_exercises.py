@@ -38,7 +38,7 @@ from memlib.grading import check, hint, score, show, solution
 show("03.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or 261 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
 check("03.1", answer)
 # hint("03.1")  # stuck? each call shows one more hint; solution("03.1") shows the worked answer
 
@@ -112,7 +112,7 @@ check("03.6", answer)
 show("03.7")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "261 GB" or "243 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
 check("03.7", answer)
 # hint("03.7")
 

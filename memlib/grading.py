@@ -1,12 +1,12 @@
 """Grading of the exercises in solutions/ and exercises/: check(), hint(), solution(), score().
 
     from memlib.grading import show, check, hint, solution, score
-    check("01.3", "261 GB")       # prints ✅/❌ with feedback; never raises
+    check("01.3", "123 GB")       # prints ✅/❌ with feedback; never raises
     hint("01.3"); solution("01.3"); score("01")
 
 The expected value is computed by memlib when the answer is checked (memlib.exercises holds
 callables, never figures). Learner text is parsed with regular expressions, never evaluated:
-"261 GB", "243 GiB", "2.61e11", 2.61e11 (plain numbers are bytes unless the exercise asks
+"123 GB", "114.6 GiB", "1.23e11", 1.23e11 (plain numbers are bytes unless the exercise asks
 for GB), "65.3B" parameters. Wrong answers are compared with the values common slips give
 (GB/GiB swapped, the fp32 master copy forgotten, per GPU vs total, ...) so the feedback can
 name the slip without revealing the expected value.
@@ -58,7 +58,7 @@ def unanswered(answer) -> bool:
 
 
 def parse_quantity(answer, unit: str) -> Quantity:
-    """Read a number (int, float or text such as "261 GB") in an exercise's `unit`; Malformed if unreadable."""
+    """Read a number (int, float or text such as "123 GB") in an exercise's `unit`; Malformed if unreadable."""
     if isinstance(answer, bool) or not isinstance(answer, (numbers.Real, str)):
         raise Malformed(f"expected a number or a string such as {example(unit)}, got {type(answer).__name__}")
     if isinstance(answer, str):
@@ -104,7 +104,7 @@ def _scale(number: float, token: str, unit: str) -> float:
 
 
 def example(unit: str) -> str:
-    return {"bytes": '"261 GB" or "243 GiB"', "GB": '"261 GB" or 261 (GB)', "GiB": '"243 GiB" or 243 (GiB)',
+    return {"bytes": '"123 GB" or "114.6 GiB"', "GB": '"123 GB" or 123 (GB)', "GiB": '"114.6 GiB" or 114.6 (GiB)',
             "params": '"5.4B" or 5.4e9', "count": "31", "x": '"12x" or 12', "bytes/param": "16"}.get(unit, "42")
 
 

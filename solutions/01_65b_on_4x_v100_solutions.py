@@ -20,7 +20,7 @@
 # circulating answer gets wrong, which layout fits, and what it costs. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("01.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"261 GB"`, `"243 GiB"`; a plain number means the unit the question names,
+# carry units (`"123 GB"`, `"114.6 GiB"`; a plain number means the unit the question names,
 # else bytes).
 
 # %% [markdown] tags=["solution"]
