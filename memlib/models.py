@@ -130,10 +130,6 @@ class Model:
                    and not t.name.startswith(("embed", "final", "lm_head")))
 
     @cached_property
-    def embedding_params(self) -> int:
-        return sum(t.numel * t.count for t in self.tensors() if t.kind == "embedding")
-
-    @cached_property
     def linear_params(self) -> int:
         """Parameters of matmul weights (what autocast casts to 16-bit); the tied head reuses the embedding."""
         n = sum(t.numel * t.count for t in self.tensors() if t.kind == "linear")

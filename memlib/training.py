@@ -82,11 +82,6 @@ class TrainingSetup:
     def tokens(self) -> int:
         return self.seq_len * self.micro_batch
 
-    @property
-    def global_batch(self) -> int:
-        """Sequences per optimizer step across all data-parallel replicas."""
-        return self.micro_batch * self.grad_accum * self.dp
-
 
 @dataclass
 class Moment:
