@@ -245,6 +245,13 @@ class _MemTrackerAdapter:
     def current(self) -> tuple[int, dict]:
         return self._one_device(self.mt.get_tracker_snapshot("current"))
 
+    def peak_summary(self) -> dict:
+        """Step 2's overall peak, the phase holding it and the per-phase figures."""
+        pp = self.phase_peaks
+        peak_phase = max(pp, key=pp.get)
+        return {"peak_bytes": pp[peak_phase], "phase_peaks": dict(pp), "peak_phase": peak_phase,
+                "breakdown_at_peak": self.phase_breakdowns[peak_phase], "phase_breakdowns": self.phase_breakdowns}
+
 
 # --------------------------------------------------------------------------------------
 # Building and running a case
@@ -515,15 +522,7 @@ def _run_memtracker(case: dict, device: str) -> dict:
             out = _train_steps(model, opt, ids, case, device, on_phase, on_step_start, on_fw_end)
             ad.end()
         del out
-    pp = ad.phase_peaks
-    peak_phase = max(pp, key=pp.get)
-    rec["step2"].update({
-        "peak_bytes": pp[peak_phase],
-        "phase_peaks": dict(pp),
-        "peak_phase": peak_phase,
-        "breakdown_at_peak": ad.phase_breakdowns[peak_phase],
-        "phase_breakdowns": ad.phase_breakdowns,
-    })
+    rec["step2"].update(ad.peak_summary())
     rec["seconds"] = round(time.time() - t0, 2)
     return rec
 

@@ -270,16 +270,7 @@ def _run_fsdp_memtracker(case: dict, mesh) -> dict:
             for s in opt.state.values() for v in s.values()
             if isinstance(v, torch.Tensor) and v.dim() > 0)
         del out
-    pp = ad.phase_peaks
-    peak_phase = max(pp, key=pp.get)
-    rec["step2"].update({
-        "peak_bytes": pp[peak_phase],
-        "phase_peaks": dict(pp),
-        "peak_phase": peak_phase,
-        "breakdown_at_peak": ad.phase_breakdowns[peak_phase],
-        "phase_breakdowns": ad.phase_breakdowns,
-        "phase_peak_context": ad.phase_context,
-    })
+    rec["step2"].update(ad.peak_summary(), phase_peak_context=ad.phase_context)
     rec["facts"] = facts
     rec["seconds"] = round(time.time() - t0, 2)
     return rec
