@@ -245,6 +245,15 @@ class _MemTrackerAdapter:
     def current(self) -> tuple[int, dict]:
         return self._one_device(self.mt.get_tracker_snapshot("current"))
 
+    def start_second_step(self) -> dict:
+        """Close step 1 and return its peak figures; clear the per-phase records and
+        MemTracker's module stats (it raises on a second forward of the root otherwise)."""
+        self.end()
+        first = {"peak_bytes": max(self.phase_peaks.values()), "phase_peaks": dict(self.phase_peaks)}
+        self.phase_peaks, self.phase_breakdowns = {}, {}
+        self.mt.reset_mod_stats()
+        return first
+
     def peak_summary(self) -> dict:
         """Step 2's overall peak, the phase holding it and the per-phase figures."""
         pp = self.phase_peaks
@@ -501,13 +510,7 @@ def _run_memtracker(case: dict, device: str) -> dict:
 
         def on_step_start(step):
             if step == 1:
-                ad.end()
-                rec["step1"].update(peak_bytes=max(ad.phase_peaks.values()),
-                                    phase_peaks=dict(ad.phase_peaks))
-                ad.phase_peaks, ad.phase_breakdowns = {}, {}
-                # MemTracker raises on a second forward of the root unless module stats
-                # are cleared between iterations.
-                ad.mt.reset_mod_stats()
+                rec["step1"].update(ad.start_second_step())
 
         def on_phase(step, name):
             ad.begin_phase(name)

@@ -239,11 +239,8 @@ def _run_fsdp_memtracker(case: dict, mesh) -> dict:
 
         def on_step_start(step):
             if step == 1:
-                ad.end()
-                rec["step1"].update(peak_bytes=max(ad.phase_peaks.values()),
-                                    phase_peaks=dict(ad.phase_peaks))
-                ad.phase_peaks, ad.phase_breakdowns, ad.phase_context = {}, {}, {}
-                ad.mt.reset_mod_stats()
+                rec["step1"].update(ad.start_second_step())
+                ad.phase_context = {}
                 rec["step2"]["live_at_step_start"], rec["step2"]["breakdown_at_step_start"] = \
                     ad.current()
 
