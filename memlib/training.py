@@ -720,12 +720,11 @@ def _layer_halves(m: Model, s: TrainingSetup, layer: act.Ledger, num: act.Numeri
         acts = sum(n for _, n, _ in (layer.items[:layer.split] if is_attn else layer.items[layer.split:]))
         if s.recompute == "selective":
             acts -= sum(n for k, n, _ in layer.items if k.startswith("eager.probs")) if is_attn else 0
-        linear, all_weights, largest_linear = _half_weights(m)[half]
-        tp = s.tp
+        linear_whole, all_weights, largest_whole = _half_weights(m)[half]
         # under tp the projections split (norms stay whole); activations were split by the caller
-        linear, largest_linear = linear // tp, largest_linear // tp
+        linear, largest_linear = linear_whole // s.tp, largest_whole // s.tp
         if full_ft:
-            trainable = all_weights - _half_weights(m)[half][0] + linear
+            trainable = all_weights - linear_whole + linear
         else:
             one_layer = _Stage("one layer", 1, 1, False, False)
             trainable = sum(t.numel for t, _ in _adapter_tensors(m, s, one_layer)
