@@ -721,8 +721,9 @@ def _layer_halves(m: Model, s: TrainingSetup, layer: act.Ledger, num: act.Numeri
         if s.recompute == "selective":
             acts -= sum(n for k, n, _ in layer.items if k.startswith("eager.probs")) if is_attn else 0
         linear_whole, all_weights, largest_whole = _half_weights(m)[half]
+        tp = s.tp
         # under tp the projections split (norms stay whole); activations were split by the caller
-        linear, largest_linear = linear_whole // s.tp, largest_whole // s.tp
+        linear, largest_linear = linear_whole // tp, largest_whole // tp
         if full_ft:
             trainable = all_weights - linear_whole + linear
         else:
