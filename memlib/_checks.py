@@ -42,7 +42,7 @@ def positive_int(name: str, value, *, allow_zero: bool = False, maximum: int = M
         bound = ">= 0" if allow_zero else ">= 1"
         raise ValueError(f"{name} must be {bound}, got {show(value)}")
     if value > maximum:
-        limit = "2**53" if maximum == MAX_INT else f"{maximum:,}"
+        limit = "2**53" if maximum == MAX_INT else f"{maximum:,}" if maximum < 10**15 else f"{maximum:.0e}"
         raise ValueError(f"{name} must be at most {limit}, got {show(value)}")
     return value
 
