@@ -257,6 +257,8 @@ add("plan precisions='bf16-mixed' (a string)", lambda: plan("llama-7b", "a100", 
 add("plan mfu=0", lambda: plan("llama-7b", "a100", 8, mfu=0), Err("mfu"))
 add("plan mfu=5", lambda: plan("llama-7b", "a100", 8, mfu=5), Err("mfu"))
 add("plan bf16 on a V100", lambda: plan("llama-7b", "v100", 8, precisions=("bf16-mixed",)), Err("bf16"))
+add("plan fp32, no peak_tflops (untimed)", lambda: plan("llama-7b", "a100", 8, precisions=("fp32",)).to_dict(),
+    Ok(lambda d: d["feasible"] and all(row["tokens_per_s_per_gpu"] is None for row in d["feasible"])))
 add("plan gpus_per_node=0", lambda: plan("llama-7b", "a100", 8, gpus_per_node=0), Err("gpus_per_node"))
 add("plan count=10**9", lambda: plan("llama-7b", "a100", 10**9),
     Ok(lambda r: r.feasible and all(p.settings["dp"] * p.settings["tp"] * p.settings["pp"] == 10**9

@@ -248,7 +248,8 @@ def cmd_fit(a) -> int:
         print(f"\n{len(r.feasible)} layouts fit; best first (estimated at 40% MFU):")
         print(f"  {'tok/s/GPU':>9}  {'peak GiB':>8}  {'margin':>7}  {'host GiB':>8}  layout")
         for p in r.feasible[:a.top]:
-            print(f"  {p.tokens_per_s_per_gpu:>9.0f}  {gib(p.estimate.peak_bytes):>8.1f}  "
+            speed = f"{p.tokens_per_s_per_gpu:>9.0f}" if p.time else f"{'n/a':>9}"  # untimed: fp32
+            print(f"  {speed}  {gib(p.estimate.peak_bytes):>8.1f}  "
                   f"{p.verdict.margin_gib:>+7.1f}  {gib(p.estimate.host_bytes):>8.0f}  {p.describe()}")
     if r.infeasible:
         print(f"\n{len(r.infeasible)} layouts do not fit, for example:")

@@ -37,6 +37,7 @@ class Plan:
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
+        """0.0 when the plan has no time (fp32 without peak_tflops): it ranks last, and to_dict() says None."""
         return self.time.tokens_per_s_per_gpu if self.time else 0.0
 
     def describe(self) -> str:
@@ -68,7 +69,7 @@ class PlanResult:
         return {
             "model": self.model, "gpu": self.gpu, "count": self.count, "task": self.task,
             "feasible": [{"settings": _jsonable(p.settings), "peak_bytes": p.estimate.peak_bytes,
-                          "margin_bytes": p.verdict.margin_bytes, "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu,
+                          "margin_bytes": p.verdict.margin_bytes, "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu if p.time else None,
                           "step_s": p.time.step_s if p.time else None, "host_bytes": p.estimate.host_bytes,
                           "nvme_bytes": p.estimate.nvme_bytes} for p in self.feasible[:top]],
             "infeasible": [{"settings": _jsonable(s), "reason": r} for s, r in self.infeasible],
@@ -123,8 +124,9 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     precisions defaults to bf16-mixed (fp16-mixed where the GPU has no bf16); extra keyword
     arguments (optimizer=, lora_rank=, lora_targets=, attention=) pass to estimate_training.
     host_bytes_per_node: host RAM of one node; offload layouts that need more are infeasible
-    (None: not checked, but every plan reports its host bytes). peak_tflops goes to step_time
-    (needed for fp32, which the catalog has no throughput for).
+    (None: not checked, but every plan reports its host bytes). peak_tflops goes to step_time;
+    the catalog has no fp32 throughput, so without it fp32 layouts are checked for memory only,
+    untimed (Plan.time None) and ranked after the timed ones.
     Invalid options are a ValueError here, before the search, not a list of "invalid" layouts.
     """
     model = get_model(model) if isinstance(model, str) else model
@@ -169,7 +171,8 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
                                           f"more than {gib(host_bytes_per_node):.0f} GiB"))
                 continue
         # the options were checked against step_time up front: an error here is a bug, not a 0 tokens/s plan
-        t = step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops)
+        t = None if _untimed(settings["precision"], peak_tflops) else \
+            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops)
         result.feasible.append(Plan(settings, est, v, t))
     if result.infeasible and not result.feasible and all(why.startswith("invalid: ") for _, why in result.infeasible):
         # not one layout could even be estimated: that is bad input, not "nothing fits"
@@ -216,9 +219,15 @@ def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precis
         for recompute in recomputes:
             est = estimate_training(model, seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
                                     precision=precision, recompute=recompute, finetune=task, **trial_kw)
-        # plans are ranked by time: a precision the GPU cannot time (bf16 on a V100) is refused, not a 0 tokens/s plan
-        step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops)
+        # plans are ranked by time: a precision the GPU cannot run (bf16 on a V100) is refused, not a 0 tokens/s plan
+        if not _untimed(precision, peak_tflops):
+            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops)
     return precisions, recomputes, estimate_kw
+
+
+def _untimed(precision: str, peak_tflops) -> bool:
+    """fp32 runs on every GPU, but the catalog has no fp32 throughput to time it with."""
+    return precision == "fp32" and peak_tflops is None
 
 
 def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offload: bool = False,

@@ -436,3 +436,13 @@ def test_plan_count_10_to_9_does_not_hang():
 def test_fit_invalid_option_exits_2_not_no_layout_fits(capsys, extra):
     argv = ["fit", "llama-7b", "--gpu", "a100-80gb", "--count", "8"] + extra
     assert_one_line_exit_2(argv, capsys)
+
+
+def test_plan_fp32_without_peak_tflops_is_untimed_not_zero_tokens_per_s():
+    """The catalog has no fp32 throughput: fp32 layouts are checked for memory and left untimed
+    (to_dict() says None, the CLI says n/a), never ranked at a made-up 0 tokens/s."""
+    r = plan("llama-7b", "a100-80gb", 8, precisions=("fp32",))
+    assert r.feasible and all(p.time is None for p in r.feasible)
+    assert all(row["tokens_per_s_per_gpu"] is None for row in r.to_dict()["feasible"])
+    timed = plan("llama-7b", "a100-80gb", 8, precisions=("fp32",), peak_tflops=19.5)  # A100 dense fp32
+    assert all(p.time is not None and p.tokens_per_s_per_gpu > 0 for p in timed.feasible)
