@@ -4,43 +4,110 @@ what was wrong and what is accepted, never a traceback from deep inside or a wro
 from __future__ import annotations
 
 import difflib
+import math
 import numbers
+import reprlib
 from typing import Iterable
 
+# No count in memlib (tokens, sequences, GPUs, layers, bytes) is anywhere near 2**53; above
+# it integers stop being exact as floats and a formula's bytes overflow a float's range when
+# formatted, so larger values are refused instead of giving an OverflowError much later.
+MAX_INT = 2**53
 
-def positive_int(name: str, value, *, allow_zero: bool = False) -> int:
-    if type(value) is int and (value > 0 or (allow_zero and value == 0)):  # the common case, fast
+_repr = reprlib.Repr()
+_repr.maxstring = 60
+_repr.maxother = 60
+_repr.maxlong = 40
+_repr.maxlist = _repr.maxtuple = _repr.maxdict = _repr.maxset = 6
+
+
+def show(value) -> str:
+    """repr() for error messages, shortened: a 400-digit number or a megabyte string stays one short line."""
+    try:
+        return _repr.repr(value)
+    except Exception:  # an object whose repr itself fails still gets a message
+        return f"<{type(value).__name__}>"
+
+
+def positive_int(name: str, value, *, allow_zero: bool = False, maximum: int = MAX_INT) -> int:
+    if type(value) is int and (value > 0 or (allow_zero and value == 0)) and value <= maximum:  # the common case
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and value.is_integer():
-            raise ValueError(f"{name} must be an integer count, got the float {value!r}; pass {int(value)}")
-        raise ValueError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    value = int(value)
+            if abs(value) <= maximum:
+                raise ValueError(f"{name} must be an integer count, got the float {value!r}; pass {int(value)}")
+        raise ValueError(f"{name} must be an integer, got {show(value)} ({type(value).__name__})")
+    value = int(value)  # numpy and other integral types become a Python int here
     if value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else ">= 1"
-        raise ValueError(f"{name} must be {bound}, got {value}")
+        raise ValueError(f"{name} must be {bound}, got {show(value)}")
+    if value > maximum:
+        limit = "2**53" if maximum == MAX_INT else f"{maximum:,}" if maximum < 10**15 else f"{maximum:.0e}"
+        raise ValueError(f"{name} must be at most {limit}, got {show(value)}")
     return value
 
 
-def positive_float(name: str, value) -> float:
+def positive_float(name: str, value, *, maximum: float | None = None, unit: str = "") -> float:
+    """A finite number > 0 (and <= maximum when given). inf and nan are refused: they turn
+    into a zero or nan time or size far from the argument that caused it."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+        raise ValueError(f"{name} must be a number, got {show(value)} ({type(value).__name__})")
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond a float's range
+        x = math.inf
+    if not math.isfinite(x) or not x > 0:
+        raise ValueError(f"{name} must be a finite number > 0{unit}, got {show(value)}")
+    if maximum is not None and x > maximum:
+        raise ValueError(f"{name} must be at most {maximum:g}{unit}, got {show(value)}")
+    return x
+
+
+def fraction(name: str, value, *, what: str = "a fraction") -> float:
+    """A number in (0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
+        raise ValueError(f"{name} is {what} in (0, 1], got {show(value)}")
     return float(value)
+
+
+def flag(name: str, value) -> bool:
+    """True or False, nothing else: the string "false" and the number 2 are truthy."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {show(value)} ({type(value).__name__})")
+    return value
 
 
 def choice(name: str, value, options: Iterable[str]) -> str:
     options = list(options)
     if not isinstance(value, str) or value not in options:
-        raise ValueError(f"unknown {name} {value!r}; accepted: {', '.join(repr(o) for o in options)}")
+        raise ValueError(f"unknown {name} {show(value)}; accepted: {', '.join(repr(o) for o in options)}")
     return value
+
+
+def choices(name: str, values, options: Iterable[str]) -> tuple[str, ...]:
+    """A non-empty list or tuple of choices, each one accepted. A bare string is refused: it
+    would be read character by character."""
+    options = list(options)
+    if isinstance(values, str):
+        hint = f" (one value: ({values!r},))" if values in options else ""
+        raise ValueError(f"{name} must be a list or tuple of {', '.join(repr(o) for o in options)}, "
+                         f"got the string {show(values)}{hint}")
+    if not isinstance(values, (list, tuple)) or not values:
+        raise ValueError(f"{name} must be a non-empty list or tuple of {', '.join(repr(o) for o in options)}, "
+                         f"got {show(values)}")
+    out = []
+    for v in values:
+        if not isinstance(v, str) or v not in options:
+            raise ValueError(f"unknown value {show(v)} in {name}; accepted: {', '.join(repr(o) for o in options)}")
+        if v not in out:
+            out.append(v)
+    return tuple(out)
 
 
 def lookup(kind: str, name, table: dict, aliases: dict | None = None):
     """Catalog lookup: case-insensitive, '_' and ' ' read as '-'; unknown names suggest close ones."""
     if not isinstance(name, str):
-        raise ValueError(f"{kind} name must be a string, got {name!r}")
+        raise ValueError(f"{kind} name must be a string, got {show(name)}")
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
     aliases = aliases or {}
     key = aliases.get(key, key)
@@ -48,4 +115,4 @@ def lookup(kind: str, name, table: dict, aliases: dict | None = None):
         return table[key]
     close = difflib.get_close_matches(key, list(table) + list(aliases), n=4, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise ValueError(f"unknown {kind} {name!r}.{hint} Known: {', '.join(sorted(table))}")
+    raise ValueError(f"unknown {kind} {show(name)}.{hint} Known: {', '.join(sorted(table))}")

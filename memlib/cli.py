@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from memlib import lora as lora_mod
+from memlib._checks import MAX_INT, positive_int
 from memlib.fit import DEFAULT_ALLOCATOR_HEADROOM, DEFAULT_CUDA_CONTEXT_BYTES, fits
 from memlib import inference, optimizers, training
 from memlib.gpus import list_gpus
@@ -16,8 +18,26 @@ from memlib.units import fmt_bytes, gb, gib
 COMMON_GPUS = ("t4", "l4", "a10", "rtx-3090", "rtx-4090", "v100-32gb", "a100-40gb", "a100-80gb", "h100-80gb", "h200")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the message and where to find help), exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
+def _host_ram_gib(text: str) -> float:
+    """--host-ram-gib: a finite number >= 0 (0 means no host RAM for offload)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
+    if not math.isfinite(x) or x < 0 or x * 2**30 > MAX_INT:
+        raise argparse.ArgumentTypeError(f"expected a finite number of GiB >= 0 and <= 2**23, got {text!r}")
+    return x
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="memlib", description="GPU memory to train, fine-tune or serve an LLM.")
+    p = _Parser(prog="memlib", description="GPU memory to train, fine-tune or serve an LLM.")
     sub = p.add_subparsers(dest="command", required=True)
 
     e = sub.add_parser("estimate", help="peak training memory on one GPU, its breakdown and per-GPU verdicts",
@@ -31,8 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--precision", default="bf16-mixed", choices=training.PRECISIONS, help="default bf16-mixed")
     e.add_argument("--optimizer", default="adamw", choices=optimizers.OPTIMIZERS, help="default adamw")
     e.add_argument("--finetune", default="full", choices=training.FINETUNES, help="default full")
-    e.add_argument("--lora-rank", type=int, default=16, help="LoRA rank (default 16)")
-    e.add_argument("--lora-targets", default=",".join(lora_mod.DEFAULT_TARGETS),
+    e.add_argument("--lora-rank", type=int, help="LoRA rank (default 16)")
+    e.add_argument("--lora-targets",
                    help="comma-separated projections or a group: " + ", ".join(lora_mod.TARGET_GROUPS)
                         + " (default q_proj,v_proj)")
     e.add_argument("--recompute", default="none", choices=training.RECOMPUTES, help="default none")
@@ -46,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--pp", type=int, default=1, help="pipeline stages (1F1B; default 1)")
     e.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
     e.add_argument("--offload", default="none", choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
-    e.add_argument("--offload-device", default="cpu", choices=training.OFFLOAD_DEVICES, help="default cpu")
+    e.add_argument("--offload-device", choices=training.OFFLOAD_DEVICES, help="with --offload (default cpu)")
     e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
@@ -79,8 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--grad-accum", type=int, default=8, help="micro-batches per step (default 8)")
     f.add_argument("--optimizer", default="adamw", choices=optimizers.OPTIMIZERS, help="default adamw")
     f.add_argument("--no-offload", action="store_true", help="leave ZeRO-Offload/Infinity out of the search")
-    f.add_argument("--host-ram-gib", type=float, help="host RAM per node; offload plans needing more fail")
-    f.add_argument("--top", type=int, default=10, help="feasible plans to show (default 10)")
+    f.add_argument("--host-ram-gib", type=_host_ram_gib, help="host RAM per node; offload plans needing more fail")
+    f.add_argument("--top", type=int, default=10, help="feasible plans to show (default 10, at least 1)")
     f.add_argument("--min-gpus", action="store_true", help="also find the fewest GPUs of this kind (no offload)")
     f.add_argument("--deepspeed", action="store_true", help="print the DeepSpeed config of the best plan")
     f.add_argument("--json", action="store_true", help="machine-readable output")
@@ -88,6 +108,29 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("models", help="list catalog models with exact parameter counts")
     sub.add_parser("gpus", help="list catalog GPUs with capacity in GB and GiB")
     return p
+
+
+def _zero_stage(text: str):
+    """'0'-'3' as the integer stage; anything else goes on as a name (FULL_SHARD, ...) for
+    estimate_training to accept or refuse with the accepted list. ASCII digits only: '³'.isdigit()."""
+    return int(text) if text.isascii() and text.isdecimal() else text
+
+
+def _estimate_options(a) -> dict:
+    """LoRA and offload-device flags go on only when given, and only where they apply."""
+    kw = {}
+    if a.lora_rank is not None or a.lora_targets is not None:
+        if a.finetune == "full":
+            raise ValueError("--lora-rank and --lora-targets apply to --finetune lora or qlora, not full")
+        if a.lora_rank is not None:
+            kw["lora_rank"] = a.lora_rank
+        if a.lora_targets is not None:
+            kw["lora_targets"] = _targets(a.lora_targets)
+    if a.offload_device is not None:
+        if a.offload == "none":
+            raise ValueError("--offload-device applies with --offload optimizer or optimizer+params")
+        kw["offload_device"] = a.offload_device
+    return kw
 
 
 def _targets(text: str):
@@ -110,11 +153,9 @@ def cmd_estimate(a) -> int:
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
     est = training.estimate_training(
         model, seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
-        finetune=a.finetune, lora_rank=a.lora_rank, lora_targets=_targets(a.lora_targets),
-        recompute=a.recompute, attention=a.attention,
-        zero_stage=int(a.zero_stage) if a.zero_stage.isdigit() else a.zero_stage, dp=a.dp, tp=a.tp, pp=a.pp,
-        grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload,
-        offload_device=a.offload_device)
+        finetune=a.finetune, recompute=a.recompute, attention=a.attention,
+        zero_stage=_zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,
+        grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload, **_estimate_options(a))
     verdicts = _verdicts(est, a.gpu or COMMON_GPUS)
     if a.json:
         print(json.dumps({**est.to_dict(), "verdicts": verdicts}, indent=2))
@@ -176,6 +217,8 @@ def cmd_serve(a) -> int:
             print(f"{k:<20}{gb(n):>12,.2f}{gib(n):>12,.2f}")
     print(f"{'total':<20}{gb(est.peak_bytes):>12,.2f}{gib(est.peak_bytes):>12,.2f}")
     print(f"\nKV cache: {est.kv_bytes_per_token:,} bytes per token {where}")
+    for note in est.notes:  # e.g. a context beyond the trained window: shown before the verdict, not only in --json
+        print(f"note: {note}")
     print(f"\nVerdict: {v}")
     print(f"Largest batch at context {s.context_len:,}: {mb}")
     print(f"Largest context at batch {s.batch}: {mc}")
@@ -184,7 +227,8 @@ def cmd_serve(a) -> int:
 
 def cmd_fit(a) -> int:
     from memlib.plan import min_gpus, plan, to_deepspeed_config
-    host = int(a.host_ram_gib * 2**30) if a.host_ram_gib else None
+    host = int(a.host_ram_gib * 2**30) if a.host_ram_gib is not None else None  # 0 GiB is a limit too
+    positive_int("--top", a.top)
     kw = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, grad_accum=a.grad_accum, optimizer=a.optimizer)
     r = plan(a.model, a.gpu, a.count, a.task, allow_offload=not a.no_offload, host_bytes_per_node=host, **kw)
     fewest = min_gpus(a.model, a.gpu, a.task, **kw) if a.min_gpus else None
@@ -204,7 +248,8 @@ def cmd_fit(a) -> int:
         print(f"\n{len(r.feasible)} layouts fit; best first (estimated at 40% MFU):")
         print(f"  {'tok/s/GPU':>9}  {'peak GiB':>8}  {'margin':>7}  {'host GiB':>8}  layout")
         for p in r.feasible[:a.top]:
-            print(f"  {p.tokens_per_s_per_gpu:>9.0f}  {gib(p.estimate.peak_bytes):>8.1f}  "
+            speed = f"{p.tokens_per_s_per_gpu:>9.0f}" if p.time else f"{'n/a':>9}"  # untimed: fp32
+            print(f"  {speed}  {gib(p.estimate.peak_bytes):>8.1f}  "
                   f"{p.verdict.margin_gib:>+7.1f}  {gib(p.estimate.host_bytes):>8.0f}  {p.describe()}")
     if r.infeasible:
         print(f"\n{len(r.infeasible)} layouts do not fit, for example:")
@@ -226,6 +271,8 @@ def cmd_fit(a) -> int:
     if a.deepspeed and r.best:
         print("\nDeepSpeed config of the best layout:")
         print(json.dumps(to_deepspeed_config(r.best), indent=2))
+    elif a.deepspeed:
+        print("\nNo DeepSpeed config: no layout fits.")
     return 0
 
 

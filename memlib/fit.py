@@ -11,8 +11,11 @@ shows 32,510 MiB, not 32,768), else the vendor's nominal capacity.
 
 from __future__ import annotations
 
+import numbers
+from fractions import Fraction
 from dataclasses import dataclass
 
+from memlib._checks import MAX_INT, positive_int, show
 from memlib.gpus import GPU, get_gpu
 from memlib.units import fmt_bytes, gib
 
@@ -73,10 +76,15 @@ def fits(estimate, gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
     """
     gpu = get_gpu(gpu)
     peak = getattr(estimate, "peak_bytes", None)
-    if not isinstance(peak, int) or peak < 0:
-        raise ValueError(f"fits() needs an estimate with an integer peak_bytes, got {type(estimate).__name__}")
-    if not isinstance(cuda_context_bytes, int) or cuda_context_bytes < 0:
-        raise ValueError(f"cuda_context_bytes must be an integer >= 0, got {cuda_context_bytes!r}")
-    if not isinstance(allocator_headroom, (int, float)) or not 0 <= allocator_headroom < 1:
-        raise ValueError(f"allocator_headroom is a fraction of the peak in [0, 1), got {allocator_headroom!r}")
-    return Verdict(gpu, peak, cuda_context_bytes, int(peak * allocator_headroom), usable_bytes(gpu))
+    if isinstance(peak, bool) or not isinstance(peak, numbers.Integral) or peak < 0:
+        raise ValueError(f"fits() needs an estimate with an integer peak_bytes >= 0 (estimate_training or "
+                         f"estimate_inference), got {show(estimate)} ({type(estimate).__name__})")
+    # a numpy integer becomes exact Python int arithmetic; beyond 1e300 bytes no figure can be printed
+    peak = positive_int("peak_bytes", peak, allow_zero=True, maximum=10**300)
+    cuda_context_bytes = positive_int("cuda_context_bytes", cuda_context_bytes, allow_zero=True)
+    if isinstance(allocator_headroom, bool) or not isinstance(allocator_headroom, numbers.Real) \
+            or not 0 <= allocator_headroom < 1:
+        raise ValueError(f"allocator_headroom is a fraction of the peak in [0, 1), got {show(allocator_headroom)}")
+    # peak * headroom in floats loses exactness (and overflows) past 2**53; Fraction keeps it exact there
+    headroom = int(peak * allocator_headroom) if peak <= MAX_INT else int(Fraction(allocator_headroom) * peak)
+    return Verdict(gpu, peak, cuda_context_bytes, headroom, usable_bytes(gpu))

@@ -8,17 +8,22 @@ plus every infeasible one with the reason it fails.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
-from memlib._checks import choice, positive_int
+from memlib import training
+from memlib._checks import choice, choices, flag, fraction, positive_int, show
 from memlib.fit import Verdict, fits
 from memlib.gpus import get_gpu
-from memlib.models import get_model
+from memlib.models import Model, get_model
 from memlib.timing import StepTime, step_time
 from memlib.training import Estimate, estimate_training
 from memlib.units import gib
 
 TASKS = ("full", "lora", "qlora")
+# estimate_training options the search itself sets for every layout: not extra keywords.
+_SEARCHED = ("seq_len", "micro_batch", "grad_accum", "precision", "recompute", "zero_stage", "dp", "tp", "pp",
+             "offload", "finetune")
 
 
 @dataclass
@@ -32,6 +37,7 @@ class Plan:
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
+        """0.0 when the plan has no time (fp32 without peak_tflops): it ranks last, and to_dict() says None."""
         return self.time.tokens_per_s_per_gpu if self.time else 0.0
 
     def describe(self) -> str:
@@ -59,26 +65,33 @@ class PlanResult:
         return self.feasible[0] if self.feasible else None
 
     def to_dict(self, top: int = 10) -> dict:
+        top = positive_int("top", top, allow_zero=True)
         return {
             "model": self.model, "gpu": self.gpu, "count": self.count, "task": self.task,
-            "feasible": [{"settings": p.settings, "peak_bytes": p.estimate.peak_bytes,
-                          "margin_bytes": p.verdict.margin_bytes, "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu,
+            "feasible": [{"settings": _jsonable(p.settings), "peak_bytes": p.estimate.peak_bytes,
+                          "margin_bytes": p.verdict.margin_bytes, "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu if p.time else None,
                           "step_s": p.time.step_s if p.time else None, "host_bytes": p.estimate.host_bytes,
                           "nvme_bytes": p.estimate.nvme_bytes} for p in self.feasible[:top]],
-            "infeasible": [{"settings": s, "reason": r} for s, r in self.infeasible],
+            "infeasible": [{"settings": _jsonable(s), "reason": r} for s, r in self.infeasible],
         }
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def _jsonable(settings: dict) -> dict:
+    """Settings as JSON gives them back (tuples as lists), so to_dict() round-trips."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    """Divisors of n up to `limit` (never a loop to n: plan(count=10**9) must not hang)."""
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
 
 def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload,
              gpus_per_node):
-    for tp in _divisors(count):
+    for tp in _divisors(count, min(gpus_per_node, model.num_heads)):
         if tp > gpus_per_node or model.num_heads % tp or model.num_kv_heads % tp or model.intermediate_size % tp:
             continue
-        for pp in _divisors(count // tp):
+        for pp in _divisors(count // tp, model.num_layers):
             if pp > model.num_layers:
                 continue
             dp = count // (tp * pp)
@@ -104,16 +117,21 @@ def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisio
 def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_batch: int = 1,
          grad_accum: int = 8, precisions=None, recomputes=("none", "full"), allow_offload: bool = True,
          gpus_per_node: int = 8, mfu: float = 0.4, host_bytes_per_node: int | None = None,
-         **estimate_kw) -> PlanResult:
+         peak_tflops: float | None = None, **estimate_kw) -> PlanResult:
     """Feasible layouts of `model` on `count` GPUs of one kind, best estimated throughput first.
 
     task: "full" | "lora" | "qlora" (training). For serving see memlib.max_batch/max_context.
     precisions defaults to bf16-mixed (fp16-mixed where the GPU has no bf16); extra keyword
     arguments (optimizer=, lora_rank=, lora_targets=, attention=) pass to estimate_training.
     host_bytes_per_node: host RAM of one node; offload layouts that need more are infeasible
-    (None: not checked, but every plan reports its host bytes).
+    (None: not checked, but every plan reports its host bytes). peak_tflops goes to step_time;
+    the catalog has no fp32 throughput, so without it fp32 layouts are checked for memory only,
+    untimed (Plan.time None) and ranked after the timed ones.
+    Invalid options are a ValueError here, before the search, not a list of "invalid" layouts.
     """
-    model = get_model(model)
+    model = get_model(model) if isinstance(model, str) else model
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a catalog name or a memlib.Model, got {show(model)}")
     g = get_gpu(gpu)
     count = positive_int("count", count)
     choice("task", task, TASKS)
@@ -123,10 +141,17 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
         count_ok = count == 1
         if not count_ok:
             raise ValueError("QLoRA plans are single-GPU here; plan QLoRA with count=1 (each GPU trains a replica)")
+    precisions, recomputes, estimate_kw = _check_plan_options(
+        model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload, gpus_per_node,
+        mfu, host_bytes_per_node, peak_tflops, estimate_kw)
     result = PlanResult(model.name, g.name, count, task)
     for settings in _layouts(model, g, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes,
                              allow_offload, gpus_per_node):
         settings = {**settings, **estimate_kw}  # every option, so the plan can be re-estimated as is
+        if settings["offload"] == "none":
+            settings.pop("offload_device", None)  # where the offload goes: offload layouts only
+        if settings["tp"] == 1:
+            settings.pop("sequence_parallel", None)  # shards the tensor-parallel group: tp > 1 only
         try:
             est = estimate_training(model, **settings)
         except ValueError as e:
@@ -145,13 +170,64 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
                 result.infeasible.append((settings, f"needs {gib(host):.0f} GiB of host RAM per node for offload, "
                                           f"more than {gib(host_bytes_per_node):.0f} GiB"))
                 continue
-        try:
-            t = step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node)
-        except ValueError:
-            t = None
+        # the options were checked against step_time up front: an error here is a bug, not a 0 tokens/s plan
+        t = None if _untimed(settings["precision"], peak_tflops) else \
+            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops)
         result.feasible.append(Plan(settings, est, v, t))
+    if result.infeasible and not result.feasible and all(why.startswith("invalid: ") for _, why in result.infeasible):
+        # not one layout could even be estimated: that is bad input, not "nothing fits"
+        raise ValueError(f"no layout of {model.name} on {count} GPUs can be estimated; the first: "
+                         f"{result.infeasible[0][1][len('invalid: '):]}")
     result.feasible.sort(key=lambda p: (-p.tokens_per_s_per_gpu, -p.verdict.margin_bytes))
     return result
+
+
+def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload,
+                        gpus_per_node, mfu, host_bytes_per_node, peak_tflops, estimate_kw):
+    """Every plan() option checked once, before the search: a bad one is a ValueError naming it."""
+    positive_int("seq_len", seq_len)
+    positive_int("micro_batch", micro_batch)
+    positive_int("grad_accum", grad_accum)
+    precisions = choices("precisions", precisions, training.PRECISIONS)
+    recomputes = choices("recomputes", recomputes, training.RECOMPUTES)
+    flag("allow_offload", allow_offload)
+    positive_int("gpus_per_node", gpus_per_node)
+    fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
+    if host_bytes_per_node is not None:
+        positive_int("host_bytes_per_node", host_bytes_per_node, allow_zero=True)
+    accepted = [n for n in inspect.signature(estimate_training).parameters if n != "model"]
+    for key in estimate_kw:
+        if key in _SEARCHED:
+            raise ValueError(f"plan() sets {key} itself (it searches {', '.join(_SEARCHED)}); to fix the layout, "
+                             f"call estimate_training(..., {key}=...)")
+        if key not in accepted:
+            raise ValueError(f"unknown plan() option {key!r}; accepted: the plan arguments and estimate_training's "
+                             f"{', '.join(k for k in accepted if k not in _SEARCHED)}")
+    if task == "full":
+        given = [k for k in ("lora_rank", "lora_targets") if k in estimate_kw]
+        if given:
+            raise ValueError(f"{' and '.join(given)} apply to task 'lora' or 'qlora', not 'full'")
+    if "offload_device" in estimate_kw and not (allow_offload and task == "full"):
+        raise ValueError(f"offload_device={show(estimate_kw['offload_device'])} applies to offload layouts, which "
+                         f"this search leaves out ({'allow_offload=False' if not allow_offload else 'task ' + task})")
+    if "sequence_parallel" in estimate_kw:
+        flag("sequence_parallel", estimate_kw["sequence_parallel"])
+    # The options once on one GPU, every precision and recompute: an error here is the user's
+    # option, not one layout's (a layout's own errors are its "invalid:" reason).
+    trial_kw = {k: v for k, v in estimate_kw.items() if k not in ("offload_device", "sequence_parallel")}
+    for precision in precisions:
+        for recompute in recomputes:
+            est = estimate_training(model, seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
+                                    precision=precision, recompute=recompute, finetune=task, **trial_kw)
+        # plans are ranked by time: a precision the GPU cannot run (bf16 on a V100) is refused, not a 0 tokens/s plan
+        if not _untimed(precision, peak_tflops):
+            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops)
+    return precisions, recomputes, estimate_kw
+
+
+def _untimed(precision: str, peak_tflops) -> bool:
+    """fp32 runs on every GPU, but the catalog has no fp32 throughput to time it with."""
+    return precision == "fp32" and peak_tflops is None
 
 
 def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offload: bool = False,
@@ -160,8 +236,11 @@ def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offloa
 
     Offload is off by default: with it almost anything "fits" one GPU if the host has terabytes.
     """
+    max_count = positive_int("max_count", max_count)
+    if "count" in plan_kw:
+        raise ValueError("min_gpus() searches count itself; give max_count= to bound it")
     plan_kw["allow_offload"] = allow_offload
-    candidates = list(range(1, 9))
+    candidates = list(range(1, min(8, max_count) + 1))
     n = 16
     while n <= max_count:
         candidates.append(n)
@@ -202,18 +281,33 @@ def _largest(check, start: int, limit: int) -> int:
     return lo
 
 
+def _plan_arg(fn: str, plan_) -> Plan:
+    if not isinstance(plan_, Plan):
+        hint = " (plan(...).best is None when no layout fits: check r.feasible first)" if plan_ is None else ""
+        raise ValueError(f"{fn}() needs a Plan from plan(...).feasible or plan(...).best, got {show(plan_)}{hint}")
+    return plan_
+
+
 def max_micro_batch(plan_: Plan, gpu, limit: int = 4096) -> int:
     """Largest micro-batch that still fits the plan's GPU (0 if none)."""
+    _plan_arg("max_micro_batch", plan_)
+    gpu = get_gpu(gpu)
+    limit = positive_int("limit", limit)
     s = plan_.settings
     model = plan_.estimate.setup.model
     return _largest(lambda b: fits(estimate_training(model, **{**s, "micro_batch": b}), gpu).fits, 1, limit)
 
 
 def max_seq_len(plan_: Plan, gpu, limit: int | None = None) -> int:
-    """Longest sequence that still fits the plan's GPU (0 if none)."""
+    """Longest sequence that still fits the plan's GPU (0 if none); at most the model's learned
+    position table where it has one."""
+    _plan_arg("max_seq_len", plan_)
+    gpu = get_gpu(gpu)
+    limit = 1 << 20 if limit is None else positive_int("limit", limit)
     s = plan_.settings
     model = plan_.estimate.setup.model
-    limit = limit or 1 << 20
+    if model.position == "learned":
+        limit = min(limit, model.max_position_embeddings)
     return _largest(lambda n: fits(estimate_training(model, **{**s, "seq_len": n}), gpu).fits, 1, limit)
 
 
@@ -224,6 +318,7 @@ def to_deepspeed_config(plan_: Plan) -> dict:
     --tensor-model-parallel-size, DeepSpeed's PipelineModule(num_stages=...)); activation
     recompute is the model's gradient_checkpointing. Keys follow DeepSpeed's config docs.
     """
+    _plan_arg("to_deepspeed_config", plan_)
     s = plan_.settings
     if plan_.estimate.setup.sharding == "fsdp":
         raise ValueError("this plan uses FSDP, not DeepSpeed")

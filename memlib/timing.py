@@ -24,10 +24,13 @@ beyond it; the host link per GPU (gpus.HOST_LINK).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from memlib._checks import positive_float
+from memlib._checks import choice, fraction, positive_float, positive_int, show
 from memlib.gpus import GPU, get_gpu
+from memlib.models import Model, get_model
+from memlib.training import FINETUNES, RECOMPUTES, Estimate
 
 DEFAULT_MFU = 0.4
 INTERNODE_BYTES_PER_S = 25 * 10**9  # one 200 Gb/s InfiniBand HDR port per GPU, one direction
@@ -35,6 +38,11 @@ NVME_BYTES_PER_S = 3 * 10**9  # one PCIe 4.0 NVMe drive per GPU, sustained
 # DeepSpeed CPU-Adam: Ren et al. 2021 (ZeRO-Offload) Table 2 reports ~0.2 s per billion
 # parameters on a two-socket server; 5e9 parameters/s per process is that order.
 CPU_ADAM_PARAMS_PER_S = 5 * 10**9
+# Upper bounds that only catch typos (a rate in bits, a TFLOP/s figure in FLOP/s): a B200 is
+# ~2.3e3 dense bf16 TFLOP/s and NVLink 5 moves 9e11 B/s; nothing here is within 1000x of them.
+MAX_PEAK_TFLOPS = 1e6
+MAX_BYTES_PER_S = 1e15
+MAX_PARAMS_PER_S = 1e15
 
 
 @dataclass(frozen=True)
@@ -70,10 +78,32 @@ class StepTime:
                 "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu}
 
 
+def _training_estimate(estimate) -> Estimate:
+    """step_time times a training step: anything else is named in the error, with what to pass."""
+    if isinstance(estimate, Estimate):
+        return estimate
+    kind = type(estimate).__name__
+    if kind == "InferenceEstimate":
+        raise ValueError("step_time times one training step; an InferenceEstimate (serving) has none: "
+                         "pass memlib.estimate_training(...)")
+    if kind == "Plan":  # memlib.plan.Plan: its estimate, and the time it was ranked by
+        raise ValueError("step_time needs a training estimate, got a Plan: pass plan.estimate (plan.time holds "
+                         "the time it was ranked by)")
+    raise ValueError(f"step_time needs a training estimate from memlib.estimate_training(...), got "
+                     f"{show(estimate)} ({kind})")
+
+
 def flops_per_token(model, seq_len: int, recompute: str = "none", finetune: str = "full") -> float:
     """Training FLOPs per token: 6N + 12·L·H·Q·T (Chowdhery et al. 2022, PaLM, App. B), with a
     second forward under full recompute (+2N + 4·L·H·Q·T) or the attention scores recomputed
     under selective recompute (+4·L·H·Q·T), and no weight gradients (-2N) for a frozen base."""
+    if not isinstance(model, Model):
+        model = get_model(model) if isinstance(model, str) else None
+        if model is None:
+            raise ValueError("flops_per_token needs a catalog model name or a memlib.Model")
+    seq_len = positive_int("seq_len", seq_len)
+    choice("recompute", recompute, RECOMPUTES)
+    choice("finetune", finetune, FINETUNES)
     n = model.num_params
     attn = model.num_layers * model.num_heads * model.head_dim * seq_len
     dense = 6 * n if finetune == "full" else 4 * n
@@ -94,10 +124,15 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
               internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, nvme_bytes_per_s: float = NVME_BYTES_PER_S,
               cpu_adam_params_per_s: float = CPU_ADAM_PARAMS_PER_S, peak_tflops: float | None = None) -> StepTime:
     """Time of one optimizer step for a training estimate on `gpu`, and tokens/s per GPU."""
+    estimate = _training_estimate(estimate)
     gpu: GPU = get_gpu(gpu)
-    mfu = positive_float("mfu", mfu)
-    if mfu > 1:
-        raise ValueError(f"mfu is a fraction of peak in (0, 1], got {mfu}")
+    mfu = fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
+    gpus_per_node = positive_int("gpus_per_node", gpus_per_node)
+    internode_bytes_per_s = positive_float("internode_bytes_per_s", internode_bytes_per_s, maximum=MAX_BYTES_PER_S,
+                                           unit=" bytes/s")
+    nvme_bytes_per_s = positive_float("nvme_bytes_per_s", nvme_bytes_per_s, maximum=MAX_BYTES_PER_S, unit=" bytes/s")
+    cpu_adam_params_per_s = positive_float("cpu_adam_params_per_s", cpu_adam_params_per_s,
+                                           maximum=MAX_PARAMS_PER_S, unit=" parameters/s")
     s = estimate.setup
     m = s.model
     if peak_tflops is None:
@@ -106,7 +141,7 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
         peak_tflops = gpu.bf16_tflops if s.precision.startswith("bf16") else gpu.fp16_tflops
         if peak_tflops is None:
             raise ValueError(f"{gpu.name} has no bf16 tensor cores; use precision 'fp16-mixed' or pass peak_tflops=")
-    peak = positive_float("peak_tflops", peak_tflops) * 1e12
+    peak = positive_float("peak_tflops", peak_tflops, maximum=MAX_PEAK_TFLOPS, unit=" TFLOP/s") * 1e12
     n_gpus = s.dp * s.tp * s.pp
     tokens = s.seq_len * s.micro_batch * s.grad_accum * s.dp
     fpt = flops_per_token(m, s.seq_len, s.recompute, s.finetune)
@@ -145,7 +180,11 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
             off_bytes += 2 * 2 * part * s.grad_accum
         cpu_s = part / cpu_adam_params_per_s
         if s.offload_device == "nvme":  # the optimizer states stream through: read and write once
-            nvme_s = 2 * estimate.nvme_bytes / positive_float("nvme_bytes_per_s", nvme_bytes_per_s)
+            nvme_s = 2 * estimate.nvme_bytes / nvme_bytes_per_s
     off_s = off_bytes / gpu.host_link_bytes_per_s
-    return StepTime(fpt, tokens, compute, bubble, int(dp_bytes), dp_s, dp_exposed, int(tp_bytes), tp_s,
-                    int(pp_bytes), pp_s, off_bytes, off_s, nvme_s, cpu_s, n_gpus)
+    t = StepTime(fpt, tokens, compute, bubble, int(dp_bytes), dp_s, dp_exposed, int(tp_bytes), tp_s,
+                 int(pp_bytes), pp_s, off_bytes, off_s, nvme_s, cpu_s, n_gpus)
+    if not (0 < t.step_s < math.inf and t.tokens_per_s_per_gpu > 0):  # e.g. mfu=1e-300: no finite answer
+        raise ValueError(f"these rates give a step time of {t.step_s!r} s; check mfu={mfu!r}, "
+                         f"peak_tflops={peak_tflops!r} and the link rates")
+    return t

@@ -252,3 +252,53 @@ def test_config_heads_not_dividing_hidden():
 def test_config_kv_heads_not_dividing_heads():
     with pytest.raises(ValueError, match=r"multiple of num_kv_heads"):
         Model.from_hf_config({**GOOD, "model_type": "mistral", "num_key_value_heads": 5})
+
+
+# --- the shared checks themselves (memlib/_checks.py) ----------------------------------------
+from memlib import _checks  # noqa: E402
+
+
+def test_positive_int_refuses_beyond_2_to_53_with_a_short_message():
+    with pytest.raises(ValueError, match=r"seq_len must be at most 2\*\*53") as e:
+        _checks.positive_int("seq_len", 10**400)
+    assert len(str(e.value)) < 120  # the 401 digits are abbreviated
+    assert _checks.positive_int("seq_len", 2**53) == 2**53
+
+
+def test_positive_int_takes_numpy_integers_as_python_ints():
+    np = pytest.importorskip("numpy")
+    v = _checks.positive_int("batch", np.int64(8))
+    assert v == 8 and type(v) is int
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("inf"), float("nan"), True, "1", None, 10**400])
+def test_positive_float_refuses_non_finite_and_non_positive(value):
+    with pytest.raises(ValueError, match="rate"):
+        _checks.positive_float("rate", value)
+
+
+@pytest.mark.parametrize("value", [0, 1.5, -0.1, float("nan"), True, "0.4"])
+def test_fraction_refuses_outside_0_1(value):
+    with pytest.raises(ValueError, match=r"mfu is a fraction in \(0, 1\]"):
+        _checks.fraction("mfu", value)
+
+
+@pytest.mark.parametrize("value", ["false", 1, None])
+def test_flag_refuses_truthy_non_bools(value):
+    with pytest.raises(ValueError, match="must be True or False"):
+        _checks.flag("allow_offload", value)
+
+
+def test_choices_refuses_a_bare_string_and_unknown_values():
+    with pytest.raises(ValueError, match=r"got the string 'bf16'.*one value: \('bf16',\)"):
+        _checks.choices("precisions", "bf16", ["bf16", "fp32"])
+    with pytest.raises(ValueError, match=r"unknown value 'fp8' in precisions"):
+        _checks.choices("precisions", ["bf16", "fp8"], ["bf16", "fp32"])
+    with pytest.raises(ValueError, match="non-empty"):
+        _checks.choices("precisions", [], ["bf16"])
+    assert _checks.choices("precisions", ["bf16", "bf16", "fp32"], ["bf16", "fp32"]) == ("bf16", "fp32")
+
+
+def test_show_shortens_long_values():
+    assert len(_checks.show("x" * 10**6)) < 80
+    assert len(_checks.show(10**400)) < 60
