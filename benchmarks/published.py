@@ -150,8 +150,9 @@ def _fmt_gib(n: int | None) -> str:
     return "" if n is None else f"{n / 2**30:.2f}"
 
 
-def print_table(results: list[Result], out=sys.stdout) -> None:
-    print(f"{'row':<62}{'stat':<10}{'published':>16}{'GiB':>7}{'memlib GiB':>11}{'error':>9}  setup / why not",
+def print_table(results: list[Result], out=None) -> None:
+    out = out or sys.stdout
+    print(f"{'row':<64}{'stat':<10}{'published':>16}{'GiB':>7}{'memlib GiB':>11}{'error':>9}  setup / why not",
           file=out)
     for r in results:
         row = r.row
@@ -162,7 +163,7 @@ def print_table(results: list[Result], out=sys.stdout) -> None:
             tail += f"  [{r.status}: {r.detail}]"
         elif r.approximate:
             tail += f"  [approximate: ignoring {', '.join(r.missing_options)}]"
-        print(f"{row['id']:<62}{row['statistic']:<10}{pub:>16}{_fmt_gib(row['bytes']):>7}"
+        print(f"{row['id']:<63} {row['statistic']:<9}{pub:>16}{_fmt_gib(row['bytes']):>7}"
               f"{_fmt_gib(r.memlib_bytes):>11}{err:>9}  {tail}", file=out)
 
 
