@@ -137,3 +137,42 @@ def test_qlora_builder_quantizes_every_decoder_projection():
     assert all(p.dtype == torch.bfloat16 for n, p in model.named_parameters() if "lora_" in n)
     gpu_check.train_published(model, opt, ids, spec, "cpu", lambda step, name: None)
     assert opt.state
+
+
+class _FakeAllocator:
+    """Stands in for torch.cuda's counters on CPU: every read is higher than the last, so
+    each phase's recorded peak is the read at its close."""
+
+    def __init__(self):
+        self.n = 0
+
+    def tick(self, *a, **k):
+        self.n += 1
+        return self.n * 1000
+
+    def install(self, monkeypatch, cuda):
+        for name in ("max_memory_allocated", "memory_allocated"):
+            monkeypatch.setattr(cuda, name, self.tick)
+        monkeypatch.setattr(cuda, "max_memory_reserved", lambda *a, **k: self.n * 1000 + 512)
+        monkeypatch.setattr(cuda, "memory_stats", lambda *a, **k: {"active_bytes.all.peak": self.n * 1000})
+        for name in ("synchronize", "reset_peak_memory_stats", "empty_cache"):
+            monkeypatch.setattr(cuda, name, lambda *a, **k: None)
+        monkeypatch.setattr(cuda, "get_device_name", lambda *a, **k: "fake")
+
+
+@pytest.mark.parametrize("kind", ["harness", "published"])
+def test_run_job_records_the_second_step_per_phase(monkeypatch, kind):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("peft")
+    _FakeAllocator().install(monkeypatch, torch.cuda)
+    if kind == "harness":
+        spec = dict(ALL_CASES[0], config=_tiny_spec("litgpt-hub-tinyllama-full-mb4")["config"], seq_len=64)
+    else:
+        spec = _tiny_spec("litgpt-2023-llama-2-7b-lora-mb1")
+    r = gpu_check.run_job({"kind": kind, "name": "t", "spec": spec}, device="cpu")
+    assert set(r["phase_peaks"]) == {"forward", "backward", "optimizer"}
+    assert r["peak_bytes"] == max(r["phase_peaks"].values()) and r["peak_phase"] in r["phase_peaks"]
+    assert r["peak_reserved_bytes"] >= r["peak_bytes"] and r["step1_peak_bytes"] < r["peak_bytes"]
+    assert r["facts"]["trainable_count"] > 0 and r["device_name"] == "fake"
+    assert ("live_at_forward_end" in r) == (kind == "harness")

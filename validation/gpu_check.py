@@ -357,7 +357,8 @@ def _model_facts(model) -> dict:
             "trainable_dtypes": sorted({str(p.dtype) for p in ps if p.requires_grad})}
 
 
-def run_job(job: dict) -> dict:
+def run_job(job: dict, device: str = "cuda") -> dict:
+    """Build and train one job on `device`, reading the CUDA allocator's counters per phase."""
     import torch
     gc.collect()
     torch.cuda.empty_cache()
@@ -376,17 +377,25 @@ def run_job(job: dict) -> dict:
     if job["kind"] == "harness":
         from validation import harness
         case = job["spec"]
-        model, opt, ids, rs = harness._build(case, "cuda")
-        ids = torch.randint(0, case["config"]["vocab_size"], ids.shape, device="cuda")
+        model, opt, ids, rs = harness._build(case, device)
+        ids = torch.randint(0, case["config"]["vocab_size"], ids.shape, device=device)
         facts = harness._model_facts(model, case, rs)
-        out = harness._train_steps(model, opt, ids, case, "cuda", on_phase,
-                                   lambda step: None, lambda step, out: None)
+        fw_end: dict = {}
+
+        def on_fw_end(step, out):
+            if step == 1:
+                torch.cuda.synchronize()
+                fw_end["live_at_forward_end"] = torch.cuda.memory_allocated()
+
+        out = harness._train_steps(model, opt, ids, case, device, on_phase, lambda step: None, on_fw_end)
         del out
     else:
-        model, opt, ids = build_published(job["spec"], "cuda")
+        model, opt, ids = build_published(job["spec"], device)
         facts = _model_facts(model)
-        train_published(model, opt, ids, job["spec"], "cuda", on_phase)
+        train_published(model, opt, ids, job["spec"], device, on_phase)
     result = rec.summary()
+    if job["kind"] == "harness":
+        result.update(fw_end)
     result.update(step1_peak_bytes=first.get("peak_bytes"), step1_peak_reserved_bytes=first.get("peak_reserved_bytes"),
                   facts=facts, seconds=round(time.time() - t0, 1), device_name=torch.cuda.get_device_name())
     if job["kind"] == "published":
