@@ -1,0 +1,236 @@
+"""memlib against peak memory that others measured on real GPUs (validation/published.jsonl).
+
+    python benchmarks/published.py                 # every row
+    python benchmarks/published.py --id ID [--id ...]
+    python benchmarks/published.py --ignore-missing-options
+
+Each row of published.jsonl quotes one figure from a framework's repository or a paper,
+with the statistic it reports and the recipe's setup, and says how to ask memlib for the
+same setup (`memlib.kwargs`, with issue 9's option names) or what memlib lacks to express it.
+
+What a figure is compared with:
+  allocated   (torch.cuda.max_memory_allocated, or the allocator's active bytes)
+              -> the estimate's peak_bytes
+  reserved    (torch.cuda.max_memory_reserved) -> fits()'s required bytes without the CUDA
+              context: peak + allocator headroom (memlib.fit.required_bytes(peak, 0))
+  nvidia-smi  (whole process) -> fits()'s required bytes: peak + CUDA context + headroom
+error = (memlib - published) / published: negative means memlib is LOW (the OOM direction).
+
+Rows are not dropped when memlib cannot compute them. They are listed as
+  inexpressible   the row's setup needs a feature memlib lacks (the row says which)
+  needs option X  the row uses an estimate_training option this memlib does not accept yet
+  needs model     memlib cannot read the row's model family yet
+  refused         memlib accepts the options but rejects the combination (its ValueError)
+With --ignore-missing-options, rows that only lack options are also estimated without those
+options and shown separately, labelled as such: an indication, not a comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import memlib
+from memlib.fit import required_bytes
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "validation" / "published.jsonl"
+FUNCTIONS = {"estimate_training": memlib.estimate_training, "estimate_inference": memlib.estimate_inference}
+STATISTICS = ("allocated", "reserved", "nvidia-smi")
+
+
+def load_rows(path: Path = PUBLISHED) -> list[dict]:
+    rows = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path.name} line {n} is not valid JSON: {e}") from None
+    return rows
+
+
+def accepted_options(function: str) -> set[str]:
+    """Keyword arguments this memlib's estimator accepts (so new options are picked up unchanged)."""
+    return set(inspect.signature(FUNCTIONS[function]).parameters)
+
+
+def resolve_model(spec):
+    """A catalog name, or an inline Hugging Face config dict (read with Model.from_hf_config)."""
+    if isinstance(spec, dict):
+        return memlib.Model.from_hf_config(spec, name=spec.get("_name_or_path") or spec["model_type"])
+    return memlib.get_model(spec)
+
+
+def compared_bytes(peak_bytes: int, statistic: str) -> int:
+    """memlib's figure for a published statistic (see the module docstring)."""
+    if statistic == "allocated":
+        return peak_bytes
+    if statistic == "reserved":
+        return required_bytes(peak_bytes, cuda_context_bytes=0)
+    if statistic == "nvidia-smi":
+        return required_bytes(peak_bytes)
+    raise ValueError(f"unknown statistic {statistic!r}; accepted: {', '.join(STATISTICS)}")
+
+
+@dataclass
+class Result:
+    row: dict
+    status: str  # "ok" | "inexpressible" | "needs-options" | "needs-model" | "refused"
+    detail: str = ""
+    memlib_bytes: int | None = None  # compared figure (peak, or peak + headroom for reserved ...)
+    peak_bytes: int | None = None
+    phase: str | None = None
+    missing_options: list[str] = field(default_factory=list)
+    approximate: bool = False  # computed with --ignore-missing-options
+
+    @property
+    def published_bytes(self) -> int:
+        return self.row["bytes"]
+
+    @property
+    def error(self) -> float | None:
+        if self.memlib_bytes is None:
+            return None
+        return (self.memlib_bytes - self.published_bytes) / self.published_bytes
+
+
+def evaluate(row: dict, ignore_missing: bool = False) -> Result:
+    ml = row["memlib"]
+    if not ml["expressible"]:
+        return Result(row, "inexpressible", ml["missing"])
+    kwargs = dict(ml["kwargs"])
+    missing = sorted(set(kwargs) - accepted_options(ml["function"]))
+    if missing and not ignore_missing:
+        return Result(row, "needs-options", "needs option " + ", ".join(missing), missing_options=missing)
+    for name in missing:
+        kwargs.pop(name)
+    try:
+        kwargs["model"] = resolve_model(kwargs["model"])
+    except ValueError as e:
+        return Result(row, "needs-model", f"needs model family: {e}", missing_options=missing)
+    try:
+        est = FUNCTIONS[ml["function"]](**kwargs)
+    except ValueError as e:
+        return Result(row, "refused", f"memlib refuses: {e}", missing_options=missing)
+    return Result(row, "ok", "", compared_bytes(est.peak_bytes, row["statistic"]), est.peak_bytes,
+                  getattr(est, "phase", None), missing_options=missing, approximate=bool(missing))
+
+
+def summary(row: dict) -> str:
+    """A one-line setup: model, method, precision, tokens, layout."""
+    s = row["setup"]
+    model = s["model"]["hf_id"].split("/")[-1]
+    kw = row["memlib"].get("kwargs", {})
+    method = s["method"].split(" ")[0]
+    lora = s.get("lora")
+    if lora and method in ("lora", "qlora"):
+        method += f" r{lora['r']}"
+    q = s.get("quantization")
+    if q and "double_quant" in q:
+        method += " dq" if q["double_quant"] else " no-dq"
+    prec = kw.get("precision") or s["precision"].split(" ")[0].rstrip(":")
+    parts = [model, method, prec, f"s{s['seq_len']}x{s['micro_batch']}"]
+    if s.get("grad_accum", 1) not in (1, None):
+        parts.append(f"ga{s['grad_accum']}")
+    ckpt = s.get("activation_checkpointing") or "none"
+    if not ckpt.startswith("none"):
+        parts.append("ckpt:" + ckpt.split(" ")[0])
+    if s.get("compile"):
+        parts.append("compile")
+    parts.append(f"{s['num_gpus']}gpu")
+    return " ".join(parts)
+
+
+def _fmt_gib(n: int | None) -> str:
+    return "" if n is None else f"{n / 2**30:.2f}"
+
+
+def print_table(results: list[Result], out=None) -> None:
+    out = out or sys.stdout
+    print(f"{'row':<64}{'stat':<10}{'published':>16}{'GiB':>7}{'memlib GiB':>11}{'error':>9}  setup / why not",
+          file=out)
+    for r in results:
+        row = r.row
+        pub = f"{row['value']:g} {row['unit']}"
+        err = "" if r.error is None else f"{r.error:+.1%}"
+        tail = summary(row)
+        if r.status != "ok":
+            tail += f"  [{r.status}: {r.detail}]"
+        elif r.approximate:
+            tail += f"  [approximate: ignoring {', '.join(r.missing_options)}]"
+        print(f"{row['id']:<63} {row['statistic']:<9}{pub:>16}{_fmt_gib(row['bytes']):>7}"
+              f"{_fmt_gib(r.memlib_bytes):>11}{err:>9}  {tail}", file=out)
+
+
+def error_stats(results: list[Result]) -> dict | None:
+    errs = [r.error for r in results if r.error is not None]
+    if not errs:
+        return None
+    worst = max(errs, key=abs)
+    return {"n": len(errs), "median_abs": statistics.median(abs(e) for e in errs), "worst": worst,
+            "low_over_10pct": sum(e < -0.10 for e in errs), "low": sum(e < 0 for e in errs)}
+
+
+def _stats_line(label: str, results: list[Result]) -> str:
+    st = error_stats(results)
+    if st is None:
+        return f"{label}: no row computed"
+    return (f"{label}: {st['n']} rows, median |error| {st['median_abs']:.1%}, worst {st['worst']:+.1%}, "
+            f"{st['low']} low, {st['low_over_10pct']} more than 10% low")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python benchmarks/published.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--id", action="append", default=[], help="only this row (repeatable)")
+    ap.add_argument("--ignore-missing-options", action="store_true",
+                    help="also estimate rows whose options this memlib lacks, dropping those options (labelled)")
+    args = ap.parse_args(argv)
+    rows = load_rows()
+    if args.id:
+        known = {r["id"] for r in rows}
+        unknown = [i for i in args.id if i not in known]
+        if unknown:
+            print(f"unknown row id(s): {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        rows = [r for r in rows if r["id"] in set(args.id)]
+    results = [evaluate(r) for r in rows]
+    print(f"{len(rows)} published peaks from {len({r['source'].get('repo') or r['source'].get('paper') for r in rows})} "
+          f"sources; memlib {memlib.__version__}\n")
+    print_table(results)
+
+    ok = [r for r in results if r.status == "ok"]
+    print()
+    print(_stats_line("allocated rows memlib computes", [r for r in ok if r.row["statistic"] == "allocated"]))
+    print(_stats_line("reserved / nvidia-smi rows memlib computes (vs fits() required bytes)",
+                      [r for r in ok if r.row["statistic"] != "allocated"]))
+    by_status: dict[str, list[Result]] = {}
+    for r in results:
+        by_status.setdefault(r.status, []).append(r)
+    counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(by_status.items()))
+    print(f"rows by status: {counts}")
+    needed: dict[str, int] = {}
+    for r in by_status.get("needs-options", []):
+        for o in r.missing_options:
+            needed[o] = needed.get(o, 0) + 1
+    if needed:
+        print("options this memlib lacks (rows needing each): "
+              + ", ".join(f"{k} ({v})" for k, v in sorted(needed.items(), key=lambda kv: -kv[1])))
+
+    if args.ignore_missing_options:
+        approx = [evaluate(r.row, ignore_missing=True) for r in by_status.get("needs-options", [])]
+        print("\nRows that need options, estimated WITHOUT them (today's semantics for those options; "
+              "an indication only):\n")
+        print_table(approx)
+        print()
+        print(_stats_line("approximate, allocated", [r for r in approx if r.row["statistic"] == "allocated"]))
+        print(_stats_line("approximate, reserved / nvidia-smi", [r for r in approx if r.row["statistic"] != "allocated"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""validation/published.jsonl: peak memory that others measured on real GPUs.
+
+Schema: every row is pinned to a commit (or a paper table), quotes the figure as published,
+states the statistic and the unit convention of the code that printed it, converts it to
+bytes consistently, and records the recipe's setup and how memlib expresses it. The
+benchmark (benchmarks/published.py) must handle every row with today's memlib, listing
+what it cannot compute instead of failing. The accuracy thresholds of issue 9 are checked
+by the xfail test at the end until the recipe options land in memlib.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import re
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+import memlib
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("published_benchmark", ROOT / "benchmarks" / "published.py")
+bench = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = bench  # dataclasses look their module up while the class is built
+_spec.loader.exec_module(bench)
+
+ROWS = bench.load_rows()
+IDS = [r["id"] for r in ROWS]
+
+UNITS = {"GB": 10**9, "GiB": 2**30, "MB": 10**6, "MiB": 2**20}
+# What the unit note must cite: the divisor the source's printing code used.
+UNIT_EVIDENCE = {"GB": ("1e9", "10**9", "1000**3"), "GiB": ("2**30", "1024**3", "1024*1024*1024", "1024 * 1024 * 1024"),
+                 "MB": ("1e6", "10**6"), "MiB": ("2**20", "1024**2")}
+SETUP_FIELDS = ("framework", "model", "method", "precision", "optimizer", "optimizer_impl", "seq_len",
+                "micro_batch", "grad_accum", "activation_checkpointing", "attention", "loss",
+                "activation_offload", "compile", "packing", "num_gpus", "sharding")
+CONFIG_FIELDS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                 "vocab_size", "tie_word_embeddings")
+# Issue 9's option names (exact), on top of what estimate_training accepts today.
+ISSUE9_OPTIONS = {
+    "lora_dropout": lambda v: isinstance(v, float) and 0.0 <= v < 1.0,
+    "adapter_dtype": lambda v: v in ("fp32", "bf16"),
+    "optimizer_impl": lambda v: v in ("foreach", "fused", "for-loop"),
+    "qlora_backend": lambda v: v in ("bitsandbytes", "torchao"),
+    "double_quant": lambda v: isinstance(v, bool),
+    "loss": lambda v: v in ("full", "chunked"),
+    "activation_offload": lambda v: isinstance(v, bool),
+}
+TRAINING_OPTIONS = set(inspect.signature(memlib.estimate_training).parameters) | set(ISSUE9_OPTIONS)
+INFERENCE_OPTIONS = set(inspect.signature(memlib.estimate_inference).parameters)
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(m.replace(",", "")) for m in re.findall(r"\d+(?:,\d{3})*(?:\.\d+)?", text)]
+
+
+def test_enough_rows_from_several_sources():
+    assert len(ROWS) >= 20
+    assert len(set(IDS)) == len(IDS), "row ids must be unique"
+    sources = {r["source"].get("repo") or r["source"].get("paper") for r in ROWS}
+    assert len(sources) >= 3
+    expressible_allocated = [r for r in ROWS if r["memlib"]["expressible"] and r["statistic"] == "allocated"]
+    assert len(expressible_allocated) >= 20, "issue 9 asks for >= 20 allocated peaks memlib can express"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_row_schema(row):
+    assert re.fullmatch(r"[a-z0-9][a-z0-9.\-]*", row["id"]), row["id"]
+    assert row["kind"] in ("training", "inference")
+    src = row["source"]
+    if "repo" in src:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+", src["repo"]) and src["path"]
+        assert re.fullmatch(r"[0-9a-f]{40}", src["commit"]), "pin the source at a full commit hash"
+        code = src.get("code")
+        if code:
+            assert re.fullmatch(r"[0-9a-f]{40}", code["commit"]) and code["path"] and code["repo"]
+    else:
+        assert src.get("paper") and src.get("table") and src.get("url", "").startswith("http")
+    # the quote is the published text and contains the figure
+    assert row["quote"].strip()
+    assert any(abs(n - row["value"]) < 1e-9 for n in _numbers(row["quote"])), \
+        f"{row['value']} does not appear in the quote {row['quote']!r}"
+    # statistic and unit convention, each with the evidence for it
+    assert row["statistic"] in bench.STATISTICS
+    assert len(row["statistic_note"]) > 40
+    assert row["unit"] in UNITS
+    assert any(e in row["unit_note"] for e in UNIT_EVIDENCE[row["unit"]]), \
+        f"unit_note must cite the divisor the printing code used: {row['unit_note']!r}"
+    assert row["bytes"] == round(row["value"] * UNITS[row["unit"]])
+    assert 0 < row["resolution_bytes"] <= 0.05 * UNITS[row["unit"]]
+    assert row["gpu"]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_row_setup(row):
+    s = row["setup"]
+    for f in SETUP_FIELDS:
+        assert f in s, f"setup lacks {f}"
+    m = s["model"]
+    assert m["hf_id"] and "/" in m["hf_id"] and m["implementation"] and m["config_source"]
+    for f in CONFIG_FIELDS:
+        assert f in m["config"], f"model config lacks {f}"
+    assert isinstance(s["num_gpus"], int) and s["num_gpus"] >= 1
+    assert isinstance(s["seq_len"], int) and isinstance(s["micro_batch"], int) and isinstance(s["grad_accum"], int)
+    if row["kind"] == "training":
+        assert s["method"].split(" ")[0] in ("full", "lora", "qlora")
+        assert s["optimizer"] and s["optimizer_impl"] and s["loss"]
+    if s["method"] in ("lora", "qlora"):
+        lora = s["lora"]
+        assert {"r", "alpha", "dropout", "targets", "adapter_dtype"} <= set(lora)
+    if s["method"] == "qlora":
+        assert {"backend", "quant_type", "double_quant"} <= set(s["quantization"])
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_row_memlib_expression(row):
+    ml = row["memlib"]
+    assert ml["function"] in bench.FUNCTIONS
+    assert isinstance(ml["expressible"], bool)
+    if not ml["expressible"]:
+        assert isinstance(ml["missing"], str) and len(ml["missing"]) > 10
+        return
+    kw = ml["kwargs"]
+    allowed = TRAINING_OPTIONS if ml["function"] == "estimate_training" else INFERENCE_OPTIONS
+    assert set(kw) <= allowed, f"unknown option names: {sorted(set(kw) - allowed)}"
+    for name, ok in ISSUE9_OPTIONS.items():
+        if name in kw:
+            assert ok(kw[name]), f"{name}={kw[name]!r} is not one of issue 9's values"
+    s = row["setup"]
+    if ml["function"] == "estimate_training":
+        assert (kw["seq_len"], kw["micro_batch"], kw.get("grad_accum", 1)) == (s["seq_len"], s["micro_batch"], s["grad_accum"])
+        assert kw["finetune"] == s["method"].split(" ")[0]
+        if s["method"] in ("lora", "qlora"):
+            assert kw["lora_rank"] == s["lora"]["r"] and kw["lora_dropout"] == s["lora"]["dropout"]
+            assert kw["adapter_dtype"] == s["lora"]["adapter_dtype"]
+        if s["method"] == "qlora":
+            assert kw["double_quant"] == s["quantization"]["double_quant"]
+        assert kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) == s["num_gpus"], "dp x tp x pp must be the GPU count"
+    else:
+        assert kw["context_len"] == s["seq_len"] and kw["batch"] == s["micro_batch"]
+    # the model memlib is asked about is the model the recipe ran
+    cfg = s["model"]["config"]
+    if isinstance(kw["model"], dict):
+        assert kw["model"] == cfg
+    else:
+        m = memlib.get_model(kw["model"])
+        assert (m.hidden_size, m.num_layers, m.num_heads, m.num_kv_heads, m.intermediate_size, m.vocab_size,
+                m.tie_word_embeddings) == (
+            cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"],
+            cfg.get("num_key_value_heads", cfg["num_attention_heads"]), cfg["intermediate_size"],
+            cfg["vocab_size"], cfg["tie_word_embeddings"])
+
+
+def test_compared_bytes_follow_fits():
+    """allocated -> the peak; reserved -> peak + 5% allocator headroom; nvidia-smi -> also + 0.5 GiB
+    CUDA context (memlib.fit's defaults, written out here)."""
+    peak = 10 * 2**30
+    assert bench.compared_bytes(peak, "allocated") == peak
+    assert bench.compared_bytes(peak, "reserved") == peak + peak // 20
+    assert bench.compared_bytes(peak, "nvidia-smi") == peak + 512 * 2**20 + peak // 20
+    with pytest.raises(ValueError, match="statistic"):
+        bench.compared_bytes(peak, "smi")
+
+
+def test_benchmark_handles_every_row_with_this_memlib():
+    """No row crashes the benchmark: each is computed or says why not, naming the option it needs."""
+    accepted = bench.accepted_options("estimate_training")
+    for row in ROWS:
+        r = bench.evaluate(row)
+        assert r.status in ("ok", "inexpressible", "needs-options", "needs-model", "refused"), r.status
+        if r.status == "ok":
+            assert r.memlib_bytes > 0 and r.error is not None
+        else:
+            assert r.detail
+        if r.status == "needs-options":
+            assert r.missing_options and not set(r.missing_options) & accepted
+            for o in r.missing_options:
+                assert o in r.detail
+
+
+def test_benchmark_prints_every_row(capsys):
+    assert bench.main([]) == 0
+    out = capsys.readouterr().out
+    for rid in IDS:
+        assert rid in out
+    assert "median |error|" in out or "no row computed" in out
+
+
+@pytest.mark.xfail(strict=False, reason="thresholds checked once the recipe options land")
+def test_published_allocated_peaks_within_issue_9_thresholds():
+    """Issue 9, done when: on published allocated peaks whose setup memlib can express, median
+    |error| <= 4%, worst <= 10%, and no row more than 10% low. Every expressible allocated row
+    must be computed (none left needing an option or a model family)."""
+    rows = [r for r in ROWS if r["memlib"]["expressible"] and r["statistic"] == "allocated"]
+    results = [bench.evaluate(r) for r in rows]
+    not_computed = [f"{r.row['id']}: {r.detail}" for r in results if r.status != "ok"]
+    assert not not_computed, "not computed:\n" + "\n".join(not_computed)
+    errors = [r.error for r in results]
+    assert statistics.median(abs(e) for e in errors) <= 0.04
+    assert max(abs(e) for e in errors) <= 0.10
+    low = [f"{r.row['id']}: {r.error:+.1%}" for r in results if r.error < -0.10]
+    assert not low, "more than 10% low:\n" + "\n".join(low)
