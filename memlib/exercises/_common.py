@@ -60,11 +60,6 @@ def llama_like(k: dict, gqa: bool = True) -> Model:
                  intermediate_size=k["intermediate"], vocab_size=k.get("vocab", 32000), num_kv_heads=kv_heads)
 
 
-def peak_saving(make_before: Callable, make_after: Callable) -> int:
-    """How much lower the per-GPU peak is after a change (max over moments, memlib.estimate_training)."""
-    return make_before().peak_bytes - make_after().peak_bytes
-
-
 def max_part(estimate, part: str) -> int:
     """The largest amount of one breakdown category alive at any moment of the step."""
     return max(m.parts.get(part, 0) for m in estimate.moments)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from memlib.activations import korthikanti_layer_bytes
-from memlib.exercises._common import (b, fits, fitting, llama_like, md_table, n_params, only_fitting, peak_rows,
+from memlib.exercises._common import (b, fitting, llama_like, md_table, n_params, only_fitting, peak_rows,
                                       states, verdict)
 from memlib.exercises.kinds import (Choice, Figure, Implement, MultiChoice, Numeric, Option, SelfAssessed, Slip,
                                     SpotError)
