@@ -21,16 +21,18 @@
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("00.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"13.5 GB"`, `"12.6 GiB"`; a plain number means the unit the question names,
-# else bytes).
+# else bytes). `hint("00.k")` shows the concept, then the formula, then the first step. The
+# open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
+# marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
 
 # %% [markdown]
 # > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/00_memory_anatomy_solutions.py`; change that file and rerun the tool.
 # >
-# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one), `solution("NN.k")` shows the worked answer, `score("00")` sums up.
+# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one: the concept, the formula, the first step), `solution("NN.k")` shows the worked answer. Open questions are self-assessed: `check` shows a rubric and a model answer, then `mark("NN.k", [True, False, ...])` records your marks. Your progress is saved in `.memlib_progress.json` in this folder (it survives a kernel restart; the best attempt counts): `score("00")` sums up this notebook, `score()` all of them.
 
 # %%
 import memlib
-from memlib.grading import check, hint, score, show, solution
+from memlib.grading import check, hint, mark, score, show, solution
 
 # %% [markdown]
 # ## 00.1 · Weights of LLaMA-7B in bf16
@@ -80,13 +82,13 @@ check("00.4", answer)
 # hint("00.4")
 
 # %% [markdown]
-# ## 00.5 · Bytes per parameter in pure bf16
+# ## 00.5 · What full recompute saves at the peak
 
 # %%
 show("00.5")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. 16
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
 check("00.5", answer)
 # hint("00.5")
 
@@ -129,7 +131,7 @@ check("00.8", answer)
 # hint("00.8")
 
 # %% [markdown]
-# ## 00.9 · Why the peak is a maximum, not a sum
+# ## 00.9 · What do you ask back?
 
 # %%
 show("00.9")
@@ -138,9 +140,12 @@ show("00.9")
 answer = ...  # your answer here: a few sentences in a string
 check("00.9", answer)
 
+# %%
+marks = ...  # your marks here, after check() shows the rubric: one True/False per point (6 in order)
+mark("00.9", marks)
+
 # %% [markdown]
 # ## Your score
 
 # %%
-# NBVAL_CHECK_OUTPUT
 score("00")

@@ -21,16 +21,18 @@
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("01.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"123 GB"`, `"114.6 GiB"`; a plain number means the unit the question names,
-# else bytes).
+# else bytes). `hint("01.k")` shows the concept, then the formula, then the first step. The
+# open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
+# marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
 
 # %% [markdown]
 # > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/01_65b_on_4x_v100_solutions.py`; change that file and rerun the tool.
 # >
-# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one), `solution("NN.k")` shows the worked answer, `score("01")` sums up.
+# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one: the concept, the formula, the first step), `solution("NN.k")` shows the worked answer. Open questions are self-assessed: `check` shows a rubric and a model answer, then `mark("NN.k", [True, False, ...])` records your marks. Your progress is saved in `.memlib_progress.json` in this folder (it survives a kernel restart; the best attempt counts): `score("01")` sums up this notebook, `score()` all of them.
 
 # %%
 import memlib
-from memlib.grading import check, hint, score, show, solution
+from memlib.grading import check, hint, mark, score, show, solution
 
 # %% [markdown]
 # ## 01.1 · What do 4x V100 32GB hold?
@@ -75,7 +77,7 @@ check("01.3", answer)
 show("01.4")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: ([the wrong figures as written], the right value), e.g. (["99GB", "ZeRO-9"], "123 GB")
 check("01.4", answer)
 # hint("01.4")
 
@@ -102,19 +104,19 @@ check("01.6", answer)
 # hint("01.6")
 
 # %% [markdown]
-# ## 01.7 · ZeRO per-GPU model states
+# ## 01.7 · Training FLOPs per token
 
 # %%
 show("01.7")
 
 
 # %%
-def zero_per_gpu(num_params, stage, dp):
-    """Bytes of model states on one GPU under ZeRO `stage` over `dp` GPUs (2 + 2 + 12 bytes/param)."""
+def train_flops_per_token(num_params, layers, heads, head_dim, seq_len, recompute):
+    """FLOPs of one training token: forward + backward, plus what recompute runs again."""
     ...  # TODO: your code here (until then it returns None: "not answered yet")
 
 
-check("01.7", zero_per_gpu)
+check("01.7", train_flops_per_token)
 # hint("01.7")
 
 # %% [markdown]
@@ -129,18 +131,32 @@ check("01.8", answer)
 # hint("01.8")
 
 # %% [markdown]
-# ## 01.9 · Fine-tune Vicuna-65B on 4x V100 this week
+# ## 01.9 · How long is one step?
 
 # %%
 show("01.9")
 
 # %%
-answer = ...  # your answer here: a few sentences in a string
+answer = ...  # your answer here: a number with its unit, e.g. "12.5 s" or 12.5
 check("01.9", answer)
+# hint("01.9")
+
+# %% [markdown]
+# ## 01.10 · Fine-tune Vicuna-65B on 4x V100 this week
+
+# %%
+show("01.10")
+
+# %%
+answer = ...  # your answer here: a few sentences in a string
+check("01.10", answer)
+
+# %%
+marks = ...  # your marks here, after check() shows the rubric: one True/False per point (6 in order)
+mark("01.10", marks)
 
 # %% [markdown]
 # ## Your score
 
 # %%
-# NBVAL_CHECK_OUTPUT
 score("01")

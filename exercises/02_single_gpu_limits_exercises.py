@@ -21,15 +21,18 @@
 # exercise says its difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("02.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"16 GB"`, `"15 GiB"`, `"5.4B"` parameters).
+# `hint("02.k")` shows the concept, then the formula, then the first step. The open question
+# is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
+# Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
 
 # %% [markdown]
 # > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/02_single_gpu_limits_solutions.py`; change that file and rerun the tool.
 # >
-# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one), `solution("NN.k")` shows the worked answer, `score("02")` sums up.
+# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one: the concept, the formula, the first step), `solution("NN.k")` shows the worked answer. Open questions are self-assessed: `check` shows a rubric and a model answer, then `mark("NN.k", [True, False, ...])` records your marks. Your progress is saved in `.memlib_progress.json` in this folder (it survives a kernel restart; the best attempt counts): `score("02")` sums up this notebook, `score()` all of them.
 
 # %%
 import memlib
-from memlib.grading import check, hint, score, show, solution
+from memlib.grading import check, hint, mark, score, show, solution
 
 # %% [markdown]
 # ## 02.1 · The largest model an A100 80GB can fully fine-tune
@@ -137,9 +140,23 @@ show("02.9")
 answer = ...  # your answer here: a few sentences in a string
 check("02.9", answer)
 
+# %%
+marks = ...  # your marks here, after check() shows the rubric: one True/False per point (6 in order)
+mark("02.9", marks)
+
+# %% [markdown]
+# ## 02.10 · Which questions change the verdict?
+
+# %%
+show("02.10")
+
+# %%
+answer = ...  # your answer here: every option that applies, e.g. "a, f"
+check("02.10", answer)
+# hint("02.10")
+
 # %% [markdown]
 # ## Your score
 
 # %%
-# NBVAL_CHECK_OUTPUT
 score("02")

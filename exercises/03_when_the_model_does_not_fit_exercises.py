@@ -21,15 +21,18 @@
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("03.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"3.9 GB"`, `"3.6 GiB"`, `"40M"` parameters).
+# `hint("03.k")` shows the concept, then the formula, then the first step. The open question
+# is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
+# Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
 
 # %% [markdown]
 # > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/03_when_the_model_does_not_fit_solutions.py`; change that file and rerun the tool.
 # >
-# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one), `solution("NN.k")` shows the worked answer, `score("03")` sums up.
+# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one: the concept, the formula, the first step), `solution("NN.k")` shows the worked answer. Open questions are self-assessed: `check` shows a rubric and a model answer, then `mark("NN.k", [True, False, ...])` records your marks. Your progress is saved in `.memlib_progress.json` in this folder (it survives a kernel restart; the best attempt counts): `score("03")` sums up this notebook, `score()` all of them.
 
 # %%
 import memlib
-from memlib.grading import check, hint, score, show, solution
+from memlib.grading import check, hint, mark, score, show, solution
 
 # %% [markdown]
 # ## 03.1 · A 4-bit LLaMA-7B, really
@@ -95,7 +98,7 @@ check("03.5", answer)
 # hint("03.5")
 
 # %% [markdown]
-# ## 03.6 · What full recompute saves
+# ## 03.6 · What full recompute shrinks in one layer
 
 # %%
 show("03.6")
@@ -106,13 +109,13 @@ check("03.6", answer)
 # hint("03.6")
 
 # %% [markdown]
-# ## 03.7 · Host RAM for ZeRO-Offload
+# ## 03.7 · What ZeRO-Offload saves at the peak
 
 # %%
 show("03.7")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
 check("03.7", answer)
 # hint("03.7")
 
@@ -137,9 +140,45 @@ show("03.9")
 answer = ...  # your answer here: a few sentences in a string
 check("03.9", answer)
 
+# %%
+marks = ...  # your marks here, after check() shows the rubric: one True/False per point (7 in order)
+mark("03.9", marks)
+
+# %% [markdown]
+# ## 03.10 · Serving Llama-2-70B with tensor parallelism
+
+# %%
+show("03.10")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+check("03.10", answer)
+# hint("03.10")
+
+# %% [markdown]
+# ## 03.11 · Serve a 70B on A100 80GB cards
+
+# %%
+show("03.11")
+
+# %%
+answer = ...  # your answer here: every option that applies, e.g. "a, e"
+check("03.11", answer)
+# hint("03.11")
+
+# %% [markdown]
+# ## 03.12 · When does recompute lower the peak?
+
+# %%
+show("03.12")
+
+# %%
+answer = ...  # your answer here: every option that applies, e.g. "a, e"
+check("03.12", answer)
+# hint("03.12")
+
 # %% [markdown]
 # ## Your score
 
 # %%
-# NBVAL_CHECK_OUTPUT
 score("03")

@@ -21,16 +21,24 @@
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("00.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"13.5 GB"`, `"12.6 GiB"`; a plain number means the unit the question names,
-# else bytes).
+# else bytes). `hint("00.k")` shows the concept, then the formula, then the first step. The
+# open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
+# marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
 
 # %% [markdown] tags=["solution"]
 # **This is the solutions copy:** every exercise is answered and checked. The student copy,
 # `exercises/00_memory_anatomy_exercises.ipynb`, is generated from this file by
-# `tools/make_exercises.py`.
+# `tools/make_exercises.py`. It keeps no progress file (the next cell), so its score below is
+# always the same.
+
+# %% tags=["solution"]
+import os
+
+os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, score, show, solution
+from memlib.grading import check, hint, mark, score, show, solution
 
 # %% [markdown]
 # ## 00.1 · Weights of LLaMA-7B in bf16
@@ -84,7 +92,8 @@ check("00.3", answer)
 # %% [markdown]
 # <!-- BEGIN SOLUTION -->
 # **Why.** "动量+方差" in fp32 is already twice the seed's figure, and the update runs on an
-# fp32 master copy of the weights that the paragraph forgets entirely. The total inherits both.
+# fp32 master copy of the weights that the paragraph forgets entirely. The 56GB total only
+# inherits that error.
 # <!-- END SOLUTION -->
 
 # %% [markdown]
@@ -106,17 +115,24 @@ check("00.4", answer)
 solution("00.4")
 
 # %% [markdown]
-# ## 00.5 · Bytes per parameter in pure bf16
+# ## 00.5 · What full recompute saves at the peak
 
 # %%
 show("00.5")
 
 # %%
 # BEGIN SOLUTION
-answer = 2 + 2 + 2 + 2  # weight, gradient, momentum, variance: all bf16
+plain = memlib.estimate_training("llama-7b", seq_len=2048, precision="bf16-mixed", recompute="none")
+recomputed = memlib.estimate_training("llama-7b", seq_len=2048, precision="bf16-mixed", recompute="full")
+for est in (plain, recomputed):  # where each peak sits
+    print(est.setup.recompute, est.phase, est.peak_moment.where, f"{est.peak_bytes / 1e9:.2f} GB")
+answer = f"{(plain.peak_bytes - recomputed.peak_bytes) / 1e9:.2f} GB"
 # END SOLUTION
 check("00.5", answer)
 # hint("00.5")
+
+# %% tags=["solution"]
+solution("00.5")
 
 # %% [markdown]
 # ## 00.6 · Where is the peak with full recompute?
@@ -170,7 +186,7 @@ check("00.8", answer)
 # hint("00.8")
 
 # %% [markdown]
-# ## 00.9 · Why the peak is a maximum, not a sum
+# ## 00.9 · What do you ask back?
 
 # %%
 show("00.9")
@@ -178,18 +194,22 @@ show("00.9")
 # %%
 # BEGIN SOLUTION
 answer = """
-Memory is not the sum of everything a step ever allocates: a tensor is freed when nothing refers
-to it. Parameters and optimizer states live for the whole step; the saved activations are
-released layer by layer during the backward while that layer's gradients appear. So the peak is
-the maximum over the moments of the step (end of forward, top of backward, bottom of backward,
-optimizer step), not the sum. With full recompute the activations are small, so the peak moves to
-the end of the backward / the optimizer step where all gradients coexist with the states.
+First: full fine-tuning or LoRA/QLoRA? Full keeps about 16 bytes per parameter of model states
+(over 100 GB for 7B); LoRA keeps a frozen 16-bit base (2 bytes/param) or a 4-bit one. Which
+precision and optimizer: mixed-precision AdamW, pure bf16 (8 bytes/param), 8-bit AdamW? What
+sequence length and micro-batch: activations grow with the tokens, and with s squared under
+eager attention. Is recompute allowed, and is the attention kernel SDPA/FlashAttention? How many
+GPUs, and may we shard with ZeRO/FSDP or offload to the CPU? And is it really training, or
+serving, which needs only the weights plus the KV cache?
 """
 # END SOLUTION
 check("00.9", answer)
 
-# %% tags=["solution"]
-solution("00.9")
+# %%
+# BEGIN SOLUTION
+marks = [True, True, True, True, True, True]  # every rubric point is covered above
+# END SOLUTION
+mark("00.9", marks)
 
 # %% [markdown]
 # ## Your score

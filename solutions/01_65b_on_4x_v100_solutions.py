@@ -21,16 +21,24 @@
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("01.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"123 GB"`, `"114.6 GiB"`; a plain number means the unit the question names,
-# else bytes).
+# else bytes). `hint("01.k")` shows the concept, then the formula, then the first step. The
+# open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
+# marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
 
 # %% [markdown] tags=["solution"]
 # **This is the solutions copy:** every exercise is answered and checked. The student copy,
 # `exercises/01_65b_on_4x_v100_exercises.ipynb`, is generated from this file by
-# `tools/make_exercises.py`.
+# `tools/make_exercises.py`. It keeps no progress file (the next cell), so its score below is
+# always the same.
+
+# %% tags=["solution"]
+import os
+
+os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, score, show, solution
+from memlib.grading import check, hint, mark, score, show, solution
 
 # %% [markdown]
 # ## 01.1 · What do 4x V100 32GB hold?
@@ -94,8 +102,8 @@ show("01.4")
 # %%
 # BEGIN SOLUTION
 n = memlib.get_model("vicuna-65b").num_params
-per_gpu = 2 * n + 2 * n + 12 * n / 4  # ZeRO-1: weights and grads replicated, optimizer sharded
-answer = ("390GB", f"{per_gpu / 1e9:.0f} GB")
+per_gpu = 2 * n + 2 * n + 12 * n / 4  # ZeRO-1: weights and grads replicated, optimizer (with master) sharded
+answer = (["ZeRO-2", "390GB"], f"{per_gpu / 1e9:.0f} GB")
 # END SOLUTION
 check("01.4", answer)
 # hint("01.4")
@@ -136,7 +144,7 @@ check("01.6", answer)
 solution("01.6")
 
 # %% [markdown]
-# ## 01.7 · ZeRO per-GPU model states
+# ## 01.7 · Training FLOPs per token
 
 # %%
 show("01.7")
@@ -144,16 +152,19 @@ show("01.7")
 
 # %%
 # BEGIN SOLUTION
-def zero_per_gpu(num_params, stage, dp):
-    """Bytes of model states on one GPU under ZeRO `stage` over `dp` GPUs (2 + 2 + 12 bytes/param)."""
-    weights = 2 * num_params / (dp if stage >= 3 else 1)
-    grads = 2 * num_params / (dp if stage >= 2 else 1)
-    optimizer = 12 * num_params / (dp if stage >= 1 else 1)
-    return weights + grads + optimizer
+def train_flops_per_token(num_params, layers, heads, head_dim, seq_len, recompute):
+    """FLOPs of one training token: forward + backward, plus what recompute runs again."""
+    attn = layers * heads * head_dim * seq_len  # the attention scores and their use
+    flops = 6 * num_params + 12 * attn  # forward 2N + 4 attn, backward twice that
+    if recompute == "full":
+        flops += 2 * num_params + 4 * attn  # a second forward
+    elif recompute == "selective":
+        flops += 4 * attn  # only the attention scores again
+    return flops
 # END SOLUTION
 
 
-check("01.7", zero_per_gpu)
+check("01.7", train_flops_per_token)
 # hint("01.7")
 
 # %% [markdown]
@@ -175,10 +186,30 @@ check("01.8", answer)
 solution("01.8")
 
 # %% [markdown]
-# ## 01.9 · Fine-tune Vicuna-65B on 4x V100 this week
+# ## 01.9 · How long is one step?
 
 # %%
 show("01.9")
+
+# %%
+# BEGIN SOLUTION
+m = memlib.get_model("vicuna-65b")
+attn = m.num_layers * m.num_heads * m.head_dim * 2048
+flops_per_token = 8 * m.num_params + 16 * attn  # full recompute: the forward runs twice
+tokens = 4 * 2048  # one sequence per GPU
+answer = f"{flops_per_token * tokens / (4 * 125e12 * 0.4):.1f} s"  # 4 GPUs at 40% of 125 TFLOPS
+# END SOLUTION
+check("01.9", answer)
+# hint("01.9")
+
+# %% tags=["solution"]
+solution("01.9")
+
+# %% [markdown]
+# ## 01.10 · Fine-tune Vicuna-65B on 4x V100 this week
+
+# %%
+show("01.10")
 
 # %%
 # BEGIN SOLUTION
@@ -187,15 +218,18 @@ Full fine-tuning needs 16 bytes/param, about 1 TB of model states: on 4x V100 it
 ZeRO-Infinity (optimizer and parameters offloaded to CPU), which needs over a terabyte of host RAM
 and runs at a few tens of tokens/s per GPU: days, not hours. I would run QLoRA instead: a 4-bit
 NF4 base with LoRA adapters, fp16 with dynamic loss scaling (V100 has no bf16), gradient
-checkpointing on, the 4-bit layers split across the four GPUs (a 65B QLoRA needs ~40 GiB, more
-than one V100). If the quality target allows, a 33B QLoRA fits one V100 and runs data-parallel.
-For real full fine-tuning I would ask for A100/H100 80GB GPUs.
+checkpointing on, the 4-bit layers split across the four GPUs (device_map or FSDP-QLoRA). If the
+quality target allows, a 33B QLoRA is cheaper still. For real full fine-tuning I would ask for
+A100/H100 80GB GPUs.
 """
 # END SOLUTION
-check("01.9", answer)
+check("01.10", answer)
 
-# %% tags=["solution"]
-solution("01.9")
+# %%
+# BEGIN SOLUTION
+marks = [True, True, True, True, True, True]  # every rubric point is covered above
+# END SOLUTION
+mark("01.10", marks)
 
 # %% [markdown]
 # ## Your score

@@ -21,15 +21,24 @@
 # exercise says its difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("02.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"16 GB"`, `"15 GiB"`, `"5.4B"` parameters).
+# `hint("02.k")` shows the concept, then the formula, then the first step. The open question
+# is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
+# Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
 
 # %% [markdown] tags=["solution"]
 # **This is the solutions copy:** every exercise is answered and checked. The student copy,
 # `exercises/02_single_gpu_limits_exercises.ipynb`, is generated from this file by
-# `tools/make_exercises.py`.
+# `tools/make_exercises.py`. It keeps no progress file (the next cell), so its score below is
+# always the same.
+
+# %% tags=["solution"]
+import os
+
+os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, score, show, solution
+from memlib.grading import check, hint, mark, score, show, solution
 
 # %% [markdown]
 # ## 02.1 · The largest model an A100 80GB can fully fine-tune
@@ -144,7 +153,7 @@ show("02.7")
 
 # %%
 # BEGIN SOLUTION
-answer = f"{memlib.get_model('llama-3-8b').num_params * 2 / 1e9:.2f} GB"
+answer = f"{memlib.get_model('llama-3-8b').num_params * 2 / 1e9:.2f} GB"  # bf16: 2 bytes per parameter
 # END SOLUTION
 check("02.7", answer)
 # hint("02.7")
@@ -185,8 +194,30 @@ negotiable, LoRA or QLoRA. I would pick ZeRO-Offload for fidelity, 8-bit + bf16 
 # END SOLUTION
 check("02.9", answer)
 
+# %%
+# BEGIN SOLUTION
+marks = [True, True, True, True, True, True]  # every rubric point is covered above
+# END SOLUTION
+mark("02.9", marks)
+
 # %% tags=["solution"]
 solution("02.9")
+
+# %% [markdown]
+# ## 02.10 · Which questions change the verdict?
+
+# %%
+show("02.10")
+
+# %%
+# BEGIN SOLUTION
+answer = "a, b, d"  # what is trained, the tokens in flight, the card; not data size, epochs or links
+# END SOLUTION
+check("02.10", answer)
+# hint("02.10")
+
+# %% tags=["solution"]
+solution("02.10")
 
 # %% [markdown]
 # ## Your score

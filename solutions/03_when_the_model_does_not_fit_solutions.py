@@ -21,15 +21,24 @@
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("03.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"3.9 GB"`, `"3.6 GiB"`, `"40M"` parameters).
+# `hint("03.k")` shows the concept, then the formula, then the first step. The open question
+# is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
+# Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
 
 # %% [markdown] tags=["solution"]
 # **This is the solutions copy:** every exercise is answered and checked. The student copy,
 # `exercises/03_when_the_model_does_not_fit_exercises.ipynb`, is generated from this file by
-# `tools/make_exercises.py`.
+# `tools/make_exercises.py`. It keeps no progress file (the next cell), so its score below is
+# always the same.
+
+# %% tags=["solution"]
+import os
+
+os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, score, show, solution
+from memlib.grading import check, hint, mark, score, show, solution
 
 # %% [markdown]
 # ## 03.1 · A 4-bit LLaMA-7B, really
@@ -123,7 +132,7 @@ check("03.5", answer)
 solution("03.5")
 
 # %% [markdown]
-# ## 03.6 · What full recompute saves
+# ## 03.6 · What full recompute shrinks in one layer
 
 # %%
 show("03.6")
@@ -137,15 +146,19 @@ check("03.6", answer)
 # hint("03.6")
 
 # %% [markdown]
-# ## 03.7 · Host RAM for ZeRO-Offload
+# ## 03.7 · What ZeRO-Offload saves at the peak
 
 # %%
 show("03.7")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("llama-13b").num_params
-answer = f"{n * (4 + 4 + 4 + 4) / 2**30:.1f} GiB"  # fp32 master, momentum, variance, gradient
+plain = memlib.estimate_training("llama-13b", seq_len=2048, precision="bf16-mixed")
+offload = memlib.estimate_training("llama-13b", seq_len=2048, precision="bf16-mixed", zero_stage=2,
+                                   offload="optimizer")
+for est in (plain, offload):  # the peak changes moment: optimizer step -> backward
+    print(est.setup.offload, est.phase, f"{est.peak_bytes / 1e9:.1f} GB")
+answer = f"{(plain.peak_bytes - offload.peak_bytes) / 1e9:.1f} GB"
 # END SOLUTION
 check("03.7", answer)
 # hint("03.7")
@@ -191,8 +204,65 @@ answer = """
 # END SOLUTION
 check("03.9", answer)
 
+# %%
+# BEGIN SOLUTION
+marks = [False, True, True, True, True, True, True]  # it never asks where the peak is: point 1 missed
+# END SOLUTION
+mark("03.9", marks)
+
 # %% tags=["solution"]
 solution("03.9")
+
+# %% [markdown]
+# ## 03.10 · Serving Llama-2-70B with tensor parallelism
+
+# %%
+show("03.10")
+
+# %%
+# BEGIN SOLUTION
+n = memlib.get_model("llama-2-70b").num_params
+weights = n * 2 / 4  # bf16, every matrix split four ways
+kv_cache = 2 * 80 * 8 * 128 * 2 * 8 * 4096 / 4  # K and V, 80 layers, 8 KV heads, bf16, 8 x 4096 tokens; 2 heads per GPU
+answer = f"{(weights + kv_cache) / 1e9:.1f} GB"
+# END SOLUTION
+check("03.10", answer)
+# hint("03.10")
+
+# %% tags=["solution"]
+solution("03.10")
+
+# %% [markdown]
+# ## 03.11 · Serve a 70B on A100 80GB cards
+
+# %%
+show("03.11")
+
+# %%
+# BEGIN SOLUTION
+answer = "c, d"  # 4-bit weights on one card, or bf16 split over four
+# END SOLUTION
+check("03.11", answer)
+# hint("03.11")
+
+# %% tags=["solution"]
+solution("03.11")
+
+# %% [markdown]
+# ## 03.12 · When does recompute lower the peak?
+
+# %%
+show("03.12")
+
+# %%
+# BEGIN SOLUTION
+answer = ["b", "c", "d"]  # activations dominate once states are sharded, offloaded or frozen
+# END SOLUTION
+check("03.12", answer)
+# hint("03.12")
+
+# %% tags=["solution"]
+solution("03.12")
 
 # %% [markdown]
 # ## Your score

@@ -14,7 +14,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from memlib.exercises import EXERCISES, NOTEBOOKS, for_notebook
+from memlib.exercises import EXERCISES, NOTEBOOKS, SelfAssessed, for_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*_solutions.py"))
@@ -77,7 +77,12 @@ def test_exercises_say_they_are_generated_and_have_placeholders(path):
     text = path.read_text(encoding="utf-8")
     assert "Generated file: do not edit" in text and "tools/make_exercises.py" in text
     assert "BEGIN SOLUTION" not in text and not re.search(r"^solution\(", text, flags=re.M)
-    assert text.count("answer = ...") + text.count("...  # TODO") >= len(for_notebook(path.name[:2]))
+    exs = for_notebook(path.name[:2])
+    assert text.count("answer = ...") + text.count("...  # TODO") >= len(exs)
+    assert text.count("marks = ...") == sum(isinstance(e, SelfAssessed) for e in exs)
+    # a learner's saved progress changes the score table: its output is not compared in the student copy
+    score_cell = text[text.index("# ## Your score"):]
+    assert "score(" in score_cell and "NBVAL_CHECK_OUTPUT" not in score_cell
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
@@ -85,6 +90,10 @@ def test_every_exercise_is_shown_and_checked_once_with_its_title(path):
     text = path.read_text(encoding="utf-8")
     for ex in for_notebook(path.name[:2]):
         assert text.count(f'show("{ex.id}")') == 1 and text.count(f'check("{ex.id}",') == 1, ex.id
+        assert text.count(f'mark("{ex.id}",') == (1 if isinstance(ex, SelfAssessed) else 0), ex.id
         assert f"# ## {ex.id} · {ex.title}" in text, f"{ex.id}: heading differs from the registry title"
     assert f'score("{path.name[:2]}")' in text
-    assert {m for m in re.findall(r'check\("(\d\d\.\d+)"', text)} <= set(EXERCISES)
+    assert {m for m in re.findall(r'(?:check|mark)\("(\d\d\.\d+)"', text)} <= set(EXERCISES)
+    # the solutions copy keeps no progress file, so its checked score output is the same on every run
+    assert 'os.environ["MEMLIB_PROGRESS"] = "off"' in text
+    assert "# NBVAL_CHECK_OUTPUT\nscore(" in text

@@ -10,7 +10,9 @@ In a solutions file (Jupytext percent format):
     "not answered yet";
   * markdown between `<!-- BEGIN SOLUTION -->` and `<!-- END SOLUTION -->` becomes a prompt to reason;
   * cells tagged "solution" (`# %% tags=["solution"]`) are dropped (worked answers, solution() calls).
-The checks, hints and prompts stay. The copies carry a header saying they are generated.
+The checks, hints and prompts stay. The copies carry a header saying they are generated. The
+score cell keeps no NBVAL_CHECK_OUTPUT marker there (a learner's saved progress changes it), and the
+copies are executed with MEMLIB_PROGRESS=off so their stored outputs never hold anyone's progress.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
+import os
 import re
 import sys
 import textwrap
@@ -29,31 +32,43 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memlib.exercises import Choice, Design, Implement, SpotError, get_exercise  # noqa: E402
-from memlib.grading import example  # noqa: E402
+from memlib.exercises import (Choice, Implement, MultiChoice, SelfAssessed, SpotError,  # noqa: E402
+                              get_exercise)
+from memlib.exercises.answers import example  # noqa: E402
 
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 MD_BEGIN, MD_END = "<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->"
-CHECK = re.compile(r"check\(\s*[\"'](\d\d\.\d+)[\"']\s*,\s*([A-Za-z_]\w*)")
+CHECK = re.compile(r"(check|mark)\(\s*[\"'](\d\d\.\d+)[\"']\s*,\s*([A-Za-z_]\w*)")
 HEADER = ("> **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from "
           "`solutions/{name}`; change that file and rerun the tool.\n>\n"
           "> Work through each exercise: replace the placeholder, run the cell, and read what `check` says. "
-          "`hint(\"NN.k\")` gives a hint (call again for the next one), `solution(\"NN.k\")` shows the worked answer, "
-          "`score(\"{nb}\")` sums up.")
+          "`hint(\"NN.k\")` gives a hint (call again for the next one: the concept, the formula, the first step), "
+          "`solution(\"NN.k\")` shows the worked answer. Open questions are self-assessed: `check` shows a rubric "
+          "and a model answer, then `mark(\"NN.k\", [True, False, ...])` records your marks. Your progress is "
+          "saved in `.memlib_progress.json` in this folder (it survives a kernel restart; the best attempt "
+          "counts): `score(\"{nb}\")` sums up this notebook, `score()` all of them.")
 
 
-def _answer_format(exercise_id: str) -> str:
+def _answer_format(exercise_id: str, function: str = "check") -> str:
     try:
         ex = get_exercise(exercise_id)
     except KeyError:
         return "your answer here"
+    if function == "mark":
+        return (f"your marks here, after check() shows the rubric: one True/False per point "
+                f"({len(ex.rubric)} in order)")
     if isinstance(ex, SpotError):
+        if len(ex.errors) > 1:
+            return ("your answer here: ([the wrong figures as written], the right value), e.g. "
+                    "([\"99GB\", \"ZeRO-9\"], \"123 GB\")")
         return "your answer here: (the wrong figure as written, the right value), e.g. (\"99GB\", \"123 GB\")"
+    if isinstance(ex, MultiChoice):
+        return f"your answer here: every option that applies, e.g. \"{ex.options[0].key}, {ex.options[-1].key}\""
     if isinstance(ex, Choice):
         first = ex.options[0].key
         return (f"your answer here: an option letter and a reason number, e.g. (\"{first}\", 1)" if ex.reasons
                 else f"your answer here: an option letter, e.g. \"{first}\"")
-    if isinstance(ex, Design):
+    if isinstance(ex, SelfAssessed):
         return "your answer here: a few sentences in a string"
     if isinstance(ex, Implement):
         return "your answer here"
@@ -67,7 +82,7 @@ def _placeholders(region: list[str], after: list[str]) -> list[str]:
     tree = ast.parse(code)
     lines = code.splitlines()
     used = {n.id for n in ast.walk(ast.parse(textwrap.dedent("\n".join(after)) or "pass")) if isinstance(n, ast.Name)}
-    checked = {m.group(2): m.group(1) for m in CHECK.finditer("\n".join(after))}
+    checked = {m.group(3): (m.group(2), m.group(1)) for m in CHECK.finditer("\n".join(after))}
     out = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
@@ -82,7 +97,7 @@ def _placeholders(region: list[str], after: list[str]) -> list[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
             for t in targets:
                 if isinstance(t, ast.Name) and t.id in used and not any(o.startswith(f"{t.id} = ") for o in out):
-                    fmt = _answer_format(checked[t.id]) if t.id in checked else "your answer here"
+                    fmt = _answer_format(*checked[t.id]) if t.id in checked else "your answer here"
                     out.append(f"{t.id} = ...  # {fmt}")
     return [indent + line if line else line for line in (out or ["# your work here"])]
 
@@ -116,6 +131,8 @@ def exercise_notebook(solution_py: Path) -> nbformat.NotebookNode:
             continue
         cell = nbformat.from_dict(dict(cell))
         cell.source = strip_code(cell.source) if cell.cell_type == "code" else strip_markdown(cell.source)
+        if cell.cell_type == "code" and "score(" in cell.source:
+            cell.source = "\n".join(line for line in cell.source.split("\n") if line.strip() != "# NBVAL_CHECK_OUTPUT")
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         cells.append(cell)
@@ -138,6 +155,7 @@ def write(solution_py: Path, out: Path, execute: bool) -> Path:
     nb = jupytext.read(py)  # the .ipynb is the .py's pair, cell for cell
     if execute:
         from nbclient import NotebookClient
+        os.environ["MEMLIB_PROGRESS"] = "off"  # the kernel inherits it: no progress file, no one's progress stored
         NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(out)}}).execute()
     nbformat.write(nb, ipynb)
     if execute:

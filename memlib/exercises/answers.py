@@ -1,0 +1,288 @@
+"""Reading a learner's answer: numbers with units, figures quoted from a paragraph, option letters.
+
+Text is parsed with regular expressions, never evaluated. What is accepted, by the unit an
+exercise asks for (a plain number means that unit, or bytes for "bytes"):
+
+  bytes, GB, GiB   "137.4 GB", "128 GiB", "1,044.6 GB", "137.4 gigabytes", "261 GB per GPU",
+                   "~1 TB", 1.37e11 (a number)
+  params           "5.4B", "40M params", "40 million parameters", "70亿", 5.4e9
+  count            31, "31 GPUs", "31 V100s", "31 张卡"
+  x                "57x", "57 times", "57倍"
+  %                "98%", "98 percent", 98
+  s                "22.3 s", "22 seconds", "0.4 min"
+  bytes/param      16, "16 bytes", "16 bytes/param"
+
+Refused, with a message saying what to write: "137,4 GB" (a decimal comma: it is not silently
+read as 1374), negative amounts, ambiguous units ("261 G"), a unit of the wrong kind (bytes to a
+parameter count, a percentage to a size), numbers too large to be an answer (10**400).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+import unicodedata
+from dataclasses import dataclass
+
+DECIMAL = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15}
+BINARY = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
+_BYTE_WORDS = {"byte": "b", "bytes": "b", "kilobyte": "kb", "kilobytes": "kb", "megabyte": "mb", "megabytes": "mb",
+               "gigabyte": "gb", "gigabytes": "gb", "terabyte": "tb", "terabytes": "tb", "petabyte": "pb",
+               "petabytes": "pb", "kibibyte": "kib", "kibibytes": "kib", "mebibyte": "mib", "mebibytes": "mib",
+               "gibibyte": "gib", "gibibytes": "gib", "tebibyte": "tib", "tebibytes": "tib", "gbytes": "gb"}
+COUNT_SUFFIX = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6, "b": 1e9, "bn": 1e9,
+                "billion": 1e9, "billions": 1e9, "t": 1e12, "trillion": 1e12, "万": 1e4, "亿": 1e8}
+SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "秒": 1, "ms": 1e-3, "min": 60, "mins": 60,
+           "minute": 60, "minutes": 60, "分钟": 60, "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+           "小时": 3600}
+BYTE_UNITS = ("bytes", "GB", "GiB")
+_PLAIN_SCALE = {"bytes": 1, "GB": 10**9, "GiB": 2**30}
+
+_APPROX = r"(?:~|≈|about|approx\.?|approximately|around|roughly|circa|ca\.|约|大约|大概)?"
+_NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d(?:_?\d)*)(?:\.\d*)?|\.\d+"
+_QUANTITY = re.compile(rf"^{_APPROX}\s*(?P<sign>[-+]?)\s*(?P<num>{_NUMBER})(?P<exp>[eE][-+]?\d+)?\s*(?P<rest>.*?)$",
+                       re.S)
+# what may follow the unit without changing the figure: "per GPU", "in total", "每卡" ...
+_QUALIFIER = re.compile(r"\s*(?:(?:per|/|a|each|every|for\s+each|for\s+one|on\s+each|on\s+one)\s*(?:gpu|card|device|"
+                        r"rank|process|worker|node|sequence|layer)s?|each|in\s+total|total|overall|altogether|combined|"
+                        r"together|of\s+(?:memory|ram|host\s+ram|cpu\s+ram|vram|gpu\s+memory|hbm)|on\s+the\s+host|"
+                        r"每卡|每张卡|每个gpu|总共|总计|合计|一共)\s*$")
+_PARAM_WORD = r"(?:params?|parameters?|weights|参数|个参数)"
+_GPU_WORD = re.compile(r"^(?:(?:nvidia\s+)?(?:[a-z]+\s?\d{2,4}[a-z]*|gpu|card|device)s?(?:\s+\d+\s*gi?b)?|张卡?|块卡?|"
+                       r"个|台|张gpu)$")
+PLACEHOLDERS = re.compile(r"^\s*(\.\.\.|…|todo|tbd|\?+|your (answer|reasoning|text)( here)?\.?|)\s*$", re.I)
+MAX_TEXT = 80
+
+
+class Malformed(ValueError):
+    """An answer the grader cannot read; the message says what it expected."""
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float  # in the exercise's base unit (bytes, parameters, percent, seconds, ...)
+    number: float  # the number as written
+    token: str  # the unit as written, normalised ("gb", "gib", "" when none)
+    decimals: int = 0  # digits after the decimal point, as written (a typed number: 0)
+
+    @property
+    def plain(self) -> bool:
+        return self.token == ""
+
+
+def unanswered(answer) -> bool:
+    """None, ..., "" and "your answer here" mean the learner has not answered yet."""
+    if answer is None or answer is Ellipsis:
+        return True
+    if isinstance(answer, str):
+        return bool(PLACEHOLDERS.match(answer))
+    if isinstance(answer, (tuple, list)):
+        return len(answer) == 0 or all(unanswered(a) for a in answer)
+    return False
+
+
+def example(unit: str) -> str:
+    return {"bytes": '"123 GB" or "114.6 GiB"', "GB": '"123 GB" or 123 (GB)', "GiB": '"114.6 GiB" or 114.6 (GiB)',
+            "params": '"5.4B" or 5.4e9', "count": "31", "x": '"12x" or 12', "bytes/param": "16", "%": '"42%" or 42',
+            "s": '"12.5 s" or 12.5'}.get(unit, "42")
+
+
+def _normalise(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).replace("\u2212", "-").replace("−", "-")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _to_float(number) -> float:
+    try:
+        value = float(number)
+    except OverflowError:
+        raise Malformed("that number is far too large to be an answer here") from None
+    if not math.isfinite(value):
+        raise Malformed(f"{number!r} is not a finite number")
+    return value
+
+
+def parse_quantity(answer, unit: str) -> Quantity:
+    """Read a number (int, float or text such as "123 GB") in an exercise's `unit`; Malformed if unreadable."""
+    if isinstance(answer, bool) or not isinstance(answer, (numbers.Real, str)):
+        raise Malformed(f"expected a number or a string such as {example(unit)}, got {type(answer).__name__}")
+    if isinstance(answer, str):
+        text = _normalise(answer)
+        if len(text) > MAX_TEXT:
+            raise Malformed(f"give one figure, for example {example(unit)}")
+        m = _QUANTITY.match(text)
+        if not m:
+            raise Malformed(f"could not read {answer!r} as one number with a unit; write it like {example(unit)}")
+        rest = m.group("rest").lower().strip()
+        if re.match(r"^,\d", rest) or re.match(r"^\d", rest):
+            raise Malformed(f"{answer!r}: write decimals with a point (137.4, not 137,4); a comma may only group "
+                            "thousands (1,044.6)")
+        number = _to_float(m.group("num").replace(",", "").replace("_", "") + (m.group("exp") or ""))
+        if m.group("sign") == "-":
+            raise Malformed(f"{answer!r} is negative; an amount of memory, parameters or time is positive")
+        token = _unit_token(rest)
+        decimals = len(m.group("num").split(".")[1]) if "." in m.group("num") and not m.group("exp") else 0
+    else:
+        number, token, decimals = _to_float(answer), "", 0
+        if number < 0:
+            raise Malformed(f"{answer!r} is negative; an amount of memory, parameters or time is positive")
+    value = _scale(number, token, unit)
+    if not math.isfinite(value):
+        raise Malformed("that number is far too large to be an answer here")
+    return Quantity(value, number, token, decimals)
+
+
+def _unit_token(rest: str) -> str:
+    while True:  # strip trailing qualifiers ("per GPU", "in total", ...), which do not change the figure
+        stripped = _QUALIFIER.sub("", rest).strip()
+        if stripped == rest:
+            break
+        rest = stripped
+    rest = rest.rstrip(".").strip()
+    if rest in ("percent", "per cent", "pct"):
+        return "%"
+    return _BYTE_WORDS.get(rest, rest)
+
+
+def _scale(number: float, token: str, unit: str) -> float:
+    kind = {"bytes": "bytes", "GB": "bytes", "GiB": "bytes"}.get(unit, unit)
+    if token == "%" and unit == "x":  # "shrinks by 98%": the grader turns it into a factor
+        return number
+    if token == "%" and unit != "%":
+        raise Malformed(f"this asks for {_what(unit)}, not a percentage; write it like {example(unit)}")
+    if kind == "bytes":
+        if token in DECIMAL:
+            return number * DECIMAL[token]
+        if token in BINARY:
+            return number * BINARY[token]
+        if token == "":
+            return number * _PLAIN_SCALE[unit]
+        if token in ("g", "gi", "m", "k", "t", "gig", "gigs"):
+            raise Malformed(f"the unit {token!r} is ambiguous: write GB (1e9 bytes) or GiB (2**30 bytes)")
+        if re.fullmatch(rf"(?:[kmbt]|thousand|million|billion|bn)?\s*{_PARAM_WORD}?", token):
+            raise Malformed(f"this asks for bytes, not a number of parameters; write it like {example(unit)}")
+        raise Malformed(f"unknown unit {token!r}; use B, KB/MB/GB/TB (powers of 1000) or KiB/MiB/GiB/TiB (of 1024)")
+    if unit == "params":
+        m = re.fullmatch(rf"(?P<suffix>[a-z]+|万|亿)?\s*(?P<word>{_PARAM_WORD})?", token)
+        suffix = (m.group("suffix") or "") if m else None
+        if m and suffix in ("params", "param", "parameters", "parameter", "weights"):
+            return number
+        if m and (suffix == "" or suffix in COUNT_SUFFIX):
+            return number * (COUNT_SUFFIX[suffix] if suffix else 1)
+        if token in DECIMAL or token in BINARY or token in _BYTE_WORDS.values():
+            raise Malformed(f"this asks for a number of parameters, not bytes; write it like {example(unit)}")
+        raise Malformed(f"unknown suffix {token!r}; use K, M, B (billion) or T, e.g. {example(unit)}")
+    if unit == "count":
+        if token == "" or _GPU_WORD.match(token):
+            if token in DECIMAL or token in BINARY:
+                raise Malformed(f"this asks for a number of GPUs, not bytes; write it like {example(unit)}")
+            return number
+        raise Malformed(f"this asks for a whole number of GPUs; write it like {example(unit)}")
+    if unit == "s":
+        if token == "":
+            return number
+        if token in SECONDS:
+            return number * SECONDS[token]
+        raise Malformed(f"unknown time unit {token!r}; write seconds, e.g. {example(unit)}")
+    allowed = {"x": ("", "x", "×", "times", "fold", "-fold", "倍", "x smaller", "x less", "times smaller"),
+               "%": ("", "%"),
+               "bytes/param": ("", "b", "b/param", "bytes/param", "byte/param", "b/p", "bytes per param",
+                               "bytes per parameter", "byte per parameter", "bytes/parameter")}.get(unit, ("",))
+    if token not in allowed:
+        raise Malformed(f"unexpected unit {token!r}; write a plain number, e.g. {example(unit)}")
+    return number
+
+
+def _what(unit: str) -> str:
+    return {"bytes": "a size", "GB": "a size", "GiB": "a size", "params": "a number of parameters",
+            "count": "a number of GPUs", "x": "a factor", "s": "a time", "bytes/param": "bytes per parameter"}.get(
+        unit, "a number")
+
+
+def number_in(text) -> float | None:
+    """The first unsigned number in a quoted figure ("780GB" -> 780, "ZeRO-2" -> 2); None if there is none."""
+    if isinstance(text, numbers.Real) and not isinstance(text, bool):
+        try:
+            value = float(text)
+        except OverflowError:
+            return None
+        return abs(value) if math.isfinite(value) else None
+    m = re.search(r"\d[\d,_]*(?:\.\d+)?", _normalise(str(text)[:200]))
+    if not m:
+        return None
+    return float(m.group(0).replace(",", "").replace("_", ""))
+
+
+_CHOICE = re.compile(r"^\s*[\(\[]?\s*([a-zA-Z])\s*[\)\]]?\s*(?:[,;/ ]*\s*[\(\[]?\s*(\d)\s*[\)\]]?)?\s*$")
+
+
+def parse_choice(answer, keys: tuple[str, ...], reasons: tuple[str, ...]) -> tuple[str, str]:
+    """(option key, reason key or "") from "e", "E, 3", ("e", 3), ["e", "3"]."""
+    fmt = (f'answer with an option letter ({"/".join(keys)}) and a reason number, e.g. ("{keys[0]}", 1)' if reasons
+           else f'answer with one option letter ({"/".join(keys)}), e.g. "{keys[0]}"')
+    if isinstance(answer, (tuple, list)):
+        if not 1 <= len(answer) <= 2 or any(isinstance(a, (tuple, list, dict, set)) for a in answer):
+            raise Malformed(fmt)
+        key = str(answer[0]).strip().strip("()").lower()
+        reason = str(answer[1]).strip().strip("()") if len(answer) > 1 else ""
+    elif isinstance(answer, str):
+        m = _CHOICE.match(answer)
+        if not m:
+            raise Malformed(fmt)
+        key, reason = m.group(1).lower(), m.group(2) or ""
+    else:
+        raise Malformed(fmt)
+    if key not in keys:
+        raise Malformed(f"{key[:10]!r} is not an option; choose one of {', '.join(keys)}")
+    if reasons and reason and reason not in reasons:
+        raise Malformed(f"{reason[:10]!r} is not a reason; choose one of {', '.join(reasons)}")
+    if not reasons and reason:
+        raise Malformed(fmt)
+    return key, reason
+
+
+def parse_selection(answer, keys: tuple[str, ...]) -> frozenset:
+    """The set of option keys from "a, c", "a c", "(a)(c)", "ac", ["a", "c"], {"a", "c"}, "none" or "all"."""
+    fmt = f'list every option that applies, e.g. "{keys[0]}, {keys[-1]}" (or "none")'
+    if isinstance(answer, str):
+        text = _normalise(answer).lower()
+        if text in ("none", "nothing", "no option", "-", "∅", "无"):
+            return frozenset()
+        if text in ("all", "all of them", "everything", "全部"):
+            return frozenset(keys)
+        if not re.fullmatch(r"[a-z\s,;/&+()\[\]]*(?:\band\b[a-z\s,;/&+()\[\]]*)*", text):
+            raise Malformed(fmt)
+        items = [t for t in re.split(r"[\s,;/&+()\[\]]+|\band\b", text) if t]
+        if len(items) == 1 and len(items[0]) > 1 and set(items[0]) <= set(keys):
+            items = list(items[0])  # "ac"
+    elif isinstance(answer, (tuple, list, set, frozenset)):
+        if any(not isinstance(a, str) for a in answer):
+            raise Malformed(fmt)
+        items = [a.strip().strip("()").lower() for a in answer]
+    else:
+        raise Malformed(fmt)
+    unknown = [i for i in items if i not in keys]
+    if unknown:
+        raise Malformed(f"{unknown[0][:10]!r} is not an option; choose among {', '.join(keys)}")
+    return frozenset(items)
+
+
+def parse_marks(marks, n: int) -> tuple[bool, ...]:
+    """Self-assessment marks: one True/False (or 1/0, "y"/"n") per rubric point, in order."""
+    fmt = (f"mark each of the {n} rubric points in order, e.g. [True, False, ...] (True: your answer covers it), "
+           f"or a string like \"{'yn' * (n // 2)}{'y' * (n % 2)}\"")
+    if isinstance(marks, str):
+        text = re.sub(r"[\s,;]", "", marks.lower())
+        if not re.fullmatch(r"[yn10✓✗x]*", text):
+            raise Malformed(fmt)
+        values = tuple(c in "y1✓" for c in text)
+    elif isinstance(marks, (tuple, list)):
+        if any(not isinstance(v, (bool, int)) or (not isinstance(v, bool) and v not in (0, 1)) for v in marks):
+            raise Malformed(fmt)
+        values = tuple(bool(v) for v in marks)
+    else:
+        raise Malformed(fmt)
+    if len(values) != n:
+        raise Malformed(f"you gave {len(values)} marks for {n} rubric points; " + fmt)
+    return values

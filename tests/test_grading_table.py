@@ -1,0 +1,210 @@
+"""Table-driven grading test: (exercise, answer, expected verdict, what the feedback must say).
+
+Every case of issue 13 is here, plus the right answer and the common slips of each exercise.
+The right answers are derived by hand below from the models' published shapes (not by running
+memlib); memlib must agree with them within the exercise's tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from memlib import grading
+from memlib.exercises import progress
+from memlib.grading import grade
+
+
+def llama_params(h: int, layers: int, inter: int, vocab: int = 32000, kv: int | None = None) -> int:
+    """HF LlamaForCausalLM, tensor by tensor: q, o (h x h); k, v (h x kv); gate, up, down (h x inter);
+    two RMSNorms per layer; untied embedding and lm_head (vocab x h); the final norm."""
+    kv = h if kv is None else kv
+    return layers * (2 * h * h + 2 * h * kv + 3 * h * inter + 2 * h) + 2 * vocab * h + h
+
+
+N7 = llama_params(4096, 32, 11008)  # LLaMA-7B: 6,738,415,616 ("6.7B" in Touvron et al. 2023, Table 2)
+N65 = llama_params(8192, 80, 22016)  # LLaMA-65B / Vicuna-65B: 65,285,660,672
+N70 = llama_params(8192, 80, 28672, kv=1024)  # Llama-2-70B, 8 KV heads: 68,976,648,192
+N8 = llama_params(4096, 32, 14336, vocab=128256, kv=1024)  # Llama-3-8B: 8,030,261,248
+GiB = 2**30
+V100 = 32 * GiB
+assert (N7, N65, N70, N8) == (6_738_415_616, 65_285_660_672, 68_976_648_192, 8_030_261_248)
+
+# hand derivations (bytes unless noted)
+STATES_65 = 16 * N65  # 2 + 2 + 12 bytes/param (ZeRO paper, Sec. 3.1)
+ZERO3_65 = STATES_65 / 4
+ZERO1_65 = (2 + 2 + 12 / 4) * N65
+HOST_INFINITY_65 = 18 * N65  # 12 (fp32 master, m, v) + 4 (fp32 grads) + 2 (fp16 params)
+V100S = math.ceil(STATES_65 / V100)  # 31
+KOR_LAYER = 2048 * 1 * 4096 * (34 + 5 * 32 * 2048 / 4096)  # Korthikanti et al. 2022, eq. (2)
+LORA_7B_ALL = 32 * 16 * (4 * (4096 + 4096) + 2 * (4096 + 11008) + (11008 + 4096))  # r (in + out), 7 projections
+LORA_7B_QV = 32 * 16 * 2 * (4096 + 4096)
+KV_70B_TOKEN = 2 * 80 * 8 * 128 * 2  # K and V, 80 layers, 8 KV heads, head_dim 128, bf16
+ATTN_65 = 80 * 64 * 128 * 2048
+STEP_65 = (8 * N65 + 16 * ATTN_65) * 4 * 2048 / (4 * 125e12 * 0.4)  # PaLM FLOPs with recompute, 40% MFU
+
+GB = lambda x: f"{x / 1e9:.2f} GB"  # noqa: E731
+STUFFED = ("I would never use recompute, zero, offload, 8-bit, lora, bf16 or pipelines, because none of them "
+           "works: no sharding, no fsdp, no checkpointing, no pcie, no host memory, no tensor parallel, no bubble, "
+           "no adapters, no qlora.")
+SOUND = ("First activation recomputation, which trades about a third more compute for activations; then shard the "
+         "states across the GPUs, and if that is not enough keep the optimizer in CPU memory, paying the transfer; "
+         "8-bit optimizer states and low-rank adapters come last.")
+V100_BF16 = ("Use bf16 everywhere on V100 and it will be fine, no more thoughts needed here; the cards are fast "
+             "and the model will train without trouble, so just start the job and wait for it to finish soon.")
+
+CASES = [
+    # -- issue 13: the per GPU vs total message points the right way (answers that are totals) --------
+    ("01.8", "4700 GB", "incorrect", ("once too often", "asks for the total")),
+    ("01.8", GB(HOST_INFINITY_65 / 4), "incorrect", "one process's share"),
+    ("00.4", GB(KOR_LAYER), "incorrect", "one layer's share; the question asks for the total over all 32 layers"),
+    ("01.1", GB(V100), "incorrect", "one GPU's share"),
+    ("02.6", GB(KV_70B_TOKEN * 4096), "incorrect", "one sequence's share"),
+    ("03.3", f"{LORA_7B_ALL / 32 / 1e6:.3f}M", "incorrect", "one layer's share"),
+    ("01.3", GB(STATES_65), "incorrect", "total over all 4 GPUs; the question asks per GPU"),
+    # -- open questions are self-assessed: no automatic point, whatever the keywords --------------------
+    ("03.9", STUFFED, "submitted", "mark('03.9'"),
+    ("03.9", SOUND, "submitted", "not graded automatically"),
+    ("01.10", V100_BF16, "submitted", "mark('01.10'"),
+    ("00.9", "Buy more GPUs.", "not answered", "at least 25 words"),
+    # -- the unit-slip diagnosis no longer overlaps the tolerance -----------------------------------------
+    ("01.3", "245 GB", "incorrect", ("close", "too low")),
+    ("01.3", "240 GB", "incorrect", ("close", "too low")),
+    ("01.3", f"{ZERO3_65 / GiB:.1f} GB", "incorrect", "unit is not"),
+    ("01.5", V100S + 1, "incorrect", ("close, but not it", "round up")),
+    ("01.2", ("780GB", "1000 GB"), "incorrect", ("close", "too low")),
+    ("01.2", ("780GB", "1 TB"), "incorrect", ("close", "too low")),
+    # -- parsing --------------------------------------------------------------------------------------
+    ("01.1", "137,4 GB", "malformed", "decimals with a point"),
+    ("01.3", "-137.4 GB", "malformed", "negative"),
+    ("01.1", 4 * V100, "correct", "read as bytes"),
+    ("01.1", "137.4 gigabytes", "correct", None),
+    ("01.3", f"{ZERO3_65 / 1e9:.0f} GB per GPU", "correct", None),
+    ("03.3", f"{LORA_7B_ALL / 1e6:.0f}M params", "correct", None),
+    ("01.5", f"{V100S} V100s", "correct", None),
+    ("03.6", "57倍", "correct", None),
+    ("03.6", "98%", "correct", "reduction"),
+    ("01.1", 10**400, "malformed", "too large"),
+    ("00.7", lambda **kw: (_ for _ in ()).throw(SystemExit(2)), "incorrect", "raised SystemExit"),
+    ("01.3", "2**40", "malformed", None),
+    ("01.3", "16*65e9/4", "malformed", None),
+    ("01.3", "98%", "malformed", "not a percentage"),
+    ("01.5", "31 GB", "malformed", "number of GPUs"),
+    # -- ambiguities: 01.4's two errors, the GiB convention stated -------------------------------------
+    ("01.4", ("390GB", GB(ZERO1_65)), "incorrect", "1 of the paragraph's 2 independent errors"),
+    ("01.4", ("ZeRO-2", GB(ZERO1_65)), "incorrect", "1 of the paragraph's 2"),
+    ("01.4", (["ZeRO-2", "390GB"], GB(ZERO1_65)), "correct", None),
+    ("01.4", (["ZeRO-2", "130"], GB(ZERO1_65)), "correct", None),
+    ("01.4", (["ZeRO-2", "390GB"], GB((2 + 14 / 4) * N65)), "incorrect", "ZeRO-2, which shards the gradients"),
+    ("01.5", 33, "incorrect", "32 GiB"),
+    # -- right answers and named slips, exercise by exercise ------------------------------------------
+    ("00.1", GB(2 * N7), "correct", None),
+    ("00.1", f"{2 * N7 / GiB:.2f} GiB", "correct", None),
+    ("00.1", 2 * N7 / 1e9, "correct", None),
+    ("00.1", GB(4 * N7), "incorrect", "fp32"),
+    ("00.1", "14 GB", "incorrect", "nominal 7B"),
+    ("00.1", f"{2 * N7 / GiB:.2f} GB", "incorrect", "unit is not"),
+    ("00.2", GB(16 * N7), "correct", None),
+    ("00.2", GB(12 * N7), "incorrect", "master copy"),
+    ("00.2", GB(14 * N7), "incorrect", "gradients"),
+    ("00.3", ("28GB", GB(16 * N7)), "correct", None),
+    ("00.3", ("14GB", GB(16 * N7)), "incorrect", "is not an error"),
+    ("00.3", ("56GB", GB(16 * N7)), "incorrect", "name the figure where the error starts"),
+    ("00.4", GB(32 * KOR_LAYER), "correct", None),
+    ("00.4", GB(32 * 2048 * 4096 * 34), "incorrect", "5·a·s/h"),
+    ("00.6", ("c", 3), "correct", None),
+    ("00.6", "C, 3", "correct", None),
+    ("00.6", ("a", 1), "incorrect", "a common belief"),
+    ("00.6", "c", "incorrect", "pick the reason"),
+    ("00.6", ("z", 1), "malformed", "not an option"),
+    ("00.8", "34.36 GB", "correct", None),
+    ("00.8", "32 GiB", "correct", None),
+    ("00.8", "32 GB", "incorrect", "unit is not"),
+    ("01.2", ("780GB", GB(STATES_65)), "correct", None),
+    ("01.2", ("780GB", GB(12 * N65)), "incorrect", "fp32 master copy"),
+    ("01.2", ("520GB", GB(STATES_65)), "incorrect", "is not an error"),
+    ("01.2", ("12345GB", GB(STATES_65)), "incorrect", "not one of the figures"),
+    ("01.3", GB(ZERO3_65), "correct", None),
+    ("01.3", f"{ZERO3_65 / GiB:.1f} GiB", "correct", None),
+    ("01.3", GB(12 * N65 / 4), "incorrect", "master copy"),
+    ("01.3", f"{ZERO3_65 / 1e9:.1f}", "incorrect", "add the unit"),
+    ("01.5", V100S, "correct", None),
+    ("01.5", math.ceil(12 * N65 / V100), "incorrect", "12 bytes/param"),
+    ("01.5", V100S - 1, "incorrect", "rounded down"),
+    ("01.6", ("e", 3), "correct", None),
+    ("01.6", ("a", 1), "incorrect", "a common belief"),
+    ("01.6", ("e", 1), "incorrect", "not for reason 1"),
+    ("01.8", GB(HOST_INFINITY_65), "correct", None),
+    ("01.8", GB(16 * N65), "incorrect", "optimizer offload alone"),
+    ("01.8", GB(12 * N65), "incorrect", "12 bytes/param"),
+    ("01.9", f"{STEP_65:.1f} s", "correct", None),
+    ("01.9", f"{STEP_65 / 60:.3f} min", "correct", None),
+    ("01.9", f"{STEP_65 * 0.75:.1f} s", "incorrect", "6N + 12"),
+    ("01.9", f"{STEP_65 * 4:.0f} s", "incorrect", "share the step's tokens"),
+    ("01.9", f"{STEP_65 * 0.4:.1f} s", "incorrect", "MFU"),
+    ("02.1", f"{80 * GiB / 16 / 1e9:.2f}B", "correct", None),
+    ("02.1", f"{80e9 / 16 / 1e9:.2f}B", "incorrect", "80 GiB"),
+    ("02.1", f"{80 * GiB / 12 / 1e9:.2f}B", "incorrect", "master copy"),
+    ("02.1", "5 GB", "malformed", "not bytes"),
+    ("02.2", ("28GB", GB(4 * N7 + 2 * N7 * (1 + 4 / 2048))), "correct", None),
+    ("02.3", ("28GB", GB(12 * N7)), "correct", None),
+    ("02.3", ("84GB", GB(12 * N7)), "incorrect", "is not an error"),
+    ("02.4", "c", "correct", None),
+    ("02.4", "a", "incorrect", "divides memory by three"),
+    ("02.6", f"{KV_70B_TOKEN * 16 * 4096 / GiB:.2f} GiB", "correct", None),
+    ("02.6", f"{8 * KV_70B_TOKEN * 16 * 4096 / GiB:.1f} GiB", "incorrect", "8 KV heads"),
+    ("02.7", GB(2 * N8), "correct", None),
+    ("02.10", "a, b, d", "correct", None),
+    ("02.10", "abd", "correct", None),
+    ("02.10", ["d", "a", "b"], "correct", None),
+    ("02.10", "a, b, c, d", "incorrect", "more training data needs more GPU memory"),
+    ("02.10", "a, b", "incorrect", "1 option that applies is missing"),
+    ("02.10", "a, z", "malformed", "not an option"),
+    ("03.2", ("56GB", GB(16 * N7 / 8)), "correct", None),
+    ("03.2", ("10GB", GB(16 * N7 / 8)), "correct", None),
+    ("03.2", ("1.75GB", GB(16 * N7 / 8)), "incorrect", "is not an error"),
+    ("03.2", ("56GB", GB(16 * N7)), "incorrect", "total over all 8 GPUs"),
+    ("03.3", f"{LORA_7B_ALL / 1e6:.2f}M", "correct", None),
+    ("03.3", f"{LORA_7B_QV / 1e6:.2f}M", "incorrect", "q_proj and v_proj"),
+    ("03.5", ("c", 1), "correct", None),
+    ("03.5", ("d", 3), "incorrect", "tensor parallelism divides memory by the total number of GPUs"),
+    ("03.6", "57x", "correct", None),
+    ("03.6", 57, "correct", None),
+    ("03.6", "17x", "incorrect", "5·a·s/h"),
+    ("03.7", GB(12 * llama_params(5120, 40, 13824)), "incorrect", "12 bytes/param is what moves to the host"),
+    ("03.7", "-5 GB", "malformed", "negative"),
+    ("03.8", ("64GB", GB(18 * N7)), "correct", None),
+    ("03.8", ("64GB", GB(16 * N7)), "incorrect", "optimizer offload alone"),
+    ("03.10", GB(2 * N70 / 4 + KV_70B_TOKEN * 8 * 4096 / 4), "correct", None),
+    ("03.10", GB(2 * N70 + KV_70B_TOKEN * 8 * 4096), "incorrect", "total over all 4 GPUs"),
+    ("03.10", GB(2 * N70 / 4 + KV_70B_TOKEN * 8 * 4096), "incorrect", "splits the KV heads too"),
+    ("03.11", "c, d", "correct", None),
+    ("03.11", "b, c, d", "incorrect", "70B x 1 byte = 70 GB < 80 GB"),
+    ("03.12", "b, c, d", "correct", None),
+    ("03.12", "a, b, c, d, e", "incorrect", "recompute always lowers the peak"),
+    ("99.9", "1 GB", "unknown exercise", None),
+    ("1.3", GB(ZERO3_65), "correct", None),
+]
+
+
+@pytest.fixture(autouse=True)
+def _fresh(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(progress.ENV, "off")
+    grading.reset()
+
+
+def test_the_table_is_large_enough():
+    assert len(CASES) >= 60
+    assert len({c[0] for c in CASES}) >= 30  # spread over the exercises
+
+
+@pytest.mark.parametrize("eid, answer, verdict, says", CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_verdict(eid, answer, verdict, says):
+    fb = grade(eid, answer)
+    assert fb.status == verdict, fb
+    for text in ((says,) if isinstance(says, str) else says or ()):
+        assert text in fb.message, (text, fb.message)
+    assert "processe " not in fb.message and "processe." not in fb.message  # the old plural-stripping typo
