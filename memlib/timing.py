@@ -104,8 +104,23 @@ def flops_per_token(model, seq_len: int, recompute: str = "none", finetune: str 
     seq_len = positive_int("seq_len", seq_len)
     choice("recompute", recompute, RECOMPUTES)
     choice("finetune", finetune, FINETUNES)
-    n = model.num_params
-    attn = model.num_layers * model.num_heads * model.head_dim * seq_len
+    return palm_flops_per_token(model.num_params, model.num_layers, model.num_heads, model.head_dim, seq_len,
+                                recompute, finetune)
+
+
+def palm_flops_per_token(num_params: int, num_layers: int, num_heads: int, head_dim: int, seq_len: int,
+                         recompute: str = "none", finetune: str = "full") -> float:
+    """flops_per_token from the shape numbers alone (Chowdhery et al. 2022, PaLM, App. B):
+    6N + 12·L·H·Q·T, +2N + 4·L·H·Q·T for a second forward (full recompute), +4·L·H·Q·T for
+    the recomputed attention scores (selective), 4N instead of 6N for a frozen base."""
+    positive_int("num_params", num_params)
+    positive_int("seq_len", seq_len)
+    for name, v in (("num_layers", num_layers), ("num_heads", num_heads), ("head_dim", head_dim)):
+        positive_int(name, v, allow_zero=True)  # 0: the attention term left out
+    choice("recompute", recompute, RECOMPUTES)
+    choice("finetune", finetune, FINETUNES)
+    n = num_params
+    attn = num_layers * num_heads * head_dim * seq_len
     dense = 6 * n if finetune == "full" else 4 * n
     f = dense + 12 * attn
     if recompute == "full":

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import math
 import random
-from types import SimpleNamespace
 
 from memlib.exercises._common import b, fits, n_params, only_fitting, peak_rows, states
 from memlib.exercises.kinds import Choice, Figure, Implement, Numeric, Option, SelfAssessed, Slip, SpotError
 from memlib.gpus import get_gpu
 from memlib.models import get_model
-from memlib.timing import DEFAULT_MFU, flops_per_token, step_time
+from memlib.timing import DEFAULT_MFU, flops_per_token, palm_flops_per_token, step_time
 from memlib.training import estimate_training
 from memlib.units import gb, gib
 
@@ -35,9 +34,8 @@ def _gpus_for_states(gpu_bytes: float, **kw) -> int:
 
 def _flops(k: dict) -> float:
     """memlib.timing.flops_per_token for the shape in the implement exercise's arguments."""
-    shape = SimpleNamespace(num_params=k["num_params"], num_layers=k["layers"], num_heads=k["heads"],
-                            head_dim=k["head_dim"])
-    return flops_per_token(shape, k["seq_len"], k["recompute"])
+    return palm_flops_per_token(k["num_params"], k["layers"], k["heads"], k["head_dim"], k["seq_len"],
+                                k["recompute"])
 
 
 def _flops_case(name: str, seq_len: int, recompute: str) -> dict:
