@@ -400,6 +400,14 @@ class Model:
         return self.num_params - inactive
 
     @cached_property
+    def active_params_without_embedding(self) -> int:
+        """num_active_params less the input embedding table (a lookup reads one row per token), the way
+        DeepSeek-V3 (36.6B 'activated', incl. the 0.9B output head) and OpenAI (gpt-oss-20b: 3.61B
+        active) count; a tied embedding stays, it is also the output head."""
+        emb = self.vocab_size * self.hidden_size if not (self.tie_word_embeddings and self.head == "lm") else 0
+        return self.num_active_params - emb
+
+    @cached_property
     def params_per_layer(self) -> int:
         return sum(t.numel for t in self.tensors() if t.count == self.num_layers and self.num_layers > 0
                    and not t.name.startswith(("embed", "final", "lm_head")))
@@ -495,7 +503,7 @@ _HASH_FIELDS = tuple(f.name for f in fields(Model) if f.compare)  # what __eq__ 
 
 
 def _flag(name: str, value) -> bool:
-    if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy.bool_ too
+    if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool")):
         return bool(value)
     raise ValueError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
 
