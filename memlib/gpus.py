@@ -134,8 +134,8 @@ class GPU:
             f"  bf16 support:     {'yes' if self.supports_bf16 else 'no'}",
             f"  fp16 tensor core: {tf(self.fp16_tflops)} (dense)",
             f"  bf16 tensor core: {tf(self.bf16_tflops)} (dense)",
-            f"  fp8 tensor core:  {tf(self.fp8_tflops)} (dense)",
-            f"  int8 tensor core: {'not supported' if self.int8_tops is None else f'{self.int8_tops:g} TOPS'} (dense)",
+            *([f"  fp8 tensor core:  {self.fp8_tflops:g} TFLOP/s (dense)"] if self.fp8_tflops else []),
+            *([f"  int8 tensor core: {self.int8_tops:g} TOPS (dense)"] if self.int8_tops else []),
             f"  memory bandwidth: {self.memory_bandwidth_gb_per_s:,.0f} GB/s",
             f"  interconnect:     {self.interconnect}, {self.interconnect_gb_per_s:,.0f} GB/s "
             f"per GPU (bidirectional)",

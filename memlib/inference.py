@@ -128,20 +128,7 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
 
 # --- KV cache --------------------------------------------------------------------------------------
 def kv_layer_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_cache: str = "latent") -> int:
-    """KV cache bytes of one token in one layer on one GPU (every layer of a model has the same figure).
-
-    Standard attention: 2 (K and V) x kv_heads/tp x head_dim x bytes (Pope et al. 2022, Sec. 2.1;
-    Kwon et al. 2023, vLLM, Sec. 2). GQA-aware: only the num_kv_heads key/value heads are cached.
-    MLA, mla_cache="latent": (kv_lora_rank + qk_rope_head_dim) x bytes, the compressed latent c_KV
-    and the decoupled rope key k^R (DeepSeek-V2 Sec. 2.1.2-2.1.3, eq. 9-10; vLLM and SGLang MLA
-    backends). It is one vector per token, not per head, so tensor parallelism does not split it:
-    every TP rank holds the whole latent (vLLM's MLA cache spec has one head of that width).
-    MLA, mla_cache="full": K (heads x (nope + rope)) and V (heads x v_head_dim) per token, what
-    transformers' DeepseekV3Attention stores in its cache; split by heads over tp.
-    "fp8" is vLLM's fp8 cache (one scale per layer tensor, not per token: counted as 0 here).
-    "int8" is LMDeploy's quant_policy=8 (asymmetric, per head per token): uint8 values plus a
-    16-bit scale and zero point for each (token, kv head) of K and of V.
-    """
+    """KV cache bytes of one token in one layer on one GPU; see kv_bytes_per_token for the formula."""
     choice("kv_cache", kv_cache, KV_FORMATS)
     choice("mla_cache", mla_cache, MLA_CACHES)
     e = KV_ELEMENT_BYTES[kv_cache]
@@ -157,8 +144,21 @@ def kv_layer_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, 
 
 
 def kv_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_cache: str = "latent") -> int:
-    """KV cache bytes of one token over all layers on one GPU, before any window cap
-    (see kv_layer_bytes_per_token; sliding/chunked layers stop growing at their window)."""
+    """KV cache bytes of one token over all layers on one GPU, before any window cap (sliding and
+    chunked layers stop growing at their window: kv_cache_bytes). Per layer:
+
+    Standard attention: 2 (K and V) x kv_heads/tp x head_dim x bytes (Pope et al. 2022, Sec. 2.1;
+    Kwon et al. 2023, vLLM, Sec. 2). GQA-aware: only the num_kv_heads key/value heads are cached.
+    MLA, mla_cache="latent": (kv_lora_rank + qk_rope_head_dim) x bytes, the compressed latent c_KV
+    and the decoupled rope key k^R (DeepSeek-V2 Sec. 2.1.2-2.1.3, eq. 9-10; vLLM and SGLang MLA
+    backends). It is one vector per token, not per head, so tensor parallelism does not split it:
+    every TP rank holds the whole latent (vLLM's MLA cache spec has one head of that width).
+    MLA, mla_cache="full": K (heads x (nope + rope)) and V (heads x v_head_dim) per token, what
+    transformers' DeepseekV3Attention stores in its cache; split by heads over tp.
+    "fp8" is vLLM's fp8 cache (one scale per layer tensor, not per token: counted as 0 here).
+    "int8" is LMDeploy's quant_policy=8 (asymmetric, per head per token): uint8 values plus a
+    16-bit scale and zero point for each (token, kv head) of K and of V.
+    """
     return model.num_layers * kv_layer_bytes_per_token(model, kv_cache, tp, mla_cache)
 
 
