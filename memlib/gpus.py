@@ -54,6 +54,10 @@ class GPU:
     interconnect_bytes_per_s: int  #: per GPU, bidirectional total as the vendor quotes it
     source: str  #: datasheet / whitepaper the figures come from
     reported_total_mib: int | None = None  #: nvidia-smi memory.total where publicly recorded
+    fp8_tflops: float | None = None  #: dense fp8 tensor-core peak; None where the tensor cores have no fp8
+    int8_tops: float | None = None  #: dense int8 tensor-core peak (TOPS); None where not supported
+    torch_total_mib: int | None = None  #: torch.cuda.get_device_properties(i).total_memory / 2**20
+    torch_total_source: str = ""  #: where torch_total_mib comes from ("estimated: ..." when no record)
 
     def __post_init__(self) -> None:
         if not isinstance(self.memory_bytes, int) or self.memory_bytes <= 0:
@@ -76,6 +80,14 @@ class GPU:
     def reported_total_bytes(self) -> int | None:
         """What nvidia-smi reports as total memory, in bytes (None if not recorded)."""
         return None if self.reported_total_mib is None else self.reported_total_mib * 2**20
+
+    @property
+    def torch_total_bytes(self) -> int | None:
+        """What torch.cuda.get_device_properties(i).total_memory reports, in bytes (None if not recorded).
+
+        Torch prints it as 'total_memory=81089MB' meaning MiB; it is below nvidia-smi's
+        memory.total (H100 SXM: 81,089 vs 81,559 MiB): the driver keeps the difference."""
+        return None if self.torch_total_mib is None else self.torch_total_mib * 2**20
 
     @property
     def memory_bandwidth_gb_per_s(self) -> float:
@@ -114,12 +126,16 @@ class GPU:
                 f"; nvidia-smi reports {self.reported_total_mib:,} MiB = "
                 f"{self.reported_total_bytes / GiB:.2f} GiB"
             )
+        if self.torch_total_mib is not None:
+            mem += f"; torch reports {self.torch_total_mib:,} MiB ({self.torch_total_source})"
         lines = [
             f"{self.display_name} [{self.name}]",
             f"  memory:           {mem}",
             f"  bf16 support:     {'yes' if self.supports_bf16 else 'no'}",
             f"  fp16 tensor core: {tf(self.fp16_tflops)} (dense)",
             f"  bf16 tensor core: {tf(self.bf16_tflops)} (dense)",
+            *([f"  fp8 tensor core:  {self.fp8_tflops:g} TFLOP/s (dense)"] if self.fp8_tflops else []),
+            *([f"  int8 tensor core: {self.int8_tops:g} TOPS (dense)"] if self.int8_tops else []),
             f"  memory bandwidth: {self.memory_bandwidth_gb_per_s:,.0f} GB/s",
             f"  interconnect:     {self.interconnect}, {self.interconnect_gb_per_s:,.0f} GB/s "
             f"per GPU (bidirectional)",
@@ -166,6 +182,8 @@ _SMI = (
     "(e.g. modal-labs/modal-client PR #2797 for H100/A100/A10/L4/T4)"
 )
 
+_TORCH_SEEN = "torch.cuda.get_device_properties output in public GitHub logs"
+
 _CATALOG: tuple[GPU, ...] = (
     GPU(
         name="v100-16gb",
@@ -179,6 +197,8 @@ _CATALOG: tuple[GPU, ...] = (
         interconnect_bytes_per_s=300 * GB,
         source=_V100,
         reported_total_mib=16160,  # torch.cuda.get_device_properties: total_memory=16160MB
+        torch_total_mib=16160,
+        torch_total_source=_TORCH_SEEN + " ('Tesla V100-SXM2-16GB ... total_memory=16160MB')",
     ),
     GPU(
         name="v100-32gb",
@@ -205,6 +225,9 @@ _CATALOG: tuple[GPU, ...] = (
         interconnect_bytes_per_s=600 * GB,
         source=_A100,
         reported_total_mib=40960,
+        int8_tops=624.0,
+        torch_total_mib=40536,
+        torch_total_source=_TORCH_SEEN + " ('A100-SXM4-40GB ... total_memory=40536MB')",
     ),
     GPU(
         name="a100-80gb",
@@ -218,6 +241,7 @@ _CATALOG: tuple[GPU, ...] = (
         interconnect_bytes_per_s=600 * GB,
         source=_A100,
         reported_total_mib=81920,
+        int8_tops=624.0,
     ),
     GPU(
         name="h100-80gb",
@@ -231,6 +255,10 @@ _CATALOG: tuple[GPU, ...] = (
         interconnect_bytes_per_s=900 * GB,
         source=_H100,
         reported_total_mib=81559,
+        fp8_tflops=1978.9,
+        int8_tops=1978.9,
+        torch_total_mib=81082,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA H100 80GB HBM3 ... total_memory=81082MB' to 81090MB by driver; the smallest kept)",
     ),
     GPU(
         name="h200",
@@ -246,6 +274,10 @@ _CATALOG: tuple[GPU, ...] = (
         interconnect_bytes_per_s=900 * GB,
         source=_H200,
         reported_total_mib=143771,  # nvidia-smi on H200 SXM: "143771MiB"
+        fp8_tflops=1978.9,
+        int8_tops=1978.9,
+        torch_total_mib=143156,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA H200 ... total_memory=143156MB')",
     ),
     GPU(
         name="rtx-3080-12gb",
@@ -273,6 +305,9 @@ _CATALOG: tuple[GPU, ...] = (
         interconnect="PCIe 4.0 x16",  # an NVLink bridge (112.5 GB/s) exists for pairs
         interconnect_bytes_per_s=64 * GB,
         source=_GA102,
+        int8_tops=284.0,
+        torch_total_mib=24259,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA GeForce RTX 3090 ... total_memory=24259MB'; 24268MB on older drivers)",
     ),
     GPU(
         name="rtx-4090",
@@ -285,6 +320,10 @@ _CATALOG: tuple[GPU, ...] = (
         interconnect="PCIe 4.0 x16",  # no NVLink on Ada GeForce
         interconnect_bytes_per_s=64 * GB,
         source=_ADA,
+        fp8_tflops=165.2,  # FP32 accumulate, like bf16 (330.3 with FP16 accumulate)
+        int8_tops=660.6,
+        torch_total_mib=24563,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA GeForce RTX 4090 ... total_memory=24563MB')",
     ),
     GPU(
         name="a10",
@@ -302,6 +341,7 @@ _CATALOG: tuple[GPU, ...] = (
             "https://www.nvidia.com/en-us/data-center/products/a10-gpu/"
         ),
         reported_total_mib=23028,
+        int8_tops=250.0,
     ),
     GPU(
         name="l4",
@@ -319,6 +359,8 @@ _CATALOG: tuple[GPU, ...] = (
             "https://www.nvidia.com/en-us/data-center/l4/"
         ),
         reported_total_mib=23034,
+        fp8_tflops=242.0,
+        int8_tops=242.0,
     ),
     GPU(
         name="t4",
@@ -336,6 +378,9 @@ _CATALOG: tuple[GPU, ...] = (
             "https://www.nvidia.com/en-us/data-center/tesla-t4/"
         ),
         reported_total_mib=15360,
+        int8_tops=130.0,
+        torch_total_mib=14930,
+        torch_total_source=_TORCH_SEEN + " ('Tesla T4 ... total_memory=14930MB' to 15109MB by driver; the smallest kept)",
     ),
     GPU(
         name="rtx-a6000",
@@ -348,6 +393,7 @@ _CATALOG: tuple[GPU, ...] = (
         interconnect="PCIe 4.0 x16",  # an NVLink bridge (112.5 GB/s) exists for pairs
         interconnect_bytes_per_s=64 * GB,
         source=_GA102 + "; RTX A6000 datasheet: 48GB GDDR6, 768 GB/s, tensor 309.7 TFLOPS with sparsity",
+        int8_tops=309.7,
     ),
     GPU(
         name="a40",
@@ -363,6 +409,249 @@ _CATALOG: tuple[GPU, ...] = (
             _GA102 + "; NVIDIA A40 datasheet: 48GB GDDR6, 696 GB/s, BF16/FP16 tensor 149.7 "
             "TFLOPS (299.4 with sparsity), PCIe Gen4 64 GB/s"
         ),
+        int8_tops=299.3,
+    ),
+    # --- added for issue 10 -------------------------------------------------------------
+    GPU(
+        name="l40s",
+        display_name="NVIDIA L40S 48GB",
+        memory_bytes=48 * GiB,
+        supports_bf16=True,
+        fp16_tflops=362.05,
+        bf16_tflops=362.05,
+        memory_bandwidth_bytes_per_s=864 * GB,
+        interconnect="PCIe 4.0 x16",  # no NVLink
+        interconnect_bytes_per_s=64 * GB,
+        source=(
+            "NVIDIA L40S datasheet: 48GB GDDR6 with ECC, 864 GB/s, BF16/FP16 tensor 362.05 | 733 "
+            "TFLOPS (dense | sparse), FP8 733 | 1,466, INT8 733 | 1,466 TOPS, PCIe Gen4 x16 64 GB/s; "
+            "https://www.nvidia.com/en-us/data-center/l40s/"
+        ),
+        reported_total_mib=46068,  # nvidia-smi: "NVIDIA L40S, 46068 MiB" (ECC keeps 1/16)
+        fp8_tflops=733.0,
+        int8_tops=733.0,
+        torch_total_mib=45589,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA L40S ... total_memory=45589MB')",
+    ),
+    GPU(
+        name="h100-pcie",
+        display_name="NVIDIA H100 PCIe 80GB",
+        memory_bytes=80 * GiB,
+        supports_bf16=True,
+        fp16_tflops=756.0,
+        bf16_tflops=756.0,
+        memory_bandwidth_bytes_per_s=2000 * GB,
+        interconnect="NVLink bridge (pairs)",
+        interconnect_bytes_per_s=600 * GB,
+        source=(
+            "NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column: 80GB HBM2e, 2TB/s, BF16/FP16 "
+            "tensor 1,513 TFLOPS with sparsity (756 dense), FP8 and INT8 3,026 with sparsity, NVLink "
+            "bridge 600 GB/s, PCIe Gen5 128 GB/s; "
+            "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
+        ),
+        reported_total_mib=81559,  # nvidia-smi: "NVIDIA H100 PCIe, 81559 MiB"
+        fp8_tflops=1513.0,
+        int8_tops=1513.0,
+        torch_total_mib=81008,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA H100 PCIe ... total_memory=81008MB')",
+    ),
+    GPU(
+        name="h100-nvl",
+        display_name="NVIDIA H100 NVL 94GB",
+        memory_bytes=94 * GiB,
+        supports_bf16=True,
+        fp16_tflops=835.5,
+        bf16_tflops=835.5,
+        memory_bandwidth_bytes_per_s=3900 * GB,
+        interconnect="NVLink bridge (pairs)",
+        interconnect_bytes_per_s=600 * GB,
+        source=(
+            "NVIDIA H100 Tensor Core GPU datasheet, H100 NVL column: 94GB HBM3, 3.9TB/s, BF16/FP16 "
+            "tensor 1,671 TFLOPS with sparsity (835.5 dense), FP8 and INT8 3,341 with sparsity, NVLink "
+            "600 GB/s, PCIe Gen5 128 GB/s; "
+            "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
+        ),
+        reported_total_mib=95830,  # nvidia-smi: "NVIDIA H100 NVL, 95830 MiB"
+        fp8_tflops=1670.5,
+        int8_tops=1670.5,
+        torch_total_mib=95830 - 470,
+        torch_total_source=("estimated: nvidia-smi's 95,830 MiB less the 470 MiB torch reports below "
+                            "nvidia-smi on the H100 SXM (81,559 vs 81,089); no public record found"),
+    ),
+    GPU(
+        name="h20",
+        display_name="NVIDIA H20 SXM 96GB",
+        memory_bytes=96 * GiB,
+        supports_bf16=True,
+        fp16_tflops=148.0,
+        bf16_tflops=148.0,
+        memory_bandwidth_bytes_per_s=4000 * GB,
+        interconnect="NVLink 4",
+        interconnect_bytes_per_s=900 * GB,
+        source=(
+            "NVIDIA H20 (HGX H20) specification as published by NVIDIA's server partners: 96GB HBM3, "
+            "4.0 TB/s, FP16/BF16 tensor 148 TFLOPS, FP8 and INT8 296 (dense), NVLink 900 GB/s, PCIe "
+            "Gen5 x16; no public NVIDIA datasheet"
+        ),
+        reported_total_mib=97871,  # nvidia-smi: "NVIDIA H20, 97871 MiB"
+        fp8_tflops=296.0,
+        int8_tops=296.0,
+        torch_total_mib=97285,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA H20 ... total_memory=97285MB')",
+    ),
+    GPU(
+        name="a10g",
+        display_name="NVIDIA A10G 24GB (AWS G5)",
+        memory_bytes=24 * GiB,
+        supports_bf16=True,
+        fp16_tflops=70.0,
+        bf16_tflops=70.0,
+        memory_bandwidth_bytes_per_s=600 * GB,
+        interconnect="PCIe 4.0 x16",
+        interconnect_bytes_per_s=64 * GB,
+        source=(
+            "AWS-only variant of the A10; NVIDIA publishes no datasheet. 24GB GDDR6, 600 GB/s, "
+            "tensor 70 TFLOPS FP16/BF16 dense (the A10: 125): Baseten, 'NVIDIA A10 vs A10G for ML "
+            "model inference', spec table; https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-"
+            "inference/"
+        ),
+        reported_total_mib=23028,  # nvidia-smi: "NVIDIA A10G, 23028 MiB" (ECC keeps 1/16)
+        int8_tops=140.0,  # derived: Ampere's int8 tensor rate is twice its fp16 rate
+        torch_total_mib=22587,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA A10G ... total_memory=22587MB')",
+    ),
+    GPU(
+        name="b200",
+        display_name="NVIDIA B200 SXM 180GB (HGX)",
+        memory_bytes=180 * GiB,
+        supports_bf16=True,
+        fp16_tflops=2250.0,
+        bf16_tflops=2250.0,
+        memory_bandwidth_bytes_per_s=8000 * GB,
+        interconnect="NVLink 5",
+        interconnect_bytes_per_s=1800 * GB,
+        source=(
+            "NVIDIA HGX B200 specification (8 GPUs): 1,440GB HBM3e total (180GB each), 64 TB/s "
+            "(8 TB/s each), FP16/BF16 tensor 36 PFLOPS and FP8 72 PFLOPS with sparsity (per GPU "
+            "2.25 and 4.5 PFLOPS dense), NVLink 5 1.8 TB/s per GPU; https://www.nvidia.com/en-us/"
+            "data-center/hgx/"
+        ),
+        reported_total_mib=183359,  # nvidia-smi: "NVIDIA B200, 183359 MiB"
+        fp8_tflops=4500.0,
+        int8_tops=4500.0,
+        torch_total_mib=182631,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA B200 ... total_memory=182631MB' to 182642MB; the smallest kept)",
+    ),
+    GPU(
+        name="gb200",
+        display_name="NVIDIA GB200 (one Blackwell GPU of a Grace Blackwell superchip) 186GB",
+        memory_bytes=186 * GiB,
+        supports_bf16=True,
+        fp16_tflops=2500.0,
+        bf16_tflops=2500.0,
+        memory_bandwidth_bytes_per_s=8000 * GB,
+        interconnect="NVLink 5",
+        interconnect_bytes_per_s=1800 * GB,
+        source=(
+            "NVIDIA GB200 NVL72 specification (72 GPUs): 13.4 TB HBM3e (186GB each), 576 TB/s (8 TB/s "
+            "each), FP16/BF16 tensor 360 PFLOPS and FP8 720 PFLOPS with sparsity (per GPU 2.5 and 5 "
+            "PFLOPS dense), NVLink 5 1.8 TB/s per GPU, NVLink-C2C to Grace 900 GB/s; "
+            "https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
+        ),
+        reported_total_mib=189471,  # nvidia-smi: "NVIDIA GB200, 189471 MiB"
+        fp8_tflops=5000.0,
+        int8_tops=5000.0,
+        torch_total_mib=189471 - 717,
+        torch_total_source=("estimated: nvidia-smi's 189,471 MiB less the 717 MiB torch reports below "
+                            "nvidia-smi on the B200 (183,359 vs 182,642); no public record found"),
+    ),
+    GPU(
+        name="mi300x",
+        display_name="AMD Instinct MI300X 192GB",
+        memory_bytes=192 * GiB,
+        supports_bf16=True,
+        fp16_tflops=1307.4,
+        bf16_tflops=1307.4,
+        memory_bandwidth_bytes_per_s=5300 * GB,
+        interconnect="AMD Infinity Fabric",
+        interconnect_bytes_per_s=896 * GB,
+        source=(
+            "AMD Instinct MI300X data sheet: 192GB HBM3, 5.3 TB/s, FP16/BF16 1,307.4 TFLOPS dense "
+            "(2,614.9 with sparsity), FP8 2,614.9, INT8 2,614.9 TOPS dense, Infinity Fabric 896 GB/s "
+            "peak aggregate (7 links x 128 GB/s), PCIe Gen5 x16 128 GB/s; "
+            "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"
+        ),
+        fp8_tflops=2614.9,
+        int8_tops=2614.9,
+        torch_total_mib=196592,
+        torch_total_source=(_TORCH_SEEN + " ('AMD Instinct MI300X ... total_memory=196592MB', ROCm/ROCm "
+                            "issue #4203, torch 2.6 on ROCm 6.2.4)"),
+    ),
+    GPU(
+        name="mi325x",
+        display_name="AMD Instinct MI325X 256GB",
+        memory_bytes=256 * GiB,
+        supports_bf16=True,
+        fp16_tflops=1307.4,
+        bf16_tflops=1307.4,
+        memory_bandwidth_bytes_per_s=6000 * GB,
+        interconnect="AMD Infinity Fabric",
+        interconnect_bytes_per_s=896 * GB,
+        source=(
+            "AMD Instinct MI325X data sheet: 256GB HBM3E, 6 TB/s, FP16/BF16 1,307.4 TFLOPS dense, FP8 "
+            "2,614.9, INT8 2,614.9 TOPS dense (the MI300X's compute), Infinity Fabric 896 GB/s, PCIe "
+            "Gen5 x16; https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html"
+        ),
+        fp8_tflops=2614.9,
+        int8_tops=2614.9,
+        torch_total_mib=262144 - 16,
+        torch_total_source=("estimated: 256 GiB less the 16 MiB ROCm keeps on the MI300X (196,608 vs "
+                            "196,592 MiB); no public record found"),
+    ),
+    GPU(
+        name="rtx-5090",
+        display_name="NVIDIA GeForce RTX 5090 32GB",
+        memory_bytes=32 * GiB,
+        supports_bf16=True,
+        fp16_tflops=209.5,  # FP32 accumulate (419 with FP16 accumulate)
+        bf16_tflops=209.5,
+        memory_bandwidth_bytes_per_s=1792 * GB,
+        interconnect="PCIe 5.0 x16",  # no NVLink on GeForce Blackwell
+        interconnect_bytes_per_s=128 * GB,
+        source=(
+            "NVIDIA RTX Blackwell GPU Architecture whitepaper, Appendix (GeForce RTX 5090: 32GB GDDR7, "
+            "1,792 GB/s, FP16/BF16 tensor with FP32 accumulate 209.5 dense / 419 sparse, FP8 with FP32 "
+            "accumulate 419 dense, INT8 838 TOPS dense), PCIe Gen5 x16; "
+            "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-"
+            "architecture.pdf"
+        ),
+        reported_total_mib=32607,  # nvidia-smi: "NVIDIA GeForce RTX 5090, 32607 MiB"
+        fp8_tflops=419.0,
+        int8_tops=838.0,
+        torch_total_mib=32607 - 470,
+        torch_total_source=("estimated: nvidia-smi's 32,607 MiB less ~470 MiB, the gap on the H100 SXM; "
+                            "no public record found"),
+    ),
+    GPU(
+        name="rtx-6000-ada",
+        display_name="NVIDIA RTX 6000 Ada Generation 48GB",
+        memory_bytes=48 * GiB,
+        supports_bf16=True,
+        fp16_tflops=364.2,
+        bf16_tflops=364.2,
+        memory_bandwidth_bytes_per_s=960 * GB,
+        interconnect="PCIe 4.0 x16",  # no NVLink
+        interconnect_bytes_per_s=64 * GB,
+        source=(
+            _ADA + "; NVIDIA RTX 6000 Ada datasheet: 48GB GDDR6 with ECC, 960 GB/s, tensor 1,457 TFLOPS "
+            "FP8 with sparsity (FP16/BF16 with FP32 accumulate 364.2 dense, FP8 728.5 dense, INT8 "
+            "728.5 TOPS dense), PCIe Gen4 x16"
+        ),
+        reported_total_mib=49140,  # nvidia-smi: "NVIDIA RTX 6000 Ada Generation, 49140 MiB" (ECC off)
+        fp8_tflops=728.5,
+        int8_tops=728.5,
+        torch_total_mib=48622,
+        torch_total_source=_TORCH_SEEN + " ('NVIDIA RTX 6000 Ada Generation ... total_memory=48622MB')",
     ),
 )
 
@@ -397,6 +686,25 @@ _ALIASES: dict[str, str] = {
     "rtx-a6000-48gb": "rtx-a6000",
     "a6000-48gb": "rtx-a6000",
     "a40-48gb": "a40",
+    "l40s-48gb": "l40s",
+    "h100-pcie-80gb": "h100-pcie",
+    "h100-nvl-94gb": "h100-nvl",
+    "h20-96gb": "h20",
+    "a10g-24gb": "a10g",
+    "b200-180gb": "b200",
+    "gb200-186gb": "gb200",
+    "mi300x-192gb": "mi300x",
+    "instinct-mi300x": "mi300x",
+    "amd-instinct-mi300x": "mi300x",
+    "mi325x-256gb": "mi325x",
+    "instinct-mi325x": "mi325x",
+    "amd-instinct-mi325x": "mi325x",
+    "5090": "rtx-5090",
+    "rtx5090": "rtx-5090",
+    "rtx-5090-32gb": "rtx-5090",
+    "rtx-6000-ada-generation": "rtx-6000-ada",
+    "6000-ada": "rtx-6000-ada",
+    "rtx6000-ada": "rtx-6000-ada",
 }
 
 
@@ -406,7 +714,8 @@ def _normalise(name: str) -> str:
     s = re.sub(r"^(nvidia-)?(tesla-|geforce-)?", "", s)
     # Our data-centre entries are the SXM boards; accept the form factor in the name.
     s = re.sub(r"-sxm\d?(?=-|$)", "", s)
-    s = re.sub(r"(\d)g(?=-|$)", r"\1gb", s)  # "32g" -> "32gb"
+    if not re.match(r"a10g(-|$)", s):  # the A10G is a name, not "A10 GB"
+        s = re.sub(r"(\d)g(?=-|$)", r"\1gb", s)  # "32g" -> "32gb"
     s = re.sub(r"-+", "-", s).strip("-")
     return s
 
@@ -448,11 +757,16 @@ def list_gpus() -> list[GPU]:
 # 5.0 x16 = 64 GB/s (PCI-SIG base specifications; 128b/130b encoding makes usable ~1.5% less).
 # SXM modules reach the host through PCIe too: V100 SXM2 gen 3, A100 SXM4 gen 4, H100/H200 SXM5
 # gen 5 (NVIDIA DGX-1/A100/H100 system guides); T4 is gen 3; the RTX 3080/3090/4090, A10,
-# A40, RTX A6000 and L4 are gen 4.
+# A40, RTX A6000 and L4 are gen 4; so are the L40S, RTX 6000 Ada and A10G (datasheets; AWS G5). The
+# H100 PCIe/NVL, H20, B200, MI300X, MI325X and RTX 5090 are gen 5 (datasheets in their sources). A
+# GB200's GPU reaches its Grace CPU over NVLink-C2C: 900 GB/s bidirectional, 450 GB/s each way.
 _PCIE3, _PCIE4, _PCIE5 = ("PCIe 3.0 x16", 16 * GB), ("PCIe 4.0 x16", 32 * GB), ("PCIe 5.0 x16", 64 * GB)
 HOST_LINK: dict[str, tuple[str, int]] = {
     "v100-16gb": _PCIE3, "v100-32gb": _PCIE3, "t4": _PCIE3,
     "a100-40gb": _PCIE4, "a100-80gb": _PCIE4, "rtx-3080-12gb": _PCIE4, "rtx-3090": _PCIE4, "rtx-4090": _PCIE4,
     "a10": _PCIE4, "l4": _PCIE4, "rtx-a6000": _PCIE4, "a40": _PCIE4,
     "h100-80gb": _PCIE5, "h200": _PCIE5,
+    "l40s": _PCIE4, "rtx-6000-ada": _PCIE4, "a10g": _PCIE4,
+    "h100-pcie": _PCIE5, "h100-nvl": _PCIE5, "h20": _PCIE5, "b200": _PCIE5, "mi300x": _PCIE5, "mi325x": _PCIE5,
+    "rtx-5090": _PCIE5, "gb200": ("NVLink-C2C", 450 * GB),
 }

@@ -132,10 +132,13 @@ def test_catalog_entries_are_consistent(gpu):
     assert isinstance(gpu.memory_bandwidth_bytes_per_s, int)
     assert isinstance(gpu.interconnect_bytes_per_s, int)
     assert gpu.interconnect_bytes_per_s_per_direction * 2 == gpu.interconnect_bytes_per_s
-    assert gpu.interconnect.startswith(("NVLink", "PCIe"))
+    assert gpu.interconnect.startswith(("NVLink", "PCIe", "AMD Infinity Fabric"))
     assert gpu.source
-    # SXM parts use NVLink, everything else PCIe
-    assert ("SXM" in gpu.display_name) == gpu.interconnect.startswith("NVLink")
+    # SXM parts use NVLink; PCIe cards use PCIe or a two-card NVLink bridge
+    if "SXM" in gpu.display_name:
+        assert gpu.interconnect.startswith("NVLink")
+    if gpu.interconnect.startswith("PCIe"):
+        assert "SXM" not in gpu.display_name
 
 
 def test_gpu_is_frozen():

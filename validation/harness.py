@@ -10,6 +10,7 @@ peak. See validation/README.md for the semantics and how to regenerate results.j
     python -m validation.harness --check [--case ...]
     python -m validation.harness --cuda --case ...      (real GPU only)
     python -m validation.harness --sharded --all --write  (FSDP2, results_fsdp.json)
+    python -m validation.harness --families --all --write (newer families, results_families.json)
 """
 
 from __future__ import annotations
@@ -668,7 +669,14 @@ def main(argv=None) -> int:
     ap.add_argument("--sharded", action="store_true",
                     help="FSDP2-sharded cases (cases.SHARDED_CASES, results_fsdp.json); "
                          "combine with --list/--case/--all/--write/--check")
+    ap.add_argument("--families", action="store_true",
+                    help="newer model families (validation/families.py, results_families.json); "
+                         "combine with --list/--case/--all/--write")
     args = ap.parse_args(argv)
+
+    if args.families:
+        from validation.families import main_families
+        return main_families(args)
 
     if args.sharded:
         from validation.sharded import main_sharded
