@@ -81,8 +81,19 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--count", type=int, default=1, help="GPUs, as the tensor-parallel degree (default 1)")
     v.add_argument("--context-len", type=int, default=4096, help="tokens per sequence (default 4096)")
     v.add_argument("--batch", type=int, default=1, help="sequences served at once (default 1)")
-    v.add_argument("--weights", default="bf16", choices=inference.WEIGHT_FORMATS, help="default bf16")
+    v.add_argument("--weights", default="auto", choices=("auto",) + inference.WEIGHT_FORMATS,
+                   help="weight format (default auto: the checkpoint's own, from its quantization_config; "
+                        "bf16 when it has none)")
     v.add_argument("--kv-cache", default="bf16", choices=inference.KV_FORMATS, help="default bf16")
+    v.add_argument("--ep", type=int, default=1,
+                   help="expert-parallel degree for MoE models: routed experts split whole over EP GPUs "
+                        "(a multiple of --count; vLLM --enable-expert-parallel; default 1)")
+    v.add_argument("--mla-cache", default="latent", choices=inference.MLA_CACHES,
+                   help="MLA models (DeepSeek-V2/V3): latent = the compressed cache vLLM/SGLang keep, "
+                        "full = transformers' full K and V (default latent)")
+    v.add_argument("--prefill-tokens", type=int, default=None,
+                   help="tokens in one prefill forward (vLLM's max_num_batched_tokens with chunked prefill); "
+                        "default: the whole batch x context at once")
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
 
@@ -190,7 +201,8 @@ def cmd_serve(a) -> int:
     if bool(a.model) == bool(a.hf_config):
         raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
-    opts = dict(weights=a.weights, kv_cache=a.kv_cache, tp=a.count)
+    opts = dict(weights=a.weights, kv_cache=a.kv_cache, tp=a.count, ep=a.ep, mla_cache=a.mla_cache,
+                prefill_tokens=a.prefill_tokens)
     est = inference.estimate_inference(model, batch=a.batch, context_len=a.context_len, **opts)
     v = fits(est, a.gpu)
     mb = inference.max_batch(model, a.gpu, a.context_len, **opts)
@@ -219,7 +231,8 @@ def cmd_serve(a) -> int:
     print(f"\nKV cache: {est.kv_bytes_per_token:,} bytes per token {where}")
     for note in est.notes:  # e.g. a context beyond the trained window: shown before the verdict, not only in --json
         print(f"note: {note}")
-    print(f"\nVerdict: {v}")
+    caveat = " (but read the warning above)" if getattr(est, "warnings", None) else ""
+    print(f"\nVerdict: {v}{caveat}")
     print(f"Largest batch at context {s.context_len:,}: {mb}")
     print(f"Largest context at batch {s.batch}: {mc}")
     return 0

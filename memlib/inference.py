@@ -140,7 +140,20 @@ def kv_layer_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, 
             return (model.kv_lora_rank + model.qk_rope_head_dim) * e
         heads = model.num_heads // tp
         return heads * ((model.head_dim + model.v_head_dim) * e + 2 * scale)
-    return 2 * (model.num_kv_heads // tp) * (model.head_dim * e + scale)
+    return gqa_kv_bytes_per_token(1, model.num_kv_heads, model.head_dim, kv_cache, tp)
+
+
+def gqa_kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, kv_cache: str = "bf16",
+                           tp: int = 1) -> int:
+    """Standard (MHA/GQA) cache bytes of one token from the shape numbers alone:
+    2 (K and V) x layers x kv_heads/tp x head_dim x bytes (Pope et al. 2022, Sec. 2.1), plus
+    int8's per-head scale and zero point; kv_bytes_per_token applies it to a Model."""
+    for name, v in (("num_layers", num_layers), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim),
+                    ("tp", tp)):
+        positive_int(name, v)
+    choice("kv_cache", kv_cache, KV_FORMATS)
+    scale = 2 * 2 if kv_cache == "int8" else 0
+    return 2 * num_layers * (num_kv_heads // tp) * (head_dim * KV_ELEMENT_BYTES[kv_cache] + scale)
 
 
 def kv_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_cache: str = "latent") -> int:

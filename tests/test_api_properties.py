@@ -541,21 +541,22 @@ def test_estimate_training_lora_options_with_full_finetune():
     assert call("estimate_training", estimate_training, "llama-7b", lora_rank=0)[0] == "error"
 
 
-@pytest.mark.xfail(strict=True, reason="memlib/models.py: issue 11, list-valued config fields raise TypeError")
 @pytest.mark.parametrize("field, value", [("model_type", ["llama"]), ("model_type", {"a": 1}),
                                           ("_name_or_path", ["x"])])
 def test_model_from_hf_config_unhashable_fields(field, value):
-    assert call("Model.from_hf_config", Model.from_hf_config, {**BASE, field: value})[0] == "error"
+    kind, m = call("Model.from_hf_config", Model.from_hf_config, {**BASE, field: value})
+    if field == "_name_or_path":  # only a label: ignoring a non-string one is fine, a crash is not
+        assert kind == "error" or isinstance(m.name, str)
+    else:
+        assert kind == "error"
 
 
-@pytest.mark.xfail(strict=True, reason="memlib/models.py: issue 11, string booleans in config.json read as True")
 @pytest.mark.parametrize("value", ["false", "False", [False], 0.0 + 2])
 def test_model_from_hf_config_non_bool_boolean(value):
     kind, m = call("Model.from_hf_config", Model.from_hf_config, {**BASE, "tie_word_embeddings": value})
     assert kind == "error" or m.tie_word_embeddings is (value in ("true", "True"))
 
 
-@pytest.mark.xfail(strict=True, reason="memlib/models.py: issue 11, numpy int32 sizes in Model overflow")
 def test_model_numpy_int32_fields_are_python_ints():
     m = Model("np", hidden_size=np.int32(8192), num_layers=np.int32(80), num_heads=np.int32(64),
               intermediate_size=np.int32(22016), vocab_size=np.int32(32000))

@@ -112,14 +112,12 @@ def llama_65b_params() -> int:
     return 2 * V * h + L * (4 * h * h + 3 * h * I + 2 * h) + h
 
 
-@others("memlib/models.py", "numpy int32 sizes in Model (num_params -1,851,518,976)")
 def test_model_numpy_int32_sizes_count_exactly():
     np = pytest.importorskip("numpy")
     m = Model("np32", **{k: np.int32(v) for k, v in LLAMA_65B.items()})
     assert type(m.num_params) is int and m.num_params == llama_65b_params() == 65_285_660_672
 
 
-@others("memlib/models.py", "numpy int64 sizes break json.dumps(to_dict())")
 def test_model_numpy_int64_sizes_json_round_trip():
     np = pytest.importorskip("numpy")
     m = Model("np64", **{k: np.int64(v) for k, v in LLAMA_65B.items()})
@@ -139,7 +137,6 @@ GOOD = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, 
         "num_hidden_layers": 32, "vocab_size": 32000}
 
 
-@others("memlib/models.py", "architectures ignored (reward model counted with an lm_head)")
 def test_config_reward_model_architecture_has_no_lm_head():
     try:
         m = Model.from_hf_config({**GOOD, "architectures": ["LlamaForSequenceClassification"]})
@@ -148,7 +145,6 @@ def test_config_reward_model_architecture_has_no_lm_head():
     assert "lm_head" not in [t.name for t in m.tensors()]
 
 
-@others("memlib/models.py", "architectures ignored (base model counted with an lm_head)")
 def test_config_base_model_architecture_has_no_lm_head():
     try:
         m = Model.from_hf_config({**GOOD, "architectures": ["LlamaModel"]})
@@ -157,7 +153,6 @@ def test_config_base_model_architecture_has_no_lm_head():
     assert "lm_head" not in [t.name for t in m.tensors()]
 
 
-@others("memlib/models.py", "MoE fields under a supported model_type counted as dense")
 def test_config_moe_fields_under_mistral_are_not_counted_dense():
     dense = Model.from_hf_config({**GOOD, "model_type": "mistral"})
     try:
@@ -195,7 +190,6 @@ def test_serve_llama_2_7b_context_100000_prints_the_window_note(capsys):
     assert out.index(note[0]) < out.index("Verdict:")
 
 
-@others("memlib/inference.py / memlib/models.py", "Mistral v0.1's sliding window ignored, undocumented")
 def test_mistral_sliding_window_is_documented():
     est = memlib.estimate_inference("mistral-7b", context_len=32768)
     per_token = est.kv_bytes_per_token
@@ -204,7 +198,6 @@ def test_mistral_sliding_window_is_documented():
     assert capped or noted
 
 
-@others("memlib/models.py", 'string booleans in config.json ("tie_word_embeddings": "false" read as True)')
 def test_config_string_boolean_false_reads_false():
     try:
         m = Model.from_hf_config({**GOOD, "tie_word_embeddings": "false"})
@@ -214,13 +207,11 @@ def test_config_string_boolean_false_reads_false():
     assert m.num_params == Model.from_hf_config({**GOOD, "tie_word_embeddings": False}).num_params
 
 
-@others("memlib/models.py", "list-valued config fields (a [False] boolean read as True)")
 def test_config_list_valued_boolean_is_value_error():
     with pytest.raises(ValueError, match="tie_word_embeddings"):
         Model.from_hf_config({**GOOD, "tie_word_embeddings": [False]})
 
 
-@others("memlib/models.py", "quantization_config ignored with no note")
 def test_config_quantization_config_is_not_silently_ignored():
     cfg = {**GOOD, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}}
     try:
@@ -333,7 +324,6 @@ def test_lora_targets_5_is_value_error():
         estimate_training("llama-7b", finetune="lora", lora_targets=5)
 
 
-@others("memlib/models.py", "list-valued config fields raise TypeError (model_type ['llama'])")
 def test_config_list_valued_model_type_is_value_error():
     with pytest.raises(ValueError, match="model_type"):
         Model.from_hf_config({**GOOD, "model_type": ["llama"]})
@@ -360,7 +350,6 @@ def test_fit_host_ram_gib_inf_exits_2_one_line(capsys):
                            "--host-ram-gib", "finite")
 
 
-@others("memlib/models.py", "'[' x 100000 as config.json raises RecursionError")
 def test_config_deeply_nested_json_is_value_error(tmp_path):
     (tmp_path / "config.json").write_text("[" * 100_000)
     with pytest.raises(ValueError, match="config.json"):
@@ -380,7 +369,6 @@ def test_fit_host_ram_gib_nan_names_the_flag(capsys):
     assert "cannot convert" not in err
 
 
-@others("memlib/models.py", "a codec error without the file name")
 def test_config_codec_error_names_the_file(tmp_path):
     (tmp_path / "config.json").write_bytes(json.dumps(GOOD).encode("utf-16"))
     with pytest.raises(ValueError, match="config.json"):

@@ -4,13 +4,12 @@ optimizers, ZeRO on one GPU, the KV cache, and the questions to ask back first."
 from __future__ import annotations
 
 import random
-from types import SimpleNamespace
 
 from memlib.exercises._common import b, fits, md_table, n_params, only_fitting, peak_rows, states, verdict
 from memlib.exercises.kinds import (Choice, Figure, Implement, MultiChoice, Numeric, Option, SelfAssessed, Slip,
                                     SpotError)
 from memlib.gpus import get_gpu
-from memlib.inference import estimate_inference, kv_bytes_per_token
+from memlib.inference import estimate_inference, gqa_kv_bytes_per_token, kv_bytes_per_token
 from memlib.models import get_model
 from memlib.optimizers import adamw_8bit_state_bytes
 from memlib.training import estimate_training
@@ -36,8 +35,8 @@ _KV_FORMAT = {2: "bf16", 1: "fp8"}
 
 def _kv(k: dict) -> int:
     """memlib.inference.kv_bytes_per_token x tokens for the shape in the implement exercise's arguments."""
-    shape = SimpleNamespace(num_layers=k["layers"], num_kv_heads=k["kv_heads"], head_dim=k["head_dim"])
-    return kv_bytes_per_token(shape, _KV_FORMAT[k["dtype_bytes"]]) * k["batch"] * k["context"]
+    per_token = gqa_kv_bytes_per_token(k["layers"], k["kv_heads"], k["head_dim"], _KV_FORMAT[k["dtype_bytes"]])
+    return per_token * k["batch"] * k["context"]
 
 
 def _kv_case(name: str, dtype_bytes: int, batch: int, context: int) -> dict:
@@ -183,11 +182,11 @@ EXERCISES = [
         prompt="Write `kv_cache_bytes(layers, kv_heads, head_dim, dtype_bytes, batch, context)` returning the bytes of "
                "the KV cache for `batch` sequences of `context` tokens. Tested against "
                "`memlib.inference.kv_bytes_per_token(model, kv_cache) * batch * context` for LLaMA-7B, Llama-2-70B "
-               "(GQA), Mistral-7B, Llama-3-8B and Qwen2-7B in 16-bit and fp8, and on shapes drawn at random each "
+               "(GQA), Llama-3-8B and Qwen2-7B in 16-bit and fp8 (full-attention models: a sliding-window model such as Mistral-7B v0.1 caps its cache at the window), and on shapes drawn at random each "
                "time you check.",
         function_name="kv_cache_bytes", reference_name="memlib.inference.kv_bytes_per_token x tokens",
         cases=lambda: [_kv_case("llama-7b", 2, 8, 2048), _kv_case("llama-2-70b", 2, 1, 4096),
-                       _kv_case("mistral-7b", 1, 4, 32768), _kv_case("llama-3-8b", 2, 16, 8192),
+                       _kv_case("qwen2-7b", 1, 4, 32768), _kv_case("llama-3-8b", 2, 16, 8192),
                        _kv_case("qwen2-7b", 2, 2, 32768)],
         held_out=lambda rng: [_random_kv_case(rng) for _ in range(3)],
         reference=_kv,
