@@ -97,6 +97,8 @@ class StepTime:
     forward_s: float = 0.0  # compute of one micro-batch's forward, per GPU (what hides forward gathers)
     backward_s: float = 0.0  # compute of one micro-batch's backward incl. recompute
     cpu_adam_processes_per_node: int = 0  # processes sharing one node's CPU-Adam rate (0: no offload)
+    peak_flops: float = 0.0  # the dense 16-bit peak per GPU it was timed against, FLOP/s
+    mfu: float = 0.0  # the model-FLOPs utilisation it was timed at
 
     @property
     def step_s(self) -> float:
@@ -424,7 +426,8 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
                  int(pp_bytes), pp_s, off_bytes, off_s, nvme_s, cpu_s, n_gpus,
                  dp_scheme=scheme, dp_collectives="\n".join(c.describe() for c in colls),
                  dp_gather_bytes=int(gather), dp_reduce_bytes=int(dp_bytes) - int(gather),
-                 micro_batches=s.grad_accum, forward_s=fwd_s, backward_s=bwd_s, cpu_adam_processes_per_node=procs)
+                 micro_batches=s.grad_accum, forward_s=fwd_s, backward_s=bwd_s, cpu_adam_processes_per_node=procs,
+                 peak_flops=peak, mfu=mfu)
     if not (0 < t.step_s < math.inf and t.tokens_per_s_per_gpu > 0):  # e.g. mfu=1e-300: no finite answer
         raise ValueError(f"these rates give a step time of {t.step_s!r} s; check mfu={mfu!r}, "
                          f"peak_tflops={peak_tflops!r} and the link rates")
