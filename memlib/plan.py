@@ -230,38 +230,96 @@ def _untimed(precision: str, peak_tflops) -> bool:
     return precision == "fp32" and peak_tflops is None
 
 
-def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offload: bool = False,
-             **plan_kw) -> PlanResult | None:
-    """The fewest GPUs of one kind with a feasible plan (counts 1-8, then multiples of 8 by bisection).
+@dataclass
+class MinGpusResult(PlanResult):
+    """plan() at the fewest feasible count, with how min_gpus found it."""
 
-    Offload is off by default: with it almost anything "fits" one GPU if the host has terabytes.
+    searched: list[int] = field(default_factory=list)  # the counts planned, in order
+    method: str = ""  # how the count was found, and what it assumes
+
+    def to_dict(self, top: int = 10) -> dict:
+        return {**super().to_dict(top), "searched": list(self.searched), "method": self.method}
+
+
+def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offload: bool = False,
+             exhaustive_up_to: int | None = None, **plan_kw) -> MinGpusResult | None:
+    """The fewest GPUs of one kind with a feasible plan, or None up to max_count.
+
+    Every count from 1 to `exhaustive_up_to` (default two nodes: 2 x gpus_per_node) is planned:
+    no assumption, about 5-50 ms of plan() each. Beyond it the search assumes feasibility is
+    monotone in whole nodes (if k nodes of gpus_per_node GPUs have no feasible layout, no count
+    up to k nodes has one) and bisects the number of nodes (doubling, then halving: about
+    2·log2(max_count / gpus_per_node) plans); then it plans every count in the first node that
+    fits, so the answer is a count, not a node multiple (e.g. 36 V100s rather than 40). The
+    result says which (MinGpusResult.method, .searched). Offload is off by default: with it
+    almost anything "fits" one GPU if the host has terabytes.
     """
     max_count = positive_int("max_count", max_count)
     if "count" in plan_kw:
         raise ValueError("min_gpus() searches count itself; give max_count= to bound it")
+    per_node = positive_int("gpus_per_node", plan_kw.get("gpus_per_node", 8))
+    exhaustive = 2 * per_node if exhaustive_up_to is None else positive_int("exhaustive_up_to", exhaustive_up_to)
     plan_kw["allow_offload"] = allow_offload
-    candidates = list(range(1, min(8, max_count) + 1))
-    n = 16
-    while n <= max_count:
-        candidates.append(n)
-        n *= 2
-    for i, count in enumerate(candidates):
-        if task == "qlora" and count > 1:
-            return None
-        r = plan(model, gpu, count, task, **plan_kw)
-        if r.feasible:
-            if count > 8:  # bisect multiples of 8 between the last failure and this success
-                lo, hi, best = candidates[i - 1], count, r
-                while hi - lo > 8:
-                    mid = (lo + hi) // 2 // 8 * 8
-                    rm = plan(model, gpu, mid, task, **plan_kw)
-                    if rm.feasible:
-                        hi, best = mid, rm
-                    else:
-                        lo = mid
-                return best
-            return r
-    return None
+    searched: list[int] = []
+    results: dict[int, PlanResult] = {}
+
+    def attempt(count: int) -> bool:
+        if count not in results:
+            searched.append(count)
+            try:
+                results[count] = plan(model, gpu, count, task, **plan_kw)
+            except ValueError as e:
+                if count == 1:
+                    raise  # the options themselves are wrong: say so, do not search
+                # no layout on this count can be estimated (e.g. a task planned on one GPU only)
+                r = PlanResult(getattr(model, "name", str(model)), str(gpu), count, task)
+                r.infeasible.append(({"count": count}, f"invalid: {e}"))
+                results[count] = r
+        return bool(results[count].feasible)
+
+    def none_fit() -> None:
+        """None when layouts were estimated and none fit; a ValueError when none could be estimated."""
+        many = [results[c] for c in searched if c > 1]
+        if many and all(why.startswith("invalid: ") for r in many for _, why in r.infeasible):
+            name = model if isinstance(model, str) else getattr(model, "name", model)
+            raise ValueError(f"no feasible layout of {name} on one GPU, and none on more than one can be "
+                             f"estimated: {many[0].infeasible[0][1][len('invalid: '):]}")
+        return None
+
+    def answer(count: int, method: str) -> MinGpusResult:
+        r = results[count]
+        return MinGpusResult(r.model, r.gpu, r.count, r.task, r.feasible, r.infeasible, list(searched), method)
+
+    for count in range(1, min(exhaustive, max_count) + 1):
+        if attempt(count):
+            below = f"; {count - 1} has no feasible layout" if count > 1 else ""
+            return answer(count, f"every count from 1 to {count} planned{below}")
+    if max_count <= exhaustive:
+        return none_fit()
+    # whole nodes beyond the exhaustive window: double, then bisect the number of nodes
+    lo = exhaustive // per_node  # nodes known not to fit (every count up to `exhaustive` failed)
+    nodes = lambda k: min(k * per_node, max_count)  # noqa: E731  the cap is the last "node"
+    hi = lo + 1
+    while not attempt(nodes(hi)):
+        if nodes(hi) == max_count:
+            return none_fit()
+        lo, hi = hi, min(2 * hi, -(-max_count // per_node))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if attempt(nodes(mid)):
+            hi = mid
+        else:
+            lo = mid
+    first = max(lo * per_node, exhaustive) + 1
+    for count in range(first, nodes(hi)):
+        if attempt(count):
+            break
+    else:
+        count = nodes(hi)
+    return answer(count, f"every count from 1 to {exhaustive} planned; beyond, whole nodes of {per_node} "
+                         f"bisected (assumes: if k nodes do not fit, no count up to k nodes does): "
+                         f"{lo * per_node} GPUs do not fit, {nodes(hi)} do; then every count from {first} "
+                         f"planned: {count} is the fewest")
 
 
 def _largest(check, start: int, limit: int) -> int:

@@ -3,21 +3,37 @@
 step_time(estimate, gpu) reads the setup of a training estimate and returns a StepTime
 with every term named. The model is deliberately simple and stated:
 
-* compute: FLOPs per token (PaLM's 6N + 12·L·H·Q·T, Chowdhery et al. 2022 App. B; full
+* compute: FLOPs per token (PaLM's 6N + 12·L·H·Q·T, Chowdhery et al. 2022 App. B; N the
+  parameters a token passes through, the active ones for a mixture of experts; full
   recompute adds a forward: 8N + 16·L·H·Q·T; LoRA skips weight gradients: 4N + 12·L·H·Q·T)
-  at a model-FLOPs utilisation `mfu` of the GPU's dense 16-bit tensor peak;
+  at a model-FLOPs utilisation `mfu` of the GPU's dense 16-bit tensor peak. The forward is
+  2N + 4·L·H·Q·T of it, the backward (with any recompute) the rest;
 * pipeline bubble (p - 1) / (m + p - 1) of the compute (Narayanan et al. 2021, Sec. 2.2);
-* data-parallel gradient traffic: ring all-reduce moves 2(n-1)/n of the gradient bytes per
-  GPU; ZeRO-1/2 the same (reduce-scatter + all-gather); ZeRO-3 / FULL_SHARD 1.5x that
-  (parameters are all-gathered in forward and again in backward; Rajbhandari et al. 2020
-  Sec. 7). It overlaps with the backward (2/3 of compute); only the excess is exposed;
+* data parallel: the collectives each scheme issues, when, and how many times per optimizer
+  step with m = grad_accum micro-batches (dp_collectives(); ring volumes per GPU: all-reduce
+  2(n-1)/n·B, reduce-scatter and all-gather (n-1)/n·B each, Patarasuk & Yuan 2009):
+  DDP and Megatron all-reduce gradients once per step; DeepSpeed ZeRO-1 reduces them at the
+  accumulation boundary, ZeRO-2 after every micro-batch's backward, both all-gather the
+  updated parameters once per step; ZeRO-3 and FSDP FULL_SHARD all-gather parameters in every
+  micro-batch's forward and again in its backward and reduce-scatter gradients after every
+  backward (m = 1 gives the ZeRO paper's 1.5x of DDP's volume), SHARD_GRAD_OP gathers once
+  per micro-batch. See dp_collectives() for the source of each;
+* overlap (explicit): a collective marked hidden overlaps the compute of its own phase of
+  its own micro-batch (forward gathers the forward, backward gathers and gradient reductions
+  the backward; once-per-step gradient reductions the last micro-batch's backward); per
+  micro-batch and phase only the excess over that compute is exposed. Collectives not
+  hidden (ZeRO-1's reduction without overlap_comm, Megatron's without --overlap-grad-reduce,
+  the parameter all-gather after a ZeRO-1/2 optimizer step) are exposed in full. Not
+  modelled: the first gather before any compute, latency of small messages, contention of
+  the same link by TP and DP at once;
 * tensor parallelism: 4 all-reduces of b·s·h activations per layer per micro-batch
   (2 forward, 2 backward; Shoeybi et al. 2019 Sec. 3), 6 with full recompute, not overlapped;
 * pipeline: each micro-batch sends its b·s·h activations forward and gradients back;
 * offload: 16-bit gradients down every micro-batch and parameters up once per step over the
   host link (ZeRO-Offload, Ren et al. 2021); with ZeRO-Infinity the parameters also come up
-  for every micro-batch's forward and backward; NVMe traffic
-  at `nvme_bytes_per_s`; the CPU Adam step at `cpu_adam_params_per_s`.
+  for every micro-batch's forward and backward; NVMe traffic at `nvme_bytes_per_s`; the CPU
+  Adam step at `cpu_adam_params_per_s`, a rate of one server's CPUs shared by the offloading
+  processes on that node (see step_time).
 Links: the catalog's GPU interconnect within a node of `gpus_per_node`, `internode_bytes_per_s`
 beyond it; the host link per GPU (gpus.HOST_LINK).
 """
@@ -27,17 +43,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memlib._checks import choice, fraction, positive_float, positive_int, show
+from memlib._checks import choice, flag, fraction, positive_float, positive_int, show
 from memlib.gpus import GPU, get_gpu
 from memlib.models import Model, get_model
-from memlib.training import FINETUNES, RECOMPUTES, Estimate
+from memlib.training import FINETUNES, PARAM_BYTES, RECOMPUTES, Estimate
 
 DEFAULT_MFU = 0.4
 INTERNODE_BYTES_PER_S = 25 * 10**9  # one 200 Gb/s InfiniBand HDR port per GPU, one direction
 NVME_BYTES_PER_S = 3 * 10**9  # one PCIe 4.0 NVMe drive per GPU, sustained
-# DeepSpeed CPU-Adam: Ren et al. 2021 (ZeRO-Offload) Table 2 reports ~0.2 s per billion
-# parameters on a two-socket server; 5e9 parameters/s per process is that order.
+# DeepSpeed CPU-Adam, per server (node), not per process: Ren et al. 2021 (ZeRO-Offload) Table 2
+# times one Adam step of DeepSpeedCPUAdam on the evaluation server's two CPU sockets at about
+# 0.2 s per billion parameters, i.e. ~5e9 parameters/s for the whole server. The processes of
+# one node share those cores, so each gets this rate / (offloading processes on the node).
+# Hosts differ several-fold: DeepSpeed PR #735 reports 8.2 s for an 11.6B-parameter step
+# (1.4e9/s) on another machine; pass cpu_adam_params_per_s= for yours.
 CPU_ADAM_PARAMS_PER_S = 5 * 10**9
+# DeepSpeed ZeRO-3 keeps a gathered parameter when the trace shows it is used again within
+# stage3_max_reuse_distance elements (default 1e9; zero/config.py, partitioned_param_coordinator.py
+# __params_to_release): the last layers of the forward are reused at the start of the backward
+# after 2x their own size, so about max_reuse_distance / 2 parameters are not gathered again.
+DS_MAX_REUSE_DISTANCE = 10**9
 # Upper bounds that only catch typos (a rate in bits, a TFLOP/s figure in FLOP/s): a B200 is
 # ~2.3e3 dense bf16 TFLOP/s and NVLink 5 moves 9e11 B/s; nothing here is within 1000x of them.
 MAX_PEAK_TFLOPS = 1e6
@@ -51,9 +76,9 @@ class StepTime:
     tokens_per_step: int  # across all GPUs
     compute_s: float  # per GPU, at the given MFU, including the pipeline bubble
     bubble_fraction: float
-    dp_comm_bytes: int  # per GPU per step
+    dp_comm_bytes: int  # per GPU per optimizer step, every micro-batch's collectives included
     dp_comm_s: float
-    dp_exposed_s: float  # what the backward could not hide
+    dp_exposed_s: float  # what the compute could not hide (see the module docstring's overlap rule)
     tp_comm_bytes: int
     tp_comm_s: float
     pp_comm_bytes: int
@@ -63,6 +88,17 @@ class StepTime:
     nvme_s: float
     cpu_optimizer_s: float
     gpus: int
+    # added with the per-micro-batch data-parallel model; defaults keep old constructors working
+    dp_scheme: str = "none"  # "DDP" | "Megatron DP" | "DeepSpeed ZeRO-1" ... | "FSDP FULL_SHARD" ...
+    dp_collectives: str = ""  # one line per collective: what, bytes per GPU, how often, overlap
+    dp_gather_bytes: int = 0  # parameter all-gathers, per GPU per step (part of dp_comm_bytes)
+    dp_reduce_bytes: int = 0  # gradient all-reduces / reduce-scatters, per GPU per step
+    micro_batches: int = 1  # grad_accum
+    forward_s: float = 0.0  # compute of one micro-batch's forward, per GPU (what hides forward gathers)
+    backward_s: float = 0.0  # compute of one micro-batch's backward incl. recompute
+    cpu_adam_processes_per_node: int = 0  # processes sharing one node's CPU-Adam rate (0: no offload)
+    peak_flops: float = 0.0  # the dense 16-bit peak per GPU it was timed against, FLOP/s
+    mfu: float = 0.0  # the model-FLOPs utilisation it was timed at
 
     @property
     def step_s(self) -> float:
@@ -93,18 +129,40 @@ def _training_estimate(estimate) -> Estimate:
                      f"{show(estimate)} ({kind})")
 
 
+def _model(model, fn: str) -> Model:
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, str):
+        return get_model(model)
+    raise ValueError(f"{fn} needs a catalog model name or a memlib.Model, got {show(model)}")
+
+
+def active_params(model) -> int:
+    """Parameters one token passes through: all of them for a dense model, `num_active_params`
+    for a mixture of experts (the router's top-k experts and the shared weights)."""
+    model = _model(model, "active_params")
+    return getattr(model, "num_active_params", model.num_params)
+
+
+def attention_flops_per_token(model, seq_len: int) -> float:
+    """12·L·H·Q·T: the attention scores and their weighted sum, forward and backward, per token
+    (Chowdhery et al. 2022, PaLM, App. B; no discount for the causal mask)."""
+    model = _model(model, "attention_flops_per_token")
+    seq_len = positive_int("seq_len", seq_len)
+    return float(12 * model.num_layers * model.num_heads * model.head_dim * seq_len)
+
+
 def flops_per_token(model, seq_len: int, recompute: str = "none", finetune: str = "full") -> float:
     """Training FLOPs per token: 6N + 12·L·H·Q·T (Chowdhery et al. 2022, PaLM, App. B), with a
     second forward under full recompute (+2N + 4·L·H·Q·T) or the attention scores recomputed
-    under selective recompute (+4·L·H·Q·T), and no weight gradients (-2N) for a frozen base."""
-    if not isinstance(model, Model):
-        model = get_model(model) if isinstance(model, str) else None
-        if model is None:
-            raise ValueError("flops_per_token needs a catalog model name or a memlib.Model")
+    under selective recompute (+4·L·H·Q·T), and no weight gradients (-2N) for a frozen base.
+    N is active_params(model): the parameters a token passes through (Kaplan et al. 2020's
+    6N rule counts the active parameters of a mixture of experts)."""
+    model = _model(model, "flops_per_token")
     seq_len = positive_int("seq_len", seq_len)
     choice("recompute", recompute, RECOMPUTES)
     choice("finetune", finetune, FINETUNES)
-    return palm_flops_per_token(model.num_params, model.num_layers, model.num_heads, model.head_dim, seq_len,
+    return palm_flops_per_token(active_params(model), model.num_layers, model.num_heads, model.head_dim, seq_len,
                                 recompute, finetune)
 
 
@@ -130,15 +188,195 @@ def palm_flops_per_token(num_params: int, num_layers: int, num_heads: int, head_
     return float(f)
 
 
-def _ring(nbytes: float, n: int) -> float:
-    """Bytes each GPU sends in a ring all-reduce of `nbytes` over n GPUs (Patarasuk & Yuan 2009)."""
+def forward_flops_per_token(model, seq_len: int) -> float:
+    """The forward's share of flops_per_token: 2N + 4·L·H·Q·T (a third of 6N + 12·L·H·Q·T)."""
+    return 2 * active_params(model) + attention_flops_per_token(model, seq_len) / 3
+
+
+# ---- collectives of data parallelism --------------------------------------------------------------
+def all_reduce_bytes(nbytes: float, n: int) -> float:
+    """Bytes each GPU sends in a ring all-reduce of `nbytes` over n GPUs: 2(n-1)/n·B
+    (a reduce-scatter then an all-gather; Patarasuk & Yuan 2009)."""
     return 2 * (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+def reduce_scatter_bytes(nbytes: float, n: int) -> float:
+    """Bytes each GPU sends in a ring reduce-scatter of a `nbytes` tensor over n GPUs: (n-1)/n·B."""
+    return (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+def all_gather_bytes(nbytes: float, n: int) -> float:
+    """Bytes each GPU sends in a ring all-gather that assembles a `nbytes` tensor on n GPUs: (n-1)/n·B."""
+    return (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+_ring = all_reduce_bytes  # tensor parallel's activation all-reduces use the same ring
+
+PHASES = ("forward", "backward", "last backward", "optimizer step")
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One data-parallel collective: what it moves, how often, and which compute can hide it."""
+
+    op: str  # "all-reduce" | "reduce-scatter" | "all-gather"
+    of: str  # "gradients" | "parameters"
+    bytes_per_gpu: float  # sent by each GPU, one occurrence
+    per_step: int  # occurrences per optimizer step
+    phase: str  # "forward" | "backward" (every micro-batch) | "last backward" | "optimizer step" (once)
+    hidden: bool  # overlaps the compute of its phase (only the excess is exposed)
+    source: str  # the implementation it models
+
+    def describe(self) -> str:
+        how = "overlapped" if self.hidden else "not overlapped"
+        return (f"{self.op} of {self.of}: {self.bytes_per_gpu / 1e9:.3g} GB per GPU x {self.per_step} per step "
+                f"({self.phase}, {how}; {self.source})")
+
+
+def _dp_scheme(s) -> str:
+    if s.dp == 1:
+        return "none"
+    if s.sharding == "deepspeed":
+        return f"DeepSpeed ZeRO-{s.zero_stage}"
+    if s.sharding == "fsdp":
+        return {3: "FSDP FULL_SHARD", 2: "FSDP SHARD_GRAD_OP"}.get(s.zero_stage, "DDP")
+    if s.sharding == "megatron":
+        return "Megatron DP"
+    return "DDP"
+
+
+def dp_collectives(estimate, ds_bucket_allreduce: bool = True) -> tuple[str, list[Collective]]:
+    """The data-parallel collectives of one optimizer step of `estimate`, per GPU.
+
+    Returns (scheme, collectives). Volumes are ring volumes over the dp GPUs; bytes are those of
+    this GPU's tensor/pipeline slice, in the dtype the implementation sends. m = grad_accum.
+    ds_bucket_allreduce=False models DeepSpeed ZeRO-1/2 with use_multi_rank_bucket_allreduce off
+    (a reduce of each slice to its owner: (n-1)/n·B per GPU, the ZeRO paper's reduce-scatter).
+
+    - DDP (torch DistributedDataParallel under HF Trainer/accelerate): gradient accumulation runs
+      under no_sync (accelerate's Accelerator.accumulate), so one all-reduce of the gradients
+      per step, in the last micro-batch's backward, overlapped by the Reducer's bucket hooks
+      (torch/nn/parallel/distributed.py). AMP gradients are fp32: 4 bytes.
+    - Megatron DP (tensor/pipeline parallel layouts): one all-reduce of the fp32 main gradients
+      per step after the last backward, not overlapped (Megatron-LM arguments.py:
+      --overlap-grad-reduce defaults to False).
+    - DeepSpeed ZeRO-1/2 (stage_1_and_2.py): gradients are reduced with an all-reduce of each
+      bucket (average_tensor: use_multi_rank_bucket_allreduce=True, the zero/config.py default
+      since v0.12.4, PR #4695), each rank keeping its partition; ZeRO-1 only at the accumulation
+      boundary, ZeRO-2 after every micro-batch's backward (engine.py allreduce_gradients: "ZeRO
+      stage >= 2 communicates during non gradient accumulation boundaries as well";
+      reduce_ready_partitions_and_remove_grads). overlap_comm defaults to False for stages 1-2
+      (zero/config.py overlap_comm_valid); memlib's to_deepspeed_config and HF's ZeRO-2 example
+      set it for stage 2, so ZeRO-2's reduction overlaps the backward and ZeRO-1's does not.
+      After the optimizer step each rank's updated 16-bit partition is all-gathered once
+      (step(): all_gather_dp_groups), before the next forward: not overlapped.
+    - DeepSpeed ZeRO-3 (stage3.py, partitioned_param_coordinator.py): parameters all-gathered
+      in every micro-batch's forward (prefetched, overlapped) and again in its backward, except
+      the ~DS_MAX_REUSE_DISTANCE / 2 parameters used last in the forward and first in the
+      backward, which are kept; gradients reduce-scattered after every backward
+      (__avg_scatter_grads: reduce_scatter_coalesced), overlapped (overlap_comm defaults to
+      True for stage 3). All in 16 bits. With m = 1 and no reuse this is 3(n-1)/n·2Ψ bytes,
+      the ZeRO paper's 1.5x of data parallelism's 2Ψ (Rajbhandari et al. 2020, Sec. 7).
+    - FSDP2 FULL_SHARD (torch/distributed/fsdp/_fully_shard, torchtitan's recipe):
+      reshard_after_forward=True all-gathers each group in every forward (pre_forward) and again
+      in the backward (pre_backward), except the root module, which lazy_init keeps unsharded
+      after forward (_fsdp_state.py); post_backward reduce-scatters the gradients after every
+      micro-batch (reduce_grads=True by default; torchtitan does not call
+      set_requires_gradient_sync, pytorch/torchtitan#292, #1710). Gathers in the
+      MixedPrecisionPolicy param_dtype (bf16), reduce-scatters in reduce_dtype (fp32 for
+      "-mixed"). Overlapped (separate all-gather and reduce-scatter streams).
+    - FSDP2 SHARD_GRAD_OP (reshard_after_forward=False): one all-gather per micro-batch
+      (reshard_after_backward=True frees the parameters after each backward), reduce-scatter
+      after every backward.
+    """
+    estimate = _training_estimate(estimate)
+    ds_bucket_allreduce = flag("ds_bucket_allreduce", ds_bucket_allreduce)
+    s = estimate.setup
+    scheme = _dp_scheme(s)
+    n, m = s.dp, s.grad_accum
+    if scheme == "none":
+        return scheme, []
+    trainable = estimate.counts["trainable"]
+    mixed = s.precision.endswith("-mixed")
+    wide = s.precision == "fp32"
+    if scheme == "DDP":
+        g = 4 if mixed or wide else 2
+        return scheme, [Collective("all-reduce", "gradients", all_reduce_bytes(trainable * g, n), 1, "last backward",
+                                   True, "torch DDP under no_sync, bucketed all-reduce")]
+    if scheme == "Megatron DP":
+        return scheme, [Collective("all-reduce", "gradients", all_reduce_bytes(trainable * 4, n), 1, "last backward",
+                                   False, "Megatron-LM DDP, fp32 main grads, --overlap-grad-reduce off")]
+    if scheme.startswith("DeepSpeed"):
+        w = 4 if wide else 2  # DeepSpeed communicates in the model's 16-bit dtype
+        stored = estimate.counts["param_bytes_unsharded"] // (4 if wide else 2)  # elements of this slice
+        if s.zero_stage <= 2:
+            every = s.zero_stage == 2
+            if ds_bucket_allreduce:
+                red = Collective("all-reduce", "gradients", all_reduce_bytes(trainable * w, n), m if every else 1,
+                                 "backward" if every else "last backward", every,
+                                 "stage_1_and_2.py average_tensor, multi-rank bucket all-reduce")
+            else:
+                red = Collective("reduce-scatter", "gradients", reduce_scatter_bytes(trainable * w, n),
+                                 m if every else 1, "backward" if every else "last backward", every,
+                                 "stage_1_and_2.py average_tensor, a reduce of each slice to its owner")
+            when = " after every backward" if every else " at the accumulation boundary"
+            return scheme, [
+                Collective(red.op, red.of, red.bytes_per_gpu, red.per_step, red.phase, red.hidden, red.source + when),
+                Collective("all-gather", "parameters", all_gather_bytes(trainable * w, n), 1, "optimizer step", False,
+                           "stage_1_and_2.py step(): all_gather_dp_groups of the updated 16-bit partitions")]
+        kept = min(stored, DS_MAX_REUSE_DISTANCE // 2)
+        return scheme, [
+            Collective("all-gather", "parameters", all_gather_bytes(stored * w, n), m, "forward", True,
+                       "stage3.py fetch in every forward (prefetched)"),
+            Collective("all-gather", "parameters", all_gather_bytes((stored - kept) * w, n), m, "backward", True,
+                       f"stage3.py fetch again in every backward, less {kept:.3g} kept (max_reuse_distance)"),
+            Collective("reduce-scatter", "gradients", reduce_scatter_bytes(trainable * w, n), m, "backward", True,
+                       "stage3.py __avg_scatter_grads after every backward")]
+    # FSDP2
+    gather_w = 4 if wide else 2  # param_dtype: bf16/fp16 under the mixed-precision policy
+    reduce_w = 4 if mixed or wide else 2  # reduce_dtype fp32 for "-mixed"
+    stored = estimate.counts["param_bytes_unsharded"] // PARAM_BYTES[s.precision]
+    out = [Collective("all-gather", "parameters", all_gather_bytes(stored * gather_w, n), m, "forward", True,
+                      "FSDP2 pre_forward unshard")]
+    if scheme == "FSDP FULL_SHARD":
+        root = sum(t.numel * t.count for t in s.model.tensors() if t.count == 1) // s.tp  # embeddings, norm, head
+        again = max(0, stored - root)
+        out.append(Collective("all-gather", "parameters", all_gather_bytes(again * gather_w, n), m, "backward", True,
+                              "FSDP2 pre_backward unshard (the root stays unsharded after forward)"))
+    out.append(Collective("reduce-scatter", "gradients", reduce_scatter_bytes(trainable * reduce_w, n), m,
+                          "backward", True, "FSDP2 post_backward reduce-scatter every micro-batch"))
+    return scheme, out
+
+
+def _dp_time(collectives: list[Collective], bytes_per_s: float, m: int, fwd_s: float, bwd_s: float) -> tuple:
+    """(total bytes, seconds on the link, exposed seconds) of one step under the stated overlap rule."""
+    total = sum(c.bytes_per_gpu * c.per_step for c in collectives)
+    if not collectives:
+        return 0.0, 0.0, 0.0
+    sec = {ph: 0.0 for ph in PHASES}  # hidden seconds per occurrence of each phase
+    exposed = 0.0
+    for c in collectives:
+        t = c.bytes_per_gpu / bytes_per_s
+        if c.hidden:
+            sec[c.phase] += t  # per micro-batch for forward/backward, once for the others
+        else:
+            exposed += t * c.per_step
+    per_mb = max(0.0, sec["forward"] - fwd_s)
+    exposed += m * per_mb + (m - 1) * max(0.0, sec["backward"] - bwd_s)
+    exposed += max(0.0, sec["backward"] + sec["last backward"] - bwd_s)  # the last micro-batch's backward
+    exposed += sec["optimizer step"]
+    return total, total / bytes_per_s, exposed
 
 
 def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
               internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, nvme_bytes_per_s: float = NVME_BYTES_PER_S,
               cpu_adam_params_per_s: float = CPU_ADAM_PARAMS_PER_S, peak_tflops: float | None = None) -> StepTime:
-    """Time of one optimizer step for a training estimate on `gpu`, and tokens/s per GPU."""
+    """Time of one optimizer step for a training estimate on `gpu`, and tokens/s per GPU.
+
+    cpu_adam_params_per_s is the CPU-Adam rate of one node's CPUs (Ren et al. 2021 Table 2 measures
+    a whole server), shared by the processes that offload on that node: each of the
+    min(dp·tp·pp, gpus_per_node) processes updates its partition at rate / that count.
+    """
     estimate = _training_estimate(estimate)
     gpu: GPU = get_gpu(gpu)
     mfu = fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
@@ -161,20 +399,19 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     tokens = s.seq_len * s.micro_batch * s.grad_accum * s.dp
     fpt = flops_per_token(m, s.seq_len, s.recompute, s.finetune)
     bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
-    compute = fpt * tokens / n_gpus / (peak * mfu) / (1 - bubble)
+    work = fpt * tokens / n_gpus / (peak * mfu)  # busy seconds per GPU, without the bubble
+    compute = work / (1 - bubble)
+    fwd_s = work / s.grad_accum * forward_flops_per_token(m, s.seq_len) / fpt
+    bwd_s = work / s.grad_accum - fwd_s
 
     def link(group: int, stride: int) -> float:
         """Bandwidth of a group of `group` GPUs spaced `stride` apart: in-node or not."""
         return gpu.interconnect_bytes_per_s_per_direction if group * stride <= gpus_per_node else internode_bytes_per_s
 
-    # data parallel: gradients of this GPU's share (the tp x pp slice), in the gradient dtype
-    trainable = estimate.counts["trainable"]
-    grad_b = 2 if s.sharding == "deepspeed" or s.precision in ("bf16", "fp16") else 4
-    dp_bytes = _ring(trainable * grad_b, s.dp)
-    if s.sharding != "none" and s.zero_stage == 3:
-        dp_bytes *= 1.5
-    dp_s = dp_bytes / link(s.dp, s.tp * s.pp) if s.dp > 1 else 0.0
-    dp_exposed = max(0.0, dp_s - 2 / 3 * compute)
+    # data parallel: each scheme's collectives, per micro-batch or per step (dp_collectives)
+    scheme, colls = dp_collectives(estimate)
+    dp_bytes, dp_s, dp_exposed = _dp_time(colls, link(s.dp, s.tp * s.pp), s.grad_accum, fwd_s, bwd_s)
+    gather = sum(c.bytes_per_gpu * c.per_step for c in colls if c.of == "parameters")
     # tensor parallel: activations all-reduced per layer
     act_bytes = s.micro_batch * s.seq_len * m.hidden_size * 2
     layers_here = -(-m.num_layers // s.pp)
@@ -185,7 +422,8 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     pp_bytes = 2 * act_bytes * s.grad_accum // s.tp if s.pp > 1 else 0
     pp_s = pp_bytes / link(2, s.tp) if s.pp > 1 else 0.0
     # offload traffic
-    off_bytes, nvme_s, cpu_s = 0, 0.0, 0.0
+    trainable = estimate.counts["trainable"]
+    off_bytes, nvme_s, cpu_s, procs = 0, 0.0, 0.0, 0
     if s.offload != "none":
         part = trainable // s.dp
         # 16-bit gradients go down every micro-batch (accumulated in fp32 on the CPU), the
@@ -193,12 +431,18 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
         off_bytes = 2 * part * s.grad_accum + 2 * part
         if s.offload == "optimizer+params":  # fetched for every micro-batch's forward and backward
             off_bytes += 2 * 2 * part * s.grad_accum
-        cpu_s = part / cpu_adam_params_per_s
+        # CPU-Adam: one node's rate shared by the processes offloading on that node
+        procs = min(n_gpus, gpus_per_node)
+        cpu_s = part / (cpu_adam_params_per_s / procs)
         if s.offload_device == "nvme":  # the optimizer states stream through: read and write once
             nvme_s = 2 * estimate.nvme_bytes / nvme_bytes_per_s
     off_s = off_bytes / gpu.host_link_bytes_per_s
     t = StepTime(fpt, tokens, compute, bubble, int(dp_bytes), dp_s, dp_exposed, int(tp_bytes), tp_s,
-                 int(pp_bytes), pp_s, off_bytes, off_s, nvme_s, cpu_s, n_gpus)
+                 int(pp_bytes), pp_s, off_bytes, off_s, nvme_s, cpu_s, n_gpus,
+                 dp_scheme=scheme, dp_collectives="\n".join(c.describe() for c in colls),
+                 dp_gather_bytes=int(gather), dp_reduce_bytes=int(dp_bytes) - int(gather),
+                 micro_batches=s.grad_accum, forward_s=fwd_s, backward_s=bwd_s, cpu_adam_processes_per_node=procs,
+                 peak_flops=peak, mfu=mfu)
     if not (0 < t.step_s < math.inf and t.tokens_per_s_per_gpu > 0):  # e.g. mfu=1e-300: no finite answer
         raise ValueError(f"these rates give a step time of {t.step_s!r} s; check mfu={mfu!r}, "
                          f"peak_tflops={peak_tflops!r} and the link rates")
