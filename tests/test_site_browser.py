@@ -17,7 +17,10 @@ checks on each page:
   file that exists, and where the page has 中文 the subset CJK webfont is loaded;
 
 and on notebook 01's page, the first screen (1280 x 800) shows the question and no code cell
-(screenshot: tests/artifacts/site-01-first-screen.png). Slides: tests/test_slides.py.
+(screenshot: tests/artifacts/site-01-first-screen.png). The deck of notebook 01 steps forward
+offline: reveal.js loads from the site's own copy, slides advance, no display code on them
+(tests/test_slides.py checks every deck's HTML). And in JupyterLab itself (started on 127.0.0.1),
+notebook 01 opens with exactly its jupyter.source_hidden cells collapsed.
 
 Skipped (with the reason) without Playwright, a Chromium binary or a built site, and when the build
 is older than its sources; with MEMLIB_REQUIRE_BROWSER=1 (.ci/run) each of these fails instead.
@@ -101,7 +104,7 @@ def built_site() -> Path:
     return SITE
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium_path() -> str:
     try:
         import playwright.sync_api  # noqa: F401
@@ -113,7 +116,7 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def site_url(chromium_path):
     root = built_site()
 
@@ -131,7 +134,7 @@ def site_url(chromium_path):
         server.server_close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path):
     from playwright.sync_api import sync_playwright
 
@@ -233,7 +236,7 @@ class LinkChecker:
         return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def links(browser, site_url):
     ctx = browser.new_context()
     try:
@@ -345,3 +348,84 @@ def test_notebook_01_first_screen_shows_the_30_second_answer(browser, site_url):
         assert any("30-second answer" in h for h in headings), f"headings on the first screen: {headings}"
     finally:
         page.close()
+
+
+def test_deck_steps_through_offline_in_the_browser(browser, site_url):
+    url = urljoin(site_url, "slides/01_65b_on_4x_v100.slides.html")
+    page, external, errors = open_page(browser, url)
+    try:
+        page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=20_000)
+        total = page.evaluate("Reveal.getTotalSlides()")
+        assert total >= 10, f"{total} slides"
+        seen = [page.evaluate("JSON.stringify(Reveal.getIndices())")]
+        texts = [page.locator(".reveal .slides section.present").last.inner_text()]
+        assert "01" in texts[0] and "Vicuna-65B" in texts[0], "the deck does not open on its title slide"
+        page.screenshot(path=str(artifacts() / "slides-01-title.png"))
+        for _ in range(6):
+            page.keyboard.press("Space")  # next slide, down into sub-slides first
+            page.wait_for_timeout(400)
+            seen.append(page.evaluate("JSON.stringify(Reveal.getIndices())"))
+            texts.append(page.locator(".reveal .slides section.present").last.inner_text())
+        assert len(set(seen)) == len(seen), f"the slides did not advance: {seen}"
+        assert len(set(texts)) == len(texts), "two steps showed the same slide"
+        assert any("The question" in t for t in texts), "the question slide never came"
+        page.screenshot(path=str(artifacts() / "slides-01-step.png"))
+        # no display code on any slide; the playground's note and the charts are there
+        assert page.locator(".celltag_hide-input .jp-InputArea").count() == 0
+        assert page.locator(".memlib-widget-note").count() == 1
+        assert page.locator(".reveal img").count() >= 1
+        assert not external, f"the deck fetched from the network: {external}"
+        assert not errors, f"JavaScript errors: {errors}"
+    finally:
+        page.close()
+
+
+def test_jupyterlab_collapses_display_only_cells(browser, tmp_path):
+    """The same markers in JupyterLab itself: display-only cells open collapsed, the rest open."""
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    import nbformat
+
+    name = "01_65b_on_4x_v100.ipynb"
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    collapsed = sum(1 for c in nb.cells if c.metadata.get("jupyter", {}).get("source_hidden"))
+    assert collapsed >= 3
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg")}
+    log = open(tmp_path / "lab.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
+                             "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0", "--allow-root",
+                             "--IdentityProvider.token=", f"--LabApp.workspaces_dir={tmp_path / 'ws'}",
+                             f"--ServerApp.root_dir={ROOT}"],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "lab.log").read_text()[-2000:]
+                time.sleep(0.3)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/{name}", timeout=90_000)
+            page.wait_for_function(f"document.querySelectorAll('.jp-Notebook .jp-Cell').length === {len(nb.cells)}",
+                                   timeout=90_000)
+            page.wait_for_timeout(1000)
+            got = page.locator(".jp-Notebook .jp-CodeCell .jp-InputPlaceholder").count()
+            assert got == collapsed, f"JupyterLab collapsed {got} code cells; {collapsed} carry jupyter.source_hidden"
+        finally:
+            page.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()

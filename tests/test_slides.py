@@ -1,10 +1,10 @@
 """Classroom slides: every topic notebook as a reveal.js deck that shows prose, charts, tables and the
 playground, not display code, and loads nothing from a CDN (tools/build_site.py builds them).
 
-The deck tests build each deck with the book's nbconvert template (no npm, no network); the browser
-test opens the deck of notebook 01 from the built site (python tools/build_site.py) with every
-request to another host aborted, and steps through it. Like tests/test_site_browser.py it skips
-without Playwright, Chromium or a current build, and fails instead under MEMLIB_REQUIRE_BROWSER=1.
+These tests build each deck with the book's nbconvert template (no npm, no network). The browser
+test that opens the deck of notebook 01 from the built site, offline, and steps through it is
+tests/test_site_browser.py::test_deck_steps_through_offline_in_the_browser (it shares that file's
+browser session).
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from urllib.parse import urljoin
 
 import pytest
-from test_site_browser import artifacts, browser, chromium_path, load_tool, open_page, site_url  # noqa: F401
+from test_site_browser import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPICS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -77,33 +76,3 @@ def test_deck_notebook_drops_the_setup_cell_and_splits_headings():
     assert steps and all(c["metadata"]["slideshow"]["slide_type"] == "subslide" for c in steps)
     assert nb["cells"][0]["metadata"]["slideshow"]["slide_type"] == "slide"  # the input is not modified
     assert "slideshow" not in next(c for c in nb["cells"] if "".join(c["source"]).startswith("### Step"))["metadata"]
-
-
-def test_deck_steps_through_offline_in_the_browser(browser, site_url):  # noqa: F811
-    url = urljoin(site_url, "slides/01_65b_on_4x_v100.slides.html")
-    page, external, errors = open_page(browser, url)
-    try:
-        page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=20_000)
-        total = page.evaluate("Reveal.getTotalSlides()")
-        assert total >= 10, f"{total} slides"
-        seen = [page.evaluate("JSON.stringify(Reveal.getIndices())")]
-        texts = [page.locator(".reveal .slides section.present").last.inner_text()]
-        assert "01" in texts[0] and "Vicuna-65B" in texts[0], "the deck does not open on its title slide"
-        page.screenshot(path=str(artifacts() / "slides-01-title.png"))
-        for _ in range(6):
-            page.keyboard.press("Space")  # next slide, down into sub-slides first
-            page.wait_for_timeout(400)
-            seen.append(page.evaluate("JSON.stringify(Reveal.getIndices())"))
-            texts.append(page.locator(".reveal .slides section.present").last.inner_text())
-        assert len(set(seen)) == len(seen), f"the slides did not advance: {seen}"
-        assert len(set(texts)) == len(texts), "two steps showed the same slide"
-        assert any("The question" in t for t in texts), "the question slide never came"
-        page.screenshot(path=str(artifacts() / "slides-01-step.png"))
-        # no display code on any slide; the playground's note and the charts are there
-        assert page.locator(".celltag_hide-input .jp-InputArea").count() == 0
-        assert page.locator(".memlib-widget-note").count() == 1
-        assert page.locator(".reveal img").count() >= 1
-        assert not external, f"the deck fetched from the network: {external}"
-        assert not errors, f"JavaScript errors: {errors}"
-    finally:
-        page.close()

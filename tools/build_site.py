@@ -47,8 +47,7 @@ FONT_FILES = {"regular": "NotoSansCJK-Regular.ttc", "bold": "NotoSansCJK-Bold.tt
 FONT_FACE = "Noto Sans CJK SC"
 # the code points the CSS @font-face unicode-range sends to the CJK font (book/_static/memlib.css)
 CJK_RANGES = [(0x2E80, 0x2FDF), (0x3000, 0x303F), (0x3100, 0x312F), (0x31A0, 0x31BF), (0x3400, 0x4DBF),
-              (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF),
-              (0x2018, 0x2019), (0x201C, 0x201D), (0x2026, 0x2026), (0x00B7, 0x00B7)]
+              (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF)]
 WIDGET_REPR = re.compile(r"^(VBox|HBox|Box|GridBox|Tab|Accordion|Output|[A-Z]\w*Widget)\(|^\(interactive widget")
 WIDGET_NOTE = ('<div class="memlib-widget-note"><strong>Interactive:</strong> this widget needs a running '
                "notebook. Open it live with the <em>Run this notebook</em> link at the top of the page "
@@ -224,13 +223,10 @@ def site_cjk_text(html: Path) -> str:
 
 def find_font(name: str) -> Path | None:
     dirs = [os.environ["MEMLIB_CJK_FONT_DIR"]] if os.environ.get("MEMLIB_CJK_FONT_DIR") else FONT_DIRS
-    for d in dirs:
-        base = Path(d)
-        if (base / name).is_file():
-            return base / name
-        if base.is_dir() and d != "/usr/share/fonts":
-            continue
-        hits = sorted(base.rglob(name)) if base.is_dir() else []
+    for d in map(Path, dirs):
+        if (d / name).is_file():
+            return d / name
+        hits = sorted(d.rglob(name)) if d.is_dir() else []
         if hits:
             return hits[0]
     return None
