@@ -250,6 +250,13 @@ def test_every_page_is_built(site_url):
     missing = [p["path"] for p in PAGES if not (site / p["path"]).is_file()]
     assert not missing, f"pages missing from the book: {missing}"
     assert all(p["charts"] >= 1 for p in PAGES if p.get("topic")), "a topic notebook stores no chart"
+    # the CJK webfont ships with its licence (SIL OFL 1.1), and nothing else's
+    licence = (site / "_static" / "fonts" / "LICENSE-NotoSansCJK.txt").read_text(encoding="utf-8")
+    assert "SIL OPEN FONT LICENSE Version 1.1" in licence and "General Public License" not in licence
+    assert (site / "_static" / "fonts" / "memlib-cjk-regular.woff2").stat().st_size > 10_000
+    decks = sorted(p.name for p in (site / "slides").glob("*.slides.html"))
+    assert decks == sorted(f"{p.stem}.slides.html" for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert (site / "slides" / "reveal.js" / "dist" / "reveal.js").is_file()
 
 
 @pytest.mark.parametrize("spec", PAGES, ids=[p["path"] for p in PAGES])

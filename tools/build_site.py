@@ -251,6 +251,7 @@ def cjk_font(html: Path) -> dict:
             names = [f["name"].getDebugName(1) for f in TTCollection(str(path)).fonts]
             number = names.index(FONT_FACE)
         font = TTFont(str(path), fontNumber=number, lazy=False)
+        copyright_line = font["name"].getDebugName(0) or "Noto Sans CJK"
         options = subset.Options()
         options.flavor = "woff2"
         options.layout_features = ["*"]
@@ -265,27 +266,31 @@ def cjk_font(html: Path) -> dict:
         target = fonts / f"memlib-cjk-{weight}.woff2"
         font.flavor = "woff2"
         font.save(str(target))
-        written[weight] = (target, path)
+        written[weight] = (target, path, copyright_line)
     if written:
-        source = next(iter(written.values()))[1]
-        notice = [f"memlib-cjk-*.woff2: {FONT_FACE} ({', '.join(str(p) for _, p in written.values())}),",
+        _, source, copyright_line = next(iter(written.values()))
+        notice = [f"memlib-cjk-*.woff2: {FONT_FACE} ({', '.join(str(p) for _, p, _ in written.values())}),",
                   f"subset by tools/build_site.py to the {len(text)} characters this site uses.",
-                  "Noto Sans CJK: (c) 2014-2021 Adobe (http://www.adobe.com/), licensed under the",
-                  "SIL Open Font License, Version 1.1 (https://openfontlicense.org), reproduced below.", ""]
+                  f"{FONT_FACE}: {copyright_line}",
+                  "Licensed under the SIL Open Font License, Version 1.1, reproduced below.", ""]
         ofl = _ofl_text(source)
         (fonts / "LICENSE-NotoSansCJK.txt").write_text("\n".join(notice) + ofl, encoding="utf-8")
-    return {"chars": len(text), "files": {w: t.stat().st_size for w, (t, _) in written.items()}}
+    return {"chars": len(text), "files": {w: t.stat().st_size for w, (t, _, _) in written.items()}}
 
 
 def _ofl_text(font_path: Path) -> str:
-    """The OFL text as the font package ships it (Debian's copyright file), or a pointer to it."""
-    for doc in (Path("/usr/share/doc/fonts-noto-cjk/copyright"), font_path.parent / "LICENSE"):
-        if doc.is_file():
-            text = doc.read_text(encoding="utf-8", errors="replace")
-            start = text.find("SIL OPEN FONT LICENSE")
-            if start >= 0:
-                return "\n".join(line[1:] if line.startswith(" ") else line
-                                 for line in text[start:].splitlines()).replace("\n.\n", "\n\n") + "\n"
+    """The OFL text as the font package ships it (its stanza in Debian's copyright file), or a pointer."""
+    doc = Path("/usr/share/doc/fonts-noto-cjk/copyright")
+    if doc.is_file():
+        lines = doc.read_text(encoding="utf-8", errors="replace").splitlines()
+        start = next((i for i, ln in enumerate(lines) if "SIL OPEN FONT LICENSE" in ln), None)
+        if start is not None:
+            out = []
+            for ln in lines[start:]:
+                if ln and not ln.startswith(" "):
+                    break  # the next stanza (Debian's own files are GPL)
+                out.append("" if ln.strip() == "." else ln[1:])
+            return "\n".join(out).rstrip() + "\n"
     return "See https://openfontlicense.org for the licence text.\n"
 
 
