@@ -22,7 +22,7 @@
 # 12 and 18 you will also hear come from), find the peak of a step, and tell GB from GiB
 # when you say whether it fits.
 
-# %%
+# %% tags=["hide-input"]
 # %matplotlib inline
 import json
 import statistics
@@ -94,7 +94,7 @@ print("bytes per element:", ", ".join(f"{k} {v}" for k, v in DTYPE_BYTES.items()
 print(f"one copy of the weights: fp32 {fmt_bytes(est.counts['param_bytes'])}, "
       f"bf16 {fmt_bytes(est_bf16.counts['param_bytes'])}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"LLaMA-7B has **{N:,}** parameters ({N / 1e9:.2f} billion, not 7). One copy of the weights "
     f"is {fmt_bytes(est_bf16.counts['param_bytes'])} in bf16 ({DTYPE_BYTES['bf16']} bytes each) and "
@@ -131,7 +131,7 @@ table_states = markdown_table(rows, ["setup", "params B/param", "grads B/param",
                                      "total B/param", "LLaMA-7B model states"])
 print(table_states)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 amp = per_param["bf16-mixed AdamW (PyTorch AMP)"]
 dsp = per_param["DeepSpeed / ZeRO paper (fp16 working copy)"]
 pure = per_param["bf16 AdamW (pure bf16)"]
@@ -174,7 +174,7 @@ eighteen = {"no offload: GPU": ds_none[1] / N,
 for k, v in {**twelve, **eighteen}.items():
     print(f"{v:5.2f} B/param  {k}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(markdown_table([(k, f"{v:.0f}") for k, v in twelve.items()], ["a '12 bytes' you will hear", "B/param"])))
 display(Markdown(
     f"**12** is what you get by dropping one term of the {sum(amp):.0f}: seed 000's 130+130+520 GB is "
@@ -212,7 +212,7 @@ table_layer = markdown_table(rows, ["tensor kept for backward", "why", "MB", "by
 print(f"one layer {est.layer.total:,} bytes x {model.num_layers} layers = "
       f"{est.layer.total * model.num_layers:,} bytes")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_layer))
 display(Markdown(
     f"One decoder layer keeps {fmt_bytes(est.layer.total)} at sequence {SEQ:,}; {model.num_layers} layers keep "
@@ -252,7 +252,7 @@ for g, key in groups.items():
     print(f"  {g:<40}{group_bytes(est.layer, key) / sbh:6.2f} x sbh (bf16-mixed)  "
           f"{group_bytes(est_bf16.layer, key) / sbh:6.2f} x sbh (bf16)")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(markdown_table(
     [(k, f"{v / 1e6:.1f}", f"{v / sbh:.1f}") for k, v in compare.items()]
     + [(f"of which {g} (bf16-mixed / bf16)", "",
@@ -306,7 +306,7 @@ fwd = est.moments[0]
 naive = est.model_state_bytes + fwd.parts["activations"] + fwd.parts["autocast_copies"] + fwd.parts["logits_and_loss"]
 print(f"naive sum of everything {fmt_bytes(naive)}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 peak_parts = est.peak_moment.parts
 opt_moment = est.moments[-1]
 display(Markdown(table_moments))
@@ -368,7 +368,7 @@ meta = results["metadata"]
 print(f"{len(errors)} cases, torch {meta['torch']}, transformers {meta['transformers']}: "
       f"median |error| {statistics.median(errors):.3%}, worst {max(errors):.3%}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"Over the {len(errors)} recorded single-GPU cases (torch {meta['torch']}, transformers "
     f"{meta['transformers']}), memlib's peak is off by a median of **{statistics.median(errors):.3%}** and at "
@@ -409,7 +409,7 @@ display(Markdown(
 # **The moments of one step.** Each bar is one moment of `est.moments`; the tallest is the peak. Look
 # at how activations and autocast copies (red, purple) turn into gradients (orange) from left to right.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 moment_views = {SHORT.get(mo.where, mo.where).replace(": ", "\n"): SimpleNamespace(breakdown=mo.parts, peak_bytes=mo.total)
                 for mo in est.moments}
 fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -552,7 +552,7 @@ rows = [
 table_fc = markdown_table(rows, ["seed", "claim (as written)", "memlib", "verdict", "why"])
 print(f"{len(rows)} claims checked")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_fc))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -596,7 +596,7 @@ alt_rows = [(k, f"{e.model_state_bytes / N:.2f}", f"{gb(e.model_state_bytes):.1f
             for k, e in alts.items()]
 print(markdown_table(alt_rows, ["setup", "model states B/param", "model states GB", "peak GB", "peak in"]))
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(markdown_table(alt_rows, ["setup", "model states B/param", "model states GB", "peak GB", "peak in"])))
 display(Markdown(
     f"Pure bf16 halves the model states to {nb_bf16:.0f} B/param and drops the autocast copies; the price is "
@@ -622,7 +622,7 @@ for m, e in pair.items():
     bwd, opt = bwd_vs_opt(e)
     print(f"{m}: backward {gb(bwd.total):.2f} GB, optimizer {gb(opt.total):.2f} GB -> peak in {e.phase}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 (b7, o7), (b13, o13) = bwd_vs_opt(pair["llama-7b"]), bwd_vs_opt(pair["llama-13b"])
 
 
@@ -656,7 +656,7 @@ sdpa = {s: memlib.estimate_training(MODEL, seq_len=s, precision="bf16").layer.to
 print(f"one layer, bf16: sdpa {gb(sdpa[SEQ]):.3f} -> {gb(sdpa[2 * SEQ]):.3f} GB, "
       f"eager {gb(eager[SEQ]):.3f} -> {gb(eager[2 * SEQ]):.3f} GB ({SEQ} -> {2 * SEQ})")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 rc_line = seq_series["bf16 AdamW, full recompute"]
 fig, ax = plt.subplots(figsize=(7.5, 3.8))
 sweep(XS, seq_series, gpu=GPU, xlabel="sequence length (tokens), micro-batch 1", ax=ax, logx=True,
@@ -681,7 +681,7 @@ print(f"activations at the loss: none {gb(acts7):.2f} GB, full {gb(acts7_rc):.2f
       f"{gb(e7_rc.moments[1].parts['autocast_copies']):.2f} GB from the backward on; peak {gb(est.peak_bytes):.2f} -> "
       f"{gb(e7_rc.peak_bytes):.2f} GB")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"Full recomputation cuts the saved activations from {gb(acts7):.2f} GB to {gb(acts7_rc):.2f} GB "
     f"({saved / acts7:.0%} less, not the 50-70% the seed quotes) and lets autocast's weight copies die with the "
@@ -698,7 +698,7 @@ l3 = memlib.estimate_training("llama-3-8b", seq_len=SEQ)
 print(f"logits and loss at the loss: llama-7b {gb(est.moments[0].parts['logits_and_loss']):.2f} GB, "
       f"llama-3-8b {gb(l3.moments[0].parts['logits_and_loss']):.2f} GB")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"Its vocabulary is {memlib.get_model('llama-3-8b').vocab_size:,} words against {model.vocab_size:,}: the "
     f"logits, their fp32 upcast and the log-softmax over the vocabulary take "

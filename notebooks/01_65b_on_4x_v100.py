@@ -23,7 +23,7 @@
 #
 # Every number below is computed by `memlib` when the notebook runs; none is typed.
 
-# %%
+# %% tags=["hide-input"]
 # %matplotlib inline
 import json
 
@@ -146,7 +146,7 @@ print(f"model states: {fmt_bytes(states)} ({states // P} B/param); seed's sum wi
 # Even if the states could be spread perfectly over all four GPUs, they are several times the
 # memory the four cards have.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # NBVAL_CHECK_OUTPUT
 cluster = N * cap  # what torch can see on 4 GPUs
 display(Markdown(
@@ -192,7 +192,7 @@ print("\n".join(f"{r[0]}: states {r[1]}, peak {r[2]}, margin {r[4]}" for r in ro
 # The seed guesses 1-2 GB per layer and "about 40 layers". memlib's ledger of the tensors a
 # LLaMA layer saves for backward (fp16 autocast, sdpa attention, 2,048 tokens):
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # NBVAL_CHECK_OUTPUT
 layer_act = amp.counts["layer_activation_bytes"]   # one decoder layer, tensor by tensor
 fwd = next(mo for mo in amp.moments if mo.name == "forward")
@@ -351,7 +351,7 @@ print(f"QLoRA states sharded /{N}: {fmt_bytes(q_sharded)}; tokens/s at MFU 0.4: 
 # line: only the offloaded ZeRO-3 bar gets under it; the QLoRA replica misses it by its 4-bit
 # weights alone, and the rest miss it by hundreds of GiB of model states.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 strategies = {"DDP": zero_est[0], "ZeRO-1": zero_est[1], "ZeRO-2": zero_est[2], "ZeRO-3": zero_est[3],
               "TP=4": tp4, "PP=4": pp4, "ZeRO-3\n+offload": best.estimate, "QLoRA\n(1 GPU)": qf}
 fig, ax = plt.subplots(figsize=(8, 3.8))
@@ -365,7 +365,7 @@ plt.show()
 # recompute: its activations alone almost reach the line; and at the QLoRA bars: their parameters
 # (the 4-bit base plus adapters) alone are at the line.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 near = {f"dp{p.settings['dp']} tp{p.settings['tp']}\nrecompute\n{p.settings['recompute']}": p.estimate
         for p in r.feasible}
 near.update({"QLoRA\nfp16-mixed": qf, "QLoRA\nfp16": q16})
@@ -422,7 +422,7 @@ Playground(model=MODEL, gpu=GPU, count=N, precision=PREC)
 # Each claim quoted as the seed writes it, memlib's figure computed above, and a verdict
 # (✅ right · ⚠️ partly · ❌ wrong).
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 t_tp_share = t_tp.tp_comm_s / t_tp.step_s
 facts = [
     ["模型参数：65B × 2 bytes（FP16）= 130GB", f"{GB(ds.counts['param_bytes_unsharded'])} of fp16 weights", "✅",
@@ -489,7 +489,7 @@ display(Markdown(markdown_table(facts, ["claim (seed)", "memlib", "verdict", "wh
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7. The 30-second answer · 30 秒回答
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 z3_best = best.estimate
 display(Markdown(
     f"**English.** No, not as plain full fine-tuning. Mixed-precision AdamW costs {states // P} bytes per "
@@ -562,7 +562,7 @@ print(g.supports_bf16, float(f16.max), ds_cfg["fp16"])
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What would the DeepSpeed config look like?
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # NBVAL_CHECK_OUTPUT
 display(Markdown(f"`memlib.plan.to_deepspeed_config` for **{best.describe()}** "
                  f"(recompute is the model's `gradient_checkpointing_enable()`):"))
@@ -571,7 +571,7 @@ print(json.dumps(ds_cfg, indent=2))
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How much host RAM, and what if the server has less?
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # NBVAL_CHECK_OUTPUT
 display(Markdown(
     f"CPU offload of everything: {G(best.estimate.host_bytes)} per GPU process, {G(N * best.estimate.host_bytes)} "
@@ -583,7 +583,7 @@ print(G(best.estimate.host_bytes), G(nv.estimate.nvme_bytes), f"{nv.tokens_per_s
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls and further reading · 避坑与延伸阅读
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 tight = [p for p in r.feasible if p.verdict.margin_gib < 2]
 display(Markdown("\n".join([
     "**Pitfalls**",

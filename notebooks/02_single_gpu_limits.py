@@ -21,7 +21,7 @@
 # recompute, with 8-bit AdamW, with ZeRO-Offload), LoRA, QLoRA or serve, and why "ZeRO-1 on one
 # GPU" saves nothing.
 
-# %%
+# %% tags=["hide-input"]
 # %matplotlib inline
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
@@ -102,7 +102,7 @@ print(gpu_table)
 # `memlib.fits(estimate, gpu)` also budgets a CUDA context (0.5 GiB) and allocator headroom
 # (5% of the peak) against that capacity; every verdict below uses it.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(gpu_table))
 display(Markdown(f"An \"A100 80GB\" holds **{fmt_bytes(a100.memory_bytes)}**: NVIDIA's \"GB\" on GPU memory is "
                  f"binary, so the card has {gb(a100.memory_bytes) - 80:.1f} GB more than a reader adding up "
@@ -137,7 +137,7 @@ states_table = markdown_table(rows, ["convention", "parameters", "gradients", "o
 print(f"llama-7b: {N7:,} parameters")
 print(states_table)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(states_table))
 display(Markdown(
     f"llama-7b has **{fmt_count(N7)}** parameters. Both conventions total "
@@ -173,7 +173,7 @@ print(f"activations, no recompute:   {fmt_bytes(act_none)} (+ autocast weight co
 print(f"activations, full recompute: {fmt_bytes(act_full)}")
 print(f"seq 4096 / seq 2048 (no recompute): {act_4k / act_none:.2f}x")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"One decoder layer saves **{fmt_bytes(layer7)}**, so the {m7.num_layers} layers keep "
     f"**{fmt_bytes(act_none)}** of activations without recompute, and autocast holds another "
@@ -207,7 +207,7 @@ menu_table = markdown_table(rows, ["llama-7b, seq 2048, batch 1", "peak", "phase
 print(menu_table)
 print("ZeRO-1 on one GPU == plain AMP:", MENU["ZeRO-1, 1 GPU"].peak_bytes == amp7.peak_bytes)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 e8 = MENU["+ 8-bit AdamW"]
 off7 = MENU["ZeRO-Offload"]
 display(Markdown(menu_table))
@@ -244,7 +244,7 @@ largest_table = markdown_table([(r, *(cell(r, g) for g in GPUS)) for r in RECIPE
                                ["largest that fits (first that does not)", *GPUS])
 print(largest_table)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(largest_table))
 
 
@@ -291,7 +291,7 @@ time_table = markdown_table(rows, ["GPU", "tokens/step", "baseline", "baseline s
 print(f"assumed: MFU {memlib.timing.DEFAULT_MFU:.0%}, CPU Adam {memlib.timing.CPU_ADAM_PARAMS_PER_S:.0e} params/s")
 print(time_table)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(time_table))
 display(Markdown(
     f"With one 2,048-token sequence per step, ZeRO-Offload is **{slow[('h200', 1)]:.1f}x** slower than plain AMP on "
@@ -329,7 +329,7 @@ for k, e in (("AMP AdamW + recompute", amp15), ("AMP 8-bit AdamW + recompute", b
     print(f"  {k}: peak {fmt_bytes(e.peak_bytes)}, optimizer {gb(e.counts['optimizer_bytes']):.2f} GB; "
           f"{'fits' if fits(e, 'rtx-4090').fits else 'does not fit'} an RTX 4090")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"llama-13b ({fmt_count(m13.num_params)} parameters) peaks at **{fmt_bytes(e13.peak_bytes)}** under AMP AdamW, "
     f"recompute or not (the peak is the optimizer step). The illustrative {fmt_count(m15.num_params)} shape carries "
@@ -347,7 +347,7 @@ display(Markdown(
 # right each dotted line sits. The ZeRO-Offload line hides under the LoRA line: both keep little more
 # than the 16-bit weights on the GPU.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 xs = [m.num_params / 1e9 for m in LADDER]
 SWEEP = ["full · AMP AdamW", "full · AMP 8-bit AdamW + recompute", "full · ZeRO-Offload + recompute",
          "LoRA · bf16 base + recompute", "QLoRA · NF4 base + recompute", "serve · bf16 weights",
@@ -366,7 +366,7 @@ plt.show()
 # (`memlib.viz.breakdown_bars`). Look at the first and fourth bars: "ZeRO-1" on one GPU is the
 # same bar as plain AMP. The green optimizer block only shrinks with 8-bit states or offload.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(8, 3.8))
 breakdown_bars(MENU, gpu="a100-80gb", ax=ax, title="llama-7b, seq 2048, batch 1, one A100 80GB")
 ax.tick_params(axis="x", rotation=20)
@@ -398,7 +398,7 @@ for rc in ("none", "full"):
     longest8[rc] = max_seq_len(Plan(kw, est, fits(est, "a100-80gb")), "a100-80gb")
 print(f"longest sequence that fits (memlib.fits, memlib.plan.max_seq_len): {longest8}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"With `memlib.fits` (CUDA context and allocator headroom included) the longest sequence is "
     f"**{longest8['none']:,} tokens** without recompute and **{longest8['full']:,} tokens** with full recompute. "
@@ -514,13 +514,13 @@ FACTS = [
 fact_table = markdown_table(FACTS, ["claim (seed)", "memlib", "verdict", "why"])
 print(f"{len(FACTS)} claims checked")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(fact_table))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7. The 30-second answer · 30 秒回答
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 b = {k: biggest(k, "a100-80gb") for k in RECIPES}
 b24 = {k: biggest(k, "rtx-4090") for k in RECIPES}
 display(Markdown(
@@ -556,7 +556,7 @@ rows = [(r, cell(r, "rtx-4090")) for r in RECIPES]
 t4090 = markdown_table(rows, ["RTX 4090, seq 2048, batch 1", "largest LLaMA-like rung (first that fails)"])
 print(t4090)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(t4090))
 display(Markdown(
     f"Full fine-tuning with everything on the GPU stops at **{b24['full · AMP 8-bit AdamW + recompute']}**; "
@@ -576,7 +576,7 @@ print("ZeRO-0..3 on one GPU, peaks equal:", len(set(same)) == 1, fmt_bytes(same[
 print(f"ZeRO-3 + offload optimizer and parameters (ZeRO-Infinity, CPU): GPU {fmt_bytes(inf.peak_bytes)}, "
       f"host {gb(inf.host_bytes):.0f} GB")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"No: `zero_stage` 0, 1, 2 and 3 with `dp=1` all give **{fmt_bytes(same[0])}** for llama-7b. What helps on one "
     f"GPU is the *offload* half of DeepSpeed: optimizer offload (ZeRO-Offload, step 4) or, with stage 3, parameter "
@@ -592,7 +592,7 @@ f_none = memlib.flops_per_token(m7, SEQ, "none")
 f_full = memlib.flops_per_token(m7, SEQ, "full")
 print(f"activations {fmt_bytes(act_none)} -> {fmt_bytes(act_full)}; FLOPs/token {f_none:.3e} -> {f_full:.3e}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"For llama-7b at 2,048 tokens, full recompute keeps **{fmt_bytes(act_full)}** instead of "
     f"**{fmt_bytes(act_none)}** ({1 - act_full / act_none:.0%} less) and adds one forward pass: "
@@ -615,7 +615,7 @@ for label, kw in (("LoRA", lora_kw), ("QLoRA", qlora_kw)):
     print(f"{label}: longest sequence {longest[label][0]:,} tokens at batch 1; "
           f"largest micro-batch at 2,048 tokens {longest[label][1]}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"With rank-16 adapters on every projection, a bf16 base and full recompute (`memlib.plan.max_seq_len`): "
     f"LoRA reaches **{longest['LoRA'][0]:,} tokens** at batch 1 (micro-batch {longest['LoRA'][1]} at 2,048), "
@@ -634,7 +634,7 @@ for w, lim in serve.items():
     print(f"{w}: {lim}")
 print(f"KV cache per token: {kv_tok:,} bytes")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"`memlib.max_batch`: **{serve['bf16'].value}** sequences of 4,096 tokens with bf16 weights, "
     f"**{serve['int4-awq'].value}** with int4 (AWQ) weights. The KV cache costs {kv_tok / 2**20:.2f} MiB per token "
@@ -660,7 +660,7 @@ for label, kw in opts13.items():
 t13 = markdown_table(rows, ["llama-13b, seq 2048", "peak", *GPUS])
 print(t13)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(t13))
 def where(label):
     return ", ".join(fit13[label]) or "no single GPU"

@@ -21,7 +21,7 @@
 # and QLoRA), what each one removes from a GPU, in bytes, what it costs in time, and in which
 # order to combine them, for training and for serving.
 
-# %%
+# %% tags=["hide-input"]
 # %matplotlib inline
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
@@ -106,7 +106,7 @@ print(f"pure fp16: params {GB(c['param_bytes'])}, grads {GB(c['grad_bytes'])}, A
 print(f"bf16-mixed: {amp_bpp:.0f} B/param, states {GB(amp.model_state_bytes)}, peak {GB(amp.peak_bytes)} ({amp.phase})")
 print(f"pure fp16 passes 80 GB at micro-batch {mb_over_80}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"**7B = {P7:,} parameters.** In the seed's pure-FP16 layout the states are "
     f"{GB(c['param_bytes'])} + {GB(c['grad_bytes'])} + {GB(c['optimizer_bytes'])} = "
@@ -185,7 +185,7 @@ for k, e in ft.items():
     print(f"{k:24s} trainable {e.counts['trainable']:>13,}  base {GB(e.counts['param_bytes'], 2):>9}  "
           f"peak {GiB(e.peak_bytes)}  {yes(memlib.fits(e, RTX4090))}")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 q, qr = ft["QLoRA, bf16"], ft["QLoRA, bf16, recompute"]
 display(Markdown(
     f"LoRA trains {ft['LoRA, bf16'].counts['trainable']:,} parameters instead of {P7:,}; QLoRA stores the "
@@ -214,7 +214,7 @@ for r, e in rc.items():
     print(f"recompute {r:9s}: saved activations at most {GiB(rc_act[r], 2)}, peak {GiB(e.peak_bytes)} ({e.phase})")
 print(f"FLOPs with full recompute: {rc_cost:.3f}x")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"With sdpa attention (no s × s matrix stored) the selective variant has nothing to drop; full "
     f"recomputation cuts the saved activations from {GiB(rc_act['none'])} to {GiB(rc_act['full'])} (each "
@@ -251,7 +251,7 @@ t2, t3 = memlib.step_time(zero_est[2], A100), memlib.step_time(zero_est[3], A100
 print("P_os reduction: " + ", ".join(f"N={n:,}: {r:.3f}x" for n, r in ratio.items()))
 print(f"ZeRO-3 / ZeRO-2 traffic: {t3.dp_comm_bytes / t2.dp_comm_bytes:.2f}x")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_zero))
 display(Markdown(
     f"- The DDP row is PyTorch AMP (fp32 weights plus autocast copies), hence its higher peak; the ZeRO rows "
@@ -302,7 +302,7 @@ bubbles = {(p, m): memlib.step_time(memlib.estimate_training(M7, seq_len=SEQ, pp
            for p in (4, 8) for m in (4, 8, 32)}
 print("bubble: " + ", ".join(f"p={p} m={m}: {b:.1%}" for (p, m), b in bubbles.items()))
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_layouts))
 display(Markdown(
     f"- **TP** divides the weights *and* the activations by the TP degree (with sequence parallelism the norms' "
@@ -350,7 +350,7 @@ table_offload = markdown_table(rows, ["layout (7B, 8×A100)", "GPU peak", "host 
 print(table_offload)
 print(f"host link {A100.host_link_bytes_per_s / 1e9:.0f} GB/s per direction, HBM {A100.memory_bandwidth_gb_per_s:,.0f} GB/s")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_offload))
 display(Markdown(
     f"- Offloading the optimizer takes the per-GPU peak from {GiB(off['ZeRO-3', 1].peak_bytes)} to "
@@ -418,7 +418,7 @@ table_recipe_serve = markdown_table(rows, ["step", "weights per GPU", "KV cache 
                                            "A100 80GB", f"max batch at {CTX:,}"])
 print(table_recipe_serve)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown("**Training, one GPU** (7B full fine-tuning on an RTX 4090):\n\n" + table_recipe_1))
 display(Markdown(
     "Order for training: (1) mixed precision and a memory-lean optimizer; (2) recomputation when "
@@ -440,7 +440,7 @@ display(Markdown(
 # (parameters), recomputation the red (activations), offload takes the states off the GPU entirely,
 # TP divides everything, PP's first stage holds several micro-batches of activations.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 chart1 = {
     "DDP\n(AMP)": zero_est[0], "ZeRO-1": zero_est[1], "ZeRO-2": zero_est[2], "ZeRO-3": zero_est[3],
     "ZeRO-3\n+recomp.": rc["full"], "TP=8": lay["TP=8"], "PP=8\n(m=64)": lay["PP=8"],
@@ -457,7 +457,7 @@ plt.show()
 # change of task (LoRA, QLoRA) get under the dashed line; look at how little recomputation does
 # while the states are on the GPU.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 short = ["bf16\nmixed", "pure bf16\n8-bit Adam", "+ full\nrecompute", "ZeRO-Offload\n+ recomp.",
          "ZeRO-Infinity\n+ recomp.", "LoRA\n+ recomp.", "QLoRA\n+ recomp."]
 chart2 = dict(zip(short, r1.values()))
@@ -563,7 +563,7 @@ print(f"13B TP=8 parameters per GPU {GB(tp8_13.counts['param_bytes'])} of {GB(tp
 print(f"4xA100 13B: {len(p13.feasible)} feasible; best {p13.best.describe()} {p13.best.tokens_per_s_per_gpu:,.0f} tok/s/GPU; "
       f"TP=2+ZeRO-3 {tp_z3.tokens_per_s_per_gpu:,.0f} tok/s/GPU")
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 e_fp16, e_amp = fp16_pure, amp
 z3_8 = zero_est[3]
 z3_8rc = rc["full"]
@@ -666,7 +666,7 @@ display(Markdown(markdown_table(fact_rows, ["claim (seed, quoted)", "memlib comp
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7. The 30-second answer · 30 秒回答
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"**English.** First split the memory. Training 7B under mixed precision needs {amp_bpp:.0f} bytes per "
     f"parameter of states ({GB(amp.model_state_bytes, 0)}) plus activations; serving needs the weights plus the KV "
@@ -709,7 +709,7 @@ for k, kw in fu1.items():
 table_fu1 = markdown_table(rows, ["layout", "peak per GPU", "traffic per GPU per step", "bubble", "tokens/s/GPU"])
 print(table_fu1)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_fu1))
 display(Markdown(
     f"ZeRO-3 is data parallelism whose model states are sharded: every GPU runs the whole model on its own "
@@ -725,7 +725,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2: 量化到 INT4 后，模型精度下降多少？怎么评估？(seed)
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"**Not checked here: accuracy is outside memlib's scope** (it computes memory and time). The seed's MMLU "
     f"figures (38.9% → 37.2%) should be checked against the GPTQ and AWQ papers' tables, evaluated with "
@@ -751,7 +751,7 @@ print(f"QLoRA + recompute: peak {GiB(qlora3080.peak_bytes)}, {yes(memlib.fits(ql
 parts3080 = step_parts(t3080)
 print("full fine-tune step: " + ", ".join(f"{k} {v:.2f} s" for k, v in parts3080.items() if v))
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"memlib's `plan` on an RTX 3080 12GB finds **one** layout out of {len(r3080.feasible) + len(r3080.infeasible)}: "
     f"{best3080.describe()}, peak {GiB(best3080.estimate.peak_bytes)} on the GPU and "
@@ -780,7 +780,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 5: 重计算、ZeRO、offload 分别用时间换了多少显存？
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"For 7B on 8×A100 at 8 sequences per step (all from `memlib.step_time`): full recomputation saves "
     f"{GiB(rc['none'].peak_bytes - rc['full'].peak_bytes)} per GPU for {rc_cost - 1:.0%} more FLOPs; ZeRO-3 over "
@@ -792,7 +792,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls and further reading · 避坑与延伸阅读
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 pit_host_bpp = best3080.estimate.host_bytes / P7  # host bytes per parameter under ZeRO-Infinity to CPU
 pit_int4_over = gb(int4_b1.weight_bytes) / (gb(serve["bf16"].weight_bytes) / 4) - 1  # INT4 weights above "bf16 / 4"
 display(Markdown("\n".join([

@@ -48,7 +48,7 @@
 # and pitfalls (避坑) with further reading. Every number in them comes from `memlib`, whose
 # estimates are checked against measured PyTorch training steps (README, "Validation").
 
-# %%
+# %% tags=["hide-input"]
 # NBVAL_CHECK_OUTPUT
 import memlib
 

@@ -35,6 +35,14 @@ def test_py_and_ipynb_agree(py):
 
 
 @pytest.mark.parametrize("py", PAIRED, ids=[str(p.relative_to(ROOT)) for p in PAIRED])
+def test_py_is_exactly_what_jupytext_writes_from_the_ipynb(py):
+    # Jupytext's contents manager refuses to open a pair whose newer .py differs from the .ipynb's
+    # text (cell metadata order included); in a fresh clone either file can be the newer one.
+    text = jupytext.writes(jupytext.read(py.with_suffix(".ipynb")), fmt="py:percent")
+    assert text == py.read_text(encoding="utf-8"), f"{py.name}: run jupytext --sync {py.with_suffix('.ipynb')}"
+
+
+@pytest.mark.parametrize("py", PAIRED, ids=[str(p.relative_to(ROOT)) for p in PAIRED])
 def test_no_widget_state_and_outputs_kept(py):
     nb = json.loads(py.with_suffix(".ipynb").read_text(encoding="utf-8"))
     assert "widgets" not in nb.get("metadata", {}), "widget state is stored: run tools/clean_notebooks.py"

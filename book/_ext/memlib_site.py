@@ -1,0 +1,62 @@
+"""The book's own Sphinx extension: a launch bar at the top of every page.
+
+Each page says how to run what it shows: the Binder link (JupyterLab on the notebook, or Voila
+for the calculator) and the local command, plus the classroom slides for a topic notebook.
+The repository's public path comes from conf.py (SITE_REPO, one place).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from urllib.parse import quote
+
+TOPIC = re.compile(r"^notebooks/\d\d_[\w-]+$")
+
+
+def launch_target(pagename: str) -> tuple[str, str, str]:
+    """(repository path to open, Binder urlpath, local command) for a page of the book."""
+    if pagename == "notebooks/calculator":
+        path = "notebooks/calculator.ipynb"
+        return path, "voila/render/" + path, f"voila {path}"
+    if pagename.startswith(("notebooks/", "exercises/")) and pagename not in ("notebooks/calculator",):
+        path = pagename + ".ipynb"
+    else:  # the landing page, the cheat sheet: open the notebooks' index
+        path = "notebooks/index.ipynb"
+    return path, "lab/tree/" + path, f"jupyter lab {path}"
+
+
+def binder_url(repo: str, branch: str, binder: str, urlpath: str) -> str:
+    return f"{binder.rstrip('/')}/v2/gh/{repo}/{branch}?urlpath={quote(urlpath, safe='')}"
+
+
+def _bar(app, pagename: str, context) -> str:
+    cfg = app.config
+    path, urlpath, command = launch_target(pagename)
+    url = binder_url(cfg.memlib_site_repo, cfg.memlib_site_branch, cfg.memlib_site_binder, urlpath)
+    placeholder = "OWNER/REPO" in cfg.memlib_site_repo
+    note = ' <span class="memlib-launch-note">(OWNER/REPO: placeholder until the repository is public)</span>' \
+        if placeholder else ""
+    what = "the calculator" if pagename == "notebooks/calculator" else (
+        "this notebook" if path.startswith(pagename) else "the notebooks")
+    parts = [f'<strong>Run {what}:</strong> <a class="memlib-binder reference external" href="{html.escape(url)}">'
+             f"on Binder</a>{note}",
+             f'locally (after the README\'s set-up): <code class="memlib-local">{html.escape(command)}</code>']
+    if TOPIC.match(pagename):
+        slides = context["pathto"](f"slides/{pagename.split('/')[1]}.slides.html", 1)
+        parts.append(f'<a class="memlib-slides reference internal" href="{html.escape(slides)}">slides</a>')
+    return '<div class="memlib-launch">' + " · ".join(parts) + "</div>\n"
+
+
+def add_launch_bar(app, pagename, templatename, context, doctree):
+    if doctree is None or "body" not in context:  # search page, genindex
+        return
+    context["body"] = _bar(app, pagename, context) + context["body"]
+
+
+def setup(app):
+    app.add_config_value("memlib_site_repo", "OWNER/REPO", "html")
+    app.add_config_value("memlib_site_branch", "main", "html")
+    app.add_config_value("memlib_site_binder", "https://mybinder.org", "html")
+    app.connect("html-page-context", add_launch_bar)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

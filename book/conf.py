@@ -1,0 +1,66 @@
+"""Sphinx configuration of the book (the static site of the notebooks).
+
+Built by `python tools/build_site.py` (which stages the sources in _build/src and runs
+`sphinx-build -c book _build/src _build/html`); the notebooks are rendered from their stored
+outputs, never executed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "_ext"))
+
+# --- the one place for the repository's public path -------------------------------------------
+# The repository has no public URL yet: Binder links use these placeholders until it does.
+# Set MEMLIB_SITE_REPO=owner/name (and MEMLIB_SITE_BRANCH) when building, or edit the defaults.
+SITE_REPO = os.environ.get("MEMLIB_SITE_REPO", "OWNER/REPO")
+SITE_BRANCH = os.environ.get("MEMLIB_SITE_BRANCH", "main")
+BINDER_URL = "https://mybinder.org"
+# ------------------------------------------------------------------------------------------------
+
+project = "memlib: GPU memory for LLMs"
+author = "memlib contributors"
+copyright = "memlib contributors"  # noqa: A001 (Sphinx's name)
+language = "en"
+
+extensions = ["myst_nb", "memlib_site"]
+root_doc = "index"
+exclude_patterns = ["**/.ipynb_checkpoints"]
+suppress_warnings = ["mystnb.unknown_mime_type"]
+
+# Notebooks as stored: outputs are kept in the .ipynb and checked by nbval; the site never executes.
+nb_execution_mode = "off"
+# display(Markdown(...)) outputs use tables: render them with the MyST parser (tables included)
+nb_render_markdown_format = "myst"
+# Stored stderr (a library warning) is not part of the text a reader needs
+nb_output_stderr = "remove"
+myst_enable_extensions = ["colon_fence"]
+myst_heading_anchors = 3
+
+html_theme = "sphinx_book_theme"
+html_title = "GPU memory for LLMs · 显存"
+html_static_path = ["_static"]
+html_css_files = ["memlib.css"]
+html_show_sourcelink = False
+html_copy_source = False
+html_last_updated_fmt = None
+html_theme_options = {
+    "repository_url": f"https://github.com/{SITE_REPO}",
+    "repository_branch": SITE_BRANCH,
+    "path_to_docs": "",              # the staged sources mirror the repository's layout
+    "use_repository_button": False,  # no public repository yet
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "launch_buttons": {"binderhub_url": BINDER_URL, "notebook_interface": "jupyterlab"},
+    "show_toc_level": 2,
+    "home_page_in_toc": True,
+}
+
+# read by the memlib_site extension (the launch bar on every page)
+memlib_site_repo = SITE_REPO
+memlib_site_branch = SITE_BRANCH
+memlib_site_binder = BINDER_URL

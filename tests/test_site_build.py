@@ -1,0 +1,71 @@
+"""The site builder's parts that need no browser (tools/build_site.py, book/): the staged sources,
+the launch links, the CJK ranges the font is cut to. The built site itself: tests/test_site_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from test_site_browser import load_tool
+
+ROOT = Path(__file__).resolve().parents[1]
+build_site = load_tool("build_site")
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import memlib_site  # noqa: E402
+
+
+def test_stage_lays_out_the_collection_without_solutions(tmp_path):
+    counts = build_site.stage(tmp_path)
+    staged = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    topics = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    exercises = sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
+    assert staged == sorted(["index.md", "docs/cheatsheet.md", "notebooks/index.ipynb", "notebooks/calculator.md"]
+                            + [f"notebooks/{n}" for n in topics] + [f"exercises/{n}" for n in exercises])
+    assert not any("solution" in s for s in staged)
+    assert counts == {"notebooks": 1 + len(topics), "exercises": len(exercises), "widgets": counts["widgets"]}
+    # every topic's playground becomes a note on how to run it; nothing else changes
+    for name in topics:
+        nb = json.loads((tmp_path / "notebooks" / name).read_text(encoding="utf-8"))
+        notes = [o for c in nb["cells"] for o in c.get("outputs", []) if build_site.WIDGET_NOTE in
+                 str(o.get("data", {}).get("text/html", ""))]
+        assert len(notes) == 1, name
+        original = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))
+        assert [c["source"] for c in nb["cells"]] == [c["source"] for c in original["cells"]]
+    # the calculator is a static page: the app's own introduction and how to open it live
+    calc = (tmp_path / "notebooks" / "calculator.md").read_text(encoding="utf-8")
+    assert calc.startswith("# Can I run this?") and "voila notebooks/calculator.ipynb" in calc
+    index = (tmp_path / "notebooks" / "index.ipynb").read_text(encoding="utf-8")
+    assert "(calculator.md)" in index and "(calculator.ipynb)" not in index
+
+
+def test_launch_links_follow_the_readme_patterns():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    voila = re.search(r"https://mybinder\.org/v2/gh/OWNER/REPO/main\?urlpath=voila\S+", readme).group(0)
+    path, urlpath, command = memlib_site.launch_target("notebooks/calculator")
+    assert memlib_site.binder_url("OWNER/REPO", "main", "https://mybinder.org", urlpath) == voila
+    assert command == "voila notebooks/calculator.ipynb"
+    lab = re.search(r"https://mybinder\.org/v2/gh/OWNER/REPO/main\?urlpath=lab/tree/\S+?\.ipynb", readme).group(0)
+    _, urlpath, command = memlib_site.launch_target("notebooks/index")
+    url = memlib_site.binder_url("OWNER/REPO", "main", "https://mybinder.org", urlpath)
+    assert url.replace("%2F", "/") == lab and command == "jupyter lab notebooks/index.ipynb"
+    assert memlib_site.launch_target("exercises/01_65b_on_4x_v100_exercises")[0] == \
+        "exercises/01_65b_on_4x_v100_exercises.ipynb"
+    assert memlib_site.launch_target("docs/cheatsheet")[0] == "notebooks/index.ipynb"
+    conf = (ROOT / "book" / "conf.py").read_text(encoding="utf-8")
+    assert conf.count('"OWNER/REPO"') == 1, "the placeholder lives in one place"
+
+
+def test_font_subset_ranges_match_the_css():
+    css = (ROOT / "book" / "_static" / "memlib.css").read_text(encoding="utf-8")
+    faces = re.findall(r"unicode-range:([^;]+);", css)
+    assert len(faces) == 2
+    for face in faces:
+        ranges = []
+        for part in face.replace("\n", " ").split(","):
+            lo, _, hi = part.strip()[2:].partition("-")
+            ranges.append((int(lo, 16), int(hi or lo, 16)))
+        assert ranges == build_site.CJK_RANGES
+    assert any(lo <= ord("中") <= hi for lo, hi in build_site.CJK_RANGES)
+    assert not any(lo <= ord("“") <= hi or lo <= ord("·") <= hi for lo, hi in build_site.CJK_RANGES)
