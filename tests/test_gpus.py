@@ -1,6 +1,7 @@
 """GPU catalog: known datasheet values, units, aliases and errors."""
 
 import dataclasses
+import re
 
 import pytest
 
@@ -229,3 +230,84 @@ def test_unknown_name_without_close_match():
 def test_non_string_is_value_error(bad):
     with pytest.raises(ValueError, match="string"):
         get_gpu(bad)
+
+
+# --- what torch reports as total memory (torch_total_mib) -----------------------------------
+# Each record's source starts with its kind and quotes the figure it rests on; these tests parse
+# the quote, so the MiB figure and its source cannot drift apart.
+MiB = 2**20
+_EXACT_QUOTE = re.compile(r"total_memory=(\d+)MB|(\d+) ?MiB\)|(\d+) MBytes \((\d+) bytes\)")
+_ROUNDED_QUOTE = re.compile(r"\(rounded from (\d+\.\d+) GiB\)")
+_ESTIMATE = re.compile(r"(\d+) - (\d+) = (\d+)")
+
+
+@pytest.mark.parametrize("gpu", list_gpus(), ids=lambda g: g.name)
+def test_torch_total_recorded_below_nominal(gpu):
+    # torch never sees more than the vendor's nominal memory, nor more than nvidia-smi's total.
+    assert isinstance(gpu.torch_total_mib, int) and gpu.torch_total_mib > 0
+    assert gpu.torch_total_bytes <= gpu.memory_bytes
+    if gpu.reported_total_mib is not None:
+        assert gpu.torch_total_mib <= gpu.reported_total_mib
+    # The driver keeps back far less than 10% (ECC-on GDDR6 cards lose 1/16 = 6.25% plus a little).
+    assert gpu.torch_total_bytes >= 0.90 * gpu.memory_bytes
+    assert gpu.torch_total_source.strip()
+
+
+@pytest.mark.parametrize("gpu", list_gpus(), ids=lambda g: g.name)
+def test_torch_total_matches_the_quoted_record(gpu):
+    src = gpu.torch_total_source
+    kind = src.split(":", 1)[0]
+    assert kind in ("exact", "rounded", "estimated"), src
+    if kind == "exact":
+        m = _EXACT_QUOTE.search(src)
+        assert m, f"{gpu.name}: no MiB figure quoted in {src!r}"
+        if m.group(4):  # deviceQuery prints both MiB and the exact byte count
+            assert int(m.group(4)) // MiB == int(m.group(3))
+        quoted = int(next(g for g in m.groups() if g))
+        assert gpu.torch_total_mib == quoted
+    elif kind == "rounded":
+        m = _ROUNDED_QUOTE.search(src)
+        assert m, f"{gpu.name}: no '(rounded from X GiB)' in {src!r}"
+        gib = float(m.group(1))
+        assert gpu.torch_total_mib == round(gib * 1024)
+        # and the stored MiB prints back as the quoted 2-or-3-decimal GiB figure
+        decimals = len(m.group(1).split(".")[1])
+        assert f"{gpu.torch_total_mib / 1024:.{decimals}f}" == m.group(1)
+    else:
+        a, b, c = map(int, _ESTIMATE.search(src).groups())
+        assert a - b == c == gpu.torch_total_mib
+
+
+@pytest.mark.parametrize(
+    "name, quote",
+    [
+        ("h200", "total_memory=143156MB"),  # ai-bot-pro/achatbot, torch print on Modal's H200
+        ("mi300x", "total_memory=196592MB"),  # ROCm/ROCm #4203, torch 2.6 on ROCm 6.2.4
+        ("v100-16gb", "total_memory=16160MB"),  # ultralytics/yolov5 tutorial.ipynb on Colab
+        ("a100-80gb", "A100-SXM4-80GB, 81051MiB)"),  # ultralytics/ultralytics #22877
+    ],
+)
+def test_exact_torch_records(name, quote):
+    gpu = get_gpu(name)
+    assert gpu.torch_total_source.startswith("exact:")
+    assert quote in gpu.torch_total_source
+    assert gpu.torch_total_mib == int(re.search(r"(\d+)(MB|MiB\))$", quote).group(1))
+
+
+def test_a100_80gb_torch_total_is_the_7915_gib_of_the_oom_message():
+    # PyTorch's OOM message on a current-driver A100 80GB: "79.15 GiB total capacity".
+    assert f"{get_gpu('a100-80gb').torch_total_bytes / GiB:.2f}" == "79.15"
+
+
+def test_estimates_reuse_the_gap_measured_on_the_sibling_part():
+    # GB200: nvidia-smi total less the gap torch sees below nvidia-smi on the B200.
+    b200, gb200 = get_gpu("b200"), get_gpu("gb200")
+    assert gb200.torch_total_mib == gb200.reported_total_mib - (b200.reported_total_mib - b200.torch_total_mib)
+    # MI325X: 256 GiB less what ROCm keeps back on the MI300X.
+    mi300x, mi325x = get_gpu("mi300x"), get_gpu("mi325x")
+    assert mi325x.torch_total_mib == mi325x.memory_bytes // MiB - (mi300x.memory_bytes // MiB - mi300x.torch_total_mib)
+
+
+def test_describe_shows_torch_total():
+    text = get_gpu("h200").describe()
+    assert "torch reports 143,156 MiB" in text
