@@ -1,0 +1,356 @@
+"""The moments of one training step, assembled from the named terms (terms.py).
+
+Steady state (step 2 and later) of an ordinary loop:
+
+    out = model(input_ids, labels=input_ids)   # 'out' of the previous step is alive until here
+    out.loss.backward()
+    optimizer.step(); optimizer.zero_grad(set_to_none=True)
+
+moments modelled (each a breakdown of what is alive):
+  forward    at the loss: all saved activations, the logits and the fp32 log-softmax,
+             the previous step's logits, no gradients (they were set to None)
+  backward   max of (a) the top: activations still alive plus the loss gradients over the
+             vocabulary, (b) the top decoder layer, (c) the bottom: all gradients plus the
+             last layer's backward temporaries
+  optimizer  parameters + gradients + states + the optimizer's own temporaries
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlib import activations as act
+from memlib import optimizers as opt
+from memlib.training import layout
+from memlib.training import terms as T
+from memlib.training.estimate import Estimate, Moment
+from memlib.training.layout import Stage
+from memlib.training.options import TrainingSetup
+from memlib.units import fmt_bytes, fmt_count
+from memlib import lora as lora_mod
+
+
+def estimate(s: TrainingSetup) -> Estimate:
+    if s.model.mlp != "gated":
+        return _estimate_gpt(s)
+    sts = layout.stages(s)
+    results = [_estimate_stage(s, st) for st in sts]
+    if len(results) == 1:
+        return results[0]
+    moments = []
+    for est, st in zip(results, sts):
+        moments += [Moment(mo.name, f"{st.name}: {mo.where}", mo.parts) for mo in est.moments]
+    worst = max(results, key=lambda e: e.peak_bytes)
+    bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
+    notes = worst.notes + [
+        f"pipeline: {s.pp} stages; first stage {sts[0].layers} layers + embedding with "
+        f"{sts[0].in_flight} micro-batch(es) in flight (1F1B), last stage {sts[1].layers} layers + head; "
+        f"bubble (p-1)/(m+p-1) = {bubble:.1%} with m={s.grad_accum} micro-batches (Narayanan et al. 2021)"]
+    return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes, worst.terms)
+
+
+@dataclass(frozen=True)
+class Half:
+    """One half of a decoder layer (attention or MLP) as its backward sees it."""
+
+    act: int  # saved activations of this half
+    grad: int  # gradient bytes of this half's trainable weights
+    casts: int  # autocast 16-bit weight copies this half keeps
+    tmp: int  # largest temporaries inside this half's backward
+
+
+def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics) -> dict[str, Half]:
+    """Per half of a decoder layer: its saved activations, weight gradients, autocast copies and the largest
+    temporaries of its backward (the activation gradients in flight)."""
+    s, m = c.s, c.s.model
+    tok, cb, tp = s.tokens, num.compute, s.tp
+    out = {}
+    for half in ("attn", "mlp"):
+        is_attn = half == "attn"
+        acts = sum(n for _, n, _ in (layer.items[:layer.split] if is_attn else layer.items[layer.split:]))
+        if s.recompute == "selective":
+            acts -= sum(n for k, n, _ in layer.items if k.startswith("eager.probs")) if is_attn else 0
+        linear_whole, all_weights, largest_whole = layout.half_weights(m)[half]
+        # under tp the projections split (norms stay whole); activations were split by the caller
+        linear, largest_linear = linear_whole // tp, largest_whole // tp
+        if c.full_ft:
+            trainable = all_weights - linear_whole + linear
+        else:
+            one_layer = Stage("one layer", 1, 1, False, False)
+            trainable = sum(t.numel for t, _ in layout.adapter_tensors(m, s, one_layer)
+                            if (t.name.split(".")[0] in layout.ATTN_TENSORS) == is_attn)
+        casts = 2 * (linear + (0 if c.full_ft else trainable)) if num.autocast else 0
+        # Backward temporaries: gradients of the half's activations in flight, plus under
+        # autocast the 16-bit weight gradient before it is added into the fp32 .grad.
+        if is_attn:
+            if s.attention == "sdpa":
+                tmp = (cb * (2 * m.q_size + 2 * m.kv_size) * tok + 4 * m.q_size * tok) // tp
+            else:
+                tmp = (cb + 4 + 4) * m.num_heads * s.seq_len * s.seq_len * s.micro_batch // tp
+                if s.recompute == "selective":  # the layer's probabilities are rebuilt for its backward
+                    tmp += sum(n for k, n, _ in layer.items if k.startswith("eager.probs"))
+        else:
+            tmp = 3 * cb * m.intermediate_size * tok // tp
+        if num.autocast and c.full_ft:
+            tmp += 2 * largest_linear
+        out[half] = Half(acts, trainable * c.w.grad, casts, tmp)
+    return out
+
+
+def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
+    m = s.model
+    b, seq, tok = s.micro_batch, s.seq_len, s.tokens
+    h, V, tp, dp = m.hidden_size, m.vocab_size, s.tp, s.dp
+    full_ft = s.finetune == "full"
+    notes: list[str] = []
+    k = s.zero_stage if s.sharding != "none" else 0
+    w = T.widths(s, k)
+    if w.note:
+        notes.append(w.note)
+    num = w.num
+    sums = layout.stage_sums(m, tp, st)
+    tensors = layout.trainable_tensors(s, st)
+    trainable = sums.total if full_ft else layout.numel(tensors)
+    c = T.Ctx(s, st, w, k, sums, tensors, trainable)
+    pb, gb_ = w.param, w.grad
+
+    # --- model states on this GPU ----------------------------------------------------------
+    param_full = T.parameter_bytes(c)
+    if s.finetune == "qlora":
+        notes.append(f"QLoRA: {fmt_count(sums.layer_linear * st.layers)} projection weights in NF4 "
+                     f"({lora_mod.NF4_BITS_PER_PARAM:.3f} bits each), the rest in 16-bit")
+    grad_full = T.gradient_bytes(c)
+    state_full = T.optimizer_state_bytes(c)
+    state_bytes = T.sharded(c, state_full, "optimizer")
+    grad_bytes = T.sharded(c, grad_full, "gradients")
+    param_rest = T.sharded(c, param_full, "parameters")
+    # SHARD_GRAD_OP keeps parameters unsharded from forward to backward; sharded only at rest.
+    param_live = param_full if (s.sharding == "fsdp" and k == 2) else param_rest
+    param_step = param_full // dp if (s.sharding == "fsdp" and k == 2) else param_rest
+    opt_tmp = T.optimizer_step_temporaries(c)
+
+    host_bytes = nvme_bytes = 0
+    if s.offload != "none":
+        off = T.offload(c, state_bytes, param_rest, grad_bytes)
+        host_bytes, nvme_bytes = off.host_bytes, off.nvme_bytes
+        if s.offload == "optimizer+params":
+            param_live = param_step = param_rest = 0
+        state_bytes, opt_tmp, grad_bytes = 0, 0, off.grad_bucket
+        notes.append(f"offload {s.offload} to {s.offload_device}: {fmt_bytes(off.offloaded)} per GPU leave the GPU; "
+                     "the optimizer steps on the CPU")
+
+    # --- activations -------------------------------------------------------------------------
+    adapters = frozenset(s.lora_targets)
+    if s.finetune == "qlora":  # 4-bit matmuls dequantize to 16-bit on the fly and keep no weight copy
+        num = act.Numerics(residual=2, compute=2, autocast=False)
+    adapter_dtype = pb if not full_ft else 2
+    layer = act.llama_layer_ledger(m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft,
+                                   adapters=adapters, lora_rank=s.lora_rank, adapter_bytes=adapter_dtype)
+    if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
+        # sequence parallelism the norms' tensors split too.
+        layer = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(("attn_norm", "mlp_norm")))
+                             else v, why) for n, v, why in layer.items], layer.split)
+    layer_act = layer.total
+    if s.recompute == "selective":  # Korthikanti et al. 2022 Sec. 5: recompute only the s x s attention part
+        layer_act -= sum(n for key, n, _ in layer.items if key.startswith("eager.probs"))
+    r = num.residual
+    sp = tp if s.sequence_parallel else 1
+    saved_model_act = T.saved_model_activations(c, num)
+    fwd_model_act = T.forward_only_activations(c, num, sp)
+    final_norm = T.final_norm_activations(c, num, sp)
+    frozen_input = T.frozen_first_norm(c, sp)
+    checkpoint = T.checkpoint_bytes(c, num, sp)
+    # A rebuilt layer under AMP/fp32 keeps its checkpointed input itself as the norm's fp32 input.
+    rebuilt_shared = checkpoint if r == 4 else 0
+    n_kept = st.layers * st.in_flight
+    if s.recompute == "full":
+        # Non-reentrant checkpointing keeps each layer's input; one layer is rebuilt at a time.
+        kept = n_kept * checkpoint
+        notes.append("full recompute: each decoder layer keeps only its input; backward rebuilds one layer at a time")
+    else:
+        kept = n_kept * layer_act - frozen_input * st.in_flight
+
+    casts_all = T.autocast_weight_copies(c, num)
+    casts_layer = T.autocast_layer_copies(c, num)
+    lm_head_cast = T.autocast_head_copy(c, num)
+
+    logits = T.logits_bytes(c, num)
+    upcast = T.loss_upcast_bytes(c, num)
+    log_softmax = T.log_softmax_bytes(c)
+
+    # ZeRO-3 / FULL_SHARD gather each layer's parameters just in time: the layer in use and
+    # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
+    halves = layer_halves(c, layer, num)
+    attn, mlp = halves["attn"], halves["mlp"]
+    layer_param_bytes = pb * sums.layer_all
+    gathered_layers = 2 * layer_param_bytes if k == 3 else 0
+    head_param_bytes = pb * V * h // tp if st.head else 0
+    gathered_head = head_param_bytes if k == 3 else 0
+    gathered_bottom = gathered_layers
+    fsdp3 = s.sharding == "fsdp" and k == 3
+    if fsdp3:
+        # FSDP2 (fully_shard per layer, then the root), as FSDPMemTracker shows it: the root's
+        # parameters (embedding, final norm, head) are gathered at the start of the forward and
+        # stay unsharded until the end of the backward; each layer's all-gather buffer outlives
+        # its unpacked parameters until the next layer unpacks (the last layer's until the loss);
+        # in backward the next layer is prefetched and the previous layer's reduce-scatter
+        # buffer is still alive.
+        root_bytes = pb * (sums.total - sums.layer_all * st.layers)
+        gathered_head = root_bytes + layer_param_bytes
+        gathered_layers = root_bytes + 2 * layer_param_bytes
+        gathered_bottom = root_bytes + 2 * layer_param_bytes  # layer 0 + layer 1's reduce-scatter buffer
+        root_grads = gb_ * (sums.total - sums.layer_all * st.layers) if full_ft else 0
+    # Gradients of the layer in backward exist unsharded until reduce-scattered (ZeRO-2/3, FSDP).
+    unsharded_layer_grads = (attn.grad + mlp.grad) if k >= 2 else 0
+
+    base = {"parameters": param_live, "optimizer": state_bytes}
+
+    # forward, at log_softmax inside the loss of step N, with step N-1's output still alive
+    moments = []
+    if st.head:
+        moments.append(Moment("forward", "at the loss (log-softmax over the vocabulary)", {
+            **base,
+            "activations": kept + fwd_model_act + final_norm,
+            "autocast_copies": casts_all,
+            "logits_and_loss": logits + upcast + log_softmax,
+            "previous_output": logits,
+            "gathered_parameters": gathered_head,
+        }))
+    else:
+        moments.append(Moment("forward", "end of the stage's forward, all in-flight micro-batches", {
+            **base,
+            "activations": kept + fwd_model_act,
+            "autocast_copies": casts_all * st.in_flight if s.recompute != "full" else casts_all,
+            "gathered_parameters": gathered_layers,
+        }))
+
+    # backward (a): the first nodes: NLL grad, log-softmax grad and its saved output (fp32)
+    # Under checkpointing the layers' weight copies died with the autocast cache at the end
+    # of the forward (nothing saved them); only the head's copy is still held by its matmul.
+    casts_after_fwd = casts_all if s.recompute != "full" else lm_head_cast
+    if st.head:
+        moments.append(Moment("backward", "start: gradient of the loss over the vocabulary", {
+            **base,
+            "activations": kept + saved_model_act + final_norm,
+            "autocast_copies": casts_after_fwd,
+            "logits_and_loss": logits + T.loss_backward_bytes(c),
+            "gathered_parameters": gathered_head,
+        }))
+
+    # backward (b): the decoder layers, top to bottom. Each layer runs its MLP backward,
+    # then its attention backward; gradients appear as saved tensors are released, so the
+    # high points are the first layer reached (everything still saved) and the last one
+    # (nearly all gradients present). Evaluated at both halves of both ends.
+    per_layer_grad = attn.grad + mlp.grad
+    layers_grad = per_layer_grad * st.layers
+    if k >= 2:
+        layers_grad //= dp
+    head_grad = grad_bytes - layers_grad - (V * h // tp * gb_ // (dp if k >= 2 else 1)
+                                            if full_ft and st.embed and not m.tie_word_embeddings else 0)
+    if not st.head:
+        head_grad = 0
+    embed_grad = grad_bytes - layers_grad - head_grad
+    if fsdp3 and full_ft:  # the root's gradients stay unsharded until its post-backward
+        head_grad = gb_ * (V * h // tp + h) if not m.tie_word_embeddings else root_grads
+        embed_grad = 0
+    shard = dp if k >= 2 else 1
+    if s.recompute == "full":  # checkpoints of every layer, plus the one layer being rebuilt
+        top_acts = {"mlp": kept + layer_act - rebuilt_shared, "attn": kept + attn.act - rebuilt_shared}
+        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
+        top_casts = {"mlp": casts_layer, "attn": attn.casts}
+    else:
+        top_acts = {"mlp": kept, "attn": kept - mlp.act}
+        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
+        top_casts = {"mlp": casts_all * st.in_flight - lm_head_cast, "attn": casts_all * st.in_flight
+                     - lm_head_cast - mlp.casts}
+    if st.in_flight > 1:  # other micro-batches' activations stay while the oldest one runs backward
+        bottom_acts = {key: v + (st.in_flight - 1) * (st.layers * layer_act if s.recompute != "full"
+                                                      else st.layers * checkpoint) for key, v in bottom_acts.items()}
+    bottom_casts = {"mlp": casts_layer, "attn": attn.casts}
+    for half, done_grads in (("mlp", 0), ("attn", mlp.grad)):
+        moments.append(Moment("backward", f"top decoder layer, {half} backward", {
+            **base,
+            "gradients": head_grad + (done_grads // shard if k >= 2 else done_grads),
+            "activations": top_acts[half] + saved_model_act,
+            "autocast_copies": top_casts[half],
+            "logits_and_loss": logits,
+            "temporaries": halves[half].tmp + unsharded_layer_grads,
+            "gathered_parameters": gathered_layers,
+        }))
+    for half, missing in (("mlp", per_layer_grad), ("attn", attn.grad)):
+        moments.append(Moment("backward", f"first decoder layer, {half} backward", {
+            **base,
+            "gradients": (layers_grad - missing // shard + head_grad) if fsdp3 else
+                         grad_bytes - embed_grad - missing // shard,
+            "activations": bottom_acts[half] + saved_model_act,
+            "autocast_copies": bottom_casts[half],
+            "logits_and_loss": logits,
+            "temporaries": halves[half].tmp + unsharded_layer_grads,
+            "gathered_parameters": gathered_bottom,
+        }))
+    # backward (c): the embedding's gradient; with tied embeddings it is added into the
+    # head's gradient, so for a moment both exist.
+    if st.embed and fsdp3:
+        # the root's post-backward: its parameters are resharded, its gradients copied into a
+        # flat reduce-scatter input (root-sized) and out comes the shard; one vocabulary-sized
+        # gradient is not yet freed.
+        moments.append(Moment("backward", "end: the root's gradients reduce-scattered", {
+            **base,
+            "gradients": layers_grad + (gb_ * V * h // tp if full_ft else 0),
+            "logits_and_loss": logits,
+            "temporaries": root_grads + root_grads // dp,  # its parameters are resharded by now
+        }))
+    elif st.embed:
+        moments.append(Moment("backward", "embedding backward", {
+            **base,
+            "gradients": grad_bytes,
+            "logits_and_loss": logits,
+            "temporaries": V * h // tp * gb_ if (full_ft and m.tie_word_embeddings and st.head) else 0,
+            "gathered_parameters": head_param_bytes if k == 3 else 0,
+        }))
+
+    # optimizer step: everything persistent plus the optimizer's temporaries
+    moments.append(Moment("optimizer", "optimizer.step()", {
+        "parameters": param_step, "optimizer": state_bytes, "gradients": grad_bytes, "logits_and_loss": logits,
+        "temporaries": opt_tmp,
+    }))
+
+    if s.offload != "none":  # gradients leave the GPU per bucket: never more than the bucket on it
+        for mo in moments:
+            if "gradients" in mo.parts:
+                mo.parts["gradients"] = min(max(mo.parts["gradients"], 0), grad_bytes)
+
+    counts = {"trainable": trainable, "param_bytes": param_rest, "grad_bytes": grad_bytes,
+              "optimizer_bytes": state_bytes, "layer_activation_bytes": layer_act,
+              "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0,
+              "param_bytes_unsharded": param_full, "grad_bytes_unsharded": grad_full,
+              "optimizer_bytes_unsharded": state_full}
+    return Estimate(s, moments, counts, layer, notes, host_bytes, nvme_bytes)
+
+
+def _estimate_gpt(s: TrainingSetup) -> Estimate:
+    """GPT-style models (LayerNorm, GELU MLP, dropout): Korthikanti et al. 2022 activations,
+    16 bytes/param model states for mixed-precision AdamW (Rajbhandari et al. 2020, Sec. 3.1)."""
+    m = s.model
+    pb = T.PARAM_BYTES[s.precision]
+    tensors = layout.trainable_tensors(s, layout.stages(s)[0])
+    grad_bytes = m.num_params * pb
+    state = opt.state_bytes(s.optimizer, tensors, pb)
+    layer_bytes = act.korthikanti_layer_bytes(s.seq_len, s.micro_batch, m.hidden_size, m.num_heads,
+                                              recompute=s.recompute)
+    if T.NUMERICS[s.precision].compute == 4:
+        layer_bytes *= 2
+    layer = act.Ledger()
+    layer.add("korthikanti", layer_bytes, "s*b*h*(34 + 5*a*s/h), Korthikanti et al. 2022 eq. (1)")
+    acts = layer_bytes * m.num_layers
+    logits = 4 * m.vocab_size * s.tokens
+    moments = [
+        Moment("forward", "end of forward", {"parameters": m.num_params * pb, "optimizer": state,
+                                             "activations": acts, "logits_and_loss": 2 * logits}),
+        Moment("optimizer", "optimizer.step()", {"parameters": m.num_params * pb, "gradients": grad_bytes,
+                                                 "optimizer": state}),
+    ]
+    counts = {"trainable": m.num_params, "param_bytes": m.num_params * pb, "grad_bytes": grad_bytes,
+              "optimizer_bytes": state, "layer_activation_bytes": layer_bytes, "optimizer_temporary_bytes": 0,
+              "adapter_params": 0}
+    return Estimate(s, moments, counts, layer, ["GPT-style model: Korthikanti et al. 2022 activation formula"])
