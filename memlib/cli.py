@@ -31,10 +31,24 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--precision", default="bf16-mixed", choices=training.PRECISIONS, help="default bf16-mixed")
     e.add_argument("--optimizer", default="adamw", choices=optimizers.OPTIMIZERS, help="default adamw")
     e.add_argument("--finetune", default="full", choices=training.FINETUNES, help="default full")
-    e.add_argument("--lora-rank", type=int, default=16, help="LoRA rank (default 16)")
-    e.add_argument("--lora-targets", default=",".join(lora_mod.DEFAULT_TARGETS),
+    e.add_argument("--lora-rank", type=int, default=None, help="LoRA rank (LoRA/QLoRA; default 16)")
+    e.add_argument("--lora-targets", default=None,
                    help="comma-separated projections or a group: " + ", ".join(lora_mod.TARGET_GROUPS)
-                        + " (default q_proj,v_proj)")
+                        + " (LoRA/QLoRA; default q_proj,v_proj)")
+    e.add_argument("--lora-dropout", type=float, default=None, help="LoRA dropout probability (default 0)")
+    e.add_argument("--adapter-dtype", default=None, choices=training.ADAPTER_DTYPES,
+                   help="LoRA adapters' dtype (default fp32, peft's autocast_adapter_dtype=True)")
+    e.add_argument("--base-dtype", default=None, choices=training.BASE_DTYPES,
+                   help="LoRA/QLoRA frozen base dtype (default auto: 16-bit unless --precision fp32)")
+    e.add_argument("--qlora-backend", default=None, choices=training.QLORA_BACKENDS, help="default bitsandbytes")
+    e.add_argument("--no-double-quant", action="store_true", help="QLoRA without double quantization")
+    e.add_argument("--optimizer-impl", default=None, choices=training.OPTIMIZER_IMPLS,
+                   help="torch.optim implementation (default foreach, torch's CUDA default)")
+    e.add_argument("--loss", default=None, choices=training.LOSSES,
+                   help="full logits, or chunked: Liger's fused linear cross-entropy (default full)")
+    e.add_argument("--activation-offload", action="store_true", help="torchtune's activation offloading to CPU")
+    e.add_argument("--no-fsdp-mixed-precision", action="store_true",
+                   help="FSDP with fp32 params under autocast instead of MixedPrecisionPolicy(bf16, fp32 reduce)")
     e.add_argument("--recompute", default="none", choices=training.RECOMPUTES, help="default none")
     e.add_argument("--attention", default="sdpa", choices=training.ATTENTIONS, help="default sdpa")
     e.add_argument("--zero-stage", default="0",
@@ -108,13 +122,22 @@ def cmd_estimate(a) -> int:
     if bool(a.model) == bool(a.hf_config):
         raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
+    options = {k: v for k, v in dict(
+        lora_rank=a.lora_rank, lora_targets=_targets(a.lora_targets) if a.lora_targets is not None else None,
+        lora_dropout=a.lora_dropout, adapter_dtype=a.adapter_dtype, base_dtype=a.base_dtype,
+        qlora_backend=a.qlora_backend, optimizer_impl=a.optimizer_impl, loss=a.loss).items() if v is not None}
+    if a.no_double_quant:
+        options["double_quant"] = False
+    if a.activation_offload:
+        options["activation_offload"] = True
+    if a.no_fsdp_mixed_precision:
+        options["fsdp_mixed_precision"] = False
     est = training.estimate_training(
         model, seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
-        finetune=a.finetune, lora_rank=a.lora_rank, lora_targets=_targets(a.lora_targets),
-        recompute=a.recompute, attention=a.attention,
+        finetune=a.finetune, recompute=a.recompute, attention=a.attention,
         zero_stage=int(a.zero_stage) if a.zero_stage.isdigit() else a.zero_stage, dp=a.dp, tp=a.tp, pp=a.pp,
         grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload,
-        offload_device=a.offload_device)
+        offload_device=a.offload_device, **options)
     verdicts = _verdicts(est, a.gpu or COMMON_GPUS)
     if a.json:
         print(json.dumps({**est.to_dict(), "verdicts": verdicts}, indent=2))

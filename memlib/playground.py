@@ -19,8 +19,9 @@ def settings_from(values: dict) -> dict:
     """estimate_training keyword arguments from the playground's control values."""
     z = ZERO[values["zero"]]
     kw = dict(seq_len=values["seq_len"], micro_batch=values["micro_batch"], precision=values["precision"],
-              finetune=METHODS[values["method"]], recompute=values["recompute"], dp=values["count"],
-              lora_rank=16, lora_targets="all-linear")
+              finetune=METHODS[values["method"]], recompute=values["recompute"], dp=values["count"])
+    if kw["finetune"] != "full":
+        kw.update(lora_rank=16, lora_targets="all-linear")
     if z == "offload":
         kw.update(zero_stage=3, offload="optimizer")
     elif z == "offload-all":

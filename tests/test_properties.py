@@ -31,8 +31,8 @@ finetunes = st.sampled_from(["full", "lora", "qlora"])
 
 
 def forward_activations(est):
-    """Saved activations alive at the end of the forward (the 'forward' moment)."""
-    (fwd,) = [m for m in est.moments if m.name == "forward"]
+    """Saved activations alive at the end of the forward (the first 'forward' moment: at the loss)."""
+    fwd = [m for m in est.moments if m.name == "forward"][0]
     return fwd.parts["activations"]
 
 
@@ -119,8 +119,22 @@ def test_selective_between_full_and_none(model, precision, optimizer, attention,
     assert full.peak_bytes <= sel.peak_bytes + probs_one_layer
 
 
+# torchtitan's selective policy (memlib's recompute="selective") saves every other matmul output of a
+# layer, and a LoRA adapter's two matmuls shift which ones: with an adapter on q_proj, lora_B's q-wide
+# output is saved besides q_proj's, so LoRA can keep one projection output per layer more than full
+# fine-tuning does. The LoRA-versus-full orderings below hold for the other recompute settings.
+NOT_SELECTIVE = st.sampled_from(["none", "full"])
+
+
+def same_dtype_adapters(precision):
+    """Adapters in the base dtype. PEFT's default fp32 adapters in a pure 16-bit model (no autocast) each keep
+    an fp32 copy of their input (measured: validation case llama-7b-4l-lora64-all-bf16-fp32ad-drop10), which
+    can outgrow full fine-tuning's optimizer state; the orderings below are about freezing weights."""
+    return {"bf16": "bf16", "fp16": "fp16"}.get(precision, "fp32")
+
+
 @SETTINGS
-@given(models, precisions, st.sampled_from(["adamw", "adamw-8bit", "sgd-momentum"]), recomputes, attentions,
+@given(models, precisions, st.sampled_from(["adamw", "adamw-8bit", "sgd-momentum"]), NOT_SELECTIVE, attentions,
        ranks, targets, seq_lens, batches)
 def test_lora_never_above_full_finetune(model, precision, optimizer, recompute, attention, rank, tgts, s, b):
     # Optimizers that keep at least one state byte per trainable parameter: full fine-tuning holds
@@ -128,12 +142,13 @@ def test_lora_never_above_full_finetune(model, precision, optimizer, recompute, 
     kw = dict(precision=precision, optimizer=optimizer, recompute=recompute, attention=attention, seq_len=s,
               micro_batch=b)
     full = estimate_training(model, finetune="full", **kw)
-    lora = estimate_training(model, finetune="lora", lora_rank=rank, lora_targets=tgts, **kw)
+    lora = estimate_training(model, finetune="lora", lora_rank=rank, lora_targets=tgts,
+                             adapter_dtype=same_dtype_adapters(precision), **kw)
     assert lora.peak_bytes <= full.peak_bytes
 
 
 @SETTINGS
-@given(models, precisions, st.sampled_from(["sgd", "adafactor"]), recomputes, attentions, ranks, targets,
+@given(models, precisions, st.sampled_from(["sgd", "adafactor"]), NOT_SELECTIVE, attentions, ranks, targets,
        seq_lens, batches)
 def test_lora_stateless_optimizer_at_most_adapter_overhead(model, precision, optimizer, recompute, attention,
                                                             rank, tgts, s, b):
@@ -144,7 +159,8 @@ def test_lora_stateless_optimizer_at_most_adapter_overhead(model, precision, opt
     kw = dict(precision=precision, optimizer=optimizer, recompute=recompute, attention=attention, seq_len=s,
               micro_batch=b)
     full = estimate_training(model, finetune="full", **kw)
-    lora = estimate_training(model, finetune="lora", lora_rank=rank, lora_targets=tgts, **kw)
+    lora = estimate_training(model, finetune="lora", lora_rank=rank, lora_targets=tgts,
+                             adapter_dtype=same_dtype_adapters(precision), **kw)
     trainable = lora.counts["trainable"]
     bytes_per_adapter_param = {"fp32": 4, "bf16": 2, "fp16": 2, "bf16-mixed": 4 + 2, "fp16-mixed": 4 + 2}
     assert lora.peak_bytes <= full.peak_bytes + trainable * bytes_per_adapter_param[precision]

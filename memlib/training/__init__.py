@@ -14,19 +14,24 @@ allocated. Where to look:
 from __future__ import annotations
 
 from memlib.training.estimate import BREAKDOWN_KEYS, Estimate, Moment
-from memlib.training.options import (ATTENTIONS, FINETUNES, FSDP_ALIASES, OFFLOAD_DEVICES, OFFLOADS, PRECISIONS,
+from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, FINETUNES, FSDP_ALIASES, LOSSES,
+                                     OFFLOAD_DEVICES, OFFLOADS, OPTIMIZER_IMPLS, PRECISIONS, QLORA_BACKENDS,
                                      RECOMPUTES, TrainingSetup, check_setup)
 from memlib.training.step import estimate
 
 __all__ = ["Estimate", "Moment", "TrainingSetup", "estimate_training", "PRECISIONS", "FINETUNES", "RECOMPUTES",
-           "ATTENTIONS", "OFFLOADS", "OFFLOAD_DEVICES", "FSDP_ALIASES", "BREAKDOWN_KEYS"]
+           "ATTENTIONS", "OFFLOADS", "OFFLOAD_DEVICES", "FSDP_ALIASES", "BREAKDOWN_KEYS", "OPTIMIZER_IMPLS",
+           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES"]
 
 
 def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
                       optimizer: str = "adamw", finetune: str = "full", lora_rank: int = 16, lora_targets=None,
                       recompute: str = "none", attention: str = "sdpa", zero_stage=0, dp: int = 1,
                       tp: int = 1, pp: int = 1, offload: str = "none", offload_device: str = "cpu",
-                      grad_accum: int = 1, sequence_parallel: bool = False) -> Estimate:
+                      grad_accum: int = 1, sequence_parallel: bool = False, *, optimizer_impl: str = "foreach",
+                      lora_dropout: float = 0.0, adapter_dtype: str = "fp32", base_dtype: str = "auto",
+                      qlora_backend: str = "bitsandbytes", double_quant: bool = True, loss: str = "full",
+                      activation_offload: bool = False, fsdp_mixed_precision: bool = True) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
     precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
@@ -44,5 +49,8 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
     """
     s = check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
                     recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
-                    sequence_parallel)
+                    sequence_parallel, optimizer_impl=optimizer_impl, lora_dropout=lora_dropout,
+                    adapter_dtype=adapter_dtype, base_dtype=base_dtype, qlora_backend=qlora_backend,
+                    double_quant=double_quant, loss=loss, activation_offload=activation_offload,
+                    fsdp_mixed_precision=fsdp_mixed_precision)
     return estimate(s)

@@ -50,7 +50,7 @@ class StageSums:
     linear: int  # matmul weights (what autocast casts), the tied head not counted twice
     layer_linear: int  # matmul weights of one decoder layer
     layer_all: int  # all parameters of one decoder layer
-    quantized_bytes: int  # NF4 bytes of the matmul weights (QLoRA)
+    layer_linear_numels: tuple[int, ...]  # each matmul weight of one decoder layer (QLoRA quantizes these)
 
 
 def stage_tensors(m: Model, s: TrainingSetup, st: Stage) -> list[tuple[Tensor, tuple[int, int] | None]]:
@@ -89,7 +89,7 @@ def stage_sums(m: Model, tp: int, st: Stage) -> StageSums:
     return StageSums(
         total=sum(t.numel * t.count for t, _ in ts), linear=linear,
         layer_linear=sum(t.numel for t in layer if t.kind == "linear"), layer_all=sum(t.numel for t in layer),
-        quantized_bytes=sum(lora_mod.nf4_bytes(t.numel) * st.layers for t in layer if t.kind == "linear"))
+        layer_linear_numels=tuple(t.numel for t in layer if t.kind == "linear"))
 
 
 def adapter_tensors(m: Model, s: TrainingSetup, st: Stage) -> list[tuple[Tensor, tuple[int, int]]]:

@@ -68,8 +68,6 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics) -> dict[str, Ha
     for half in ("attn", "mlp"):
         is_attn = half == "attn"
         acts = sum(n for _, n, _ in (layer.items[:layer.split] if is_attn else layer.items[layer.split:]))
-        if s.recompute == "selective":
-            acts -= sum(n for k, n, _ in layer.items if k.startswith("eager.probs")) if is_attn else 0
         linear_whole, all_weights, largest_whole = layout.half_weights(m)[half]
         # under tp the projections split (norms stay whole); activations were split by the caller
         linear, largest_linear = linear_whole // tp, largest_whole // tp
@@ -79,20 +77,29 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics) -> dict[str, Ha
             one_layer = Stage("one layer", 1, 1, False, False)
             trainable = sum(t.numel for t, _ in layout.adapter_tensors(m, s, one_layer)
                             if (t.name.split(".")[0] in layout.ATTN_TENSORS) == is_attn)
-        casts = 2 * (linear + (0 if c.full_ft else trainable)) if num.autocast else 0
+        casts = (2 * linear if (c.w.cast_base and s.finetune != "qlora") else 0) + \
+            (2 * trainable if c.w.cast_adapters else 0)
         # Backward temporaries: gradients of the half's activations in flight, plus under
-        # autocast the 16-bit weight gradient before it is added into the fp32 .grad.
+        # autocast the 16-bit weight gradient before it is added into the fp32 .grad, and
+        # under QLoRA the weight dequantized for the matmul (terms.dequantized_weight_bytes).
         if is_attn:
             if s.attention == "sdpa":
                 tmp = (cb * (2 * m.q_size + 2 * m.kv_size) * tok + 4 * m.q_size * tok) // tp
             else:
-                tmp = (cb + 4 + 4) * m.num_heads * s.seq_len * s.seq_len * s.micro_batch // tp
-                if s.recompute == "selective":  # the layer's probabilities are rebuilt for its backward
-                    tmp += sum(n for k, n, _ in layer.items if k.startswith("eager.probs"))
-        else:
-            tmp = 3 * cb * m.intermediate_size * tok // tp
+                # Eager (HF eager_attention_forward, bf16): P V's backward makes grad_P (c bytes per score), the
+                # cast back from fp32 softmax makes it fp32 (4) and frees P, softmax's backward writes an fp32
+                # grad_input (4) beside its saved fp32 output: 8 - c bytes per score above what was saved
+                # (fp32: 8). Plus the gradients of the attention output and of V.
+                scores = m.num_heads * s.seq_len * s.seq_len * s.micro_batch
+                kv_kept = m.q_size  # repeat_kv copies to all heads
+                tmp = ((8 - cb if cb != 4 else 8) * scores + cb * (m.q_size + kv_kept) * tok) // tp
+        else:  # the gradients of gate, up and their product, beside the layer output's gradient
+            tmp = 3 * cb * m.intermediate_size * tok // tp + cb * m.hidden_size * tok
         if num.autocast and c.full_ft:
             tmp += 2 * largest_linear
+        tmp += T.dequantized_weight_bytes(c, largest_linear)
+        if s.grad_accum > 1:  # a new gradient exists beside the accumulated one until it is added in
+            tmp += c.w.grad * (largest_linear if c.full_ft else trainable // max(len(s.lora_targets), 1))
         out[half] = Half(acts, trainable * c.w.grad, casts, tmp)
     return out
 
@@ -141,18 +148,17 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
 
     # --- activations -------------------------------------------------------------------------
     adapters = frozenset(s.lora_targets)
-    if s.finetune == "qlora":  # 4-bit matmuls dequantize to 16-bit on the fly and keep no weight copy
-        num = act.Numerics(residual=2, compute=2, autocast=False)
-    adapter_dtype = pb if not full_ft else 2
-    layer = act.llama_layer_ledger(m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft,
-                                   adapters=adapters, lora_rank=s.lora_rank, adapter_bytes=adapter_dtype)
+    qlora_bnb = s.finetune == "qlora" and s.qlora_backend == "bitsandbytes"
+    layer = act.llama_layer_ledger(
+        m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
+        lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
+        # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
+        adapter_casts_input=not (qlora_bnb and num.autocast))
     if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
         # sequence parallelism the norms' tensors split too.
         layer = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(("attn_norm", "mlp_norm")))
                              else v, why) for n, v, why in layer.items], layer.split)
     layer_act = layer.total
-    if s.recompute == "selective":  # Korthikanti et al. 2022 Sec. 5: recompute only the s x s attention part
-        layer_act -= sum(n for key, n, _ in layer.items if key.startswith("eager.probs"))
     r = num.residual
     sp = tp if s.sequence_parallel else 1
     saved_model_act = T.saved_model_activations(c, num)
@@ -163,45 +169,82 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     # A rebuilt layer under AMP/fp32 keeps its checkpointed input itself as the norm's fp32 input.
     rebuilt_shared = checkpoint if r == 4 else 0
     n_kept = st.layers * st.in_flight
-    if s.recompute == "full":
-        # Non-reentrant checkpointing keeps each layer's input; one layer is rebuilt at a time.
-        kept = n_kept * checkpoint
-        notes.append("full recompute: each decoder layer keeps only its input; backward rebuilds one layer at a time")
+    recompute = s.recompute != "none"
+    sac_saved = sac_shared = 0
+    if s.recompute == "selective":
+        sac_saved, sac_shared = act.selective_saved_bytes(
+            m, num, tok, b, seq, attention=s.attention, adapters=adapters, lora_rank=s.lora_rank,
+            adapter_bytes=pb if not full_ft else 2)
+        sac_saved, sac_shared = sac_saved // tp, sac_shared // tp
+    if recompute:
+        # Non-reentrant checkpointing keeps each layer's input (and under selective recompute the outputs its
+        # policy saves); one layer is rebuilt at a time.
+        kept = n_kept * (checkpoint + sac_saved)
+        notes.append("full recompute: each decoder layer keeps only its input; backward rebuilds one layer at a time"
+                     if s.recompute == "full" else
+                     "selective recompute (torchtitan's op-level policy): each layer keeps its input, every other "
+                     "matmul's output and the attention kernel's outputs; backward rebuilds one layer at a time")
     else:
         kept = n_kept * layer_act - frozen_input * st.in_flight
+    host_acts = 0
+    if s.activation_offload:
+        # torchtune's OffloadActivations (training/_activation_offloading.py): every saved tensor of 1024
+        # bytes or more goes to pinned host memory as the forward packs it; the 5 most recently offloaded
+        # ones stay on the GPU until their copy is done (the final norm's, whose lm_head is not offloaded;
+        # under checkpointing the last two layers' inputs); in backward a tensor comes back when its node
+        # runs and is freed after the next node (terms.offload_brought_back).
+        on_gpu = min(n_kept, 2) * (checkpoint + sac_saved) if recompute else 0
+        host_acts = kept - on_gpu
+        kept = on_gpu
+        notes.append(f"activation offloading: {fmt_bytes(host_acts)} of saved activations in host memory")
 
-    casts_all = T.autocast_weight_copies(c, num)
-    casts_layer = T.autocast_layer_copies(c, num)
-    lm_head_cast = T.autocast_head_copy(c, num)
+    casts_all = T.autocast_weight_copies(c)
+    casts_layer = T.autocast_layer_copies(c)
+    lm_head_cast = T.autocast_head_copy(c)
 
-    logits = T.logits_bytes(c, num)
-    upcast = T.loss_upcast_bytes(c, num)
-    log_softmax = T.log_softmax_bytes(c)
+    if s.loss == "chunked" and st.head:
+        # Liger's fused linear cross-entropy: no logits; its saved gradients and one chunk's temporaries
+        # (terms.fused_loss_*). The final norm's output is kept by nothing (the head's matmul ran inside
+        # the fused function) and the head's 16-bit weight copy dies with the autocast cache.
+        hidden_bytes = 4 if (full_ft and num.autocast) else num.residual
+        logits = 0
+        loss_fwd = T.fused_loss_saved_bytes(c, hidden_bytes) + T.fused_loss_chunk_bytes(c, num, hidden_bytes)
+        loss_bwd = T.fused_loss_saved_bytes(c, hidden_bytes)
+        final_norm -= T.final_norm_output_bytes(c, num, sp)
+        casts_all_bwd_less = lm_head_cast
+    else:
+        logits = T.logits_bytes(c, num)
+        loss_fwd = logits + T.loss_upcast_bytes(c, num) + T.log_softmax_bytes(c)
+        loss_bwd = logits + T.loss_backward_bytes(c)
+        casts_all_bwd_less = 0
 
     # ZeRO-3 / FULL_SHARD gather each layer's parameters just in time: the layer in use and
     # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
     halves = layer_halves(c, layer, num)
     attn, mlp = halves["attn"], halves["mlp"]
-    layer_param_bytes = pb * sums.layer_all
+    layer_param_bytes = T.layer_parameter_bytes(c)
     gathered_layers = 2 * layer_param_bytes if k == 3 else 0
     head_param_bytes = pb * V * h // tp if st.head else 0
     gathered_head = head_param_bytes if k == 3 else 0
     gathered_bottom = gathered_layers
     fsdp3 = s.sharding == "fsdp" and k == 3
+    layer_rs = 0
+    g = w.gathered  # FSDP: unsharded parameters and gradients (16-bit under a MixedPrecisionPolicy)
     if fsdp3:
         # FSDP2 (fully_shard per layer, then the root), as FSDPMemTracker shows it: the root's
         # parameters (embedding, final norm, head) are gathered at the start of the forward and
         # stay unsharded until the end of the backward; each layer's all-gather buffer outlives
         # its unpacked parameters until the next layer unpacks (the last layer's until the loss);
         # in backward the next layer is prefetched and the previous layer's reduce-scatter
-        # buffer is still alive.
-        root_bytes = pb * (sums.total - sums.layer_all * st.layers)
+        # buffer (in the reduce dtype) is still alive.
+        root_bytes = T.root_parameter_bytes(c)
+        layer_rs = layer_param_bytes * w.reduce // g if full_ft else layer_param_bytes
         gathered_head = root_bytes + layer_param_bytes
         gathered_layers = root_bytes + 2 * layer_param_bytes
-        gathered_bottom = root_bytes + 2 * layer_param_bytes  # layer 0 + layer 1's reduce-scatter buffer
-        root_grads = gb_ * (sums.total - sums.layer_all * st.layers) if full_ft else 0
+        gathered_bottom = root_bytes + layer_param_bytes + layer_rs  # layer 0 + layer 1's reduce-scatter buffer
+        root_grads = g * T.root_numel(c) if full_ft else 0
     # Gradients of the layer in backward exist unsharded until reduce-scattered (ZeRO-2/3, FSDP).
-    unsharded_layer_grads = (attn.grad + mlp.grad) if k >= 2 else 0
+    unsharded_layer_grads = (attn.grad + mlp.grad) * (g if fsdp3 else gb_) // gb_ if k >= 2 else 0
 
     base = {"parameters": param_live, "optimizer": state_bytes}
 
@@ -212,28 +255,36 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             **base,
             "activations": kept + fwd_model_act + final_norm,
             "autocast_copies": casts_all,
-            "logits_and_loss": logits + upcast + log_softmax,
+            "logits_and_loss": loss_fwd,
             "previous_output": logits,
             "gathered_parameters": gathered_head,
+        }))
+        # inside the last decoder layer (what decides the forward when no logits are made: the chunked loss)
+        moments.append(Moment("forward", "last decoder layer, at its down projection", {
+            **base,
+            "activations": kept + fwd_model_act + T.mlp_forward_transient(c, num, layer, sp),
+            "autocast_copies": casts_all - lm_head_cast,
+            "previous_output": logits,
+            "gathered_parameters": gathered_layers if fsdp3 else (gathered_layers // 2 if k == 3 else 0),
         }))
     else:
         moments.append(Moment("forward", "end of the stage's forward, all in-flight micro-batches", {
             **base,
             "activations": kept + fwd_model_act,
-            "autocast_copies": casts_all * st.in_flight if s.recompute != "full" else casts_all,
+            "autocast_copies": casts_all * st.in_flight if not recompute else casts_all,
             "gathered_parameters": gathered_layers,
         }))
 
     # backward (a): the first nodes: NLL grad, log-softmax grad and its saved output (fp32)
     # Under checkpointing the layers' weight copies died with the autocast cache at the end
     # of the forward (nothing saved them); only the head's copy is still held by its matmul.
-    casts_after_fwd = casts_all if s.recompute != "full" else lm_head_cast
+    casts_after_fwd = (casts_all if not recompute else lm_head_cast) - casts_all_bwd_less
     if st.head:
         moments.append(Moment("backward", "start: gradient of the loss over the vocabulary", {
             **base,
             "activations": kept + saved_model_act + final_norm,
             "autocast_copies": casts_after_fwd,
-            "logits_and_loss": logits + T.loss_backward_bytes(c),
+            "logits_and_loss": loss_bwd,
             "gathered_parameters": gathered_head,
         }))
 
@@ -251,21 +302,26 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         head_grad = 0
     embed_grad = grad_bytes - layers_grad - head_grad
     if fsdp3 and full_ft:  # the root's gradients stay unsharded until its post-backward
-        head_grad = gb_ * (V * h // tp + h) if not m.tie_word_embeddings else root_grads
+        head_grad = g * (V * h // tp + h) if not m.tie_word_embeddings else root_grads
         embed_grad = 0
     shard = dp if k >= 2 else 1
-    if s.recompute == "full":  # checkpoints of every layer, plus the one layer being rebuilt
-        top_acts = {"mlp": kept + layer_act - rebuilt_shared, "attn": kept + attn.act - rebuilt_shared}
+    if recompute:  # checkpoints of every layer, plus the one layer being rebuilt (its saved outputs reused)
+        rebuilt = rebuilt_shared + sac_shared
+        top_acts = {"mlp": kept + layer_act - rebuilt, "attn": kept + attn.act - rebuilt}
         bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
         top_casts = {"mlp": casts_layer, "attn": attn.casts}
     else:
         top_acts = {"mlp": kept, "attn": kept - mlp.act}
         bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
+        if s.activation_offload:  # what comes back for the node in backward and the node before it
+            top_acts = {half: T.offload_brought_back(layer, half == "attn") for half in ("mlp", "attn")}
+            bottom_acts = dict(top_acts)
         top_casts = {"mlp": casts_all * st.in_flight - lm_head_cast, "attn": casts_all * st.in_flight
                      - lm_head_cast - mlp.casts}
     if st.in_flight > 1:  # other micro-batches' activations stay while the oldest one runs backward
-        bottom_acts = {key: v + (st.in_flight - 1) * (st.layers * layer_act if s.recompute != "full"
-                                                      else st.layers * checkpoint) for key, v in bottom_acts.items()}
+        bottom_acts = {key: v + (st.in_flight - 1) * (st.layers * layer_act if not recompute
+                                                      else st.layers * (checkpoint + sac_saved))
+                       for key, v in bottom_acts.items()}
     bottom_casts = {"mlp": casts_layer, "attn": attn.casts}
     for half, done_grads in (("mlp", 0), ("attn", mlp.grad)):
         moments.append(Moment("backward", f"top decoder layer, {half} backward", {
@@ -276,6 +332,20 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             "logits_and_loss": logits,
             "temporaries": halves[half].tmp + unsharded_layer_grads,
             "gathered_parameters": gathered_layers,
+        }))
+    if fsdp3 and st.layers > 1 and not recompute and not s.activation_offload:
+        # FSDP2 one layer further down, as FSDPMemTracker shows its peak: the top layer's activations and the
+        # next layer's MLP ones are freed, but the top layer's reduce-scatter input (in the reduce dtype: fp32
+        # under MixedPrecisionPolicy) is alive beside the current layer's unsharded parameters and the next
+        # layer's prefetched all-gather output.
+        moments.append(Moment("backward", "second decoder layer from the top, mlp to attention", {
+            **base,
+            "gradients": head_grad + per_layer_grad // shard,
+            "activations": top_acts["mlp"] - layer_act - mlp.act + saved_model_act,
+            "autocast_copies": max(top_casts["mlp"] - attn.casts - mlp.casts, 0),
+            "logits_and_loss": logits,
+            "temporaries": mlp.tmp + unsharded_layer_grads,
+            "gathered_parameters": gathered_layers + layer_rs,
         }))
     for half, missing in (("mlp", per_layer_grad), ("attn", attn.grad)):
         moments.append(Moment("backward", f"first decoder layer, {half} backward", {
@@ -296,16 +366,20 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         # gradient is not yet freed.
         moments.append(Moment("backward", "end: the root's gradients reduce-scattered", {
             **base,
-            "gradients": layers_grad + (gb_ * V * h // tp if full_ft else 0),
+            "gradients": layers_grad + (g * V * h // tp if full_ft else 0),
             "logits_and_loss": logits,
-            "temporaries": root_grads + root_grads // dp,  # its parameters are resharded by now
+            # the reduce-scatter input (reduce dtype) and the fp32 shard; its parameters are resharded by now
+            "temporaries": (root_grads * w.reduce + T.root_numel(c) * gb_ // dp * (1 if full_ft else 0)) // g,
         }))
     elif st.embed:
         moments.append(Moment("backward", "embedding backward", {
             **base,
             "gradients": grad_bytes,
             "logits_and_loss": logits,
-            "temporaries": V * h // tp * gb_ if (full_ft and m.tie_word_embeddings and st.head) else 0,
+            # tied embeddings: the embedding's gradient is added to the head's; after the fused loss (whose
+            # gradient .grad took over while still referenced) the sum is made out of place: two of them
+            "temporaries": (2 if s.loss == "chunked" else 1) * V * h // tp * gb_
+            if (full_ft and m.tie_word_embeddings and st.head) else 0,
             "gathered_parameters": head_param_bytes if k == 3 else 0,
         }))
 
@@ -314,6 +388,17 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         "parameters": param_step, "optimizer": state_bytes, "gradients": grad_bytes, "logits_and_loss": logits,
         "temporaries": opt_tmp,
     }))
+
+    if s.grad_accum > 1:
+        # Gradient accumulation: the gradients of the earlier micro-batches stay in .grad through
+        # this micro-batch's forward and backward; each new gradient is added in place
+        # (AccumulateGrad), so beside them only the one being added exists (layer_halves' tmp;
+        # for the embedding, its whole vocabulary-sized gradient).
+        for mo in moments:
+            if mo.name in ("forward", "backward"):
+                mo.parts["gradients"] = grad_bytes
+                if mo.where == "embedding backward" and full_ft and not m.tie_word_embeddings:
+                    mo.parts["temporaries"] = mo.parts.get("temporaries", 0) + V * h // tp * gb_
 
     if s.offload != "none":  # gradients leave the GPU per bucket: never more than the bucket on it
         for mo in moments:
@@ -325,7 +410,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
               "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0,
               "param_bytes_unsharded": param_full, "grad_bytes_unsharded": grad_full,
               "optimizer_bytes_unsharded": state_full}
-    return Estimate(s, moments, counts, layer, notes, host_bytes, nvme_bytes)
+    return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes)
 
 
 def _estimate_gpt(s: TrainingSetup) -> Estimate:
