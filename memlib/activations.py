@@ -86,7 +86,8 @@ def adapter_input_bytes(input_bytes: int, adapter_bytes: int, *, autocast: bool,
 def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int, *, attention: str,
                        trainable_linears: bool, adapters: frozenset = frozenset(), lora_rank: int = 0,
                        adapter_bytes: int = 2, lora_dropout: float = 0.0, adapter_casts_input: bool = True,
-                       base_saves_input: bool = False, gqa_native: bool = True) -> Ledger:
+                       base_saves_input: bool = False, mlp_bytes: int | None = None,
+                       gqa_native: bool = True) -> Ledger:
     """Saved tensors of one LLaMA-style decoder layer (HF LlamaDecoderLayer), bytes for `tokens` = b*s.
 
     trainable_linears: base projections get gradients (full fine-tuning). In LoRA they are
@@ -96,9 +97,13 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
     1 byte per element (CUDA's fused kernel, aten::native_dropout, keeps a bool mask).
     base_saves_input: a frozen projection that keeps its input anyway (bitsandbytes' 4-bit
     matmul before 0.43.2: `ctx.tensors = (A, B)`).
+    mlp_bytes: width of the MLP's activations when it differs from the compute width
+    (bitsandbytes' Linear4bit returns its output in its input's dtype: `.to(inp_dtype)`, fp32
+    after peft's prepare_model_for_kbit_training).
     """
     h, I, q, kv, a = model.hidden_size, model.intermediate_size, model.q_size, model.kv_size, model.num_heads
     r, c = num.residual, num.compute
+    cm = mlp_bytes or c
     full = trainable_linears
     keeps_input = full or base_saves_input
     led = Ledger()
@@ -168,12 +173,12 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
     # --- MLP block ------------------------------------------------------------------------
     led.split = len(led.items)
     norm("mlp_norm", ("gate_proj", "up_proj"))
-    led.add("mlp.gate", c * I * tokens, "gate_proj output, kept by SiLU")
-    led.add("mlp.silu", c * I * tokens, "SiLU output, kept by the product")
-    led.add("mlp.up", c * I * tokens, "up_proj output, kept by the product")
+    led.add("mlp.gate", cm * I * tokens, "gate_proj output, kept by SiLU")
+    led.add("mlp.silu", cm * I * tokens, "SiLU output, kept by the product")
+    led.add("mlp.up", cm * I * tokens, "up_proj output, kept by the product")
     n = len(led.items)
-    if consumers(c, ("down_proj",))[0]:
-        led.items.insert(n, ("mlp.product", c * I * tokens, "SiLU(gate)*up, down_proj's input"))
+    if consumers(cm, ("down_proj",))[0]:
+        led.items.insert(n, ("mlp.product", cm * I * tokens, "SiLU(gate)*up, down_proj's input"))
     return led
 
 

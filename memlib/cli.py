@@ -237,7 +237,8 @@ def cmd_fit(a) -> int:
             if key in seen:
                 continue
             seen.add(key)
-            z = f"ZeRO-{settings['zero_stage']}" if settings["zero_stage"] else "no ZeRO"
+            zs = settings["zero_stage"]
+            z = (f"ZeRO-{zs}" if isinstance(zs, int) else str(zs)) if zs else "no ZeRO"
             print(f"  dp={settings['dp']} tp={settings['tp']} pp={settings['pp']} {z} offload {settings['offload']}, "
                   f"recompute {settings['recompute']}: {why}")
             if len(seen) >= a.top:

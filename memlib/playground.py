@@ -28,8 +28,8 @@ def settings_from(values: dict) -> dict:
         kw.update(zero_stage=3, offload="optimizer+params")
     else:
         kw.update(zero_stage=z)
-    if kw["finetune"] == "qlora":  # QLoRA is modelled on one GPU: each GPU trains a replica
-        kw.update(zero_stage=0, dp=1, offload="none")
+    if kw["finetune"] == "qlora":  # one GPU, or FSDP-QLoRA (the 4-bit base sharded) over several
+        kw.update(zero_stage="FULL_SHARD" if kw["dp"] > 1 else 0, offload="none")
     return kw
 
 

@@ -6,7 +6,8 @@ with every term named. The model is deliberately simple and stated:
 * compute: FLOPs per token (PaLM's 6N + 12·L·H·Q·T, Chowdhery et al. 2022 App. B; full
   recompute adds a forward: 8N + 16·L·H·Q·T; LoRA skips weight gradients: 4N + 12·L·H·Q·T)
   at a model-FLOPs utilisation `mfu` of the GPU's dense 16-bit tensor peak;
-* pipeline bubble (p - 1) / (m + p - 1) of the compute (Narayanan et al. 2021, Sec. 2.2);
+* pipeline bubble (p - 1) / (m + p - 1) of the compute (Narayanan et al. 2021, Sec. 2.2); a
+  device_map split (QLoRA over pp GPUs) runs the GPUs one after another: (p - 1) / p;
 * data-parallel gradient traffic: ring all-reduce moves 2(n-1)/n of the gradient bytes per
   GPU; ZeRO-1/2 the same (reduce-scatter + all-gather); ZeRO-3 / FULL_SHARD 1.5x that
   (parameters are all-gathered in forward and again in backward; Rajbhandari et al. 2020
@@ -72,14 +73,20 @@ class StepTime:
 
 def flops_per_token(model, seq_len: int, recompute: str = "none", finetune: str = "full") -> float:
     """Training FLOPs per token: 6N + 12·L·H·Q·T (Chowdhery et al. 2022, PaLM, App. B), with a
-    second forward under full recompute (+2N + 4·L·H·Q·T) or the attention scores recomputed
-    under selective recompute (+4·L·H·Q·T), and no weight gradients (-2N) for a frozen base."""
+    second forward under full recompute (+2N + 4·L·H·Q·T), and no weight gradients (-2N) for a
+    frozen base. Selective recompute: for LLaMA-style models torchtitan's op-level policy, which
+    recomputes every other matmul of a layer (k, o and up projections) but keeps the attention
+    kernel's output (+2·L·(h·kv + q·h + h·I)); for GPT-style models Korthikanti et al.'s attention
+    recompute (+4·L·H·Q·T)."""
     n = model.num_params
     attn = model.num_layers * model.num_heads * model.head_dim * seq_len
     dense = 6 * n if finetune == "full" else 4 * n
     f = dense + 12 * attn
     if recompute == "full":
         f += 2 * n + 4 * attn
+    elif recompute == "selective" and model.mlp == "gated":
+        h = model.hidden_size
+        f += 2 * model.num_layers * (h * model.kv_size + model.q_size * h + h * model.intermediate_size)
     elif recompute == "selective":
         f += 4 * attn
     return float(f)
@@ -110,7 +117,10 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     n_gpus = s.dp * s.tp * s.pp
     tokens = s.seq_len * s.micro_batch * s.grad_accum * s.dp
     fpt = flops_per_token(m, s.seq_len, s.recompute, s.finetune)
-    bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
+    if s.sharding == "device_map":  # naive model parallelism: the GPUs work one after another
+        bubble = (s.pp - 1) / s.pp
+    else:
+        bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
     compute = fpt * tokens / n_gpus / (peak * mfu) / (1 - bubble)
 
     def link(group: int, stride: int) -> float:
@@ -120,9 +130,15 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     # data parallel: gradients of this GPU's share (the tp x pp slice), in the gradient dtype
     trainable = estimate.counts["trainable"]
     grad_b = 2 if s.sharding == "deepspeed" or s.precision in ("bf16", "fp16") else 4
+    if s.finetune != "full":
+        grad_b = estimate.counts["grad_bytes_unsharded"] / max(trainable, 1)
     dp_bytes = _ring(trainable * grad_b, s.dp)
     if s.sharding != "none" and s.zero_stage == 3:
-        dp_bytes *= 1.5
+        if s.finetune == "full":
+            dp_bytes *= 1.5
+        else:  # the frozen (4-bit) base is all-gathered in forward and again in backward; adapters reduce-scattered
+            n = s.dp
+            dp_bytes = (n - 1) / n * (2 * estimate.counts["param_bytes_unsharded"] + trainable * grad_b)
     dp_s = dp_bytes / link(s.dp, s.tp * s.pp) if s.dp > 1 else 0.0
     dp_exposed = max(0.0, dp_s - 2 / 3 * compute)
     # tensor parallel: activations all-reduced per layer

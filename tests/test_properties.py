@@ -88,7 +88,15 @@ def test_full_recompute_never_stores_more(model, precision, optimizer, attention
     none = estimate_training(model, recompute="none", **kw)
     full = estimate_training(model, recompute="full", **kw)
     assert forward_activations(full) <= forward_activations(none)
-    assert full.peak_bytes <= none.peak_bytes
+    assert full.peak_bytes <= none.peak_bytes + hf_checkpointing_leaf(model, finetune, s * b)
+
+
+def hf_checkpointing_leaf(model, finetune, tokens):
+    """transformers' activation checkpointing makes a frozen embedding's output require grad
+    (enable_input_require_grads): under LoRA/QLoRA that leaf and its gradient (at most fp32 each) stay with the
+    step's graph, and layer 0 keeps its first norm's fp32 input (4 bytes) and the q/k/v dropout masks (1 byte
+    each): at most 4 + 4 + 4 + 3 bytes per hidden element, which only decide when everything else is tiny."""
+    return 0 if finetune == "full" else 15 * get_model(model).hidden_size * tokens
 
 
 @SETTINGS
@@ -111,12 +119,9 @@ def test_selective_between_full_and_none(model, precision, optimizer, attention,
     full = estimate_training(model, recompute="full", **kw)
     assert forward_activations(full) <= forward_activations(sel) <= forward_activations(none)
     assert sel.peak_bytes <= none.peak_bytes
-    # Full recompute rebuilds a whole layer, probabilities included, before that layer's MLP
-    # backward; selective rebuilds the probabilities only for the attention backward. So at
-    # that one moment full may hold one layer's b*a*s*s probabilities more than selective:
-    # only when everything else is negligible (s=1, b=3 on llama-7b LoRA: 384 bytes).
-    probs_one_layer = sum(n for name, n, _ in full.layer.items if name.startswith("eager.probs"))
-    assert full.peak_bytes <= sel.peak_bytes + probs_one_layer
+    # Full and selective rebuild the same whole layer in backward; selective keeps more per layer. Full
+    # recompute (transformers' checkpointing) may add the input leaf (hf_checkpointing_leaf).
+    assert full.peak_bytes <= sel.peak_bytes + hf_checkpointing_leaf(model, finetune, s * b)
 
 
 # torchtitan's selective policy (memlib's recompute="selective") saves every other matmul output of a

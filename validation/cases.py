@@ -16,7 +16,7 @@ Keys of a case:
     attention    "sdpa" or "eager"
     optimizer    "adamw" (default), "sgd", "sgd-momentum"
     optimizer_impl  "foreach" (default, torch's CUDA default) | "fused" | "for-loop" (foreach=False)
-    finetune     "full" or "lora"
+    finetune     "full", "lora" or "qlora"
     lora         {"r": int, "alpha": int, "targets": [module names], "dropout": float} when
                  finetune == "lora"
     adapter_dtype   LoRA adapters: "fp32" (peft's autocast_adapter_dtype=True, the default) or
@@ -27,6 +27,7 @@ Keys of a case:
     loss         "full" (transformers' loss over full logits) | "chunked" (Liger's fused linear
                  cross-entropy, emulated in validation/recipes.py)
     activation_offload  torchtune's activation offloading (validation/recipes.py)
+    qlora        finetune == "qlora": {"double_quant": bool} (bitsandbytes NF4, validation/qlora.py)
     holdout      True for cases kept aside to test a fitted formula on unseen shapes
 
 The cases recorded before these options existed ran AdamW(foreach=False) and, for LoRA,
@@ -163,7 +164,7 @@ def _case(name, config, seq_len, micro_batch, precision="bf16", recompute="none"
 
 # The options added with the recipes (issue 9); a case that leaves one out runs the default.
 OPTION_DEFAULTS = {"optimizer_impl": "foreach", "adapter_dtype": "fp32", "base_dtype": None, "grad_accum": 1,
-                   "loss": "full", "activation_offload": False}
+                   "loss": "full", "activation_offload": False, "qlora": None}
 
 
 def option(case: dict, key: str):
@@ -309,6 +310,16 @@ RECIPE_CASES: list[dict] = [
     _case("llama-7b-4l-bf16-selective", LLAMA_7B_4L, 2048, 1, recompute="selective"),
     _case("tiny-llama-mixed-selective", TINY_LLAMA, 1024, 2, precision="bf16-mixed", recompute="selective"),
     _case("tiny-llama-bf16-eager-selective", TINY_LLAMA, 512, 2, attention="eager", recompute="selective"),
+    # QLoRA with bitsandbytes' own 4-bit matmul (validation/qlora.py): 16-bit base, NF4 projections
+    _case("llama-7b-4l-qlora64-all-mixed-drop05", LLAMA_7B_4L, 2048, 2, precision="bf16-mixed", finetune="qlora",
+          lora={"r": 64, "alpha": 16, "targets": _ALL_LINEAR, "dropout": 0.05}),
+    _case("llama-7b-4l-qlora64-all-mixed-ckpt-chunked", LLAMA_7B_4L, 2048, 4, precision="bf16-mixed",
+          recompute="full", loss="chunked", finetune="qlora",
+          lora={"r": 64, "alpha": 16, "targets": _ALL_LINEAR, "dropout": 0.1}),
+    _case("llama-7b-4l-qlora16-qv-bf16-nodq-chunked", LLAMA_7B_4L, 2048, 2, precision="bf16", finetune="qlora",
+          loss="chunked", qlora={"double_quant": False}, lora={"r": 16, "alpha": 32, "targets": _QV}),
+    _case("llama-7b-4l-qlora64-all-mixed-kbit", LLAMA_7B_4L, 2048, 1, precision="bf16-mixed", finetune="qlora",
+          base_dtype="fp32", lora={"r": 64, "alpha": 16, "targets": _ALL_LINEAR, "dropout": 0.1}),
     # eager attention at LLaMA-7B shapes, pure bf16, 2048 tokens (the issue's held-out case)
     _case("llama-7b-4l-bf16-eager-s2048", LLAMA_7B_4L, 2048, 1, attention="eager", optimizer_impl="for-loop"),
 ]

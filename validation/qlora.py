@@ -26,7 +26,6 @@ import math
 import torch
 
 _LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-_DYNAMIC_CODE: dict = {}  # bitsandbytes keeps one 256-entry dynamic map per device (functional.name2qmap)
 
 
 def _linear4bit_class():
@@ -37,7 +36,7 @@ def _linear4bit_class():
         """bnb.nn.Linear4bit whose packed weight and QuantState are fake tensors made directly."""
 
         def __init__(self, in_features: int, out_features: int, compute_dtype: torch.dtype, double_quant: bool,
-                     device: str, quant_storage: torch.dtype = torch.uint8):
+                     device: str, dynamic_code: torch.Tensor, quant_storage: torch.dtype = torch.uint8):
             torch.nn.Module.__init__(self)
             self.in_features, self.out_features = in_features, out_features
             n = in_features * out_features
@@ -46,10 +45,8 @@ def _linear4bit_class():
             packed = torch.empty((math.ceil(n / 2) // per, 1), dtype=quant_storage, device=device)
             code = torch.empty(16, dtype=torch.float32, device=device)
             if double_quant:
-                if device not in _DYNAMIC_CODE:
-                    _DYNAMIC_CODE[device] = torch.empty(256, dtype=torch.float32, device=device)
                 state2 = QuantState(absmax=torch.empty(math.ceil(blocks / 256), dtype=torch.float32, device=device),
-                                    code=_DYNAMIC_CODE[device], blocksize=256, dtype=torch.float32)
+                                    code=dynamic_code, blocksize=256, dtype=torch.float32)
                 qs = QuantState(absmax=torch.empty(blocks, dtype=torch.uint8, device=device),
                                 shape=torch.Size([out_features, in_features]), dtype=compute_dtype, blocksize=64,
                                 code=code, quant_type="nf4",
@@ -79,6 +76,10 @@ def _linear4bit_class():
 def quantize_projections(model, compute_dtype: torch.dtype, double_quant: bool, device: str) -> int:
     """Replace every decoder-layer projection by a 4-bit one (lm_head stays 16-bit); returns how many."""
     cls = _linear4bit_class()
+    # bitsandbytes keeps one 256-entry dynamic map per device for the second quantization (functional.name2qmap)
+    dynamic_code = torch.empty(256, dtype=torch.float32, device=device) if double_quant else None
+    if double_quant:
+        model.register_buffer("_bnb_dynamic_code", dynamic_code, persistent=False)
     done = 0
     for layer in model.model.layers:
         for parent in (layer.self_attn, layer.mlp):
@@ -86,7 +87,8 @@ def quantize_projections(model, compute_dtype: torch.dtype, double_quant: bool, 
                 lin = getattr(parent, name, None)
                 if lin is None:
                     continue
-                setattr(parent, name, cls(lin.in_features, lin.out_features, compute_dtype, double_quant, device))
+                setattr(parent, name, cls(lin.in_features, lin.out_features, compute_dtype, double_quant, device,
+                                          dynamic_code))
                 done += 1
     model.is_loaded_in_4bit = True  # what from_pretrained(quantization_config=...) sets; PEFT reads it
     return done

@@ -4,6 +4,8 @@ Written for fake CPU tensors, so that the allocations (not the values) are the l
 
 - `cuda_dropout`: dropout as CUDA runs it (aten.native_dropout: the output and a 1-byte
   bool mask; CPU's composite path would keep an input-dtype noise tensor instead).
+- `cuda_autocast_queries`: `torch.is_autocast_enabled()` (no device: CUDA's) answers for the
+  fake device's autocast, as it would on a GPU.
 - `OffloadActivations`: torchtune's activation offloading (training/_activation_offloading.py,
   pytorch/torchtune@bd2a0fc): saved tensors of at least 1024 bytes that are not parameters go
   to host memory at pack time; the 5 most recent stay on the GPU until their copy is done;
@@ -52,6 +54,25 @@ def cuda_dropout():
         yield
     finally:
         F.dropout = original
+
+
+@contextlib.contextmanager
+def cuda_autocast_queries(device_type: str):
+    """`torch.is_autocast_enabled()` with no device means CUDA; code that asks it (peft's bitsandbytes LoRA
+    layer: `requires_conversion = not torch.is_autocast_enabled()`) must see the harness's autocast on the
+    fake device the way it would see CUDA's on a GPU."""
+    original = torch.is_autocast_enabled
+
+    def is_autocast_enabled(*args, **kwargs):
+        if not args and not kwargs:
+            return original(device_type)
+        return original(*args, **kwargs)
+
+    torch.is_autocast_enabled = is_autocast_enabled
+    try:
+        yield
+    finally:
+        torch.is_autocast_enabled = original
 
 
 # --------------------------------------------------------------------------------------

@@ -37,6 +37,11 @@ def stages(s: TrainingSetup) -> list[Stage]:
         return [Stage("only", L, 1, True, True)]
     first = -(-L // pp)  # earlier stages take the remainder
     last = L // pp
+    if s.sharding == "device_map":
+        # Naive model parallelism (transformers' device_map="auto", accelerate's balanced split): one
+        # micro-batch goes through the GPUs one after another, so each holds its layers' activations of one.
+        return [Stage("first GPU (device_map)", first, 1, True, False), Stage("last GPU (device_map)", last, 1,
+                                                                              False, True)]
     # 1F1B (Narayanan et al. 2021, Sec. 2.2): stage i keeps up to pp - i micro-batches in flight.
     return [Stage("first pipeline stage", first, min(pp, s.grad_accum), True, False),
             Stage("last pipeline stage", last, 1, False, True)]

@@ -159,10 +159,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         if pp > 1 and dp > 1:
             raise ValueError(f"QLoRA with pp={pp} splits one model over {pp} GPUs (device_map); data parallelism "
                              "over several such groups is not modelled (dp must be 1)")
+        # dp > 1 without FULL_SHARD: DDP, each GPU a replica (the per-GPU memory of one)
         sharding = "device_map" if pp > 1 else ("fsdp" if fsdp else "none")
-        if not fsdp and dp > 1:
-            raise ValueError(f"QLoRA with dp={dp}: each GPU would train a replica (plain DDP); estimate dp=1, or "
-                             "shard it with zero_stage='FULL_SHARD' (FSDP-QLoRA)")
     elif offload != "none":
         if fsdp or zero_stage == 0:
             raise ValueError(f"offload={offload!r} is DeepSpeed's ZeRO-Offload/Infinity: give an integer "
@@ -203,10 +201,10 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if sharding in ("deepspeed", "megatron"):
         _not_for("optimizer_impl", optimizer_impl, "foreach",
                  f"the {sharding} layout steps with its own fused Adam on the fp32 master copy")
-    if not fsdp_mixed_precision and not (sharding == "fsdp" and precision.endswith("mixed")):
+    if not fsdp_mixed_precision and not (sharding == "fsdp" and precision.endswith("mixed") and finetune == "full"):
         raise ValueError("fsdp_mixed_precision=False describes FSDP with fp32 parameters under autocast (no "
-                         "MixedPrecisionPolicy); it needs zero_stage='FULL_SHARD' or 'SHARD_GRAD_OP' and a *-mixed "
-                         "precision")
+                         "MixedPrecisionPolicy); it needs finetune='full', zero_stage='FULL_SHARD' or 'SHARD_GRAD_OP' "
+                         "and a *-mixed precision")
     if model.mlp != "gated":
         why = f"{model.name} is estimated with Korthikanti et al.'s GPT formula"
         _not_for("loss", loss, "full", why)

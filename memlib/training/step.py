@@ -27,7 +27,6 @@ from memlib.training.estimate import Estimate, Moment
 from memlib.training.layout import Stage
 from memlib.training.options import TrainingSetup
 from memlib.units import fmt_bytes, fmt_count
-from memlib import lora as lora_mod
 
 
 def estimate(s: TrainingSetup) -> Estimate:
@@ -41,6 +40,13 @@ def estimate(s: TrainingSetup) -> Estimate:
     for est, st in zip(results, sts):
         moments += [Moment(mo.name, f"{st.name}: {mo.where}", mo.parts) for mo in est.moments]
     worst = max(results, key=lambda e: e.peak_bytes)
+    if s.sharding == "device_map":
+        notes = worst.notes + [
+            f"device_map over {s.pp} GPUs: the first holds {sts[0].layers} layers + embedding, the last "
+            f"{sts[1].layers} layers + head and logits; one GPU works at a time (naive model parallelism), "
+            "the peak is the worst GPU's"]
+        return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes,
+                        worst.terms)
     bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
     notes = worst.notes + [
         f"pipeline: {s.pp} stages; first stage {sts[0].layers} layers + embedding with "
@@ -93,8 +99,13 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics) -> dict[str, Ha
                 scores = m.num_heads * s.seq_len * s.seq_len * s.micro_batch
                 kv_kept = m.q_size  # repeat_kv copies to all heads
                 tmp = ((8 - cb if cb != 4 else 8) * scores + cb * (m.q_size + kv_kept) * tok) // tp
-        else:  # the gradients of gate, up and their product, beside the layer output's gradient
-            tmp = 3 * cb * m.intermediate_size * tok // tp + cb * m.hidden_size * tok
+        else:  # SiLU(gate)*up's backward: the product's gradient and those of SiLU(gate) and up, beside the
+            # layer output's gradient; with a frozen down_proj its adapter's copies of the input are freed by
+            # then (measured: llama-7b-4l-qlora64-all-mixed-ckpt-chunked; full fine-tuning: llama-7b-bf16-ckpt-mb4)
+            down_input = 0 if c.full_ft else sum(
+                n for k, n, _ in layer.items if k in ("mlp.product", "lora.down_proj.input", "lora.down_proj.dropout_mask"))
+            cm = next((n for k, n, _ in layer.items if k == "mlp.gate"), cb * m.intermediate_size * tok // tp)
+            tmp = 3 * cm - down_input + cb * m.hidden_size * tok
         if num.autocast and c.full_ft:
             tmp += 2 * largest_linear
         tmp += T.dequantized_weight_bytes(c, largest_linear)
@@ -124,8 +135,10 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     # --- model states on this GPU ----------------------------------------------------------
     param_full = T.parameter_bytes(c)
     if s.finetune == "qlora":
-        notes.append(f"QLoRA: {fmt_count(sums.layer_linear * st.layers)} projection weights in NF4 "
-                     f"({lora_mod.NF4_BITS_PER_PARAM:.3f} bits each), the rest in 16-bit")
+        bits = 8 * T.nf4_weight_bytes(c) / max(sums.layer_linear * st.layers, 1)
+        notes.append(f"QLoRA ({s.qlora_backend}{', double quantization' if s.double_quant else ''}): "
+                     f"{fmt_count(sums.layer_linear * st.layers)} projection weights in NF4 ({bits:.3f} bits each), "
+                     f"the rest in {s.base_dtype}")
     grad_full = T.gradient_bytes(c)
     state_full = T.optimizer_state_bytes(c)
     state_bytes = T.sharded(c, state_full, "optimizer")
@@ -142,7 +155,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         host_bytes, nvme_bytes = off.host_bytes, off.nvme_bytes
         if s.offload == "optimizer+params":
             param_live = param_step = param_rest = 0
-        state_bytes, opt_tmp, grad_bytes = 0, 0, off.grad_bucket
+        state_bytes, opt_tmp, grad_bucket = 0, 0, off.grad_bucket
         notes.append(f"offload {s.offload} to {s.offload_device}: {fmt_bytes(off.offloaded)} per GPU leave the GPU; "
                      "the optimizer steps on the CPU")
 
@@ -153,7 +166,9 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
         lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
         # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
-        adapter_casts_input=not (qlora_bnb and num.autocast))
+        adapter_casts_input=not (qlora_bnb and num.autocast),
+        # Linear4bit returns its output in the input's dtype: fp32 MLP activations over an fp32-upcast base
+        mlp_bytes=4 if (s.finetune == "qlora" and num.autocast and w.base == 4) else None)
     if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
         # sequence parallelism the norms' tensors split too.
         layer = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(("attn_norm", "mlp_norm")))
@@ -260,9 +275,9 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             "gathered_parameters": gathered_head,
         }))
         # inside the last decoder layer (what decides the forward when no logits are made: the chunked loss)
-        moments.append(Moment("forward", "last decoder layer, at its down projection", {
+        moments.append(Moment("forward", "inside the last decoder layer", {
             **base,
-            "activations": kept + fwd_model_act + T.mlp_forward_transient(c, num, layer, sp),
+            "activations": kept + fwd_model_act + T.layer_forward_transient(c, num, layer, sp),
             "autocast_copies": casts_all - lm_head_cast,
             "previous_output": logits,
             "gathered_parameters": gathered_layers if fsdp3 else (gathered_layers // 2 if k == 3 else 0),
@@ -323,6 +338,17 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
                                                       else st.layers * (checkpoint + sac_saved))
                        for key, v in bottom_acts.items()}
     bottom_casts = {"mlp": casts_layer, "attn": attn.casts}
+    cb_h_grad = num.compute * h * tok // sp  # the gradient arriving at the layer's output
+    if recompute and st.head:  # the top layer rebuilt for its backward, at its last projection
+        moments.append(Moment("backward", "top decoder layer, rebuilt (recompute forward)", {
+            **base,
+            "gradients": head_grad,
+            "activations": top_acts["mlp"] + saved_model_act,
+            "autocast_copies": top_casts["mlp"],
+            "logits_and_loss": logits,
+            "temporaries": T.layer_forward_transient(c, num, layer, sp, rebuilding=True) + cb_h_grad,
+            "gathered_parameters": gathered_layers,
+        }))
     for half, done_grads in (("mlp", 0), ("attn", mlp.grad)):
         moments.append(Moment("backward", f"top decoder layer, {half} backward", {
             **base,
@@ -400,17 +426,48 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
                 if mo.where == "embedding backward" and full_ft and not m.tie_word_embeddings:
                     mo.parts["temporaries"] = mo.parts.get("temporaries", 0) + V * h // tp * gb_
 
+    leaf = T.input_leaf_bytes(c, num, sp)
+    if leaf:  # the embedding output made to require grad (HF checkpointing): alive with the graph
+        for mo in moments:
+            if mo.name == "forward":  # the previous step's leaf and its gradient, held by its graph
+                mo.parts["previous_output"] = mo.parts.get("previous_output", 0) + 2 * leaf
+            elif mo.name == "backward":  # (the leaf itself is layer 0's checkpointed input meanwhile)
+                if mo.where == "embedding backward":
+                    mo.parts["gradients"] = mo.parts.get("gradients", 0) + leaf
+            else:
+                mo.parts["activations"] = mo.parts.get("activations", 0) + 2 * leaf
+
     if s.offload != "none":  # gradients leave the GPU per bucket: never more than the bucket on it
         for mo in moments:
             if "gradients" in mo.parts:
-                mo.parts["gradients"] = min(max(mo.parts["gradients"], 0), grad_bytes)
+                mo.parts["gradients"] = min(max(mo.parts["gradients"], 0), grad_bucket)
+        grad_bytes = grad_bucket
 
     counts = {"trainable": trainable, "param_bytes": param_rest, "grad_bytes": grad_bytes,
               "optimizer_bytes": state_bytes, "layer_activation_bytes": layer_act,
               "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0,
               "param_bytes_unsharded": param_full, "grad_bytes_unsharded": grad_full,
               "optimizer_bytes_unsharded": state_full}
-    return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes)
+    named = [(T.parameter_bytes, param_full), (T.gradient_bytes, grad_full), (T.optimizer_state_bytes, state_full),
+             (T.optimizer_step_temporaries, opt_tmp), (T.autocast_weight_copies, casts_all),
+             (T.saved_model_activations, saved_model_act), (T.forward_only_activations, fwd_model_act),
+             (T.final_norm_activations, final_norm), (T.frozen_first_norm, frozen_input)]
+    if recompute:
+        named.append((T.checkpoint_bytes, checkpoint))
+    if s.finetune == "qlora":
+        named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
+                  (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]
+    if s.loss == "chunked" and st.head:
+        named += [(T.fused_loss_saved_bytes, loss_bwd), (T.fused_loss_chunk_bytes, loss_fwd - loss_bwd)]
+    elif st.head:
+        named += [(T.logits_bytes, logits), (T.loss_upcast_bytes, T.loss_upcast_bytes(c, num)),
+                  (T.log_softmax_bytes, T.log_softmax_bytes(c)), (T.loss_backward_bytes, T.loss_backward_bytes(c))]
+    if k == 3:
+        named.append((T.layer_parameter_bytes, layer_param_bytes))
+        if fsdp3:
+            named.append((T.root_parameter_bytes, root_bytes))
+    terms = [T.Term(fn.__name__, int(v), T.source(fn)) for fn, v in named if v]
+    return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes, terms)
 
 
 def _estimate_gpt(s: TrainingSetup) -> Estimate:
@@ -421,19 +478,28 @@ def _estimate_gpt(s: TrainingSetup) -> Estimate:
     tensors = layout.trainable_tensors(s, layout.stages(s)[0])
     grad_bytes = m.num_params * pb
     state = opt.state_bytes(s.optimizer, tensors, pb)
-    layer_bytes = act.korthikanti_layer_bytes(s.seq_len, s.micro_batch, m.hidden_size, m.num_heads,
-                                              recompute=s.recompute)
+    # sdpa (flash attention) keeps no s x s tensor: Korthikanti's attention-core term (5as/h: softmax output,
+    # its dropout mask and output) goes, as under selective recompute, and the fp32 log-sum-exp comes in.
+    core = "selective" if (s.attention == "sdpa" and s.recompute == "none") else s.recompute
+    layer_bytes = act.korthikanti_layer_bytes(s.seq_len, s.micro_batch, m.hidden_size, m.num_heads, recompute=core)
     if T.NUMERICS[s.precision].compute == 4:
         layer_bytes *= 2
     layer = act.Ledger()
-    layer.add("korthikanti", layer_bytes, "s*b*h*(34 + 5*a*s/h), Korthikanti et al. 2022 eq. (1)")
+    layer.add("korthikanti", layer_bytes, "s*b*h*(34 + 5*a*s/h), Korthikanti et al. 2022 eq. (1)"
+              + ("; sdpa: without the 5as/h attention core" if core != s.recompute else ""))
+    if s.attention == "sdpa" and s.recompute != "full":
+        lse = 4 * m.num_heads * s.tokens
+        layer.add("sdpa.logsumexp", lse, "fp32 row log-sum-exp the fused kernel keeps instead of the s x s matrix")
+        layer_bytes += lse
     acts = layer_bytes * m.num_layers
     logits = 4 * m.vocab_size * s.tokens
     moments = [
         Moment("forward", "end of forward", {"parameters": m.num_params * pb, "optimizer": state,
                                              "activations": acts, "logits_and_loss": 2 * logits}),
         Moment("optimizer", "optimizer.step()", {"parameters": m.num_params * pb, "gradients": grad_bytes,
-                                                 "optimizer": state}),
+                                                 "optimizer": state, "temporaries": opt.step_transient_bytes(
+                                                     s.optimizer, m.largest_tensor_numel, pb, impl=s.optimizer_impl,
+                                                     group_numel=m.num_params)}),
     ]
     counts = {"trainable": m.num_params, "param_bytes": m.num_params * pb, "grad_bytes": grad_bytes,
               "optimizer_bytes": state, "layer_activation_bytes": layer_bytes, "optimizer_temporary_bytes": 0,

@@ -81,6 +81,11 @@ def widths(s: TrainingSetup, k: int) -> Widths:
         num = act.Numerics(residual=base, compute=compute, autocast=autocast)
         note = (f"{s.finetune}: frozen base in {s.base_dtype}, adapters in {s.adapter_dtype}"
                 + (", autocast" if autocast else ""))
+        if s.sharding == "fsdp":
+            note += (f"; {'FSDP-QLoRA (AnswerDotAI/fsdp_qlora: the 4-bit base in a 16-bit quant_storage)' if s.finetune == 'qlora' else 'FSDP'}"
+                     f" sharded over {s.dp} GPUs, each decoder layer gathered in turn")
+        elif s.dp > 1:
+            note += f"; DDP over {s.dp} GPUs: each holds a replica"
         return Widths(ad, ad, ad, 0, num, note, base=base, cast_base=autocast and base == 4,
                       cast_adapters=autocast and ad == 4, gathered=ad, reduce=ad)
     pb = PARAM_BYTES[s.precision]
@@ -100,6 +105,21 @@ def widths(s: TrainingSetup, k: int) -> Widths:
     elif s.zero_stage and s.dp == 1:
         note = f"zero_stage={s.zero_stage} over one GPU shards nothing: same as no ZeRO"
     return Widths(pb, pb, pb, 0, NUMERICS[s.precision], note, base=pb, cast_base=autocast, gathered=pb, reduce=pb)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named term of an estimate: its bytes on this GPU and where it comes from."""
+
+    name: str
+    nbytes: int
+    source: str
+
+
+def source(fn) -> str:
+    """The first paragraph of a term function's docstring: what it is and whose code or paper it follows."""
+    first_paragraph = (fn.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(first_paragraph.split())
 
 
 @dataclass(frozen=True)
@@ -267,18 +287,41 @@ def final_norm_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
     return (4 * h * tok + ((r * h + (2 if num.autocast else r) * h) * tok if c.full_ft else 0)) // sp
 
 
-def mlp_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: int) -> int:
-    """Forward, at the last layer's down projection: besides what the layers saved, the layer's input (held by
-    LlamaModel's loop), the residual after attention, the SwiGLU product (unless down_proj keeps it anyway), the
-    down projection's output, and a LoRA adapter's fp32 copies of that product (peft's cast, then dropout's)."""
+def layer_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: int, rebuilding: bool = False) -> int:
+    """Forward, inside the last decoder layer, besides what the layers saved: the layer's input (held by
+    LlamaModel's loop) and the residual, plus the largest of: an adapted projection's base output (and
+    bitsandbytes' defensive clone of it, peft lora/bnb.py), lora_B's output and its scaled copy; at up_proj,
+    SiLU(gate) when checkpointing saves nothing; at down_proj, the SwiGLU product (unless kept), the output
+    and an adapter's fp32 copies of its input (peft's cast, then dropout's). rebuilding: the same inside a layer
+    recomputed for its backward."""
     m, s = c.s.model, c.s
     tok, r, cb, I, h, tp = s.tokens, num.residual, num.compute, m.intermediate_size, m.hidden_size, s.tp
-    out = 2 * r * h * tok // sp + cb * h * tok // sp
-    if not any(name == "mlp.product" for name, _, _ in layer.items):
-        out += cb * I * tok // tp
-    if "down_proj" in s.lora_targets and c.w.param != cb:  # peft's x.to(adapter dtype), then dropout's copy
-        out += c.w.param * I * tok // tp * (2 if s.lora_dropout > 0 else 1)
-    return out
+    cm = 4 if (s.finetune == "qlora" and num.autocast and c.w.base == 4) else cb
+    targets = set(s.lora_targets)
+    ckpt = s.recompute != "none" and not rebuilding  # a layer rebuilt in backward saves as usual
+    lw = 2 if num.autocast else c.w.param  # lora_B's output width
+    clones = 2 if s.finetune == "qlora" and s.qlora_backend == "bitsandbytes" else 1
+    widths = {"q_proj": m.q_size, "k_proj": m.kv_size, "v_proj": m.kv_size, "o_proj": h,
+              "gate_proj": I, "up_proj": I, "down_proj": h}
+
+    def adapted(t: str) -> int:
+        w = widths[t] // (tp if t != "o_proj" and t != "down_proj" else 1)
+        return (cm if t in ("gate_proj", "up_proj") else cb) * w * clones * tok + 2 * lw * w * tok
+
+    points = [adapted(t) for t in ("q_proj", "k_proj", "v_proj", "o_proj") if t in targets]
+    silu = cm * I * tok // tp if ckpt else 0
+    up_out = cm * I * tok // tp if ckpt else 0
+    points.append(silu + (adapted("up_proj") if "up_proj" in targets else up_out))
+    product_kept = any(name == "mlp.product" for name, _, _ in layer.items) and not ckpt
+    down = (0 if product_kept else cm * I * tok // tp)
+    down += adapted("down_proj") if "down_proj" in targets else cb * h * tok
+    if "down_proj" in targets and c.w.param != cm and not (clones == 2 and num.autocast):
+        down += c.w.param * I * tok // tp * (2 if s.lora_dropout > 0 else 1)
+    points.append(down)
+    if rebuilding:  # by its last projection the rebuilt layer has saved everything else: only that point
+        points = [down]
+    held = (1 if rebuilding else 2) * r * h * tok // sp  # (a rebuilt layer's input is its checkpoint)
+    return held + max(points)
 
 
 def final_norm_output_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
@@ -288,11 +331,21 @@ def final_norm_output_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
     return (2 if num.autocast else num.residual) * c.s.model.hidden_size * c.s.tokens // sp
 
 
+def input_leaf_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
+    """LoRA/QLoRA with full recompute: transformers' activation_checkpointing_enable calls
+    enable_input_require_grads() (modeling_utils.py, transformers 5.24), so the frozen embedding's output
+    is a leaf that requires grad: it gets a .grad at the end of the backward, and both stay alive as long as
+    the step's autograd graph (the loop's `out`) does: through the optimizer step and the next forward."""
+    if c.full_ft or c.s.recompute != "full" or not c.st.embed:
+        return 0
+    return num.residual * c.s.model.hidden_size * c.s.tokens // sp
+
+
 def frozen_first_norm(c: Ctx, sp: int) -> int:
     """With frozen embeddings (LoRA/QLoRA) layer 0's input needs no gradient, so its first RMSNorm keeps nothing
     for the backward and its q/k/v adapters' dropout keeps no mask (activations.frozen_input_savings):
     subtracted from layer 0's ledger."""
-    if c.full_ft or not c.st.embed:
+    if c.full_ft or not c.st.embed or c.s.recompute == "full":  # (input_leaf_bytes: then it requires grad)
         return 0
     return act.frozen_input_savings(c.s.model, c.s.tokens, frozenset(c.s.lora_targets), c.s.lora_dropout) // sp
 
