@@ -76,7 +76,7 @@ def nf4_bytes(numel: int, block: int = 64, block2: int = 256, double_quant: bool
     codes = -(-numel // 2)
     if backend == "torchao":
         return codes + blocks + 2 * -(-blocks // block2)
-    if not double_quant:
+    if not double_quant:  # (any bitsandbytes release)
         return codes + 4 * blocks
     return codes + blocks + 4 * -(-blocks // block2)
 

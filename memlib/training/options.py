@@ -22,7 +22,9 @@ OFFLOAD_DEVICES = ("cpu", "nvme")
 OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")  # torch.optim's implementations (foreach: CUDA's default)
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")  # fp32: peft's autocast_adapter_dtype=True (its default)
 BASE_DTYPES = ("auto", "fp32", "bf16", "fp16")  # LoRA/QLoRA frozen base; auto: 16-bit unless precision fp32
-QLORA_BACKENDS = ("bitsandbytes", "torchao")
+# bitsandbytes >= 0.43.2 (MatMul4Bit keeps only the packed weight); before 0.43.2 it also kept each 4-bit
+# matmul's 16-bit input (`ctx.tensors = (A, B)`, bitsandbytes PR #1270); torchao's NF4Tensor (torchtune).
+QLORA_BACKENDS = ("bitsandbytes", "bitsandbytes<0.43.2", "torchao")
 LOSSES = ("full", "chunked")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).

@@ -161,12 +161,14 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
 
     # --- activations -------------------------------------------------------------------------
     adapters = frozenset(s.lora_targets)
-    qlora_bnb = s.finetune == "qlora" and s.qlora_backend == "bitsandbytes"
+    qlora_bnb = s.finetune == "qlora" and s.qlora_backend.startswith("bitsandbytes")
     layer = act.llama_layer_ledger(
         m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
         lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
         # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
         adapter_casts_input=not (qlora_bnb and num.autocast),
+        # bitsandbytes before 0.43.2: MatMul4Bit keeps its 16-bit input A for the backward
+        base_saves_input=s.finetune == "qlora" and s.qlora_backend == "bitsandbytes<0.43.2",
         # Linear4bit returns its output in the input's dtype: fp32 MLP activations over an fp32-upcast base
         mlp_bytes=4 if (s.finetune == "qlora" and num.autocast and w.base == 4) else None)
     if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with

@@ -300,7 +300,7 @@ def layer_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: in
     targets = set(s.lora_targets)
     ckpt = s.recompute != "none" and not rebuilding  # a layer rebuilt in backward saves as usual
     lw = 2 if num.autocast else c.w.param  # lora_B's output width
-    clones = 2 if s.finetune == "qlora" and s.qlora_backend == "bitsandbytes" else 1
+    clones = 2 if s.finetune == "qlora" and s.qlora_backend.startswith("bitsandbytes") else 1
     widths = {"q_proj": m.q_size, "k_proj": m.kv_size, "v_proj": m.kv_size, "o_proj": h,
               "gate_proj": I, "up_proj": I, "down_proj": h}
 
