@@ -215,7 +215,7 @@ def cmd_fit(a) -> int:
         out = r.to_dict(top=a.top)
         if fewest is not None:
             out["min_gpus"] = {"count": fewest.count, "settings": fewest.best.settings}
-        if a.deepspeed and r.best and r.best.estimate.setup.sharding != "fsdp":
+        if a.deepspeed and r.best and r.best.estimate.setup.sharding not in ("fsdp", "device_map"):
             out["deepspeed_config"] = to_deepspeed_config(r.best)
         print(json.dumps(out, indent=2))
         return 0
@@ -248,8 +248,13 @@ def cmd_fit(a) -> int:
     elif a.min_gpus:
         print(f"\nNo count of {a.gpu} up to 4096 fits without offload.")
     if a.deepspeed and r.best:
-        print("\nDeepSpeed config of the best layout:")
-        print(json.dumps(to_deepspeed_config(r.best), indent=2))
+        try:
+            config = to_deepspeed_config(r.best)
+        except ValueError as e:  # an FSDP or device_map layout has no DeepSpeed config
+            print(f"\nNo DeepSpeed config for the best layout: {e}")
+        else:
+            print("\nDeepSpeed config of the best layout:")
+            print(json.dumps(config, indent=2))
     return 0
 
 

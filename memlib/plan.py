@@ -246,6 +246,8 @@ def to_deepspeed_config(plan_: Plan) -> dict:
     s = plan_.settings
     if plan_.estimate.setup.sharding == "fsdp":
         raise ValueError("this plan uses FSDP, not DeepSpeed")
+    if plan_.estimate.setup.sharding == "device_map":
+        raise ValueError("this plan splits the model with transformers' device_map, not DeepSpeed")
     cfg: dict = {
         "train_micro_batch_size_per_gpu": s["micro_batch"],
         "gradient_accumulation_steps": s["grad_accum"],

@@ -714,8 +714,14 @@ def measure_case_cuda(case: dict) -> dict:
 def _versions() -> dict:
     import peft
     import transformers
-    return {"torch": torch.__version__, "transformers": transformers.__version__,
-            "peft": peft.__version__, "python": platform.python_version()}
+    out = {"torch": torch.__version__, "transformers": transformers.__version__,
+           "peft": peft.__version__, "python": platform.python_version()}
+    try:
+        import bitsandbytes
+        out["bitsandbytes"] = bitsandbytes.__version__
+    except ImportError:
+        pass
+    return out
 
 
 def _load_results() -> dict | None:
@@ -841,12 +847,16 @@ def main(argv=None) -> int:
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "tracker": ("torch.distributed._tools.mem_tracker.MemTracker for full "
                         "fine-tuning; validation.harness.LiveBytesTracker (dispatch) for "
-                        "LoRA; both record raw storage nbytes on CPU"),
+                        "LoRA/QLoRA; both record raw storage nbytes on the fake CPU device"),
             "peak": "second training step, bytes of live tensor storages",
             "semantics": ("AutoModelForCausalLM.from_config, labels=input_ids, use_cache=False, "
-                          "AdamW(lr=1e-4, foreach=False) unless optimizer says otherwise, "
-                          "train(), dropout 0, out kept alive across steps, "
-                          "zero_grad(set_to_none=True)"),
+                          "train(), out kept alive across steps, zero_grad(set_to_none=True); each case's "
+                          "inputs name its options (cases.py OPTION_DEFAULTS: optimizer_impl foreach, LoRA "
+                          "adapters fp32 over a 16-bit base under *-mixed, grad_accum 1, loss full, no "
+                          "activation offload; cases recorded before these options carry their own values)"),
+            "recipes": ("validation/recipes.py: CUDA's native_dropout, Liger's fused linear cross-entropy, "
+                        "torchtune's activation offloading (host = meta device), torchtitan's selective "
+                        "checkpointing; validation/qlora.py: bitsandbytes' MatMul4Bit on fake packed weights"),
         }
         if args.all:
             data = {"metadata": meta, "cases": results}

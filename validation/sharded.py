@@ -3,7 +3,8 @@
 The way torchtitan's memory estimator does it: a fake process group (FakeStore +
 `init_process_group("fake", rank=0, world_size=N)`), FSDP2 `fully_shard` on every
 decoder layer and then on the root (default options: non-root layers reshard after
-forward, the root does not; no MixedPrecisionPolicy), FakeTensorMode, and
+forward, the root does not; *-mixed cases with torchtitan's MixedPrecisionPolicy unless
+they say otherwise), FakeTensorMode, and
 `FSDPMemTracker` for rank 0. The training loop, inputs and precision handling are the
 harness's own (`validation.harness._train_steps`); see validation/README.md.
 
@@ -453,8 +454,10 @@ def main_sharded(args) -> int:
                              "init_device_mesh('cpu', (N,)) built outside FakeTensorMode",
             "sharding": "FSDP2 fully_shard(layer) for every decoder layer, then "
                         "fully_shard(root); default options (reshard_after_forward=None: "
-                        "layers reshard after forward, the root does not), no "
-                        "MixedPrecisionPolicy, no CPU offload",
+                        "layers reshard after forward, the root does not), no CPU offload; "
+                        "*-mixed cases: MixedPrecisionPolicy(param_dtype=16-bit, reduce_dtype=fp32) "
+                        "without autocast unless fsdp.mp_policy is False (then fp32 params under "
+                        "autocast, no policy)",
             "recompute_full": "checkpoint_wrapper(layer, preserve_rng_state=False) "
                               "(non-reentrant) on every decoder layer before fully_shard",
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -463,8 +466,8 @@ def main_sharded(args) -> int:
                        "(dispatch); raw storage nbytes on CPU",
             "peak": "rank 0, second training step, bytes of live tensor storages",
             "semantics": ("as results.json: AutoModelForCausalLM.from_config, "
-                          "labels=input_ids, use_cache=False, AdamW(lr=1e-4, foreach=False) "
-                          "over the sharded params, train(), dropout 0, out kept alive "
+                          "labels=input_ids, use_cache=False, AdamW over the sharded params "
+                          "(optimizer_impl per case), train(), dropout 0, out kept alive "
                           "across steps, zero_grad(set_to_none=True)"),
         }
         if args.all:
