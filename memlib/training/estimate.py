@@ -71,6 +71,13 @@ class Estimate:
                         for name in ("forward", "backward", "optimizer") if any(m.name == name for m in self.moments)},
             "zero_stage": s.zero_stage, "sharding": s.sharding, "dp": s.dp, "tp": s.tp, "pp": s.pp,
             "offload": s.offload, "host_bytes": self.host_bytes, "nvme_bytes": self.nvme_bytes,
+            "grad_accum": s.grad_accum, "optimizer_impl": s.optimizer_impl, "loss": s.loss,
+            "activation_offload": s.activation_offload, "lora_dropout": s.lora_dropout,
+            "adapter_dtype": s.adapter_dtype if s.finetune != "full" else None,
+            "base_dtype": s.base_dtype if s.finetune != "full" else None,
+            "qlora_backend": s.qlora_backend if s.finetune == "qlora" else None,
+            "double_quant": s.double_quant if s.finetune == "qlora" else None,
+            "terms": {t.name: t.nbytes for t in self.terms},
         }
 
     def explain(self) -> str:
