@@ -476,7 +476,7 @@ def _offload_manager(model, case: dict, device_type: str):
     if not case.get("activation_offload"):
         return None
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    ctx = recipes.OffloadActivations(device_type)
+    ctx = recipes.OffloadActivations(device_type, host=recipes.HOST_DEVICE if device_type == "cpu" else "cpu")
     noop = recipes.NoOffload()
     base.lm_head.register_forward_pre_hook(lambda *a: noop.__enter__())
     base.lm_head.register_forward_hook(lambda *a: noop.__exit__(None, None, None), always_call=True)

@@ -89,8 +89,10 @@ class OffloadActivations(saved_tensors_hooks):
     the forward stash is emptied at the first backward node.
     """
 
-    def __init__(self, device: str, min_offload_size: int = 1024, max_fwd_stash_size: int = 5):
+    def __init__(self, device: str, min_offload_size: int = 1024, max_fwd_stash_size: int = 5,
+                 host: str = HOST_DEVICE):
         self.device = device
+        self.host = host  # "meta" on the fake CPU device; on a real GPU, pinned CPU memory
         self.min_bytes = min_offload_size
         self.stash_size = max_fwd_stash_size
         self.next_id = 0
@@ -108,7 +110,12 @@ class OffloadActivations(saved_tensors_hooks):
                     and not isinstance(t, torch.nn.Parameter)):
                 for old in [i for i in self.fwd_stash if i <= tid - self.stash_size]:
                     del self.fwd_stash[old]
-                self.tracker[tid] = (torch.empty_like(t, device=HOST_DEVICE), True)
+                if self.host == HOST_DEVICE:
+                    copy = torch.empty_like(t, device=HOST_DEVICE)
+                else:
+                    copy = torch.empty_like(t, device=self.host, pin_memory=True)
+                    copy.copy_(t, non_blocking=True)
+                self.tracker[tid] = (copy, True)
                 self.fwd_stash[tid] = t
                 self.offloaded_bytes += nbytes
             else:
@@ -127,7 +134,8 @@ class OffloadActivations(saved_tensors_hooks):
             if tid in self.fwd_stash:
                 gpu = self.fwd_stash[tid]
             else:
-                gpu = torch.empty_like(t, device=self.device)
+                gpu = torch.empty_like(t, device=self.device) if self.host == HOST_DEVICE \
+                    else t.to(self.device, non_blocking=True)
                 self.bwd_stash[tid] = gpu
 
             def after_node(outputs, inputs):
