@@ -9,6 +9,7 @@ docstring, which says where the term comes from.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memlib import activations as act
 from memlib import lora as lora_mod
@@ -116,6 +117,7 @@ class Term:
     source: str
 
 
+@lru_cache(maxsize=None)
 def source(fn) -> str:
     """The first paragraph of a term function's docstring: what it is and whose code or paper it follows."""
     first_paragraph = (fn.__doc__ or "").strip().split("\n\n")[0]
