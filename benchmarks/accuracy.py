@@ -1,9 +1,11 @@
-"""memlib's estimate against every measured peak in validation/results.json.
+"""memlib's estimate against every measured peak in validation/results.json and results_fsdp.json.
 
     python benchmarks/accuracy.py
 
-Prints one line per recorded case (measured peak, estimate, error, phase of the peak)
-and the median and worst absolute error. Needs no torch: the measurements are recorded.
+Prints one line per recorded case (measured peak, estimate, error, phase of the peak), grouped
+into the cases recorded before the recipe options (issue 9), the recipe cases (each named
+after the option it measures) and the FSDP2 cases, with the median and worst absolute error
+of each group. Needs no torch: the measurements are recorded.
 """
 
 from __future__ import annotations
@@ -14,37 +16,49 @@ from pathlib import Path
 
 from memlib.measured import estimate_case
 
-RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results.json"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "validation" / "results.json"
 
 
-def main() -> None:
-    data = json.loads(RESULTS.read_text())
-    meta = data["metadata"]
-    print(f"measured with torch {meta['torch']}, transformers {meta['transformers']}, peft {meta['peft']} "
-          f"(fake {meta['fake_device']} tensors)\n")
-    print(f"{'case':<52}{'measured GiB':>13}{'memlib GiB':>12}{'error':>9}  phase (measured / memlib)")
+def _recipe_names() -> set[str]:
+    import sys
+    sys.path.insert(0, str(ROOT))
+    from validation.cases import RECIPE_CASES  # plain data, no torch
+    return {c["name"] for c in RECIPE_CASES}
+
+
+def _table(cases, title: str, phases: bool = True) -> None:
+    print(f"\n{title}")
+    print(f"{'case':<52}{'measured GiB':>13}{'memlib GiB':>12}{'error':>9}" + ("  phase (measured / memlib)"
+                                                                              if phases else ""))
     errors = []
-    for case in data["cases"]:
+    for case in cases:
         m = case["measured"]
         est = estimate_case(case["inputs"])
         err = (est.peak_bytes - m["peak_bytes"]) / m["peak_bytes"]
         errors.append(abs(err))
         tag = " (holdout)" if case.get("holdout") else ""
-        print(f"{case['name'] + tag:<52}{m['peak_bytes'] / 2**30:>13.3f}{est.peak_bytes / 2**30:>12.3f}"
-              f"{err:>+9.2%}  {m['peak_phase']} / {est.phase}")
-    print(f"\n{len(errors)} cases: median |error| {statistics.median(errors):.3%}, worst {max(errors):.3%}")
+        line = f"{case['name'] + tag:<52}{m['peak_bytes'] / 2**30:>13.3f}{est.peak_bytes / 2**30:>12.3f}{err:>+9.2%}"
+        if phases:
+            line += f"  {m['peak_phase']} / {est.phase}"
+        print(line)
+    print(f"{len(errors)} cases: median |error| {statistics.median(errors):.3%}, worst {max(errors):.3%}")
 
+
+def main() -> None:
+    data = json.loads(RESULTS.read_text())
+    meta = data["metadata"]
+    bnb = f", bitsandbytes {meta['bitsandbytes']}" if meta.get("bitsandbytes") else ""
+    print(f"measured with torch {meta['torch']}, transformers {meta['transformers']}, peft {meta['peft']}{bnb} "
+          f"(fake {meta['fake_device']} tensors)")
+    recipes = _recipe_names()
+    _table([c for c in data["cases"] if c["name"] not in recipes],
+           "Cases recorded before the recipe options (AdamW for-loop, adapters in the base dtype):")
+    _table([c for c in data["cases"] if c["name"] in recipes],
+           "Recipe cases (issue 9), each named after the option it measures:")
     fsdp = json.loads(RESULTS.with_name("results_fsdp.json").read_text())
-    print(f"\nFSDP2 (fully_shard per layer + root, fake process group, FSDPMemTracker rank 0):")
-    print(f"{'case':<52}{'measured GiB':>13}{'memlib GiB':>12}{'error':>9}")
-    errors = []
-    for case in fsdp["cases"]:
-        m = case["measured"]
-        est = estimate_case(case["inputs"])
-        err = (est.peak_bytes - m["peak_bytes"]) / m["peak_bytes"]
-        errors.append(abs(err))
-        print(f"{case['name']:<52}{m['peak_bytes'] / 2**30:>13.3f}{est.peak_bytes / 2**30:>12.3f}{err:>+9.2%}")
-    print(f"\n{len(errors)} FSDP cases: median |error| {statistics.median(errors):.3%}, worst {max(errors):.3%}")
+    _table(fsdp["cases"], "FSDP2 (fully_shard per layer + root, fake process group, FSDPMemTracker rank 0):",
+           phases=False)
 
 
 if __name__ == "__main__":

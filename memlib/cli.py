@@ -51,10 +51,24 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--precision", default="bf16-mixed", choices=training.PRECISIONS, help="default bf16-mixed")
     e.add_argument("--optimizer", default="adamw", choices=optimizers.OPTIMIZERS, help="default adamw")
     e.add_argument("--finetune", default="full", choices=training.FINETUNES, help="default full")
-    e.add_argument("--lora-rank", type=int, help="LoRA rank (default 16)")
+    e.add_argument("--lora-rank", type=int, help="LoRA rank (LoRA/QLoRA; default 16)")
     e.add_argument("--lora-targets",
                    help="comma-separated projections or a group: " + ", ".join(lora_mod.TARGET_GROUPS)
-                        + " (default q_proj,v_proj)")
+                        + " (LoRA/QLoRA; default q_proj,v_proj)")
+    e.add_argument("--lora-dropout", type=float, default=None, help="LoRA dropout probability (default 0)")
+    e.add_argument("--adapter-dtype", default=None, choices=training.ADAPTER_DTYPES,
+                   help="LoRA adapters' dtype (default fp32, peft's autocast_adapter_dtype=True)")
+    e.add_argument("--base-dtype", default=None, choices=training.BASE_DTYPES,
+                   help="LoRA/QLoRA frozen base dtype (default auto: 16-bit unless --precision fp32)")
+    e.add_argument("--qlora-backend", default=None, choices=training.QLORA_BACKENDS, help="default bitsandbytes")
+    e.add_argument("--no-double-quant", action="store_true", help="QLoRA without double quantization")
+    e.add_argument("--optimizer-impl", default=None, choices=training.OPTIMIZER_IMPLS,
+                   help="torch.optim implementation (default foreach, torch's CUDA default)")
+    e.add_argument("--loss", default=None, choices=training.LOSSES,
+                   help="full logits, or chunked: Liger's fused linear cross-entropy (default full)")
+    e.add_argument("--activation-offload", action="store_true", help="torchtune's activation offloading to CPU")
+    e.add_argument("--no-fsdp-mixed-precision", action="store_true",
+                   help="FSDP with fp32 params under autocast instead of MixedPrecisionPolicy(bf16, fp32 reduce)")
     e.add_argument("--recompute", default="none", choices=training.RECOMPUTES, help="default none")
     e.add_argument("--attention", default="sdpa", choices=training.ATTENTIONS, help="default sdpa")
     e.add_argument("--zero-stage", default="0",
@@ -162,11 +176,21 @@ def cmd_estimate(a) -> int:
     if bool(a.model) == bool(a.hf_config):
         raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
+    options = {k: v for k, v in dict(
+        lora_dropout=a.lora_dropout, adapter_dtype=a.adapter_dtype, base_dtype=a.base_dtype,
+        qlora_backend=a.qlora_backend, optimizer_impl=a.optimizer_impl, loss=a.loss).items() if v is not None}
+    if a.no_double_quant:
+        options["double_quant"] = False
+    if a.activation_offload:
+        options["activation_offload"] = True
+    if a.no_fsdp_mixed_precision:
+        options["fsdp_mixed_precision"] = False
     est = training.estimate_training(
         model, seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
         finetune=a.finetune, recompute=a.recompute, attention=a.attention,
         zero_stage=_zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,
-        grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload, **_estimate_options(a))
+        grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload,
+        **_estimate_options(a), **options)
     verdicts = _verdicts(est, a.gpu or COMMON_GPUS)
     if a.json:
         print(json.dumps({**est.to_dict(), "verdicts": verdicts}, indent=2))
@@ -249,7 +273,7 @@ def cmd_fit(a) -> int:
         out = r.to_dict(top=a.top)
         if fewest is not None:
             out["min_gpus"] = {"count": fewest.count, "settings": fewest.best.settings}
-        if a.deepspeed and r.best and r.best.estimate.setup.sharding != "fsdp":
+        if a.deepspeed and r.best and r.best.estimate.setup.sharding not in ("fsdp", "device_map"):
             out["deepspeed_config"] = to_deepspeed_config(r.best)
         print(json.dumps(out, indent=2))
         return 0
@@ -272,7 +296,8 @@ def cmd_fit(a) -> int:
             if key in seen:
                 continue
             seen.add(key)
-            z = f"ZeRO-{settings['zero_stage']}" if settings["zero_stage"] else "no ZeRO"
+            zs = settings["zero_stage"]
+            z = (f"ZeRO-{zs}" if isinstance(zs, int) else str(zs)) if zs else "no ZeRO"
             print(f"  dp={settings['dp']} tp={settings['tp']} pp={settings['pp']} {z} offload {settings['offload']}, "
                   f"recompute {settings['recompute']}: {why}")
             if len(seen) >= a.top:
@@ -282,8 +307,13 @@ def cmd_fit(a) -> int:
     elif a.min_gpus:
         print(f"\nNo count of {a.gpu} up to 4096 fits without offload.")
     if a.deepspeed and r.best:
-        print("\nDeepSpeed config of the best layout:")
-        print(json.dumps(to_deepspeed_config(r.best), indent=2))
+        try:
+            config = to_deepspeed_config(r.best)
+        except ValueError as e:  # an FSDP or device_map layout has no DeepSpeed config
+            print(f"\nNo DeepSpeed config for the best layout: {e}")
+        else:
+            print("\nDeepSpeed config of the best layout:")
+            print(json.dumps(config, indent=2))
     elif a.deepspeed:
         print("\nNo DeepSpeed config: no layout fits.")
     return 0

@@ -21,7 +21,8 @@ def explain_training(est) -> str:
         f"precision **{s.precision}**, optimizer **{s.optimizer}**, fine-tuning **{s.finetune}**"
         + (f" (rank {s.lora_rank} on {', '.join(s.lora_targets)}: {fmt_count(c['trainable'])} trainable)"
            if s.finetune != "full" else "")
-        + f", recompute **{s.recompute}**, attention **{s.attention}**.",
+        + f", recompute **{s.recompute}**, attention **{s.attention}**"
+        + _recipe(s) + ".",
         "",
         "**1. Model states** (alive for the whole step)",
         "",
@@ -54,10 +55,33 @@ def explain_training(est) -> str:
         mark = " **(peak)**" if mo is peak else ""
         lines.append(f"| {mo.name}{mark} | {mo.where} | {gb(mo.total):,.3f} | {mo.total / 2**30:,.3f} | "
                      + ", ".join(f"{k} {gb(v):.2f} GB" for v, k in parts) + " |")
+    if est.terms:
+        lines += ["", "**4. The named terms** (memlib/training/terms.py; each row's source is its function's docstring)",
+                  "", "| term | source | GB | GiB |", "|---|---|---:|---:|"]
+        lines += [_row(f"`{t.name}`", t.source, t.nbytes) for t in est.terms]
     lines += ["", f"**Peak: {fmt_bytes(est.peak_bytes)}** during **{est.phase}** ({peak.where})."]
     for note in est.notes:
         lines.append(f"- {note}")
     return "\n".join(lines)
+
+
+def _recipe(s) -> str:
+    """The recipe options that differ from a plain single-step loop, in words."""
+    bits = []
+    if getattr(s, "optimizer_impl", None) and s.optimizer in ("adamw", "sgd", "sgd-momentum", "adafactor"):
+        bits.append(f"torch.optim **{s.optimizer_impl}**")
+    if s.finetune != "full":
+        bits.append(f"base **{s.base_dtype}**, adapters **{s.adapter_dtype}**"
+                    + (f", LoRA dropout **{s.lora_dropout:g}**" if s.lora_dropout else ""))
+    if s.finetune == "qlora":
+        bits.append(f"QLoRA **{s.qlora_backend}**" + (", double quantization" if s.double_quant else ""))
+    if s.grad_accum > 1:
+        bits.append(f"**{s.grad_accum}** micro-batches per step")
+    if s.loss == "chunked":
+        bits.append("**chunked loss** (Liger's fused linear cross-entropy)")
+    if s.activation_offload:
+        bits.append("**activation offloading** (torchtune)")
+    return (", " + ", ".join(bits)) if bits else ""
 
 
 def markdown_table(rows, headers) -> str:

@@ -5,8 +5,8 @@ An estimate's peak counts the bytes tensors occupy. A real process also needs:
     per process, more with many kernels loaded. Default 0.5 GiB, overridable.
   * allocator headroom: PyTorch's caching allocator reserves whole blocks and fragments,
     so reserved memory runs above allocated. Default 5% of the peak, overridable.
-The capacity is what the driver reports where the catalog records it (a "V100 32GB"
-shows 32,510 MiB, not 32,768), else the vendor's nominal capacity.
+The capacity is what PyTorch reports as the card's total memory (a "V100 32GB" shows
+31.74 GiB, an "A100 80GB" 79.15 GiB), recorded with its source for every catalog card.
 """
 
 from __future__ import annotations
@@ -63,8 +63,10 @@ def required_bytes(peak_bytes: int, cuda_context_bytes: int = DEFAULT_CUDA_CONTE
 
 
 def usable_bytes(gpu: GPU) -> int:
-    """What torch.cuda reports as total memory where known, else the nominal capacity."""
-    return gpu.reported_total_bytes or gpu.memory_bytes
+    """What torch.cuda.get_device_properties().total_memory reports (the "total capacity" of
+    PyTorch's out-of-memory message; sourced per card in memlib.gpus), else nvidia-smi's total,
+    else the nominal capacity."""
+    return gpu.torch_total_bytes or gpu.reported_total_bytes or gpu.memory_bytes
 
 
 def fits(estimate, gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,

@@ -35,6 +35,9 @@ def resolve_targets(model: Model, targets) -> tuple[str, ...]:
         return DEFAULT_TARGETS
     if isinstance(targets, str):
         targets = TARGET_GROUPS.get(targets, (targets,))
+    if not isinstance(targets, (list, tuple, set, frozenset)) or not all(isinstance(t, str) for t in targets):
+        raise ValueError(f"lora_targets must be projection names (a list of strings) or a group name "
+                         f"({', '.join(TARGET_GROUPS)}), got {targets!r}")
     out = []
     for t in targets:
         if t not in LORA_TARGETS:
@@ -62,11 +65,21 @@ def lora_params(model: Model, rank: int, targets) -> int:
     return total * model.num_layers
 
 
-def nf4_bytes(numel: int, block: int = 64, block2: int = 256) -> int:
-    """NF4 with double quantization (Dettmers et al. 2023, QLoRA, Sec. 3): 4-bit codes, one 8-bit
-    absmax per 64 weights, one fp32 constant per 256 absmax blocks: 4 + 8/64 + 32/(64*256) = 4.127 bits."""
+def nf4_bytes(numel: int, block: int = 64, block2: int = 256, double_quant: bool = True,
+              backend: str = "bitsandbytes") -> int:
+    """Bytes of one NF4 weight (Dettmers et al. 2023, QLoRA, Sec. 3): 4-bit codes, two per byte, and one absmax
+    per 64-weight block. bitsandbytes (functional.quantize_4bit, 0.49.2): the absmax in fp32, or with double
+    quantization (compress_statistics=True) in 8 bits plus one fp32 constant per 256 absmax blocks:
+    4 + 8/64 + 32/(64*256) = 4.127 bits. torchao (NF4Tensor.from_tensor, always double-quantized): int8 scalers
+    plus one 16-bit quantization factor per 256 scalers."""
     blocks = -(-numel // block)
-    return -(-numel // 2) + blocks + 4 * -(-blocks // block2)
+    codes = -(-numel // 2)
+    if backend == "torchao":
+        return codes + blocks + 2 * -(-blocks // block2)
+    if not double_quant:  # (any bitsandbytes release)
+        return codes + 4 * blocks
+    return codes + blocks + 4 * -(-blocks // block2)
 
 
 NF4_BITS_PER_PARAM = 4 + 8 / 64 + 32 / (64 * 256)
+NF4_BITS_PER_PARAM_NO_DQ = 4 + 32 / 64  # fp32 absmax per 64-block: 4.5 bits

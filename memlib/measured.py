@@ -17,8 +17,17 @@ def estimate_case(inputs: dict) -> Estimate:
     kw = dict(seq_len=inputs["seq_len"], micro_batch=inputs["micro_batch"], precision=inputs["precision"],
               optimizer=inputs.get("optimizer", "adamw"), finetune=inputs["finetune"],
               recompute=inputs["recompute"], attention=inputs["attention"])
-    if inputs["finetune"] == "lora":
-        kw.update(lora_rank=inputs["lora"]["r"], lora_targets=inputs["lora"]["targets"])
+    kw.update(optimizer_impl=inputs.get("optimizer_impl", "foreach"), grad_accum=inputs.get("grad_accum", 1),
+              loss=inputs.get("loss", "full"), activation_offload=inputs.get("activation_offload", False))
+    if inputs["finetune"] in ("lora", "qlora"):
+        lora = inputs["lora"]
+        kw.update(lora_rank=lora["r"], lora_targets=lora["targets"], lora_dropout=lora.get("dropout", 0.0),
+                  adapter_dtype=inputs.get("adapter_dtype", "fp32"), base_dtype=inputs.get("base_dtype") or "auto")
+    if inputs["finetune"] == "qlora":
+        q = inputs.get("qlora", {})
+        kw.update(qlora_backend=q.get("backend", "bitsandbytes"), double_quant=q.get("double_quant", True))
     if inputs.get("fsdp"):
         kw.update(zero_stage="FULL_SHARD", dp=inputs["fsdp"]["world_size"])
+        if inputs["precision"].endswith("mixed"):
+            kw.update(fsdp_mixed_precision=inputs["fsdp"].get("mp_policy", True))
     return estimate_training(model, **kw)

@@ -55,17 +55,28 @@ def state_bytes(optimizer: str, tensors: list[tuple[Tensor, tuple[int, int] | No
     raise ValueError(f"unknown optimizer {optimizer!r}; accepted: {', '.join(OPTIMIZERS)}")
 
 
-def step_transient_bytes(optimizer: str, largest_numel: int, state_dtype_bytes: int) -> int:
+def step_transient_bytes(optimizer: str, largest_numel: int, state_dtype_bytes: int, impl: str = "for-loop",
+                         group_numel: int | None = None) -> int:
     """Peak temporaries inside optimizer.step() beyond params, grads and states.
 
-    torch.optim.AdamW single-tensor path (foreach=False) computes
-    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): the sqrt and the quotient
-    briefly coexist, two tensors the size of the largest parameter. The foreach path would
-    hold such temporaries for a whole parameter group. bitsandbytes' fused 8-bit kernel and
-    SGD's in-place updates allocate none; Adafactor's row/column update needs about one
-    full-size tensor for the reconstructed second moment and one for the update.
+    AdamW, torch 2.13 (torch/optim/adam.py, which AdamW runs):
+    * "for-loop" (foreach=False, `_single_tensor_adam`): denom = (exp_avg_sq.sqrt() /
+      bias_correction2_sqrt).add_(eps): the sqrt and the quotient briefly coexist, two
+      tensors the size of the largest parameter;
+    * "foreach" (`_multi_tensor_adam`, the default on CUDA): `exp_avg_sq_sqrt =
+      torch._foreach_sqrt(device_exp_avg_sqs)` holds a square root of every second moment of
+      the group (per device and dtype) at once; the other list ops work in place: one
+      state-sized copy of the whole group (`group_numel` elements);
+    * "fused" (`torch._fused_adamw_`): one kernel, in place, no temporaries.
+    bitsandbytes' fused 8-bit kernel and SGD's in-place updates allocate none; Adafactor's
+    row/column update needs about one full-size tensor for the reconstructed second moment
+    and one for the update.
     """
     if optimizer == "adamw":
+        if impl == "fused":
+            return 0
+        if impl == "foreach":
+            return state_dtype_bytes * (largest_numel if group_numel is None else group_numel)
         return 2 * largest_numel * state_dtype_bytes
     if optimizer == "adafactor":
         return 2 * largest_numel * state_dtype_bytes

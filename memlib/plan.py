@@ -42,9 +42,15 @@ class Plan:
 
     def describe(self) -> str:
         s = self.settings
+        if s.get("finetune") == "qlora" and (s["dp"] > 1 or s["pp"] > 1):
+            n = s["dp"] * s["pp"]
+            how = {"device_map": f"device_map over {n} GPUs (one busy at a time)",
+                   "fsdp": f"FSDP-QLoRA over {n} GPUs"}.get(self.estimate.setup.sharding,
+                                                           f"{n} DDP replicas")
+            return ", ".join([how, s["precision"], f"recompute {s['recompute']}", f"micro-batch {s['micro_batch']}"])
         bits = [f"dp={s['dp']}", f"tp={s['tp']}", f"pp={s['pp']}"]
         if s["zero_stage"]:
-            bits.append(f"ZeRO-{s['zero_stage']}")
+            bits.append(f"ZeRO-{s['zero_stage']}" if isinstance(s["zero_stage"], int) else str(s["zero_stage"]))
         if s["offload"] != "none":
             bits.append(f"offload {s['offload']}")
         bits += [s["precision"], f"recompute {s['recompute']}", f"micro-batch {s['micro_batch']}"]
@@ -86,8 +92,27 @@ def _divisors(n: int, limit: int) -> list[int]:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
 
+def _qlora_layouts(model, count, seq_len, micro_batch, grad_accum, precisions, recomputes):
+    """QLoRA on `count` GPUs: DDP replicas (each GPU the whole 4-bit model), the 4-bit layers split over
+    the GPUs device_map style (transformers' device_map="auto", as the QLoRA reference code loads it),
+    or FSDP-QLoRA (the 4-bit base in a 16-bit quant_storage, sharded: AnswerDotAI/fsdp_qlora)."""
+    shapes = [dict(dp=count, pp=1, zero_stage=0)]
+    if count > 1:
+        if count <= model.num_layers:
+            shapes.append(dict(dp=1, pp=count, zero_stage=0))
+        shapes.append(dict(dp=count, pp=1, zero_stage="FULL_SHARD"))
+    for shape in shapes:
+        for precision in precisions:
+            for recompute in recomputes:
+                yield dict(seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum, precision=precision,
+                           recompute=recompute, tp=1, offload="none", finetune="qlora", **shape)
+
+
 def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload,
              gpus_per_node):
+    if task == "qlora":
+        yield from _qlora_layouts(model, count, seq_len, micro_batch, grad_accum, precisions, recomputes)
+        return
     for tp in _divisors(count, min(gpus_per_node, model.num_heads)):
         if tp > gpus_per_node or model.num_heads % tp or model.num_kv_heads % tp or model.intermediate_size % tp:
             continue
@@ -137,10 +162,6 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     choice("task", task, TASKS)
     if precisions is None:
         precisions = ("bf16-mixed",) if g.supports_bf16 else ("fp16-mixed",)
-    if task == "qlora":
-        count_ok = count == 1
-        if not count_ok:
-            raise ValueError("QLoRA plans are single-GPU here; plan QLoRA with count=1 (each GPU trains a replica)")
     precisions, recomputes, estimate_kw = _check_plan_options(
         model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload, gpus_per_node,
         mfu, host_bytes_per_node, peak_tflops, estimate_kw)
@@ -380,6 +401,8 @@ def to_deepspeed_config(plan_: Plan) -> dict:
     s = plan_.settings
     if plan_.estimate.setup.sharding == "fsdp":
         raise ValueError("this plan uses FSDP, not DeepSpeed")
+    if plan_.estimate.setup.sharding == "device_map":
+        raise ValueError("this plan splits the model with transformers' device_map, not DeepSpeed")
     cfg: dict = {
         "train_micro_batch_size_per_gpu": s["micro_batch"],
         "gradient_accumulation_steps": s["grad_accum"],

@@ -19,16 +19,17 @@ def settings_from(values: dict) -> dict:
     """estimate_training keyword arguments from the playground's control values."""
     z = ZERO[values["zero"]]
     kw = dict(seq_len=values["seq_len"], micro_batch=values["micro_batch"], precision=values["precision"],
-              finetune=METHODS[values["method"]], recompute=values["recompute"], dp=values["count"],
-              lora_rank=16, lora_targets="all-linear")
+              finetune=METHODS[values["method"]], recompute=values["recompute"], dp=values["count"])
+    if kw["finetune"] != "full":
+        kw.update(lora_rank=16, lora_targets="all-linear")
     if z == "offload":
         kw.update(zero_stage=3, offload="optimizer")
     elif z == "offload-all":
         kw.update(zero_stage=3, offload="optimizer+params")
     else:
         kw.update(zero_stage=z)
-    if kw["finetune"] == "qlora":  # QLoRA is modelled on one GPU: each GPU trains a replica
-        kw.update(zero_stage=0, dp=1, offload="none")
+    if kw["finetune"] == "qlora":  # one GPU, or FSDP-QLoRA (the 4-bit base sharded) over several
+        kw.update(zero_stage="FULL_SHARD" if kw["dp"] > 1 else 0, offload="none")
     return kw
 
 

@@ -8,7 +8,8 @@ with every term named. The model is deliberately simple and stated:
   recompute adds a forward: 8N + 16·L·H·Q·T; LoRA skips weight gradients: 4N + 12·L·H·Q·T)
   at a model-FLOPs utilisation `mfu` of the GPU's dense 16-bit tensor peak. The forward is
   2N + 4·L·H·Q·T of it, the backward (with any recompute) the rest;
-* pipeline bubble (p - 1) / (m + p - 1) of the compute (Narayanan et al. 2021, Sec. 2.2);
+* pipeline bubble (p - 1) / (m + p - 1) of the compute (Narayanan et al. 2021, Sec. 2.2); a
+  device_map split (QLoRA over pp GPUs) runs the GPUs one after another: (p - 1) / p;
 * data parallel: the collectives each scheme issues, when, and how many times per optimizer
   step with m = grad_accum micro-batches (dp_collectives(); ring volumes per GPU: all-reduce
   2(n-1)/n·B, reduce-scatter and all-gather (n-1)/n·B each, Patarasuk & Yuan 2009):
@@ -46,7 +47,8 @@ from dataclasses import dataclass
 from memlib._checks import choice, flag, fraction, positive_float, positive_int, show
 from memlib.gpus import GPU, get_gpu
 from memlib.models import Model, get_model
-from memlib.training import FINETUNES, PARAM_BYTES, RECOMPUTES, Estimate
+from memlib.training import FINETUNES, RECOMPUTES, Estimate
+from memlib.training.terms import PARAM_BYTES
 
 DEFAULT_MFU = 0.4
 INTERNODE_BYTES_PER_S = 25 * 10**9  # one 200 Gb/s InfiniBand HDR port per GPU, one direction
@@ -154,14 +156,21 @@ def attention_flops_per_token(model, seq_len: int) -> float:
 
 def flops_per_token(model, seq_len: int, recompute: str = "none", finetune: str = "full") -> float:
     """Training FLOPs per token: 6N + 12·L·H·Q·T (Chowdhery et al. 2022, PaLM, App. B), with a
-    second forward under full recompute (+2N + 4·L·H·Q·T) or the attention scores recomputed
-    under selective recompute (+4·L·H·Q·T), and no weight gradients (-2N) for a frozen base.
-    N is active_params(model): the parameters a token passes through (Kaplan et al. 2020's
-    6N rule counts the active parameters of a mixture of experts)."""
+    second forward under full recompute (+2N + 4·L·H·Q·T), and no weight gradients (-2N) for a
+    frozen base. Selective recompute: for LLaMA-style models torchtitan's op-level policy, which
+    recomputes every other matmul of a layer (k, o and up projections) but keeps the attention
+    kernel's output (+2·L·(h·kv + q·h + h·I)); for GPT-style models Korthikanti et al.'s attention
+    recompute (+4·L·H·Q·T). N is active_params(model): the parameters a token passes through
+    (Kaplan et al. 2020's 6N rule counts the active parameters of a mixture of experts)."""
     model = _model(model, "flops_per_token")
     seq_len = positive_int("seq_len", seq_len)
     choice("recompute", recompute, RECOMPUTES)
     choice("finetune", finetune, FINETUNES)
+    if recompute == "selective" and model.mlp == "gated":
+        h = model.hidden_size
+        rebuilt = 2 * model.num_layers * (h * model.kv_size + model.q_size * h + h * model.intermediate_size)
+        return palm_flops_per_token(active_params(model), model.num_layers, model.num_heads, model.head_dim,
+                                    seq_len, "none", finetune) + rebuilt
     return palm_flops_per_token(active_params(model), model.num_layers, model.num_heads, model.head_dim, seq_len,
                                 recompute, finetune)
 
@@ -299,8 +308,11 @@ def dp_collectives(estimate, ds_bucket_allreduce: bool = True) -> tuple[str, lis
     trainable = estimate.counts["trainable"]
     mixed = s.precision.endswith("-mixed")
     wide = s.precision == "fp32"
+    adapters = s.finetune != "full"
+    # LoRA/QLoRA: only the adapters have gradients, in the adapters' own dtype
+    grad_w = estimate.counts["grad_bytes_unsharded"] / max(trainable, 1) if adapters else None
     if scheme == "DDP":
-        g = 4 if mixed or wide else 2
+        g = grad_w or (4 if mixed or wide else 2)
         return scheme, [Collective("all-reduce", "gradients", all_reduce_bytes(trainable * g, n), 1, "last backward",
                                    True, "torch DDP under no_sync, bucketed all-reduce")]
     if scheme == "Megatron DP":
@@ -333,6 +345,16 @@ def dp_collectives(estimate, ds_bucket_allreduce: bool = True) -> tuple[str, lis
             Collective("reduce-scatter", "gradients", reduce_scatter_bytes(trainable * w, n), m, "backward", True,
                        "stage3.py __avg_scatter_grads after every backward")]
     # FSDP2
+    if adapters:  # FSDP(-QLoRA): the frozen base is gathered as stored (NF4 packed in a 16-bit
+        # quant_storage for QLoRA) in every forward and again in every backward; adapters' grads reduce-scattered
+        stored_bytes = estimate.counts["param_bytes_unsharded"]
+        return scheme, [
+            Collective("all-gather", "parameters", all_gather_bytes(stored_bytes, n), m, "forward", True,
+                       "FSDP2 pre_forward unshard of the frozen base (Answer.AI fsdp_qlora)"),
+            Collective("all-gather", "parameters", all_gather_bytes(stored_bytes, n), m, "backward", True,
+                       "FSDP2 pre_backward unshard"),
+            Collective("reduce-scatter", "gradients", reduce_scatter_bytes(trainable * grad_w, n), m, "backward",
+                       True, "FSDP2 post_backward reduce-scatter of the adapters' gradients")]
     gather_w = 4 if wide else 2  # param_dtype: bf16/fp16 under the mixed-precision policy
     reduce_w = 4 if mixed or wide else 2  # reduce_dtype fp32 for "-mixed"
     stored = estimate.counts["param_bytes_unsharded"] // PARAM_BYTES[s.precision]
@@ -398,7 +420,10 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     n_gpus = s.dp * s.tp * s.pp
     tokens = s.seq_len * s.micro_batch * s.grad_accum * s.dp
     fpt = flops_per_token(m, s.seq_len, s.recompute, s.finetune)
-    bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
+    if s.sharding == "device_map":  # naive model parallelism: the GPUs work one after another
+        bubble = (s.pp - 1) / s.pp
+    else:
+        bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
     work = fpt * tokens / n_gpus / (peak * mfu)  # busy seconds per GPU, without the bubble
     compute = work / (1 - bubble)
     fwd_s = work / s.grad_accum * forward_flops_per_token(m, s.seq_len) / fpt

@@ -87,7 +87,9 @@ print(f"memlib {memlib.__version__}")
 # NBVAL_CHECK_OUTPUT
 model = memlib.get_model(MODEL)
 N = model.num_params
-est = memlib.estimate_training(MODEL, seq_len=SEQ)  # bf16-mixed AdamW, full fine-tuning
+# bf16-mixed AdamW, full fine-tuning, with torch's for-loop AdamW step (foreach=False; the CUDA default,
+# foreach, holds one more fp32 copy of the second moments at the step: memlib's optimizer_impl="foreach")
+est = memlib.estimate_training(MODEL, seq_len=SEQ, optimizer_impl="for-loop")
 est_bf16 = memlib.estimate_training(MODEL, seq_len=SEQ, precision="bf16")
 print(model.describe())
 print("bytes per element:", ", ".join(f"{k} {v}" for k, v in DTYPE_BYTES.items()))

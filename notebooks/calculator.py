@@ -86,10 +86,6 @@ def _closest(result, model, extra: dict):
 def training_answer(model, gpu: str, count: int, task: str, precision: str, seq_len: int, batch: int,
                     allow_offload: bool) -> dict:
     notes = []
-    if task == "qlora" and count > 1:
-        notes.append(f"QLoRA is planned per GPU (each of the {count} GPUs trains a replica), so the "
-                     "layouts below are for one GPU.")
-        count = 1
     extra = LORA if task in ("lora", "qlora") else {}
     result = plan(model, gpu, count, task, seq_len=seq_len, micro_batch=batch, precisions=(precision,),
                   allow_offload=allow_offload, **extra)

@@ -122,8 +122,8 @@ show("00.5")
 
 # %%
 # BEGIN SOLUTION
-plain = memlib.estimate_training("llama-7b", seq_len=2048, precision="bf16-mixed", recompute="none")
-recomputed = memlib.estimate_training("llama-7b", seq_len=2048, precision="bf16-mixed", recompute="full")
+plain = memlib.estimate_training("llama-7b", seq_len=2048, micro_batch=4, precision="bf16-mixed", recompute="none")
+recomputed = memlib.estimate_training("llama-7b", seq_len=2048, micro_batch=4, precision="bf16-mixed", recompute="full")
 for est in (plain, recomputed):  # where each peak sits
     print(est.setup.recompute, est.phase, est.peak_moment.where, f"{est.peak_bytes / 1e9:.2f} GB")
 answer = f"{(plain.peak_bytes - recomputed.peak_bytes) / 1e9:.2f} GB"

@@ -11,9 +11,8 @@ Durations are measured around every call; HANG_BOUND_S is a hang guard with room
 CI machine, not a performance claim (benchmarks/fuzz_inputs.py prints the timings). The
 slowest call of each entry point is printed at the end of the module.
 
-Regions where a property fails because of a file another helper owns are kept out of the
-strategies below and pinned as xfail(strict=True) examples at the end of this file (and in
-tests/test_regressions_issue11.py), each naming its owner file.
+The examples at the end of this file (and tests/test_regressions_issue11.py) are the inputs
+that once broke a property; they stay as regression tests.
 
 Examples are derandomized so CI is reproducible; MEMLIB_HYPOTHESIS_RANDOM=1 explores afresh and
 MEMLIB_HYPOTHESIS_EXAMPLES=N runs N examples per property.
@@ -134,8 +133,7 @@ def check_training(est):
     assert est.peak_bytes >= c["param_bytes"] + c["grad_bytes"] + c["optimizer_bytes"]
     assert type(est.host_bytes) is int and est.host_bytes >= 0
     assert type(est.nvme_bytes) is int and est.nvme_bytes >= 0
-    if est.setup.model.mlp == "gated":  # a GPT estimate's to_dict() fails: memlib/training.py, xfail below
-        json_round_trips(est.to_dict())
+    json_round_trips(est.to_dict())
     assert est.phase in ("forward", "backward", "optimizer")
 
 
@@ -163,12 +161,8 @@ def kwargs_from(spec: dict):
 @given(model=odd_or(st.sampled_from(MODELS)), kw=kwargs_from(TRAIN_KW), lora=kwargs_from(LORA_KW),
        with_lora=st.booleans())
 def test_estimate_training_returns_a_consistent_estimate_or_value_error(model, kw, lora, with_lora):
-    if with_lora:
-        # lora options with finetune="full" are silently accepted today: memlib/training.py's item
-        # (xfail: test_regressions_issue11.py::test_lora_rank_minus_5_with_full_finetune_is_value_error)
-        kw = {**kw, **lora, "finetune": kw.get("finetune") if kw.get("finetune") in ("lora", "qlora") else "lora"}
-    if isinstance(kw.get("lora_targets"), (int, bytes)):  # lora.py TypeError / message: xfail below
-        kw.pop("lora_targets")
+    if with_lora:  # with finetune="full" too: LoRA options there are a ValueError, never ignored
+        kw = {**kw, **lora}
     kind, est = call("estimate_training", estimate_training, model, **kw)
     if kind == "ok":
         check_training(est)
@@ -184,14 +178,12 @@ def test_estimate_training_returns_a_consistent_estimate_or_value_error(model, k
        tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]), dps=st.tuples(st.integers(2, 512),
                                                                                           st.integers(2, 512)),
        seq_len=st.sampled_from([128, 2048, 8192]), micro_batch=st.integers(1, 4), grad_accum=st.integers(1, 8),
-       finetune=st.sampled_from(["full", "lora"]))
+       finetune=st.sampled_from(["full", "lora"]), offload=st.sampled_from(["none", "optimizer", "optimizer+params"]))
 def test_more_gpus_never_raise_the_per_gpu_peak(model, precision, recompute, attention, zero, tp, pp, dps, seq_len,
-                                                micro_batch, grad_accum, finetune):
-    # offload layouts are left out: their capped gradient term rises with dp (memlib/training.py;
-    # xfail examples at the end of this file)
+                                                micro_batch, grad_accum, finetune, offload):
     lo, hi = sorted(dps)
     kw = dict(precision=precision, recompute=recompute, attention=attention, zero_stage=zero, tp=tp, pp=pp,
-              seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum, finetune=finetune)
+              seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum, finetune=finetune, offload=offload)
     kind, small = call("estimate_training", estimate_training, model, dp=lo, **kw)
     assume(kind == "ok")  # an invalid split is refused for every dp alike
     kind, big = call("estimate_training", estimate_training, model, dp=hi, **kw)
@@ -490,8 +482,7 @@ def test_cli_exits_0_with_output_or_2_with_one_line(argv):
     if rc == 2:
         lines = err.strip().splitlines()
         assert len(lines) == 1 and "error" in lines[0], (argv, err)
-        if "estimate gpt" not in " ".join(argv):  # GPT to_dict() (--json): memlib/training.py, xfail below
-            assert clear(lines[0]), (argv, err)
+        assert clear(lines[0]), (argv, err)
         assert "Traceback" not in err and "No layout fits" not in out
     else:
         assert out.strip() and not err.strip(), (argv, err)
@@ -499,44 +490,32 @@ def test_cli_exits_0_with_output_or_2_with_one_line(argv):
             json.loads(out)
 
 
-# ---- where a property fails because of another helper's file: pinned, strict -----------------------------
-@pytest.mark.xfail(strict=True, reason="memlib/training.py: issue 11, with ZeRO-Infinity the per-GPU peak can rise "
-                                       "with dp (capped and uncapped gradient terms mixed)")
+# ---- examples once pinned as strict xfails (each failed before its owner's fix) ---------------------------
 def test_more_gpus_never_raise_the_per_gpu_peak_zero_infinity():
     kw = dict(zero_stage=3, offload="optimizer+params", recompute="full", precision="bf16-mixed")
     assert estimate_training("llama-7b", dp=4, **kw).peak_bytes <= estimate_training("llama-7b", dp=2,
                                                                                      **kw).peak_bytes
 
 
-@pytest.mark.xfail(strict=True, reason="memlib/training.py: issue 11, the same capped gradient term with ZeRO-2 "
-                                       "optimizer offload (per-GPU peak rises from dp=64 to dp=256)")
 def test_more_gpus_never_raise_the_per_gpu_peak_zero_offload():
     kw = dict(zero_stage=2, offload="optimizer", precision="bf16-mixed")
     assert estimate_training("llama-2-70b", dp=256, **kw).peak_bytes <= estimate_training("llama-2-70b", dp=64,
                                                                                           **kw).peak_bytes
 
 
-@pytest.mark.xfail(strict=True, reason="memlib/training.py: issue 11 (GPT path), a GPT estimate has no backward "
-                                       "moment, so to_dict() fails with 'max() arg is an empty sequence'")
 def test_gpt_estimate_to_dict_round_trips():
     json_round_trips(estimate_training("gpt-3-175b", seq_len=512).to_dict())
 
 
-@pytest.mark.xfail(strict=True, reason="memlib/training.py: issue 11 (GPT path), `memlib estimate gpt-3-175b --json` "
-                                       "exits 2 with 'max() arg is an empty sequence'")
 def test_cli_estimate_gpt_json():
     rc, out, err = run_main(["estimate", "gpt-3-175b", "--seq-len", "512", "--json"])
     assert rc == 0 and json.loads(out)["peak_bytes"] > 0
 
 
-@pytest.mark.xfail(strict=True, reason="memlib/lora.py via estimate_training (training helper): issue 11, "
-                                       "lora_targets=5 raises TypeError")
 def test_estimate_training_lora_targets_int():
     assert call("estimate_training", estimate_training, "llama-7b", finetune="lora", lora_targets=5)[0] == "error"
 
 
-@pytest.mark.xfail(strict=True, reason="memlib/training.py: issue 11, lora_rank/lora_targets with finetune='full' "
-                                       "silently accepted")
 def test_estimate_training_lora_options_with_full_finetune():
     assert call("estimate_training", estimate_training, "llama-7b", lora_rank=0)[0] == "error"
 

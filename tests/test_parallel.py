@@ -44,8 +44,8 @@ def test_zero_on_one_gpu_is_no_zero(stage):
 
 def test_fsdp_on_one_gpu_costs_extra():
     """FSDP2 at world size 1 keeps its sharded copy and gathers unsharded ones besides
-    (measured: validation/results_fsdp.json, fsdp1-* cases, 855 vs 793 MiB)."""
-    kw = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed")
+    (measured: validation/results_fsdp.json, fsdp1-* cases, 855 vs 793 MiB: pure bf16, for-loop AdamW)."""
+    kw = dict(seq_len=2048, micro_batch=1, precision="bf16", optimizer_impl="for-loop")
     assert (memlib.estimate_training("llama-7b", zero_stage="FULL_SHARD", dp=1, **kw).peak_bytes
             > memlib.estimate_training("llama-7b", **kw).peak_bytes)
 
@@ -148,13 +148,21 @@ def test_zero3_per_gpu_memory_never_grows_with_more_gpus(model, stage, precision
 
 # --- QLoRA paper: 65B fine-tuning on one 48 GB GPU (Dettmers et al. 2023, abstract and Sec. 4) ---------
 def test_qlora_65b_fits_a_48gb_gpu_with_its_recipe():
-    """The recipe: NF4 base with double quantization, LoRA r=64 on all linear layers, batch 1,
-    gradient checkpointing, paged 32-bit AdamW on fp32 adapters (peft's default dtype; memlib's
-    "bf16-mixed" for QLoRA = fp32 adapters, bf16 compute). Sequence 512 (the paper's Guanaco runs
-    use source 384 + target 128 tokens, App. B)."""
+    """The recipe (Dettmers et al. 2023, QLoRA, Sec. 4 and App. B.2; artidoro/qlora qlora.py): NF4 base with
+    double quantization, LoRA r=64 on all linear layers with dropout 0.05 (33B/65B), batch 1, gradient
+    checkpointing, bf16 compute with the adapters cast to bf16 (qlora.py: `module.to(torch.bfloat16)` for
+    LoraLayer when --bf16), paged 32-bit AdamW (bitsandbytes' fused 32-bit kernel: no foreach temporaries).
+    Sequence 512 (the paper's Guanaco runs use source 384 + target 128 tokens, App. B)."""
     est = memlib.estimate_training("llama-65b", seq_len=512, micro_batch=1, precision="bf16-mixed",
-                                   finetune="qlora", lora_rank=64, lora_targets="all-linear", recompute="full")
+                                   finetune="qlora", lora_rank=64, lora_targets="all-linear", recompute="full",
+                                   lora_dropout=0.05, adapter_dtype="bf16", optimizer_impl="fused")
     assert memlib.fits(est, "rtx-a6000").fits and memlib.fits(est, "a40").fits
+    # bitsandbytes' 32-bit optimizer keeps fp32 states even for bf16 adapters: with fp32 adapters (fp32 states,
+    # peft's default dtype) it still fits
+    fp32_adapters = memlib.estimate_training(
+        "llama-65b", seq_len=512, micro_batch=1, precision="bf16-mixed", finetune="qlora", lora_rank=64,
+        lora_targets="all-linear", recompute="full", lora_dropout=0.05, optimizer_impl="fused")
+    assert memlib.fits(fp32_adapters, "rtx-a6000").fits
     # and the same model in 16-bit full fine-tuning needs far more than the paper's ">780GB"
     full = memlib.estimate_training("llama-65b", seq_len=512, precision="bf16-mixed", recompute="full")
     assert full.peak_bytes > 780e9

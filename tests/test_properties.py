@@ -31,8 +31,8 @@ finetunes = st.sampled_from(["full", "lora", "qlora"])
 
 
 def forward_activations(est):
-    """Saved activations alive at the end of the forward (the 'forward' moment)."""
-    (fwd,) = [m for m in est.moments if m.name == "forward"]
+    """Saved activations alive at the end of the forward (the first 'forward' moment: at the loss)."""
+    fwd = [m for m in est.moments if m.name == "forward"][0]
     return fwd.parts["activations"]
 
 
@@ -88,7 +88,15 @@ def test_full_recompute_never_stores_more(model, precision, optimizer, attention
     none = estimate_training(model, recompute="none", **kw)
     full = estimate_training(model, recompute="full", **kw)
     assert forward_activations(full) <= forward_activations(none)
-    assert full.peak_bytes <= none.peak_bytes
+    assert full.peak_bytes <= none.peak_bytes + hf_checkpointing_leaf(model, finetune, s * b)
+
+
+def hf_checkpointing_leaf(model, finetune, tokens):
+    """transformers' activation checkpointing makes a frozen embedding's output require grad
+    (enable_input_require_grads): under LoRA/QLoRA that leaf and its gradient (at most fp32 each) stay with the
+    step's graph, and layer 0 keeps its first norm's fp32 input (4 bytes) and the q/k/v dropout masks (1 byte
+    each): at most 4 + 4 + 4 + 3 bytes per hidden element, which only decide when everything else is tiny."""
+    return 0 if finetune == "full" else 15 * get_model(model).hidden_size * tokens
 
 
 @SETTINGS
@@ -111,16 +119,27 @@ def test_selective_between_full_and_none(model, precision, optimizer, attention,
     full = estimate_training(model, recompute="full", **kw)
     assert forward_activations(full) <= forward_activations(sel) <= forward_activations(none)
     assert sel.peak_bytes <= none.peak_bytes
-    # Full recompute rebuilds a whole layer, probabilities included, before that layer's MLP
-    # backward; selective rebuilds the probabilities only for the attention backward. So at
-    # that one moment full may hold one layer's b*a*s*s probabilities more than selective:
-    # only when everything else is negligible (s=1, b=3 on llama-7b LoRA: 384 bytes).
-    probs_one_layer = sum(n for name, n, _ in full.layer.items if name.startswith("eager.probs"))
-    assert full.peak_bytes <= sel.peak_bytes + probs_one_layer
+    # Full and selective rebuild the same whole layer in backward; selective keeps more per layer. Full
+    # recompute (transformers' checkpointing) may add the input leaf (hf_checkpointing_leaf).
+    assert full.peak_bytes <= sel.peak_bytes + hf_checkpointing_leaf(model, finetune, s * b)
+
+
+# torchtitan's selective policy (memlib's recompute="selective") saves every other matmul output of a
+# layer, and a LoRA adapter's two matmuls shift which ones: with an adapter on q_proj, lora_B's q-wide
+# output is saved besides q_proj's, so LoRA can keep one projection output per layer more than full
+# fine-tuning does. The LoRA-versus-full orderings below hold for the other recompute settings.
+NOT_SELECTIVE = st.sampled_from(["none", "full"])
+
+
+def same_dtype_adapters(precision):
+    """Adapters in the base dtype. PEFT's default fp32 adapters in a pure 16-bit model (no autocast) each keep
+    an fp32 copy of their input (measured: validation case llama-7b-4l-lora64-all-bf16-fp32ad-drop10), which
+    can outgrow full fine-tuning's optimizer state; the orderings below are about freezing weights."""
+    return {"bf16": "bf16", "fp16": "fp16"}.get(precision, "fp32")
 
 
 @SETTINGS
-@given(models, precisions, st.sampled_from(["adamw", "adamw-8bit", "sgd-momentum"]), recomputes, attentions,
+@given(models, precisions, st.sampled_from(["adamw", "adamw-8bit", "sgd-momentum"]), NOT_SELECTIVE, attentions,
        ranks, targets, seq_lens, batches)
 def test_lora_never_above_full_finetune(model, precision, optimizer, recompute, attention, rank, tgts, s, b):
     # Optimizers that keep at least one state byte per trainable parameter: full fine-tuning holds
@@ -128,12 +147,13 @@ def test_lora_never_above_full_finetune(model, precision, optimizer, recompute, 
     kw = dict(precision=precision, optimizer=optimizer, recompute=recompute, attention=attention, seq_len=s,
               micro_batch=b)
     full = estimate_training(model, finetune="full", **kw)
-    lora = estimate_training(model, finetune="lora", lora_rank=rank, lora_targets=tgts, **kw)
+    lora = estimate_training(model, finetune="lora", lora_rank=rank, lora_targets=tgts,
+                             adapter_dtype=same_dtype_adapters(precision), **kw)
     assert lora.peak_bytes <= full.peak_bytes
 
 
 @SETTINGS
-@given(models, precisions, st.sampled_from(["sgd", "adafactor"]), recomputes, attentions, ranks, targets,
+@given(models, precisions, st.sampled_from(["sgd", "adafactor"]), NOT_SELECTIVE, attentions, ranks, targets,
        seq_lens, batches)
 def test_lora_stateless_optimizer_at_most_adapter_overhead(model, precision, optimizer, recompute, attention,
                                                             rank, tgts, s, b):
@@ -144,7 +164,8 @@ def test_lora_stateless_optimizer_at_most_adapter_overhead(model, precision, opt
     kw = dict(precision=precision, optimizer=optimizer, recompute=recompute, attention=attention, seq_len=s,
               micro_batch=b)
     full = estimate_training(model, finetune="full", **kw)
-    lora = estimate_training(model, finetune="lora", lora_rank=rank, lora_targets=tgts, **kw)
+    lora = estimate_training(model, finetune="lora", lora_rank=rank, lora_targets=tgts,
+                             adapter_dtype=same_dtype_adapters(precision), **kw)
     trainable = lora.counts["trainable"]
     bytes_per_adapter_param = {"fp32": 4, "bf16": 2, "fp16": 2, "bf16-mixed": 4 + 2, "fp16-mixed": 4 + 2}
     assert lora.peak_bytes <= full.peak_bytes + trainable * bytes_per_adapter_param[precision]

@@ -142,9 +142,16 @@ def test_korthikanti_selective_saving_gpt3():
 
 
 def test_gpt3_estimate_uses_korthikanti():
-    # memlib's GPT-3 estimate: L layers of 34sbh + 5as^2b (16-bit activations)
-    est = estimate_training("gpt-3-175b", seq_len=2048, micro_batch=1, precision="bf16-mixed")
+    # memlib's GPT-3 estimate with eager attention (the paper's setting): L layers of 34sbh + 5as^2b
+    est = estimate_training("gpt-3-175b", seq_len=2048, micro_batch=1, precision="bf16-mixed", attention="eager")
     assert est.counts["layer_activation_bytes"] == 34 * S * B * H + 5 * A * S * S * B
+
+
+def test_gpt3_sdpa_keeps_no_score_matrix():
+    # flash attention (sdpa) keeps no s x s tensor: Korthikanti's 5as^2b (softmax output 2, dropout mask 1,
+    # dropout output 2 bytes per score) goes and an fp32 log-sum-exp per head and token comes: 4*a*s*b
+    est = estimate_training("gpt-3-175b", seq_len=2048, micro_batch=1, precision="bf16-mixed", attention="sdpa")
+    assert est.counts["layer_activation_bytes"] == 34 * S * B * H + 4 * A * S * B
 
 
 # --- QLoRA / LoRA -------------------------------------------------------------------------------

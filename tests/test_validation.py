@@ -71,11 +71,26 @@ def test_parameter_count_matches_the_built_model(case):
     model = memlib.Model.from_hf_config(case["inputs"]["config"])
     if case["inputs"]["finetune"] == "full":
         assert model.num_params == facts["param_count"]
-    else:  # peft adds the adapters to the count
-        lora = case["inputs"]["lora"]
-        adapters = memlib.lora.lora_params(model, lora["r"], lora["targets"])
+        return
+    # peft adds the adapters to the count
+    lora = case["inputs"]["lora"]
+    adapters = memlib.lora.lora_params(model, lora["r"], lora["targets"])
+    assert adapters == facts["trainable_count"]
+    if case["inputs"]["finetune"] == "lora":
         assert model.num_params + adapters == facts["param_count"]
-        assert adapters == facts["trainable_count"]
+        return
+    # QLoRA: the projections are 4-bit buffers, not parameters. The harness lays them out as bitsandbytes'
+    # quantize_4bit returns them (validation/qlora.py); besides memlib.lora.nf4_bytes per projection it holds
+    # a 16-entry fp32 NF4 code and an fp32 offset per projection, one 256-entry fp32 dynamic map and the
+    # rotary inv_freq (head_dim / 2 fp32).
+    h, I, L = model.hidden_size, model.intermediate_size, model.num_layers
+    shapes = [h * model.q_size, h * model.kv_size, h * model.kv_size, model.q_size * h, h * I, h * I, I * h]
+    assert model.num_params - L * sum(shapes) + adapters == facts["param_count"]
+    dq = (case["inputs"].get("qlora") or {}).get("double_quant", True)
+    per_projection = 16 * 4 + (4 if dq else 0)
+    expected = (L * sum(memlib.lora.nf4_bytes(n, double_quant=dq) + per_projection for n in shapes)
+                + 256 * 4 * dq + model.head_dim // 2 * 4)
+    assert facts["buffer_bytes"] == expected
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])

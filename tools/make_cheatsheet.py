@@ -36,12 +36,16 @@ def rows() -> list[tuple[str, str, str, str]]:
         ("Model states, mixed precision AdamW",
          "PyTorch AMP: fp32 params 4 + fp32 grads 4 + Adam m, v 8 = 16 B/param. ZeRO paper: fp16 params 2 + "
          "fp16 grads 2 + K=12 (fp32 master, m, v) = 16 B/param. " + doc(zero.zero_model_state_bytes),
-         "memlib.training, memlib.zero.zero_model_state_bytes",
+         "memlib.training.terms, memlib.zero.zero_model_state_bytes",
          f"LLaMA-7B AMP: {fmt_bytes(c['param_bytes'] + c['grad_bytes'] + c['optimizer_bytes'])}; "
          f"ZeRO-3 over 64 GPUs (paper's 7.5B): {fmt_bytes(zero.zero_model_state_bytes(7_500_000_000, 3, 64))}"),
         ("ZeRO stages", doc(zero.partitioned), "memlib.zero.partitioned",
          "; ".join(f"stage {k}: {fmt_bytes(zero.zero_model_state_bytes(m65.num_params, k, 4))}" for k in range(4))
          + " per GPU for LLaMA-65B over 4 GPUs"),
+        ("Optimizer step temporaries", doc(optimizers.step_transient_bytes),
+         "memlib.optimizers.step_transient_bytes",
+         f"LLaMA-7B bf16-mixed, the foreach step: {fmt_bytes(4 * m7.num_params)} (an fp32 sqrt of every second "
+         f"moment); for-loop: {fmt_bytes(2 * 4 * m7.largest_tensor_numel)}; fused: 0"),
         ("8-bit AdamW", doc(optimizers.adamw_8bit_state_bytes), "memlib.optimizers.adamw_8bit_state_bytes",
          f"a 4096 x 4096 matrix: {optimizers.adamw_8bit_state_bytes(4096 * 4096):,} B (fp32 AdamW: "
          f"{8 * 4096 * 4096:,} B)"),
@@ -55,13 +59,19 @@ def rows() -> list[tuple[str, str, str, str]]:
          f"LLaMA-7B, 2048 tokens, bf16-mixed: {fmt_bytes(c['layer_activation_bytes'])} per layer"),
         ("Logits and loss", "The head's 16-bit logits b*s*V*2, the fp32 upcast b*s*V*4 and the fp32 "
          "log-softmax b*s*V*4 at the loss; the loss gradient b*s*V*4 x 3 at the start of the backward.",
-         "memlib.training (moments 'forward', 'backward start')",
+         "memlib.training.terms (logits_bytes, loss_upcast_bytes, log_softmax_bytes; chunked: fused_loss_*)",
          f"LLaMA-3-8B at 8192 tokens: log-softmax alone {fmt_bytes(4 * m3.vocab_size * 8192)}"),
         ("Peak", "The maximum over the moments of a step (forward at the loss; backward at the loss gradient, "
          "the top and bottom layers, the embedding; optimizer step), not a sum.", "memlib.Estimate.moments",
          f"LLaMA-7B bf16-mixed s=2048: {fmt_bytes(amp.peak_bytes)} in {amp.phase}"),
         ("LoRA adapters", doc(lora.lora_params), "memlib.lora.lora_params",
          f"LLaMA-7B r=8 on q,v: {lora.lora_params(m7, 8, ['q_proj', 'v_proj']):,} params"),
+        ("LoRA inputs (PEFT)", doc(activations.adapter_input_bytes), "memlib.activations.adapter_input_bytes",
+         "bf16 base, fp32 adapters under autocast: a 2-byte copy per adapted input (+1-byte dropout mask); "
+         "without autocast a 4-byte one"),
+        ("Selective recompute (torchtitan)", doc(activations.selective_saved_bytes),
+         "memlib.activations.selective_saved_bytes",
+         "LLaMA-7B layer: q, v, gate, down projection outputs + attention output and log-sum-exp"),
         ("NF4 (QLoRA)", doc(lora.nf4_bytes), "memlib.lora.nf4_bytes",
          f"{lora.NF4_BITS_PER_PARAM:.3f} bits/param; a 4096 x 4096 matrix: {lora.nf4_bytes(4096 * 4096):,} B"),
         ("KV cache", doc(inference.kv_bytes_per_token), "memlib.inference.kv_bytes_per_token",

@@ -9,13 +9,30 @@ Keys of a case:
     config       transformers config dict (model_type + architecture fields)
     seq_len      tokens per sequence
     micro_batch  sequences per step
-    precision    "bf16" (everything bf16) or "bf16-mixed" (fp32 params, bf16 autocast)
-    recompute    "none" or "full" (activation checkpointing of every decoder layer)
+    precision    "fp32" | "bf16" | "fp16" (everything in that dtype) or "bf16-mixed" |
+                 "fp16-mixed" (autocast; full fine-tuning: fp32 params; LoRA: 16-bit base)
+    recompute    "none" | "full" (activation checkpointing of every decoder layer) |
+                 "selective" (torchtitan's op-level SAC policy, validation/recipes.py)
     attention    "sdpa" or "eager"
     optimizer    "adamw" (default), "sgd", "sgd-momentum"
-    finetune     "full" or "lora"
-    lora         {"r": int, "alpha": int, "targets": [module names]} when finetune == "lora"
+    optimizer_impl  "foreach" (default, torch's CUDA default) | "fused" | "for-loop" (foreach=False)
+    finetune     "full", "lora" or "qlora"
+    lora         {"r": int, "alpha": int, "targets": [module names], "dropout": float} when
+                 finetune == "lora"
+    adapter_dtype   LoRA adapters: "fp32" (peft's autocast_adapter_dtype=True, the default) or
+                 the base dtype ("bf16"/"fp16": autocast_adapter_dtype=False)
+    base_dtype   LoRA only: None (the recipe's: 16-bit under *-mixed) or "fp32" (a model loaded
+                 without torch_dtype and trained under autocast)
+    grad_accum   micro-batches per optimizer step (gradients accumulate)
+    loss         "full" (transformers' loss over full logits) | "chunked" (Liger's fused linear
+                 cross-entropy, emulated in validation/recipes.py)
+    activation_offload  torchtune's activation offloading (validation/recipes.py)
+    qlora        finetune == "qlora": {"double_quant": bool} (bitsandbytes NF4, validation/qlora.py)
     holdout      True for cases kept aside to test a fitted formula on unseen shapes
+
+The cases recorded before these options existed ran AdamW(foreach=False) and, for LoRA,
+adapters in the base dtype (fp32 base under *-mixed); `_legacy` writes that down in
+their dicts, so their measurements keep saying exactly what was run.
 """
 
 from __future__ import annotations
@@ -124,8 +141,8 @@ MISTRAL_7B = _llama_like(
 
 def _case(name, config, seq_len, micro_batch, precision="bf16", recompute="none",
           attention="sdpa", finetune="full", lora=None, optimizer="adamw",
-          holdout=False) -> dict:
-    return {
+          holdout=False, **options) -> dict:
+    case = {
         "name": name,
         "config": copy.deepcopy(config),
         "seq_len": seq_len,
@@ -138,6 +155,33 @@ def _case(name, config, seq_len, micro_batch, precision="bf16", recompute="none"
         "lora": copy.deepcopy(lora),
         "holdout": holdout,
     }
+    unknown = set(options) - set(OPTION_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown case options {sorted(unknown)}")
+    case.update({k: options[k] for k in OPTION_DEFAULTS if k in options})
+    return case
+
+
+# The options added with the recipes (issue 9); a case that leaves one out runs the default.
+OPTION_DEFAULTS = {"optimizer_impl": "foreach", "adapter_dtype": "fp32", "base_dtype": None, "grad_accum": 1,
+                   "loss": "full", "activation_offload": False, "qlora": None}
+
+
+def option(case: dict, key: str):
+    """A case's option, or its default."""
+    return case.get(key, OPTION_DEFAULTS[key])
+
+
+def _legacy(case: dict) -> dict:
+    """What the cases recorded before the recipe options ran: AdamW/SGD(foreach=False) and, for
+    LoRA, peft's autocast_adapter_dtype=False (adapters in the base dtype; fp32 base under AMP)."""
+    case["optimizer_impl"] = "for-loop"
+    if case["finetune"] == "lora":
+        p = case["precision"]
+        case["adapter_dtype"] = "fp32" if p.endswith("mixed") or p == "fp32" else p
+        if p.endswith("mixed"):
+            case["base_dtype"] = "fp32"
+    return case
 
 
 _ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
@@ -220,6 +264,68 @@ HOLDOUT_CASES: list[dict] = [
 
 ALL_CASES: list[dict] = CASES + HOLDOUT_CASES
 
+for _c in ALL_CASES:
+    _legacy(_c)
+
+# --- the recipes people run (issue 9): every option at the recipes' defaults unless named ---
+# LLaMA-1/2-7B widths at few layers keep the runs cheap while the layers, not the logits,
+# decide the peak. Each case names the option it measures.
+LLAMA_7B_4L = dict(copy.deepcopy(LLAMA_7B), num_hidden_layers=4)
+LLAMA_7B_2L = dict(copy.deepcopy(LLAMA_7B), num_hidden_layers=2)
+_QV = ["q_proj", "v_proj"]
+RECIPE_CASES: list[dict] = [
+    # torch.optim implementations (foreach: torch's CUDA default; fused; the for-loop cases above)
+    _case("tiny-llama-mixed-foreach", TINY_LLAMA, 512, 2, precision="bf16-mixed", optimizer_impl="foreach"),
+    _case("llama3-8b-2l-bf16-foreach", LLAMA3_8B_2L, 1024, 1, optimizer_impl="foreach"),
+    _case("llama3-8b-2l-bf16-fused", LLAMA3_8B_2L, 1024, 1, optimizer_impl="fused"),
+    # LoRA as HF Trainer + PEFT run it: 16-bit base, fp32 adapters, autocast, dropout
+    _case("llama-7b-4l-lora16-all-mixed-drop05", LLAMA_7B_4L, 2048, 1, precision="bf16-mixed", finetune="lora",
+          lora={"r": 16, "alpha": 32, "targets": _ALL_LINEAR, "dropout": 0.05}),
+    _case("llama-7b-4l-lora16-qv-mixed", LLAMA_7B_4L, 2048, 2, precision="bf16-mixed", finetune="lora",
+          lora={"r": 16, "alpha": 32, "targets": _QV}),
+    _case("llama-7b-4l-lora64-all-bf16-fp32ad-drop10", LLAMA_7B_4L, 2048, 1, precision="bf16", finetune="lora",
+          lora={"r": 64, "alpha": 16, "targets": _ALL_LINEAR, "dropout": 0.1}),
+    _case("tiny-llama-lora64-all-mixed-bf16ad-drop10", TINY_LLAMA, 512, 2, precision="bf16-mixed",
+          finetune="lora", adapter_dtype="bf16", lora={"r": 64, "alpha": 128, "targets": _ALL_LINEAR, "dropout": 0.1}),
+    _case("llama-7b-4l-lora16-all-mixed-drop05-ckpt", LLAMA_7B_4L, 2048, 2, precision="bf16-mixed", recompute="full",
+          finetune="lora", lora={"r": 16, "alpha": 32, "targets": _ALL_LINEAR, "dropout": 0.05}),
+    # gradient accumulation: gradients alive through the next micro-batch
+    _case("tiny-llama-mixed-accum2", TINY_LLAMA, 512, 2, precision="bf16-mixed", grad_accum=2),
+    _case("llama3-8b-2l-bf16-accum2", LLAMA3_8B_2L, 1024, 1, grad_accum=2),
+    _case("llama-7b-4l-lora16-all-mixed-accum4", LLAMA_7B_4L, 2048, 1, precision="bf16-mixed", finetune="lora",
+          grad_accum=4, lora={"r": 16, "alpha": 32, "targets": _ALL_LINEAR, "dropout": 0.05}),
+    # chunked loss: Liger's fused linear cross-entropy (no logits)
+    _case("llama3-8b-2l-lora16-qv-mixed-chunked", LLAMA3_8B_2L, 2048, 1, precision="bf16-mixed", finetune="lora",
+          loss="chunked", lora={"r": 16, "alpha": 32, "targets": _QV}),
+    _case("qwen2-152k-2l-bf16-chunked", QWEN2_SMALL_VOCAB152K, 1024, 2, loss="chunked"),
+    _case("qwen2-152k-2l-mixed-chunked", QWEN2_SMALL_VOCAB152K, 1024, 2, precision="bf16-mixed", loss="chunked"),
+    # activation offloading: torchtune's OffloadActivations
+    _case("llama-7b-4l-lora16-all-mixed-offload", LLAMA_7B_4L, 2048, 2, precision="bf16-mixed", finetune="lora",
+          activation_offload=True, lora={"r": 16, "alpha": 32, "targets": _ALL_LINEAR}),
+    _case("llama-7b-4l-lora16-all-mixed-offload-ckpt", LLAMA_7B_4L, 2048, 2, precision="bf16-mixed",
+          recompute="full", finetune="lora", activation_offload=True,
+          lora={"r": 16, "alpha": 32, "targets": _ALL_LINEAR}),
+    _case("llama-7b-2l-bf16-offload", LLAMA_7B_2L, 2048, 2, activation_offload=True),
+    # selective recompute: torchtitan's op-level SAC policy
+    _case("llama-7b-4l-bf16-selective", LLAMA_7B_4L, 2048, 1, recompute="selective"),
+    _case("tiny-llama-mixed-selective", TINY_LLAMA, 1024, 2, precision="bf16-mixed", recompute="selective"),
+    _case("tiny-llama-bf16-eager-selective", TINY_LLAMA, 512, 2, attention="eager", recompute="selective"),
+    # QLoRA with bitsandbytes' own 4-bit matmul (validation/qlora.py): 16-bit base, NF4 projections
+    _case("llama-7b-4l-qlora64-all-mixed-drop05", LLAMA_7B_4L, 2048, 2, precision="bf16-mixed", finetune="qlora",
+          lora={"r": 64, "alpha": 16, "targets": _ALL_LINEAR, "dropout": 0.05}),
+    _case("llama-7b-4l-qlora64-all-mixed-ckpt-chunked", LLAMA_7B_4L, 2048, 4, precision="bf16-mixed",
+          recompute="full", loss="chunked", finetune="qlora",
+          lora={"r": 64, "alpha": 16, "targets": _ALL_LINEAR, "dropout": 0.1}),
+    _case("llama-7b-4l-qlora16-qv-bf16-nodq-chunked", LLAMA_7B_4L, 2048, 2, precision="bf16", finetune="qlora",
+          loss="chunked", qlora={"double_quant": False}, lora={"r": 16, "alpha": 32, "targets": _QV}),
+    _case("llama-7b-4l-qlora64-all-mixed-kbit", LLAMA_7B_4L, 2048, 1, precision="bf16-mixed", finetune="qlora",
+          base_dtype="fp32", lora={"r": 64, "alpha": 16, "targets": _ALL_LINEAR, "dropout": 0.1}),
+    # eager attention at LLaMA-7B shapes, pure bf16, 2048 tokens (the issue's held-out case)
+    _case("llama-7b-4l-bf16-eager-s2048", LLAMA_7B_4L, 2048, 1, attention="eager", optimizer_impl="for-loop"),
+]
+CASES += RECIPE_CASES
+ALL_CASES = CASES + HOLDOUT_CASES
+
 # Quick cases re-measured by `--check` when no case is named.
 CHECK_DEFAULT = ["tiny-llama-bf16", "tiny-llama-mixed-ckpt", "tiny-llama-lora8-attn-bf16"]
 
@@ -276,6 +382,19 @@ SHARDED_CASES += [
              recompute="full"),
     _sharded("fsdp4-llama2-7b-4l-mixed-eager", LLAMA2_7B_4L, 1024, 1, 4, precision="bf16-mixed",
              attention="eager"),
+]
+
+for _c in SHARDED_CASES:
+    _legacy(_c)
+    if _c["precision"].endswith("mixed"):  # fp32 params + autocast, no MixedPrecisionPolicy
+        _c["fsdp"]["mp_policy"] = False
+
+# FSDP2 with torchtitan's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), foreach AdamW
+SHARDED_CASES += [
+    _sharded("fsdp4-tiny-llama-mixed-mp", TINY_LLAMA, 512, 2, 4, precision="bf16-mixed"),
+    _sharded("fsdp8-llama3-8b-4l-mixed-mp-ckpt", LLAMA3_8B_4L, 4096, 1, 8, precision="bf16-mixed",
+             recompute="full"),
+    _sharded("fsdp8-llama-7b-4l-mixed-mp", LLAMA_7B_4L, 2048, 1, 8, precision="bf16-mixed"),
 ]
 
 # Quick case re-measured by `--sharded --check` when no case is named.

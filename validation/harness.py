@@ -23,6 +23,7 @@ import platform
 import subprocess
 import sys
 import time
+import types
 import weakref
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
+from validation import recipes
 from validation.cases import ALL_CASES, CHECK_DEFAULT, get_case
 
 RESULTS_PATH = Path(__file__).with_name("results.json")
@@ -163,7 +165,7 @@ class LiveBytesTracker(TorchDispatchMode):
             elif isinstance(obj, torch.optim.Optimizer):
                 for state in obj.state.values():
                     self.track(*[v for v in state.values() if isinstance(v, torch.Tensor)])
-            elif isinstance(obj, torch.Tensor):
+            elif isinstance(obj, torch.Tensor) and obj.device.type != recipes.HOST_DEVICE:
                 self._add(obj.untyped_storage())
 
     # -- control
@@ -181,7 +183,8 @@ class LiveBytesTracker(TorchDispatchMode):
             self.attention_ops.add(func.name())
         out = func(*args, **(kwargs or {}))
         for t in _flat_tensors(out):
-            self._add(t.untyped_storage())
+            if t.device.type != recipes.HOST_DEVICE:  # offloaded activations live in host memory
+                self._add(t.untyped_storage())
         return out
 
 
@@ -213,6 +216,7 @@ class _MemTrackerAdapter:
 
     @staticmethod
     def _one_device(snap: dict) -> tuple[int, dict]:
+        snap = {d: v for d, v in snap.items() if torch.device(d).type != recipes.HOST_DEVICE}
         if not snap:
             return 0, {}
         if len(snap) != 1:
@@ -326,12 +330,26 @@ def _build(case: dict, device: str):
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(
             cfg_obj, attn_implementation=case["attention"], dtype=torch.float32)
-    # "bf16"/"fp16": everything in that dtype; "fp32" and "*-mixed": fp32 weights (AMP casts
-    # inside autocast; fp16-mixed runs without a GradScaler, whose state is a few scalars).
-    if case["precision"] in ("bf16", "fp16"):
-        model.to(_DTYPES[case["precision"]])
-    elif case["precision"] not in ("fp32", "bf16-mixed", "fp16-mixed"):
+    # Full fine-tuning: "bf16"/"fp16" everything in that dtype; "fp32" and "*-mixed" fp32 weights
+    # (AMP casts inside autocast; fp16-mixed runs without a GradScaler, whose state is a few
+    # scalars). LoRA: the frozen base in `base_dtype(case)` (16-bit under *-mixed, as every
+    # recipe loads it), adapters in case["adapter_dtype"].
+    if case["precision"] not in ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"):
         raise ValueError(f"unknown precision {case['precision']!r}")
+    weights = base_dtype(case)
+    if case["finetune"] == "qlora":  # a 16-bit load, then every decoder projection in 4 bits (validation/qlora.py)
+        from validation import qlora
+        q = case.get("qlora") or {}
+        if q.get("backend", "bitsandbytes") != "bitsandbytes":
+            raise ValueError("the harness runs QLoRA with bitsandbytes only")
+        sixteen = _DTYPES[case["precision"][:4]]
+        model.to(sixteen)
+        qlora.quantize_projections(model, sixteen, q.get("double_quant", True), device)
+        if weights == torch.float32:  # peft's prepare_model_for_kbit_training: the non-4-bit params in fp32
+            from peft import prepare_model_for_kbit_training
+            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    elif weights != torch.float32:
+        model.to(weights)
     model.train()
 
     recompute_setting = None
@@ -343,30 +361,39 @@ def _build(case: dict, device: str):
             enable(activation_checkpointing_kwargs=recompute_setting)
         else:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=recompute_setting)
+    elif case["recompute"] == "selective":  # torchtitan's op-level SAC on every decoder layer
+        recipes.apply_selective_ac(model.model.layers)
+        recompute_setting = {"impl": "checkpoint_wrapper + torchtitan op-level SAC policy"}
     elif case["recompute"] != "none":
         raise ValueError(f"unknown recompute {case['recompute']!r}")
 
-    if case["finetune"] == "lora":
+    if case["finetune"] in ("lora", "qlora"):
         from peft import LoraConfig, get_peft_model
         lc = case["lora"]
+        adapters = case.get("adapter_dtype", "fp32")
+        if adapters != "fp32" and _DTYPES[adapters] != weights:
+            raise ValueError(f"adapter_dtype {adapters!r} needs a {adapters} base (peft gives adapters the base "
+                             "dtype or, with autocast_adapter_dtype=True, fp32)")
         model = get_peft_model(
             model,
-            LoraConfig(r=lc["r"], lora_alpha=lc["alpha"], lora_dropout=0.0,
+            LoraConfig(r=lc["r"], lora_alpha=lc["alpha"], lora_dropout=lc.get("dropout", 0.0),
                        target_modules=list(lc["targets"]), task_type="CAUSAL_LM"),
-            autocast_adapter_dtype=False,
+            autocast_adapter_dtype=adapters == "fp32",
         )
         model.train()
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt_name = case.get("optimizer", "adamw")
+    impl = case.get("optimizer_impl", "foreach")
+    flags = {"foreach": dict(foreach=True), "fused": dict(fused=True), "for-loop": dict(foreach=False)}[impl]
     if opt_name == "adamw":
-        opt = torch.optim.AdamW(params, lr=1e-4, foreach=False)
+        opt = torch.optim.AdamW(params, lr=1e-4, **flags)
     elif opt_name == "sgd":
-        opt = torch.optim.SGD(params, lr=1e-4, foreach=False)
+        opt = torch.optim.SGD(params, lr=1e-4, **flags)
     elif opt_name == "sgd-momentum":
-        opt = torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=False)
+        opt = torch.optim.SGD(params, lr=1e-4, momentum=0.9, **flags)
     elif opt_name == "adafactor":
-        opt = torch.optim.Adafactor(params, lr=1e-2, foreach=False)
+        opt = torch.optim.Adafactor(params, lr=1e-2, **flags)
     else:
         raise ValueError(f"unknown optimizer {opt_name!r}")
 
@@ -401,30 +428,86 @@ def _model_facts(model, case: dict, recompute_setting) -> dict:
     }
 
 
-_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def base_dtype(case: dict) -> torch.dtype:
+    """The dtype the model's weights are loaded in: the precision's own for full fine-tuning
+    ("*-mixed" and "fp32": fp32); for LoRA the frozen base is 16-bit under "*-mixed" unless
+    the case says base_dtype "fp32" (a model loaded without torch_dtype, trained under AMP)."""
+    p = case["precision"]
+    if case["finetune"] in ("lora", "qlora"):
+        if case.get("base_dtype"):
+            return _DTYPES[case["base_dtype"]]
+        return torch.float32 if p == "fp32" else _DTYPES[p[:4]]
+    return _DTYPES[p] if p in ("bf16", "fp16") else torch.float32
+
+
+def fsdp_mixed_precision(case: dict) -> bool:
+    """A sharded *-mixed case under FSDP2's MixedPrecisionPolicy (torchtitan's default): no autocast."""
+    fsdp = case.get("fsdp")
+    return bool(fsdp) and case["precision"].endswith("mixed") and fsdp.get("mp_policy", True)
 
 
 def _autocast(case: dict, device_type: str):
-    if case["precision"] in ("bf16-mixed", "fp16-mixed"):
+    if case["precision"] in ("bf16-mixed", "fp16-mixed") and not fsdp_mixed_precision(case):
         return torch.autocast(device_type=device_type, dtype=_DTYPES[case["precision"][:4]])
     return contextlib.nullcontext()
 
 
-def _train_steps(model, opt, ids, case, device_type, on_phase, on_step_start, on_fw_end):
+def _forward(model, ids, case: dict, device_type: str, offload):
+    """One forward with its loss, the way the case's recipe computes it. Returns an object
+    with .loss and .logits (None when the loss never makes them)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    with _autocast(case, device_type):
+        if case.get("loss", "full") == "chunked":  # Liger's fused linear cross-entropy (recipes.py)
+            hidden = base.model(input_ids=ids).last_hidden_state
+            loss = recipes.liger_fused_linear_cross_entropy(hidden, base.lm_head.weight, ids)
+            return types.SimpleNamespace(loss=loss, logits=None)
+        if offload is not None:  # torchtune: the model's forward offloaded, the loss outside
+            with offload:
+                out = model(input_ids=ids)
+            out.loss = base.loss_function(logits=out.logits, labels=ids, vocab_size=base.config.vocab_size)
+            return out
+        return model(input_ids=ids, labels=ids)
+
+
+def _offload_manager(model, case: dict, device_type: str):
+    """torchtune's get_act_offloading_ctx_manager: offload everything but the output head."""
+    if not case.get("activation_offload"):
+        return None
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    ctx = recipes.OffloadActivations(device_type, host=recipes.HOST_DEVICE if device_type == "cpu" else "cpu")
+    noop = recipes.NoOffload()
+    base.lm_head.register_forward_pre_hook(lambda *a: noop.__enter__())
+    base.lm_head.register_forward_hook(lambda *a: noop.__exit__(None, None, None), always_call=True)
+    return ctx
+
+
+def _train_steps(model, opt, ids, case, device_type, on_phase, on_step_start, on_fw_end, on_micro=None):
     """The reference loop. `out` stays bound until the next forward returns, as in an
-    ordinary training loop, so step 2's forward runs while step 1's logits are alive."""
+    ordinary training loop, so step 2's forward runs while step 1's logits are alive.
+    With grad_accum > 1, that many forward/backward pairs per optimizer step (gradients
+    accumulate in .grad); each phase's peak is the max over the micro-batches."""
     out = None
-    for step in range(2):
-        on_step_start(step)
-        on_phase(step, "forward")
-        with _autocast(case, device_type):
-            out = model(input_ids=ids, labels=ids)
-        on_fw_end(step, out)
-        on_phase(step, "backward")
-        out.loss.backward()
-        on_phase(step, "optimizer")
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+    offload = _offload_manager(model, case, device_type)
+    dropout = recipes.cuda_dropout() if (case.get("lora") or {}).get("dropout") else contextlib.nullcontext()
+    with dropout, recipes.cuda_autocast_queries(device_type):
+        for step in range(2):
+            on_step_start(step)
+            for micro in range(case.get("grad_accum", 1)):
+                if micro and on_micro is not None:
+                    on_micro()
+                on_phase(step, "forward")
+                out = _forward(model, ids, case, device_type, offload)
+                on_fw_end(step, out)
+                on_phase(step, "backward")
+                out.loss.backward()
+                if offload is not None:
+                    offload.finish_backward()
+            on_phase(step, "optimizer")
+            opt.step()
+            opt.zero_grad(set_to_none=True)
     return out
 
 
@@ -485,6 +568,8 @@ def _run_dispatch(case: dict, device: str) -> dict:
         tr.track(model, opt, ids)
 
         def logits_facts(out) -> dict:
+            if out.logits is None:  # a fused loss makes no logits
+                return {"logits_dtype": None, "logits_bytes": 0, "loss_dtype": str(out.loss.dtype)}
             return {"logits_dtype": str(out.logits.dtype), "logits_bytes": out.logits.untyped_storage().nbytes(),
                     "loss_dtype": str(out.loss.dtype)}
 
@@ -522,8 +607,9 @@ def _run_memtracker(case: dict, device: str) -> dict:
             rec[key]["live_at_forward_end"] = total
             rec[key]["breakdown_at_forward_end"] = bd
 
-        with ad.mt:
-            out = _train_steps(model, opt, ids, case, device, on_phase, on_step_start, on_fw_end)
+        with ad.mt:  # MemTracker refuses a second forward of a module until its module stats are cleared
+            out = _train_steps(model, opt, ids, case, device, on_phase, on_step_start, on_fw_end,
+                               on_micro=ad.mt.reset_mod_stats)
             ad.end()
         del out
     rec["step2"].update(ad.peak_summary())
@@ -538,7 +624,7 @@ def measure_case(case: dict, device: str, use_memtracker: bool = True) -> dict:
         "facts": d.pop("facts"),
         "dispatch": d,
     }
-    if case["finetune"] == "lora" or not use_memtracker:
+    if case["finetune"] != "full" or not use_memtracker:
         m["memtracker"] = None
         if case["finetune"] == "lora":
             m["memtracker_error"] = _memtracker_lora_error(case, device)
@@ -629,8 +715,14 @@ def measure_case_cuda(case: dict) -> dict:
 def _versions() -> dict:
     import peft
     import transformers
-    return {"torch": torch.__version__, "transformers": transformers.__version__,
-            "peft": peft.__version__, "python": platform.python_version()}
+    out = {"torch": torch.__version__, "transformers": transformers.__version__,
+           "peft": peft.__version__, "python": platform.python_version()}
+    try:
+        import bitsandbytes
+        out["bitsandbytes"] = bitsandbytes.__version__
+    except ImportError:
+        pass
+    return out
 
 
 def _load_results() -> dict | None:
@@ -763,12 +855,16 @@ def main(argv=None) -> int:
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "tracker": ("torch.distributed._tools.mem_tracker.MemTracker for full "
                         "fine-tuning; validation.harness.LiveBytesTracker (dispatch) for "
-                        "LoRA; both record raw storage nbytes on CPU"),
+                        "LoRA/QLoRA; both record raw storage nbytes on the fake CPU device"),
             "peak": "second training step, bytes of live tensor storages",
             "semantics": ("AutoModelForCausalLM.from_config, labels=input_ids, use_cache=False, "
-                          "AdamW(lr=1e-4, foreach=False) unless optimizer says otherwise, "
-                          "train(), dropout 0, out kept alive across steps, "
-                          "zero_grad(set_to_none=True)"),
+                          "train(), out kept alive across steps, zero_grad(set_to_none=True); each case's "
+                          "inputs name its options (cases.py OPTION_DEFAULTS: optimizer_impl foreach, LoRA "
+                          "adapters fp32 over a 16-bit base under *-mixed, grad_accum 1, loss full, no "
+                          "activation offload; cases recorded before these options carry their own values)"),
+            "recipes": ("validation/recipes.py: CUDA's native_dropout, Liger's fused linear cross-entropy, "
+                        "torchtune's activation offloading (host = meta device), torchtitan's selective "
+                        "checkpointing; validation/qlora.py: bitsandbytes' MatMul4Bit on fake packed weights"),
         }
         if args.all:
             data = {"metadata": meta, "cases": results}

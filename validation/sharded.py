@@ -3,7 +3,8 @@
 The way torchtitan's memory estimator does it: a fake process group (FakeStore +
 `init_process_group("fake", rank=0, world_size=N)`), FSDP2 `fully_shard` on every
 decoder layer and then on the root (default options: non-root layers reshard after
-forward, the root does not; no MixedPrecisionPolicy), FakeTensorMode, and
+forward, the root does not; *-mixed cases with torchtitan's MixedPrecisionPolicy unless
+they say otherwise), FakeTensorMode, and
 `FSDPMemTracker` for rank 0. The training loop, inputs and precision handling are the
 harness's own (`validation.harness._train_steps`); see validation/README.md.
 
@@ -60,12 +61,14 @@ def _decoder_layers(model):
 
 def _make_optimizer(case: dict, params):
     name = case.get("optimizer", "adamw")
+    flags = {"foreach": dict(foreach=True), "fused": dict(fused=True),
+             "for-loop": dict(foreach=False)}[case.get("optimizer_impl", "foreach")]
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=1e-4, foreach=False)
+        return torch.optim.AdamW(params, lr=1e-4, **flags)
     if name == "sgd":
-        return torch.optim.SGD(params, lr=1e-4, foreach=False)
+        return torch.optim.SGD(params, lr=1e-4, **flags)
     if name == "sgd-momentum":
-        return torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=False)
+        return torch.optim.SGD(params, lr=1e-4, momentum=0.9, **flags)
     raise ValueError(f"unknown optimizer {name!r}")
 
 
@@ -88,7 +91,12 @@ def _build_sharded(case: dict, mesh):
     facts = H._model_facts(model, base_case, None)
 
     layers = _decoder_layers(model)
-    if case["recompute"] == "full":
+    if case["recompute"] == "selective":
+        from validation import recipes
+        recipes.apply_selective_ac(layers)
+        facts["gradient_checkpointing"] = True
+        facts["checkpoint_kwargs"] = {"impl": "checkpoint_wrapper + torchtitan op-level SAC policy"}
+    elif case["recompute"] == "full":
         for i in range(len(layers)):
             layers[i] = checkpoint_wrapper(layers[i], preserve_rng_state=False)
         facts["gradient_checkpointing"] = True
@@ -97,9 +105,15 @@ def _build_sharded(case: dict, mesh):
     elif case["recompute"] != "none":
         raise ValueError(f"unknown recompute {case['recompute']!r}")
 
+    kw = {}
+    if H.fsdp_mixed_precision(case):  # torchtitan: MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)
+        from torch.distributed.fsdp import MixedPrecisionPolicy
+        kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=H._DTYPES[case["precision"][:4]],
+                                               reduce_dtype=torch.float32)
+        facts["mp_policy"] = {"param_dtype": case["precision"][:4], "reduce_dtype": "fp32"}
     for layer in layers:
-        fully_shard(layer, mesh=mesh)
-    fully_shard(model, mesh=mesh)
+        fully_shard(layer, mesh=mesh, **kw)
+    fully_shard(model, mesh=mesh, **kw)
     opt = _make_optimizer(case, [p for p in model.parameters() if p.requires_grad])
 
     local = [p.to_local() for p in model.parameters()]
@@ -253,8 +267,8 @@ def _run_fsdp_memtracker(case: dict, mesh) -> dict:
             rec[key]["live_at_forward_end"] = total
             rec[key]["breakdown_at_forward_end"] = bd
             rec[key]["unsharded_units_at_forward_end"] = _units_unsharded_now(model)
-            rec[key]["logits_dtype"] = str(out.logits.dtype)
-            rec[key]["logits_bytes"] = out.logits.untyped_storage().nbytes()
+            rec[key]["logits_dtype"] = str(out.logits.dtype) if out.logits is not None else None
+            rec[key]["logits_bytes"] = out.logits.untyped_storage().nbytes() if out.logits is not None else 0
 
         with ad.mt:
             out = H._train_steps(model, opt, ids, case, DEVICE, on_phase, on_step_start,
@@ -440,8 +454,10 @@ def main_sharded(args) -> int:
                              "init_device_mesh('cpu', (N,)) built outside FakeTensorMode",
             "sharding": "FSDP2 fully_shard(layer) for every decoder layer, then "
                         "fully_shard(root); default options (reshard_after_forward=None: "
-                        "layers reshard after forward, the root does not), no "
-                        "MixedPrecisionPolicy, no CPU offload",
+                        "layers reshard after forward, the root does not), no CPU offload; "
+                        "*-mixed cases: MixedPrecisionPolicy(param_dtype=16-bit, reduce_dtype=fp32) "
+                        "without autocast unless fsdp.mp_policy is False (then fp32 params under "
+                        "autocast, no policy)",
             "recompute_full": "checkpoint_wrapper(layer, preserve_rng_state=False) "
                               "(non-reentrant) on every decoder layer before fully_shard",
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -450,8 +466,8 @@ def main_sharded(args) -> int:
                        "(dispatch); raw storage nbytes on CPU",
             "peak": "rank 0, second training step, bytes of live tensor storages",
             "semantics": ("as results.json: AutoModelForCausalLM.from_config, "
-                          "labels=input_ids, use_cache=False, AdamW(lr=1e-4, foreach=False) "
-                          "over the sharded params, train(), dropout 0, out kept alive "
+                          "labels=input_ids, use_cache=False, AdamW over the sharded params "
+                          "(optimizer_impl per case), train(), dropout 0, out kept alive "
                           "across steps, zero_grad(set_to_none=True)"),
         }
         if args.all:

@@ -21,8 +21,14 @@ def _kor(recompute="none", model="llama-7b", s=2048, mb=1):
     return korthikanti_layer_bytes(s, mb, m.hidden_size, m.num_heads, recompute=recompute)
 
 
-def _7b(recompute="none"):
-    return estimate_training("llama-7b", seq_len=2048, micro_batch=1, precision="bf16-mixed", recompute=recompute)
+def _7b(recompute="none", micro_batch=1):
+    return estimate_training("llama-7b", seq_len=2048, micro_batch=micro_batch, precision="bf16-mixed",
+                             recompute=recompute)
+
+
+def _7b_mb4(recompute="none"):
+    """00.5's setup: at micro-batch 4 the activations set the peak without recompute."""
+    return _7b(recompute, micro_batch=4)
 
 
 def _llama_params(k: dict) -> int:
@@ -128,16 +134,16 @@ EXERCISES = [
     Numeric(
         id="00.5", title="What full recompute saves at the peak", difficulty="interview", minutes=8,
         formula="peak = max over the moments of a step (memlib.estimate_training(...).moments)",
-        prompt="LLaMA-7B, bf16-mixed AdamW, sequence 2048, micro-batch 1, one GPU. Turning on full activation "
+        prompt="LLaMA-7B, bf16-mixed AdamW, sequence 2048, micro-batch 4, one GPU. Turning on full activation "
                "recompute shrinks the saved activations a lot. By how much does it lower the **peak**? Use "
                "`memlib.estimate_training(..., recompute=\"none\")` and `(..., recompute=\"full\")`, and look at "
                "`.moments` to see why. Answer in GB or GiB.",
-        expected=lambda: _7b().peak_bytes - _7b("full").peak_bytes, unit="GB", tolerance=0.03, abs_tol=0.01e9,
-        slips=(Slip("the activations it removes", lambda: max_part(_7b(), "activations") - max_part(_7b("full"),
+        expected=lambda: _7b_mb4().peak_bytes - _7b_mb4("full").peak_bytes, unit="GB", tolerance=0.03, abs_tol=0.01e9,
+        slips=(Slip("the activations it removes", lambda: max_part(_7b_mb4(), "activations") - max_part(_7b_mb4("full"),
                                                                                                       "activations"),
                     "that is how much smaller the saved activations get, but the peak is not where they are largest: "
                     "with recompute it moves to a moment where the activations are already freed"),
-               Slip("the peak itself", lambda: _7b("full").peak_bytes,
+               Slip("the peak itself", lambda: _7b_mb4("full").peak_bytes,
                     "that is the peak with recompute; the question asks how much lower it is than without")),
         hints=("The peak is the largest total over the moments of a step, not the sum of everything; a change that "
                "shrinks one moment may leave another moment as the peak.",
@@ -150,7 +156,7 @@ EXERCISES = [
             f"({full.peak_moment.where}): it drops by only **{b(none.peak_bytes - full.peak_bytes)}**. Once "
             "activations are small, the peak is set by the moment every gradient exists next to the parameters and "
             "optimizer states; recompute cannot touch that. It pays off when activations dominate (long sequences, "
-            "large micro-batches, sharded states)."))(_7b(), _7b("full")),
+            "large micro-batches, sharded states)."))(_7b_mb4(), _7b_mb4("full")),
     ),
     Choice(
         id="00.6", title="Where is the peak with full recompute?", difficulty="interview", minutes=6,

@@ -72,8 +72,16 @@ _ASK = {  # option -> (setup if the answer is the usual one, setup if it is the 
 
 def _ask_verdicts(key: str) -> tuple[bool, bool]:
     usual, other, gpu1, gpu2 = _ASK[key]
-    return (fits(estimate_training("llama-13b", **{**_ASK_BASE, **usual}), gpu1).fits,
-            fits(estimate_training("llama-13b", **{**_ASK_BASE, **other}), gpu2).fits)
+    return (fits(estimate_training("llama-13b", **_ask_setup(usual)), gpu1).fits,
+            fits(estimate_training("llama-13b", **_ask_setup(other)), gpu2).fits)
+
+
+def _ask_setup(change: dict) -> dict:
+    """_ASK_BASE with one answer's change; a full fine-tune drops the LoRA options (they would not apply)."""
+    setup = {**_ASK_BASE, **change}
+    if setup["finetune"] == "full":
+        setup = {k: v for k, v in setup.items() if k not in ("lora_rank", "lora_targets")}
+    return setup
 
 
 def _ask_right() -> frozenset:

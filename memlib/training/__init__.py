@@ -1,0 +1,56 @@
+"""estimate_training: peak memory of one training step on one GPU.
+
+The peak is the maximum over the moments of a step, not the sum of everything ever
+allocated. Where to look:
+
+    options.py   the options, checked (TrainingSetup)
+    layout.py    which tensors one GPU holds (pipeline stage, tensor-parallel split, adapters)
+    terms.py     the named terms, one function each with its source
+    step.py      the moments of a step (forward at the loss, backward top and bottom, optimizer)
+    estimate.py  Estimate and Moment: the result
+    memlib/activations.py  the per-layer ledger of saved activations
+"""
+
+from __future__ import annotations
+
+from memlib.training.estimate import BREAKDOWN_KEYS, Estimate, Moment
+from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, FINETUNES, FSDP_ALIASES, LOSSES,
+                                     OFFLOAD_DEVICES, OFFLOADS, OPTIMIZER_IMPLS, PRECISIONS, QLORA_BACKENDS,
+                                     RECOMPUTES, TrainingSetup, check_setup)
+from memlib.training.step import estimate
+
+__all__ = ["Estimate", "Moment", "TrainingSetup", "estimate_training", "PRECISIONS", "FINETUNES", "RECOMPUTES",
+           "ATTENTIONS", "OFFLOADS", "OFFLOAD_DEVICES", "FSDP_ALIASES", "BREAKDOWN_KEYS", "OPTIMIZER_IMPLS",
+           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES"]
+
+
+def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
+                      optimizer: str = "adamw", finetune: str = "full", lora_rank: int = 16, lora_targets=None,
+                      recompute: str = "none", attention: str = "sdpa", zero_stage=0, dp: int = 1,
+                      tp: int = 1, pp: int = 1, offload: str = "none", offload_device: str = "cpu",
+                      grad_accum: int = 1, sequence_parallel: bool = False, *, optimizer_impl: str = "foreach",
+                      lora_dropout: float = 0.0, adapter_dtype: str = "fp32", base_dtype: str = "auto",
+                      qlora_backend: str = "bitsandbytes", double_quant: bool = True, loss: str = "full",
+                      activation_offload: bool = False, fsdp_mixed_precision: bool = True) -> Estimate:
+    """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
+
+    precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
+               | "bf16-mixed" | "fp16-mixed" (fp32 params/grads/states, autocast compute).
+    optimizer: "adamw" | "adamw-8bit" | "sgd" | "sgd-momentum" | "adafactor".
+    finetune:  "full" | "lora" | "qlora" (lora_rank, lora_targets: names, or "all-linear"/"attention"/"qv").
+    recompute: "none" | "selective" | "full";  attention: "sdpa" | "eager".
+    zero_stage: 0-3 over dp GPUs with DeepSpeed's layout (16-bit params and grads, fp32 master
+               counted with the optimizer states), or "FULL_SHARD" | "SHARD_GRAD_OP" | "NO_SHARD"
+               for PyTorch FSDP's layout. With dp=1 it shards nothing and changes nothing.
+    tp, pp:    Megatron tensor and pipeline parallel degrees (sequence_parallel with tp);
+               grad_accum micro-batches per step (what 1F1B keeps in flight on the first stage).
+    offload:   "none" | "optimizer" (ZeRO-Offload) | "optimizer+params" (ZeRO-Infinity, stage 3),
+               to offload_device "cpu" | "nvme"; est.host_bytes and est.nvme_bytes report them.
+    """
+    s = check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
+                    recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
+                    sequence_parallel, optimizer_impl=optimizer_impl, lora_dropout=lora_dropout,
+                    adapter_dtype=adapter_dtype, base_dtype=base_dtype, qlora_backend=qlora_backend,
+                    double_quant=double_quant, loss=loss, activation_offload=activation_offload,
+                    fsdp_mixed_precision=fsdp_mixed_precision)
+    return estimate(s)

@@ -1,0 +1,89 @@
+"""What an estimate is: the moments of a step, each a breakdown of what is alive then."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memlib import activations as act
+from memlib.training.options import TrainingSetup
+from memlib.units import fmt_bytes
+
+BREAKDOWN_KEYS = ("parameters", "gradients", "optimizer", "activations", "autocast_copies", "logits_and_loss",
+                  "previous_output", "temporaries", "gathered_parameters")
+
+
+@dataclass
+class Moment:
+    """What is alive at one moment of the step: bytes per category."""
+
+    name: str
+    where: str
+    parts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts.values())
+
+
+@dataclass
+class Estimate:
+    setup: TrainingSetup
+    moments: list[Moment]
+    counts: dict[str, int]
+    layer: act.Ledger
+    notes: list[str] = field(default_factory=list)
+    host_bytes: int = 0  # host RAM per GPU's process for offloaded states/params (and staging)
+    nvme_bytes: int = 0  # NVMe per GPU's process for ZeRO-Infinity
+    terms: list = field(default_factory=list)  # [Term]: the named terms the moments were built from
+
+    @property
+    def peak_moment(self) -> Moment:
+        return max(self.moments, key=lambda m: m.total)
+
+    @property
+    def peak_bytes(self) -> int:
+        """Allocated bytes at the peak, on one GPU."""
+        return self.peak_moment.total
+
+    @property
+    def phase(self) -> str:
+        """'forward', 'backward' or 'optimizer': where the peak happens."""
+        return self.peak_moment.name
+
+    @property
+    def breakdown(self) -> dict[str, int]:
+        """What is alive at the peak, by category (every BREAKDOWN_KEYS key present)."""
+        parts = self.peak_moment.parts
+        return {k: parts.get(k, 0) for k in BREAKDOWN_KEYS}
+
+    @property
+    def model_state_bytes(self) -> int:
+        return self.counts["param_bytes"] + self.counts["grad_bytes"] + self.counts["optimizer_bytes"]
+
+    def to_dict(self) -> dict:
+        s = self.setup
+        return {
+            "model": s.model.name, "num_params": s.model.num_params, "trainable_params": self.counts["trainable"],
+            "seq_len": s.seq_len, "micro_batch": s.micro_batch, "precision": s.precision,
+            "optimizer": s.optimizer, "finetune": s.finetune, "recompute": s.recompute, "attention": s.attention,
+            "peak_bytes": self.peak_bytes, "phase": self.phase, "breakdown": self.breakdown,
+            "moments": {name: max(m.total for m in self.moments if m.name == name)
+                        for name in ("forward", "backward", "optimizer") if any(m.name == name for m in self.moments)},
+            "zero_stage": s.zero_stage, "sharding": s.sharding, "dp": s.dp, "tp": s.tp, "pp": s.pp,
+            "offload": s.offload, "host_bytes": self.host_bytes, "nvme_bytes": self.nvme_bytes,
+            "grad_accum": s.grad_accum, "optimizer_impl": s.optimizer_impl, "loss": s.loss,
+            "activation_offload": s.activation_offload, "lora_dropout": s.lora_dropout,
+            "adapter_dtype": s.adapter_dtype if s.finetune != "full" else None,
+            "base_dtype": s.base_dtype if s.finetune != "full" else None,
+            "qlora_backend": s.qlora_backend if s.finetune == "qlora" else None,
+            "double_quant": s.double_quant if s.finetune == "qlora" else None,
+            "terms": {t.name: t.nbytes for t in self.terms},
+        }
+
+    def explain(self) -> str:
+        from memlib.explain import explain_training
+        return explain_training(self)
+
+    def __repr__(self) -> str:
+        return (f"Estimate({self.setup.model.name}: peak {fmt_bytes(self.peak_bytes)} during {self.phase}; "
+                + ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in self.breakdown.items() if v) + ")")

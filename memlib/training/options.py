@@ -1,0 +1,245 @@
+"""The options of estimate_training, checked once: TrainingSetup is what every term reads.
+
+Bad input is a ValueError naming the argument, the value and what is accepted; an option
+that does not apply to the chosen setup is an error too (never silently ignored).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlib import lora as lora_mod
+from memlib import optimizers as opt
+from memlib._checks import choice, positive_int
+from memlib.models import Model, get_model
+
+PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
+FINETUNES = ("full", "lora", "qlora")
+RECOMPUTES = ("none", "selective", "full")
+ATTENTIONS = ("sdpa", "eager")
+OFFLOADS = ("none", "optimizer", "optimizer+params")
+OFFLOAD_DEVICES = ("cpu", "nvme")
+OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")  # torch.optim's implementations (foreach: CUDA's default)
+ADAPTER_DTYPES = ("fp32", "bf16", "fp16")  # fp32: peft's autocast_adapter_dtype=True (its default)
+BASE_DTYPES = ("auto", "fp32", "bf16", "fp16")  # LoRA/QLoRA frozen base; auto: 16-bit unless precision fp32
+# bitsandbytes >= 0.43.2 (MatMul4Bit keeps only the packed weight); before 0.43.2 it also kept each 4-bit
+# matmul's 16-bit input (`ctx.tensors = (A, B)`, bitsandbytes PR #1270); torchao's NF4Tensor (torchtune).
+QLORA_BACKENDS = ("bitsandbytes", "bitsandbytes<0.43.2", "torchao")
+LOSSES = ("full", "chunked")
+# FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
+# gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
+FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    model: Model
+    seq_len: int
+    micro_batch: int
+    precision: str
+    optimizer: str
+    finetune: str
+    lora_rank: int
+    lora_targets: tuple[str, ...]
+    recompute: str
+    attention: str
+    zero_stage: int
+    dp: int
+    tp: int
+    pp: int
+    offload: str
+    offload_device: str = "cpu"
+    grad_accum: int = 1
+    sequence_parallel: bool = False
+    sharding: str = "none"  # "none" | "deepspeed" | "fsdp" | "megatron": whose memory layout applies
+    optimizer_impl: str = "foreach"
+    lora_dropout: float = 0.0
+    adapter_dtype: str = "fp32"
+    base_dtype: str = "auto"  # resolved: "fp32" | "bf16" | "fp16" for LoRA/QLoRA, "auto" for full
+    qlora_backend: str = "bitsandbytes"
+    double_quant: bool = True
+    loss: str = "full"
+    activation_offload: bool = False
+    fsdp_mixed_precision: bool = True
+    notes: tuple[str, ...] = ()  # defaults that do not apply here, said once
+
+    @property
+    def tokens(self) -> int:
+        return self.seq_len * self.micro_batch
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _zero_stage(zero_stage) -> tuple[int, bool]:
+    """(stage, is an FSDP name). Integers 0-3, or those digits as a string ("3"), are DeepSpeed stages."""
+    if isinstance(zero_stage, str):
+        name = zero_stage.strip()
+        if name in ("0", "1", "2", "3"):
+            return int(name), False
+        if name.upper() not in FSDP_ALIASES:
+            raise ValueError(f"unknown zero_stage {zero_stage!r}; accepted: 0, 1, 2, 3 (DeepSpeed ZeRO) or "
+                             f"{', '.join(FSDP_ALIASES)} (PyTorch FSDP)")
+        return FSDP_ALIASES[name.upper()], True
+    zero_stage = positive_int("zero_stage", zero_stage, allow_zero=True)
+    if zero_stage > 3:
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3 (or an FSDP name: {', '.join(FSDP_ALIASES)}), "
+                         f"got {zero_stage}")
+    return zero_stage, False
+
+
+def _not_for(option: str, value, default, why: str) -> None:
+    """An option set away from its default where it does not apply is an error, never ignored."""
+    if value != default:
+        raise ValueError(f"{option}={value!r} does not apply here: {why}")
+
+
+def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
+                recompute, attention, zero_stage, dp, tp, pp, offload, offload_device="cpu", grad_accum=1,
+                sequence_parallel=False, *, optimizer_impl="foreach", lora_dropout=0.0, adapter_dtype="fp32",
+                base_dtype="auto", qlora_backend="bitsandbytes", double_quant=True, loss="full",
+                activation_offload=False, fsdp_mixed_precision=True) -> TrainingSetup:
+    model = get_model(model) if isinstance(model, str) else model
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
+    seq_len = positive_int("seq_len", seq_len)
+    micro_batch = positive_int("micro_batch", micro_batch)
+    grad_accum = positive_int("grad_accum", grad_accum)
+    choice("precision", precision, PRECISIONS)
+    choice("optimizer", optimizer, opt.OPTIMIZERS)
+    choice("finetune", finetune, FINETUNES)
+    choice("recompute", recompute, RECOMPUTES)
+    choice("attention", attention, ATTENTIONS)
+    choice("offload", offload, OFFLOADS)
+    choice("offload_device", offload_device, OFFLOAD_DEVICES)
+    choice("optimizer_impl", optimizer_impl, OPTIMIZER_IMPLS)
+    choice("adapter_dtype", adapter_dtype, ADAPTER_DTYPES)
+    choice("base_dtype", base_dtype, BASE_DTYPES)
+    choice("qlora_backend", qlora_backend, QLORA_BACKENDS)
+    choice("loss", loss, LOSSES)
+    for name, v in (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
+                    ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision)):
+        _flag(name, v)
+    if isinstance(lora_dropout, bool) or not isinstance(lora_dropout, (int, float)) or not 0 <= lora_dropout < 1:
+        raise ValueError(f"lora_dropout must be a probability in [0, 1), got {lora_dropout!r}")
+    lora_dropout = float(lora_dropout)
+    for name, v in (("dp", dp), ("tp", tp), ("pp", pp)):
+        positive_int(name, v)
+    zero_stage, fsdp = _zero_stage(zero_stage)
+    if offload == "none" and offload_device != "cpu":
+        raise ValueError(f"offload_device={offload_device!r} needs offload='optimizer' or 'optimizer+params' "
+                         "(nothing is offloaded with offload='none')")
+    # LoRA settings are checked even under full fine-tuning: a wrong one is an error, not a silent default.
+    lora_rank = positive_int("lora_rank", lora_rank)
+    if finetune == "full":
+        if model.mlp == "gated" and lora_targets is not None:
+            lora_mod.resolve_targets(model, lora_targets)
+        why = "finetune='full' trains every weight (LoRA options need finetune='lora' or 'qlora')"
+        _not_for("lora_rank", lora_rank, 16, why)
+        _not_for("lora_targets", lora_targets, None, why)
+        _not_for("lora_dropout", lora_dropout, 0.0, why)
+        _not_for("adapter_dtype", adapter_dtype, "fp32", why)
+        _not_for("base_dtype", base_dtype, "auto", why + "; its dtypes follow precision")
+    if finetune != "qlora":
+        why = "it describes QLoRA's 4-bit base (finetune='qlora')"
+        _not_for("qlora_backend", qlora_backend, "bitsandbytes", why)
+        _not_for("double_quant", double_quant, True, why)
+    elif qlora_backend == "torchao" and not double_quant:
+        raise ValueError("double_quant=False does not apply to qlora_backend='torchao': torchao's NF4Tensor always "
+                         "quantizes its block scalers (scaler_block_size=256)")
+    # Which memory layout applies. ZeRO over one GPU shards nothing: identical to no ZeRO.
+    if finetune == "qlora":
+        if offload != "none" or tp > 1 or (zero_stage and not fsdp) or (fsdp and zero_stage != 3):
+            raise ValueError("QLoRA over several GPUs is modelled two ways: pp=N (the 4-bit layers split over N GPUs, "
+                             "device_map style) or zero_stage='FULL_SHARD' with dp=N (FSDP-QLoRA); got "
+                             f"zero_stage={zero_stage!r}, tp={tp}, offload={offload!r}")
+        if pp > 1 and fsdp:
+            raise ValueError("QLoRA: choose pp=N (device_map) or zero_stage='FULL_SHARD' (FSDP-QLoRA), not both")
+        if pp > 1 and dp > 1:
+            raise ValueError(f"QLoRA with pp={pp} splits one model over {pp} GPUs (device_map); data parallelism "
+                             "over several such groups is not modelled (dp must be 1)")
+        # dp > 1 without FULL_SHARD: DDP, each GPU a replica (the per-GPU memory of one)
+        sharding = "device_map" if pp > 1 else ("fsdp" if fsdp else "none")
+    elif offload != "none":
+        if fsdp or zero_stage == 0:
+            raise ValueError(f"offload={offload!r} is DeepSpeed's ZeRO-Offload/Infinity: give an integer "
+                             "zero_stage >= 1 (FSDP's CPU offload is not modelled)")
+        if offload == "optimizer+params" and zero_stage != 3:
+            raise ValueError("offloading parameters (ZeRO-Infinity) needs zero_stage=3")
+        sharding = "deepspeed"
+    elif (zero_stage == 0 or (dp == 1 and not fsdp)) and (tp > 1 or pp > 1) and precision.endswith("mixed"):
+        sharding = "megatron"  # tensor/pipeline parallel training is Megatron's mixed precision
+    elif zero_stage == 0 or (dp == 1 and not fsdp):
+        sharding = "none"  # ZeRO over one GPU shards nothing: DeepSpeed then is plain training
+    else:
+        # FSDP on one GPU still keeps sharded and unsharded copies apart (PyTorch's FSDP2
+        # does; FSDPMemTracker shows it), so it is modelled as such even for dp=1.
+        sharding = "fsdp" if fsdp else "deepspeed"
+    if model.mlp != "gated" and (tp > 1 or pp > 1 or sharding != "none"):
+        raise ValueError(f"parallel layouts are modelled for LLaMA-style models; {model.name} is {model.model_type}")
+    if model.num_heads % tp or model.num_kv_heads % tp:
+        raise ValueError(f"tp={tp} must divide the {model.num_heads} attention heads and the "
+                         f"{model.num_kv_heads} key/value heads of {model.name} (Megatron splits whole heads)")
+    if model.intermediate_size % tp:
+        raise ValueError(f"tp={tp} must divide the MLP width {model.intermediate_size}")
+    if pp > model.num_layers:
+        raise ValueError(f"pp={pp} stages but {model.name} has only {model.num_layers} layers")
+    if pp > 1 and sharding == "deepspeed" and zero_stage >= 2:
+        raise ValueError("DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only; use zero_stage<=1 with pp>1")
+    if sequence_parallel and tp == 1:
+        raise ValueError("sequence_parallel needs tp > 1 (it shards the tensor-parallel group's norms and dropouts)")
+    if seq_len > model.max_position_embeddings and model.position == "learned":
+        raise ValueError(f"seq_len {seq_len} exceeds {model.name}'s learned position table "
+                         f"({model.max_position_embeddings})")
+    # optimizer implementation: torch.optim's choice; other stacks bring their own fused kernels
+    if optimizer == "adamw-8bit":
+        _not_for("optimizer_impl", optimizer_impl, "foreach", "bitsandbytes' 8-bit AdamW runs its own fused kernel")
+    if optimizer == "adafactor" and optimizer_impl == "fused":
+        raise ValueError("optimizer_impl='fused' does not apply to adafactor: torch.optim.Adafactor has no fused "
+                         "implementation (accepted: 'foreach', 'for-loop')")
+    if sharding in ("deepspeed", "megatron"):
+        _not_for("optimizer_impl", optimizer_impl, "foreach",
+                 f"the {sharding} layout steps with its own fused Adam on the fp32 master copy")
+    if not fsdp_mixed_precision and not (sharding == "fsdp" and precision.endswith("mixed") and finetune == "full"):
+        raise ValueError("fsdp_mixed_precision=False describes FSDP with fp32 parameters under autocast (no "
+                         "MixedPrecisionPolicy); it needs finetune='full', zero_stage='FULL_SHARD' or 'SHARD_GRAD_OP' "
+                         "and a *-mixed precision")
+    if model.mlp != "gated":
+        why = f"{model.name} is estimated with Korthikanti et al.'s GPT formula"
+        _not_for("loss", loss, "full", why)
+        _not_for("activation_offload", activation_offload, False, why)
+    if loss == "chunked" and tp > 1:
+        raise ValueError("loss='chunked' (Liger's fused linear cross-entropy) with tp > 1 is not modelled; Megatron's "
+                         "vocabulary-parallel cross-entropy already never gathers the full vocabulary")
+    if activation_offload and (tp > 1 or pp > 1 or sharding in ("deepspeed", "megatron")):
+        raise ValueError("activation_offload (torchtune's OffloadActivations) is modelled on one GPU and with FSDP; "
+                         f"not with tp={tp}, pp={pp}, sharding {sharding!r}")
+    if finetune == "full":
+        targets: tuple[str, ...] = ()
+        lora_rank = 0
+        base = "auto"
+    else:
+        if model.mlp != "gated":
+            raise ValueError(f"LoRA/QLoRA estimates need a LLaMA-style model; {model.name} is {model.model_type}")
+        targets = lora_mod.resolve_targets(model, lora_targets)
+        lora_mod.lora_params(model, lora_rank, targets)  # validates the rank against each layer
+        if finetune == "qlora" and precision in ("fp32",):
+            raise ValueError("qlora computes in 16-bit; use precision 'bf16', 'fp16', 'bf16-mixed' or 'fp16-mixed'")
+        sixteen = "fp32" if precision == "fp32" else precision[:4]
+        base = sixteen if base_dtype == "auto" else base_dtype
+        if base == "fp32" and precision in ("bf16", "fp16"):
+            raise ValueError(f"base_dtype='fp32' with precision={precision!r}: an fp32 base computes in fp32 unless "
+                             "autocast is on; use precision 'bf16-mixed'/'fp16-mixed' (autocast) or 'fp32'")
+        if base != "fp32" and base != sixteen:
+            raise ValueError(f"base_dtype={base_dtype!r} does not match precision={precision!r} (accepted: 'auto', "
+                             f"'fp32' or {sixteen!r})")
+        if adapter_dtype not in ("fp32", base):
+            raise ValueError(f"adapter_dtype={adapter_dtype!r} with a {base} base: peft keeps adapters in fp32 "
+                             f"(autocast_adapter_dtype=True, its default) or in the base dtype ({base!r})")
+    return TrainingSetup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, targets,
+                         recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
+                         sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
+                         qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision)

@@ -1,0 +1,509 @@
+"""The moments of one training step, assembled from the named terms (terms.py).
+
+Steady state (step 2 and later) of an ordinary loop:
+
+    out = model(input_ids, labels=input_ids)   # 'out' of the previous step is alive until here
+    out.loss.backward()
+    optimizer.step(); optimizer.zero_grad(set_to_none=True)
+
+moments modelled (each a breakdown of what is alive):
+  forward    at the loss: all saved activations, the logits and the fp32 log-softmax,
+             the previous step's logits, no gradients (they were set to None)
+  backward   max of (a) the top: activations still alive plus the loss gradients over the
+             vocabulary, (b) the top decoder layer, (c) the bottom: all gradients plus the
+             last layer's backward temporaries
+  optimizer  parameters + gradients + states + the optimizer's own temporaries
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlib import activations as act
+from memlib import optimizers as opt
+from memlib.training import layout
+from memlib.training import terms as T
+from memlib.training.estimate import Estimate, Moment
+from memlib.training.layout import Stage
+from memlib.training.options import TrainingSetup
+from memlib.units import fmt_bytes, fmt_count
+
+
+def estimate(s: TrainingSetup) -> Estimate:
+    if s.model.mlp != "gated":
+        return _estimate_gpt(s)
+    sts = layout.stages(s)
+    results = [_estimate_stage(s, st) for st in sts]
+    if len(results) == 1:
+        return results[0]
+    moments = []
+    for est, st in zip(results, sts):
+        moments += [Moment(mo.name, f"{st.name}: {mo.where}", mo.parts) for mo in est.moments]
+    worst = max(results, key=lambda e: e.peak_bytes)
+    if s.sharding == "device_map":
+        notes = worst.notes + [
+            f"device_map over {s.pp} GPUs: the first holds {sts[0].layers} layers + embedding, the last "
+            f"{sts[1].layers} layers + head and logits; one GPU works at a time (naive model parallelism), "
+            "the peak is the worst GPU's"]
+        return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes,
+                        worst.terms)
+    bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
+    notes = worst.notes + [
+        f"pipeline: {s.pp} stages; first stage {sts[0].layers} layers + embedding with "
+        f"{sts[0].in_flight} micro-batch(es) in flight (1F1B), last stage {sts[1].layers} layers + head; "
+        f"bubble (p-1)/(m+p-1) = {bubble:.1%} with m={s.grad_accum} micro-batches (Narayanan et al. 2021)"]
+    return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes, worst.terms)
+
+
+@dataclass(frozen=True)
+class Half:
+    """One half of a decoder layer (attention or MLP) as its backward sees it."""
+
+    act: int  # saved activations of this half
+    grad: int  # gradient bytes of this half's trainable weights
+    casts: int  # autocast 16-bit weight copies this half keeps
+    tmp: int  # largest temporaries inside this half's backward
+
+
+def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics) -> dict[str, Half]:
+    """Per half of a decoder layer: its saved activations, weight gradients, autocast copies and the largest
+    temporaries of its backward (the activation gradients in flight)."""
+    s, m = c.s, c.s.model
+    tok, cb, tp = s.tokens, num.compute, s.tp
+    out = {}
+    for half in ("attn", "mlp"):
+        is_attn = half == "attn"
+        acts = sum(n for _, n, _ in (layer.items[:layer.split] if is_attn else layer.items[layer.split:]))
+        linear_whole, all_weights, largest_whole = layout.half_weights(m)[half]
+        # under tp the projections split (norms stay whole); activations were split by the caller
+        linear, largest_linear = linear_whole // tp, largest_whole // tp
+        if c.full_ft:
+            trainable = all_weights - linear_whole + linear
+        else:
+            one_layer = Stage("one layer", 1, 1, False, False)
+            trainable = sum(t.numel for t, _ in layout.adapter_tensors(m, s, one_layer)
+                            if (t.name.split(".")[0] in layout.ATTN_TENSORS) == is_attn)
+        casts = (2 * linear if (c.w.cast_base and s.finetune != "qlora") else 0) + \
+            (2 * trainable if c.w.cast_adapters else 0)
+        # Backward temporaries: gradients of the half's activations in flight, plus under
+        # autocast the 16-bit weight gradient before it is added into the fp32 .grad, and
+        # under QLoRA the weight dequantized for the matmul (terms.dequantized_weight_bytes).
+        if is_attn:
+            if s.attention == "sdpa":
+                tmp = (cb * (2 * m.q_size + 2 * m.kv_size) * tok + 4 * m.q_size * tok) // tp
+            else:
+                # Eager (HF eager_attention_forward, bf16): P V's backward makes grad_P (c bytes per score), the
+                # cast back from fp32 softmax makes it fp32 (4) and frees P, softmax's backward writes an fp32
+                # grad_input (4) beside its saved fp32 output: 8 - c bytes per score above what was saved
+                # (fp32: 8). Plus the gradients of the attention output and of V.
+                scores = m.num_heads * s.seq_len * s.seq_len * s.micro_batch
+                kv_kept = m.q_size  # repeat_kv copies to all heads
+                tmp = ((8 - cb if cb != 4 else 8) * scores + cb * (m.q_size + kv_kept) * tok) // tp
+        else:  # SiLU(gate)*up's backward: the product's gradient and those of SiLU(gate) and up, beside the
+            # layer output's gradient; with a frozen down_proj its adapter's copies of the input are freed by
+            # then (measured: llama-7b-4l-qlora64-all-mixed-ckpt-chunked; full fine-tuning: llama-7b-bf16-ckpt-mb4)
+            down_input = 0 if c.full_ft else sum(
+                n for k, n, _ in layer.items if k in ("mlp.product", "lora.down_proj.input", "lora.down_proj.dropout_mask"))
+            cm = next((n for k, n, _ in layer.items if k == "mlp.gate"), cb * m.intermediate_size * tok // tp)
+            tmp = 3 * cm - down_input + cb * m.hidden_size * tok
+        if num.autocast and c.full_ft:
+            tmp += 2 * largest_linear
+        tmp += T.dequantized_weight_bytes(c, largest_linear)
+        if s.grad_accum > 1:  # a new gradient exists beside the accumulated one until it is added in
+            tmp += c.w.grad * (largest_linear if c.full_ft else trainable // max(len(s.lora_targets), 1))
+        out[half] = Half(acts, trainable * c.w.grad, casts, tmp)
+    return out
+
+
+def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
+    m = s.model
+    b, seq, tok = s.micro_batch, s.seq_len, s.tokens
+    h, V, tp, dp = m.hidden_size, m.vocab_size, s.tp, s.dp
+    full_ft = s.finetune == "full"
+    notes: list[str] = []
+    k = s.zero_stage if s.sharding != "none" else 0
+    w = T.widths(s, k)
+    if w.note:
+        notes.append(w.note)
+    num = w.num
+    sums = layout.stage_sums(m, tp, st)
+    tensors = layout.trainable_tensors(s, st)
+    trainable = sums.total if full_ft else layout.numel(tensors)
+    c = T.Ctx(s, st, w, k, sums, tensors, trainable)
+    pb, gb_ = w.param, w.grad
+
+    # --- model states on this GPU ----------------------------------------------------------
+    param_full = T.parameter_bytes(c)
+    if s.finetune == "qlora":
+        bits = 8 * T.nf4_weight_bytes(c) / max(sums.layer_linear * st.layers, 1)
+        notes.append(f"QLoRA ({s.qlora_backend}{', double quantization' if s.double_quant else ''}): "
+                     f"{fmt_count(sums.layer_linear * st.layers)} projection weights in NF4 ({bits:.3f} bits each), "
+                     f"the rest in {s.base_dtype}")
+    grad_full = T.gradient_bytes(c)
+    state_full = T.optimizer_state_bytes(c)
+    state_bytes = T.sharded(c, state_full, "optimizer")
+    grad_bytes = T.sharded(c, grad_full, "gradients")
+    param_rest = T.sharded(c, param_full, "parameters")
+    # SHARD_GRAD_OP keeps parameters unsharded from forward to backward; sharded only at rest.
+    param_live = param_full if (s.sharding == "fsdp" and k == 2) else param_rest
+    param_step = param_full // dp if (s.sharding == "fsdp" and k == 2) else param_rest
+    opt_tmp = T.optimizer_step_temporaries(c)
+
+    host_bytes = nvme_bytes = 0
+    if s.offload != "none":
+        off = T.offload(c, state_bytes, param_rest, grad_bytes)
+        host_bytes, nvme_bytes = off.host_bytes, off.nvme_bytes
+        if s.offload == "optimizer+params":
+            param_live = param_step = param_rest = 0
+        state_bytes, opt_tmp, grad_bucket = 0, 0, off.grad_bucket
+        notes.append(f"offload {s.offload} to {s.offload_device}: {fmt_bytes(off.offloaded)} per GPU leave the GPU; "
+                     "the optimizer steps on the CPU")
+
+    # --- activations -------------------------------------------------------------------------
+    adapters = frozenset(s.lora_targets)
+    qlora_bnb = s.finetune == "qlora" and s.qlora_backend.startswith("bitsandbytes")
+    layer = act.llama_layer_ledger(
+        m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
+        lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
+        # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
+        adapter_casts_input=not (qlora_bnb and num.autocast),
+        # bitsandbytes before 0.43.2: MatMul4Bit keeps its 16-bit input A for the backward
+        base_saves_input=s.finetune == "qlora" and s.qlora_backend == "bitsandbytes<0.43.2",
+        # Linear4bit returns its output in the input's dtype: fp32 MLP activations over an fp32-upcast base
+        mlp_bytes=4 if (s.finetune == "qlora" and num.autocast and w.base == 4) else None)
+    if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
+        # sequence parallelism the norms' tensors split too.
+        layer = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(("attn_norm", "mlp_norm")))
+                             else v, why) for n, v, why in layer.items], layer.split)
+    layer_act = layer.total
+    r = num.residual
+    sp = tp if s.sequence_parallel else 1
+    saved_model_act = T.saved_model_activations(c, num)
+    fwd_model_act = T.forward_only_activations(c, num, sp)
+    final_norm = T.final_norm_activations(c, num, sp)
+    frozen_input = T.frozen_first_norm(c, sp)
+    checkpoint = T.checkpoint_bytes(c, num, sp)
+    # A rebuilt layer under AMP/fp32 keeps its checkpointed input itself as the norm's fp32 input.
+    rebuilt_shared = checkpoint if r == 4 else 0
+    n_kept = st.layers * st.in_flight
+    recompute = s.recompute != "none"
+    sac_saved = sac_shared = 0
+    if s.recompute == "selective":
+        sac_saved, sac_shared = act.selective_saved_bytes(
+            m, num, tok, b, seq, attention=s.attention, adapters=adapters, lora_rank=s.lora_rank,
+            adapter_bytes=pb if not full_ft else 2)
+        sac_saved, sac_shared = sac_saved // tp, sac_shared // tp
+    if recompute:
+        # Non-reentrant checkpointing keeps each layer's input (and under selective recompute the outputs its
+        # policy saves); one layer is rebuilt at a time.
+        kept = n_kept * (checkpoint + sac_saved)
+        notes.append("full recompute: each decoder layer keeps only its input; backward rebuilds one layer at a time"
+                     if s.recompute == "full" else
+                     "selective recompute (torchtitan's op-level policy): each layer keeps its input, every other "
+                     "matmul's output and the attention kernel's outputs; backward rebuilds one layer at a time")
+    else:
+        kept = n_kept * layer_act - frozen_input * st.in_flight
+    host_acts = 0
+    if s.activation_offload:
+        # torchtune's OffloadActivations (training/_activation_offloading.py): every saved tensor of 1024
+        # bytes or more goes to pinned host memory as the forward packs it; the 5 most recently offloaded
+        # ones stay on the GPU until their copy is done (the final norm's, whose lm_head is not offloaded;
+        # under checkpointing the last two layers' inputs); in backward a tensor comes back when its node
+        # runs and is freed after the next node (terms.offload_brought_back).
+        on_gpu = min(n_kept, 2) * (checkpoint + sac_saved) if recompute else 0
+        host_acts = kept - on_gpu
+        kept = on_gpu
+        notes.append(f"activation offloading: {fmt_bytes(host_acts)} of saved activations in host memory")
+
+    casts_all = T.autocast_weight_copies(c)
+    casts_layer = T.autocast_layer_copies(c)
+    lm_head_cast = T.autocast_head_copy(c)
+
+    if s.loss == "chunked" and st.head:
+        # Liger's fused linear cross-entropy: no logits; its saved gradients and one chunk's temporaries
+        # (terms.fused_loss_*). The final norm's output is kept by nothing (the head's matmul ran inside
+        # the fused function) and the head's 16-bit weight copy dies with the autocast cache.
+        hidden_bytes = 4 if (full_ft and num.autocast) else num.residual
+        logits = 0
+        loss_fwd = T.fused_loss_saved_bytes(c, hidden_bytes) + T.fused_loss_chunk_bytes(c, num, hidden_bytes)
+        loss_bwd = T.fused_loss_saved_bytes(c, hidden_bytes)
+        final_norm -= T.final_norm_output_bytes(c, num, sp)
+        casts_all_bwd_less = lm_head_cast
+    else:
+        logits = T.logits_bytes(c, num)
+        loss_fwd = logits + T.loss_upcast_bytes(c, num) + T.log_softmax_bytes(c)
+        loss_bwd = logits + T.loss_backward_bytes(c)
+        casts_all_bwd_less = 0
+
+    # ZeRO-3 / FULL_SHARD gather each layer's parameters just in time: the layer in use and
+    # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
+    halves = layer_halves(c, layer, num)
+    attn, mlp = halves["attn"], halves["mlp"]
+    layer_param_bytes = T.layer_parameter_bytes(c)
+    gathered_layers = 2 * layer_param_bytes if k == 3 else 0
+    head_param_bytes = pb * V * h // tp if st.head else 0
+    gathered_head = head_param_bytes if k == 3 else 0
+    gathered_bottom = gathered_layers
+    fsdp3 = s.sharding == "fsdp" and k == 3
+    layer_rs = 0
+    g = w.gathered  # FSDP: unsharded parameters and gradients (16-bit under a MixedPrecisionPolicy)
+    if fsdp3:
+        # FSDP2 (fully_shard per layer, then the root), as FSDPMemTracker shows it: the root's
+        # parameters (embedding, final norm, head) are gathered at the start of the forward and
+        # stay unsharded until the end of the backward; each layer's all-gather buffer outlives
+        # its unpacked parameters until the next layer unpacks (the last layer's until the loss);
+        # in backward the next layer is prefetched and the previous layer's reduce-scatter
+        # buffer (in the reduce dtype) is still alive.
+        root_bytes = T.root_parameter_bytes(c)
+        layer_rs = layer_param_bytes * w.reduce // g if full_ft else layer_param_bytes
+        gathered_head = root_bytes + layer_param_bytes
+        gathered_layers = root_bytes + 2 * layer_param_bytes
+        gathered_bottom = root_bytes + layer_param_bytes + layer_rs  # layer 0 + layer 1's reduce-scatter buffer
+        root_grads = g * T.root_numel(c) if full_ft else 0
+    # Gradients of the layer in backward exist unsharded until reduce-scattered (ZeRO-2/3, FSDP).
+    unsharded_layer_grads = (attn.grad + mlp.grad) * (g if fsdp3 else gb_) // gb_ if k >= 2 else 0
+
+    base = {"parameters": param_live, "optimizer": state_bytes}
+
+    # forward, at log_softmax inside the loss of step N, with step N-1's output still alive
+    moments = []
+    if st.head:
+        moments.append(Moment("forward", "at the loss (log-softmax over the vocabulary)", {
+            **base,
+            "activations": kept + fwd_model_act + final_norm,
+            "autocast_copies": casts_all,
+            "logits_and_loss": loss_fwd,
+            "previous_output": logits,
+            "gathered_parameters": gathered_head,
+        }))
+        # inside the last decoder layer (what decides the forward when no logits are made: the chunked loss)
+        moments.append(Moment("forward", "inside the last decoder layer", {
+            **base,
+            "activations": kept + fwd_model_act + T.layer_forward_transient(c, num, layer, sp),
+            "autocast_copies": casts_all - lm_head_cast,
+            "previous_output": logits,
+            "gathered_parameters": gathered_layers if fsdp3 else (gathered_layers // 2 if k == 3 else 0),
+        }))
+    else:
+        moments.append(Moment("forward", "end of the stage's forward, all in-flight micro-batches", {
+            **base,
+            "activations": kept + fwd_model_act,
+            "autocast_copies": casts_all * st.in_flight if not recompute else casts_all,
+            "gathered_parameters": gathered_layers,
+        }))
+
+    # backward (a): the first nodes: NLL grad, log-softmax grad and its saved output (fp32)
+    # Under checkpointing the layers' weight copies died with the autocast cache at the end
+    # of the forward (nothing saved them); only the head's copy is still held by its matmul.
+    casts_after_fwd = (casts_all if not recompute else lm_head_cast) - casts_all_bwd_less
+    if st.head:
+        moments.append(Moment("backward", "start: gradient of the loss over the vocabulary", {
+            **base,
+            "activations": kept + saved_model_act + final_norm,
+            "autocast_copies": casts_after_fwd,
+            "logits_and_loss": loss_bwd,
+            "gathered_parameters": gathered_head,
+        }))
+
+    # backward (b): the decoder layers, top to bottom. Each layer runs its MLP backward,
+    # then its attention backward; gradients appear as saved tensors are released, so the
+    # high points are the first layer reached (everything still saved) and the last one
+    # (nearly all gradients present). Evaluated at both halves of both ends.
+    per_layer_grad = attn.grad + mlp.grad
+    layers_grad = per_layer_grad * st.layers
+    if k >= 2:
+        layers_grad //= dp
+    head_grad = grad_bytes - layers_grad - (V * h // tp * gb_ // (dp if k >= 2 else 1)
+                                            if full_ft and st.embed and not m.tie_word_embeddings else 0)
+    if not st.head:
+        head_grad = 0
+    embed_grad = grad_bytes - layers_grad - head_grad
+    if fsdp3 and full_ft:  # the root's gradients stay unsharded until its post-backward
+        head_grad = g * (V * h // tp + h) if not m.tie_word_embeddings else root_grads
+        embed_grad = 0
+    shard = dp if k >= 2 else 1
+    if recompute:  # checkpoints of every layer, plus the one layer being rebuilt (its saved outputs reused)
+        rebuilt = rebuilt_shared + sac_shared
+        top_acts = {"mlp": kept + layer_act - rebuilt, "attn": kept + attn.act - rebuilt}
+        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
+        top_casts = {"mlp": casts_layer, "attn": attn.casts}
+    else:
+        top_acts = {"mlp": kept, "attn": kept - mlp.act}
+        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
+        if s.activation_offload:  # what comes back for the node in backward and the node before it
+            top_acts = {half: T.offload_brought_back(layer, half == "attn") for half in ("mlp", "attn")}
+            bottom_acts = dict(top_acts)
+        top_casts = {"mlp": casts_all * st.in_flight - lm_head_cast, "attn": casts_all * st.in_flight
+                     - lm_head_cast - mlp.casts}
+    if st.in_flight > 1:  # other micro-batches' activations stay while the oldest one runs backward
+        bottom_acts = {key: v + (st.in_flight - 1) * (st.layers * layer_act if not recompute
+                                                      else st.layers * (checkpoint + sac_saved))
+                       for key, v in bottom_acts.items()}
+    bottom_casts = {"mlp": casts_layer, "attn": attn.casts}
+    cb_h_grad = num.compute * h * tok // sp  # the gradient arriving at the layer's output
+    if recompute and st.head:  # the top layer rebuilt for its backward, at its last projection
+        moments.append(Moment("backward", "top decoder layer, rebuilt (recompute forward)", {
+            **base,
+            "gradients": head_grad,
+            "activations": top_acts["mlp"] + saved_model_act,
+            "autocast_copies": top_casts["mlp"],
+            "logits_and_loss": logits,
+            "temporaries": T.layer_forward_transient(c, num, layer, sp, rebuilding=True) + cb_h_grad,
+            "gathered_parameters": gathered_layers,
+        }))
+    for half, done_grads in (("mlp", 0), ("attn", mlp.grad)):
+        moments.append(Moment("backward", f"top decoder layer, {half} backward", {
+            **base,
+            "gradients": head_grad + (done_grads // shard if k >= 2 else done_grads),
+            "activations": top_acts[half] + saved_model_act,
+            "autocast_copies": top_casts[half],
+            "logits_and_loss": logits,
+            "temporaries": halves[half].tmp + unsharded_layer_grads,
+            "gathered_parameters": gathered_layers,
+        }))
+    if fsdp3 and st.layers > 1 and not recompute and not s.activation_offload:
+        # FSDP2 one layer further down, as FSDPMemTracker shows its peak: the top layer's activations and the
+        # next layer's MLP ones are freed, but the top layer's reduce-scatter input (in the reduce dtype: fp32
+        # under MixedPrecisionPolicy) is alive beside the current layer's unsharded parameters and the next
+        # layer's prefetched all-gather output.
+        moments.append(Moment("backward", "second decoder layer from the top, mlp to attention", {
+            **base,
+            "gradients": head_grad + per_layer_grad // shard,
+            "activations": top_acts["mlp"] - layer_act - mlp.act + saved_model_act,
+            "autocast_copies": max(top_casts["mlp"] - attn.casts - mlp.casts, 0),
+            "logits_and_loss": logits,
+            "temporaries": mlp.tmp + unsharded_layer_grads,
+            "gathered_parameters": gathered_layers + layer_rs,
+        }))
+    for half, missing in (("mlp", per_layer_grad), ("attn", attn.grad)):
+        moments.append(Moment("backward", f"first decoder layer, {half} backward", {
+            **base,
+            "gradients": (layers_grad - missing // shard + head_grad) if fsdp3 else
+                         grad_bytes - embed_grad - missing // shard,
+            "activations": bottom_acts[half] + saved_model_act,
+            "autocast_copies": bottom_casts[half],
+            "logits_and_loss": logits,
+            "temporaries": halves[half].tmp + unsharded_layer_grads,
+            "gathered_parameters": gathered_bottom,
+        }))
+    # backward (c): the embedding's gradient; with tied embeddings it is added into the
+    # head's gradient, so for a moment both exist.
+    if st.embed and fsdp3:
+        # the root's post-backward: its parameters are resharded, its gradients copied into a
+        # flat reduce-scatter input (root-sized) and out comes the shard; one vocabulary-sized
+        # gradient is not yet freed.
+        moments.append(Moment("backward", "end: the root's gradients reduce-scattered", {
+            **base,
+            "gradients": layers_grad + (g * V * h // tp if full_ft else 0),
+            "logits_and_loss": logits,
+            # the reduce-scatter input (reduce dtype) and the fp32 shard; its parameters are resharded by now
+            "temporaries": (root_grads * w.reduce + T.root_numel(c) * gb_ // dp * (1 if full_ft else 0)) // g,
+        }))
+    elif st.embed:
+        moments.append(Moment("backward", "embedding backward", {
+            **base,
+            "gradients": grad_bytes,
+            "logits_and_loss": logits,
+            # tied embeddings: the embedding's gradient is added to the head's; after the fused loss (whose
+            # gradient .grad took over while still referenced) the sum is made out of place: two of them
+            "temporaries": (2 if s.loss == "chunked" else 1) * V * h // tp * gb_
+            if (full_ft and m.tie_word_embeddings and st.head) else 0,
+            "gathered_parameters": head_param_bytes if k == 3 else 0,
+        }))
+
+    # optimizer step: everything persistent plus the optimizer's temporaries
+    moments.append(Moment("optimizer", "optimizer.step()", {
+        "parameters": param_step, "optimizer": state_bytes, "gradients": grad_bytes, "logits_and_loss": logits,
+        "temporaries": opt_tmp,
+    }))
+
+    if s.grad_accum > 1:
+        # Gradient accumulation: the gradients of the earlier micro-batches stay in .grad through
+        # this micro-batch's forward and backward; each new gradient is added in place
+        # (AccumulateGrad), so beside them only the one being added exists (layer_halves' tmp;
+        # for the embedding, its whole vocabulary-sized gradient).
+        for mo in moments:
+            if mo.name in ("forward", "backward"):
+                mo.parts["gradients"] = grad_bytes
+                if mo.where == "embedding backward" and full_ft and not m.tie_word_embeddings:
+                    mo.parts["temporaries"] = mo.parts.get("temporaries", 0) + V * h // tp * gb_
+
+    leaf = T.input_leaf_bytes(c, num, sp)
+    if leaf:  # the embedding output made to require grad (HF checkpointing): alive with the graph
+        for mo in moments:
+            if mo.name == "forward":  # the previous step's leaf and its gradient, held by its graph
+                mo.parts["previous_output"] = mo.parts.get("previous_output", 0) + 2 * leaf
+            elif mo.name == "backward":  # (the leaf itself is layer 0's checkpointed input meanwhile)
+                if mo.where == "embedding backward":
+                    mo.parts["gradients"] = mo.parts.get("gradients", 0) + leaf
+            else:
+                mo.parts["activations"] = mo.parts.get("activations", 0) + 2 * leaf
+
+    if s.offload != "none":  # gradients leave the GPU per bucket: never more than the bucket on it
+        for mo in moments:
+            if "gradients" in mo.parts:
+                mo.parts["gradients"] = min(max(mo.parts["gradients"], 0), grad_bucket)
+        grad_bytes = grad_bucket
+
+    counts = {"trainable": trainable, "param_bytes": param_rest, "grad_bytes": grad_bytes,
+              "optimizer_bytes": state_bytes, "layer_activation_bytes": layer_act,
+              "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0,
+              "param_bytes_unsharded": param_full, "grad_bytes_unsharded": grad_full,
+              "optimizer_bytes_unsharded": state_full}
+    named = [(T.parameter_bytes, param_full), (T.gradient_bytes, grad_full), (T.optimizer_state_bytes, state_full),
+             (T.optimizer_step_temporaries, opt_tmp), (T.autocast_weight_copies, casts_all),
+             (T.saved_model_activations, saved_model_act), (T.forward_only_activations, fwd_model_act),
+             (T.final_norm_activations, final_norm), (T.frozen_first_norm, frozen_input)]
+    if recompute:
+        named.append((T.checkpoint_bytes, checkpoint))
+    if s.finetune == "qlora":
+        named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
+                  (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]
+    if s.loss == "chunked" and st.head:
+        named += [(T.fused_loss_saved_bytes, loss_bwd), (T.fused_loss_chunk_bytes, loss_fwd - loss_bwd)]
+    elif st.head:
+        named += [(T.logits_bytes, logits), (T.loss_upcast_bytes, T.loss_upcast_bytes(c, num)),
+                  (T.log_softmax_bytes, T.log_softmax_bytes(c)), (T.loss_backward_bytes, T.loss_backward_bytes(c))]
+    if k == 3:
+        named.append((T.layer_parameter_bytes, layer_param_bytes))
+        if fsdp3:
+            named.append((T.root_parameter_bytes, root_bytes))
+    terms = [T.Term(fn.__name__, int(v), T.source(fn)) for fn, v in named if v]
+    return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes, terms)
+
+
+def _estimate_gpt(s: TrainingSetup) -> Estimate:
+    """GPT-style models (LayerNorm, GELU MLP, dropout): Korthikanti et al. 2022 activations,
+    16 bytes/param model states for mixed-precision AdamW (Rajbhandari et al. 2020, Sec. 3.1)."""
+    m = s.model
+    pb = T.PARAM_BYTES[s.precision]
+    tensors = layout.trainable_tensors(s, layout.stages(s)[0])
+    grad_bytes = m.num_params * pb
+    state = opt.state_bytes(s.optimizer, tensors, pb)
+    # sdpa (flash attention) keeps no s x s tensor: Korthikanti's attention-core term (5as/h: softmax output,
+    # its dropout mask and output) goes, as under selective recompute, and the fp32 log-sum-exp comes in.
+    core = "selective" if (s.attention == "sdpa" and s.recompute == "none") else s.recompute
+    layer_bytes = act.korthikanti_layer_bytes(s.seq_len, s.micro_batch, m.hidden_size, m.num_heads, recompute=core)
+    if T.NUMERICS[s.precision].compute == 4:
+        layer_bytes *= 2
+    layer = act.Ledger()
+    layer.add("korthikanti", layer_bytes, "s*b*h*(34 + 5*a*s/h), Korthikanti et al. 2022 eq. (1)"
+              + ("; sdpa: without the 5as/h attention core" if core != s.recompute else ""))
+    if s.attention == "sdpa" and s.recompute != "full":
+        lse = 4 * m.num_heads * s.tokens
+        layer.add("sdpa.logsumexp", lse, "fp32 row log-sum-exp the fused kernel keeps instead of the s x s matrix")
+        layer_bytes += lse
+    acts = layer_bytes * m.num_layers
+    logits = 4 * m.vocab_size * s.tokens
+    moments = [
+        Moment("forward", "end of forward", {"parameters": m.num_params * pb, "optimizer": state,
+                                             "activations": acts, "logits_and_loss": 2 * logits}),
+        Moment("optimizer", "optimizer.step()", {"parameters": m.num_params * pb, "gradients": grad_bytes,
+                                                 "optimizer": state, "temporaries": opt.step_transient_bytes(
+                                                     s.optimizer, m.largest_tensor_numel, pb, impl=s.optimizer_impl,
+                                                     group_numel=m.num_params)}),
+    ]
+    counts = {"trainable": m.num_params, "param_bytes": m.num_params * pb, "grad_bytes": grad_bytes,
+              "optimizer_bytes": state, "layer_activation_bytes": layer_bytes, "optimizer_temporary_bytes": 0,
+              "adapter_params": 0}
+    return Estimate(s, moments, counts, layer, ["GPT-style model: Korthikanti et al. 2022 activation formula"])

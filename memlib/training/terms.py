@@ -1,0 +1,473 @@
+"""The named terms of a training step's memory, one small function each, with its source.
+
+Every function takes the step's context `c` (the setup, the GPU's stage, its byte widths)
+and returns bytes on one GPU. step.py adds them up into the moments of a step; an
+Estimate keeps them (est.terms) and explain() prints each with the first line of its
+docstring, which says where the term comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memlib import activations as act
+from memlib import lora as lora_mod
+from memlib import optimizers as opt
+from memlib import zero
+from memlib.training.layout import Stage, StageSums
+from memlib.training.options import TrainingSetup
+
+DEEPSPEED_SUB_GROUP = 10**9  # zero_optimization.sub_group_size default (DeepSpeed config docs)
+DEEPSPEED_REDUCE_BUCKET = 5 * 10**8  # zero_optimization.reduce_bucket_size default, elements
+DEEPSPEED_NVME_BUFFERS = 5 * 10**8  # offload_param buffer_count x buffer_size defaults (5 x 1e8 elements)
+
+# Under AMP the weights are fp32 and every matmul reads a 16-bit copy; the embedding runs
+# outside autocast, so the residual stream is fp32 too (torch.autocast op lists).
+NUMERICS = {
+    "fp32": act.Numerics(residual=4, compute=4, autocast=False),
+    "bf16": act.Numerics(residual=2, compute=2, autocast=False),
+    "fp16": act.Numerics(residual=2, compute=2, autocast=False),
+    "bf16-mixed": act.Numerics(residual=4, compute=2, autocast=True),
+    "fp16-mixed": act.Numerics(residual=4, compute=2, autocast=True),
+}
+PARAM_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "bf16-mixed": 4, "fp16-mixed": 4}
+
+
+BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+@dataclass(frozen=True)
+class Widths:
+    """Byte widths of the model states and the numerics of the compute, per framework layout."""
+
+    param: int  # trainable parameters (full fine-tuning: all parameters; LoRA/QLoRA: the adapters)
+    grad: int
+    state: int  # optimizer states
+    master: int  # a separate fp32 master copy (DeepSpeed, Megatron), 0 if none
+    num: act.Numerics
+    note: str = ""
+    base: int = 0  # the frozen base (LoRA) or its unquantized part (QLoRA); full fine-tuning: = param
+    cast_base: bool = False  # autocast makes 16-bit copies of fp32 base weights
+    cast_adapters: bool = False  # ... and of fp32 adapters
+    gathered: int = 0  # FSDP: width of the all-gathered (unsharded) parameters and their gradients
+    reduce: int = 0  # FSDP: width of the reduce-scatter input
+
+
+def widths(s: TrainingSetup, k: int) -> Widths:
+    """Byte widths of parameters, gradients, states and activations for the setup's layout."""
+    if s.sharding == "megatron":
+        # Megatron-LM's mixed precision (NVIDIA/Megatron-LM theoretical_memory_usage.py: 18 bytes
+        # per parameter without the distributed optimizer): 16-bit parameters, fp32 main
+        # gradients, fp32 master weights + Adam moments; 16-bit compute, no autocast copies.
+        return Widths(2, 4, 4, 4, NUMERICS["bf16"],
+                      "Megatron-LM mixed precision: 2-byte params, 4-byte fp32 main grads, 12-byte fp32 master "
+                      "+ Adam states = 18 bytes/param", base=2, gathered=2, reduce=4)
+    if s.sharding == "deepspeed":
+        # DeepSpeed's mixed precision (Rajbhandari et al. 2020, Sec. 3.1): 16-bit working
+        # parameters and gradients; fp32 master weights + fp32 optimizer states (K = 12 for Adam).
+        wide = s.precision == "fp32"
+        pb = 4 if wide else 2
+        master = 0 if wide else 4
+        return Widths(pb, pb, 4, master, NUMERICS["fp32"] if wide else NUMERICS["bf16"],
+                      f"DeepSpeed ZeRO-{k} over {s.dp} GPUs: {pb}-byte working params and grads, fp32 optimizer "
+                      f"states{' + fp32 master copy' if master else ''} (the ZeRO paper's layout)", base=pb,
+                      gathered=pb, reduce=pb)
+    autocast = s.precision.endswith("mixed")
+    if s.finetune != "full":
+        # LoRA / QLoRA: the frozen base as the recipe loads it (16-bit under *-mixed, torch_dtype=bf16), the
+        # adapters in adapter_dtype (peft's autocast_adapter_dtype=True keeps them fp32), autocast on under *-mixed.
+        base, ad = BYTES[s.base_dtype], BYTES[s.adapter_dtype]
+        compute = 4 if s.precision == "fp32" else 2
+        num = act.Numerics(residual=base, compute=compute, autocast=autocast)
+        note = (f"{s.finetune}: frozen base in {s.base_dtype}, adapters in {s.adapter_dtype}"
+                + (", autocast" if autocast else ""))
+        if s.sharding == "fsdp":
+            note += (f"; {'FSDP-QLoRA (AnswerDotAI/fsdp_qlora: the 4-bit base in a 16-bit quant_storage)' if s.finetune == 'qlora' else 'FSDP'}"
+                     f" sharded over {s.dp} GPUs, each decoder layer gathered in turn")
+        elif s.dp > 1:
+            note += f"; DDP over {s.dp} GPUs: each holds a replica"
+        return Widths(ad, ad, ad, 0, num, note, base=base, cast_base=autocast and base == 4,
+                      cast_adapters=autocast and ad == 4, gathered=ad, reduce=ad)
+    pb = PARAM_BYTES[s.precision]
+    note = ""
+    if s.sharding == "fsdp" and autocast and s.fsdp_mixed_precision:
+        # FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over fp32 sharded parameters
+        # (torchtitan's default): all-gathers cast to 16-bit, the layers compute in 16-bit without
+        # autocast, the 16-bit unsharded gradients are reduce-scattered in fp32 into fp32 shards.
+        return Widths(4, 4, 4, 0, NUMERICS["bf16"],
+                      f"FSDP2 over {s.dp} GPUs (stage {k} equivalent) with MixedPrecisionPolicy(param_dtype="
+                      f"{s.precision[:4]}, reduce_dtype=fp32): fp32 sharded params, grads and AdamW states; "
+                      "16-bit gathered params and compute", base=4, gathered=2, reduce=4)
+    if s.sharding == "fsdp":
+        note = (f"FSDP over {s.dp} GPUs (stage {k} equivalent): parameters, gradients and optimizer states "
+                f"in {pb}-byte {('fp32 (AMP, no MixedPrecisionPolicy)' if pb == 4 else 'bf16/fp16')}, "
+                "PyTorch's layout")
+    elif s.zero_stage and s.dp == 1:
+        note = f"zero_stage={s.zero_stage} over one GPU shards nothing: same as no ZeRO"
+    return Widths(pb, pb, pb, 0, NUMERICS[s.precision], note, base=pb, cast_base=autocast, gathered=pb, reduce=pb)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named term of an estimate: its bytes on this GPU and where it comes from."""
+
+    name: str
+    nbytes: int
+    source: str
+
+
+@lru_cache(maxsize=None)
+def source(fn) -> str:
+    """The first paragraph of a term function's docstring: what it is and whose code or paper it follows."""
+    first_paragraph = (fn.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(first_paragraph.split())
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Everything a term reads: the setup, the GPU's stage and the byte widths."""
+
+    s: TrainingSetup
+    st: Stage
+    w: Widths
+    k: int  # the ZeRO stage in effect (0 when nothing is sharded)
+    sums: StageSums
+    tensors: list  # trainable tensors on this GPU: [(Tensor, shape)]
+    trainable: int  # their elements
+
+    @property
+    def full_ft(self) -> bool:
+        return self.s.finetune == "full"
+
+
+# --- model states -------------------------------------------------------------------------
+
+def nf4_weight_bytes(c: Ctx) -> int:
+    """QLoRA's 4-bit projections: NF4 codes + block absmax per weight (lora.nf4_bytes: bitsandbytes'
+    quantize_4bit with or without double quantization, or torchao's NF4Tensor); lm_head stays 16-bit
+    (bitsandbytes skips it by default, llm_int8_skip_modules)."""
+    s = c.s
+    return c.st.layers * sum(lora_mod.nf4_bytes(n, double_quant=s.double_quant, backend=s.qlora_backend)
+                             for n in c.sums.layer_linear_numels)
+
+
+def quantized_numel(c: Ctx) -> int:
+    """Elements QLoRA stores in 4 bits: every projection of the decoder layers."""
+    return c.sums.layer_linear * c.st.layers if c.s.finetune == "qlora" else 0
+
+
+def parameter_bytes(c: Ctx) -> int:
+    """Weights on this GPU before sharding: every parameter at its width; LoRA/QLoRA: the frozen base at the base
+    width (QLoRA: projections in NF4) plus the adapters at theirs (Hu et al. 2021; Dettmers et al. 2023)."""
+    pb, sums = c.w.param, c.sums
+    if c.full_ft:
+        return sums.total * pb
+    if c.s.finetune == "lora":
+        return sums.total * c.w.base + c.trainable * pb
+    return nf4_weight_bytes(c) + (sums.total - quantized_numel(c)) * c.w.base + c.trainable * pb
+
+
+def gradient_bytes(c: Ctx) -> int:
+    """Gradients of the trainable parameters, in the gradient dtype (present from their backward to zero_grad)."""
+    return c.trainable * c.w.grad
+
+
+def optimizer_state_bytes(c: Ctx) -> int:
+    """Optimizer states per trainable tensor (optimizers.state_bytes) plus a separate fp32 master copy where the
+    framework keeps one (ZeRO paper Sec. 3.1: K = 12 bytes/param for mixed-precision Adam)."""
+    return opt.state_bytes(c.s.optimizer, c.tensors, c.w.state) + c.w.master * c.trainable
+
+
+def root_numel(c: Ctx) -> int:
+    """Parameters outside the decoder layers on this GPU: embeddings, final norm, lm_head (FSDP's root unit)."""
+    return c.sums.total - c.sums.layer_all * c.st.layers
+
+
+def layer_parameter_bytes(c: Ctx) -> int:
+    """One decoder layer's parameters as ZeRO-3 / FSDP gathers them: at the gathered width (FSDP2's
+    MixedPrecisionPolicy casts to 16-bit); LoRA: the base plus the layer's adapters; QLoRA: NF4 projections
+    (stored in a 16-bit quant_storage for FSDP-QLoRA: the same bytes), 16-bit norms, the adapters."""
+    sums, w = c.sums, c.w
+    if c.full_ft:
+        return w.gathered * sums.layer_all
+    adapters = c.trainable // max(c.st.layers, 1) * w.param
+    if c.s.finetune == "lora":
+        return w.base * sums.layer_all + adapters
+    nf4 = sum(lora_mod.nf4_bytes(n, double_quant=c.s.double_quant, backend=c.s.qlora_backend)
+              for n in sums.layer_linear_numels)
+    return nf4 + w.base * (sums.layer_all - sums.layer_linear) + adapters
+
+
+def root_parameter_bytes(c: Ctx) -> int:
+    """The root unit's parameters (embeddings, final norm, lm_head) at the gathered width (the base's under LoRA)."""
+    return (c.w.gathered if c.full_ft else c.w.base) * root_numel(c)
+
+
+def sharded(c: Ctx, nbytes: int, state: str) -> int:
+    """ZeRO (Rajbhandari et al. 2020, Sec. 5): stage 1 shards optimizer states, 2 also gradients, 3 also
+    parameters, each over the dp data-parallel GPUs."""
+    return zero.partitioned(nbytes, state, c.k, c.s.dp)
+
+
+def optimizer_step_temporaries(c: Ctx) -> int:
+    """Temporaries inside optimizer.step() beyond parameters, gradients and states (optimizers.step_transient_bytes;
+    DeepSpeed's fp32 gradient partition; none for Megatron's fused Adam)."""
+    s, k = c.s, c.k
+    if s.sharding == "megatron":
+        return 0  # Apex/TE fused Adam updates the fp32 master in place
+    if s.sharding == "deepspeed":
+        # DeepSpeed steps on the flat fp32 partition after upcasting its gradient partition to
+        # fp32; ZeRO-3 does it one sub-group at a time (sub_group_size, default 1e9 elements).
+        if not c.w.master:
+            return 0
+        grad_partition = c.trainable // (s.dp if k >= 1 else 1)
+        return 4 * (min(grad_partition, DEEPSPEED_SUB_GROUP) if k == 3 else grad_partition)
+    shard = s.dp if k >= 1 else 1
+    largest = max(t.numel for t, _ in c.tensors)
+    return opt.step_transient_bytes(s.optimizer, largest // shard, c.w.state, impl=s.optimizer_impl,
+                                    group_numel=c.trainable // shard)
+
+
+@dataclass(frozen=True)
+class Offload:
+    """ZeRO-Offload / ZeRO-Infinity: what leaves the GPU and where it goes."""
+
+    offloaded: int  # bytes per GPU moved off the GPU
+    host_bytes: int
+    nvme_bytes: int
+    grad_bucket: int  # gradients on the GPU at most (reduce_bucket_size)
+
+
+def offload(c: Ctx, state_bytes: int, param_bytes: int, grad_bytes: int) -> Offload:
+    """ZeRO-Offload (Ren et al. 2021, Sec. 4): states, fp32 master and an fp32 gradient partition live in host
+    memory and the optimizer steps on the CPU; ZeRO-Infinity (Rajbhandari et al. 2021) moves the 16-bit
+    parameters too, to CPU or NVMe (with DeepSpeed's pinned staging buffers)."""
+    s = c.s
+    offloaded = state_bytes + 4 * c.trainable // s.dp
+    staging = 0
+    if s.offload == "optimizer+params":
+        offloaded += param_bytes
+        if s.offload_device == "nvme":  # DeepSpeed's default pinned buffers: 5 x 1e8 elements
+            staging = DEEPSPEED_NVME_BUFFERS * c.w.param
+    if s.offload_device == "cpu":
+        host, nvme = offloaded, 0
+    else:
+        host, nvme = staging + 4 * c.trainable // s.dp, offloaded
+    # gradients leave the GPU bucket by bucket during the backward (reduce_bucket_size)
+    return Offload(offloaded, host, nvme, min(grad_bytes, DEEPSPEED_REDUCE_BUCKET * c.w.grad))
+
+
+# --- activations outside the decoder layers --------------------------------------------------
+
+def saved_model_activations(c: Ctx, num: act.Numerics) -> int:
+    """Kept for the backward outside the layers: rotary cos/sin (saved by every layer's rotation, shared), the
+    token ids and the shifted labels (saved by the NLL loss) (transformers LlamaModel.forward)."""
+    m = c.s.model
+    return 2 * m.head_dim * num.residual * c.s.tokens + 2 * 8 * c.s.tokens
+
+
+def forward_only_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
+    """Alive only during the forward: the embedding output (LlamaModel.forward's inputs_embeds; under AMP it is
+    also layer 0's saved fp32 input, unless the embeddings are frozen), the padded labels, and for eager
+    attention the additive (b, 1, s, s) causal mask shared by all layers (transformers masking_utils)."""
+    s = c.s
+    r, tok = num.residual, s.tokens
+    own = c.st.embed and (r != 4 or not c.full_ft)
+    out = saved_model_activations(c, num) + (r * s.model.hidden_size * tok // sp if own else 0)
+    out += 8 * tok
+    if s.attention == "eager":
+        out += r * s.micro_batch * s.seq_len * s.seq_len
+    return out
+
+
+def final_norm_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
+    """Final RMSNorm before the head: its fp32 input, plus (normalized, output) when its weight is trained."""
+    if not c.st.head:
+        return 0
+    h, tok, r = c.s.model.hidden_size, c.s.tokens, num.residual
+    return (4 * h * tok + ((r * h + (2 if num.autocast else r) * h) * tok if c.full_ft else 0)) // sp
+
+
+def layer_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: int, rebuilding: bool = False) -> int:
+    """Forward, inside the last decoder layer, besides what the layers saved: the layer's input (held by
+    LlamaModel's loop) and the residual, plus the largest of: an adapted projection's base output (and
+    bitsandbytes' defensive clone of it, peft lora/bnb.py), lora_B's output and its scaled copy; at up_proj,
+    SiLU(gate) when checkpointing saves nothing; at down_proj, the SwiGLU product (unless kept), the output
+    and an adapter's fp32 copies of its input (peft's cast, then dropout's). rebuilding: the same inside a layer
+    recomputed for its backward."""
+    m, s = c.s.model, c.s
+    tok, r, cb, I, h, tp = s.tokens, num.residual, num.compute, m.intermediate_size, m.hidden_size, s.tp
+    cm = 4 if (s.finetune == "qlora" and num.autocast and c.w.base == 4) else cb
+    targets = set(s.lora_targets)
+    ckpt = s.recompute != "none" and not rebuilding  # a layer rebuilt in backward saves as usual
+    lw = 2 if num.autocast else c.w.param  # lora_B's output width
+    clones = 2 if s.finetune == "qlora" and s.qlora_backend.startswith("bitsandbytes") else 1
+    widths = {"q_proj": m.q_size, "k_proj": m.kv_size, "v_proj": m.kv_size, "o_proj": h,
+              "gate_proj": I, "up_proj": I, "down_proj": h}
+
+    def adapted(t: str) -> int:
+        w = widths[t] // (tp if t != "o_proj" and t != "down_proj" else 1)
+        return (cm if t in ("gate_proj", "up_proj") else cb) * w * clones * tok + 2 * lw * w * tok
+
+    points = [adapted(t) for t in ("q_proj", "k_proj", "v_proj", "o_proj") if t in targets]
+    silu = cm * I * tok // tp if ckpt else 0
+    up_out = cm * I * tok // tp if ckpt else 0
+    points.append(silu + (adapted("up_proj") if "up_proj" in targets else up_out))
+    product_kept = any(name == "mlp.product" for name, _, _ in layer.items) and not ckpt
+    down = (0 if product_kept else cm * I * tok // tp)
+    down += adapted("down_proj") if "down_proj" in targets else cb * h * tok
+    if "down_proj" in targets and c.w.param != cm and not (clones == 2 and num.autocast):
+        down += c.w.param * I * tok // tp * (2 if s.lora_dropout > 0 else 1)
+    points.append(down)
+    if rebuilding:  # by its last projection the rebuilt layer has saved everything else: only that point
+        points = [down]
+    held = (1 if rebuilding else 2) * r * h * tok // sp  # (a rebuilt layer's input is its checkpoint)
+    return held + max(points)
+
+
+def final_norm_output_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
+    """The final norm's output as the head's matmul keeps it when the head trains (16-bit cast under autocast)."""
+    if not (c.st.head and c.full_ft):
+        return 0
+    return (2 if num.autocast else num.residual) * c.s.model.hidden_size * c.s.tokens // sp
+
+
+def input_leaf_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
+    """LoRA/QLoRA with full recompute: transformers' activation_checkpointing_enable calls
+    enable_input_require_grads() (modeling_utils.py, transformers 5.24), so the frozen embedding's output
+    is a leaf that requires grad: it gets a .grad at the end of the backward, and both stay alive as long as
+    the step's autograd graph (the loop's `out`) does: through the optimizer step and the next forward."""
+    if c.full_ft or c.s.recompute != "full" or not c.st.embed:
+        return 0
+    return num.residual * c.s.model.hidden_size * c.s.tokens // sp
+
+
+def frozen_first_norm(c: Ctx, sp: int) -> int:
+    """With frozen embeddings (LoRA/QLoRA) layer 0's input needs no gradient, so its first RMSNorm keeps nothing
+    for the backward and its q/k/v adapters' dropout keeps no mask (activations.frozen_input_savings):
+    subtracted from layer 0's ledger."""
+    if c.full_ft or not c.st.embed or c.s.recompute == "full":  # (input_leaf_bytes: then it requires grad)
+        return 0
+    return act.frozen_input_savings(c.s.model, c.s.tokens, frozenset(c.s.lora_targets), c.s.lora_dropout) // sp
+
+
+def checkpoint_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
+    """Full recompute (non-reentrant torch.utils.checkpoint per decoder layer) keeps each layer's input only."""
+    return num.residual * c.s.model.hidden_size * c.s.tokens // sp
+
+
+def offload_brought_back(layer: act.Ledger, attention_half: bool) -> int:
+    """Activation offloading in backward: the saved tensors of the node running and of the node before it are on
+    the GPU (torchtune frees a brought-back tensor after the next node that unpacks); taken as the three largest
+    saved tensors of the layer's half, so that no pair of consecutive nodes is under-counted."""
+    items = layer.items[:layer.split] if attention_half else layer.items[layer.split:]
+    return sum(sorted((n for _, n, _ in items), reverse=True)[:3])
+
+
+# --- autocast -------------------------------------------------------------------------------
+
+def autocast_weight_copies(c: Ctx) -> int:
+    """torch.autocast makes a 16-bit copy of every fp32 weight a matmul uses (cached for trainable leaves until
+    autocast exits) and the matmul saves it for its backward: the fp32 base weights (full fine-tuning under AMP,
+    a base loaded in fp32; QLoRA's 4-bit projections dequantize instead) and fp32 LoRA adapters."""
+    out = 2 * (c.sums.linear - quantized_numel(c)) if c.w.cast_base else 0
+    if c.w.cast_adapters:
+        out += 2 * c.trainable
+    return out
+
+
+def autocast_layer_copies(c: Ctx) -> int:
+    """The 16-bit weight copies of one decoder layer (what a rebuilt layer holds under full recompute)."""
+    out = 2 * c.sums.layer_linear if (c.w.cast_base and c.s.finetune != "qlora") else 0
+    if c.w.cast_adapters:
+        out += 2 * c.trainable // max(c.st.layers, 1)
+    return out
+
+
+def autocast_head_copy(c: Ctx) -> int:
+    """The 16-bit copy of the lm_head weight (held by the head's matmul until its backward)."""
+    m = c.s.model
+    return 2 * m.vocab_size * m.hidden_size // c.s.tp if (c.w.cast_base and c.st.head) else 0
+
+
+def dequantized_weight_bytes(c: Ctx, numel: int) -> int:
+    """QLoRA: a 4-bit matmul dequantizes its weight to 16-bit in forward and again in backward (bitsandbytes
+    autograd/_functions.py MatMul4Bit, 0.43.2-0.49.2: `F.linear(A, F.dequantize_4bit(B, quant_state)...)` and
+    `torch.matmul(grad_output, F.dequantize_4bit(B, ctx.state)...)`; 0.50 keeps dequant + F.linear for more than
+    512 tokens on CUDA). torchao's NF4Tensor.get_original_weight (eager) holds two int64 index tensors of half the
+    weight each, the two dequantized halves, their scaled copies and the stacked result at once: 14 bytes per
+    weight (torchao quantize_/workflows/nf4/nf4_tensor.py, pytorch/ao@36027d8)."""
+    if c.s.finetune != "qlora":
+        return 0
+    return (14 if c.s.qlora_backend == "torchao" else 2) * numel
+
+
+# --- logits and the loss ---------------------------------------------------------------------
+
+def logits_bytes(c: Ctx, num: act.Numerics) -> int:
+    """The head's output (b*s*V in the compute dtype), held by the model's output until the next forward
+    replaces it; vocabulary-parallel under tp (Megatron's cross entropy never gathers the vocabulary)."""
+    m = c.s.model
+    return num.compute * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+
+
+def loss_upcast_bytes(c: Ctx, num: act.Numerics) -> int:
+    """transformers' ForCausalLMLoss upcasts 16-bit logits to fp32 (logits.float()) before cross_entropy."""
+    m = c.s.model
+    return 4 * m.vocab_size * c.s.tokens // c.s.tp if (num.compute != 4 and c.st.head) else 0
+
+
+def log_softmax_bytes(c: Ctx) -> int:
+    """cross_entropy = log_softmax + nll_loss; log_softmax keeps its fp32 output (b*s*V) for its backward."""
+    m = c.s.model
+    return 4 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+
+
+def loss_backward_bytes(c: Ctx) -> int:
+    """Start of backward: the NLL gradient, the log-softmax gradient and its saved output, fp32 over the vocabulary."""
+    m = c.s.model
+    return 3 * 4 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+
+
+# --- the chunked loss: Liger's fused linear cross-entropy -------------------------------------
+# LigerFusedLinearCrossEntropyFunction (linkedin/Liger-Kernel@ead96b6, src/liger_kernel/ops/
+# fused_linear_cross_entropy.py; HF Trainer use_liger_kernel=True, apply_liger_kernel_to_llama):
+# the head and the loss run together, chunk by chunk of tokens, and the gradients are computed
+# in the forward; no logits are kept or returned.
+
+def liger_chunk_tokens(c: Ctx) -> int:
+    """Tokens per chunk: next_power_of_2(ceil(BT / ceil(V / H))), so a chunk's logits are about the size of the
+    hidden states (fused_linear_cross_entropy_forward: inc_factor, chunk_size)."""
+    m, tok = c.s.model, c.s.tokens
+    inc = -(-m.vocab_size // m.hidden_size)
+    n = -(-tok // inc)
+    return min(1 << (n - 1).bit_length(), tok)
+
+
+def fused_loss_saved_bytes(c: Ctx, hidden_bytes: int) -> int:
+    """What the fused loss keeps for its backward: grad_input (b*s x h, the hidden's dtype) and, when the head
+    trains, grad_weight (V x h, the weight's dtype): `ctx.save_for_backward(grad_input, grad_weight, ...)`."""
+    m, tok = c.s.model, c.s.tokens
+    head_trains = c.full_ft
+    return hidden_bytes * tok * m.hidden_size + (c.w.param * m.vocab_size * m.hidden_size if head_trains else 0)
+
+
+def fused_loss_chunk_bytes(c: Ctx, num: act.Numerics, hidden_bytes: int) -> int:
+    """Inside the fused loss, per chunk: the chunk's logits (overwritten in place by their gradient), grad_input's
+    chunk product, the fp32 per-token losses, under autocast a 16-bit copy of an fp32 head weight (torch's
+    autocast caches casts of leaf tensors only, not of the `weight.t()` view) and, when the head trains, the
+    grad_weight update: CUDA's
+    addmm(out_dtype=fp32) with the input chunk cast to 16-bit into fp32 grad_weight; else
+    `grad_weight += torch.mm(grad_logits_chunk.t(), _input_chunk).float()` (a V x h product and its fp32 copy)."""
+    m, tok, cb = c.s.model, c.s.tokens, num.compute
+    chunk = liger_chunk_tokens(c)
+    out = cb * chunk * m.vocab_size + cb * chunk * m.hidden_size + 4 * tok
+    if c.w.cast_base:  # `_input_chunk @ weight.t()` under autocast: a view is never taken from the autocast
+        out += 2 * m.vocab_size * m.hidden_size  # cache, so each chunk casts the fp32 head weight anew
+    if c.full_ft:
+        if c.w.param == 4 and cb == 2:
+            out += 2 * chunk * m.hidden_size
+        else:
+            out += (cb + 4) * m.vocab_size * m.hidden_size
+    return out
