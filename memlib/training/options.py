@@ -105,6 +105,10 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
+    if model.is_moe or model.is_mla:  # until their layers are modelled: refuse rather than count them as dense
+        raise ValueError(f"training estimates for {'mixture-of-experts' if model.is_moe else 'MLA'} models such as "
+                         f"{model.name} are not modelled yet (serving is: memlib.estimate_inference); their measured "
+                         "training peaks are in validation/results_families.json")
     seq_len = positive_int("seq_len", seq_len)
     micro_batch = positive_int("micro_batch", micro_batch)
     grad_accum = positive_int("grad_accum", grad_accum)
