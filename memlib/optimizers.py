@@ -11,16 +11,18 @@ from memlib.models import Tensor
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum", "adafactor")
 
 # bitsandbytes 8-bit blockwise Adam (Dettmers et al. 2022, "8-bit Optimizers via Block-wise
-# Quantization"; bitsandbytes/optim/optimizer.py Optimizer2State.init_state): tensors with
-# fewer than 4096 elements keep two fp32 states; larger ones keep two uint8 states plus one
-# fp32 absmax per block of 2048 elements per state, and share two 256-entry fp32 quantile maps.
+# Quantization"; bitsandbytes/optim/optimizer.py Optimizer2State.init_state, 0.49.2: tensors
+# with fewer than min_8bit_size = 4096 elements keep two fp32 states; larger ones keep two uint8
+# states plus one fp32 absmax per block of `blocksize = 256` elements per state (the paper's
+# 2048-element blocks are what releases before the 256-element kernels used), and share two
+# 256-entry fp32 quantile maps.
 BNB_MIN_8BIT_SIZE = 4096
-BNB_BLOCK = 2048
+BNB_BLOCK = 256
 BNB_QMAP_BYTES = 2 * 256 * 4
 
 
 def adamw_8bit_state_bytes(numel: int) -> int:
-    """bitsandbytes AdamW8bit state of one tensor: 2 x uint8 + 2 x fp32 absmax per 2048-block."""
+    """bitsandbytes AdamW8bit state of one tensor: 2 x uint8 + 2 x fp32 absmax per 256-element block."""
     if numel < BNB_MIN_8BIT_SIZE:
         return 2 * 4 * numel
     blocks = -(-numel // BNB_BLOCK)

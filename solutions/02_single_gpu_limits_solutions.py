@@ -67,7 +67,7 @@ show("02.2")
 # BEGIN SOLUTION
 n = memlib.get_model("llama-7b").num_params
 fp32_copy = 4 * n
-eight_bit_states = 2 * n * (1 + 4 / 2048)  # m and v in uint8, one fp32 absmax per 2048 values each
+eight_bit_states = 2 * n * (1 + 4 / 256)  # m and v in uint8, one fp32 absmax per 256 values each
 answer = ("28GB", f"{(fp32_copy + eight_bit_states) / 1e9:.1f} GB")
 # END SOLUTION
 check("02.2", answer)

@@ -76,9 +76,9 @@ def test_gpt3_16_bytes_per_param():
 def test_adamw_8bit_model_states_llama7b():
     # bf16-mixed + bitsandbytes AdamW8bit: fp32 params 4 + fp32 grads 4 per param, and per tensor
     # the 8-bit state (< 4096 elements: two fp32 states; else 2 uint8 + 2 fp32 absmax per
-    # 2048-element block) plus two shared 256-entry fp32 quantile maps.
+    # 256-element block) plus two shared 256-entry fp32 quantile maps.
     def state(n):
-        return 8 * n if n < 4096 else 2 * n + 2 * 4 * math.ceil(n / 2048)
+        return 8 * n if n < 4096 else 2 * n + 2 * 4 * math.ceil(n / 256)
 
     per_layer = 4 * state(4096 * 4096) + 3 * state(4096 * 11008) + 2 * state(4096)
     states = 32 * per_layer + 2 * state(32000 * 4096) + state(4096) + 2 * 256 * 4
@@ -203,11 +203,12 @@ def test_lora_estimate_counts_trainable():
 
 # --- 8-bit AdamW (bitsandbytes) -----------------------------------------------------------------
 def test_adamw_8bit_state_large_tensor():
+    # bitsandbytes 0.49.2 optim/optimizer.py Optimizer2State.init_state: blocksize = 256
     n = 4096 * 4096
-    blocks = n // 2048
-    assert blocks * 2048 == n
+    blocks = n // 256
+    assert blocks * 256 == n
     expected = 2 * n * 1 + 2 * blocks * 4  # two uint8 states + two fp32 absmax per block
-    assert expected == 33_554_432 + 65_536
+    assert expected == 33_554_432 + 524_288
     assert adamw_8bit_state_bytes(n) == expected
 
 
@@ -218,9 +219,9 @@ def test_adamw_8bit_state_small_tensor():
 
 
 def test_adamw_8bit_state_partial_block():
-    # 5000 elements: 8-bit, ceil(5000/2048) = 3 blocks per state
-    assert adamw_8bit_state_bytes(5000) == 2 * 5000 + 2 * 3 * 4
-    assert adamw_8bit_state_bytes(4096) == 2 * 4096 + 2 * 2 * 4
+    # 5000 elements: 8-bit, ceil(5000/256) = 20 blocks per state
+    assert adamw_8bit_state_bytes(5000) == 2 * 5000 + 2 * 20 * 4
+    assert adamw_8bit_state_bytes(4096) == 2 * 4096 + 2 * 16 * 4
 
 
 # --- ZeRO on one GPU --------------------------------------------------------------------------

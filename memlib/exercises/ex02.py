@@ -113,13 +113,13 @@ EXERCISES = [
     ),
     SpotError(
         id="02.2", title="8-bit Adam: what is 28GB?", difficulty="interview", minutes=8,
-        formula="8-bit AdamW states: 2 bytes/param + one fp32 absmax per 2048 (memlib.optimizers)",
+        formula="8-bit AdamW states: 2 bytes/param + one fp32 absmax per 256 (memlib.optimizers)",
         prompt="About 8-bit AdamW (bitsandbytes) for a 7B model. Find the error and give the right size of what "
                "the parenthesis says it holds (the fp32 weight copy plus the 8-bit states) for LLaMA-7B.",
         quote="更激进：用 bitsandbytes 的 8-bit Adam，将优化器状态压缩到 2 bytes 每参数，即 7B × 2 × 2 = 28GB（参数 FP32 副本 + "
               "8-bit 状态）。总显存：14 + 14 + 28 + 3 = 59GB，可放入 80GB。",
         source="seed 001 (想要训练1个LLM，如果只想用1张显卡，那么对显卡的要求是什么), 标准答",
-        figures=(Figure("2 bytes", "right", "right: two 1-byte states (plus a small absmax per 2048 values)"),
+        figures=(Figure("2 bytes", "right", "right: two 1-byte states (plus a small absmax per 256 values)"),
                  Figure("14", "right", "7B x 2 bytes: right for 16-bit weights and gradients"),
                  Figure("28GB", "error", "7B x 2 x 2 is 4 bytes/param: the fp32 copy alone; the 8-bit states add ~2 "
                                          "more"),
@@ -132,7 +132,7 @@ EXERCISES = [
                     "that is the 8-bit states alone, without the fp32 copy")),
         hints=("8-bit Adam shrinks momentum and variance, not the fp32 copy of the weights that mixed precision "
                "updates.",
-               "fp32 copy: 4 bytes/param; 8-bit m and v: 1 byte each, plus one fp32 absmax per block of 2048 values.",
+               "fp32 copy: 4 bytes/param; 8-bit m and v: 1 byte each, plus one fp32 absmax per block of 256 values.",
                "Ask what 7B x 2 x 2 bytes actually counts, then add what the parenthesis also names."),
         worked=lambda: (f"**28GB** is 4 bytes/param: exactly the fp32 copy ({b(4 * n_params('llama-7b'))}). The 8-bit "
                         f"states add {b(_8bit_states('llama-7b'))} (`memlib.optimizers.adamw_8bit_state_bytes`, per "
