@@ -35,6 +35,8 @@ class Estimate:
     host_bytes: int = 0  # host RAM per GPU's process for offloaded states/params (and staging)
     nvme_bytes: int = 0  # NVMe per GPU's process for ZeRO-Infinity
     terms: list = field(default_factory=list)  # [Term]: the named terms the moments were built from
+    # [(label, layers of that kind on this GPU, Ledger)] when layers differ (MoE/dense, sliding/full); else []
+    layer_kinds: list = field(default_factory=list)
 
     @property
     def peak_moment(self) -> Moment:
