@@ -507,7 +507,8 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
               "optimizer_bytes": state_bytes, "layer_activation_bytes": layer_act,
               "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0,
               "param_bytes_unsharded": param_full, "grad_bytes_unsharded": grad_full,
-              "optimizer_bytes_unsharded": state_full}
+              "optimizer_bytes_unsharded": state_full, "expert_params": c.expert,
+              "moe_layers": sum(n for (_, moe), n in kinds if moe), "routed_rows": T.routed_rows(c) if m.is_moe else 0}
     named = [(T.parameter_bytes, param_full), (T.gradient_bytes, grad_full), (T.optimizer_state_bytes, state_full),
              (T.optimizer_step_temporaries, opt_tmp), (T.autocast_weight_copies, casts_all),
              (T.saved_model_activations, saved_model_act), (T.forward_only_activations, fwd_model_act),
