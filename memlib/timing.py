@@ -32,7 +32,7 @@ with every term named. The model is deliberately simple and stated:
 * pipeline: each micro-batch sends its b·s·h activations forward and gradients back;
 * expert parallelism (MoE, ep > 1): two all-to-alls per MoE layer in the forward (dispatch the
   routed tokens to their experts' GPUs, combine the results back) and two in the backward
-  (GShard, Lepikhin et al. 2020 Sec. 2.2 and 3.2; DeepSpeed-MoE, Rajbhandari et al. 2022 Sec. 5),
+  (GShard, Lepikhin et al. 2020; DeepSpeed-MoE, Rajbhandari et al. 2022),
   plus the forward's two again under full recompute; each moves tokens x top-k x hidden in the
   compute dtype, of which each GPU sends (ep - 1)/ep; not overlapped. Expert gradients are
   reduced over the dp / ep GPUs that hold the same experts, the rest over dp;
@@ -235,10 +235,12 @@ def all_to_all_bytes(nbytes: float, n: int) -> float:
 
 def ep_all_to_all_bytes(estimate) -> float:
     """Expert-parallel all-to-all traffic of one optimizer step, bytes sent per GPU: per MoE layer on this GPU and
-    micro-batch, a dispatch and a combine in the forward and two in the backward (GShard, Lepikhin et al. 2020
-    Sec. 2.2, 3.2: "two all-to-all per MoE layer"; DeepSpeed-MoE, Rajbhandari et al. 2022 Sec. 5; Megatron-Core's
-    MoEAlltoAllTokenDispatcher), plus the forward's two again under full recompute; each carries the routed rows
-    (tokens x top-k, or the capacity-padded buffer) x hidden in the compute dtype."""
+    micro-batch, a dispatch and a combine in the forward and their two transposes in the backward (the
+    all-to-all of each MoE layer's expert-sharded dispatch and combine: GShard, Lepikhin et al. 2020; DeepSpeed-MoE,
+    Rajbhandari et al. 2022; Megatron-Core's MoEAlltoAllTokenDispatcher token_dispatch/token_combine), plus the
+    forward's two again under full recompute; each carries the routed rows (tokens x top-k, or the capacity-padded
+    buffer) x hidden in the compute dtype.
+    """
     estimate = _training_estimate(estimate)
     s = estimate.setup
     if s.ep == 1 or not estimate.counts.get("moe_layers"):

@@ -390,7 +390,7 @@ def routed_rows(c: Ctx) -> int:
     """(token, expert) rows a MoE layer processes on one GPU: tokens x top-k, whatever the router picks
     (transformers' grouped_mm path sorts the pairs; no token is dropped). With a capacity factor each expert
     takes at most ceil(capacity_factor x tokens x top-k / experts) rows and its buffer is that size, padded
-    (GShard, Lepikhin et al. 2020 Sec. 2.2; DeepSpeed-MoE's top-k gating with drop_tokens). Under expert
+    (GShard, Lepikhin et al. 2020, expert capacity; DeepSpeed-MoE's top-k gating with drop_tokens). Under expert
     parallelism a GPU receives the rows routed to its experts: the same count with balanced routing."""
     m, s = c.s.model, c.s
     rows = s.tokens * m.num_experts_per_tok
