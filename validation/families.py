@@ -24,8 +24,16 @@ torch 2.13 refuses it: "Expected inputs of BF16 type but got mat_a.dtype=torch.f
 in bf16, as torchtitan's FSDP2 MixedPrecisionPolicy runs them); `error` records any case that
 raises.
 
+MLA's unequal head dims. MLA's value head is narrower than its query/key head, so CUDA's sdpa
+runs the memory-efficient kernel (flash needs equal head dims) where fake CPU would fall back to
+the fp32 math path and keep b x a x s x s probabilities; the reference loop runs the CUDA kernel
+for them (recipes.cuda_sdpa_unequal_head_dims; other families are unaffected).
+
 A LLaMA layer of the same widths (`fam-llama-baseline-bf16`) is measured too, so each
-family's extra bytes over a LLaMA layer are a difference of two measurements.
+family's extra bytes over a LLaMA layer are a difference of two measurements. The phase-2 cases
+(after the estimator's first model of each family) measure what the first 15 left unmeasured:
+small vocabularies that move the peak into the layers, the auxiliary loss, recompute on MLA,
+autocast on OLMo 2 and Phi-3, LoRA on Qwen3, Gemma 3 past its window.
 """
 
 from __future__ import annotations
