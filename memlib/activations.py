@@ -353,7 +353,8 @@ def _mlp_block(led: Ledger, norm, consumers, model: Model, num: Numerics, tokens
     else:
         norm("mlp_norm", ("gate_proj", "up_proj"))
     if moe:
-        _moe_block(led, model, num, tokens, routed_rows or tokens * model.num_experts_per_tok)
+        _moe_block(led, model, num, tokens, routed_rows or tokens * (
+            model.num_experts if model.model_type.startswith("llama4") else model.num_experts_per_tok))
     else:
         act = {"silu": "SiLU", "gelu_tanh": "GELU-tanh", "gelu": "GELU"}[model.activation]
         what = "gate_up_proj's output (gate and up are views of it)" if model.fused_gate_up else "gate_proj output"
@@ -388,14 +389,15 @@ def _moe_block(led: Ledger, model: Model, num: Numerics, T: int, S: int) -> None
         led.add("moe.router.topk_softmax", c * k * T, "softmax over the top-k logits (gpt-oss), kept")
     if mt in ("mixtral", "deepseek_v3"):
         led.add("moe.router.topk_norm", 4 * T * (1 + k), "the top-k weights renormalized to sum 1: the sum and quotient")
-    if mt.startswith("llama4"):  # Llama4TextMoe: every token through every expert, scaled by its router score
-        led.add("moe.scores", c * E * T, "the router scores, one per (expert, token), kept by the input scaling")
-        led.add("moe.repeated_input", c * E * T * h, "the input repeated E times (hidden.repeat(E, 1)), kept by the "
+    if mt.startswith("llama4"):  # Llama4TextMoe: every token through every expert, scaled by its router score;
+        # S = T x E rows (T x E / ep on one GPU of an expert-parallel group)
+        led.add("moe.scores", c * S, "the router scores, one per (expert, token), kept by the input scaling")
+        led.add("moe.repeated_input", c * S * h, "the input repeated E times (hidden.repeat(E, 1)), kept by the "
                 "scaling")
-        led.add("moe.experts.input", c * E * T * h, "the scaled input, E x T rows, kept by the experts' bmm")
-        led.add("moe.experts.gate_up", c * E * T * 2 * Ie, "gate_up's output (E x T x 2I), kept by SiLU (a view)")
-        led.add("moe.experts.silu", c * E * T * Ie, "SiLU output, kept by the product")
-        led.add("moe.experts.product", c * E * T * Ie, "SiLU(gate)*up, the down bmm's input")
+        led.add("moe.experts.input", c * S * h, "the scaled input, E x T rows, kept by the experts' bmm")
+        led.add("moe.experts.gate_up", c * S * 2 * Ie, "gate_up's output (E x T x 2I), kept by SiLU (a view)")
+        led.add("moe.experts.silu", c * S * Ie, "SiLU output, kept by the product")
+        led.add("moe.experts.product", c * S * Ie, "SiLU(gate)*up, the down bmm's input")
     else:
         gpt_oss = mt == "gpt_oss"
         index = 3 + (1 if model.expert_bias else 0)

@@ -187,7 +187,10 @@ def main_families(args) -> int:
                 "tracker": "MemTracker (primary) and the harness's dispatch tracker, as in results.json",
                 "peak": "second training step, bytes of live tensor storages",
                 "routing": "experts_implementation grouped_mm: buffers of tokens x top-k rows, "
-                           "independent of the routing; no routing was forced"}
+                           "independent of the routing; no routing was forced",
+                "unequal_head_dims": "sdpa with a narrower value head (MLA) runs "
+                                     "aten._scaled_dot_product_efficient_attention, CUDA's kernel for it "
+                                     "(recipes.cuda_sdpa_unequal_head_dims)"}
         old = json.loads(RESULTS_PATH.read_text()) if RESULTS_PATH.exists() and not args.all else None
         keep = [c for c in (old or {}).get("cases", []) if c["name"] not in set(names)]
         order = {c["name"]: i for i, c in enumerate(FAMILY_CASES)}

@@ -300,6 +300,9 @@ def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor) -
         raise ValueError(f"ep={ep} must divide dp={dp}: the expert-parallel group is carved out of the data-parallel "
                          "group (DeepSpeed-MoE's ep_size, Megatron's --expert-model-parallel-size)")
     if capacity_factor is not None:
+        if model.model_type.startswith("llama4"):
+            raise ValueError(f"capacity_factor={capacity_factor!r} does not apply to {model.name}: transformers' "
+                             "Llama 4 experts run every token through every expert (no routing to drop)")
         if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, (int, float)) \
                 or not 0 < capacity_factor < float("inf"):
             raise ValueError(f"capacity_factor must be a number > 0 (or None: dropless), got {capacity_factor!r}")

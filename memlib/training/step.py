@@ -313,11 +313,11 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         per_gpu = m.num_experts // s.ep
         notes.append(f"MoE: every expert's parameters, gradients and optimizer states are held ({per_gpu} of "
                      f"{m.num_experts} experts per MoE layer on this GPU" + (f", ep={s.ep}" if s.ep > 1 else "")
-                     + f"); routed activations of {rows:,} (token, expert) rows per MoE layer = tokens x top-k"
-                     + (f" at capacity factor {s.capacity_factor:g} (overflow dropped)" if s.capacity_factor
-                        else ", none dropped")
-                     + ("; Llama 4 in transformers runs every token through every expert (tokens x experts rows)"
-                        if m.model_type.startswith("llama4") else ""))
+                     + f"); routed activations of {rows:,} (token, expert) rows per MoE layer = "
+                     + ("tokens x experts: Llama 4 in transformers runs every token through every expert"
+                        if m.model_type.startswith("llama4") else "tokens x top-k"
+                        + (f" at capacity factor {s.capacity_factor:g} (overflow dropped)" if s.capacity_factor
+                           else ", none dropped")))
     if m.is_mla:
         notes.append("MLA: the query/KV latents and their norms, the per-head key and value rebuilt from the latent "
                      "(kv_b_proj's output) and the attention kernel's tensors are saved per layer; the compressed "

@@ -391,8 +391,11 @@ def routed_rows(c: Ctx) -> int:
     (transformers' grouped_mm path sorts the pairs; no token is dropped). With a capacity factor each expert
     takes at most ceil(capacity_factor x tokens x top-k / experts) rows and its buffer is that size, padded
     (GShard, Lepikhin et al. 2020, expert capacity; DeepSpeed-MoE's top-k gating with drop_tokens). Under expert
-    parallelism a GPU receives the rows routed to its experts: the same count with balanced routing."""
+    parallelism a GPU receives the rows routed to its experts: the same count with balanced routing. Llama 4 in
+    transformers sends every token through every expert: tokens x experts (on this GPU's experts)."""
     m, s = c.s.model, c.s
+    if m.model_type.startswith("llama4"):  # transformers' Llama4TextExperts: every token, every (local) expert
+        return s.tokens * m.num_experts // s.ep
     rows = s.tokens * m.num_experts_per_tok
     if s.capacity_factor is None:
         return rows
@@ -414,7 +417,7 @@ def moe_forward_transient(c: Ctx, num: act.Numerics) -> int:
     all-to-all buffers under expert parallelism."""
     m, tok, h = c.s.model, c.s.tokens, c.s.model.hidden_size
     if m.model_type.startswith("llama4"):  # + the shared expert's output and the experts' sum over E
-        out = num.compute * (m.num_experts + 2) * tok * h
+        out = num.compute * (routed_rows(c) + 2 * tok) * h
     else:
         out = 2 * 4 * routed_rows(c) * h
     return out // c.s.tp + all_to_all_buffer_bytes(c, num)
@@ -430,7 +433,7 @@ def moe_backward_temporaries(c: Ctx, num: act.Numerics) -> int:
     m, tok, cb = c.s.model, c.s.tokens, num.compute
     h, Ie = m.hidden_size, m.moe_intermediate_size
     if m.model_type.startswith("llama4"):  # the product's and gate/up gradients, as the saved ones are freed
-        out = 2 * cb * m.num_experts * tok * Ie + cb * tok * h
+        out = 2 * cb * routed_rows(c) * Ie + cb * tok * h
     else:
         rows = routed_rows(c)
         out = max(3 * 4 * rows * h + cb * rows * h, cb * rows * (h + 3 * Ie)) + cb * tok * h
