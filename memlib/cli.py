@@ -79,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (with --tp)")
     e.add_argument("--pp", type=int, default=1, help="pipeline stages (1F1B; default 1)")
     e.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
+    e.add_argument("--ep", type=int, default=None,
+                   help="MoE: expert-parallel GPUs within --dp (experts split whole over them; default 1)")
+    e.add_argument("--capacity-factor", type=float, default=None,
+                   help="MoE: expert capacity factor (tokens beyond it dropped; default: dropless)")
+    e.add_argument("--no-router-aux-loss", action="store_true",
+                   help="MoE: without the router's load-balancing loss (output_router_logits off)")
     e.add_argument("--offload", default="none", choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
     e.add_argument("--offload-device", choices=training.OFFLOAD_DEVICES, help="with --offload (default cpu)")
     e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
@@ -195,6 +201,12 @@ def cmd_estimate(a) -> int:
         options["activation_offload"] = True
     if a.no_fsdp_mixed_precision:
         options["fsdp_mixed_precision"] = False
+    if a.ep is not None:
+        options["ep"] = a.ep
+    if a.capacity_factor is not None:
+        options["capacity_factor"] = a.capacity_factor
+    if a.no_router_aux_loss:
+        options["router_aux_loss"] = False
     est = training.estimate_training(
         model, seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
         finetune=a.finetune, recompute=a.recompute, attention=a.attention,

@@ -421,8 +421,9 @@ def to_deepspeed_config(plan_: Plan) -> dict:
     """The DeepSpeed JSON (as a dict) for a plan: precision, ZeRO stage and offload, batch sizes.
 
     Tensor and pipeline parallel degrees are not DeepSpeed config keys (Megatron's
-    --tensor-model-parallel-size, DeepSpeed's PipelineModule(num_stages=...)); activation
-    recompute is the model's gradient_checkpointing. Keys follow DeepSpeed's config docs.
+    --tensor-model-parallel-size, DeepSpeed's PipelineModule(num_stages=...)), nor is a MoE's
+    expert-parallel degree (deepspeed.moe.layer.MoE(ep_size=...)); activation recompute is the
+    model's gradient_checkpointing. Keys follow DeepSpeed's config docs.
     """
     _plan_arg("to_deepspeed_config", plan_)
     s = plan_.settings

@@ -172,3 +172,15 @@ def test_sequence_classification_head_is_refused_for_training():
 def test_eager_only_families_say_so():
     est = estimate_training("gpt-oss-20b", seq_len=1024, precision="bf16")
     assert est.setup.attention == "eager" and any("attention sinks" in n for n in est.notes)
+
+
+def test_cli_estimate_moe_flags(capsys):
+    from memlib.cli import main
+    assert main(["estimate", "mixtral-8x7b", "--seq-len", "1024", "--dp", "8", "--ep", "8", "--zero-stage", "3",
+                 "--capacity-factor", "1.25", "--no-router-aux-loss", "--json"]) == 0
+    import json
+    d = json.loads(capsys.readouterr().out)
+    assert (d["ep"], d["capacity_factor"], d["router_aux_loss"]) == (8, 1.25, False)
+    assert d["routed_rows"] == 8 * -(-int(1.25 * 1024 * 2) // 8)
+    assert main(["estimate", "llama-7b", "--ep", "2", "--dp", "2"]) == 2
+    assert "expert parallelism needs a mixture-of-experts model" in capsys.readouterr().err
