@@ -184,3 +184,17 @@ def test_cli_estimate_moe_flags(capsys):
     assert d["routed_rows"] == 8 * -(-int(1.25 * 1024 * 2) // 8)
     assert main(["estimate", "llama-7b", "--ep", "2", "--dp", "2"]) == 2
     assert "expert parallelism needs a mixture-of-experts model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "gpt-oss-20b", "llama-4-scout",
+                                   "gemma-3-27b", "phi-4"])
+def test_playground_trains_every_new_family(model):
+    pytest.importorskip("ipywidgets")
+    from memlib.playground import Playground
+    p = Playground(model=model, gpu="h100-80gb", count=8, zero="ZeRO-3")
+    assert "fit" in p.verdict.value and p.estimate.setup.model.name == model  # an estimate, not an error
+    p.controls["method"].value = "LoRA"
+    if memlib.get_model(model).is_llama_layer or model == "gemma-3-27b":
+        assert p.estimate.setup.finetune == "lora"
+    else:  # said on the page, not raised
+        assert "LoRA/QLoRA estimates are modelled" in p.verdict.value
