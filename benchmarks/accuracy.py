@@ -1,4 +1,5 @@
-"""memlib's estimate against every measured peak in validation/results.json and results_fsdp.json.
+"""memlib's estimate against every measured peak in validation/results.json, results_fsdp.json and
+results_families.json (the newer families: Qwen3, Gemma, Phi-3, OLMo 2, MoE and MLA models).
 
     python benchmarks/accuracy.py
 
@@ -59,6 +60,9 @@ def main() -> None:
     fsdp = json.loads(RESULTS.with_name("results_fsdp.json").read_text())
     _table(fsdp["cases"], "FSDP2 (fully_shard per layer + root, fake process group, FSDPMemTracker rank 0):",
            phases=False)
+    families = json.loads(RESULTS.with_name("results_families.json").read_text())
+    _table([c for c in families["cases"] if "measured" in c],
+           "Newer families (issue 10: q/k norms, post-norms, fused projections, sliding windows, MoE, MLA):")
 
 
 if __name__ == "__main__":

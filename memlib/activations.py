@@ -10,7 +10,12 @@ Two derivations live here:
   (RMSNorm, rotary, GQA attention, SwiGLU MLP, no dropout, no biases) as the Hugging Face
   implementation runs it. Each entry names the tensor autograd keeps and why; sizes are
   bytes per token unless marked per sequence. This is what memlib uses for llama, mistral
-  and qwen2 models.
+  and qwen2 models; the newer families (Qwen3, Gemma 2/3, Phi-3, OLMo 2, Mixtral, Qwen3-MoE,
+  DeepSeek-V2/V3, gpt-oss, Llama 4) add or replace entries of the same ledger, each read from
+  the family's transformers 5.24 modeling file and checked against validation/results_families.json:
+  q/k norms, norms after attention and MLP, fused projections, sliding-window masks, eager
+  soft-capping and attention sinks, multi-head latent attention, and MoE blocks (router,
+  routed experts at tokens x top-k rows, shared experts).
 
 Vocabulary: h hidden size, I MLP intermediate size, a query heads, q = a*head_dim (query
 width), kv = kv_heads*head_dim (key/value width), s sequence length, b micro-batch.
@@ -87,7 +92,8 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
                        trainable_linears: bool, adapters: frozenset = frozenset(), lora_rank: int = 0,
                        adapter_bytes: int = 2, lora_dropout: float = 0.0, adapter_casts_input: bool = True,
                        base_saves_input: bool = False, mlp_bytes: int | None = None,
-                       gqa_native: bool = True) -> Ledger:
+                       gqa_native: bool = True, layer_type: str = "full_attention", moe: bool = False,
+                       routed_rows: int | None = None) -> Ledger:
     """Saved tensors of one LLaMA-style decoder layer (HF LlamaDecoderLayer), bytes for `tokens` = b*s.
 
     trainable_linears: base projections get gradients (full fine-tuning). In LoRA they are
@@ -100,6 +106,12 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
     mlp_bytes: width of the MLP's activations when it differs from the compute width
     (bitsandbytes' Linear4bit returns its output in its input's dtype: `.to(inp_dtype)`, fp32
     after peft's prepare_model_for_kbit_training).
+
+    The other families (defaults: the LLaMA layer): layer_type is this layer's attention span
+    ("sliding_attention" / "chunked_attention" layers get an explicit mask once the sequence
+    reaches the window); moe: the layer's MLP is its MoE block, whose routed experts process
+    `routed_rows` (token, expert) rows (tokens x top-k without a capacity limit); the q/k norms,
+    post-norms, fused projections, MLA and the eager variants follow from the model's fields.
     """
     h, I, q, kv, a = model.hidden_size, model.intermediate_size, model.q_size, model.kv_size, model.num_heads
     r, c = num.residual, num.compute
@@ -107,6 +119,9 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
     full = trainable_linears
     keeps_input = full or base_saves_input
     led = Ledger()
+    # Norms that multiply by their weight in fp32 before casting back keep an fp32 normalized tensor
+    # (Gemma: x * (1 + w.float()); OLMo 2, gpt-oss: (w * x).to(dtype)); LLaMA's casts first: w * x.to(dtype).
+    fp32_norm = model.model_type in FP32_NORM_TYPES
 
     def consumers(x_bytes: int, targets: tuple[str, ...]) -> tuple[bool, int]:
         """(is the shared input saved itself, how many base matmuls keep a 16-bit cast of it), and the adapters'
@@ -139,7 +154,10 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
         # pow() keeps x32 (a new fp32 copy under bf16, the fp32 residual itself under AMP/fp32).
         led.add(f"{prefix}.x_fp32", 4 * h * tokens, "RMSNorm keeps its fp32 input for the backward of pow/mul")
         if full:  # weight * y keeps y for the weight's gradient (norm weights frozen under LoRA)
-            led.add(f"{prefix}.normalized", r * h * tokens, "y = x*rsqrt(var+eps), kept for the norm weight grad")
+            led.add(f"{prefix}.normalized", (4 if fp32_norm else r) * h * tokens,
+                    "y = x*rsqrt(var+eps), kept for the norm weight grad" + (" (in fp32)" if fp32_norm else ""))
+        if not targets:  # a norm whose output only joins the residual stream (Gemma's, OLMo 2's post-norms)
+            return
         n = len(led.items)
         direct, base_casts = consumers(r, targets)
         if base_casts:  # each matmul under autocast casts the fp32 output separately and keeps its copy
@@ -150,7 +168,24 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
             led.items.insert(n, (f"{prefix}.out", r * h * tokens, f"norm output, input of {'/'.join(targets)}"))
 
     # --- attention block -----------------------------------------------------------------
-    norm("attn_norm", ("q_proj", "k_proj", "v_proj"))
+    if model.norm_layout == "post":  # OLMo 2: no pre-norm; q/k/v keep the layer's input (the residual) itself
+        n = len(led.items)
+        direct, base_casts = consumers(r, ("q_proj", "k_proj", "v_proj"))
+        if base_casts:
+            led.items.insert(n, ("residual.attn_input_casts", 2 * h * tokens * base_casts,
+                                 f"{base_casts} bf16 cast(s) of the layer input, one per q/k/v projection"))
+        elif direct:
+            led.items.insert(n, ("residual.attn_input", r * h * tokens, "the layer input, kept by q/k/v (no pre-norm)"))
+    else:
+        norm("attn_norm", ("q_proj", "k_proj", "v_proj"))
+    masked = _explicit_mask(model, layer_type, s)
+    if not _llama_attention(model) or masked:
+        _family_attention(led, model, num, tokens, b, s, attention=attention, full=full, layer_type=layer_type,
+                          masked=masked, consumers=consumers)
+        if model.norm_layout in ("sandwich", "post"):  # Gemma, OLMo 2: the attention output is normed
+            norm("attn_norm_post", ())
+        _mlp_block(led, norm, consumers, model, num, tokens, cm, moe=moe, routed_rows=routed_rows, full=full)
+        return led
     kv_kept = kv if (attention == "sdpa" and gqa_native) else q  # repeat_kv copies K and V to all heads
     if attention == "sdpa":
         led.add("sdpa.q", c * q * tokens, "rotated query, kept by the fused attention kernel")
@@ -171,15 +206,222 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
             led.items.insert(n, ("eager.out", c * q * tokens, "transposed contiguous attention output, o_proj's input"))
 
     # --- MLP block ------------------------------------------------------------------------
-    led.split = len(led.items)
-    norm("mlp_norm", ("gate_proj", "up_proj"))
-    led.add("mlp.gate", cm * I * tokens, "gate_proj output, kept by SiLU")
-    led.add("mlp.silu", cm * I * tokens, "SiLU output, kept by the product")
-    led.add("mlp.up", cm * I * tokens, "up_proj output, kept by the product")
-    n = len(led.items)
-    if consumers(cm, ("down_proj",))[0]:
-        led.items.insert(n, ("mlp.product", cm * I * tokens, "SiLU(gate)*up, down_proj's input"))
+    _mlp_block(led, norm, consumers, model, num, tokens, cm, moe=moe, routed_rows=routed_rows, full=full)
     return led
+
+
+# --- the newer families' parts of a layer ------------------------------------------------------
+# Families whose RMSNorm multiplies by its weight in fp32 before casting back to the input dtype:
+# Gemma's `output * (1.0 + self.weight.float())`, OLMo 2's and gpt-oss's `(self.weight * x).to(dtype)`
+# (transformers 5.24 modeling_gemma2/gemma3/olmo2/gpt_oss.py, *RMSNorm.forward).
+FP32_NORM_TYPES = ("gemma2", "gemma3_text", "gemma3", "olmo2", "gpt_oss")
+
+
+def _llama_attention(model: Model) -> bool:
+    """Is the attention block the LLaMA layer's (q/k/v/o projections, nothing around them)?"""
+    return not (model.qk_norm or model.fused_qkv or model.is_mla or model.attention_sinks
+                or model.attn_logit_softcap or model.norm_layout != "pre" or model.model_type.startswith("llama4"))
+
+
+def _explicit_mask(model: Model, layer_type: str, s: int) -> bool:
+    """Does transformers give this layer's sdpa call an explicit (b, 1, s, s) mask? A sliding-window or
+    chunked layer does once the sequence reaches its window (masking_utils._ignore_causal_mask_sdpa:
+    `kv_length >= local_attention_size` keeps the mask); a full layer never does (is_causal instead)."""
+    if layer_type == "sliding_attention":
+        return s >= model.sliding_window
+    if layer_type == "chunked_attention":
+        return s >= model.attention_chunk_size
+    return False
+
+
+def needs_eager(model: Model) -> str:
+    """Why transformers runs this model's attention eagerly whatever is asked ('' if it need not): Gemma 2's
+    attention soft-capping (sdpa_attention_forward refuses a softcap) and gpt-oss's sinks (GptOss does not
+    support sdpa in transformers 5.24)."""
+    if model.attn_logit_softcap:
+        return "attention logit soft-capping (Gemma 2) needs eager attention in transformers"
+    if model.attention_sinks:
+        return "attention sinks (gpt-oss) need eager attention in transformers"
+    return ""
+
+
+def _family_attention(led: Ledger, model: Model, num: Numerics, tokens: int, b: int, s: int, *, attention: str,
+                      full: bool, layer_type: str, masked: bool, consumers) -> None:
+    """The attention block's saved tensors after the pre-norm, for every family (the LLaMA layer included, when a
+    sliding window masks it): q/k norms, fused qkv, MLA, the sdpa kernel's or eager attention's tensors."""
+    q, kv, a, h = model.q_size, model.kv_size, model.num_heads, model.hidden_size
+    c = num.compute
+    eager = attention == "eager" or bool(needs_eager(model))
+    fp32_norm = model.model_type in FP32_NORM_TYPES
+    if model.is_mla:  # DeepSeek-V2 Sec. 2.1; HF DeepseekV3Attention.forward
+        rq, rkv, nope, rope, v = (model.q_lora_rank, model.kv_lora_rank, model.qk_nope_head_dim,
+                                  model.qk_rope_head_dim, model.v_head_dim)
+        if rq:
+            led.add("mla.q_a_norm.x_fp32", 4 * rq * tokens, "q_a_layernorm keeps its fp32 input (q_lora_rank wide)")
+            if full:
+                led.add("mla.q_a_norm.normalized", c * rq * tokens, "q_a_layernorm's normalized query latent")
+            led.add("mla.q_latent", c * rq * tokens, "the normed query latent, q_b_proj's input")
+        led.add("mla.kv_a_norm.x_fp32", 4 * rkv * tokens, "kv_a_layernorm keeps its fp32 input (kv_lora_rank wide)")
+        if full:
+            led.add("mla.kv_a_norm.normalized", c * rkv * tokens, "kv_a_layernorm's normalized KV latent")
+        led.add("mla.kv_latent", c * rkv * tokens, "the normed KV latent, kv_b_proj's input")
+        qk = a * (nope + rope)
+        led.add("mla.q", c * qk * tokens, "query rebuilt from its nope and rope parts (torch.cat), kept by attention")
+        led.add("mla.k", c * qk * tokens, "key per head: kv_b's nope part and the shared rope key copied in")
+        led.add("mla.kv_b_out", c * a * (nope + v) * tokens,
+                "kv_b_proj's output (k_nope and value of every head); the value is a view of it, so it stays whole")
+        if eager:
+            led.add("eager.probs_fp32", 4 * a * s * s * b, "softmax output in fp32 (b*a*s*s), kept by softmax")
+            if c != 4:
+                led.add("eager.probs", c * a * s * s * b, "probabilities cast back to 16-bit, kept by P V")
+            if consumers(c, ("o_proj",))[0]:
+                led.add("eager.out", c * a * v * tokens, "attention output, o_proj's input")
+        else:
+            # CUDA's sdpa runs the memory-efficient kernel: flash needs equal q/k/v head dims and MLA's value
+            # head is narrower (pytorch sdp_utils.cpp check_head_dim_size_flash)
+            led.add("sdpa.out", c * a * v * tokens, "attention output (also o_proj's input)")
+            led.add("sdpa.logsumexp", 4 * a * tokens, "fp32 row log-sum-exp of the memory-efficient kernel")
+            consumers(c, ("o_proj",))  # o_proj's input is the kernel's saved output
+        return
+    if model.fused_qkv:  # Phi-3: q, k, v are views of one qkv_proj output, kept whole by the value's use
+        led.add("attn.qkv_out", c * (q + 2 * kv) * tokens, "qkv_proj's output: the value is a view of it (Phi-3)")
+    if model.qk_norm in ("head", "full"):
+        width = 4 if fp32_norm else c
+        per = "per head" if model.qk_norm == "head" else "over all heads"
+        for name, n in (("q_norm", q), ("k_norm", kv)):
+            led.add(f"attn.{name}.x_fp32", 4 * n * tokens, f"{name} (RMSNorm {per}) keeps its fp32 input")
+            if full:
+                led.add(f"attn.{name}.normalized", width * n * tokens, f"{name}'s normalized output, for its weight")
+    elif model.model_type.startswith("llama4") and layer_type == "chunked_attention":
+        led.add("attn.l2_norm.x_fp32", 4 * (q + kv) * tokens, "Llama 4's L2 q/k norm (rope layers) keeps its fp32 input")
+    if eager:
+        kv_kept = q  # repeat_kv copies K and V to all heads
+        led.add("eager.q", c * q * tokens, "query, kept by Q K^T")
+        led.add("eager.k", c * kv_kept * tokens, "key repeated to all heads, kept by Q K^T")
+        if model.attn_logit_softcap:  # Gemma 2: scores / cap, tanh, * cap
+            led.add("eager.softcap_tanh", c * a * s * s * b, "tanh of the scaled scores (attention soft-capping)")
+        if model.attention_sinks:  # gpt-oss: a learned sink logit per head joins the softmax
+            led.add("eager.max_index", 8 * a * tokens, "argmax indices of the row max subtracted before softmax")
+            led.add("eager.probs_with_sink", c * a * s * (s + 1) * b,
+                    "softmax over s + 1 logits (the sink's), in the logits' dtype, kept by softmax and P V")
+        else:
+            led.add("eager.probs_fp32", 4 * a * s * s * b, "softmax output in fp32 (b*a*s*s), kept by softmax")
+            if c != 4:
+                led.add("eager.probs", c * a * s * s * b, "probabilities cast back to 16-bit, kept by P V")
+        led.add("eager.v", c * kv_kept * tokens, "value repeated to all heads, kept by P V")
+        if consumers(c, ("o_proj",))[0]:
+            led.add("eager.out", c * q * tokens, "transposed contiguous attention output, o_proj's input")
+        return
+    kv_kept = q if masked else kv  # with an explicit mask transformers repeats K/V (use_gqa_in_sdpa)
+    if masked:
+        led.add("sdpa.mask", c * b * s * s, f"the {layer_type.split('_')[0]} layer's (b, 1, s, s) mask as the kernel's "
+                "float bias, kept for its backward")
+    led.add("sdpa.q", c * q * tokens, "rotated query, kept by the fused attention kernel")
+    led.add("sdpa.k", c * kv_kept * tokens, "rotated key" + (", repeated to all heads" if kv_kept != kv else ""))
+    if not model.fused_qkv:
+        led.add("sdpa.v", c * kv_kept * tokens, "value" + (", repeated to all heads" if kv_kept != kv else ""))
+    elif kv_kept != kv:
+        led.add("sdpa.v", c * kv_kept * tokens, "value repeated to all heads")
+    led.add("sdpa.out", c * q * tokens, "attention output (also o_proj's input)")
+    led.add("sdpa.logsumexp", 4 * a * tokens, "fp32 row log-sum-exp, instead of the s x s matrix")
+    if consumers(c, ("o_proj",))[0] and model.fused_qkv:
+        led.add("attn.o_proj_input", c * q * tokens, "o_proj's input, a contiguous copy of the attention output")
+
+
+# Routers (transformers 5.24): what each family's top-k router keeps for its backward, per token.
+ROUTER_SCORES = {  # the score function over all experts, kept in fp32 (T x E x 4)
+    "mixtral": "softmax", "qwen3_moe": "softmax", "deepseek_v2": "softmax", "deepseek_v3": "sigmoid",
+    "llama4_text": "sigmoid", "llama4": "sigmoid",
+}
+
+
+def _mlp_block(led: Ledger, norm, consumers, model: Model, num: Numerics, tokens: int, cm: int, *, moe: bool,
+               routed_rows: int | None, full: bool) -> None:
+    """The MLP half: its pre-norm, then the dense SwiGLU/GeGLU MLP (LLaMA, Phi-3's fused gate_up: the same
+    bytes) or the MoE block; Gemma's and OLMo 2's norm on the MLP output."""
+    h, I = model.hidden_size, model.intermediate_size
+    c = num.compute
+    led.split = len(led.items)
+    if model.norm_layout == "post":  # OLMo 2: gate/up keep the residual stream itself
+        n = len(led.items)
+        direct, base_casts = consumers(num.residual, ("gate_proj", "up_proj"))
+        if base_casts:
+            led.items.insert(n, ("residual.mlp_input_casts", 2 * h * tokens * base_casts,
+                                 f"{base_casts} bf16 cast(s) of the residual, one per gate/up projection"))
+        elif direct:
+            led.items.insert(n, ("residual.mlp_input", num.residual * h * tokens, "the residual stream, kept by gate/up"))
+    else:
+        norm("mlp_norm", ("gate_proj", "up_proj"))
+    if moe:
+        _moe_block(led, model, num, tokens, routed_rows or tokens * (
+            model.num_experts if model.model_type.startswith("llama4") else model.num_experts_per_tok))
+    else:
+        act = {"silu": "SiLU", "gelu_tanh": "GELU-tanh", "gelu": "GELU"}[model.activation]
+        what = "gate_up_proj's output (gate and up are views of it)" if model.fused_gate_up else "gate_proj output"
+        led.add("mlp.gate", cm * I * tokens, f"{what}, kept by {act}")
+        led.add("mlp.silu", cm * I * tokens, f"{act} output, kept by the product")
+        led.add("mlp.up", cm * I * tokens, "up_proj output, kept by the product")
+        n = len(led.items)
+        if consumers(cm, ("down_proj",))[0]:
+            led.items.insert(n, ("mlp.product", cm * I * tokens, f"{act}(gate)*up, down_proj's input"))
+    if model.norm_layout in ("sandwich", "post"):
+        norm("mlp_norm_post", ())
+
+
+def _moe_block(led: Ledger, model: Model, num: Numerics, T: int, S: int) -> None:
+    """A MoE block's saved tensors for T tokens routed to S = T x top-k (token, expert) rows (transformers 5.24,
+    integrations/moe.py grouped_mm_experts_forward, the default experts implementation: tokens sorted by expert,
+    every buffer S rows whatever the routing; Llama 4's Llama4TextExperts instead runs every token through every
+    expert: T x E rows). Its input (the pre-norm's output) is counted with the norm."""
+    h, E, k, Ie = model.hidden_size, model.num_experts, model.num_experts_per_tok, model.moe_intermediate_size
+    c = num.compute
+    mt = model.model_type
+    # --- router ---
+    if mt.startswith("deepseek"):  # DeepseekV3TopkRouter: F.linear(hidden.type(float32), weight.type(float32))
+        led.add("moe.router.input_fp32", 4 * h * T, "the router's fp32 copy of its input (DeepSeek routes in fp32)")
+        led.add("moe.router.weight_fp32", 4 * E * h, "the router weight's fp32 copy (per layer, not per token)")
+    score = ROUTER_SCORES.get(mt)
+    if score:
+        led.add("moe.router.scores", 4 * E * T, f"router {score} over all {E} experts in fp32 (T x E), kept for its "
+                "backward")
+    led.add("moe.router.topk_index", 8 * k * T, "top-k expert indices (int64), kept to scatter the top-k gradient")
+    if mt == "gpt_oss":
+        led.add("moe.router.topk_softmax", c * k * T, "softmax over the top-k logits (gpt-oss), kept")
+    if mt in ("mixtral", "deepseek_v3"):
+        led.add("moe.router.topk_norm", 4 * T * (1 + k), "the top-k weights renormalized to sum 1: the sum and quotient")
+    if mt.startswith("llama4"):  # Llama4TextMoe: every token through every expert, scaled by its router score;
+        # S = T x E rows (T x E / ep on one GPU of an expert-parallel group)
+        led.add("moe.scores", c * S, "the router scores, one per (expert, token), kept by the input scaling")
+        led.add("moe.repeated_input", c * S * h, "the input repeated E times (hidden.repeat(E, 1)), kept by the "
+                "scaling")
+        led.add("moe.experts.input", c * S * h, "the scaled input, E x T rows, kept by the experts' bmm")
+        led.add("moe.experts.gate_up", c * S * 2 * Ie, "gate_up's output (E x T x 2I), kept by SiLU (a view)")
+        led.add("moe.experts.silu", c * S * Ie, "SiLU output, kept by the product")
+        led.add("moe.experts.product", c * S * Ie, "SiLU(gate)*up, the down bmm's input")
+    else:
+        gpt_oss = mt == "gpt_oss"
+        index = 3 + (1 if model.expert_bias else 0)
+        led.add("moe.experts.indices", 8 * index * S, f"{index} int64 index vectors of S = T x top-k rows (the sort "
+                "permutation for the weights and the hidden states" + (", the bias gather" if model.expert_bias else "")
+                + ", the inverse permutation)")
+        led.add("moe.experts.input", c * S * h, "the hidden states gathered in expert order (S x h), grouped_mm's input")
+        led.add("moe.experts.gate_up", c * S * 2 * Ie, "gate_up's output (S x 2I), kept whole by the activation")
+        if gpt_oss:  # clamp, gate * sigmoid(gate * alpha), (up + 1) * glu
+            led.add("moe.experts.swiglu_clamped", 4 * c * S * Ie, "gpt-oss's clamped SwiGLU: the clamped gate, its "
+                    "sigmoid, their product and up + 1 (S x I each)")
+        else:
+            led.add("moe.experts.silu", c * S * Ie, "SiLU output, kept by the product")
+        led.add("moe.experts.product", c * S * Ie, "the gated product, the down grouped_mm's input")
+        weights = 4 if mt in ("mixtral", "deepseek_v2", "deepseek_v3") else c
+        led.add("moe.experts.routing_weights", weights * S, "each row's routing weight, kept by the weighting")
+        led.add("moe.experts.down_out", c * S * h, "the down projection's output (S x h), kept by the routing-weight "
+                "multiply")
+    if model.num_shared_experts:
+        Is = model.shared_expert_intermediate_size
+        led.add("moe.shared.gate", c * Is * T, "shared expert's gate output, kept by SiLU")
+        led.add("moe.shared.silu", c * Is * T, "shared expert's SiLU output")
+        led.add("moe.shared.up", c * Is * T, "shared expert's up output")
+        led.add("moe.shared.product", c * Is * T, "shared expert's product, its down_proj's input")
 
 
 def frozen_input_savings(model: Model, tokens: int, adapters: frozenset, lora_dropout: float) -> int:

@@ -79,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (with --tp)")
     e.add_argument("--pp", type=int, default=1, help="pipeline stages (1F1B; default 1)")
     e.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
+    e.add_argument("--ep", type=int, default=None,
+                   help="MoE: expert-parallel GPUs within --dp (experts split whole over them; default 1)")
+    e.add_argument("--capacity-factor", type=float, default=None,
+                   help="MoE: expert capacity factor (tokens beyond it dropped; default: dropless)")
+    e.add_argument("--no-router-aux-loss", action="store_true",
+                   help="MoE: without the router's load-balancing loss (output_router_logits off)")
     e.add_argument("--offload", default="none", choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
     e.add_argument("--offload-device", choices=training.OFFLOAD_DEVICES, help="with --offload (default cpu)")
     e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
@@ -111,18 +117,28 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
 
-    f = sub.add_parser("fit", help="ranked ways to train a model on COUNT GPUs, and why the others fail",
-                       description="Search tensor/pipeline parallelism, ZeRO stage, offload, recompute and "
+    f = sub.add_parser("fit", help="ranked ways to train (or serve) a model on COUNT GPUs, and why the others fail",
+                       description="Search tensor/pipeline/expert parallelism, ZeRO stage, offload, recompute and "
                                    "precision for MODEL on COUNT GPUs of one kind; print the feasible layouts "
-                                   "ranked by estimated tokens/s per GPU and the reasons the others fail.")
+                                   "ranked by estimated tokens/s per GPU and the reasons the others fail. "
+                                   "--task serve searches serving layouts (tensor/expert parallelism, weight "
+                                   "format): weights, KV cache and the largest batch per GPU at --context-len.")
     f.add_argument("model", help="catalog name")
     f.add_argument("--gpu", required=True, help="GPU kind (catalog name)")
     f.add_argument("--count", type=int, required=True, help="number of GPUs")
-    f.add_argument("--task", default="full", choices=("full", "lora", "qlora"), help="default full")
-    f.add_argument("--seq-len", type=int, default=2048, help="default 2048")
-    f.add_argument("--micro-batch", type=int, default=1, help="default 1")
-    f.add_argument("--grad-accum", type=int, default=8, help="micro-batches per step (default 8)")
-    f.add_argument("--optimizer", default="adamw", choices=optimizers.OPTIMIZERS, help="default adamw")
+    f.add_argument("--task", default="full", choices=("full", "lora", "qlora", "serve"), help="default full")
+    f.add_argument("--seq-len", type=int, default=None, help="training: tokens per sequence (default 2048)")
+    f.add_argument("--micro-batch", type=int, default=None, help="training: default 1")
+    f.add_argument("--grad-accum", type=int, default=None, help="training: micro-batches per step (default 8)")
+    f.add_argument("--optimizer", default=None, choices=optimizers.OPTIMIZERS, help="training: default adamw")
+    f.add_argument("--context-len", type=int, default=None, help="serve: tokens per sequence (default 8192)")
+    f.add_argument("--weights", action="append", choices=("auto",) + inference.WEIGHT_FORMATS,
+                   help="serve: weight format(s) to compare (repeatable; default auto: the checkpoint's own)")
+    f.add_argument("--kv-cache", default=None, choices=inference.KV_FORMATS, help="serve: default bf16")
+    f.add_argument("--mla-cache", default=None, choices=inference.MLA_CACHES,
+                   help="serve, MLA models: latent (vLLM/SGLang, default) or full (transformers)")
+    f.add_argument("--prefill-tokens", type=int, default=None,
+                   help="serve: tokens per prefill forward (default 8192, vLLM's chunk; 0: the whole batch at once)")
     f.add_argument("--no-offload", action="store_true", help="leave ZeRO-Offload/Infinity out of the search")
     f.add_argument("--host-ram-gib", type=_host_ram_gib, help="host RAM per node; offload plans needing more fail")
     f.add_argument("--top", type=int, default=10, help="feasible plans to show (default 10, at least 1)")
@@ -185,6 +201,12 @@ def cmd_estimate(a) -> int:
         options["activation_offload"] = True
     if a.no_fsdp_mixed_precision:
         options["fsdp_mixed_precision"] = False
+    if a.ep is not None:
+        options["ep"] = a.ep
+    if a.capacity_factor is not None:
+        options["capacity_factor"] = a.capacity_factor
+    if a.no_router_aux_loss:
+        options["router_aux_loss"] = False
     est = training.estimate_training(
         model, seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
         finetune=a.finetune, recompute=a.recompute, attention=a.attention,
@@ -262,11 +284,32 @@ def cmd_serve(a) -> int:
     return 0
 
 
+_TRAIN_ONLY = ("seq_len", "micro_batch", "grad_accum", "optimizer")
+_SERVE_ONLY = ("context_len", "weights", "kv_cache", "mla_cache", "prefill_tokens")
+
+
+def _flag_name(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
 def cmd_fit(a) -> int:
     from memlib.plan import min_gpus, plan, to_deepspeed_config
-    host = int(a.host_ram_gib * 2**30) if a.host_ram_gib is not None else None  # 0 GiB is a limit too
     positive_int("--top", a.top)
-    kw = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, grad_accum=a.grad_accum, optimizer=a.optimizer)
+    serve = a.task == "serve"
+    wrong = [k for k in (_TRAIN_ONLY if serve else _SERVE_ONLY) if getattr(a, k) is not None]
+    wrong += [k for k in ("no_offload", "min_gpus", "deepspeed") if serve and getattr(a, k)]
+    wrong += ["host_ram_gib"] if serve and a.host_ram_gib is not None else []
+    if wrong:
+        raise ValueError(f"{', '.join(_flag_name(k) for k in wrong)} "
+                         f"{'apply' if len(wrong) > 1 else 'applies'} to "
+                         + ("training tasks (full, lora, qlora), not --task serve" if serve else "--task serve"))
+    if serve:
+        return _fit_serve(a)
+    host = int(a.host_ram_gib * 2**30) if a.host_ram_gib is not None else None  # 0 GiB is a limit too
+    a.seq_len = 2048 if a.seq_len is None else a.seq_len
+    a.micro_batch = 1 if a.micro_batch is None else a.micro_batch
+    a.grad_accum = 8 if a.grad_accum is None else a.grad_accum
+    kw = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, grad_accum=a.grad_accum, optimizer=a.optimizer or "adamw")
     r = plan(a.model, a.gpu, a.count, a.task, allow_offload=not a.no_offload, host_bytes_per_node=host, **kw)
     fewest = min_gpus(a.model, a.gpu, a.task, **kw) if a.min_gpus else None
     if a.json:
@@ -316,6 +359,45 @@ def cmd_fit(a) -> int:
             print(json.dumps(config, indent=2))
     elif a.deepspeed:
         print("\nNo DeepSpeed config: no layout fits.")
+    return 0
+
+
+def _fit_serve(a) -> int:
+    """memlib fit MODEL --task serve: plan_serving's layouts, per GPU weights, KV cache and the largest batch."""
+    from memlib.plan import SERVE_PREFILL_TOKENS, plan_serving
+    context = 8192 if a.context_len is None else a.context_len
+    prefill = SERVE_PREFILL_TOKENS if a.prefill_tokens is None else (
+        None if a.prefill_tokens == 0 else positive_int("--prefill-tokens", a.prefill_tokens))
+    r = plan_serving(a.model, a.gpu, a.count, context_len=context, weights=a.weights or "auto",
+                     kv_cache=a.kv_cache or "bf16", mla_cache=a.mla_cache or "latent", prefill_tokens=prefill)
+    if a.json:
+        print(json.dumps(r.to_dict(top=a.top), indent=2))
+        return 0
+    model = get_model(a.model)
+    print(model.describe())
+    print(f"serving on {a.count} x {r.gpu} at context {context:,} tokens"
+          + (f", prefill {prefill:,} tokens per forward" if prefill else ", each prefill over the whole batch"))
+    if not r.feasible:
+        print("\nNo layout holds even one sequence.")
+    else:
+        print(f"\n{len(r.feasible)} layouts fit; most concurrent sequences first (per GPU, GB = 1e9 bytes):")
+        print(f"  {'sequences':>9}  {'batch/group':>11}  {'weights GB':>10}  {'KV cache GB':>11}  {'KV B/token':>10}  "
+              f"{'margin GiB':>10}  layout")
+        for p in r.feasible[:a.top]:
+            print(f"  {p.sequences:>9,}  {p.max_batch.value:>11,}  {gb(p.weight_bytes):>10.1f}  "
+                  f"{gb(p.kv_cache_bytes):>11.1f}  {p.estimate.kv_bytes_per_token:>10,}  "
+                  f"{p.verdict.margin_gib:>+10.1f}  {p.describe()}")
+        best = r.best
+        print(f"\nBest: {best.describe()}: {gb(best.weight_bytes):.1f} GB of weights and "
+              f"{gb(best.kv_cache_bytes):.1f} GB of KV cache per GPU; {best.max_batch.value:,} sequences per "
+              f"attention group x {best.attention_groups} = {best.sequences:,} at {context:,} tokens "
+              f"({best.max_batch.reason}).")
+        for note in best.estimate.notes:
+            print(f"note: {note}")
+    if r.infeasible:
+        print(f"\n{len(r.infeasible)} layouts do not fit, for example:")
+        for settings, why in r.infeasible[:a.top]:
+            print(f"  tp={settings['tp']} ep={settings['ep']} {settings['weights']}: {why}")
     return 0
 
 

@@ -29,19 +29,27 @@ def explain_training(est) -> str:
         "| term | how | GB | GiB |",
         "|---|---|---:|---:|",
         _row("parameters", f"{m.num_params:,} params", c["param_bytes"]),
-        _row("gradients", f"{c['trainable']:,} trainable x {c['grad_bytes'] // max(c['trainable'], 1)} B "
-             "(present from their backward until zero_grad)", c["grad_bytes"]),
+        _row("gradients", f"{c['trainable']:,} trainable x "
+             f"{c.get('grad_bytes_unsharded', c['grad_bytes']) // max(c['trainable'], 1)} B"
+             + (" (partitioned over the data-parallel GPUs)" if c["grad_bytes"] < c.get("grad_bytes_unsharded", 0)
+                else "") + " (present from their backward until zero_grad)", c["grad_bytes"]),
         _row("optimizer states", f"{s.optimizer} over {c['trainable']:,} trainable params", c["optimizer_bytes"]),
         "",
         f"**2. Saved activations of one decoder layer** ({s.tokens:,} tokens); "
-        f"x {m.num_layers} layers" + (" (full recompute keeps only each layer's input)" if s.recompute == "full" else ""),
-        "",
-        "| tensor kept for backward | why | GB | GiB |",
-        "|---|---|---:|---:|",
+        + (f"x {m.num_layers} layers" if not getattr(est, "layer_kinds", None) else
+           "the layers differ: one table per kind of layer")
+        + (" (full recompute keeps only each layer's input)" if s.recompute == "full" else ""),
     ]
-    for name, nbytes, why in est.layer.items:
-        lines.append(_row(f"`{name}`", why, nbytes))
-    lines.append(_row("**one layer**", "sum", est.layer.total))
+    if not getattr(est, "layer_kinds", None):
+        lines += ["", "| tensor kept for backward | why | GB | GiB |", "|---|---|---:|---:|"]
+    kinds = getattr(est, "layer_kinds", None) or [("", m.num_layers, est.layer)]
+    for label, n, led in kinds:
+        if label:
+            lines += ["", f"*{label}* (x {n} on this GPU)", "", "| tensor kept for backward | why | GB | GiB |",
+                      "|---|---|---:|---:|"]
+        for name, nbytes, why in led.items:
+            lines.append(_row(f"`{name}`", why, nbytes))
+        lines.append(_row("**one layer**", "sum", led.total))
     lines += [
         "",
         "**3. The moments of a step** (peak = the largest; each row is what is alive then)",

@@ -26,6 +26,8 @@ def estimate_case(inputs: dict) -> Estimate:
     if inputs["finetune"] == "qlora":
         q = inputs.get("qlora", {})
         kw.update(qlora_backend=q.get("backend", "bitsandbytes"), double_quant=q.get("double_quant", True))
+    if model.is_moe:  # transformers adds the load-balancing loss only with output_router_logits (config default off)
+        kw.update(router_aux_loss=bool(inputs["config"].get("output_router_logits", False)))
     if inputs.get("fsdp"):
         kw.update(zero_stage="FULL_SHARD", dp=inputs["fsdp"]["world_size"])
         if inputs["precision"].endswith("mixed"):

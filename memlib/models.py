@@ -246,8 +246,9 @@ class Model:
 
     @property
     def is_llama_layer(self) -> bool:
-        """True when every decoder layer is the LLaMA layer memlib's training estimator models
-        (HF LlamaDecoderLayer: pre-norms, q/k/v/o, SwiGLU, no q/k norms, no MoE, no MLA)."""
+        """True when every decoder layer is the LLaMA layer (HF LlamaDecoderLayer: pre-norms, q/k/v/o, SwiGLU,
+        no q/k norms, no MoE, no MLA), the layer memlib's training estimator was first derived and validated
+        on; the other families add their own entries to it (memlib.activations)."""
         return self.mlp == "gated" and not self._is_variant() and self.head == "lm"
 
     @property

@@ -31,10 +31,12 @@ def adamw_8bit_state_bytes(numel: int) -> int:
 
 def adafactor_state_numel(t: Tensor, shape: tuple[int, int] | None) -> int:
     """Adafactor second moment (Shazeer & Stern 2018, Sec. 3): rows + columns for a matrix,
-    the full tensor otherwise; no first moment (beta1=None, torch.optim.Adafactor's default)."""
+    the full tensor otherwise; no first moment (beta1=None, torch.optim.Adafactor's default).
+    A stacked tensor of E experts (E, out, in) keeps rows + columns per expert (torch.optim.Adafactor
+    factors the last two dimensions)."""
     if shape is None:
         return t.numel
-    return shape[0] + shape[1]
+    return (shape[0] + shape[1]) * max(t.experts, 1)
 
 
 def state_bytes(optimizer: str, tensors: list[tuple[Tensor, tuple[int, int] | None]], state_dtype_bytes: int) -> int:

@@ -1,9 +1,12 @@
 """Does it fit, and how? Search the ways to lay a model out on `count` GPUs.
 
 plan() enumerates tensor parallel (within a node), pipeline parallel, ZeRO stage, offload,
-recompute and precision; estimates each per-GPU peak, checks it with fits(), times it
-with step_time(), and returns the feasible layouts ranked by estimated tokens/s per GPU,
-plus every infeasible one with the reason it fails.
+recompute, precision and, for a mixture of experts, expert parallelism; estimates each per-GPU
+peak, checks it with fits(), times it with step_time(), and returns the feasible layouts ranked
+by estimated tokens/s per GPU, plus every infeasible one with the reason it fails.
+
+plan_serving() does the same for inference: tensor/expert-parallel layouts and weight formats,
+each with its per-GPU weights, KV cache and the largest batch at a context length.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from memlib import training
 from memlib._checks import choice, choices, flag, fraction, positive_int, show
 from memlib.fit import Verdict, fits
 from memlib.gpus import get_gpu
+from memlib.inference import AUTO, KV_FORMATS, MLA_CACHES, WEIGHT_FORMATS, Limit, estimate_inference, max_batch
 from memlib.models import Model, get_model
 from memlib.timing import StepTime, step_time
 from memlib.training import Estimate, estimate_training
@@ -23,7 +27,7 @@ from memlib.units import gib
 TASKS = ("full", "lora", "qlora")
 # estimate_training options the search itself sets for every layout: not extra keywords.
 _SEARCHED = ("seq_len", "micro_batch", "grad_accum", "precision", "recompute", "zero_stage", "dp", "tp", "pp",
-             "offload", "finetune")
+             "offload", "finetune", "ep")
 
 
 @dataclass
@@ -48,7 +52,7 @@ class Plan:
                    "fsdp": f"FSDP-QLoRA over {n} GPUs"}.get(self.estimate.setup.sharding,
                                                            f"{n} DDP replicas")
             return ", ".join([how, s["precision"], f"recompute {s['recompute']}", f"micro-batch {s['micro_batch']}"])
-        bits = [f"dp={s['dp']}", f"tp={s['tp']}", f"pp={s['pp']}"]
+        bits = [f"dp={s['dp']}", f"tp={s['tp']}", f"pp={s['pp']}"] + ([f"ep={s['ep']}"] if s.get("ep", 1) > 1 else [])
         if s["zero_stage"]:
             bits.append(f"ZeRO-{s['zero_stage']}" if isinstance(s["zero_stage"], int) else str(s["zero_stage"]))
         if s["offload"] != "none":
@@ -108,13 +112,29 @@ def _qlora_layouts(model, count, seq_len, micro_batch, grad_accum, precisions, r
                            recompute=recompute, tp=1, offload="none", finetune="qlora", **shape)
 
 
+def _tp_ok(model: Model, tp: int) -> bool:
+    """Can Megatron split this model over tp GPUs (whole heads; the dense, expert and shared MLP widths)?"""
+    widths = [model.num_heads, model.num_kv_heads]
+    widths += [model.intermediate_size] if model.num_dense_layers else []
+    widths += [w for w in (model.moe_intermediate_size, model.shared_expert_intermediate_size) if w]
+    return not any(w % tp for w in widths)
+
+
+def _ep_choices(model: Model, dp: int) -> list[int]:
+    """Expert-parallel degrees for a MoE model over dp data-parallel GPUs: 1 and every degree dividing both dp and
+    the number of experts (the expert-parallel group is carved out of the data-parallel group)."""
+    if not model.is_moe:
+        return [1]
+    return [e for e in _divisors(dp, min(dp, model.num_experts)) if model.num_experts % e == 0]
+
+
 def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload,
              gpus_per_node):
     if task == "qlora":
         yield from _qlora_layouts(model, count, seq_len, micro_batch, grad_accum, precisions, recomputes)
         return
     for tp in _divisors(count, min(gpus_per_node, model.num_heads)):
-        if tp > gpus_per_node or model.num_heads % tp or model.num_kv_heads % tp or model.intermediate_size % tp:
+        if tp > gpus_per_node or not _tp_ok(model, tp):
             continue
         for pp in _divisors(count // tp, model.num_layers):
             if pp > model.num_layers:
@@ -132,11 +152,13 @@ def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisio
                     z = zero
                     if offload != "none" and z == 0:
                         z = 3 if offload == "optimizer+params" else 2  # ZeRO-Offload needs a ZeRO stage
-                    for precision in precisions:
-                        for recompute in recomputes:
-                            yield dict(seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
-                                       precision=precision, recompute=recompute, zero_stage=z, dp=dp, tp=tp,
-                                       pp=pp, offload=offload, finetune=task)
+                    for ep in _ep_choices(model, dp) if task == "full" else [1]:
+                        for precision in precisions:
+                            for recompute in recomputes:
+                                extra = {"ep": ep} if ep > 1 else {}
+                                yield dict(seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
+                                           precision=precision, recompute=recompute, zero_stage=z, dp=dp, tp=tp,
+                                           pp=pp, offload=offload, finetune=task, **extra)
 
 
 def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_batch: int = 1,
@@ -145,7 +167,9 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
          peak_tflops: float | None = None, **estimate_kw) -> PlanResult:
     """Feasible layouts of `model` on `count` GPUs of one kind, best estimated throughput first.
 
-    task: "full" | "lora" | "qlora" (training). For serving see memlib.max_batch/max_context.
+    task: "full" | "lora" | "qlora" (training). For serving see plan_serving() (and memlib.max_batch/max_context).
+    A mixture of experts is also laid out with expert parallelism: ep from 1 to every degree dividing both dp
+    and its number of experts (estimate_training's ep; step_time's all-to-alls).
     precisions defaults to bf16-mixed (fp16-mixed where the GPU has no bf16); extra keyword
     arguments (optimizer=, lora_rank=, lora_targets=, attention=) pass to estimate_training.
     host_bytes_per_node: host RAM of one node; offload layouts that need more are infeasible
@@ -159,6 +183,9 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {show(model)}")
     g = get_gpu(gpu)
     count = positive_int("count", count)
+    if task == "serve":
+        raise ValueError("plan() lays out training; for serving call memlib.plan.plan_serving(model, gpu, count, "
+                         "context_len=...) (CLI: memlib fit MODEL --gpu G --count N --task serve)")
     choice("task", task, TASKS)
     if precisions is None:
         precisions = ("bf16-mixed",) if g.supports_bf16 else ("fp16-mixed",)
@@ -394,8 +421,9 @@ def to_deepspeed_config(plan_: Plan) -> dict:
     """The DeepSpeed JSON (as a dict) for a plan: precision, ZeRO stage and offload, batch sizes.
 
     Tensor and pipeline parallel degrees are not DeepSpeed config keys (Megatron's
-    --tensor-model-parallel-size, DeepSpeed's PipelineModule(num_stages=...)); activation
-    recompute is the model's gradient_checkpointing. Keys follow DeepSpeed's config docs.
+    --tensor-model-parallel-size, DeepSpeed's PipelineModule(num_stages=...)), nor is a MoE's
+    expert-parallel degree (deepspeed.moe.layer.MoE(ep_size=...)); activation recompute is the
+    model's gradient_checkpointing. Keys follow DeepSpeed's config docs.
     """
     _plan_arg("to_deepspeed_config", plan_)
     s = plan_.settings
@@ -426,3 +454,166 @@ def to_deepspeed_config(plan_: Plan) -> dict:
         zero.update({"overlap_comm": True, "contiguous_gradients": True})
     cfg["zero_optimization"] = zero
     return cfg
+
+
+# --- serving ----------------------------------------------------------------------------------------------------------
+# Tokens in one prefill forward when planning a server: vLLM's default max_num_batched_tokens for its offline LLM
+# class (vllm/engine/arg_utils.py, V1 engine: 8192 on GPUs; chunked prefill splits longer prompts). None: the whole
+# batch x context in one forward (HF generate).
+SERVE_PREFILL_TOKENS = 8192
+
+
+@dataclass
+class ServingPlan:
+    """One serving layout on `count` GPUs: replicas of a model instance over max(tp, ep) GPUs.
+
+    Inside an instance the attention and dense layers are split over tp GPUs and the routed experts over ep
+    (ep a multiple of tp; ep > tp is data-parallel attention: ep / tp attention groups, each serving its own
+    batch, vLLM's --data-parallel-size with --enable-expert-parallel, SGLang's --enable-dp-attention).
+    """
+
+    settings: dict  # estimate_inference keyword arguments: weights, kv_cache, tp, ep, mla_cache, prefill_tokens
+    count: int
+    max_batch: Limit  # sequences one attention group (tp GPUs) holds at context_len
+    estimate: object  # InferenceEstimate at max_batch (batch 1 when even that does not fit)
+    verdict: Verdict
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return max(self.settings["tp"], self.settings["ep"])
+
+    @property
+    def replicas(self) -> int:
+        return self.count // self.gpus_per_replica
+
+    @property
+    def attention_groups(self) -> int:
+        """Groups of tp GPUs that each serve their own batch: count / tp."""
+        return self.count // self.settings["tp"]
+
+    @property
+    def sequences(self) -> int:
+        """Concurrent sequences of context_len tokens on all count GPUs: max_batch x attention groups."""
+        return self.max_batch.value * self.attention_groups
+
+    @property
+    def weight_bytes(self) -> int:
+        """Weights per GPU."""
+        return self.estimate.weight_bytes
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """KV cache per GPU at max_batch."""
+        return self.estimate.kv_cache_bytes
+
+    def describe(self) -> str:
+        s = self.settings
+        bits = [f"tp={s['tp']}"] + ([f"ep={s['ep']}"] if s["ep"] > 1 else [])
+        if s["ep"] > s["tp"]:
+            bits.append(f"{s['ep'] // s['tp']} data-parallel attention groups")
+        if self.replicas > 1:
+            bits.append(f"{self.replicas} replicas")
+        return ", ".join(bits + [f"{s['weights']} weights", f"{s['kv_cache']} KV cache"])
+
+
+@dataclass
+class ServingPlanResult:
+    model: str
+    gpu: str
+    count: int
+    context_len: int
+    feasible: list[ServingPlan] = field(default_factory=list)
+    infeasible: list[tuple[dict, str]] = field(default_factory=list)
+
+    @property
+    def best(self) -> ServingPlan | None:
+        return self.feasible[0] if self.feasible else None
+
+    def to_dict(self, top: int = 10) -> dict:
+        top = positive_int("top", top, allow_zero=True)
+        return {
+            "model": self.model, "gpu": self.gpu, "count": self.count, "context_len": self.context_len,
+            "feasible": [{"settings": dict(p.settings), "layout": p.describe(), "gpus_per_replica": p.gpus_per_replica,
+                          "replicas": p.replicas, "weight_bytes_per_gpu": p.weight_bytes,
+                          "kv_cache_bytes_per_gpu": p.kv_cache_bytes, "kv_bytes_per_token_per_gpu":
+                          p.estimate.kv_bytes_per_token, "max_batch_per_attention_group": p.max_batch.value,
+                          "attention_groups": p.attention_groups, "sequences": p.sequences,
+                          "peak_bytes_per_gpu": p.estimate.peak_bytes, "margin_bytes": p.verdict.margin_bytes}
+                         for p in self.feasible[:top]],
+            "infeasible": [{"settings": dict(s), "reason": r} for s, r in self.infeasible],
+        }
+
+
+def _serving_layouts(model: Model, count: int, gpus_per_node: int):
+    """(tp, ep): tp divides count (within a node) and the model's heads and MLP widths; ep (MoE only) 1 or a multiple
+    of tp dividing count and the number of experts."""
+    for tp in _divisors(count, min(count, gpus_per_node)):
+        if model.num_heads % tp or model.num_kv_heads % tp:
+            continue
+        if model.num_dense_layers and model.intermediate_size % tp:
+            continue
+        if model.num_shared_experts and model.shared_expert_intermediate_size % tp:
+            continue
+        eps = [1]
+        if model.is_moe:
+            eps += [e for e in _divisors(count, min(count, model.num_experts))
+                    if e > 1 and e % tp == 0 and model.num_experts % e == 0]
+        for ep in eps:
+            if ep == 1 and model.is_moe and model.moe_intermediate_size % tp:
+                continue
+            yield tp, ep
+
+
+def plan_serving(model, gpu, count: int, context_len: int = 8192, weights=AUTO, kv_cache: str = "bf16",
+                 mla_cache: str = "latent", prefill_tokens: int | None = SERVE_PREFILL_TOKENS,
+                 gpus_per_node: int = 8) -> ServingPlanResult:
+    """Serving layouts of `model` on `count` GPUs, most concurrent sequences at `context_len` first.
+
+    For each weight format and each tensor/expert-parallel layout (see ServingPlan): the weights and KV cache per
+    GPU and the largest batch that fits (memlib.inference.max_batch: weights + KV cache + the prefill's workspace,
+    with fits()'s CUDA context and allocator headroom). weights: "auto" (the checkpoint's own format, e.g.
+    DeepSeek-V3's block fp8, gpt-oss's MXFP4 experts; bf16 when config.json has no quantization_config), one
+    format, or a list of them to compare. prefill_tokens: tokens per prefill forward (SERVE_PREFILL_TOKENS,
+    vLLM's default chunk; None: the whole batch at once, as HF generate does). A layout where not even one
+    sequence fits is in .infeasible with the reason.
+    """
+    model = get_model(model) if isinstance(model, str) else model
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a catalog name or a memlib.Model, got {show(model)}")
+    g = get_gpu(gpu)
+    count = positive_int("count", count)
+    context_len = positive_int("context_len", context_len)
+    gpus_per_node = positive_int("gpus_per_node", gpus_per_node)
+    formats = [weights] if isinstance(weights, str) else list(weights) if isinstance(weights, (list, tuple)) else None
+    if not formats:
+        raise ValueError(f"weights must be 'auto', a format ({', '.join(WEIGHT_FORMATS)}) or a list of them, "
+                         f"got {show(weights)}")
+    choice("kv_cache", kv_cache, KV_FORMATS)
+    choice("mla_cache", mla_cache, MLA_CACHES)
+    resolved = []
+    for w in formats:
+        fmt = estimate_inference(model, 1, context_len, weights=w, kv_cache=kv_cache, mla_cache=mla_cache,
+                                 prefill_tokens=prefill_tokens).setup.weights  # validates every option once
+        if fmt not in resolved:
+            resolved.append(fmt)
+    result = ServingPlanResult(model.name, g.name, count, context_len)
+    for fmt in resolved:
+        for tp, ep in _serving_layouts(model, count, gpus_per_node):
+            settings = dict(weights=fmt, kv_cache=kv_cache, tp=tp, ep=ep, prefill_tokens=prefill_tokens)
+            if model.is_mla:
+                settings["mla_cache"] = mla_cache
+            try:
+                lim = max_batch(model, g, context_len, **settings)
+            except ValueError as e:
+                result.infeasible.append((settings, f"invalid: {e}"))
+                continue
+            est = estimate_inference(model, max(lim.value, 1), context_len, **settings)
+            v = fits(est, g)
+            if lim.value == 0:
+                result.infeasible.append((settings, f"not even one sequence of {context_len:,} tokens fits: needs "
+                                          f"{gib(v.required_bytes):.1f} GiB per GPU of {gib(v.capacity_bytes):.1f} GiB "
+                                          f"(weights {gib(est.weight_bytes):.1f} GiB)"))
+                continue
+            result.feasible.append(ServingPlan(settings, count, lim, est, v))
+    result.feasible.sort(key=lambda p: (-p.sequences, p.gpus_per_replica, -p.verdict.margin_bytes))
+    return result

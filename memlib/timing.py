@@ -30,6 +30,12 @@ with every term named. The model is deliberately simple and stated:
 * tensor parallelism: 4 all-reduces of b·s·h activations per layer per micro-batch
   (2 forward, 2 backward; Shoeybi et al. 2019 Sec. 3), 6 with full recompute, not overlapped;
 * pipeline: each micro-batch sends its b·s·h activations forward and gradients back;
+* expert parallelism (MoE, ep > 1): two all-to-alls per MoE layer in the forward (dispatch the
+  routed tokens to their experts' GPUs, combine the results back) and two in the backward
+  (GShard, Lepikhin et al. 2020; DeepSpeed-MoE, Rajbhandari et al. 2022),
+  plus the forward's two again under full recompute; each moves tokens x top-k x hidden in the
+  compute dtype, of which each GPU sends (ep - 1)/ep; not overlapped. Expert gradients are
+  reduced over the dp / ep GPUs that hold the same experts, the rest over dp;
 * offload: 16-bit gradients down every micro-batch and parameters up once per step over the
   host link (ZeRO-Offload, Ren et al. 2021); with ZeRO-Infinity the parameters also come up
   for every micro-batch's forward and backward; NVMe traffic at `nvme_bytes_per_s`; the CPU
@@ -101,11 +107,13 @@ class StepTime:
     cpu_adam_processes_per_node: int = 0  # processes sharing one node's CPU-Adam rate (0: no offload)
     peak_flops: float = 0.0  # the dense 16-bit peak per GPU it was timed against, FLOP/s
     mfu: float = 0.0  # the model-FLOPs utilisation it was timed at
+    ep_comm_bytes: int = 0  # expert-parallel all-to-alls, per GPU per step (MoE with ep > 1)
+    ep_comm_s: float = 0.0
 
     @property
     def step_s(self) -> float:
         return (self.compute_s + self.dp_exposed_s + self.tp_comm_s + self.pp_comm_s + self.offload_s
-                + self.nvme_s + self.cpu_optimizer_s)
+                + self.nvme_s + self.cpu_optimizer_s + self.ep_comm_s)
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -219,6 +227,30 @@ def all_gather_bytes(nbytes: float, n: int) -> float:
     return (n - 1) / n * nbytes if n > 1 else 0.0
 
 
+def all_to_all_bytes(nbytes: float, n: int) -> float:
+    """Bytes each GPU sends in an all-to-all of its `nbytes` buffer over n GPUs: (n-1)/n·B (the 1/n addressed to
+    itself stays; NCCL's alltoall as torch.distributed.all_to_all_single sends one slice to every peer)."""
+    return (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+def ep_all_to_all_bytes(estimate) -> float:
+    """Expert-parallel all-to-all traffic of one optimizer step, bytes sent per GPU: per MoE layer on this GPU and
+    micro-batch, a dispatch and a combine in the forward and their two transposes in the backward (the
+    all-to-all of each MoE layer's expert-sharded dispatch and combine: GShard, Lepikhin et al. 2020; DeepSpeed-MoE,
+    Rajbhandari et al. 2022; Megatron-Core's MoEAlltoAllTokenDispatcher token_dispatch/token_combine), plus the
+    forward's two again under full recompute; each carries the routed rows (tokens x top-k, or the capacity-padded
+    buffer) x hidden in the compute dtype.
+    """
+    estimate = _training_estimate(estimate)
+    s = estimate.setup
+    if s.ep == 1 or not estimate.counts.get("moe_layers"):
+        return 0.0
+    width = 4 if s.precision == "fp32" else 2
+    buffer = estimate.counts["routed_rows"] * s.model.hidden_size * width // s.tp
+    per_layer = 6 if s.recompute == "full" else 4
+    return all_to_all_bytes(buffer, s.ep) * per_layer * estimate.counts["moe_layers"] * s.grad_accum
+
+
 _ring = all_reduce_bytes  # tensor parallel's activation all-reduces use the same ring
 
 PHASES = ("forward", "backward", "last backward", "optimizer step")
@@ -306,6 +338,17 @@ def dp_collectives(estimate, ds_bucket_allreduce: bool = True) -> tuple[str, lis
     if scheme == "none":
         return scheme, []
     trainable = estimate.counts["trainable"]
+    expert_share = estimate.counts.get("expert_params", 0) / max(trainable, 1) if s.ep > 1 else 0.0
+    if expert_share:
+        # MoE with ep > 1: the routed experts' gradients and parameters travel only among the dp / ep GPUs that
+        # hold the same experts (DeepSpeed-MoE's expert data-parallel group); the dense rest over all dp GPUs
+        def split(fn):
+            return lambda nbytes, group: (fn(nbytes * (1 - expert_share), group)
+                                          + fn(nbytes * expert_share, group // s.ep))
+        all_reduce, reduce_scatter, all_gather = (split(all_reduce_bytes), split(reduce_scatter_bytes),
+                                                  split(all_gather_bytes))
+    else:
+        all_reduce, reduce_scatter, all_gather = all_reduce_bytes, reduce_scatter_bytes, all_gather_bytes
     mixed = s.precision.endswith("-mixed")
     wide = s.precision == "fp32"
     adapters = s.finetune != "full"
@@ -313,10 +356,10 @@ def dp_collectives(estimate, ds_bucket_allreduce: bool = True) -> tuple[str, lis
     grad_w = estimate.counts["grad_bytes_unsharded"] / max(trainable, 1) if adapters else None
     if scheme == "DDP":
         g = grad_w or (4 if mixed or wide else 2)
-        return scheme, [Collective("all-reduce", "gradients", all_reduce_bytes(trainable * g, n), 1, "last backward",
+        return scheme, [Collective("all-reduce", "gradients", all_reduce(trainable * g, n), 1, "last backward",
                                    True, "torch DDP under no_sync, bucketed all-reduce")]
     if scheme == "Megatron DP":
-        return scheme, [Collective("all-reduce", "gradients", all_reduce_bytes(trainable * 4, n), 1, "last backward",
+        return scheme, [Collective("all-reduce", "gradients", all_reduce(trainable * 4, n), 1, "last backward",
                                    False, "Megatron-LM DDP, fp32 main grads, --overlap-grad-reduce off")]
     if scheme.startswith("DeepSpeed"):
         w = 4 if wide else 2  # DeepSpeed communicates in the model's 16-bit dtype
@@ -324,48 +367,50 @@ def dp_collectives(estimate, ds_bucket_allreduce: bool = True) -> tuple[str, lis
         if s.zero_stage <= 2:
             every = s.zero_stage == 2
             if ds_bucket_allreduce:
-                red = Collective("all-reduce", "gradients", all_reduce_bytes(trainable * w, n), m if every else 1,
+                red = Collective("all-reduce", "gradients", all_reduce(trainable * w, n), m if every else 1,
                                  "backward" if every else "last backward", every,
                                  "stage_1_and_2.py average_tensor, multi-rank bucket all-reduce")
             else:
-                red = Collective("reduce-scatter", "gradients", reduce_scatter_bytes(trainable * w, n),
+                red = Collective("reduce-scatter", "gradients", reduce_scatter(trainable * w, n),
                                  m if every else 1, "backward" if every else "last backward", every,
                                  "stage_1_and_2.py average_tensor, a reduce of each slice to its owner")
             when = " after every backward" if every else " at the accumulation boundary"
             return scheme, [
                 Collective(red.op, red.of, red.bytes_per_gpu, red.per_step, red.phase, red.hidden, red.source + when),
-                Collective("all-gather", "parameters", all_gather_bytes(trainable * w, n), 1, "optimizer step", False,
+                Collective("all-gather", "parameters", all_gather(trainable * w, n), 1, "optimizer step", False,
                            "stage_1_and_2.py step(): all_gather_dp_groups of the updated 16-bit partitions")]
         kept = min(stored, DS_MAX_REUSE_DISTANCE // 2)
         return scheme, [
-            Collective("all-gather", "parameters", all_gather_bytes(stored * w, n), m, "forward", True,
+            Collective("all-gather", "parameters", all_gather(stored * w, n), m, "forward", True,
                        "stage3.py fetch in every forward (prefetched)"),
-            Collective("all-gather", "parameters", all_gather_bytes((stored - kept) * w, n), m, "backward", True,
+            Collective("all-gather", "parameters", all_gather((stored - kept) * w, n), m, "backward", True,
                        f"stage3.py fetch again in every backward, less {kept:.3g} kept (max_reuse_distance)"),
-            Collective("reduce-scatter", "gradients", reduce_scatter_bytes(trainable * w, n), m, "backward", True,
+            Collective("reduce-scatter", "gradients", reduce_scatter(trainable * w, n), m, "backward", True,
                        "stage3.py __avg_scatter_grads after every backward")]
     # FSDP2
     if adapters:  # FSDP(-QLoRA): the frozen base is gathered as stored (NF4 packed in a 16-bit
         # quant_storage for QLoRA) in every forward and again in every backward; adapters' grads reduce-scattered
         stored_bytes = estimate.counts["param_bytes_unsharded"]
         return scheme, [
-            Collective("all-gather", "parameters", all_gather_bytes(stored_bytes, n), m, "forward", True,
+            Collective("all-gather", "parameters", all_gather(stored_bytes, n), m, "forward", True,
                        "FSDP2 pre_forward unshard of the frozen base (Answer.AI fsdp_qlora)"),
-            Collective("all-gather", "parameters", all_gather_bytes(stored_bytes, n), m, "backward", True,
+            Collective("all-gather", "parameters", all_gather(stored_bytes, n), m, "backward", True,
                        "FSDP2 pre_backward unshard"),
-            Collective("reduce-scatter", "gradients", reduce_scatter_bytes(trainable * grad_w, n), m, "backward",
+            Collective("reduce-scatter", "gradients", reduce_scatter(trainable * grad_w, n), m, "backward",
                        True, "FSDP2 post_backward reduce-scatter of the adapters' gradients")]
     gather_w = 4 if wide else 2  # param_dtype: bf16/fp16 under the mixed-precision policy
     reduce_w = 4 if mixed or wide else 2  # reduce_dtype fp32 for "-mixed"
     stored = estimate.counts["param_bytes_unsharded"] // PARAM_BYTES[s.precision]
-    out = [Collective("all-gather", "parameters", all_gather_bytes(stored * gather_w, n), m, "forward", True,
+    out = [Collective("all-gather", "parameters", all_gather(stored * gather_w, n), m, "forward", True,
                       "FSDP2 pre_forward unshard")]
     if scheme == "FSDP FULL_SHARD":
-        root = sum(t.numel * t.count for t in s.model.tensors() if t.count == 1) // s.tp  # embeddings, norm, head
+        from memlib.training.layout import layer_indices
+        root = sum(t.numel * t.count for t in s.model.tensors()  # embeddings, final norm, head
+                   if layer_indices(s.model, t) is None) // s.tp
         again = max(0, stored - root)
-        out.append(Collective("all-gather", "parameters", all_gather_bytes(again * gather_w, n), m, "backward", True,
+        out.append(Collective("all-gather", "parameters", all_gather(again * gather_w, n), m, "backward", True,
                               "FSDP2 pre_backward unshard (the root stays unsharded after forward)"))
-    out.append(Collective("reduce-scatter", "gradients", reduce_scatter_bytes(trainable * reduce_w, n), m,
+    out.append(Collective("reduce-scatter", "gradients", reduce_scatter(trainable * reduce_w, n), m,
                           "backward", True, "FSDP2 post_backward reduce-scatter every micro-batch"))
     return scheme, out
 
@@ -446,6 +491,9 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     # pipeline: activations forward and gradients backward per micro-batch and boundary
     pp_bytes = 2 * act_bytes * s.grad_accum // s.tp if s.pp > 1 else 0
     pp_s = pp_bytes / link(2, s.tp) if s.pp > 1 else 0.0
+    # expert parallelism: the MoE layers' all-to-alls over the ep group (consecutive data-parallel ranks)
+    ep_bytes = ep_all_to_all_bytes(estimate)
+    ep_s = ep_bytes / link(s.ep, s.tp * s.pp) if ep_bytes else 0.0
     # offload traffic
     trainable = estimate.counts["trainable"]
     off_bytes, nvme_s, cpu_s, procs = 0, 0.0, 0.0, 0
@@ -467,7 +515,7 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
                  dp_scheme=scheme, dp_collectives="\n".join(c.describe() for c in colls),
                  dp_gather_bytes=int(gather), dp_reduce_bytes=int(dp_bytes) - int(gather),
                  micro_batches=s.grad_accum, forward_s=fwd_s, backward_s=bwd_s, cpu_adam_processes_per_node=procs,
-                 peak_flops=peak, mfu=mfu)
+                 peak_flops=peak, mfu=mfu, ep_comm_bytes=int(ep_bytes), ep_comm_s=ep_s)
     if not (0 < t.step_s < math.inf and t.tokens_per_s_per_gpu > 0):  # e.g. mfu=1e-300: no finite answer
         raise ValueError(f"these rates give a step time of {t.step_s!r} s; check mfu={mfu!r}, "
                          f"peak_tflops={peak_tflops!r} and the link rates")

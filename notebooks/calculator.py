@@ -32,13 +32,14 @@ import ipywidgets as w
 from IPython.display import Markdown, display
 
 import memlib
-from memlib.plan import Plan, plan, to_deepspeed_config
+from memlib.inference import WEIGHT_FORMATS
+from memlib.plan import Plan, plan, plan_serving, to_deepspeed_config
 from memlib.units import gib
 from memlib.viz import breakdown_html
 
 TASKS = {"full fine-tune": "full", "LoRA": "lora", "QLoRA": "qlora", "serving": "serve"}
 TRAIN_PRECISIONS = ["bf16-mixed", "fp16-mixed", "bf16", "fp16", "fp32"]
-SERVE_WEIGHTS = ["bf16", "fp16", "fp32", "int8", "int4-gptq", "int4-awq", "nf4"]
+SERVE_WEIGHTS = ["auto"] + list(WEIGHT_FORMATS)  # auto: the checkpoint's own format (its quantization_config)
 KV_CACHE = ["bf16", "fp16", "fp8", "int8"]
 SEQ_LENS = [(f"{n:,}", n) for n in (2 ** i for i in range(8, 18))]
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256]
@@ -55,7 +56,8 @@ EXAMPLE_CONFIG = json.dumps({
 # The calculation, separate from the widgets (code cells are hidden in Voilà, so the notes on
 # how it works are comments): `resolve_model` reads the model choice, `training_answer` runs
 # `memlib.plan.plan` (every tensor/pipeline/ZeRO/offload/recompute layout on the GPUs) and
-# `serving_answer` runs `memlib.estimate_inference`, `memlib.max_batch` and `memlib.max_context`.
+# `serving_answer` runs `memlib.plan.plan_serving` (tensor/expert-parallel layouts on the GPUs, each with its
+# largest batch), then `memlib.estimate_inference` at the chosen batch and `memlib.max_context` on the best one.
 def resolve_model(source: str, name: str, config_text: str) -> memlib.Model:
     """A catalog model, or a memlib.Model from pasted config.json text (ValueError if unusable)."""
     if source == "model from the catalog":
@@ -112,12 +114,22 @@ def training_answer(model, gpu: str, count: int, task: str, precision: str, seq_
 
 
 def serving_answer(model, gpu: str, count: int, weights: str, kv_cache: str, context_len: int, batch: int) -> dict:
-    kw = dict(weights=weights, kv_cache=kv_cache, tp=count)
+    result = plan_serving(model, gpu, count, context_len=context_len, weights=weights, kv_cache=kv_cache)
+    if result.best is not None:
+        kw = dict(result.best.settings)
+    else:  # nothing holds one sequence: show the layout that needs the least memory per GPU
+        if not result.infeasible:
+            raise ValueError(f"{model.name} cannot be split over {count} GPUs (tensor parallelism needs a count "
+                             "dividing its heads)")
+        kw = min((s for s, _ in result.infeasible),
+                 key=lambda s: memlib.estimate_inference(model, 1, context_len, **s).peak_bytes)
     est = memlib.estimate_inference(model, batch=batch, context_len=context_len, **kw)
-    return {"estimate": est, "verdict": memlib.fits(est, gpu), "notes": list(est.notes),
-            "layout": f"tensor parallel over {count} GPU{'s' if count > 1 else ''}, {weights} weights, "
-                      f"{kv_cache} KV cache, batch {batch}, context {context_len:,}",
-            "max_batch": memlib.max_batch(model, gpu, context_len=context_len, **kw),
+    layout = (result.best.describe() if result.best else f"tp={kw['tp']}" + (f", ep={kw['ep']}" if kw["ep"] > 1
+                                                                             else ""))
+    return {"estimate": est, "verdict": memlib.fits(est, gpu), "notes": list(est.notes), "result": result,
+            "layout": f"{layout}, batch {batch} per attention group, context {context_len:,} "
+                      f"(prefill {kw['prefill_tokens']:,} tokens per forward)",
+            "max_batch": result.best.max_batch if result.best else memlib.max_batch(model, gpu, context_len, **kw),
             "max_context": memlib.max_context(model, gpu, batch=batch, **kw)}
 
 
@@ -157,10 +169,24 @@ def _plans_html(answer: dict) -> str:
 
 
 def _limits_html(answer: dict) -> str:
-    mb, mc = answer["max_batch"], answer["max_context"]
-    return ("<h4>Serving limits on these GPUs</h4><ul>"
-            f"<li>largest batch at this context: <b>{mb.value:,}</b> ({_e(mb.reason)})</li>"
-            f"<li>longest context at this batch: <b>{mc.value:,}</b> ({_e(mc.reason)})</li></ul>")
+    mb, mc, r = answer["max_batch"], answer["max_context"], answer["result"]
+    out = ["<h4>Serving limits on these GPUs</h4><ul>",
+           f"<li>largest batch at this context (per attention group): <b>{mb.value:,}</b> ({_e(mb.reason)})</li>",
+           f"<li>longest context at this batch: <b>{mc.value:,}</b> ({_e(mc.reason)})</li></ul>"]
+    rows = [f"<tr><td>{i}</td><td>{_e(p.describe())}</td><td>{gib(p.weight_bytes):.1f}</td>"
+            f"<td>{gib(p.kv_cache_bytes):.1f}</td><td>{p.max_batch.value:,}</td><td>{p.sequences:,}</td></tr>"
+            for i, p in enumerate(r.feasible[:10], 1)]
+    if rows:
+        out.append(f"<h4>Serving layouts that fit ({len(r.feasible)}), most sequences first</h4>"
+                   "<table class='memlib-table'><tr><th>#</th><th>layout</th><th>weights GiB/GPU</th>"
+                   "<th>KV cache GiB/GPU</th><th>largest batch per group</th><th>sequences on all GPUs</th></tr>"
+                   + "".join(rows) + "</table>")
+    if r.infeasible:
+        items = "".join(f"<li><b>tp={s['tp']}, ep={s['ep']}, {_e(s['weights'])}</b>: {_e(why)}</li>"
+                        for s, why in r.infeasible[:20])
+        out.append(f"<details><summary>Why the other {len(r.infeasible)} layouts do not fit</summary>"
+                   f"<ul style='font-size:12px'>{items}</ul></details>")
+    return "".join(out)
 
 
 def _download_html(cfg: dict) -> str:
@@ -371,8 +397,12 @@ if not any(k in os.environ for k in ("VOILA_BASE_URL", "VOILA_KERNEL_ID")):
     assert "not valid JSON" in _probe.error and "Cannot compute" in _probe.verdict.value
     _probe.source.value = "model from the catalog"
     _probe.task.value = "serving"
-    assert _probe.precision.value == "bf16" and "Serving limits" in _probe.plans.value
+    assert _probe.precision.value == "auto" and "Serving limits" in _probe.plans.value
+    _probe.model.value, _probe.gpu.value, _probe.count.value = "deepseek-v3", "h200", 8  # fp8 weights, MLA, ep
+    assert _probe.error is None and "Yes, it fits" in _probe.verdict.value and "ep=8" in _probe.plans.value
     _probe.task.value = "full fine-tune"
+    _probe.model.value, _probe.gpu.value, _probe.count.value = "mixtral-8x7b", "h100-80gb", 16  # a MoE, trained
+    assert _probe.error is None and "ep=" in _probe.plans.value
     assert "deepspeed_config.json" in _probe.download.value or "fit" in _probe.verdict.value
     _probe.close()
     del _probe

@@ -76,3 +76,20 @@ def test_selective_policy_saves_every_other_mm():
     decisions = [policy(Ctx(), mm) for _ in range(4)]
     assert decisions == [CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_RECOMPUTE] * 2
     assert policy(Ctx(), torch.ops.aten.silu.default) == CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def test_unequal_head_dims_run_the_memory_efficient_kernel():
+    # MLA's shapes: a 48-wide query/key head and a 32-wide value head. CUDA's sdpa cannot use flash for them and
+    # runs the memory-efficient kernel, which keeps q, k, v, the output and an fp32 log-sum-exp: no s x s matrix.
+    b, a, s = 1, 4, 256
+    with FakeTensorMode():
+        q, k = (torch.empty(b, a, s, 48, dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+        v = torch.empty(b, a, s, 32, dtype=torch.bfloat16, requires_grad=True)
+        saved = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+            with recipes.cuda_sdpa_unequal_head_dims("cpu"):
+                out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        assert out.shape == (b, a, s, 32) and "EfficientAttention" in type(out.grad_fn).__name__
+        assert max(t.numel() for t in saved) < s * s * a  # nothing of b x a x s x s
+        plain = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # outside: CPU's path
+        assert "EfficientAttention" not in type(plain.grad_fn).__name__

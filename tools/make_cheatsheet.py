@@ -13,6 +13,8 @@ from pathlib import Path
 
 import memlib
 from memlib import activations, inference, lora, optimizers, timing, zero
+from memlib.plan import plan_serving
+from memlib.training import terms as training_terms
 from memlib.units import fmt_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +31,13 @@ def rows() -> list[tuple[str, str, str, str]]:
     m7, m65, m3 = (memlib.get_model(n) for n in ("llama-7b", "llama-65b", "llama-3-8b"))
     amp = memlib.estimate_training(m7, seq_len=2048, precision="bf16-mixed")
     c = amp.counts
+    mix = memlib.estimate_training("mixtral-8x7b", seq_len=4096, precision="bf16")
+    moe_layer = mix.layer.total
+    moe_routed = sum(v for n, v, _ in mix.layer.items if n.startswith("moe.experts"))
+    mix_ep1, mix_ep8 = (memlib.estimate_training("mixtral-8x7b", seq_len=4096, precision="bf16", dp=8, ep=e)
+                        for e in (1, 8))
+    serve = plan_serving("deepseek-v3", "h200", 8, context_len=8192)
+    tp8 = next(p for p in serve.feasible if (p.settings["tp"], p.settings["ep"]) == (8, 1))
     return [
         ("Parameters", "Counted tensor by tensor: embeddings, q/k/v/o (GQA: k, v are kv_heads x head_dim wide), "
          "gated MLP (3 matrices), norms, untied head.", "memlib.models.Model.tensors",
@@ -57,6 +66,16 @@ def rows() -> list[tuple[str, str, str, str]]:
          "log-sum-exp of fused attention (eager adds fp32 softmax a*s*s and its 16-bit copy); gate, SiLU, up, "
          "product of the MLP.", "memlib.activations.llama_layer_ledger",
          f"LLaMA-7B, 2048 tokens, bf16-mixed: {fmt_bytes(c['layer_activation_bytes'])} per layer"),
+        ("Activations, MoE layer", doc(training_terms.routed_rows) + " " + doc(training_terms.routed_expert_activations),
+         "memlib.activations.llama_layer_ledger (moe=True), memlib.training.terms.routed_rows",
+         f"Mixtral-8x7B, 4096 tokens, bf16: {fmt_bytes(moe_layer)} per MoE layer, of which routed experts "
+         f"{fmt_bytes(moe_routed)} (8,192 rows = tokens x top-2, not x 8 experts)"),
+        ("Expert parallelism (ep)", doc(training_terms.sharded), "memlib.training.terms.sharded, estimate_training(ep=)",
+         f"Mixtral-8x7B, DDP over 8 GPUs, bf16: weights per GPU {fmt_bytes(mix_ep1.counts['param_bytes'])} at ep=1, "
+         f"{fmt_bytes(mix_ep8.counts['param_bytes'])} at ep=8 (one expert per layer per GPU)"),
+        ("All-to-all traffic (MoE)", doc(timing.ep_all_to_all_bytes), "memlib.timing.ep_all_to_all_bytes",
+         f"Mixtral-8x7B, 4096 tokens, ep=8, one micro-batch: {fmt_bytes(int(timing.ep_all_to_all_bytes(mix_ep8)))} "
+         "sent per GPU per step"),
         ("Logits and loss", "The head's 16-bit logits b*s*V*2, the fp32 upcast b*s*V*4 and the fp32 "
          "log-softmax b*s*V*4 at the loss; the loss gradient b*s*V*4 x 3 at the start of the backward.",
          "memlib.training.terms (logits_bytes, loss_upcast_bytes, log_softmax_bytes; chunked: fused_loss_*)",
@@ -76,6 +95,10 @@ def rows() -> list[tuple[str, str, str, str]]:
          f"{lora.NF4_BITS_PER_PARAM:.3f} bits/param; a 4096 x 4096 matrix: {lora.nf4_bytes(4096 * 4096):,} B"),
         ("KV cache", doc(inference.kv_bytes_per_token), "memlib.inference.kv_bytes_per_token",
          f"Llama-3-8B bf16: {inference.kv_bytes_per_token(m3):,} B per token"),
+        ("Serving plan", doc(plan_serving), "memlib.plan.plan_serving (CLI: memlib fit MODEL --task serve)",
+         f"DeepSeek-V3 on 8 x H200 at 8,192 tokens: best {serve.best.describe()}: "
+         f"{fmt_bytes(serve.best.weight_bytes)} of weights and {fmt_bytes(serve.best.kv_cache_bytes)} of KV cache per "
+         f"GPU, {serve.best.sequences:,} sequences; tensor parallel over 8: {tp8.max_batch.value:,} sequences"),
         ("Quantized weights", doc(inference.quantized_linear_bytes), "memlib.inference.quantized_linear_bytes",
          f"4096 x 4096 in int4-gptq: {inference.quantized_linear_bytes(4096, 4096, 'int4-gptq'):,} B"),
         ("Training FLOPs", doc(timing.flops_per_token), "memlib.timing.flops_per_token",

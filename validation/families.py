@@ -24,8 +24,16 @@ torch 2.13 refuses it: "Expected inputs of BF16 type but got mat_a.dtype=torch.f
 in bf16, as torchtitan's FSDP2 MixedPrecisionPolicy runs them); `error` records any case that
 raises.
 
+MLA's unequal head dims. MLA's value head is narrower than its query/key head, so CUDA's sdpa
+runs the memory-efficient kernel (flash needs equal head dims) where fake CPU would fall back to
+the fp32 math path and keep b x a x s x s probabilities; the reference loop runs the CUDA kernel
+for them (recipes.cuda_sdpa_unequal_head_dims; other families are unaffected).
+
 A LLaMA layer of the same widths (`fam-llama-baseline-bf16`) is measured too, so each
-family's extra bytes over a LLaMA layer are a difference of two measurements.
+family's extra bytes over a LLaMA layer are a difference of two measurements. The phase-2 cases
+(after the estimator's first model of each family) measure what the first 15 left unmeasured:
+small vocabularies that move the peak into the layers, the auxiliary loss, recompute on MLA,
+autocast on OLMo 2 and Phi-3, LoRA on Qwen3, Gemma 3 past its window.
 """
 
 from __future__ import annotations
@@ -80,13 +88,19 @@ CONFIGS: dict[str, dict] = {
 _ATTENTION = {"gemma2": "eager", "gpt_oss": "eager"}
 
 
-def _case(family: str, precision: str = "bf16", seq_len: int = 1024, micro_batch: int = 1, recompute="none"):
-    name = (f"fam-{family.replace('_', '-')}-{precision}" + ("-recompute" if recompute != "none" else "")
-            + (f"-mb{micro_batch}" if micro_batch != 1 else ""))
-    return {"name": name, "family": family, "config": copy.deepcopy(CONFIGS[family]), "seq_len": seq_len,
-            "micro_batch": micro_batch, "precision": precision, "recompute": recompute,
+def _case(family: str, precision: str = "bf16", seq_len: int = 1024, micro_batch: int = 1, recompute="none",
+          suffix: str = "", lora: dict | None = None, **config):
+    name = (f"fam-{family.replace('_', '-')}" + ("-lora%d-%s" % (lora["r"], "".join(t[0] for t in lora["targets"]))
+                                                  if lora else "")
+            + f"-{precision}" + ("-recompute" if recompute != "none" else "")
+            + (f"-mb{micro_batch}" if micro_batch != 1 else "") + suffix)
+    case = {"name": name, "family": family, "config": {**copy.deepcopy(CONFIGS[family]), **config},
+            "seq_len": seq_len, "micro_batch": micro_batch, "precision": precision, "recompute": recompute,
             "attention": _ATTENTION.get(family, "sdpa"), "optimizer": "adamw", "finetune": "full",
             "holdout": False}
+    if lora:
+        case.update(finetune="lora", lora={"dropout": 0.0, **lora})
+    return case
 
 
 FAMILY_CASES: list[dict] = [
@@ -105,6 +119,20 @@ FAMILY_CASES: list[dict] = [
     _case("olmo2"),
     _case("gpt_oss"),
     _case("llama4_text"),
+    # Phase 2 (the training estimator's terms): a 128- or 1,024-token vocabulary and longer sequences move the
+    # peak from the loss into the decoder layers (MoE and MLA backward temporaries, the eager s x s tensors);
+    # the router's auxiliary loss (output_router_logits); recompute and autocast on the new layers; LoRA on
+    # a dense family; a sliding-window model beyond its window at 2,048 tokens.
+    _case("mixtral", seq_len=4096, suffix="-s4096-v128", vocab_size=128),
+    _case("qwen3_moe", suffix="-aux", output_router_logits=True, router_aux_loss_coef=0.001),
+    _case("deepseek_v3", recompute="full"),
+    _case("deepseek_v2", seq_len=4096, suffix="-s4096-v128", vocab_size=128),
+    _case("gpt_oss", seq_len=2048, suffix="-s2048-v1k", vocab_size=1024),
+    _case("llama4_text", seq_len=4096, suffix="-s4096-v128", vocab_size=128),
+    _case("gemma3_text", seq_len=2048, suffix="-s2048"),
+    _case("olmo2", "bf16-mixed"),
+    _case("phi3", "bf16-mixed", recompute="full"),
+    _case("qwen3", "bf16-mixed", lora={"r": 16, "alpha": 32, "targets": ["q_proj", "v_proj"]}),
 ]
 _BY_NAME = {c["name"]: c for c in FAMILY_CASES}
 
@@ -159,7 +187,10 @@ def main_families(args) -> int:
                 "tracker": "MemTracker (primary) and the harness's dispatch tracker, as in results.json",
                 "peak": "second training step, bytes of live tensor storages",
                 "routing": "experts_implementation grouped_mm: buffers of tokens x top-k rows, "
-                           "independent of the routing; no routing was forced"}
+                           "independent of the routing; no routing was forced",
+                "unequal_head_dims": "sdpa with a narrower value head (MLA) runs "
+                                     "aten._scaled_dot_product_efficient_attention, CUDA's kernel for it "
+                                     "(recipes.cuda_sdpa_unequal_head_dims)"}
         old = json.loads(RESULTS_PATH.read_text()) if RESULTS_PATH.exists() and not args.all else None
         keep = [c for c in (old or {}).get("cases", []) if c["name"] not in set(names)]
         order = {c["name"]: i for i, c in enumerate(FAMILY_CASES)}

@@ -492,7 +492,7 @@ def _train_steps(model, opt, ids, case, device_type, on_phase, on_step_start, on
     out = None
     offload = _offload_manager(model, case, device_type)
     dropout = recipes.cuda_dropout() if (case.get("lora") or {}).get("dropout") else contextlib.nullcontext()
-    with dropout, recipes.cuda_autocast_queries(device_type):
+    with dropout, recipes.cuda_autocast_queries(device_type), recipes.cuda_sdpa_unequal_head_dims(device_type):
         for step in range(2):
             on_step_start(step)
             for micro in range(case.get("grad_accum", 1)):

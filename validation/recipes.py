@@ -6,6 +6,10 @@ Written for fake CPU tensors, so that the allocations (not the values) are the l
   bool mask; CPU's composite path would keep an input-dtype noise tensor instead).
 - `cuda_autocast_queries`: `torch.is_autocast_enabled()` (no device: CUDA's) answers for the
   fake device's autocast, as it would on a GPU.
+- `cuda_sdpa_unequal_head_dims`: sdpa with a value head narrower than the query/key head
+  (multi-head latent attention: 192 vs 128 in DeepSeek-V3) runs CUDA's memory-efficient
+  kernel, as CUDA's dispatcher picks it (flash needs equal head dims), instead of the CPU
+  math fallback, which upcasts to fp32 and keeps the b x a x s x s probabilities.
 - `OffloadActivations`: torchtune's activation offloading (training/_activation_offloading.py,
   pytorch/torchtune@bd2a0fc): saved tensors of at least 1024 bytes that are not parameters go
   to host memory at pack time; the 5 most recent stay on the GPU until their copy is done;
@@ -73,6 +77,43 @@ def cuda_autocast_queries(device_type: str):
         yield
     finally:
         torch.is_autocast_enabled = original
+
+
+@contextlib.contextmanager
+def cuda_sdpa_unequal_head_dims(device_type: str):
+    """`F.scaled_dot_product_attention` with v.size(-1) != q.size(-1) on the fake CPU device runs
+    `aten._scaled_dot_product_efficient_attention`, the kernel CUDA dispatches to.
+
+    CUDA's sdpa picks flash attention only when q, k and v share one head dim (pytorch
+    aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, check_head_dim_size_flash); the
+    memory-efficient kernel accepts a different value head dim, so MLA's 192/192/128 heads run it.
+    Its backward keeps q, k, v, the output and an fp32 log-sum-exp (b, a, s rounded up to 32), no
+    s x s matrix (derivatives.yaml, _scaled_dot_product_efficient_attention). On CPU the same call
+    has no fused kernel: the math path upcasts q, k, v to fp32 and keeps the fp32 probabilities
+    (b x a x s x s), which a GPU never allocates. Equal head dims (every other family) are left
+    to the CPU flash kernel, whose saved tensors match CUDA flash's (validation/README.md).
+    Under autocast the inputs are cast to the autocast dtype first, as autocast does for sdpa."""
+    F = torch.nn.functional
+    original = F.scaled_dot_product_attention
+
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if device_type != "cpu" or query.size(-1) == value.size(-1) or enable_gqa:
+            return original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                            scale=scale, enable_gqa=enable_gqa)
+        if torch.is_autocast_enabled(device_type):
+            dtype = torch.get_autocast_dtype(device_type)
+            query, key, value = (t.to(dtype) for t in (query, key, value))
+        if attn_mask is not None and attn_mask.dtype == torch.bool:  # sdpa's convert_boolean_attn_mask
+            attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill_(~attn_mask, float("-inf"))
+        needs_grad = query.requires_grad or key.requires_grad or value.requires_grad
+        return torch.ops.aten._scaled_dot_product_efficient_attention(
+            query, key, value, attn_mask, needs_grad, dropout_p, is_causal, scale=scale)[0]
+
+    F.scaled_dot_product_attention = sdpa
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = original
 
 
 # --------------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
                       grad_accum: int = 1, sequence_parallel: bool = False, *, optimizer_impl: str = "foreach",
                       lora_dropout: float = 0.0, adapter_dtype: str = "fp32", base_dtype: str = "auto",
                       qlora_backend: str = "bitsandbytes", double_quant: bool = True, loss: str = "full",
-                      activation_offload: bool = False, fsdp_mixed_precision: bool = True) -> Estimate:
+                      activation_offload: bool = False, fsdp_mixed_precision: bool = True, ep: int = 1,
+                      router_aux_loss: bool = True, capacity_factor: float | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
     precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
@@ -46,11 +47,21 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
                grad_accum micro-batches per step (what 1F1B keeps in flight on the first stage).
     offload:   "none" | "optimizer" (ZeRO-Offload) | "optimizer+params" (ZeRO-Infinity, stage 3),
                to offload_device "cpu" | "nvme"; est.host_bytes and est.nvme_bytes report them.
+    ep:        expert parallelism (MoE): each GPU of an ep-sized group holds num_experts / ep whole experts
+               of every MoE layer; the group is carved out of the dp data-parallel GPUs (ep divides dp),
+               and ZeRO shards the experts' states over the dp / ep GPUs holding the same experts
+               (DeepSpeed-MoE, Rajbhandari et al. 2022; Megatron-Core's expert parallelism).
+    router_aux_loss: MoE: the router's load-balancing loss where the family has one (Mixtral, Qwen3-MoE,
+               gpt-oss: transformers' output_router_logits, set by LLaMA-Factory and Megatron's default).
+    capacity_factor: MoE: None (default) routes every token (dropless: transformers, torchtitan, Megatron's
+               default); a number sizes each expert's buffer at capacity_factor x tokens x top-k / experts
+               rows and drops the overflow (GShard, Lepikhin et al. 2020; DeepSpeed-MoE).
     """
     s = check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
                     recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
                     sequence_parallel, optimizer_impl=optimizer_impl, lora_dropout=lora_dropout,
                     adapter_dtype=adapter_dtype, base_dtype=base_dtype, qlora_backend=qlora_backend,
                     double_quant=double_quant, loss=loss, activation_offload=activation_offload,
-                    fsdp_mixed_precision=fsdp_mixed_precision)
+                    fsdp_mixed_precision=fsdp_mixed_precision, ep=ep, router_aux_loss=router_aux_loss,
+                    capacity_factor=capacity_factor)
     return estimate(s)

@@ -35,6 +35,8 @@ class Estimate:
     host_bytes: int = 0  # host RAM per GPU's process for offloaded states/params (and staging)
     nvme_bytes: int = 0  # NVMe per GPU's process for ZeRO-Infinity
     terms: list = field(default_factory=list)  # [Term]: the named terms the moments were built from
+    # [(label, layers of that kind on this GPU, Ledger)] when layers differ (MoE/dense, sliding/full); else []
+    layer_kinds: list = field(default_factory=list)
 
     @property
     def peak_moment(self) -> Moment:
@@ -78,6 +80,8 @@ class Estimate:
             "qlora_backend": s.qlora_backend if s.finetune == "qlora" else None,
             "double_quant": s.double_quant if s.finetune == "qlora" else None,
             "terms": {t.name: t.nbytes for t in self.terms},
+            **({"ep": s.ep, "router_aux_loss": s.router_aux_loss, "capacity_factor": s.capacity_factor,
+                "routed_rows": self.counts.get("routed_rows", 0)} if s.model.is_moe else {}),
         }
 
     def explain(self) -> str:

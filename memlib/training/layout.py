@@ -1,5 +1,10 @@
-"""Which tensors one GPU holds: its pipeline stage, split by tensor parallelism, and the
-LoRA adapters on it. Counts only; the byte widths are decided in terms.py."""
+"""Which tensors one GPU holds: its pipeline stage, split by tensor parallelism and expert
+parallelism, and the LoRA adapters on it. Counts only; the byte widths are decided in terms.py.
+
+Layers need not be alike: a MoE model mixes dense and MoE layers (DeepSeek's first
+`first_k_dense_replace` layers, Llama 4's interleaved ones), so each layer tensor belongs to
+the layers that hold it (`layer_indices`) and a pipeline stage counts the ones in its range.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,20 @@ from memlib import lora as lora_mod
 from memlib.models import Model, Tensor
 from memlib.training.options import TrainingSetup
 
-# Tensors split by Megatron tensor parallelism: column-parallel (q, k, v, gate, up: output
-# dim) and row-parallel (o, down: input dim) weights, the column-parallel biases, and the
-# vocabulary-parallel embedding and head. Norms and row-parallel biases are replicated.
+# Tensors split by Megatron tensor parallelism are those with a Tensor.tp: column-parallel (q, k,
+# v, gate, up, MLA's q_b/kv_b: output dim), row-parallel (o, down: input dim), the column-parallel
+# biases, and the vocabulary-parallel embedding and head. Norms, routers and row-parallel biases are
+# replicated. Kept for readers: the LLaMA layer's split tensors.
 TP_SPLIT = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "embed_tokens",
             "lm_head", "q_proj.bias", "k_proj.bias", "v_proj.bias", "gate_proj.bias", "up_proj.bias")
 COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
-ATTN_TENSORS = ("input_layernorm", "q_proj", "k_proj", "v_proj", "o_proj")
+# The attention half of a decoder layer: its pre-norm, projections, q/k norms and sinks (MLA's too).
+ATTN_TENSORS = ("input_layernorm", "q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "q_norm", "k_norm",
+                "sinks", "q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm",
+                "kv_b_proj")
+MOE_TENSORS = ("router", "experts.", "shared_expert.")  # the MoE block's tensors (Model._moe_tensors)
+DENSE_MLP = ("gate_proj", "up_proj", "down_proj", "gate_up_proj", "fc_in", "fc_out")
+OUTSIDE_LAYERS = ("embed", "final", "lm_head", "score")
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,7 @@ class Stage:
     in_flight: int  # micro-batches whose activations 1F1B keeps on this stage
     embed: bool
     head: bool
+    first_layer: int = 0  # index of the stage's first decoder layer
 
 
 def stages(s: TrainingSetup) -> list[Stage]:
@@ -40,11 +53,45 @@ def stages(s: TrainingSetup) -> list[Stage]:
     if s.sharding == "device_map":
         # Naive model parallelism (transformers' device_map="auto", accelerate's balanced split): one
         # micro-batch goes through the GPUs one after another, so each holds its layers' activations of one.
-        return [Stage("first GPU (device_map)", first, 1, True, False), Stage("last GPU (device_map)", last, 1,
-                                                                              False, True)]
+        return [Stage("first GPU (device_map)", first, 1, True, False),
+                Stage("last GPU (device_map)", last, 1, False, True, L - last)]
     # 1F1B (Narayanan et al. 2021, Sec. 2.2): stage i keeps up to pp - i micro-batches in flight.
     return [Stage("first pipeline stage", first, min(pp, s.grad_accum), True, False),
-            Stage("last pipeline stage", last, 1, False, True)]
+            Stage("last pipeline stage", last, 1, False, True, L - last)]
+
+
+def layer_indices(m: Model, t: Tensor) -> tuple[int, ...] | None:
+    """The decoder layers that hold tensor `t`, or None for a tensor outside the layers (embeddings, final
+    norm, head): the MoE block's tensors are in the MoE layers, the dense MLP's in the others."""
+    if t.name.startswith(OUTSIDE_LAYERS):
+        return None
+    if m.is_moe:
+        if t.name.startswith(MOE_TENSORS):
+            return m.moe_layers
+        if t.name.split(".")[0] in DENSE_MLP:
+            moe = set(m.moe_layers)
+            return tuple(i for i in range(m.num_layers) if i not in moe)
+    return tuple(range(m.num_layers))
+
+
+def is_attention_tensor(m: Model, name: str) -> bool:
+    """Does the tensor belong to the attention half of its layer? Gemma's and OLMo 2's post-attention norm
+    normalizes the attention output (attention half); LLaMA's is the MLP's pre-norm."""
+    base = name.split(".")[0]
+    if base == "post_attention_layernorm":
+        return m.norm_layout != "pre"
+    return base in ATTN_TENSORS
+
+
+@lru_cache(maxsize=256)
+def layer_kinds(m: Model, first_layer: int, layers: int) -> tuple[tuple[tuple[str, bool], int], ...]:
+    """((attention type, is a MoE layer), how many) for the layers [first_layer, first_layer + layers)."""
+    moe = set(m.moe_layers) if m.is_moe else set()
+    out: dict = {}
+    for i in range(first_layer, first_layer + layers):
+        key = (m.layer_types[i], i in moe)
+        out[key] = out.get(key, 0) + 1
+    return tuple(out.items())
 
 
 @dataclass(frozen=True)
@@ -53,48 +100,104 @@ class StageSums:
 
     total: int
     linear: int  # matmul weights (what autocast casts), the tied head not counted twice
-    layer_linear: int  # matmul weights of one decoder layer
-    layer_all: int  # all parameters of one decoder layer
+    layer_linear: int  # matmul weights of one decoder layer (the largest layer of the stage)
+    layer_all: int  # all parameters of one decoder layer (the largest: what ZeRO-3/FSDP gathers at once)
     layer_linear_numels: tuple[int, ...]  # each matmul weight of one decoder layer (QLoRA quantizes these)
+    layers_all: int = 0  # all parameters of the stage's decoder layers
+    expert: int = 0  # routed experts' parameters on this GPU (their ZeRO group is dp / ep)
 
 
 def stage_tensors(m: Model, s: TrainingSetup, st: Stage) -> list[tuple[Tensor, tuple[int, int] | None]]:
     """Parameter tensors on one GPU with their 2-D shapes (Adafactor, 8-bit Adam need them)."""
-    return _stage_tensors(m, s.tp, st)
+    return _stage_tensors(m, s.tp, st, s.ep)
+
+
+def _split(t: Tensor, tp: int, ep: int) -> int:
+    """Elements of tensor `t` on one GPU: Tensor.tp's split over tp (Megatron; experts too: its expert
+    tensor-parallel size defaults to tp) and whole routed experts over ep (expert parallelism)."""
+    numel = t.numel // tp if t.tp else t.numel
+    return numel // ep if t.experts else numel
 
 
 @lru_cache(maxsize=512)
-def _stage_tensors(m: Model, tp: int, st: Stage) -> list[tuple[Tensor, tuple[int, int] | None]]:
+def _stage_tensors(m: Model, tp: int, st: Stage, ep: int = 1) -> list[tuple[Tensor, tuple[int, int] | None]]:
     h = m.hidden_size
+    lo, hi = st.first_layer, st.first_layer + st.layers
     out = []
     for t in m.tensors():
-        if t.count == m.num_layers and not t.name.startswith(("embed", "final", "lm_head")):
-            count = st.layers
+        where = layer_indices(m, t)
+        if where is not None:
+            count = sum(1 for i in where if lo <= i < hi)
         elif t.name.startswith("embed"):
             count = 1 if st.embed else 0
         else:  # final norm, lm_head
             count = 1 if st.head else 0
         if not count:
             continue
-        numel = t.numel // tp if t.name in TP_SPLIT else t.numel
-        shape = (numel // h, h) if t.kind in ("linear", "embedding") else None
-        out.append((Tensor(t.name, numel, count, t.kind), shape))
+        numel = _split(t, tp, ep)
+        out.append((Tensor(t.name, numel, count, t.kind, experts=t.experts // ep if t.experts else 0),
+                    _matrix_shape(t, tp)))
     if m.tie_word_embeddings and st.head and not st.embed:  # Megatron keeps a tied copy on the last stage
         out.append((Tensor("lm_head (tied copy)", m.vocab_size * h // tp, 1), (m.vocab_size // tp, h)))
     return out
 
 
+def _matrix_shape(t: Tensor, tp: int) -> tuple[int, int] | None:
+    """(rows, columns) of one matrix of `t` on this GPU (weight layout: out x in; an embedding V x h), or None
+    for a vector; a stacked expert tensor gives one expert's matrix (optimizers count Tensor.experts of them)."""
+    if t.kind not in ("linear", "embedding") or len(t.shape) != 2:
+        return None
+    if t.kind == "embedding":
+        rows, cols = t.shape
+        return (rows // tp if t.tp else rows, cols)
+    fan_in, fan_out = t.shape
+    if t.tp in ("column", "vocab"):
+        fan_out //= tp
+    elif t.tp == "row":
+        fan_in //= tp
+    return (fan_out, fan_in)
+
+
+
+
 @lru_cache(maxsize=512)
-def stage_sums(m: Model, tp: int, st: Stage) -> StageSums:
-    ts = _stage_tensors(m, tp, st)
-    layer = [t for t, _ in ts if t.count == st.layers and not t.name.startswith(("embed", "final", "lm_head"))]
+def _layer_tensors(m: Model, tp: int, ep: int, moe: bool) -> tuple[Tensor, ...]:
+    """One decoder layer's tensors on one GPU: a MoE layer's, or a dense layer's."""
+    out = []
+    for t in m.tensors():
+        where = layer_indices(m, t)
+        if where is None:
+            continue
+        if m.is_moe and len(where) != m.num_layers and (t.name.startswith(MOE_TENSORS) != moe):
+            continue
+        out.append(Tensor(t.name, _split(t, tp, ep), 1, t.kind, experts=t.experts // ep if t.experts else 0))
+    return tuple(out)
+
+
+def layer_expert_numel(m: Model, tp: int, ep: int) -> int:
+    """Routed-expert elements of one MoE layer on one GPU (whole experts over ep, each split over tp)."""
+    return sum(t.numel for t in _layer_tensors(m, tp, ep, True) if t.experts) if m.is_moe else 0
+
+
+def representative_layer(m: Model, st: Stage) -> bool:
+    """Which layer stands for "one decoder layer" of the stage (the largest): a MoE layer when it has one."""
+    return any(moe for (_, moe), _ in layer_kinds(m, st.first_layer, st.layers))
+
+
+@lru_cache(maxsize=512)
+def stage_sums(m: Model, tp: int, st: Stage, ep: int = 1) -> StageSums:
+    ts = _stage_tensors(m, tp, st, ep)
+    layer = _layer_tensors(m, tp, ep, representative_layer(m, st))
     linear = sum(t.numel * t.count for t, _ in ts if t.kind == "linear")
     if m.tie_word_embeddings and st.head and st.embed:  # the tied head is the embedding matrix
         linear += m.vocab_size * m.hidden_size // tp
+    inside = [(t, where) for t, where in ((t, layer_indices(m, t)) for t, _ in ts) if where is not None]
     return StageSums(
         total=sum(t.numel * t.count for t, _ in ts), linear=linear,
         layer_linear=sum(t.numel for t in layer if t.kind == "linear"), layer_all=sum(t.numel for t in layer),
-        layer_linear_numels=tuple(t.numel for t in layer if t.kind == "linear"))
+        layer_linear_numels=tuple(t.numel for t in layer if t.kind == "linear"),
+        layers_all=sum(t.numel * t.count for t, _ in inside),
+        expert=sum(t.numel * t.count for t, _ in ts if t.experts))
 
 
 def adapter_tensors(m: Model, s: TrainingSetup, st: Stage) -> list[tuple[Tensor, tuple[int, int]]]:
@@ -124,13 +227,13 @@ def numel(tensors) -> int:
 
 
 @lru_cache(maxsize=256)
-def half_weights(m: Model) -> dict[str, tuple[int, int, int]]:
-    """Per decoder layer, for each half: (matmul weight elements, all elements, largest matmul weight)."""
+def half_weights(m: Model, moe: bool = False, ep: int = 1) -> dict[str, tuple[int, int, int]]:
+    """Per decoder layer (a MoE layer's when `moe`), for each half: (matmul weight elements, all elements, largest
+    matmul weight), on one GPU of the expert-parallel group (before the tp split, which the caller applies)."""
+    layer = _layer_tensors(m, 1, ep, moe)
     out = {}
     for half in ("attn", "mlp"):
-        w = [t for t in m.tensors() if t.count == m.num_layers and t.kind != "embedding"
-             and t.name.split(".")[0].startswith(ATTN_TENSORS) == (half == "attn")
-             and not t.name.startswith(("final", "lm_head"))]
+        w = [t for t in layer if t.kind != "embedding" and is_attention_tensor(m, t.name) == (half == "attn")]
         lin = [t.numel for t in w if t.kind == "linear"]
         out[half] = (sum(lin), sum(t.numel for t in w), max(lin))
     return out

@@ -62,6 +62,10 @@ class TrainingSetup:
     activation_offload: bool = False
     fsdp_mixed_precision: bool = True
     notes: tuple[str, ...] = ()  # defaults that do not apply here, said once
+    ep: int = 1  # expert-parallel degree (MoE): routed experts split over ep GPUs of the data-parallel group
+    router_aux_loss: bool = True  # MoE: the load-balancing loss over the router logits (where the family has one)
+    capacity_factor: float | None = None  # MoE: expert capacity (token dropping); None: dropless
+    attention_note: str = ""  # why the attention runs eagerly whatever was asked (Gemma 2, gpt-oss)
 
     @property
     def tokens(self) -> int:
@@ -101,14 +105,14 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 recompute, attention, zero_stage, dp, tp, pp, offload, offload_device="cpu", grad_accum=1,
                 sequence_parallel=False, *, optimizer_impl="foreach", lora_dropout=0.0, adapter_dtype="fp32",
                 base_dtype="auto", qlora_backend="bitsandbytes", double_quant=True, loss="full",
-                activation_offload=False, fsdp_mixed_precision=True) -> TrainingSetup:
+                activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
+                capacity_factor=None) -> TrainingSetup:
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
-    if model.is_moe or model.is_mla:  # until their layers are modelled: refuse rather than count them as dense
-        raise ValueError(f"training estimates for {'mixture-of-experts' if model.is_moe else 'MLA'} models such as "
-                         f"{model.name} are not modelled yet (serving is: memlib.estimate_inference); their measured "
-                         "training peaks are in validation/results_families.json")
+    if model.head != "lm":
+        raise ValueError(f"training estimates model a causal-LM head; {model.name} has a {model.head!r} head "
+                         "(architectures *ForSequenceClassification / *Model); serving is modelled for it")
     seq_len = positive_int("seq_len", seq_len)
     micro_batch = positive_int("micro_batch", micro_batch)
     grad_accum = positive_int("grad_accum", grad_accum)
@@ -130,8 +134,12 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if isinstance(lora_dropout, bool) or not isinstance(lora_dropout, (int, float)) or not 0 <= lora_dropout < 1:
         raise ValueError(f"lora_dropout must be a probability in [0, 1), got {lora_dropout!r}")
     lora_dropout = float(lora_dropout)
-    for name, v in (("dp", dp), ("tp", tp), ("pp", pp)):
+    for name, v in (("dp", dp), ("tp", tp), ("pp", pp), ("ep", ep)):
         positive_int(name, v)
+    _flag("router_aux_loss", router_aux_loss)
+    _check_moe_options(model, dp, ep, router_aux_loss, capacity_factor)
+    if capacity_factor is not None:
+        capacity_factor = float(capacity_factor)
     zero_stage, fsdp = _zero_stage(zero_stage)
     if offload == "none" and offload_device != "cpu":
         raise ValueError(f"offload_device={offload_device!r} needs offload='optimizer' or 'optimizer+params' "
@@ -187,8 +195,13 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if model.num_heads % tp or model.num_kv_heads % tp:
         raise ValueError(f"tp={tp} must divide the {model.num_heads} attention heads and the "
                          f"{model.num_kv_heads} key/value heads of {model.name} (Megatron splits whole heads)")
-    if model.intermediate_size % tp:
+    if model.num_dense_layers and model.intermediate_size % tp:
         raise ValueError(f"tp={tp} must divide the MLP width {model.intermediate_size}")
+    for what, width in (("expert width (moe_intermediate_size)", model.moe_intermediate_size),
+                        ("shared expert width", model.shared_expert_intermediate_size)):
+        if width and width % tp:  # Megatron's expert tensor parallelism defaults to tp
+            raise ValueError(f"tp={tp} must divide the {what} {width} (Megatron splits the experts over "
+                             "--expert-tensor-parallel-size, which defaults to tp)")
     if pp > model.num_layers:
         raise ValueError(f"pp={pp} stages but {model.name} has only {model.num_layers} layers")
     if pp > 1 and sharding == "deepspeed" and zero_stage >= 2:
@@ -221,6 +234,15 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if activation_offload and (tp > 1 or pp > 1 or sharding in ("deepspeed", "megatron")):
         raise ValueError("activation_offload (torchtune's OffloadActivations) is modelled on one GPU and with FSDP; "
                          f"not with tp={tp}, pp={pp}, sharding {sharding!r}")
+    attention_note = ""
+    if model.mlp == "gated":
+        from memlib.activations import needs_eager
+        attention_note = needs_eager(model)
+        if attention_note and attention == "sdpa":
+            attention = "eager"  # what transformers runs: estimated as such, and said in a note
+        if recompute == "selective" and not model.is_llama_layer:
+            raise ValueError(f"recompute='selective' (torchtitan's op-level policy) is modelled for the LLaMA layer; "
+                             f"{model.name} ({model.model_type}) has other ops: use recompute 'full' or 'none'")
     if finetune == "full":
         targets: tuple[str, ...] = ()
         lora_rank = 0
@@ -228,6 +250,11 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     else:
         if model.mlp != "gated":
             raise ValueError(f"LoRA/QLoRA estimates need a LLaMA-style model; {model.name} is {model.model_type}")
+        if model.is_moe or model.is_mla or model.fused_qkv or model.fused_gate_up:
+            what = ("routed experts (stacked 3-D parameters)" if model.is_moe else
+                    "MLA projections" if model.is_mla else "fused qkv_proj/gate_up_proj")
+            raise ValueError(f"LoRA/QLoRA estimates are modelled for models with LLaMA's q/k/v/o and gate/up/down "
+                             f"projections; {model.name} has {what}: use finetune='full' (or a dense model)")
         targets = lora_mod.resolve_targets(model, lora_targets)
         lora_mod.lora_params(model, lora_rank, targets)  # validates the rank against each layer
         if finetune == "qlora" and precision in ("fp32",):
@@ -246,4 +273,36 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     return TrainingSetup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, targets,
                          recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
                          sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
-                         qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision)
+                         qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
+                         ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
+                         attention_note=attention_note)
+
+
+# Families whose transformers model adds the load-balancing loss when output_router_logits is on
+# (load_balancing_loss_func in modeling_mixtral/qwen3_moe/gpt_oss.py); DeepSeek-V3 balances without
+# an auxiliary loss (bias-based, DeepSeek-V3 Sec. 2.1.2) and transformers' DeepSeek and Llama 4 have none.
+AUX_LOSS_TYPES = ("mixtral", "qwen3_moe", "gpt_oss")
+
+
+def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor) -> None:
+    """ep, router_aux_loss and capacity_factor: MoE options, each checked against the model and the layout."""
+    if not model.is_moe:
+        why = f"{model.name} is dense (no experts)"
+        if ep != 1:
+            raise ValueError(f"ep={ep}: expert parallelism needs a mixture-of-experts model; {why}")
+        _not_for("router_aux_loss", router_aux_loss, True, why)
+        _not_for("capacity_factor", capacity_factor, None, why)
+        return
+    if model.num_experts % ep:
+        raise ValueError(f"ep={ep} must divide {model.name}'s {model.num_experts} experts (each GPU of the "
+                         "expert-parallel group holds num_experts / ep whole experts)")
+    if dp % ep:
+        raise ValueError(f"ep={ep} must divide dp={dp}: the expert-parallel group is carved out of the data-parallel "
+                         "group (DeepSpeed-MoE's ep_size, Megatron's --expert-model-parallel-size)")
+    if capacity_factor is not None:
+        if model.model_type.startswith("llama4"):
+            raise ValueError(f"capacity_factor={capacity_factor!r} does not apply to {model.name}: transformers' "
+                             "Llama 4 experts run every token through every expert (no routing to drop)")
+        if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, (int, float)) \
+                or not 0 < capacity_factor < float("inf"):
+            raise ValueError(f"capacity_factor must be a number > 0 (or None: dropless), got {capacity_factor!r}")

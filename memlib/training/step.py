@@ -28,6 +28,10 @@ from memlib.training.layout import Stage
 from memlib.training.options import TrainingSetup
 from memlib.units import fmt_bytes, fmt_count
 
+# Ledger entries outside the tensor-parallel region (replicated on every tp rank unless sequence parallel):
+# the pre-norms, Gemma's/OLMo 2's post-norms (attn_norm_post, mlp_norm_post) and OLMo 2's residual inputs.
+REPLICATED = ("attn_norm", "mlp_norm", "residual")
+
 
 def estimate(s: TrainingSetup) -> Estimate:
     if s.model.mlp != "gated":
@@ -46,13 +50,14 @@ def estimate(s: TrainingSetup) -> Estimate:
             f"{sts[1].layers} layers + head and logits; one GPU works at a time (naive model parallelism), "
             "the peak is the worst GPU's"]
         return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes,
-                        worst.terms)
+                        worst.terms, worst.layer_kinds)
     bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
     notes = worst.notes + [
         f"pipeline: {s.pp} stages; first stage {sts[0].layers} layers + embedding with "
         f"{sts[0].in_flight} micro-batch(es) in flight (1F1B), last stage {sts[1].layers} layers + head; "
         f"bubble (p-1)/(m+p-1) = {bubble:.1%} with m={s.grad_accum} micro-batches (Narayanan et al. 2021)"]
-    return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes, worst.terms)
+    return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes, worst.terms,
+                    worst.layer_kinds)
 
 
 @dataclass(frozen=True)
@@ -63,18 +68,19 @@ class Half:
     grad: int  # gradient bytes of this half's trainable weights
     casts: int  # autocast 16-bit weight copies this half keeps
     tmp: int  # largest temporaries inside this half's backward
+    expert_grad: int = 0  # of `grad`, the routed experts' (ZeRO shards them over dp / ep GPUs)
 
 
-def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics) -> dict[str, Half]:
-    """Per half of a decoder layer: its saved activations, weight gradients, autocast copies and the largest
-    temporaries of its backward (the activation gradients in flight)."""
+def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics, moe: bool = False) -> dict[str, Half]:
+    """Per half of a decoder layer (a MoE layer's when `moe`): its saved activations, weight gradients, autocast
+    copies and the largest temporaries of its backward (the activation gradients in flight)."""
     s, m = c.s, c.s.model
     tok, cb, tp = s.tokens, num.compute, s.tp
     out = {}
     for half in ("attn", "mlp"):
         is_attn = half == "attn"
         acts = sum(n for _, n, _ in (layer.items[:layer.split] if is_attn else layer.items[layer.split:]))
-        linear_whole, all_weights, largest_whole = layout.half_weights(m)[half]
+        linear_whole, all_weights, largest_whole = layout.half_weights(m, moe, s.ep)[half]
         # under tp the projections split (norms stay whole); activations were split by the caller
         linear, largest_linear = linear_whole // tp, largest_whole // tp
         if c.full_ft:
@@ -98,7 +104,16 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics) -> dict[str, Ha
                 # (fp32: 8). Plus the gradients of the attention output and of V.
                 scores = m.num_heads * s.seq_len * s.seq_len * s.micro_batch
                 kv_kept = m.q_size  # repeat_kv copies to all heads
-                tmp = ((8 - cb if cb != 4 else 8) * scores + cb * (m.q_size + kv_kept) * tok) // tp
+                per_score = 8 - cb if cb != 4 else 8
+                if m.attention_sinks:
+                    # gpt-oss (softmax in the logits' dtype over s + 1 columns): the max's backward scatters into a
+                    # zeroed s x (s + 1) tensor beside the gradient from the subtraction and their sum, after the
+                    # softmax's backward has freed its saved output: two such tensors above what was saved
+                    scores = m.num_heads * s.seq_len * (s.seq_len + 1) * s.micro_batch
+                    per_score = 2 * cb
+                tmp = (per_score * scores + cb * (m.q_size + kv_kept) * tok) // tp
+        elif moe:
+            tmp = T.moe_backward_temporaries(c, num)
         else:  # SiLU(gate)*up's backward: the product's gradient and those of SiLU(gate) and up, beside the
             # layer output's gradient; with a frozen down_proj its adapter's copies of the input are freed by
             # then (measured: llama-7b-4l-qlora64-all-mixed-ckpt-chunked; full fine-tuning: llama-7b-bf16-ckpt-mb4)
@@ -111,7 +126,8 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics) -> dict[str, Ha
         tmp += T.dequantized_weight_bytes(c, largest_linear)
         if s.grad_accum > 1:  # a new gradient exists beside the accumulated one until it is added in
             tmp += c.w.grad * (largest_linear if c.full_ft else trainable // max(len(s.lora_targets), 1))
-        out[half] = Half(acts, trainable * c.w.grad, casts, tmp)
+        expert = layout.layer_expert_numel(m, tp, s.ep) if (moe and not is_attn and c.full_ft) else 0
+        out[half] = Half(acts, trainable * c.w.grad, casts, tmp, expert * c.w.grad)
     return out
 
 
@@ -126,10 +142,10 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     if w.note:
         notes.append(w.note)
     num = w.num
-    sums = layout.stage_sums(m, tp, st)
+    sums = layout.stage_sums(m, tp, st, s.ep)
     tensors = layout.trainable_tensors(s, st)
     trainable = sums.total if full_ft else layout.numel(tensors)
-    c = T.Ctx(s, st, w, k, sums, tensors, trainable)
+    c = T.Ctx(s, st, w, k, sums, tensors, trainable, sums.expert if full_ft else 0)
     pb, gb_ = w.param, w.grad
 
     # --- model states on this GPU ----------------------------------------------------------
@@ -162,19 +178,33 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     # --- activations -------------------------------------------------------------------------
     adapters = frozenset(s.lora_targets)
     qlora_bnb = s.finetune == "qlora" and s.qlora_backend.startswith("bitsandbytes")
-    layer = act.llama_layer_ledger(
-        m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
-        lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
-        # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
-        adapter_casts_input=not (qlora_bnb and num.autocast),
-        # bitsandbytes before 0.43.2: MatMul4Bit keeps its 16-bit input A for the backward
-        base_saves_input=s.finetune == "qlora" and s.qlora_backend == "bitsandbytes<0.43.2",
-        # Linear4bit returns its output in the input's dtype: fp32 MLP activations over an fp32-upcast base
-        mlp_bytes=4 if (s.finetune == "qlora" and num.autocast and w.base == 4) else None)
-    if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
-        # sequence parallelism the norms' tensors split too.
-        layer = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(("attn_norm", "mlp_norm")))
-                             else v, why) for n, v, why in layer.items], layer.split)
+
+    def ledger(kind: tuple[str, bool]) -> act.Ledger:
+        layer_type, moe = kind
+        led = act.llama_layer_ledger(
+            m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
+            lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
+            # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
+            adapter_casts_input=not (qlora_bnb and num.autocast),
+            # bitsandbytes before 0.43.2: MatMul4Bit keeps its 16-bit input A for the backward
+            base_saves_input=s.finetune == "qlora" and s.qlora_backend == "bitsandbytes<0.43.2",
+            # Linear4bit returns its output in the input's dtype: fp32 MLP activations over an fp32-upcast base
+            mlp_bytes=4 if (s.finetune == "qlora" and num.autocast and w.base == 4) else None,
+            layer_type=layer_type, moe=moe, routed_rows=T.routed_rows(c) if moe else None)
+        if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
+            # sequence parallelism the norms' tensors (and the residual stream) split too.
+            led = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(REPLICATED)) else v, why)
+                              for n, v, why in led.items], led.split)
+        return led
+
+    # Layers differ in MoE models and in models with sliding-window layers: a ledger per kind of layer.
+    kinds = layout.layer_kinds(m, st.first_layer, st.layers)
+    ledgers = {kind: ledger(kind) for kind, _ in kinds}
+    all_layers_act = sum(n * ledgers[kind].total for kind, n in kinds)  # every layer of the stage, one micro-batch
+    kind_of = lambda i: (m.layer_types[i], m.is_moe and i in m.moe_layers)  # noqa: E731
+    top_kind, bottom_kind = kind_of(st.first_layer + st.layers - 1), kind_of(st.first_layer)
+    layer_kind = max(ledgers, key=lambda kk: ledgers[kk].total)  # the largest layer: the one rebuilt, gathered
+    layer, top_layer, bottom_layer = ledgers[layer_kind], ledgers[top_kind], ledgers[bottom_kind]
     layer_act = layer.total
     r = num.residual
     sp = tp if s.sequence_parallel else 1
@@ -202,7 +232,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
                      "selective recompute (torchtitan's op-level policy): each layer keeps its input, every other "
                      "matmul's output and the attention kernel's outputs; backward rebuilds one layer at a time")
     else:
-        kept = n_kept * layer_act - frozen_input * st.in_flight
+        kept = st.in_flight * all_layers_act - frozen_input * st.in_flight
     host_acts = 0
     if s.activation_offload:
         # torchtune's OffloadActivations (training/_activation_offloading.py): every saved tensor of 1024
@@ -234,11 +264,23 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         loss_fwd = logits + T.loss_upcast_bytes(c, num) + T.log_softmax_bytes(c)
         loss_bwd = logits + T.loss_backward_bytes(c)
         casts_all_bwd_less = 0
+    # Gemma 2's capped logits keep their tanh; MoE routers' logits and the load-balancing loss's softmax
+    softcap, aux = T.logit_softcap_bytes(c, num), T.router_aux_loss_bytes(c, num)
+    loss_fwd += softcap + aux
+    loss_bwd += softcap + aux
 
     # ZeRO-3 / FULL_SHARD gather each layer's parameters just in time: the layer in use and
     # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
-    halves = layer_halves(c, layer, num)
+    halves_of = {kind: layer_halves(c, ledgers[kind], num, kind[1]) for kind, _ in kinds}
+    halves, bottom_halves = halves_of[top_kind], halves_of[bottom_kind]  # the backward meets the top layer first
     attn, mlp = halves["attn"], halves["mlp"]
+
+    def zero_shard(nbytes: int, expert_bytes: int = 0) -> int:
+        """Gradient bytes left on this GPU under ZeRO-2/3 / FSDP: dense over dp, routed experts over the dp / ep
+        GPUs that hold the same experts (DeepSpeed-MoE's expert data-parallel group)."""
+        if k < 2:
+            return nbytes
+        return (nbytes - expert_bytes) // dp + expert_bytes * s.ep // dp
     layer_param_bytes = T.layer_parameter_bytes(c)
     gathered_layers = 2 * layer_param_bytes if k == 3 else 0
     head_param_bytes = pb * V * h // tp if st.head else 0
@@ -264,6 +306,22 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     unsharded_layer_grads = (attn.grad + mlp.grad) * (g if fsdp3 else gb_) // gb_ if k >= 2 else 0
 
     base = {"parameters": param_live, "optimizer": state_bytes}
+    if s.attention_note:
+        notes.append(f"attention estimated as eager: {s.attention_note}")
+    if m.is_moe:
+        rows = T.routed_rows(c)
+        per_gpu = m.num_experts // s.ep
+        notes.append(f"MoE: every expert's parameters, gradients and optimizer states are held ({per_gpu} of "
+                     f"{m.num_experts} experts per MoE layer on this GPU" + (f", ep={s.ep}" if s.ep > 1 else "")
+                     + f"); routed activations of {rows:,} (token, expert) rows per MoE layer = "
+                     + ("tokens x experts: Llama 4 in transformers runs every token through every expert"
+                        if m.model_type.startswith("llama4") else "tokens x top-k"
+                        + (f" at capacity factor {s.capacity_factor:g} (overflow dropped)" if s.capacity_factor
+                           else ", none dropped")))
+    if m.is_mla:
+        notes.append("MLA: the query/KV latents and their norms, the per-head key and value rebuilt from the latent "
+                     "(kv_b_proj's output) and the attention kernel's tensors are saved per layer; the compressed "
+                     "cache is a serving saving, not a training one")
 
     # forward, at log_softmax inside the loss of step N, with step N-1's output still alive
     moments = []
@@ -279,7 +337,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         # inside the last decoder layer (what decides the forward when no logits are made: the chunked loss)
         moments.append(Moment("forward", "inside the last decoder layer", {
             **base,
-            "activations": kept + fwd_model_act + T.layer_forward_transient(c, num, layer, sp),
+            "activations": kept + fwd_model_act + T.layer_forward_transient(c, num, layer, sp, moe=layer_kind[1]),
             "autocast_copies": casts_all - lm_head_cast,
             "previous_output": logits,
             "gathered_parameters": gathered_layers if fsdp3 else (gathered_layers // 2 if k == 3 else 0),
@@ -310,9 +368,8 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     # high points are the first layer reached (everything still saved) and the last one
     # (nearly all gradients present). Evaluated at both halves of both ends.
     per_layer_grad = attn.grad + mlp.grad
-    layers_grad = per_layer_grad * st.layers
-    if k >= 2:
-        layers_grad //= dp
+    layers_grad = sum(n * (halves_of[kind]["attn"].grad + halves_of[kind]["mlp"].grad) for kind, n in kinds)
+    layers_grad = zero_shard(layers_grad, sum(n * halves_of[kind]["mlp"].expert_grad for kind, n in kinds))
     head_grad = grad_bytes - layers_grad - (V * h // tp * gb_ // (dp if k >= 2 else 1)
                                             if full_ft and st.embed and not m.tie_word_embeddings else 0)
     if not st.head:
@@ -321,25 +378,24 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     if fsdp3 and full_ft:  # the root's gradients stay unsharded until its post-backward
         head_grad = g * (V * h // tp + h) if not m.tie_word_embeddings else root_grads
         embed_grad = 0
-    shard = dp if k >= 2 else 1
     if recompute:  # checkpoints of every layer, plus the one layer being rebuilt (its saved outputs reused)
         rebuilt = rebuilt_shared + sac_shared
-        top_acts = {"mlp": kept + layer_act - rebuilt, "attn": kept + attn.act - rebuilt}
-        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
+        top_acts = {"mlp": kept + top_layer.total - rebuilt, "attn": kept + attn.act - rebuilt}
+        bottom_acts = {"mlp": bottom_layer.total - frozen_input, "attn": bottom_halves["attn"].act - frozen_input}
         top_casts = {"mlp": casts_layer, "attn": attn.casts}
     else:
         top_acts = {"mlp": kept, "attn": kept - mlp.act}
-        bottom_acts = {"mlp": layer_act - frozen_input, "attn": attn.act - frozen_input}
+        bottom_acts = {"mlp": bottom_layer.total - frozen_input, "attn": bottom_halves["attn"].act - frozen_input}
         if s.activation_offload:  # what comes back for the node in backward and the node before it
             top_acts = {half: T.offload_brought_back(layer, half == "attn") for half in ("mlp", "attn")}
             bottom_acts = dict(top_acts)
         top_casts = {"mlp": casts_all * st.in_flight - lm_head_cast, "attn": casts_all * st.in_flight
                      - lm_head_cast - mlp.casts}
     if st.in_flight > 1:  # other micro-batches' activations stay while the oldest one runs backward
-        bottom_acts = {key: v + (st.in_flight - 1) * (st.layers * layer_act if not recompute
+        bottom_acts = {key: v + (st.in_flight - 1) * (all_layers_act if not recompute
                                                       else st.layers * (checkpoint + sac_saved))
                        for key, v in bottom_acts.items()}
-    bottom_casts = {"mlp": casts_layer, "attn": attn.casts}
+    bottom_casts = {"mlp": casts_layer, "attn": bottom_halves["attn"].casts}
     cb_h_grad = num.compute * h * tok // sp  # the gradient arriving at the layer's output
     if recompute and st.head:  # the top layer rebuilt for its backward, at its last projection
         moments.append(Moment("backward", "top decoder layer, rebuilt (recompute forward)", {
@@ -348,13 +404,14 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             "activations": top_acts["mlp"] + saved_model_act,
             "autocast_copies": top_casts["mlp"],
             "logits_and_loss": logits,
-            "temporaries": T.layer_forward_transient(c, num, layer, sp, rebuilding=True) + cb_h_grad,
+            "temporaries": T.layer_forward_transient(c, num, top_layer, sp, rebuilding=True, moe=top_kind[1])
+            + cb_h_grad,
             "gathered_parameters": gathered_layers,
         }))
     for half, done_grads in (("mlp", 0), ("attn", mlp.grad)):
         moments.append(Moment("backward", f"top decoder layer, {half} backward", {
             **base,
-            "gradients": head_grad + (done_grads // shard if k >= 2 else done_grads),
+            "gradients": head_grad + zero_shard(done_grads, mlp.expert_grad if done_grads else 0),
             "activations": top_acts[half] + saved_model_act,
             "autocast_copies": top_casts[half],
             "logits_and_loss": logits,
@@ -368,22 +425,23 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         # layer's prefetched all-gather output.
         moments.append(Moment("backward", "second decoder layer from the top, mlp to attention", {
             **base,
-            "gradients": head_grad + per_layer_grad // shard,
-            "activations": top_acts["mlp"] - layer_act - mlp.act + saved_model_act,
+            "gradients": head_grad + zero_shard(per_layer_grad, mlp.expert_grad),
+            "activations": top_acts["mlp"] - top_layer.total - mlp.act + saved_model_act,
             "autocast_copies": max(top_casts["mlp"] - attn.casts - mlp.casts, 0),
             "logits_and_loss": logits,
             "temporaries": mlp.tmp + unsharded_layer_grads,
             "gathered_parameters": gathered_layers + layer_rs,
         }))
-    for half, missing in (("mlp", per_layer_grad), ("attn", attn.grad)):
+    b_attn, b_mlp = bottom_halves["attn"], bottom_halves["mlp"]
+    for half, missing in (("mlp", zero_shard(b_attn.grad + b_mlp.grad, b_mlp.expert_grad)),
+                          ("attn", zero_shard(b_attn.grad))):
         moments.append(Moment("backward", f"first decoder layer, {half} backward", {
             **base,
-            "gradients": (layers_grad - missing // shard + head_grad) if fsdp3 else
-                         grad_bytes - embed_grad - missing // shard,
+            "gradients": (layers_grad - missing + head_grad) if fsdp3 else grad_bytes - embed_grad - missing,
             "activations": bottom_acts[half] + saved_model_act,
             "autocast_copies": bottom_casts[half],
             "logits_and_loss": logits,
-            "temporaries": halves[half].tmp + unsharded_layer_grads,
+            "temporaries": bottom_halves[half].tmp + unsharded_layer_grads,
             "gathered_parameters": gathered_bottom,
         }))
     # backward (c): the embedding's gradient; with tied embeddings it is added into the
@@ -449,7 +507,8 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
               "optimizer_bytes": state_bytes, "layer_activation_bytes": layer_act,
               "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0,
               "param_bytes_unsharded": param_full, "grad_bytes_unsharded": grad_full,
-              "optimizer_bytes_unsharded": state_full}
+              "optimizer_bytes_unsharded": state_full, "expert_params": c.expert,
+              "moe_layers": sum(n for (_, moe), n in kinds if moe), "routed_rows": T.routed_rows(c) if m.is_moe else 0}
     named = [(T.parameter_bytes, param_full), (T.gradient_bytes, grad_full), (T.optimizer_state_bytes, state_full),
              (T.optimizer_step_temporaries, opt_tmp), (T.autocast_weight_copies, casts_all),
              (T.saved_model_activations, saved_model_act), (T.forward_only_activations, fwd_model_act),
@@ -464,12 +523,21 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     elif st.head:
         named += [(T.logits_bytes, logits), (T.loss_upcast_bytes, T.loss_upcast_bytes(c, num)),
                   (T.log_softmax_bytes, T.log_softmax_bytes(c)), (T.loss_backward_bytes, T.loss_backward_bytes(c))]
+    if not m.is_llama_layer:  # the newer families' own terms (the LLaMA layer's are all above)
+        stage_layers = [(ledgers[kind], n * st.in_flight) for kind, n in kinds]
+        named += [(fn, fn(c, stage_layers)) for fn in T.FAMILY_LAYER_TERMS]
+        named += [(T.rope_table_bytes, T.rope_table_bytes(c, num)), (T.attention_mask_bytes, T.attention_mask_bytes(c, num)),
+                  (T.embedding_scale_bytes, T.embedding_scale_bytes(c, num, sp)), (T.logit_softcap_bytes, softcap),
+                  (T.router_aux_loss_bytes, aux), (T.all_to_all_buffer_bytes, T.all_to_all_buffer_bytes(c, num))]
     if k == 3:
         named.append((T.layer_parameter_bytes, layer_param_bytes))
         if fsdp3:
             named.append((T.root_parameter_bytes, root_bytes))
     terms = [T.Term(fn.__name__, int(v), T.source(fn)) for fn, v in named if v]
-    return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes, terms)
+    kinds_out = [] if len(kinds) == 1 else [
+        (f"{'MoE' if moe else 'dense'} layer, {layer_type.replace('_', ' ')}", n, ledgers[(layer_type, moe)])
+        for (layer_type, moe), n in kinds]
+    return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes, terms, kinds_out)
 
 
 def _estimate_gpt(s: TrainingSetup) -> Estimate:

@@ -135,6 +135,7 @@ class Ctx:
     sums: StageSums
     tensors: list  # trainable tensors on this GPU: [(Tensor, shape)]
     trainable: int  # their elements
+    expert: int = 0  # of them, routed experts' elements (sharded by ZeRO over dp / ep GPUs)
 
     @property
     def full_ft(self) -> bool:
@@ -181,7 +182,7 @@ def optimizer_state_bytes(c: Ctx) -> int:
 
 def root_numel(c: Ctx) -> int:
     """Parameters outside the decoder layers on this GPU: embeddings, final norm, lm_head (FSDP's root unit)."""
-    return c.sums.total - c.sums.layer_all * c.st.layers
+    return c.sums.total - c.sums.layers_all
 
 
 def layer_parameter_bytes(c: Ctx) -> int:
@@ -206,8 +207,14 @@ def root_parameter_bytes(c: Ctx) -> int:
 
 def sharded(c: Ctx, nbytes: int, state: str) -> int:
     """ZeRO (Rajbhandari et al. 2020, Sec. 5): stage 1 shards optimizer states, 2 also gradients, 3 also
-    parameters, each over the dp data-parallel GPUs."""
-    return zero.partitioned(nbytes, state, c.k, c.s.dp)
+    parameters, each over the dp data-parallel GPUs; with expert parallelism the routed experts' share over
+    the dp / ep GPUs that hold the same experts (DeepSpeed-MoE's expert data-parallel group, Rajbhandari et al.
+    2022; torchtitan's dp_shard_mod_ep mesh): num_experts / ep experts per GPU, sharded dp / ep ways."""
+    s = c.s
+    if s.ep == 1 or not c.expert:
+        return zero.partitioned(nbytes, state, c.k, s.dp)
+    experts = nbytes * c.expert // c.trainable
+    return zero.partitioned(nbytes - experts, state, c.k, s.dp) + zero.partitioned(experts, state, c.k, s.dp // s.ep)
 
 
 def optimizer_step_temporaries(c: Ctx) -> int:
@@ -221,12 +228,14 @@ def optimizer_step_temporaries(c: Ctx) -> int:
         # fp32; ZeRO-3 does it one sub-group at a time (sub_group_size, default 1e9 elements).
         if not c.w.master:
             return 0
-        grad_partition = c.trainable // (s.dp if k >= 1 else 1)
+        grad_partition = sharded(c, c.trainable, "optimizer")
         return 4 * (min(grad_partition, DEEPSPEED_SUB_GROUP) if k == 3 else grad_partition)
     shard = s.dp if k >= 1 else 1
     largest = max(t.numel for t, _ in c.tensors)
+    if k >= 1 and s.ep > 1 and any(t.experts and t.numel == largest for t, _ in c.tensors):
+        shard = s.dp // s.ep  # the largest tensor is a stacked expert tensor, sharded over dp / ep
     return opt.step_transient_bytes(s.optimizer, largest // shard, c.w.state, impl=s.optimizer_impl,
-                                    group_numel=c.trainable // shard)
+                                    group_numel=sharded(c, c.trainable, "optimizer"))
 
 
 @dataclass(frozen=True)
@@ -263,8 +272,20 @@ def offload(c: Ctx, state_bytes: int, param_bytes: int, grad_bytes: int) -> Offl
 def saved_model_activations(c: Ctx, num: act.Numerics) -> int:
     """Kept for the backward outside the layers: rotary cos/sin (saved by every layer's rotation, shared), the
     token ids and the shifted labels (saved by the NLL loss) (transformers LlamaModel.forward)."""
-    m = c.s.model
-    return 2 * m.head_dim * num.residual * c.s.tokens + 2 * 8 * c.s.tokens
+    return rope_table_bytes(c, num) + 2 * 8 * c.s.tokens
+
+
+def rope_table_bytes(c: Ctx, num: act.Numerics) -> int:
+    """The rotary tables the layers' rotations keep: cos and sin of head_dim per token in the residual dtype;
+    MLA rotates only qk_rope_head_dim (DeepSeek-V2 Sec. 2.1.3); Gemma 3 has a second table for its local
+    layers (rope_local_base_freq); Llama 4 keeps one complex64 freqs_cis of head_dim / 2 (8 bytes each)."""
+    m, tok = c.s.model, c.s.tokens
+    if m.is_mla:
+        return 2 * m.qk_rope_head_dim * num.residual * tok
+    if m.model_type.startswith("llama4"):
+        return 4 * m.head_dim * tok
+    tables = 2 if (m.model_type.startswith("gemma3") and len(m.layer_counts()) > 1) else 1
+    return tables * 2 * m.head_dim * num.residual * tok
 
 
 def forward_only_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
@@ -275,10 +296,31 @@ def forward_only_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
     r, tok = num.residual, s.tokens
     own = c.st.embed and (r != 4 or not c.full_ft)
     out = saved_model_activations(c, num) + (r * s.model.hidden_size * tok // sp if own else 0)
-    out += 8 * tok
-    if s.attention == "eager":
-        out += r * s.micro_batch * s.seq_len * s.seq_len
+    out += 8 * tok + attention_mask_bytes(c, num) + embedding_scale_bytes(c, num, sp)
     return out
+
+
+def attention_mask_bytes(c: Ctx, num: act.Numerics) -> int:
+    """The (b, 1, s, s) masks transformers builds once per layer type and shares between layers, alive through
+    the forward (masking_utils.create_causal_mask / create_sliding_window_causal_mask / chunked): eager
+    attention adds them as floats in the model dtype; sdpa gets a bool mask (1 byte) only for a sliding-window
+    or chunked layer type once the sequence reaches its window (none for full attention: is_causal)."""
+    s, m = c.s, c.s.model
+    area = s.micro_batch * s.seq_len * s.seq_len
+    types = list(m.layer_counts()) if m.mlp == "gated" else ["full_attention"]
+    if s.attention == "eager":
+        return num.residual * area * len(types)
+    return area * sum(1 for t in types if act._explicit_mask(m, t, s.seq_len))
+
+
+def embedding_scale_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
+    """Gemma scales the embedding output by sqrt(hidden) into a new tensor while the unscaled one is still
+    referenced (Gemma2/Gemma3TextModel.forward: hidden_states = inputs_embeds * normalizer): one more residual-sized
+    tensor during the forward."""
+    m = c.s.model
+    if not (c.st.embed and m.model_type.startswith("gemma")):
+        return 0
+    return num.residual * m.hidden_size * c.s.tokens // sp
 
 
 def final_norm_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
@@ -286,10 +328,12 @@ def final_norm_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
     if not c.st.head:
         return 0
     h, tok, r = c.s.model.hidden_size, c.s.tokens, num.residual
-    return (4 * h * tok + ((r * h + (2 if num.autocast else r) * h) * tok if c.full_ft else 0)) // sp
+    normalized = 4 if c.s.model.model_type in act.FP32_NORM_TYPES else r  # Gemma/OLMo 2/gpt-oss: fp32
+    return (4 * h * tok + ((normalized * h + (2 if num.autocast else r) * h) * tok if c.full_ft else 0)) // sp
 
 
-def layer_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: int, rebuilding: bool = False) -> int:
+def layer_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: int, rebuilding: bool = False,
+                            moe: bool = False) -> int:
     """Forward, inside the last decoder layer, besides what the layers saved: the layer's input (held by
     LlamaModel's loop) and the residual, plus the largest of: an adapted projection's base output (and
     bitsandbytes' defensive clone of it, peft lora/bnb.py), lora_B's output and its scaled copy; at up_proj,
@@ -322,8 +366,99 @@ def layer_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: in
     points.append(down)
     if rebuilding:  # by its last projection the rebuilt layer has saved everything else: only that point
         points = [down]
+    if moe:  # the MoE block instead of the dense MLP (moe_forward_transient)
+        points = [moe_forward_transient(c, num)]
+    if s.attention == "eager" and not rebuilding:  # inside the attention, before the MLP has saved anything
+        points.append(eager_forward_transient(c, num) - sum(n for _, n, _ in layer.items[layer.split:]))
     held = (1 if rebuilding else 2) * r * h * tok // sp  # (a rebuilt layer's input is its checkpoint)
     return held + max(points)
+
+
+def eager_forward_transient(c: Ctx, num: act.Numerics) -> int:
+    """Eager attention's forward, beyond what it saves: the scores entering the softmax while it writes its output
+    (HF eager_attention_forward); gpt-oss's sinks: the scores concatenated with the sink logit and the row-max
+    subtracted from them, two s x (s + 1) tensors per head at once (GptOss eager_attention_forward)."""
+    m, s = c.s.model, c.s
+    if m.attention_sinks:
+        return 2 * num.compute * m.num_heads * s.seq_len * (s.seq_len + 1) * s.micro_batch // s.tp
+    return num.compute * m.num_heads * s.seq_len * s.seq_len * s.micro_batch // s.tp
+
+
+# --- mixture of experts -----------------------------------------------------------------------
+
+def routed_rows(c: Ctx) -> int:
+    """(token, expert) rows a MoE layer processes on one GPU: tokens x top-k, whatever the router picks
+    (transformers' grouped_mm path sorts the pairs; no token is dropped). With a capacity factor each expert
+    takes at most ceil(capacity_factor x tokens x top-k / experts) rows and its buffer is that size, padded
+    (GShard, Lepikhin et al. 2020, expert capacity; DeepSpeed-MoE's top-k gating with drop_tokens). Under expert
+    parallelism a GPU receives the rows routed to its experts: the same count with balanced routing. Llama 4 in
+    transformers sends every token through every expert: tokens x experts (on this GPU's experts)."""
+    m, s = c.s.model, c.s
+    if m.model_type.startswith("llama4"):  # transformers' Llama4TextExperts: every token, every (local) expert
+        return s.tokens * m.num_experts // s.ep
+    rows = s.tokens * m.num_experts_per_tok
+    if s.capacity_factor is None:
+        return rows
+    return m.num_experts * -(-int(s.capacity_factor * rows) // m.num_experts)
+
+
+def all_to_all_buffer_bytes(c: Ctx, num: act.Numerics) -> int:
+    """Expert parallelism: the dispatch all-to-all's send buffer and the combine's receive buffer, routed rows x
+    hidden each (Megatron-Core MoEAlltoAllTokenDispatcher, DeepSpeed-MoE's _AllToAll), alive around the experts."""
+    if c.s.ep == 1:
+        return 0
+    return 2 * num.compute * routed_rows(c) * c.s.model.hidden_size // c.s.tp
+
+
+def moe_forward_transient(c: Ctx, num: act.Numerics) -> int:
+    """Inside a MoE block's forward, beyond what it saves: the routing-weighted expert outputs in fp32 and their
+    copy in token order (integrations/moe.py: `weighted_out = proj_out * sample_weights_g`, then
+    `weighted_out[inv_perm]`: S x h x 4 each); Llama 4: the experts' E x T x h output before its sum; plus the
+    all-to-all buffers under expert parallelism."""
+    m, tok, h = c.s.model, c.s.tokens, c.s.model.hidden_size
+    if m.model_type.startswith("llama4"):  # + the shared expert's output and the experts' sum over E
+        out = num.compute * (routed_rows(c) + 2 * tok) * h
+    else:
+        out = 2 * 4 * routed_rows(c) * h
+    return out // c.s.tp + all_to_all_buffer_bytes(c, num)
+
+
+def moe_backward_temporaries(c: Ctx, num: act.Numerics) -> int:
+    """A MoE block's backward, beside its saved tensors: at the routing-weight multiply (fp32, promoted by the fp32
+    weights) the rows' fp32 gradient from the index backward and the two fp32 products for the gradients of the
+    expert output and of the weights (S x h x 4 each), the expert output's 16-bit gradient, or later the
+    gate_up/product gradients (S x 3I); the gradient arriving at the block; Llama 4: two E x T x I gradients beyond
+    the saved tensors freed by then. Plus the all-to-all buffers under expert parallelism. (Measured:
+    fam-mixtral-bf16-s4096-v128, where this moment holds the peak.)"""
+    m, tok, cb = c.s.model, c.s.tokens, num.compute
+    h, Ie = m.hidden_size, m.moe_intermediate_size
+    if m.model_type.startswith("llama4"):  # the product's and gate/up gradients, as the saved ones are freed
+        out = 2 * cb * routed_rows(c) * Ie + cb * tok * h
+    else:
+        rows = routed_rows(c)
+        out = max(3 * 4 * rows * h + cb * rows * h, cb * rows * (h + 3 * Ie)) + cb * tok * h
+    return out // c.s.tp + all_to_all_buffer_bytes(c, num)
+
+
+def router_aux_loss_bytes(c: Ctx, num: act.Numerics) -> int:
+    """The router's load-balancing loss (transformers' load_balancing_loss_func, Fedus et al. 2021 Switch
+    Transformer Sec. 2.2) with output_router_logits: every MoE layer's router logits (T x E) stay in the model's
+    output, and the loss's softmax over each keeps its own T x E output for the backward (Mixtral, Qwen3-MoE,
+    gpt-oss; DeepSeek-V3 and Llama 4 in transformers compute none)."""
+    from memlib.training.options import AUX_LOSS_TYPES
+    m, s = c.s.model, c.s
+    if not (m.is_moe and s.router_aux_loss and m.model_type in AUX_LOSS_TYPES and c.st.head):
+        return 0
+    return 2 * num.compute * s.tokens * m.num_experts * m.num_moe_layers
+
+
+def logit_softcap_bytes(c: Ctx, num: act.Numerics) -> int:
+    """Gemma 2's final-logit soft-capping (logits / cap, tanh, x cap; Gemma2ForCausalLM.forward): tanh keeps its
+    output, one more b*s*V tensor in the compute dtype until the backward reaches it."""
+    m = c.s.model
+    if not (m.final_logit_softcap and c.st.head):
+        return 0
+    return num.compute * m.vocab_size * c.s.tokens // c.s.tp
 
 
 def final_norm_output_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
@@ -471,3 +606,70 @@ def fused_loss_chunk_bytes(c: Ctx, num: act.Numerics, hidden_bytes: int) -> int:
         else:
             out += (cb + 4) * m.vocab_size * m.hidden_size
     return out
+
+
+# --- the newer families' layer entries, summed over the stage's layers (for est.terms and explain) ----------
+
+def _ledger_sum(layers, prefixes: tuple[str, ...]) -> int:
+    """Bytes of the ledger entries whose names start with `prefixes`, over [(ledger, layers of that kind)]."""
+    return sum(n * sum(v for name, v, _ in led.items if name.startswith(prefixes)) for led, n in layers)
+
+
+def router_activations(c: Ctx, layers) -> int:
+    """MoE routers: the score function over all experts in fp32 (softmax: Mixtral, Qwen3-MoE, DeepSeek-V2;
+    sigmoid: DeepSeek-V3, Llama 4), the top-k indices, DeepSeek's fp32 copy of the router input, gpt-oss's
+    softmax over the top-k (transformers 5.24 *TopKRouter.forward), per MoE layer."""
+    return _ledger_sum(layers, ("moe.router",))
+
+
+def routed_expert_activations(c: Ctx, layers) -> int:
+    """Routed experts at tokens x top-k rows (integrations/moe.py grouped_mm_experts_forward: the gathered input,
+    gate_up's output, the activation and product, the down output and the routing weights, the sort indices);
+    Llama 4's experts at tokens x experts rows (Llama4TextExperts: every token through every expert)."""
+    return _ledger_sum(layers, ("moe.experts", "moe.scores", "moe.repeated_input"))
+
+
+def shared_expert_activations(c: Ctx, layers) -> int:
+    """Shared experts (DeepSeek's n_shared_experts, Llama 4's shared_expert): a dense SwiGLU MLP on every token."""
+    return _ledger_sum(layers, ("moe.shared",))
+
+
+def mla_activations(c: Ctx, layers) -> int:
+    """Multi-head latent attention (DeepSeek-V2 Sec. 2.1; HF DeepseekV3Attention): the query and KV latents with
+    their RMSNorms, the per-head query and key rebuilt from nope + rope parts, kv_b_proj's whole output (the value
+    is a view of it)."""
+    return _ledger_sum(layers, ("mla.",))
+
+
+def qk_norm_activations(c: Ctx, layers) -> int:
+    """q/k norms: RMSNorm per head (Qwen3, Gemma 3) or over all heads (OLMo 2) keeps its fp32 input and normalized
+    output; Llama 4's weightless L2 norm its fp32 input (transformers 5.24 *Attention.forward)."""
+    return _ledger_sum(layers, ("attn.q_norm", "attn.k_norm", "attn.l2_norm"))
+
+
+def post_norm_activations(c: Ctx, layers) -> int:
+    """Norms on the attention and MLP outputs (Gemma 2/3's post_attention/post_feedforward_layernorm, OLMo 2's
+    post-norms): fp32 input and fp32 normalized output each (the weight is applied in fp32)."""
+    return _ledger_sum(layers, ("attn_norm_post", "mlp_norm_post"))
+
+
+def window_mask_activations(c: Ctx, layers) -> int:
+    """Sliding-window and chunked layers at or beyond their window: the (b, 1, s, s) mask each sdpa call keeps as
+    its float bias, and K and V repeated to every head (transformers' use_gqa_in_sdpa is off with a mask)."""
+    return _ledger_sum(layers, ("sdpa.mask",))
+
+
+def fused_projection_activations(c: Ctx, layers) -> int:
+    """Phi-3's fused qkv_proj: its whole output stays (the value is a view of it), and o_proj's input is a copy."""
+    return _ledger_sum(layers, ("attn.qkv_out", "attn.o_proj_input"))
+
+
+def eager_variant_activations(c: Ctx, layers) -> int:
+    """Eager-only families: Gemma 2's soft-capped scores (tanh output, s x s per head), gpt-oss's softmax over s + 1
+    logits with its sink (s x (s + 1) per head, in the logits' dtype) and the row-max indices."""
+    return _ledger_sum(layers, ("eager.softcap_tanh", "eager.probs_with_sink", "eager.max_index"))
+
+
+FAMILY_LAYER_TERMS = (router_activations, routed_expert_activations, shared_expert_activations, mla_activations,
+                      qk_norm_activations, post_norm_activations, window_mask_activations,
+                      fused_projection_activations, eager_variant_activations)
