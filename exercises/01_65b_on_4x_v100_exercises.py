@@ -142,7 +142,7 @@ check("01.9", answer)
 # hint("01.9")
 
 # %% [markdown]
-# ## 01.10 · Fine-tune Vicuna-65B on 4x V100 this week
+# ## 01.10 · Fine-tune LLaMA-65B (a Vicuna-style SFT) on 4x V100 this week
 
 # %%
 show("01.10")

@@ -16,37 +16,48 @@
 # %% [markdown]
 # # GPU memory for LLMs: interview study notebooks
 #
-# How much GPU memory does it take to train, fine-tune or serve a large language model,
-# and what do you do when it does not fit? Each notebook here takes one interview
-# question, derives the answer step by step with `memlib` (so every number in the text
-# is computed, not typed), checks the answer that usually circulates, and ends with a
-# 30-second answer and follow-up questions.
-#
-# The `.py` file next to each notebook is its source (Jupytext percent format); the
-# `.ipynb` keeps the outputs so you can read without running anything.
+# How much GPU memory does it take to train, fine-tune or serve a large language model, and what
+# do you do when it does not fit? Each notebook takes one interview question, gives the answer a
+# candidate can say in thirty seconds, then derives it step by step: the pencil arithmetic with
+# round numbers first, then `memlib`'s exact figure (every number in the text is computed, not
+# typed), the follow-up questions, and a fact-check of the answer that usually circulates.
 #
 # ## Read them in this order
 #
-# 1. [00 · Memory anatomy of a training step](00_memory_anatomy.ipynb): where the bytes go
-#    (parameters, gradients, optimizer states, activations, logits, temporaries); why
-#    mixed-precision AdamW is 16 bytes per parameter; the peak as the highest moment of a step;
-#    GB vs GiB.
-# 2. [01 · Can 4× V100 32GB train Vicuna-65B?](01_65b_on_4x_v100.ipynb) (seed 000): ZeRO stages,
-#    tensor and pipeline parallelism, offload and QLoRA against four 32 GB cards.
-# 3. [02 · One GPU: how large a model can you train, fine-tune or serve?](02_single_gpu_limits.ipynb)
-#    (seed 001): the largest model per GPU and recipe.
-# 4. [03 · When the model does not fit](03_when_the_model_does_not_fit.ipynb) (seed 003):
-#    quantization, TP/PP, ZeRO, offload and recompute, and how to combine them for training
-#    and for serving.
+# 0. [00 · Where does GPU memory go in a training step?](00_memory_anatomy.ipynb) Model states
+#    and activations, 16 bytes per parameter (and where 12 and 18 come from), the peak as one
+#    moment of the step, GB vs GiB.
+# 1. [01 · Can 4× V100 32GB train Vicuna-65B?](01_65b_on_4x_v100.ipynb) (seed 000) Full
+#    fine-tuning against ZeRO, TP, PP and offload; QLoRA split over the four cards; serving,
+#    FlashAttention on Volta, fp16 loss scaling.
+# 2. [02 · One GPU: how large a model can you train, fine-tune or serve?](02_single_gpu_limits.ipynb)
+#    (seed 001) The largest model per GPU and recipe.
+# 3. [03 · When the model does not fit](03_when_the_model_does_not_fit.ipynb) (seed 003)
+#    Quantization, TP/PP, ZeRO, offload and recompute, and how to combine them.
+# 4. 04 · Serving capacity: how many concurrent 8k-token chats fit? (coming)
+# 5. 05 · MoE memory: DeepSeek-V3 to serve and to fine-tune (coming)
+# 6. 06 · Long context: what changes at 128k tokens? (coming)
+# 7. 07 · Time and cost: GPU-hours to pretrain or fine-tune (coming)
 #
-# Then: [the calculator](calculator.ipynb) ("can I run this?"), the graded exercises in
-# `../exercises/`, and the one-page [cheat sheet](../docs/cheatsheet.md).
+# ## Then
 #
-# Each topic notebook has the same nine sections: the question (中文 and English), what the
-# interviewer probes, the answer derived step by step, charts, a playground, a fact-check of
-# the circulating answer, the 30-second answer (English and 中文), follow-up questions (追问)
-# and pitfalls (避坑) with further reading. Every number in them comes from `memlib`, whose
-# estimates are checked against measured PyTorch training steps (README, "Validation").
+# - [The calculator](calculator.ipynb): "can I run this?" for any catalog model, GPU and recipe.
+# - Graded exercises, one notebook per topic (student copies; `memlib.grading` checks your answers):
+#   [00](../exercises/00_memory_anatomy_exercises.ipynb),
+#   [01](../exercises/01_65b_on_4x_v100_exercises.ipynb),
+#   [02](../exercises/02_single_gpu_limits_exercises.ipynb),
+#   [03](../exercises/03_when_the_model_does_not_fit_exercises.ipynb).
+# - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
+#
+# Each topic notebook has the same sections (`notebooks/STYLE.md`): the question (中文 and
+# English), the 30-second answer, what the interviewer probes, the words it uses, the answer step
+# by step, charts, a playground, follow-up questions (追问), pitfalls (避坑), a deep dive with the
+# fact-check of the circulating answer, and further reading. Every number comes from `memlib`,
+# whose estimates are checked against measured PyTorch training steps (README, "Validation").
+#
+# The `.py` file next to each notebook is its source (Jupytext percent format); the `.ipynb`
+# keeps the outputs so you can read without running anything. Open this page with the README's
+# first command (JupyterLab at the repository root), so that every link here works.
 
 # %% tags=["hide-input"]
 # NBVAL_CHECK_OUTPUT

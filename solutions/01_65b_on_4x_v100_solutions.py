@@ -64,7 +64,7 @@ show("01.2")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("vicuna-65b").num_params
+n = memlib.get_model("llama-65b").num_params
 answer = ("780GB", f"{n * (2 + 2 + 12) / 1e9:.0f} GB")  # + the fp32 master copy, 4 bytes/param
 # END SOLUTION
 check("01.2", answer)
@@ -84,7 +84,7 @@ show("01.3")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("vicuna-65b").num_params
+n = memlib.get_model("llama-65b").num_params
 answer = f"{n * 16 / 4 / 1e9:.1f} GB"  # all 16 bytes/param divided over 4 GPUs
 # END SOLUTION
 check("01.3", answer)
@@ -101,7 +101,7 @@ show("01.4")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("vicuna-65b").num_params
+n = memlib.get_model("llama-65b").num_params
 per_gpu = 2 * n + 2 * n + 12 * n / 4  # ZeRO-1: weights and grads replicated, optimizer (with master) sharded
 answer = (["ZeRO-2", "390GB"], f"{per_gpu / 1e9:.0f} GB")
 # END SOLUTION
@@ -121,7 +121,7 @@ show("01.5")
 # BEGIN SOLUTION
 import math
 
-n = memlib.get_model("vicuna-65b").num_params
+n = memlib.get_model("llama-65b").num_params
 answer = math.ceil(16 * n / (32 * 2**30))
 # END SOLUTION
 check("01.5", answer)
@@ -175,7 +175,7 @@ show("01.8")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("vicuna-65b").num_params
+n = memlib.get_model("llama-65b").num_params
 host_per_param = 12 + 4 + 2  # fp32 master, m, v; fp32 gradient; fp16 parameters
 answer = f"{n * host_per_param / 1e9:.0f} GB"  # summed over the four processes' shards
 # END SOLUTION
@@ -193,7 +193,7 @@ show("01.9")
 
 # %%
 # BEGIN SOLUTION
-m = memlib.get_model("vicuna-65b")
+m = memlib.get_model("llama-65b")
 attn = m.num_layers * m.num_heads * m.head_dim * 2048
 flops_per_token = 8 * m.num_params + 16 * attn  # full recompute: the forward runs twice
 tokens = 4 * 2048  # one sequence per GPU
@@ -206,7 +206,7 @@ check("01.9", answer)
 solution("01.9")
 
 # %% [markdown]
-# ## 01.10 · Fine-tune Vicuna-65B on 4x V100 this week
+# ## 01.10 · Fine-tune LLaMA-65B (a Vicuna-style SFT) on 4x V100 this week
 
 # %%
 show("01.10")

@@ -194,3 +194,103 @@ def test_readme_shows_the_ci_test_command():
     assert "pytest" in ci_command
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"```bash\n{ci_command}\n```" in readme
+
+
+# --- the README's first command opens JupyterLab at the repository root ------------------------
+def readme_lab_command() -> list[str]:
+    """The `jupyter lab ...` part of the README's first command (the Quick start), as arguments."""
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = re.search(r"```bash\n(.+?)\n```", readme, flags=re.S).group(1)
+    lab = [part.strip() for part in first.split("&&") if part.strip().startswith("jupyter lab")]
+    assert lab, f"the README's first command does not start JupyterLab: {first!r}"
+    return shlex.split(lab[0])[2:]
+
+
+def served_root_and_page(args: list[str], cwd: Path) -> tuple[Path, str]:
+    """Which folder jupyter_server serves and which page JupyterLab opens for these arguments
+    (jupyter_server 2: a file argument makes its folder the root unless --ServerApp.root_dir says
+    otherwise; --LabApp.default_url names the page)."""
+    root, page, files = cwd, "/lab", []
+    for a in args:
+        if a.startswith(("--ServerApp.root_dir=", "--notebook-dir=")):
+            root = (cwd / a.split("=", 1)[1]).resolve()
+        elif a.startswith("--LabApp.default_url="):
+            page = a.split("=", 1)[1]
+        elif not a.startswith("-"):
+            files.append(a)
+    if files and not any(a.startswith(("--ServerApp.root_dir=", "--notebook-dir=")) for a in args):
+        root = (cwd / files[0]).resolve().parent
+    if files:
+        page = "/lab/tree/" + str((cwd / files[0]).resolve().relative_to(root))
+    return root, page
+
+
+def test_readme_first_command_serves_the_repository_root_on_the_index():
+    root, page = served_root_and_page(readme_lab_command(), ROOT)
+    assert root == ROOT, f"JupyterLab would serve {root}, so the index's links to exercises/ and docs/ break"
+    assert page == "/lab/tree/notebooks/index.ipynb" and (ROOT / "notebooks" / "index.ipynb").is_file()
+    # the command this replaced served notebooks/ (a file argument makes its folder the root)
+    old_root, _ = served_root_and_page(["--allow-root", "notebooks/index.ipynb"], ROOT)
+    assert old_root == ROOT / "notebooks"
+
+
+def test_readme_first_command_really_serves_the_repository_root(tmp_path):
+    """Start JupyterLab with the README's arguments (no browser, a free port) and ask its contents API."""
+    import json as _json
+    import os
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    pytest.importorskip("jupyterlab")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "memlib-test"
+    args = [a for a in readme_lab_command() if a != "--allow-root"]
+    cmd = [sys.executable, "-m", "jupyterlab", *args, "--allow-root", "--no-browser", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path)})
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not start: {proc.stdout.read()[-2000:] if proc.stdout else ''}")
+                time.sleep(0.5)
+        for path in ("exercises", "docs/cheatsheet.md", "notebooks/index.ipynb"):
+            with urllib.request.urlopen(f"{base}/api/contents/{path}?content=0&token={token}", timeout=10) as r:
+                assert _json.load(r)["path"] == path
+        req = urllib.request.Request(f"{base}/?token={token}")
+        opener = urllib.request.build_opener(type("NoRedirect", (urllib.request.HTTPRedirectHandler,),
+                                                  {"redirect_request": lambda *a, **k: None}))
+        try:
+            opener.open(req, timeout=10)
+            location = ""
+        except urllib.error.HTTPError as e:
+            location = e.headers.get("Location", "")
+        assert location.startswith("/lab/tree/notebooks/index.ipynb"), location
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_licence_is_stated_in_pyproject_readme_and_files(pyproject):
+    assert pyproject["project"]["license"] == "MIT AND CC-BY-4.0"
+    assert pyproject["project"]["license-files"] == ["LICENSE", "LICENSE-CONTENT"]
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+    assert "Creative Commons Attribution 4.0 International Public License" in \
+        (ROOT / "LICENSE-CONTENT").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "## Licence" in readme and "[LICENSE](LICENSE)" in readme and "[LICENSE-CONTENT](LICENSE-CONTENT)" in readme

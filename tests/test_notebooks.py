@@ -1,6 +1,8 @@
-"""The notebooks as documents: each .py source agrees with its .ipynb, no widget state is
-stored, topic notebooks follow the skeleton (notebooks/STYLE.md), and their fact-check
-tables have at least 10 rows. nbval executes them separately (pytest --nbval-lax)."""
+"""The notebooks as documents (notebooks/STYLE.md): each .py source agrees with its .ipynb, no
+widget state is stored, every topic notebook follows the skeleton in order, its 30-second answer
+is one a person can say in thirty seconds, its core steps show the pencil arithmetic before the
+memlib cell, its fact-check table quotes a source per row, and every link of the index resolves
+to a file of the repository. nbval executes the notebooks separately (pytest --nbval-lax)."""
 
 from __future__ import annotations
 
@@ -16,14 +18,158 @@ ROOT = Path(__file__).resolve().parents[1]
 PAIRED = sorted(p for d in ("notebooks", "solutions", "exercises") for p in (ROOT / d).glob("*.py")
                 if not p.name.startswith("_"))
 TOPICS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
-SKELETON = [r"## 1\. The question", r"## 2\. What the interviewer is probing", r"## 3\. The answer",
-            r"## 4\. Charts", r"## 5\. Playground", r"## 6\. Fact-check", r"## 7\. The 30-second answer",
-            r"## 8\. Follow-up questions", r"## 9\. Pitfalls"]
+INDEX = ROOT / "notebooks" / "index.ipynb"
 
+# The skeleton (notebooks/STYLE.md): "## N. <English> · <中文>" sections, in this order.
+SKELETON = [r"## 1\. The question", r"## 2\. The 30-second answer", r"## 3\. What the interviewer is probing",
+            r"## 4\. Words we use", r"## 5\. The answer, step by step", r"## 6\. Charts", r"## 7\. Playground",
+            r"## 8\. Follow-up questions", r"## 9\. Pitfalls", r"## 10\. Deep dive", r"## 11\. Further reading"]
+BACK_OF_ENVELOPE = "✏️ **Back of the envelope.**"
+
+# The 30-second answer's limits (STYLE.md, section 2).
+EN_MAX_WORDS = 80
+ZH_MAX_CHARS = 180
+LAYOUT = re.compile(r"\b(?:dp|tp|pp|ep|cp)\s*=\s*\d|ZeRO-\d\s*,\s*offload|optimizer\+params|\b[bf]+16-mixed\b"
+                    r"|\brecompute (?:full|none|selective)\b", re.I)
+NUMBER = re.compile(r"(?<![\d.,])\d[\d,]*(?:\.\d+)?")
+DECIMAL_UNITS = re.compile(r"(?<![A-Za-z])[kKMGTP]B(?![A-Za-z])")
+BINARY_UNITS = re.compile(r"(?<![A-Za-z])[KMGTP]iB(?![A-Za-z])")
+
+
+# --- reading a notebook ---------------------------------------------------------------------
 
 def _cells(nb):
     return [(c.cell_type, c.source.strip()) for c in nb.cells]
 
+
+def _section(nb, start: str, end: str | None):
+    """The cells from the markdown cell whose source matches `start` up to the one matching `end`."""
+    heads = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and re.search(start, c.source, re.M)]
+    assert heads, f"no section {start!r}"
+    stop = len(nb.cells)
+    if end:
+        ends = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and re.search(end, c.source, re.M)
+                and i > heads[0]]
+        stop = ends[0] if ends else stop
+    return nb.cells[heads[0]:stop]
+
+
+def _rendered_markdown(cells) -> list[str]:
+    """The markdown each cell shows: a markdown cell's source, a code cell's text/markdown outputs."""
+    out = []
+    for c in cells:
+        if c.cell_type == "markdown":
+            out.append(c.source)
+        for o in c.get("outputs", []):
+            text = o.get("data", {}).get("text/markdown")
+            if text:
+                out.append("".join(text) if isinstance(text, list) else text)
+    return out
+
+
+def blockquotes(markdown: str) -> list[str]:
+    """Each blockquote of a markdown text as one line of plain text (the '>' markers removed)."""
+    quotes, current = [], []
+    for line in markdown.splitlines() + [""]:
+        if line.lstrip().startswith(">"):
+            current.append(line.lstrip()[1:].strip())
+        elif current:
+            quotes.append(" ".join(part for part in current if part))
+            current = []
+    return quotes
+
+
+def thirty_second_answers(nb) -> tuple[list[str], list[str]]:
+    """(English answers, Chinese answers) rendered in section 2, without their labels."""
+    en, zh = [], []
+    for text in _rendered_markdown(_section(nb, r"^## 2\. ", r"^## 3\. ")):
+        for q in blockquotes(text):
+            if q.startswith("**EN**"):
+                en.append(q[len("**EN**"):].strip())
+            elif q.startswith("**中文**"):
+                zh.append(q[len("**中文**"):].strip())
+    return en, zh
+
+
+# --- the 30-second answer's limits ------------------------------------------------------------
+
+def en_words(text: str) -> int:
+    """Spoken words: whitespace-separated tokens with a letter or digit (a lone dash is not a word)."""
+    return sum(1 for tok in text.split() if re.search(r"[A-Za-z0-9]", tok))
+
+
+def zh_chars(text: str) -> int:
+    """汉字, letters and digits; spaces, punctuation and markdown markers do not count."""
+    return sum(1 for ch in text if ch.isalnum())
+
+
+def answer_problems(text: str, language: str) -> list[str]:
+    """Every way a 30-second answer breaks STYLE.md's limits (empty: it can be said in 30 seconds)."""
+    problems = []
+    if language == "en" and en_words(text) > EN_MAX_WORDS:
+        problems.append(f"words: {en_words(text)} English words (at most {EN_MAX_WORDS})")
+    if language == "zh" and zh_chars(text) > ZH_MAX_CHARS:
+        problems.append(f"chars: {zh_chars(text)} 中文 characters (at most {ZH_MAX_CHARS})")
+    for m in LAYOUT.finditer(text):
+        problems.append(f"layout: a layout string {m.group(0)!r} (say it in words)")
+    for m in NUMBER.finditer(text):
+        digits = m.group(0).split(".")[0].replace(",", "")
+        if len(digits) >= 5:
+            problems.append(f"count: a raw {len(digits)}-digit number {m.group(0)!r} (round it: '65 billion')")
+    if DECIMAL_UNITS.search(text) and BINARY_UNITS.search(text):
+        problems.append("units: both GB-style and GiB-style units in one answer (pick one system)")
+    return problems
+
+
+# The checker must be able to fail: each sample below breaks one limit and must be caught.
+_OLD_01_EN = (  # notebook 01's English answer before issue 12, as rendered then
+    "No, not as plain full fine-tuning. Mixed-precision AdamW costs 16 bytes per parameter: 1,044.6 GB of model "
+    "states for 65.29B parameters, 8.2× the 127.0 GiB four V100s expose. ZeRO-3 still leaves 261.1 GB per GPU; "
+    "TP=4 or PP=4 leave 303.2 GiB and 333.7 GiB. The only layouts that fit offload the states: dp=4, tp=1, pp=1, "
+    "ZeRO-3, offload optimizer+params, fp16-mixed, recompute full, micro-batch 1 peaks at 9.4 GiB per GPU but "
+    "needs 1,094.4 GiB of host RAM (or NVMe) and runs at roughly 68 tokens/s per GPU at best. QLoRA does not "
+    "rescue a 32 GB card either: the NF4 model alone is 34.5 GB. Full fine-tuning without offload needs 15 A100 "
+    "80GB or 40 V100 32GB; QLoRA needs a 48 GB card.")
+_LONG_ZH = "不能直接全参数训练。" * 21  # 9 汉字 a sentence: 189 characters, over the limit
+BAD_SAMPLES = [
+    ("en", _OLD_01_EN, {"words", "layout", "units"}),
+    ("en", "It has 65,285,660,672 parameters.", {"count"}),
+    ("en", "Split it with tp=4 and it fits.", {"layout"}),
+    ("en", "It needs 130 GB, which is 121.6 GiB.", {"units"}),
+    ("zh", _LONG_ZH, {"chars"}),
+    ("zh", "模型状态共1045GB，即973GiB。", {"units"}),
+    ("zh", "参数量为65285660672。", {"count"}),
+]
+
+
+@pytest.mark.parametrize("language, text, kinds", BAD_SAMPLES, ids=[f"{lang}-{sorted(k)[0]}" for lang, _, k in
+                                                                    BAD_SAMPLES])
+def test_answer_checker_catches_each_limit(language, text, kinds):
+    found = {p.split(":")[0] for p in answer_problems(text, language)}
+    assert kinds <= found, f"expected {kinds}, found {found}"
+
+
+def test_answer_checker_passes_a_spoken_answer():
+    en = ("Full fine-tuning: no. Mixed-precision AdamW keeps 16 bytes per parameter, about 1,040 GB for 65 "
+          "billion parameters, eight times what four V100s hold.")
+    zh = "全参数微调不行：混合精度 AdamW 每参数 16 字节，65B 模型约 1040 GB，是 4 张 V100 的 8 倍。"
+    assert answer_problems(en, "en") == [] and answer_problems(zh, "zh") == []
+    assert en_words("a — b 16 GB") == 4 and zh_chars("每参数 16 字节，共 1 TB。") == 11
+
+
+@pytest.mark.parametrize("py", TOPICS, ids=[p.stem for p in TOPICS])
+def test_thirty_second_answer_can_be_said_in_thirty_seconds(py):
+    nb = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
+    en, zh = thirty_second_answers(nb)
+    assert len(en) == 1 and len(zh) == 1, (f"{py.name}: section 2 must render one '> **EN**' and one "
+                                           f"'> **中文**' blockquote, found {len(en)} and {len(zh)}")
+    problems = answer_problems(en[0], "en") + answer_problems(zh[0], "zh")
+    assert not problems, f"{py.name}: " + "; ".join(problems)
+    section = "\n".join(_rendered_markdown(_section(nb, r"^## 2\. ", r"^## 3\. ")))
+    assert "The long answer follows" in section, f"{py.name}: say where the long answer is"
+
+
+# --- pairing and stored outputs ---------------------------------------------------------------
 
 @pytest.mark.parametrize("py", PAIRED, ids=[str(p.relative_to(ROOT)) for p in PAIRED])
 def test_py_and_ipynb_agree(py):
@@ -50,6 +196,8 @@ def test_no_widget_state_and_outputs_kept(py):
     assert code and all(c.get("execution_count") for c in code), "execute the notebook so readers see outputs"
 
 
+# --- the skeleton -------------------------------------------------------------------------------
+
 def test_topic_notebooks_exist():
     names = {p.stem for p in TOPICS}
     assert {"00_memory_anatomy", "01_65b_on_4x_v100", "02_single_gpu_limits",
@@ -59,23 +207,140 @@ def test_topic_notebooks_exist():
 @pytest.mark.parametrize("py", TOPICS, ids=[p.stem for p in TOPICS])
 def test_topic_skeleton_in_order(py):
     text = py.read_text(encoding="utf-8")
+    assert re.search(r"^# # " + py.stem[:2] + r" · .+ · ", text, flags=re.M), \
+        f"{py.name}: the title is '# {py.stem[:2]} · <question> · <中文>'"
+    assert "**You will be able to answer:**" in text and "**Reading time:**" in text, \
+        f"{py.name}: the title cell says what you will be able to answer and the reading time"
     positions = []
     for pattern in SKELETON:
         m = re.search(r"^# " + pattern, text, flags=re.M)
         assert m, f"{py.name} lacks the section {pattern!r} (notebooks/STYLE.md)"
         positions.append(m.start())
     assert positions == sorted(positions), f"{py.name}: sections out of order"
-    assert "NBVAL_CHECK_OUTPUT" in text and "Playground(" in text and "display(Markdown(" in text
+    deep = text[positions[SKELETON.index(r"## 10\. Deep dive")]:positions[-1]]
+    assert re.search(r"^# ### Fact-check", deep, flags=re.M), f"{py.name}: section 10 opens with '### Fact-check'"
+    assert "NBVAL_CHECK_OUTPUT" in text and "display(Markdown(" in text
 
 
 @pytest.mark.parametrize("py", TOPICS, ids=[p.stem for p in TOPICS])
-def test_fact_check_table_has_ten_rows(py):
+def test_steps_show_the_pencil_arithmetic_before_memlib(py):
     nb = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
-    start = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "## 6. Fact-check" in c.source)
-    end = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "## 7." in c.source)
-    rows = 0
-    for c in nb.cells[start:end]:
-        for out in c.get("outputs", []):
-            text = out.get("data", {}).get("text/markdown", "")
-            rows += sum(1 for line in text.splitlines() if line.startswith("|")) - (2 if "|" in text else 0)
-    assert rows >= 10, f"{py.name}: fact-check table has {rows} rows"
+    cells = _section(nb, r"^## 5\. ", r"^## 6\. ")
+    assert any(re.search(r"^### Step \d+ · ", c.source, re.M) for c in cells if c.cell_type == "markdown"), \
+        f"{py.name}: section 5 is made of '### Step k · title' steps"
+    envelopes = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and BACK_OF_ENVELOPE in c.source]
+    assert len(envelopes) >= 2, f"{py.name}: {len(envelopes)} back-of-envelope cells in section 5"
+    for i in envelopes:
+        assert cells[i].source.lstrip().startswith(BACK_OF_ENVELOPE) or \
+            f"\n{BACK_OF_ENVELOPE}" in cells[i].source, f"{py.name}: a back-of-envelope cell starts with the marker"
+        nxt = cells[i + 1] if i + 1 < len(cells) else None
+        assert nxt is not None and nxt.cell_type == "code" and "memlib" in nxt.source, \
+            f"{py.name}: the cell after a back-of-envelope cell is the memlib computation"
+
+
+@pytest.mark.parametrize("py", TOPICS, ids=[p.stem for p in TOPICS])
+def test_charts_and_playground(py):
+    nb = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
+    charts = sum(1 for c in _section(nb, r"^## 6\. ", r"^## 7\. ") for o in c.get("outputs", [])
+                 if "image/png" in o.get("data", {}))
+    assert charts >= 2, f"{py.name}: {charts} charts in section 6 (at least two)"
+    playground = "".join(c.source for c in _section(nb, r"^## 7\. ", r"^## 8\. ") if c.cell_type == "code")
+    assert "Playground(" in playground or "widgets" in playground, f"{py.name}: section 7 has no widget"
+    followups = [c for c in _section(nb, r"^## 8\. ", r"^## 9\. ") if c.cell_type == "markdown"
+                 and re.search(r"^### ", c.source, re.M)]
+    assert followups, f"{py.name}: section 8 has no '###' follow-up"
+
+
+# --- the fact-check table -----------------------------------------------------------------------
+
+def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """(header, rows) of each pipe table in a markdown text."""
+    tables, lines = [], text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("|") and i + 1 < len(lines) and re.match(r"^\|[\s:|-]+\|\s*$", lines[i + 1]):
+            header = _row(lines[i])
+            rows = []
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(_row(lines[i]))
+                i += 1
+            tables.append((header, rows))
+        else:
+            i += 1
+    return tables
+
+
+def _row(line: str) -> list[str]:
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+
+
+def fact_check_problems(tables, minimum: int) -> list[str]:
+    """Why a fact-check (its tables) falls short: too few rows, a row without a source or a verdict."""
+    problems, rows = [], 0
+    for header, body in tables:
+        lower = [h.lower() for h in header]
+        src = next((i for i, h in enumerate(lower) if "source" in h), None)
+        verdict = next((i for i, h in enumerate(lower) if "verdict" in h), None)
+        if src is None or verdict is None or not any("claim" in h for h in lower):
+            problems.append(f"a table without claim, source and verdict columns: {header}")
+            continue
+        for r in body:
+            rows += 1
+            if src >= len(r) or not r[src]:
+                problems.append(f"a row without its source: {r[:1]}")
+            if verdict >= len(r) or not any(mark in r[verdict] for mark in ("✅", "⚠️", "❌")):
+                problems.append(f"a row without a verdict (✅/⚠️/❌): {r[:1]}")
+    if rows < minimum:
+        problems.append(f"{rows} claims checked (at least {minimum})")
+    return problems
+
+
+def test_fact_check_checker_can_fail():
+    good = "| claim | source | memlib | verdict | why |\n|---|---|---|---|---|\n" + \
+        "\n".join(f"| \"c{i}\" | seed 000 | 1 GB | ✅ | ok |" for i in range(10))
+    assert fact_check_problems(markdown_tables(good), 10) == []
+    assert fact_check_problems(markdown_tables(good), 11)  # too few rows
+    no_source = good.replace("| seed 000 |", "|  |", 1)
+    assert any("source" in p for p in fact_check_problems(markdown_tables(no_source), 10))
+    no_column = good.replace("| source |", "| where |")
+    assert fact_check_problems(markdown_tables(no_column), 10)
+
+
+@pytest.mark.parametrize("py", TOPICS, ids=[p.stem for p in TOPICS])
+def test_fact_check_quotes_sources(py):
+    nb = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
+    cells = _section(nb, r"^### Fact-check", r"^##+ (?!#)(?!Fact-check)")
+    tables = [t for text in _rendered_markdown(cells) for t in markdown_tables(text)]
+    minimum = 10 if py.stem[:2] in ("00", "01", "02", "03") else 8
+    problems = fact_check_problems(tables, minimum)
+    assert not problems, f"{py.name}: " + "; ".join(problems[:5])
+
+
+# --- the index ----------------------------------------------------------------------------------
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def index_links() -> list[str]:
+    nb = nbformat.read(INDEX, as_version=4)
+    return [m.group(1) for text in _rendered_markdown(nb.cells) for m in LINK.finditer(text)]
+
+
+def test_every_index_link_resolves_to_a_file_of_the_repository():
+    links = [h for h in index_links() if not re.match(r"^[a-z]+:", h) and not h.startswith("#")]
+    assert len(links) >= 8, f"the index links too little: {links}"
+    for href in links:
+        target = (INDEX.parent / href.split("#")[0]).resolve()
+        assert target.is_file(), f"notebooks/index.ipynb links {href!r}, which is not a file of the repository"
+        assert ROOT in target.parents, f"notebooks/index.ipynb links {href!r}, outside the repository"
+
+
+def test_index_links_every_topic_notebook_in_order():
+    linked = [Path(h).stem for h in index_links() if re.match(r"^\d\d_[^/]+\.ipynb$", h)]
+    topics = [p.stem for p in TOPICS]
+    assert [t for t in linked if t in topics] == topics, \
+        (f"notebooks/index.py must link every topic notebook, in order (re-execute notebooks/index.ipynb after "
+         f"adding the line): linked {linked}, present {topics}")
+    text = "\n".join(_rendered_markdown(nbformat.read(INDEX, as_version=4).cells))
+    assert "../exercises/" in text and "../docs/cheatsheet.md" in text and "calculator.ipynb" in text

@@ -49,7 +49,7 @@ def test_launch_links_follow_the_readme_patterns():
     lab = re.search(r"https://mybinder\.org/v2/gh/OWNER/REPO/main\?urlpath=lab/tree/\S+?\.ipynb", readme).group(0)
     _, urlpath, command = memlib_site.launch_target("notebooks/index")
     url = memlib_site.binder_url("OWNER/REPO", "main", "https://mybinder.org", urlpath)
-    assert url.replace("%2F", "/") == lab and command == "jupyter lab notebooks/index.ipynb"
+    assert url.replace("%2F", "/") == lab and command == "jupyter lab --LabApp.default_url=/lab/tree/notebooks/index.ipynb"
     assert memlib_site.launch_target("exercises/01_65b_on_4x_v100_exercises")[0] == \
         "exercises/01_65b_on_4x_v100_exercises.ipynb"
     assert memlib_site.launch_target("docs/cheatsheet")[0] == "notebooks/index.ipynb"

@@ -23,7 +23,9 @@ def launch_target(pagename: str) -> tuple[str, str, str]:
         path = pagename + ".ipynb"
     else:  # the landing page, the cheat sheet: open the notebooks' index
         path = "notebooks/index.ipynb"
-    return path, "lab/tree/" + path, f"jupyter lab {path}"
+    # run from the repository root: JupyterLab serves it (so relative links between notebooks, exercises
+    # and docs resolve) and opens this file; a file argument would make the file's folder the root
+    return path, "lab/tree/" + path, f"jupyter lab --LabApp.default_url=/lab/tree/{path}"
 
 
 def binder_url(repo: str, branch: str, binder: str, urlpath: str) -> str:
@@ -41,7 +43,7 @@ def _bar(app, pagename: str, context) -> str:
         "this notebook" if path.startswith(pagename) else "the notebooks")
     parts = [f'<strong>Run {what}:</strong> <a class="memlib-binder reference external" href="{html.escape(url)}">'
              f"on Binder</a>{note}",
-             f'locally (after the README\'s set-up): <code class="memlib-local">{html.escape(command)}</code>']
+             f'locally, from the repository root (after the README\'s set-up): <code class="memlib-local">{html.escape(command)}</code>']
     if TOPIC.match(pagename):
         slides = context["pathto"](f"slides/{pagename.split('/')[1]}.slides.html", 1)
         parts.append(f'<a class="memlib-slides reference internal" href="{html.escape(slides)}">slides</a>')

@@ -16,7 +16,7 @@ from memlib.training import estimate_training
 from memlib.units import gb, gib
 
 NOTEBOOK = "01_65b_on_4x_v100"
-_65 = "vicuna-65b"
+_65 = "llama-65b"  # seed 000's "Vicuna-65B": LMSYS released no 65B Vicuna; a Vicuna-style SFT of LLaMA-65B
 
 
 def _v100_layout(**kw):
@@ -72,13 +72,13 @@ EXERCISES = [
                "total = 4 x 32 GiB = 4 x 32 x 2³⁰ bytes.",
                "Compute 4 * 32 * 2**30 and divide by 1e9."),
         worked=lambda: (f"4 x 32 GiB = 128 GiB = **{gb(4 * get_gpu('v100-32gb').memory_bytes):.1f} GB**: more than the "
-                        f"fp16 weights of Vicuna-65B ({b(2 * n_params(_65))}), so the seed's \"short by 2GB\" has the "
+                        f"fp16 weights of LLaMA-65B ({b(2 * n_params(_65))}), so the seed's \"short by 2GB\" has the "
                         "wrong sign; the real obstacle is everything else a training step keeps."),
     ),
     SpotError(
         id="01.2", title="780GB: what is missing?", difficulty="interview", minutes=8,
         formula="model states of mixed-precision AdamW: 16 bytes/param (ZeRO paper, K = 12; memlib.zero)",
-        prompt="The circulating answer's memory budget for full fine-tuning of Vicuna-65B (fp16 mixed precision, "
+        prompt="The circulating answer's memory budget for full fine-tuning of LLaMA-65B (fp16 mixed precision, "
                "AdamW). Find the error and give the correct total of model states, e.g. `(\"99GB\", \"1234 GB\")`.",
         quote="模型参数：65B × 2 bytes（FP16）= 130GB；梯度：与参数同大小，130GB（混合精度下梯度为FP16）；优化器状态：AdamW需存储"
               "momentum和variance，均为FP32（4 bytes），即65B × 4 × 2 = 520GB；总需求：130（参数）+ 130（梯度）+ 520（优化器）= "
@@ -105,17 +105,17 @@ EXERCISES = [
         id="01.3", title="ZeRO-3 over four GPUs", difficulty="interview", minutes=6,
         formula="ZeRO partitioning: stage 3 divides all 16 bytes/param by dp (memlib.zero.zero_model_state_bytes)",
         prompt="Under ZeRO-3 over 4 data-parallel GPUs (DeepSpeed, fp16 mixed precision with AdamW), how many bytes of "
-               "model states does **each** GPU hold for Vicuna-65B? (Activations not included.)",
+               "model states does **each** GPU hold for LLaMA-65B? (Activations not included.)",
         expected=lambda: states(_65, 3, 4), count=4, per="one",
         slips=(Slip("forgot the fp32 master copy", lambda: states(_65, 3, 4, k=8),
                     "you sharded 12 bytes/param, not 16: the fp32 master copy of the weights is missing "
                     "(this is the seed's 195GB)"),
                Slip("forgot gradients", lambda: states(_65, 3, 4) - 2 * n_params(_65) // 4,
                     "the sharded 16-bit gradients are missing")),
-        close_advice="use the exact parameter count (memlib.get_model('vicuna-65b').num_params)",
+        close_advice="use the exact parameter count (memlib.get_model('llama-65b').num_params)",
         hints=("ZeRO removes the copies data-parallel GPUs would each keep; stage 3 partitions everything.",
                "ZeRO-3 per GPU = (2 + 2 + 12) bytes/param x num_params / dp.",
-               "Get num_params from memlib.get_model('vicuna-65b'), multiply by 16, divide by 4."),
+               "Get num_params from memlib.get_model('llama-65b'), multiply by 16, divide by 4."),
         worked=lambda: (f"(2 + 2 + 12) x {n_params(_65):,} / 4 = **{b(states(_65, 3, 4))}** per GPU "
                         f"(`memlib.zero.zero_model_state_bytes(n, 3, 4)`), about "
                         f"{gib(states(_65, 3, 4)) / gib(get_gpu('v100-32gb').memory_bytes):.1f}x a V100 32GB."),
@@ -153,7 +153,7 @@ EXERCISES = [
     Numeric(
         id="01.5", title="How many V100s for the states alone?", difficulty="interview", minutes=6,
         formula="model states of mixed-precision AdamW: 16 bytes/param (ZeRO paper, K = 12; memlib.zero)",
-        prompt="With ZeRO-3, how many V100 32GB GPUs would it take just to hold Vicuna-65B's mixed-precision model "
+        prompt="With ZeRO-3, how many V100 32GB GPUs would it take just to hold LLaMA-65B's mixed-precision model "
                "states (16 bytes/param)? Count each GPU at its full nominal capacity, **32 GiB** (a vendor's "
                "\"32GB\" of HBM is binary), and ignore activations, the CUDA context and fragmentation. Give a "
                "whole number.",
@@ -176,7 +176,7 @@ EXERCISES = [
     Choice(
         id="01.6", title="Which layout fits 4x V100 32GB?", difficulty="interview", minutes=8,
         formula="does it fit: per-GPU peak + CUDA context + headroom vs capacity (memlib.fits)",
-        prompt="Full fine-tuning of Vicuna-65B on 4x V100 32GB, fp16 mixed precision (V100 has no bf16), full "
+        prompt="Full fine-tuning of LLaMA-65B on 4x V100 32GB, fp16 mixed precision (V100 has no bf16), full "
                "recompute, micro-batch 1, sequence 2048. Which layout fits the GPUs' memory (memlib.fits: peak + "
                "CUDA context + allocator headroom)?",
         options=(Option("a", "ZeRO-3 over 4 GPUs", "ZeRO-3 divides the 16 bytes/param by 4: each GPU still keeps "
@@ -242,7 +242,7 @@ EXERCISES = [
                         "    elif recompute == 'selective':\n"
                         "        flops += 4 * attn\n"
                         "    return flops\n```\n\n"
-                        f"Vicuna-65B at 2048 tokens: {_flops(_flops_case(_65, 2048, 'none')) / 1e9:,.0f} GFLOPs per "
+                        f"LLaMA-65B at 2048 tokens: {_flops(_flops_case(_65, 2048, 'none')) / 1e9:,.0f} GFLOPs per "
                         f"token, {_flops(_flops_case(_65, 2048, 'full')) / 1e9:,.0f} with full recompute."),
     ),
     Numeric(
@@ -268,7 +268,7 @@ EXERCISES = [
     Numeric(
         id="01.9", title="How long is one step?", difficulty="interview", minutes=10,
         formula="step time = FLOPs per token x tokens / (GPUs x peak x MFU) (memlib.step_time)",
-        prompt=f"The ZeRO-Infinity layout (Vicuna-65B, 4x V100 32GB, fp16 mixed precision, full recompute, sequence "
+        prompt=f"The ZeRO-Infinity layout (LLaMA-65B, 4x V100 32GB, fp16 mixed precision, full recompute, sequence "
                f"2048, micro-batch 1 per GPU, no gradient accumulation) processes 4 x 2048 tokens per step. At "
                f"{DEFAULT_MFU:.0%} model-FLOPs utilisation of the V100's 125 TFLOPS fp16 tensor-core peak, how many "
                f"seconds of **compute** does one step take? (Use PaLM's FLOPs per token, with recompute; "
@@ -285,7 +285,7 @@ EXERCISES = [
         hints=("Time = work / rate: the work is FLOPs per token x tokens, the rate is what the GPUs really sustain.",
                "compute_s = (8N + 16·L·H·Q·T) x tokens_per_step / (GPUs x 125e12 x MFU), with L = 80, H = 64, "
                "Q = 128, T = 2048.",
-               "Start with FLOPs per token for Vicuna-65B with full recompute (memlib.timing.flops_per_token)."),
+               "Start with FLOPs per token for LLaMA-65B with full recompute (memlib.timing.flops_per_token)."),
         worked=lambda: (lambda t: (
             f"FLOPs per token with full recompute: {t.flops_per_token / 1e9:,.0f} GFLOPs "
             f"(`memlib.timing.flops_per_token`); x {t.tokens_per_step:,} tokens / (4 x 125 TFLOPS x "
@@ -295,10 +295,10 @@ EXERCISES = [
             f"{1e9 / (t.tokens_per_s_per_gpu * 4) / 86400:.0f} days."))(_infinity_time()),
     ),
     SelfAssessed(
-        id="01.10", title="Fine-tune Vicuna-65B on 4x V100 this week", difficulty="stretch", minutes=15,
+        id="01.10", title="Fine-tune LLaMA-65B (a Vicuna-style SFT) on 4x V100 this week", difficulty="stretch", minutes=15,
         formula="a plan: memory per GPU and on the host, time, and the alternatives (memlib.estimate_training, "
                 "memlib.step_time)",
-        prompt="Your manager hands you 4x V100 32GB and wants Vicuna-65B fine-tuned on an instruction dataset this "
+        prompt="Your manager hands you 4x V100 32GB and wants LLaMA-65B fine-tuned on an instruction dataset (a Vicuna-style SFT) this "
                "week. Propose a plan: what you would run, the memory it needs per GPU and on the host, what you give "
                "up, and what you would ask for instead. Then mark your answer against the rubric.",
         rubric=("Full fine-tuning fits only with ZeRO-3 + CPU offload of optimizer and parameters (ZeRO-Infinity), "
@@ -314,19 +314,22 @@ EXERCISES = [
                "Full: ZeRO-Infinity host RAM is 18 bytes/param; QLoRA: ~0.5 byte/param of base plus small adapters; "
                "time: FLOPs per token x tokens / (GPUs x peak x MFU).",
                "Write down the per-GPU peak and host RAM of ZeRO-Infinity with memlib, then the same for QLoRA."),
-        worked=lambda: (lambda inf, q65, q33: (
+        worked=lambda: (lambda inf, dm, fs, q33: (
             f"Full fine-tuning fits only as ZeRO-Infinity: {gib(inf.peak_bytes):.1f} GiB per GPU but "
             f"{b(4 * inf.host_bytes)} of host RAM and about {step_time(inf, 'v100-32gb').tokens_per_s_per_gpu:.0f} "
             f"tokens/s per GPU (`memlib.step_time`), i.e. days for a modest dataset. QLoRA (NF4 base, LoRA r=64 on "
-            f"all linear layers) of the 65B needs {gib(q65.peak_bytes):.1f} GiB if it sat on one GPU "
-            f"({'fits' if fits(q65, 'v100-32gb').fits else 'more than'} a V100 32GB); splitting the 4-bit layers "
-            "across the four GPUs (device_map pipeline, or FSDP-QLoRA) puts a quarter of the base on each, at a "
-            f"pipeline's idle time. The same recipe on a 33B needs {gib(q33.peak_bytes):.1f} GiB on one GPU. V100 has "
+            f"all linear layers, fp32 adapters) split over the four GPUs fits: the 4-bit layers spread layer by layer "
+            f"(`device_map`, the QLoRA reference code) peak at {gib(dm.peak_bytes):.1f} GiB per GPU at about "
+            f"{step_time(dm, 'v100-32gb').tokens_per_s_per_gpu:.0f} tokens/s per GPU (one GPU works at a time), "
+            f"FSDP-QLoRA at {gib(fs.peak_bytes):.1f} GiB and about {step_time(fs, 'v100-32gb').tokens_per_s_per_gpu:.0f} "
+            f"tokens/s per GPU. The same recipe on a 33B needs {gib(q33.peak_bytes):.1f} GiB on one GPU. V100 has "
             "no bf16: fp16 with dynamic loss scaling, gradient checkpointing on. Ask for A100/H100 80GB if full "
             "fine-tuning is a must."))(
             _LAYOUTS["e"](),
-            estimate_training(_65, precision="fp16", finetune="qlora", recompute="full", lora_rank=64,
-                              lora_targets="all-linear"),
+            estimate_training(_65, precision="fp16-mixed", finetune="qlora", recompute="full", lora_rank=64,
+                              lora_targets="all-linear", pp=4),
+            estimate_training(_65, precision="fp16-mixed", finetune="qlora", recompute="full", lora_rank=64,
+                              lora_targets="all-linear", zero_stage="FULL_SHARD", dp=4),
             estimate_training("vicuna-33b", precision="fp16", finetune="qlora", recompute="full", lora_rank=64,
                               lora_targets="all-linear")),
     ),
