@@ -3,8 +3,9 @@ contradict the numbers beside it.
 
 claim_verdict(claimed, computed) compares a quoted figure (a number, or a (low, high) range)
 with the computed one by relative error: within `right` (10%) is ✅, within `partly` (30%) is
-⚠️, beyond is ❌. A yes/no claim ("fits in 80GB") is compared as a bool: ✅ or ❌. worst()
-combines the marks of one claim's parts (its figure and its conclusion).
+⚠️, beyond is ❌. A yes/no claim ("fits in 80GB") is compared as a bool: ✅ or ❌. A claim of
+several parts (a figure and a conclusion) gets one mark: overall() (partly right is ⚠️) or
+worst() (the worst part).
 """
 
 from __future__ import annotations
@@ -58,3 +59,15 @@ def worst(*marks: str) -> str:
     if not marks or any(m not in _ORDER for m in marks):
         raise ValueError(f"worst() takes marks among {', '.join(_ORDER)}, got {show(marks)}")
     return max(marks, key=_ORDER.index)
+
+
+def overall(*marks: str) -> str:
+    """One mark for a claim made of several parts: ✅ if every part is right, ❌ if none is right and
+    some part is wrong, ⚠️ otherwise (partly right)."""
+    if not marks or any(m not in _ORDER for m in marks):
+        raise ValueError(f"overall() takes marks among {', '.join(_ORDER)}, got {show(marks)}")
+    if all(m == RIGHT for m in marks):
+        return RIGHT
+    if RIGHT not in marks and WRONG in marks:
+        return WRONG
+    return PARTLY

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memlib.claims import PARTLY, RIGHT, WRONG, claim_verdict, relative_error, worst
+from memlib.claims import PARTLY, RIGHT, WRONG, claim_verdict, overall, relative_error, worst
 
 
 def test_relative_error_by_hand():
@@ -53,3 +53,16 @@ def test_bad_tolerances_and_marks():
         worst()
     with pytest.raises(ValueError):
         worst("ok")
+
+
+@pytest.mark.parametrize("marks, mark", [((RIGHT, RIGHT), RIGHT), ((RIGHT, PARTLY), PARTLY), ((RIGHT, WRONG), PARTLY),
+                                         ((PARTLY, WRONG), WRONG), ((WRONG,), WRONG), ((PARTLY,), PARTLY)])
+def test_overall(marks, mark):
+    assert overall(*marks) == mark
+
+
+def test_overall_bad_input():
+    with pytest.raises(ValueError):
+        overall()
+    with pytest.raises(ValueError):
+        overall(RIGHT, "?")
