@@ -661,6 +661,9 @@ display(Markdown("\n".join([
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10. Deep dive (skip on first read) · 深入（可跳过）
 #
+# Long tables and derivations behind the core path.
+
+# %% [markdown]
 # ### Fact-check · 纠错
 #
 # Each claim is quoted from seed 001; the middle column is computed here (seq 2,048, batch 1,

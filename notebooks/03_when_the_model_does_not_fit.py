@@ -464,6 +464,12 @@ display(Markdown(
     f"workspace ({GB(b8.activation_bytes, 2)} at batch 8 × {CTX:,}) is bounded by chunking the prefill.\n"
     f"- Notebook 04 (serving capacity) goes deeper: paged KV caches, fp8 KV, batch and context limits per GPU."))
 
+# %% [markdown]
+# ✏️ **Back of the envelope.** Llama-2-70B on an A100 80GB, 8 users × 4k tokens: bf16 weights 2 × 70e9 =
+# 140 GB: no. int8 70 GB + KV cache (GQA: 2 × 80 layers × 8 KV heads × 128 × 2 B = 0.33 MB per token ×
+# 32k tokens = 10.7 GB) ≈ 81 GB: no. int4 ≈ 35 + 11 = **46 GB: yes**. bf16 over TP = 2: 70 + 5 = **75 GB:
+# barely**.
+
 # %%
 # NBVAL_CHECK_OUTPUT
 # Serving LLaMA-2-70B on A100 80GB, batch 8 × 4096: memlib.estimate_inference per GPU, memlib.max_batch
@@ -488,6 +494,10 @@ print(table_serve70)
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_serve70))
 display(Markdown(
+    f"int4 peaks at **{GB(rs['int4 (AWQ)'].peak_bytes)}** (pencil 46 GB) and bf16 over TP=2 at "
+    f"**{GB(rs['bf16, TP=2'].peak_bytes)}** per GPU ({memlib.fits(rs['bf16, TP=2'], A100).margin_gib:+.1f} GiB of margin): "
+    f"the pencil left out the prefill workspace, the 16-bit embedding and head of the int4 model, and the CUDA "
+    f"context and allocator headroom `memlib.fits` adds. "
     "Order for serving: quantize the weights (int8, then int4 AWQ/GPTQ), shrink the KV cache (fp8, fewer "
     "concurrent tokens), then tensor parallelism, which divides both the weights and the KV heads. Offloading "
     "weights to the CPU works (accelerate's `device_map`, ZeRO-Inference) but streams every weight over PCIe "
@@ -836,6 +846,9 @@ display(Markdown("\n".join([
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10. Deep dive (skip on first read) · 深入（可跳过）
 #
+# Long tables and derivations behind the core path.
+
+# %% [markdown]
 # ### Fact-check · 纠错
 #
 # Claims quoted from seed 003; the middle column is computed here. Verdicts come from
