@@ -134,7 +134,7 @@ display(Markdown(
     f"fully trains only about {rung('full · AdamW', A100)}. 8-bit AdamW plus recompute brings 7B to "
     f"{spoken(gb(estimate('full · 8-bit AdamW + recompute', M7).peak_bytes))} GB: it "
     f"{verdict(estimate('full · 8-bit AdamW + recompute', M7), A100)}. ZeRO shards nothing on one GPU; "
-    f"offloading the optimizer to CPU RAM reaches {rung('full · ZeRO-Offload + recompute', A100)}, "
+    f"offloading the optimizer to CPU RAM reaches {rung('full · ZeRO-Offload + recompute', A100)}; on 7B it runs "
     f"{spoken(offload_slowdown(A100, 1))}x slower at one sequence "
     f"per step. LoRA reaches {rung('LoRA + recompute', A100)}, QLoRA {rung('QLoRA + recompute', A100)}. "
     f"An RTX 4090: full {rung('full · 8-bit AdamW + recompute', 'rtx-4090')}, LoRA "
@@ -147,7 +147,7 @@ display(Markdown(
     f"{spoken(gb(estimate('full · 8-bit AdamW + recompute', M7).peak_bytes))} GB，"
     f"{'放得下' if fits(estimate('full · 8-bit AdamW + recompute', M7), A100).fits else '仍放不下'}。"
     f"单卡上 ZeRO 无可分片；把优化器卸载到 CPU 内存可训到 {rung('full · ZeRO-Offload + recompute', A100)}，"
-    f"每步一条序列时慢 {spoken(offload_slowdown(A100, 1))} 倍。"
+    f"7B 每步一条序列时慢 {spoken(offload_slowdown(A100, 1))} 倍。"
     f"LoRA 可到 {rung('LoRA + recompute', A100)}，QLoRA {rung('QLoRA + recompute', A100)}。RTX 4090："
     f"全量 {rung('full · 8-bit AdamW + recompute', 'rtx-4090')}，LoRA {rung('LoRA + recompute', 'rtx-4090')}，"
     f"QLoRA {rung('QLoRA + recompute', 'rtx-4090')}。\n\n"
@@ -192,7 +192,7 @@ display(Markdown(
 # - **KV cache**: keys and values of every past token in every layer, kept while serving.
 # - **MFU**: model-FLOPs utilisation, the fraction of the GPU's peak FLOP/s a step achieves.
 # - **CUDA context, allocator headroom**: memory a process needs beyond its tensors; `memlib.fits`
-#   budgets 0.5 GiB and 5% of the peak.
+#   budgets both (`memlib.fit.DEFAULT_CUDA_CONTEXT_BYTES`, `DEFAULT_ALLOCATOR_HEADROOM`).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
@@ -245,7 +245,12 @@ N7 = M7.num_params
 pencil_states = 112e9  # the pencil's figure above
 bpp = amp7.model_state_bytes / N7
 step_extra = amp7.counts["optimizer_temporary_bytes"]
+ds7 = estimate_training(M7, SEQ, MB, zero_stage=1, dp=2)  # DeepSpeed's layout; its unsharded counts
+P_ds, G_ds, O_ds = (ds7.counts[k + "_unsharded"] for k in ("param_bytes", "grad_bytes", "optimizer_bytes"))
+P_amp, G_amp, O_amp = (amp7.counts[k] for k in ("param_bytes", "grad_bytes", "optimizer_bytes"))
 print(f"llama-7b: {N7:,} parameters; states {gb(amp7.model_state_bytes):.1f} GB ({bpp:.0f} B/param)")
+print(f"AMP {P_amp / N7:.0f} + {G_amp / N7:.0f} + {O_amp / N7:.0f}, DeepSpeed {P_ds / N7:.0f} + {G_ds / N7:.0f} + "
+      f"{O_ds / N7:.0f} bytes per parameter")
 print(f"foreach AdamW step temporary {gb(step_extra):.1f} GB ({step_extra / N7:.0f} B/param)")
 print(f"peak {fmt_bytes(amp7.peak_bytes)} during {amp7.phase}; pencil {gb(pencil_states):.0f} GB "
       f"({amp7.peak_bytes / pencil_states - 1:+.0%})")
@@ -253,7 +258,9 @@ print(f"peak {fmt_bytes(amp7.peak_bytes)} during {amp7.phase}; pencil {gb(pencil
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
     f"llama-7b has {fmt_count(N7)} parameters, so its states are **{gb(amp7.model_state_bytes):.1f} GB** "
-    f"({amp7.model_state_bytes / pencil_states - 1:+.1%} against the pencil, which rounded 6.74B up to 7B). "
+    f"({amp7.model_state_bytes / pencil_states - 1:+.1%} against the pencil, which rounded {fmt_count(N7)} up to 7B), "
+    f"stored as {P_amp / N7:.0f} + {G_amp / N7:.0f} + {O_amp / N7:.0f} bytes per parameter by PyTorch AMP and "
+    f"{P_ds / N7:.0f} + {G_ds / N7:.0f} + {O_ds / N7:.0f} by DeepSpeed (section 10). "
     f"The peak is **{gb(amp7.peak_bytes):.1f} GB** during the {amp7.phase} step, "
     f"{amp7.peak_bytes / pencil_states - 1:+.0%} over the pencil: it left out torch's foreach AdamW, whose step "
     f"allocates a temporary the size of the second moments ({gb(step_extra):.1f} GB, "
@@ -332,7 +339,9 @@ display(Markdown(menu_table))
 display(Markdown(
     f"8-bit AdamW + recompute peaks at **{gb(e8.peak_bytes):.1f} GB** in the {e8.phase} "
     f"({e8.peak_bytes / pencil_8bit - 1:+.0%} against the pencil) and {verdict(e8, A100)}, with "
-    f"{v['+ 8-bit AdamW'].margin_gib:.1f} GiB to spare; the pencil's 7e9 and its 1 GB of activations roughly cancel. "
+    f"{v['+ 8-bit AdamW'].margin_gib:.1f} GiB to spare. The pencil is high: it rounded {fmt_count(N7)} up to 7B and "
+    f"added activations that are mostly freed by the end of the backward, where the peak sits "
+    f"({gb(e8.breakdown['activations']):.2f} GB there). "
     f"Recompute alone changes nothing ({gb(rc7.peak_bytes):.1f} GB: the peak is the {rc7.phase} step). "
     f"`zero_stage=1` on one GPU gives exactly the plain peak (memlib: \"{MENU['ZeRO-1, one GPU'].notes[0]}\"). "
     f"ZeRO-Offload leaves **{gb(MENU['ZeRO-Offload'].peak_bytes):.1f} GB** on the GPU and needs "
@@ -382,7 +391,9 @@ display(Markdown(
     f"serves {rung('serve · bf16', A100)} in bf16 and {rung('serve · int4 (AWQ)', A100)} in int4. The pencil lands "
     f"between the last rung that fits and the first that does not for {sum(bracket.values())} of the "
     f"{len(bracket)} recipes: what it leaves out (activations, logits, the KV cache, the 16-bit embedding and head "
-    f"that 4-bit formats keep) costs less than the gap between two rungs (32.5B → 49.1B). Read the ladder as "
+    f"that 4-bit formats keep) costs less than the gap between two rungs "
+    f"({fmt_count(biggest('LoRA + recompute', A100)[0].num_params)} → "
+    f"{fmt_count(biggest('LoRA + recompute', A100)[1].num_params)}). Read the ladder as "
     f"\"this size fits, the next does not\", not as an exact limit."))
 
 # %% [markdown]
@@ -631,7 +642,8 @@ display(Markdown(
     "`torch.cuda.get_device_properties(0).total_memory` is smaller again (the \"total capacity\" of torch's OOM "
     "message). Inside it, the CUDA context takes a few hundred MiB, and the caching allocator *reserves* whole "
     "blocks: `torch.cuda.max_memory_reserved()` runs above `max_memory_allocated()` (what memlib estimates), by "
-    "the fragmentation of the block pool. `memlib.fits` budgets 0.5 GiB of context and 5% of the peak for it; "
+    f"the fragmentation of the block pool. `memlib.fits` budgets {gib(memlib.fit.DEFAULT_CUDA_CONTEXT_BYTES):.1f} GiB "
+    f"of context and {memlib.fit.DEFAULT_ALLOCATOR_HEADROOM:.0%} of the peak for it; "
     "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` lets segments grow instead of fragmenting, which often "
     "rescues a job that OOMs with GiBs \"reserved but unallocated\"."))
 
@@ -642,7 +654,8 @@ display(Markdown(
 display(Markdown("\n".join([
     "- **ZeRO without peers.** ZeRO-1/2/3 partition states over data-parallel GPUs; on one GPU only the "
     "*offload* options (ZeRO-Offload, ZeRO-Infinity) save memory.",
-    f"- **Mixing layouts.** DeepSpeed's 2 + 2 + 12 and AMP's 4 + 4 + 8 bytes per parameter both total "
+    f"- **Mixing layouts.** DeepSpeed's {P_ds / N7:.0f} + {G_ds / N7:.0f} + {O_ds / N7:.0f} and AMP's "
+    f"{P_amp / N7:.0f} + {G_amp / N7:.0f} + {O_amp / N7:.0f} bytes per parameter both total "
     f"{bpp:.0f}; 16-bit weights plus \"8-bit Adam including the master = 2 B/param\" is neither.",
     f"- **The peak is not a sum.** Plain AdamW peaks in the {amp7.phase} step, where activations are gone; "
     "adding \"+ 3 GB of activations\" to the model states double-counts one thing and misses another "
@@ -652,7 +665,7 @@ display(Markdown("\n".join([
     f"- **Offload's cost is not fixed per step.** CPU Adam and the weight upload are; the gradients go down "
     f"after every micro-batch ({t1.offload_s:.2f} s → {t8.offload_s:.2f} s of PCIe at 1 → 8 sequences per step).",
     f"- **Offload needs host RAM.** ZeRO-Offload of llama-7b needs {gb(MENU['ZeRO-Offload'].host_bytes):.0f} GB of it.",
-    "- **GB vs GiB, nominal vs torch.** \"80GB\" is 80 GiB nominal; torch sees "
+    f"- **GB vs GiB, nominal vs torch.** \"80GB\" is {a100.memory_gib:.0f} GiB nominal; torch sees "
     f"{gib(a100.torch_total_bytes):.2f} GiB.",
     "- **Ladder rungs are shapes.** The LLaMA-like rungs other than 7B/13B/33B/65B are illustrative; a real "
     "model of similar size with a larger vocabulary (Qwen2, Llama 3) needs more.",
@@ -673,9 +686,6 @@ display(Markdown("\n".join([
 
 # %%
 # NBVAL_CHECK_OUTPUT
-ds7 = estimate_training(M7, SEQ, MB, zero_stage=1, dp=2)  # DeepSpeed's layout; its unsharded counts
-P_ds, G_ds, O_ds = (ds7.counts[k + "_unsharded"] for k in ("param_bytes", "grad_bytes", "optimizer_bytes"))
-P_amp = amp7.counts["param_bytes"]
 eight7 = e8.counts["optimizer_bytes"]
 e13 = estimate_training(m13, SEQ, MB)
 h200_13 = fits(estimate_training(m13, SEQ, MB, optimizer="adamw-8bit", recompute="full"), "h200")
@@ -790,7 +800,6 @@ display(Markdown(fact_table))
 
 # %%
 # NBVAL_CHECK_OUTPUT
-G_amp, O_amp = amp7.counts["grad_bytes"], amp7.counts["optimizer_bytes"]
 rows = [(label, *(f"{gb(x):.1f} GB ({x / N7:.0f} B/param)" for x in trio), f"{gb(sum(trio)):.1f} GB")
         for label, trio in (("PyTorch AMP (bf16-mixed)", (P_amp, G_amp, O_amp)),
                             ("DeepSpeed (16-bit + fp32 master)", (P_ds, G_ds, O_ds)))]

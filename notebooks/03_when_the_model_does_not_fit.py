@@ -302,7 +302,7 @@ print(f"FLOPs with full recompute: {rc_cost:.3f}x")
 display(Markdown(
     f"Saved activations: **{GB(largest(rc['none'], 'activations'))}** without recompute "
     f"({largest(rc['none'], 'activations') / pencil_act['none'] - 1:+.0%} against the pencil: a LLaMA layer keeps "
-    f"SwiGLU's four s × 11,008 tensors and HF RMSNorm's fp32 copies), {GB(largest(rc['selective'], 'activations'))} "
+    f"SwiGLU's four s × {m7.intermediate_size:,} tensors and HF RMSNorm's fp32 copies), {GB(largest(rc['selective'], 'activations'))} "
     f"with torchtitan's selective policy, **{GB(largest(rc['full'], 'activations'), 2)}** with full recompute, for "
     f"**{rc_cost - 1:.0%} more FLOPs**. At the peak it saves less than that: the per-GPU peak falls from "
     f"{GiB(rc['none'].peak_bytes)} to **{GiB(rc['full'].peak_bytes)}**, "
@@ -349,6 +349,8 @@ print(table_layouts)
 bubbles = {(p, m): memlib.step_time(train7(pp=p, grad_accum=m), A100).bubble_fraction for p in (4, 8) for m in (4, 8, 32)}
 print("bubble: " + ", ".join(f"p={p} m={m}: {b:.1%}" for (p, m), b in bubbles.items()))
 tp_per_seq = lay_t["TP=8"].tp_comm_bytes / GBS
+pencil_tp = 3.8e9  # the pencil's TP traffic per sequence above
+print(f"TP=8 all-reduces per sequence: {GB(tp_per_seq, 2)} (pencil {gb(pencil_tp):.1f} GB)")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_layouts))
@@ -356,7 +358,8 @@ display(Markdown(
     f"- **TP=8** holds {GB(lay['TP=8'].counts['param_bytes'], 2)} of the {GB(whole16, 2)} of 16-bit weights per GPU "
     f"and 1/8 of most activations (sequence parallelism splits the norms' too: peak "
     f"{GiB(lay['TP=8 + sequence parallel'].peak_bytes)}). Its all-reduces move {GB(tp_per_seq, 2)} per sequence "
-    f"(pencil 3.8 GB: it left out the norms' and embedding's share) on the critical path: keep it inside an "
+    f"({tp_per_seq / pencil_tp - 1:+.0%} against the pencil, which rounded b·s·h to 17 MB) on the critical path: "
+    f"keep it inside an "
     f"NVLink node.\n"
     f"- **PP=8** sends one activation tensor per micro-batch per boundary ({GB(lay_t['PP=8'].pp_comm_bytes, 2)} per "
     f"step), which is why it crosses nodes; its cost is the bubble ({lay_t['PP=8'].bubble_fraction:.0%} at 64 "
@@ -401,6 +404,7 @@ table_offload = markdown_table(rows, ["7B, 8×A100", "GPU peak", "host RAM per G
                                       "PCIe time, 1 / 8 micro-batches", "CPU Adam per step",
                                       "slowdown, 1 micro-batch", "slowdown, 8 micro-batches"])
 opt1 = off_t["+ offload optimizer (CPU)", 1]
+pencil_offload = 3  # the pencil's slowdown above
 print(table_offload)
 print(f"CPU Adam: {CPU_ADAM_PARAMS_PER_S:.0e} params/s per node shared by {opt1.cpu_adam_processes_per_node} processes; "
       f"host link {A100.host_link_bytes_per_s / 1e9:.0f} GB/s per direction")
@@ -416,7 +420,8 @@ display(Markdown(
     f"{CPU_ADAM_PARAMS_PER_S:.0e} parameters/s shared by its {opt1.cpu_adam_processes_per_node} processes) and the "
     f"upload of the updated weights are paid **once per optimizer step**; the gradients go down after **every "
     f"micro-batch**, so the PCIe time grows with accumulation. The slowdown of optimizer offload falls from "
-    f"**{offload_slowdown(1):.2f}×** at one micro-batch to {offload_slowdown(8):.2f}× at eight (pencil ~3×).\n"
+    f"**{offload_slowdown(1):.2f}×** at one micro-batch to {offload_slowdown(8):.2f}× at eight (pencil "
+    f"{pencil_offload:.0f}×).\n"
     f"- Parameter offload (ZeRO-Infinity) also fetches the weights for every forward and backward; NVMe "
     f"({NVME_BYTES_PER_S / 1e9:.0f} GB/s per drive assumed) streams the optimizer states every step. "
     f"`memlib.step_time` assumes nominal PCIe, no overlap and {DEFAULT_MFU:.0%} MFU; a slower host pushes these "
@@ -473,6 +478,7 @@ display(Markdown(
 # %%
 # NBVAL_CHECK_OUTPUT
 # Serving LLaMA-2-70B on A100 80GB, batch 8 × 4096: memlib.estimate_inference per GPU, memlib.max_batch
+pencil_int4_70, pencil_tp2_70 = 46e9, 75e9  # the pencil's figures above
 recipe_serve = {
     "bf16, one GPU": dict(weights="bf16"),
     "int8 (LLM.int8())": dict(weights="int8"),
@@ -494,8 +500,8 @@ print(table_serve70)
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_serve70))
 display(Markdown(
-    f"int4 peaks at **{GB(rs['int4 (AWQ)'].peak_bytes)}** (pencil 46 GB) and bf16 over TP=2 at "
-    f"**{GB(rs['bf16, TP=2'].peak_bytes)}** per GPU ({memlib.fits(rs['bf16, TP=2'], A100).margin_gib:+.1f} GiB of margin): "
+    f"int4 peaks at **{GB(rs['int4 (AWQ)'].peak_bytes)}** (pencil {gb(pencil_int4_70):.0f} GB) and bf16 over TP=2 "
+    f"at **{GB(rs['bf16, TP=2'].peak_bytes)}** per GPU (pencil {gb(pencil_tp2_70):.0f} GB) ({memlib.fits(rs['bf16, TP=2'], A100).margin_gib:+.1f} GiB of margin): "
     f"the pencil left out the prefill workspace, the 16-bit embedding and head of the int4 model, and the CUDA "
     f"context and allocator headroom `memlib.fits` adds. "
     "Order for serving: quantize the weights (int8, then int4 AWQ/GPTQ), shrink the KV cache (fp8, fewer "
