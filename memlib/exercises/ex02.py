@@ -1,5 +1,6 @@
 """Exercises for notebook 02: what one GPU can train or serve (A100 80GB, RTX 4090), 8-bit
-optimizers, ZeRO on one GPU, the KV cache, and the questions to ask back first."""
+optimizers, ZeRO on one GPU, what offload sends over PCIe, the KV cache, and the questions to ask back
+first."""
 
 from __future__ import annotations
 
