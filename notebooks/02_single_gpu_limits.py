@@ -16,9 +16,8 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 02 · One GPU: how large a model can you train, fine-tune or serve? · 单卡能训多大的模型
 #
-# **You will be able to answer:** for a 24 GB, 48 GB or 80 GB card (and an H200), the largest
-# LLaMA-style model you can fully fine-tune, LoRA-tune, QLoRA-tune or serve; why ZeRO alone saves
-# nothing on one GPU; and what offloading the optimizer to the CPU costs in time.
+# **You will be able to answer:** the largest model a 24, 48 or 80 GB card fully fine-tunes,
+# LoRA/QLoRA-tunes or serves; why ZeRO alone saves nothing on one GPU; what CPU offload costs.
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
@@ -118,9 +117,6 @@ def verdict(e, gpu):
 # > 想要训练1个LLM，如果只想用1张显卡，那么对显卡的要求是什么
 #
 # *You want to train an LLM on a single GPU. What does that demand of the GPU?*
-#
-# The circulating answer (seed 001): "以 A100 80GB 为例，能训的最大模型约 7B（需配合激进优化），而 13B+
-# 基本不可能", with ZeRO-1 + 8-bit Adam + gradient checkpointing as its recipe.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
@@ -155,6 +151,9 @@ display(Markdown(
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. What the interviewer is probing · 考察意图
+#
+# The circulating answer (seed 001): "以 A100 80GB 为例，能训的最大模型约 7B（需配合激进优化），而 13B+
+# 基本不可能", with ZeRO-1 + 8-bit Adam + gradient checkpointing as its recipe (checked in section 10).
 #
 # - **A memory model, not a slogan.** Split the bytes into parameters, gradients, optimizer states
 #   and activations, per parameter and per token, and find the *peak* of a step, not the sum.

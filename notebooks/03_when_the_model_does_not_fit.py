@@ -16,10 +16,8 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 03 · When the model does not fit · 显存装不下整个模型怎么办
 #
-# **You will be able to answer:** the menu for a model that does not fit one GPU (quantization,
-# LoRA/QLoRA, recompute, ZeRO 1/2/3, tensor and pipeline parallelism, offload), what each removes
-# from the GPU *at the peak*, what it costs in traffic and time, in which order to reach for them,
-# and how serving differs.
+# **You will be able to answer:** what quantization, LoRA/QLoRA, recompute, ZeRO, TP/PP and offload
+# each remove from a GPU *at the peak*, what each costs, in which order to use them, for training and serving.
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
@@ -88,9 +86,6 @@ def offload_slowdown(ga):
 # > **如果显卡的显存不够装下一个完整的模型呢**
 #
 # *What if the GPU's memory cannot hold the whole model?*
-#
-# The question does not say whether you train or serve, nor how many GPUs you have: a good answer
-# asks, or answers for each case. The menu is the same; the order in which you reach for it is not.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
@@ -117,6 +112,9 @@ display(Markdown(
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. What the interviewer is probing · 考察意图
+#
+# The question does not say whether you train or serve, nor how many GPUs you have: a good answer
+# asks, or answers for each case. The menu is the same; the order in which you reach for it is not.
 #
 # - Can you **split the memory into its parts** (weights, gradients, optimizer states, activations
 #   for training; weights, KV cache, prefill workspace for serving) and say which part each technique
