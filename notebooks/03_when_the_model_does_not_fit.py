@@ -465,47 +465,11 @@ display(Markdown(
     f"weights. That, not activations, grows with batch and context.\n"
     f"- Serving keeps no activations for a backward, so checkpointing has nothing to drop; the prefill's "
     f"workspace ({GB(b8.activation_bytes, 2)} at batch 8 × {CTX:,}) is bounded by chunking the prefill.\n"
-    f"- Notebook 04 (serving capacity) goes deeper: paged KV caches, fp8 KV, batch and context limits per GPU."))
-
-# %% [markdown]
-# ✏️ **Back of the envelope.** Llama-2-70B on an A100 80GB, 8 users × 4k tokens: bf16 weights 2 × 70e9 =
-# 140 GB: no. int8 70 GB + KV cache (GQA: 2 × 80 layers × 8 KV heads × 128 × 2 B = 0.33 MB per token ×
-# 32k tokens = 10.7 GB) ≈ 81 GB: no. int4 ≈ 35 + 11 = **46 GB: yes**. bf16 over TP = 2: 70 + 5 = **75 GB:
-# barely**.
-
-# %%
-# NBVAL_CHECK_OUTPUT
-# Serving LLaMA-2-70B on A100 80GB, batch 8 × 4096: memlib.estimate_inference per GPU, memlib.max_batch
-pencil_int4_70, pencil_tp2_70 = 46e9, 75e9  # the pencil's figures above
-recipe_serve = {
-    "bf16, one GPU": dict(weights="bf16"),
-    "int8 (LLM.int8())": dict(weights="int8"),
-    "int4 (AWQ)": dict(weights="int4-awq"),
-    "int4 (AWQ) + fp8 KV cache": dict(weights="int4-awq", kv_cache="fp8"),
-    "bf16, TP=2": dict(weights="bf16", tp=2),
-    "bf16, TP=4": dict(weights="bf16", tp=4),
-}
-rs = {k: memlib.estimate_inference(M70, batch=8, context_len=CTX, **kw) for k, kw in recipe_serve.items()}
-rows = []
-for k, e in rs.items():
-    v = memlib.fits(e, A100)
-    rows.append([k, GiB(e.weight_bytes), GiB(e.kv_cache_bytes), GiB(e.peak_bytes), f"{yes(v)} ({v.margin_gib:+.1f} GiB)",
-                 memlib.max_batch(M70, A100, context_len=CTX, **recipe_serve[k]).value])
-table_serve70 = markdown_table(rows, ["Llama-2-70B, per GPU", "weights", "KV cache (8 × 4k)", "peak", "A100 80GB",
-                                      f"max batch at {CTX:,}"])
-print(table_serve70)
-
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
-display(Markdown(table_serve70))
-display(Markdown(
-    f"int4 peaks at **{GB(rs['int4 (AWQ)'].peak_bytes)}** (pencil {gb(pencil_int4_70):.0f} GB) and bf16 over TP=2 "
-    f"at **{GB(rs['bf16, TP=2'].peak_bytes)}** per GPU (pencil {gb(pencil_tp2_70):.0f} GB) ({memlib.fits(rs['bf16, TP=2'], A100).margin_gib:+.1f} GiB of margin): "
-    f"the pencil left out the prefill workspace, the 16-bit embedding and head of the int4 model, and the CUDA "
-    f"context and allocator headroom `memlib.fits` adds. "
-    "Order for serving: quantize the weights (int8, then int4 AWQ/GPTQ), shrink the KV cache (fp8, fewer "
-    "concurrent tokens), then tensor parallelism, which divides both the weights and the KV heads. Offloading "
-    "weights to the CPU works (accelerate's `device_map`, ZeRO-Inference) but streams every weight over PCIe "
-    "for every token."))
+    f"- Order for serving: quantize the weights (int8, then int4 AWQ/GPTQ), shrink the KV cache (fp8, fewer "
+    f"concurrent tokens), then tensor parallelism, which divides the weights and the KV heads. Offloading weights "
+    f"to the CPU works (accelerate's `device_map`, ZeRO-Inference) but streams every weight over PCIe per token. "
+    f"Section 10 sizes Llama-2-70B on A100s option by option; notebook 04 (serving capacity) goes deeper: paged "
+    f"KV caches, fp8 KV, batch and context limits per GPU."))
 
 # %% [markdown]
 # ### Step 8 · The order for training on one GPU
@@ -968,6 +932,46 @@ print(f"{len(fact_rows)} claims: " + ", ".join(f"{m} {sum(r[2] == m for r in fac
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(fact_table))
+
+# %% [markdown]
+# ### Serving Llama-2-70B on A100 80GB, option by option
+
+# %% [markdown]
+# ✏️ **Back of the envelope.** Llama-2-70B on an A100 80GB, 8 users × 4k tokens: bf16 weights 2 × 70e9 =
+# 140 GB: no. int8 70 GB + KV cache (GQA: 2 × 80 layers × 8 KV heads × 128 × 2 B = 0.33 MB per token ×
+# 32k tokens = 10.7 GB) ≈ 81 GB: no. int4 ≈ 35 + 11 = **46 GB: yes**. bf16 over TP = 2: 70 + 5 = **75 GB:
+# barely**.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+# Serving LLaMA-2-70B on A100 80GB, batch 8 × 4096: memlib.estimate_inference per GPU, memlib.max_batch
+pencil_int4_70, pencil_tp2_70 = 46e9, 75e9  # the pencil's figures above
+recipe_serve = {
+    "bf16, one GPU": dict(weights="bf16"),
+    "int8 (LLM.int8())": dict(weights="int8"),
+    "int4 (AWQ)": dict(weights="int4-awq"),
+    "int4 (AWQ) + fp8 KV cache": dict(weights="int4-awq", kv_cache="fp8"),
+    "bf16, TP=2": dict(weights="bf16", tp=2),
+    "bf16, TP=4": dict(weights="bf16", tp=4),
+}
+rs = {k: memlib.estimate_inference(M70, batch=8, context_len=CTX, **kw) for k, kw in recipe_serve.items()}
+rows = []
+for k, e in rs.items():
+    v = memlib.fits(e, A100)
+    rows.append([k, GiB(e.weight_bytes), GiB(e.kv_cache_bytes), GiB(e.peak_bytes), f"{yes(v)} ({v.margin_gib:+.1f} GiB)",
+                 memlib.max_batch(M70, A100, context_len=CTX, **recipe_serve[k]).value])
+table_serve70 = markdown_table(rows, ["Llama-2-70B, per GPU", "weights", "KV cache (8 × 4k)", "peak", "A100 80GB",
+                                      f"max batch at {CTX:,}"])
+print(table_serve70)
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+display(Markdown(table_serve70))
+display(Markdown(
+    f"int4 peaks at **{GB(rs['int4 (AWQ)'].peak_bytes)}** (pencil {gb(pencil_int4_70):.0f} GB) and bf16 over TP=2 "
+    f"at **{GB(rs['bf16, TP=2'].peak_bytes)}** per GPU (pencil {gb(pencil_tp2_70):.0f} GB) ({memlib.fits(rs['bf16, TP=2'], A100).margin_gib:+.1f} GiB of margin): "
+    f"the pencil left out the prefill workspace, the 16-bit embedding and head of the int4 model, and the CUDA "
+    f"context and allocator headroom `memlib.fits` adds. Quantization keeps one GPU and costs some accuracy; TP "
+    f"keeps bf16 quality and divides the KV cache too, at the price of all-reduces per layer per token."))
 
 # %% [markdown]
 # ### ZeRO's collectives, one by one
