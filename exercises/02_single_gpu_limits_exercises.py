@@ -156,6 +156,17 @@ check("02.10", answer)
 # hint("02.10")
 
 # %% [markdown]
+# ## 02.11 · What ZeRO-Offload sends over PCIe
+
+# %%
+show("02.11")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+check("02.11", answer)
+# hint("02.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

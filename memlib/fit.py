@@ -87,6 +87,33 @@ def fits(estimate, gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
     if isinstance(allocator_headroom, bool) or not isinstance(allocator_headroom, numbers.Real) \
             or not 0 <= allocator_headroom < 1:
         raise ValueError(f"allocator_headroom is a fraction of the peak in [0, 1), got {show(allocator_headroom)}")
+    return Verdict(gpu, peak, cuda_context_bytes, _headroom_bytes(peak, allocator_headroom), usable_bytes(gpu))
+
+
+def _headroom_bytes(peak: int, allocator_headroom: float) -> int:
     # peak * headroom in floats loses exactness (and overflows) past 2**53; Fraction keeps it exact there
-    headroom = int(peak * allocator_headroom) if peak <= MAX_INT else int(Fraction(allocator_headroom) * peak)
-    return Verdict(gpu, peak, cuda_context_bytes, headroom, usable_bytes(gpu))
+    return int(peak * allocator_headroom) if peak <= MAX_INT else int(Fraction(allocator_headroom) * peak)
+
+
+def max_peak_bytes(gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
+                   allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> int:
+    """The largest tensor peak (bytes, per GPU) that `fits` accepts on `gpu`: the inverse of
+    `required_bytes` against what torch reports as the card's total (`usable_bytes`).
+
+    "How large a peak may an A100 80GB hold?" is (torch's total - CUDA context) / (1 + headroom),
+    rounded down to the exact integer `fits` agrees with; 0 when the context alone does not fit.
+    """
+    gpu = get_gpu(gpu)
+    cuda_context_bytes = positive_int("cuda_context_bytes", cuda_context_bytes, allow_zero=True)
+    if isinstance(allocator_headroom, bool) or not isinstance(allocator_headroom, numbers.Real) \
+            or not 0 <= allocator_headroom < 1:
+        raise ValueError(f"allocator_headroom is a fraction of the peak in [0, 1), got {show(allocator_headroom)}")
+    free = usable_bytes(gpu) - cuda_context_bytes
+    if free < 0:
+        return 0
+    p = int(Fraction(free) / (1 + Fraction(allocator_headroom)))  # within a few bytes; settle it with fits' rounding
+    while p + 1 + _headroom_bytes(p + 1, allocator_headroom) <= free:
+        p += 1
+    while p > 0 and p + _headroom_bytes(p, allocator_headroom) > free:
+        p -= 1
+    return p

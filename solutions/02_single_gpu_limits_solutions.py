@@ -220,6 +220,23 @@ check("02.10", answer)
 solution("02.10")
 
 # %% [markdown]
+# ## 02.11 · What ZeRO-Offload sends over PCIe
+
+# %%
+show("02.11")
+
+# %%
+# BEGIN SOLUTION
+n = memlib.get_model("llama-7b").num_params
+answer = f"{(2 * n * 8 + 2 * n) / 1e9:.1f} GB"  # 16-bit gradients down 8 times, 16-bit weights up once
+# END SOLUTION
+check("02.11", answer)
+# hint("02.11")
+
+# %% tags=["solution"]
+solution("02.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -1,5 +1,6 @@
 """Exercises for notebook 02: what one GPU can train or serve (A100 80GB, RTX 4090), 8-bit
-optimizers, ZeRO on one GPU, the KV cache, and the questions to ask back first."""
+optimizers, ZeRO on one GPU, what offload sends over PCIe, the KV cache, and the questions to ask back
+first."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from memlib.gpus import get_gpu
 from memlib.inference import estimate_inference, gqa_kv_bytes_per_token, kv_bytes_per_token
 from memlib.models import get_model
 from memlib.optimizers import adamw_8bit_state_bytes
+from memlib.timing import step_time
 from memlib.training import estimate_training
 from memlib.units import gib
 
@@ -82,6 +84,12 @@ def _ask_setup(change: dict) -> dict:
     if setup["finetune"] == "full":
         setup = {k: v for k, v in setup.items() if k not in ("lora_rank", "lora_targets")}
     return setup
+
+
+def _offload7b(accum: int = 8):
+    """ZeRO-Offload of LLaMA-7B on one A100 80GB: estimate and memlib.step_time."""
+    e = estimate_training("llama-7b", recompute="full", zero_stage=2, offload="optimizer", grad_accum=accum)
+    return e, step_time(e, "a100-80gb")
 
 
 def _ask_right() -> frozenset:
@@ -342,5 +350,34 @@ EXERCISES = [
               "**yes**" if len(set(_ask_verdicts(k))) == 2 else "no") for k in _ASK])
             + "\n\nAsk first about what is trained, the sequence length (and micro-batch) and the GPU; dataset size, "
               "epochs and the interconnect change the time, not whether one step fits."),
+    ),
+    Numeric(
+        id="02.11", title="What ZeRO-Offload sends over PCIe", difficulty="interview", minutes=6,
+        formula="offload traffic: 16-bit gradients down every micro-batch, 16-bit weights up once per step "
+                "(memlib.step_time(...).offload_bytes)",
+        prompt="LLaMA-7B full fine-tuning on one A100 80GB with ZeRO-Offload (`zero_stage=2, offload=\"optimizer\"`: "
+               "fp32 master weights, Adam states and fp32 gradients on the CPU), 8 micro-batches of one 2,048-token "
+               "sequence per optimizer step. How many bytes cross the PCIe link **per optimizer step** "
+               "(`memlib.step_time(...).offload_bytes`)?",
+        expected=lambda: _offload7b()[1].offload_bytes, unit="GB", count=8, per="total",
+        count_unit=("micro-batch", "micro-batches"),
+        slips=(Slip("gradients once per step", lambda: 4 * n_params("llama-7b"),
+                    "the gradients go down after every micro-batch's backward (the CPU accumulates them in fp32), "
+                    "not once per optimizer step; only the updated weights come up once"),
+               Slip("fp32 gradients", lambda: 8 * 4 * n_params("llama-7b") + 2 * n_params("llama-7b"),
+                    "the GPU sends its 16-bit gradients; the fp32 copy lives on the CPU"),
+               Slip("gradients only", lambda: 8 * 2 * n_params("llama-7b"),
+                    "the updated 16-bit weights also come back up to the GPU once per step")),
+        hints=("Ask what crosses the link and how often: gradients after each backward, weights after each "
+               "optimizer step.",
+               "bytes per step = 2 bytes x params x micro-batches (gradients down) + 2 bytes x params (weights up).",
+               "Take the exact count from memlib.get_model('llama-7b').num_params; there are 8 micro-batches."),
+        worked=lambda: (lambda e, t: (
+            f"16-bit gradients down after each of the 8 backwards and the updated 16-bit weights up once: "
+            f"(2 x 8 + 2) bytes x {n_params('llama-7b'):,} = **{b(t.offload_bytes)}** per step "
+            f"(`memlib.step_time(...).offload_bytes`), {t.offload_s:.2f} s at the A100 host link. The CPU-Adam step "
+            f"({t.cpu_optimizer_s:.2f} s) is paid once per optimizer step and shrinks relative to compute as the "
+            f"micro-batches grow; the gradient traffic does not: at one micro-batch the link carries "
+            f"{b(_offload7b(1)[1].offload_bytes)}."))(*_offload7b()),
     ),
 ]
