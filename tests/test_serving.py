@@ -167,3 +167,39 @@ def test_decode_bound_fp8_uses_fp8_peak_and_tied_head_reads_embedding():
     from memlib.inference import estimate_inference
     assert dt.weight_bytes == estimate_inference(tied, 1, 16, weights="bf16").weight_bytes
     assert math.isfinite(dt.tokens_per_s)
+
+
+# --- the serving playground's numbers (the widget shows these) -------------------------------
+def test_serving_summary_matches_the_functions_it_names():
+    from memlib import max_batch
+    from memlib.serving_playground import serving_summary
+    v = dict(model="llama-3-70b", gpu="h100-80gb", tp=8, weights="bf16", kv_cache="bf16", context=8192,
+             chunk="vLLM default", utilization=0.9)
+    s = serving_summary(v)
+    assert s["prefill_tokens"] == 8192  # vLLM's API-server default on an H100
+    assert s["max_batch"] == max_batch("llama-3-70b", "h100-80gb", 8192, weights="bf16", tp=8,
+                                       prefill_tokens=8192).value > 0
+    assert s["estimate"].setup.batch == s["max_batch"] and s["verdict"].fits
+    assert s["decode_one"].batch == 1 and s["decode_full"].batch == s["max_batch"]
+    assert s["vllm_concurrency"] == vllm_max_concurrency("llama-3-70b", "h100-80gb", 8192, weights="bf16", tp=8)
+    with pytest.raises(ValueError, match="tp 3"):
+        serving_summary({**v, "tp": 3})
+
+
+def test_serving_playground_widget_builds_and_follows_a_control():
+    pytest.importorskip("ipywidgets")
+    from memlib import max_batch
+    from memlib.serving_playground import ServingPlayground
+    p = ServingPlayground()
+    first = p.summary["max_batch"]
+    p.controls["weights"].value = "fp8-block"
+    assert p.summary["max_batch"] > first  # fp8 weights free room for more chats
+    p.controls["tp"].value = 1  # the whole fp8 model on one A100: fewer chats than on two
+    assert p.summary["estimate"].setup.tp == 1
+    assert p.summary["max_batch"] == max_batch("llama-3-70b", "a100-80gb", 8192, weights="fp8-block",
+                                               prefill_tokens=2048).value
+    assert f"{p.summary['max_batch']:,} concurrent chats" in p.summary_html.value
+    p.controls["model"].value = "mixtral-8x7b"  # 8 KV heads: tp 1 still valid
+    p.controls["tp"].value = 8
+    p.controls["model"].value = "qwen2-0.5b"  # 2 KV heads: tp 8 is refused, and the widget says why
+    assert "tp 8 does not divide" in p.summary_html.value
