@@ -140,7 +140,8 @@ display(Markdown(
 # - **Tensor parallelism (tp)**: each matrix split across the GPUs of a group (Megatron); each GPU
 #   holds 1/tp of the weights and of the KV heads. **Replica**: an independent copy serving its own chats.
 # - **bf16 / fp8 / int8 / int4 (AWQ, GPTQ)**: 2, 1, 1 and ½ byte per weight, plus scales. fp8 runs as
-#   W8A8 on H100 and weight-only (W8A16, Marlin kernels) on A100; int8 here is W8A8 (LLM.int8()'s layout).
+#   W8A8 on H100 and weight-only (W8A16, Marlin kernels) on A100; int8 stores a byte per weight and a
+#   scale per output row (vLLM's W8A8 checkpoints, LLM.int8()).
 # - **HBM bandwidth, memory-bound, roofline**: bytes per second between a GPU's memory and its cores
 #   (2.0 TB/s A100, 3.35 TB/s H100); a step is memory-bound when reading its bytes takes longer than
 #   its arithmetic. **MBU**: the share of that bandwidth a server achieves.
@@ -152,7 +153,8 @@ display(Markdown(
 # ### Step 1 · The model and the GPUs
 #
 # ✏️ **Back of the envelope.** "70B" parameters; an "80GB" card is 80 GiB = 80 × 1.074 ≈ 86 GB,
-# of which the process sees a bit less. A100: ~2 TB/s of HBM bandwidth; H100 SXM: ~3.35 TB/s.
+# of which the process sees a bit less. A100: ~2 TB/s of HBM bandwidth; H100 SXM: ~3.35 TB/s (the
+# H100 of an 8-GPU HGX server; the PCIe card has 2 TB/s).
 
 # %%
 # NBVAL_CHECK_OUTPUT
