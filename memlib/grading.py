@@ -64,6 +64,8 @@ def fmt_value(value: float, unit: str) -> str:
         return fmt_bytes(value)
     if unit == "params":
         return f"{value / 1e9:,.3f}B parameters ({value:,.0f})"
+    if unit == "s" and 0 < value < 1:  # a decode step: "23.7 ms", not "0.0 s"
+        return f"{value * 1e3:,.1f} ms"
     return {"x": f"{value:,.2f}x", "count": f"{value:,.0f}", "%": f"{value:.1f}%", "s": f"{value:,.1f} s"}.get(
         unit, f"{value:,.3g} {unit}".strip())
 

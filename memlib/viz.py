@@ -101,3 +101,27 @@ def breakdown_html(estimate, gpu, width_px: int = 460) -> str:
     return (f"<div style='position:relative;width:{width_px}px;white-space:nowrap;margin:8px 0'>{segs}{marker}</div>"
             f"<div style='font-size:11px;width:{width_px}px'>{legend} GiB &nbsp;|&nbsp; dashed: {g.name} "
             f"{cap / GiB:.1f} GiB</div>")
+
+
+def count_sweep(xs, series: dict, xlabel: str = "", ylabel: str = "", ax=None, logx: bool = False,
+                logy: bool = False, title: str | None = None, annotate_last: bool = True):
+    """A count (concurrent sequences, tokens/s, ...) against a swept quantity, one line per labelled
+    series; with `annotate_last`, each line's last value written at its end. For capacities that are
+    not bytes (sweep() plots peak GiB against a GPU's capacity)."""
+    ax = _axes(ax)
+    for label, ys in series.items():
+        (line,) = ax.plot(xs, ys, marker="o", ms=3, label=label)
+        if annotate_last and len(ys):
+            ax.annotate(f"{ys[-1]:,.0f}", (xs[-1], ys[-1]), textcoords="offset points", xytext=(4, 0),
+                        fontsize=7, color=line.get_color(), va="center")
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return ax

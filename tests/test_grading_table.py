@@ -44,6 +44,51 @@ KV_70B_TOKEN = 2 * 80 * 8 * 128 * 2  # K and V, 80 layers, 8 KV heads, head_dim 
 ATTN_65 = 80 * 64 * 128 * 2048
 STEP_65 = (8 * N65 + 16 * ATTN_65) * 4 * 2048 / (4 * 125e12 * 0.4)  # PaLM FLOPs with recompute, 40% MFU
 
+# notebook 04: Llama-3-70B served (Meta's config.json: hidden 8192, 80 layers, 64 heads of 128, 8 KV heads,
+# MLP 28672, vocabulary 128256, untied head); A100 80GB as torch sees it (81051 MiB), H100 SXM 3.35 TB/s
+H3, L3, I3, V3 = 8192, 80, 28672, 128256
+PROJ3 = L3 * (2 * H3 * H3 + 2 * H3 * 1024 + 3 * H3 * I3)  # q, o; k, v (8 x 128); gate, up, down
+NORMS3 = (2 * L3 + 1) * H3  # two RMSNorms per layer and the final one, replicated under tp
+A100_TOTAL = 81051 * 2**20
+CTX_BYTES = 512 * 2**20  # memlib.fits' CUDA context (vLLM's memory outside torch, the same 0.5 GiB)
+T2048 = 2048  # vLLM's prefill chunk on an A100
+
+
+def llama3_70b_bf16(tp: int, embedding: bool = True) -> int:
+    """bf16 bytes on one GPU of tp: projections / tp, embedding and head by vocabulary rows, norms whole."""
+    rows = -(-V3 // tp)
+    return 2 * (PROJ3 // tp + rows * H3 * (2 if embedding else 1) + NORMS3)
+
+
+def mlp_moment(T: int, tp: int) -> int:
+    """The prefill's largest moment: residual + normed input, RoPE cos and sin, act(gate), up, product."""
+    return 2 * T * H3 * 2 + 2 * T * 128 * 2 + 3 * T * (I3 // tp) * 2
+
+
+# AWQ int4, group 128: qweight 1/2 B, qzeros 4 bits per 8 outputs per group (1/256 B), fp16 scales (1/64 B)
+INT4_70_TP2 = PROJ3 * (0.5 + 1 / 256 + 1 / 64) / 2 + 2 * (-(-V3 // 2)) * H3 * 2 + NORMS3 * 2
+# fp8 block-wise: 1 B per projection weight + an fp32 scale per 128 x 128 block; every matrix at tp 2 has
+# dimensions that are multiples of 128, so the scales are 4 B per 16,384 weights
+FP8_70_TP2 = PROJ3 / 2 * (1 + 4 / 128**2) + 2 * (-(-V3 // 2)) * H3 * 2 + NORMS3 * 2
+# fp8 prefill workspace: the fp8 copy of the widest input (down_proj, 28672 / 2) and its fp32 scale per 128
+DEQ_FP8 = T2048 * (I3 // 2) + 4 * T2048 * (I3 // 2 // 128)
+PEAK1 = FP8_70_TP2 + mlp_moment(T2048, 2) + DEQ_FP8  # everything but the cache
+# memlib.fits: peak + 0.5 GiB + 5% of the peak <= capacity; a chat caches KV_70B_TOKEN / 2 x 8,192 per GPU
+CHATS_FP8_A100 = math.floor(((A100_TOTAL - CTX_BYTES) / 1.05 - PEAK1) / (KV_70B_TOKEN / 2 * 8192))
+VLLM_KV_BF16 = int(A100_TOTAL * 0.9) - llama3_70b_bf16(2) - mlp_moment(T2048, 2) - CTX_BYTES
+DEC_W = llama3_70b_bf16(8, embedding=False)  # a decode step reads every weight but the embedding table
+DEC_KV = 185 * 8192 * KV_70B_TOKEN / 8
+DECODE_185 = (DEC_W + DEC_KV) / 3.35e12
+
+
+def paged_waste_by_hand(tokens, kv_bytes_per_token, block_size):
+    blocks = (tokens + block_size - 1) // block_size
+    return (blocks * block_size - tokens) * kv_bytes_per_token
+
+
+def paged_waste_one_block_too_many(tokens, kv_bytes_per_token, block_size):
+    return ((tokens // block_size + 1) * block_size - tokens) * kv_bytes_per_token
+
 GB = lambda x: f"{x / 1e9:.2f} GB"  # noqa: E731
 STUFFED = ("I would never use recompute, zero, offload, 8-bit, lora, bf16 or pipelines, because none of them "
            "works: no sharding, no fsdp, no checkpointing, no pcie, no host memory, no tensor parallel, no bubble, "
@@ -187,6 +232,45 @@ CASES = [
     ("03.11", "b, c, d", "incorrect", "70B x 1 byte = 70 GB < 80 GB"),
     ("03.12", "b, c, d", "correct", None),
     ("03.12", "a, b, c, d, e", "incorrect", "recompute always lowers the peak"),
+    # -- notebook 04: serving Llama-3-70B ------------------------------------------------------------
+    ("04.1", f"{KV_70B_TOKEN} bytes", "correct", None),
+    ("04.1", "0.33 MB", "correct", None),
+    ("04.1", f"{8 * KV_70B_TOKEN} bytes", "incorrect", "8 KV heads"),
+    ("04.1", KV_70B_TOKEN // 2, "incorrect", "both the key and the value"),
+    ("04.2", ("8192 dim", GB(KV_70B_TOKEN * 3000)), "correct", None),
+    ("04.2", ("8GB", GB(KV_70B_TOKEN * 3000)), "correct", None),
+    ("04.2", ("70GB", GB(KV_70B_TOKEN * 3000)), "incorrect", "is not an error"),
+    ("04.2", ("~30", GB(KV_70B_TOKEN * 3000)), "incorrect", "flows into it"),
+    ("04.2", ("8GB", GB(8 * KV_70B_TOKEN * 3000)), "incorrect", "hidden size stands in"),
+    ("04.3", GB(INT4_70_TP2), "correct", None),
+    ("04.3", GB(0.5 * 70_553_706_496 / 2), "incorrect", "16-bit embedding and head"),
+    ("04.3", GB(2 * INT4_70_TP2), "incorrect", "total over all 2 GPUs"),
+    ("04.4", CHATS_FP8_A100, "correct", None),
+    ("04.4", f"{CHATS_FP8_A100} chats", "correct", None),
+    ("04.4", f"{CHATS_FP8_A100} GB", "malformed", "number of GPUs (or of sequences)"),
+    ("04.4", CHATS_FP8_A100 // 2, "incorrect", "4 of the 8 KV heads"),
+    ("04.4", CHATS_FP8_A100 // 8, "incorrect", "64 query heads"),
+    ("04.5", ("a", 1), "correct", None),
+    ("04.5", ("b", 2), "incorrect", "more replicas serve more users"),
+    ("04.5", ("a", 3), "incorrect", "not for reason 3"),
+    ("04.5", ("d", 1), "incorrect", "do not fit one 80 GB GPU"),
+    ("04.6", f"{VLLM_KV_BF16 / GiB:.2f} GiB", "correct", None),
+    ("04.6", f"{(A100_TOTAL - llama3_70b_bf16(2) - mlp_moment(T2048, 2) - CTX_BYTES) / GiB:.2f} GiB", "incorrect",
+     "caps vLLM at 90%"),
+    ("04.6", f"{(0.9 * (A100_TOTAL - llama3_70b_bf16(2)) - mlp_moment(T2048, 2) - CTX_BYTES) / GiB:.2f} GiB",
+     "incorrect", "the weights count inside it"),
+    ("04.6", f"{VLLM_KV_BF16 / 1e9:.2f} GiB", "incorrect", "unit is not"),
+    ("04.7", paged_waste_by_hand, "correct", "drawn at random"),
+    ("04.7", paged_waste_one_block_too_many, "incorrect", "ceil(n / B)"),
+    ("04.8", f"{DECODE_185 * 1e3:.1f} ms", "correct", None),
+    ("04.8", f"{DECODE_185:.4f} s", "correct", None),
+    ("04.8", f"{DEC_W / 3.35e12 * 1e3:.1f} ms", "incorrect", "every chat's whole KV cache"),
+    ("04.8", f"{(DEC_W + 8 * DEC_KV) / 3.35e12 * 1e3:.0f} ms", "incorrect", "1/8 of every chat's cache"),
+    ("04.9", "a, c", "correct", None),
+    ("04.9", "a, b, c", "incorrect", "the KV cache's share of the GPU"),
+    ("04.9", "a, c, f", "incorrect", "twice the decode speed"),
+    ("04.9", "c", "incorrect", "missing"),
+    ("04.10", STUFFED, "submitted", "mark('04.10'"),
     ("99.9", "1 GB", "unknown exercise", None),
     ("1.3", GB(ZERO3_65), "correct", None),
 ]

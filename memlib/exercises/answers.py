@@ -49,7 +49,9 @@ _QUALIFIER = re.compile(r"\s*(?:(?:per|/|a|each|every|for\s+each|for\s+one|on\s+
                         r"together|of\s+(?:memory|ram|host\s+ram|cpu\s+ram|vram|gpu\s+memory|hbm)|on\s+the\s+host|"
                         r"每卡|每张卡|每个gpu|总共|总计|合计|一共)\s*$")
 _PARAM_WORD = r"(?:params?|parameters?|weights|参数|个参数)"
-_GPU_WORD = re.compile(r"^(?:(?:nvidia\s+)?(?:[a-z]+\s?\d{2,4}[a-z]*|gpu|card|device)s?(?:\s+\d+\s*gi?b)?|张卡?|块卡?|"
+# what a count may be a count of: GPUs ("31 V100s", "8 cards") or served sequences ("32 chats", notebook 04)
+_GPU_WORD = re.compile(r"^(?:(?:nvidia\s+)?(?:[a-z]+\s?\d{2,4}[a-z]*|gpu|card|device)s?(?:\s+\d+\s*gi?b)?|"
+                       r"(?:chat|sequence|request|user|conversation)s?(?:\s+at\s+once)?|个对话|张卡?|块卡?|"
                        r"个|台|张gpu)$")
 PLACEHOLDERS = re.compile(r"^\s*(\.\.\.|…|todo|tbd|\?+|your (answer|reasoning|text)( here)?\.?|)\s*$", re.I)
 MAX_TEXT = 80
@@ -176,9 +178,9 @@ def _scale(number: float, token: str, unit: str) -> float:
     if unit == "count":
         if token == "" or _GPU_WORD.match(token):
             if token in DECIMAL or token in BINARY:
-                raise Malformed(f"this asks for a number of GPUs, not bytes; write it like {example(unit)}")
+                raise Malformed(f"this asks for a number of GPUs (or of sequences), not bytes; write it like {example(unit)}")
             return number
-        raise Malformed(f"this asks for a whole number of GPUs; write it like {example(unit)}")
+        raise Malformed(f"this asks for a whole number of GPUs (or of sequences); write it like {example(unit)}")
     if unit == "s":
         if token == "":
             return number

@@ -1,0 +1,163 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Exercises: how many 8k chats can Llama-3-70B serve?
+#
+# Companion to `notebooks/04_serving_capacity.ipynb`: the KV cache per token with GQA, quantized
+# weights split over GPUs, the chats that fit, vLLM's reservation, PagedAttention's blocks, the
+# layout of eight GPUs and the decode speed limit. Each exercise says its difficulty (warm-up ·
+# interview · stretch) and about how long it takes.
+# `check("04.k", answer)` grades an answer against a value memlib computes now; numbers may
+# carry units (`"2.7 GB"`, `"4.8 GiB"`, `"23 ms"`; a plain number means the unit the question
+# names, else bytes). `hint("04.k")` shows the concept, then the formula, then the first step. The
+# open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
+# marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
+
+# %% [markdown]
+# > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/04_serving_capacity_solutions.py`; change that file and rerun the tool.
+# >
+# > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one: the concept, the formula, the first step), `solution("NN.k")` shows the worked answer. Open questions are self-assessed: `check` shows a rubric and a model answer, then `mark("NN.k", [True, False, ...])` records your marks. Your progress is saved in `.memlib_progress.json` in this folder (it survives a kernel restart; the best attempt counts): `score("04")` sums up this notebook, `score()` all of them.
+
+# %%
+import memlib
+from memlib.grading import check, hint, mark, score, show, solution
+
+# %% [markdown]
+# ## 04.1 · One token of Llama-3-70B's KV cache
+
+# %%
+show("04.1")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
+check("04.1", answer)
+# hint("04.1")  # stuck? each call shows one more hint; solution("04.1") shows the worked answer
+
+# %% [markdown]
+# ## 04.2 · "Just under 8GB" for 3,000 tokens
+
+# %%
+show("04.2")
+
+# %%
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+check("04.2", answer)
+# hint("04.2")
+
+# %% [markdown]
+# *Your reasoning here.*
+
+# %% [markdown]
+# ## 04.3 · int4 weights per A100
+
+# %%
+show("04.3")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+check("04.3", answer)
+# hint("04.3")
+
+# %% [markdown]
+# ## 04.4 · 8k chats on 2 x A100 with fp8 weights
+
+# %%
+show("04.4")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. 31
+check("04.4", answer)
+# hint("04.4")
+
+# %% [markdown]
+# ## 04.5 · Eight H100s: one group or replicas?
+
+# %%
+show("04.5")
+
+# %%
+answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+check("04.5", answer)
+# hint("04.5")
+
+# %% [markdown]
+# ## 04.6 · What vLLM leaves for the cache
+
+# %%
+show("04.6")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "114.6 GiB" or 114.6 (GiB)
+check("04.6", answer)
+# hint("04.6")
+
+# %% [markdown]
+# ## 04.7 · PagedAttention's last block
+
+# %%
+show("04.7")
+
+
+# %%
+def paged_kv_waste(tokens, kv_bytes_per_token, block_size):
+    """Bytes of a sequence's KV blocks that hold no token."""
+    ...  # TODO: your code here (until then it returns None: "not answered yet")
+
+
+check("04.7", paged_kv_waste)
+# hint("04.7")
+
+# %% [markdown]
+# ## 04.8 · The decode speed limit at 185 chats
+
+# %%
+show("04.8")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "12.5 s" or 12.5
+check("04.8", answer)
+# hint("04.8")
+
+# %% [markdown]
+# ## 04.9 · Serving claims, checked
+
+# %%
+show("04.9")
+
+# %%
+answer = ...  # your answer here: every option that applies, e.g. "a, f"
+check("04.9", answer)
+# hint("04.9")
+
+# %% [markdown]
+# ## 04.10 · 300 chats at 30 tokens/s on 8 x H100
+
+# %%
+show("04.10")
+
+# %%
+answer = ...  # your answer here: a few sentences in a string
+check("04.10", answer)
+
+# %%
+marks = ...  # your marks here, after check() shows the rubric: one True/False per point (6 in order)
+mark("04.10", marks)
+
+# %% [markdown]
+# ## Your score
+
+# %%
+score("04")

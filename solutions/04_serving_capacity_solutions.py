@@ -1,0 +1,239 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Exercises: how many 8k chats can Llama-3-70B serve?
+#
+# Companion to `notebooks/04_serving_capacity.ipynb`: the KV cache per token with GQA, quantized
+# weights split over GPUs, the chats that fit, vLLM's reservation, PagedAttention's blocks, the
+# layout of eight GPUs and the decode speed limit. Each exercise says its difficulty (warm-up ·
+# interview · stretch) and about how long it takes.
+# `check("04.k", answer)` grades an answer against a value memlib computes now; numbers may
+# carry units (`"2.7 GB"`, `"4.8 GiB"`, `"23 ms"`; a plain number means the unit the question
+# names, else bytes). `hint("04.k")` shows the concept, then the formula, then the first step. The
+# open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
+# marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
+
+# %% [markdown] tags=["solution"]
+# **This is the solutions copy:** every exercise is answered and checked. The student copy,
+# `exercises/04_serving_capacity_exercises.ipynb`, is generated from this file by
+# `tools/make_exercises.py`. It keeps no progress file (the next cell), so its score below is
+# always the same.
+
+# %% tags=["solution"]
+import os
+
+os.environ["MEMLIB_PROGRESS"] = "off"
+
+# %%
+import memlib
+from memlib.grading import check, hint, mark, score, show, solution
+
+# %% [markdown]
+# ## 04.1 · One token of Llama-3-70B's KV cache
+
+# %%
+show("04.1")
+
+# %%
+# BEGIN SOLUTION
+answer = f"{2 * 80 * 8 * 128 * 2} bytes"  # K and V, 80 layers, 8 KV heads of 128, 2 bytes
+# END SOLUTION
+check("04.1", answer)
+# hint("04.1")  # stuck? each call shows one more hint; solution("04.1") shows the worked answer
+
+# %% [markdown]
+# ## 04.2 · "Just under 8GB" for 3,000 tokens
+
+# %%
+show("04.2")
+
+# %%
+# BEGIN SOLUTION
+per_token = 2 * 80 * 8 * 128 * 2  # 8 KV heads, not the hidden size 8,192
+answer = ("8192 dim", f"{per_token * 3000 / 1e9:.3f} GB")
+# END SOLUTION
+check("04.2", answer)
+# hint("04.2")
+
+# %% [markdown]
+# <!-- BEGIN SOLUTION -->
+# **Why.** 8,192 is the hidden size (64 query heads x 128); grouped-query attention caches only
+# the 8 KV heads, 1,024 values per layer for K and as many for V. Everything after that factor,
+# the 8 GB and the "~30 sequences", is 8x off.
+# <!-- END SOLUTION -->
+
+# %% [markdown]
+# ## 04.3 · int4 weights per A100
+
+# %%
+show("04.3")
+
+# %%
+# BEGIN SOLUTION
+m = memlib.get_model("llama-3-70b")
+h, inter, kv = m.hidden_size, m.intermediate_size, m.num_kv_heads * m.head_dim
+projections = m.num_layers * (2 * h * h + 2 * h * kv + 3 * h * inter)  # q, o; k, v; gate, up, down
+bits = 4 + 16 / 128 + 4 / 128  # 4-bit weight, a 16-bit scale and a 4-bit zero per group of 128
+embedding_and_head = 2 * m.vocab_size * h * 2  # stay bf16
+answer = f"{(projections * bits / 8 + embedding_and_head) / 2 / 1e9:.2f} GB"  # split over 2 GPUs
+# END SOLUTION
+check("04.3", answer)
+# hint("04.3")
+
+# %% tags=["solution"]
+solution("04.3")
+
+# %% [markdown]
+# ## 04.4 · 8k chats on 2 x A100 with fp8 weights
+
+# %%
+show("04.4")
+
+# %%
+# BEGIN SOLUTION
+capacity = 79.15 * 2**30  # what torch sees on one A100 80GB
+weights = memlib.estimate_inference("llama-3-70b", weights="fp8-block", tp=2).weight_bytes
+per_chat = 2 * 80 * 8 * 128 * 2 / 2 * 8192  # each GPU holds 4 of the 8 KV heads
+# peak x 1.05 + 0.5 GiB <= capacity, with peak = weights + prefill + chats x per_chat
+room = (capacity - 0.5 * 2**30) / 1.05 - weights - 0.25e9
+answer = int(room // per_chat)
+# END SOLUTION
+check("04.4", answer)
+# hint("04.4")
+
+# %% tags=["solution"]
+solution("04.4")
+
+# %% [markdown]
+# ## 04.5 · Eight H100s: one group or replicas?
+
+# %%
+show("04.5")
+
+# %%
+# BEGIN SOLUTION
+answer = ("a", 1)
+# END SOLUTION
+check("04.5", answer)
+# hint("04.5")
+
+# %% tags=["solution"]
+solution("04.5")
+
+# %% [markdown]
+# ## 04.6 · What vLLM leaves for the cache
+
+# %%
+show("04.6")
+
+# %%
+# BEGIN SOLUTION
+weights_gib = memlib.estimate_inference("llama-3-70b", weights="bf16", tp=2).weight_bytes / 2**30
+answer = f"{0.9 * 79.15 - weights_gib - 0.23 - 0.5:.2f} GiB"  # the cap, then weights and workspace come off
+# END SOLUTION
+check("04.6", answer)
+# hint("04.6")
+
+# %% tags=["solution"]
+solution("04.6")
+
+# %% [markdown]
+# ## 04.7 · PagedAttention's last block
+
+# %%
+show("04.7")
+
+
+# %%
+# BEGIN SOLUTION
+def paged_kv_waste(tokens, kv_bytes_per_token, block_size):
+    """Bytes of a sequence's KV blocks that hold no token."""
+    blocks = -(-tokens // block_size)  # ceil: a block is allocated only when the last one is full
+    return (blocks * block_size - tokens) * kv_bytes_per_token
+# END SOLUTION
+
+
+check("04.7", paged_kv_waste)
+# hint("04.7")
+
+# %% [markdown]
+# ## 04.8 · The decode speed limit at 185 chats
+
+# %%
+show("04.8")
+
+# %%
+# BEGIN SOLUTION
+weights_per_gpu = 141.1e9 / 8  # bf16 weights over tp 8
+cache_per_gpu = 185 * 8192 * 2 * 80 * 8 * 128 * 2 / 8  # every chat's cache, 1/8 of its KV heads per GPU
+answer = f"{(weights_per_gpu + cache_per_gpu) / 3.35e12 * 1e3:.1f} ms"
+# END SOLUTION
+check("04.8", answer)
+# hint("04.8")
+
+# %% tags=["solution"]
+solution("04.8")
+
+# %% [markdown]
+# ## 04.9 · Serving claims, checked
+
+# %%
+show("04.9")
+
+# %%
+# BEGIN SOLUTION
+answer = "a, c"
+# END SOLUTION
+check("04.9", answer)
+# hint("04.9")
+
+# %% tags=["solution"]
+solution("04.9")
+
+# %% [markdown]
+# ## 04.10 · 300 chats at 30 tokens/s on 8 x H100
+
+# %%
+show("04.10")
+
+# %%
+# BEGIN SOLUTION
+answer = """
+One 8k chat caches about 2.7 GB in bf16 (2 x 80 x 8 x 128 x 2 bytes per token, GQA), 1.3 GB in fp8; the
+weights are 141 GB in bf16, about 73 GB in fp8. bf16 weights and cache fit about 185 chats on one tp 8
+group, short of 300, so I would serve an fp8 checkpoint (native W8A8 on H100) with an fp8 KV cache: about
+420 chats on tp 8, about 370 on two tp 4 replicas. tp 8 holds more; its all-reduces cost more, so I would
+benchmark both. vLLM's default gpu_memory_utilization of 0.9 lowers the count a little: read the
+"Maximum concurrency" line at startup. Speed: with 300 chats each GPU reads its weights and caches every
+step, so each chat gets at most about 57 tokens/s, perhaps 35-45 at real bandwidth utilisation: 30 tokens/s
+is plausible but marginal. Before promising it I would load-test with real prompt lengths, chunked prefill
+and prefix caching for the shared system prompt.
+"""
+# END SOLUTION
+check("04.10", answer)
+
+# %%
+# BEGIN SOLUTION
+marks = [True, True, True, True, True, True]  # every rubric point is covered above
+# END SOLUTION
+mark("04.10", marks)
+
+# %% [markdown]
+# ## Your score
+
+# %%
+# NBVAL_CHECK_OUTPUT
+score("04")
