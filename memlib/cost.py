@@ -21,7 +21,8 @@ The formulas, each once:
   tokens/s per GPU already holds communication, bubble and offload);
 * chinchilla_tokens: ~20 tokens per parameter is compute-optimal (Hoffmann et al. 2022,
   "Training Compute-Optimal Large Language Models", Table 3: 67B parameters for 1.5T tokens,
-  the 70B Chinchilla trained on 1.4T);
+  the 70B Chinchilla trained on 1.4T); chinchilla_optimal: the model and data a FLOP budget
+  buys at that ratio;
 * mfu_from_throughput: the MFU a published tokens/s per GPU implies.
 
 Not counted: restarts and failures, evaluation, checkpointing, data loading stalls; the
@@ -99,6 +100,15 @@ def chinchilla_tokens(model) -> float:
     m = _params_or_model(model)
     n = active_params(m) if isinstance(m, Model) else m
     return CHINCHILLA_TOKENS_PER_PARAM * float(n)
+
+
+def chinchilla_optimal(flops: float) -> tuple[float, float]:
+    """(parameters, tokens) that spend `flops` compute-optimally at ~20 tokens per parameter:
+    C = 6·N·D with D = 20·N gives N = sqrt(C / (6 x 20)) (Hoffmann et al. 2022, Table 3's ratio;
+    Chinchilla itself: 70B parameters on 1.4T tokens, 5.9e23 FLOPs)."""
+    flops = positive_float("flops", flops, maximum=1e32)
+    n = math.sqrt(flops / (6.0 * CHINCHILLA_TOKENS_PER_PARAM))
+    return n, CHINCHILLA_TOKENS_PER_PARAM * n
 
 
 def peak_flops(gpu, precision: str = "bf16", peak_tflops: float | None = None) -> float:

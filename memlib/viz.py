@@ -121,6 +121,7 @@ def lines(xs, series: dict, xlabel: str = "", ylabel: str = "", ax=None, marks: 
                 fontsize=7)
     if logx:
         ax.set_xscale("log", base=2)
+        ax.set_xticks(list(xs), [f"{x:,}" for x in xs])  # the swept values, not powers of two
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)

@@ -139,3 +139,14 @@ def test_grader_reads_the_units_of_notebook_07():
     assert _judge(ex, parse_quantity("256.8 hours", "days"), 10.7)[0]
     assert not _judge(ex, parse_quantity("5 days", "days"), 10.7)[0]
     assert memlib.grading.fmt_value(65798.8, "GPU-hours") == "65,799 GPU-hours"
+
+
+def test_chinchilla_optimal_split_of_a_budget():
+    """C = 6·N·D with D = 20·N. Chinchilla: 6 x 70e9 x 1.4e12 = 5.88e23 FLOPs -> 70B on 1.4T; Hoffmann et al.
+    Table 3's first row: 400M parameters, 8.0B tokens, 1.92e19 FLOPs."""
+    n, d = cost.chinchilla_optimal(6 * 70e9 * 1.4e12)
+    assert n == pytest.approx(70e9) and d == pytest.approx(1.4e12)
+    n, d = cost.chinchilla_optimal(1.92e19)
+    assert n == pytest.approx(400e6) and d == pytest.approx(8.0e9)
+    with pytest.raises(ValueError, match="flops"):
+        cost.chinchilla_optimal(-1)
