@@ -14,16 +14,14 @@
 # ---
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# # 07 · How long, and how much, to train an LLM? · 训练一个大模型要多久、花多少钱
+# # 07 · How long, and how much, to train? · 训练要多久、花多少钱
 #
-# **You will be able to answer:** how many FLOPs, GPU-hours, days and dollars a pretraining run or a
-# fine-tune takes (6ND at an MFU you can defend), what the communication costs and when it hides
-# behind the compute, why Llama trained far past Chinchilla's 20 tokens per parameter, and why
-# fine-tuning a 70B model is a memory question before it is a compute question.
+# **You will be able to answer:** the FLOPs, GPU-hours, days and dollars of a pretraining run or a fine-tune,
+# what communication and memory change, and why Llama trained far past Chinchilla.
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
-# %%
+# %% tags=["hide-input"]
 # %matplotlib inline
 import json
 from pathlib import Path
@@ -94,10 +92,7 @@ _sustained = get_gpu(GPU).bf16_tflops * MFU  # TFLOP/s one GPU sustains at that 
 # > **预训练一个 7B 模型（2T tokens，256 张 H100）要多久、多少 GPU 小时？微调一个 70B 模型（1B tokens）呢？**
 #
 # *How long, and how many GPU-hours, does it take to pretrain a 7B model on 2T tokens on 256 H100s, or to
-# fine-tune a 70B model on 1B tokens?*
-#
-# No seed write-up asks this; it is the question every memory question leads to ("fine, it fits: how
-# long will it run, and what will it cost?"). The 7B is Llama-2-7B, the 70B Llama-3.1-70B.
+# fine-tune a 70B model on 1B tokens?* (The 7B is Llama-2-7B, the 70B Llama-3.1-70B.)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
@@ -121,6 +116,9 @@ display(Markdown(
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. What the interviewer is probing · 考察意图
+#
+# No seed write-up asks this question; it is where every memory question leads ("fine, it fits: how long
+# will it run, and what will it cost?").
 #
 # - **Where 6ND comes from.** 2 FLOPs per parameter per token forward (a multiply and an add), 4 backward
 #   (gradients of the activations and of the weights); N is the parameters a token passes through (the
@@ -153,12 +151,15 @@ display(Markdown(
 #   (PyTorch) shard the optimizer states, then the gradients, then the parameters over those GPUs.
 # - **All-reduce, all-gather, reduce-scatter**: the collectives that sum gradients or assemble parameters.
 # - **Exposed communication**: the part of a collective the compute could not hide.
-# - **Tensor parallel (TP), pipeline parallel (PP), bubble**: splitting each layer, or the stack of layers,
-#   over GPUs; the bubble is the time pipeline stages wait.
+# - **Tensor parallel (TP), pipeline parallel (PP), bubble, 1F1B**: splitting each layer, or the stack of
+#   layers, over GPUs; the bubble is the time pipeline stages wait; 1F1B is the schedule that alternates one
+#   forward and one backward per stage.
 # - **Recompute** (activation checkpointing): keep fewer activations, run parts of the forward again.
 # - **Chinchilla ratio**: ~20 training tokens per parameter minimises compute for a loss (Hoffmann et al. 2022).
 # - **LoRA / QLoRA**: train small adapters on a frozen base (QLoRA: the base in 4 bits).
 # - **MoE, active parameters**: a mixture of experts routes each token through a few experts; only those count in N.
+# - **MLA** (multi-head latent attention): DeepSeek's attention, which caches a compressed latent instead of K and V.
+# - **fp8**: 8-bit floating point; an H100's fp8 tensor peak is twice its bf16 peak.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
@@ -685,7 +686,7 @@ display(Markdown(markdown_table(facts, ["claim (source)", "memlib", "verdict", "
 #
 # Rows without a published MFU show the MFU their hours imply (6ND + attention over GPU-hours × peak).
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 rows = [[r["id"], r["gpu"], f"{r['tokens'] / 1e12:.1f}T", f"{r['flops']:.2e}", f"{r['published_gpu_hours']:,.0f}",
          f"{r['memlib_gpu_hours']:,.0f}" if r["memlib_gpu_hours"] else "-", pct(r["error"]) if r["error"] is not None
          else "-", f"{r['mfu']:.1%}" if r["mfu"] else "-", f"{r['implied_mfu']:.1%}", "yes" if r["asserted"] else "no"]
