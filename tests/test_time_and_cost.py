@@ -5,6 +5,9 @@ FLOPs / GPU-hours / days units. Expected values are hand derivations written out
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +153,53 @@ def test_chinchilla_optimal_split_of_a_budget():
     assert n == pytest.approx(400e6) and d == pytest.approx(8.0e9)
     with pytest.raises(ValueError, match="flops"):
         cost.chinchilla_optimal(-1)
+
+
+# --- notebook 07 follows the revised skeleton (SKELETON.md, issue 12) ------------------------------------
+NB07 = Path(__file__).resolve().parents[1] / "notebooks" / "07_time_and_cost"
+REVISED = [r"## 1\. The question · 问题", r"## 2\. The 30-second answer · 30 秒回答",
+           r"## 3\. What the interviewer is probing · 考察意图", r"## 4\. Words we use · 术语",
+           r"## 5\. The answer, step by step · 推导", r"## 6\. Charts · 图", r"## 7\. Playground · 动手试",
+           r"## 8\. Follow-up questions · 追问", r"## 9\. Pitfalls · 避坑",
+           r"## 10\. Deep dive \(skip on first read\) · 深入（可跳过）", r"### Fact-check · 纠错",
+           r"## 11\. Further reading · 延伸阅读"]
+
+
+def _nb07_markdown_outputs():
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(NB07.with_suffix(".ipynb"), as_version=4)
+    return nb, [o["data"]["text/markdown"] for c in nb.cells if c.cell_type == "code"
+                for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
+
+
+def test_notebook_07_sections_in_the_revised_order():
+    text = NB07.with_suffix(".py").read_text(encoding="utf-8")
+    positions = []
+    for pattern in REVISED:
+        m = re.search(r"^# " + pattern, text, flags=re.M)
+        assert m, pattern
+        positions.append(m.start())
+    assert positions == sorted(positions)
+    assert text.count("# ✏️ **Back of the envelope.**") >= 7  # one before each step's memlib figure
+    assert "**Reading time:**" in text and "**You will be able to answer:**" in text
+
+
+def test_notebook_07_thirty_second_answers_within_the_limits():
+    """EN <= 80 words, 中文 <= 180 characters (non-space, punctuation excluded), rendered from memlib."""
+    _, outputs = _nb07_markdown_outputs()
+    answer = next(t for t in outputs if "> **EN**" in t)
+    en = re.search(r"^> \*\*EN\*\*(.*)$", answer, flags=re.M).group(1)
+    zh = re.search(r"^> \*\*中文\*\*(.*)$", answer, flags=re.M).group(1)
+    assert 30 <= len(en.split()) <= 80
+    assert 60 <= sum(1 for ch in zh if not ch.isspace() and not unicodedata.category(ch).startswith("P")) <= 180
+    assert "GiB" not in en and "dp=" not in en and "tp=" not in en and not re.search(r"\d{5,}", en + zh)
+
+
+def test_notebook_07_fact_check_quotes_at_least_eight_sources():
+    nb, outputs = _nb07_markdown_outputs()
+    table = next(t for t in outputs if t.startswith("| claim (source) |"))
+    rows = [line for line in table.splitlines()[2:] if line.startswith("|")]
+    assert len(rows) >= 8
+    assert all(re.search(r"[\"“].+[\"”]", r) and re.search(r"\((?:[^()]*\d{4}|seed \d+|[^()]*datasheet|"
+                                                           r"[^()]*Math 101)[^()]*\)", r) for r in rows)
+    assert all(any(v in r for v in ("✅", "⚠️", "❌")) for r in rows)
