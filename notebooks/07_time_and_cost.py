@@ -483,8 +483,8 @@ mfu_at = {(name, n): cost.mfu_from_throughput(PRE_MODEL, PRE_SEQ, scaling[name, 
 small = {r["id"]: r["implied_mfu"] for r in cost.reproduce_published(DATA) if r["id"].startswith("llama-3.1")}
 bubble = step_time(estimate_training("llama-3.1-405b", seq_len=8192, micro_batch=1, grad_accum=16, tp=8, pp=16,
                                      dp=128, recompute="full"), GPU, mfu=0.41).bubble_fraction  # Llama 3's layout
-print({f"{name} x{n}": f"{v:.1%}" for (name, n), v in mfu_at.items() if n in (256, 512, 1024)}, small,
-      f"bubble {bubble:.1%}")
+print({f"{name} x{n}": f"{v:.1%}" for (name, n), v in mfu_at.items() if n in (256, 512, 1024)},
+      {name: f"{v:.1%}" for name, v in small.items()}, f"bubble {bubble:.1%}")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
