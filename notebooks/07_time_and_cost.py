@@ -666,8 +666,8 @@ facts = [
      f"6ND = {l405_6nd:.3g}; with attention at 8k {l405_full:.3g}", "✅",
      f"the paper counts 6ND; attention adds {l405_full / l405_6nd - 1:.0%}"],
     ["\"DeepSeek-V3 requires only 2.788M H800 GPU hours for its full training\" (DeepSeek-AI 2024, abstract)",
-     f"pretraining 2.664M at 6 × {active_params(ds) / 1e9:.1f}B active: {ds_row['implied_mfu']:.0%} of bf16 "
-     "dense peak", "⚠️", "plausible for a MoE trained in fp8; it covers the final run only (the report says so), "
+     f"its pretraining's 2.664M imply {ds_row['implied_mfu']:.0%} of the bf16 dense peak (6 × 37B active + "
+     "attention)", "⚠️", "plausible for a MoE trained in fp8; it covers the final run only (the report says so), "
      "not research and ablations"],
     ["\"training our 175B SFT model requires 4.9 petaflops/s-days … compared to 3,640 petaflops/s-days for GPT-3\" "
      "(Ouyang et al. 2022, InstructGPT)", f"GPT-3's 6ND: {gpt3_pfdays:,.0f} PF-days; our 70B fine-tune / its 15T "
