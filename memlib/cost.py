@@ -21,7 +21,8 @@ The formulas, each once:
   tokens/s per GPU already holds communication, bubble and offload);
 * chinchilla_tokens: ~20 tokens per parameter is compute-optimal (Hoffmann et al. 2022,
   "Training Compute-Optimal Large Language Models", Table 3: 67B parameters for 1.5T tokens,
-  the 70B Chinchilla trained on 1.4T);
+  the 70B Chinchilla trained on 1.4T); chinchilla_optimal: the model and data a FLOP budget
+  buys at that ratio;
 * mfu_from_throughput: the MFU a published tokens/s per GPU implies.
 
 Not counted: restarts and failures, evaluation, checkpointing, data loading stalls; the
@@ -37,7 +38,8 @@ from dataclasses import dataclass
 from memlib._checks import fraction, positive_float, positive_int, show
 from memlib.gpus import get_gpu
 from memlib.models import Model, get_model
-from memlib.timing import DEFAULT_MFU, MAX_PEAK_TFLOPS, StepTime, active_params, flops_per_token
+from memlib.timing import (DEFAULT_MFU, MAX_PEAK_TFLOPS, StepTime, active_params, flops_per_token,
+                           palm_flops_per_token)
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3
 PRECISIONS = ("bf16", "fp16")  # the dense tensor peak the MFU is a fraction of
@@ -55,26 +57,42 @@ def _params_or_model(model):
 
 
 def training_flops(model, tokens: float, seq_len: int | None = None,
-                   attention_flops_per_token: float | None = None) -> float:
+                   attention_flops_per_token: float | None = None, recompute: str = "none",
+                   finetune: str = "full") -> float:
     """Total training FLOPs: 6·N·D (Kaplan et al. 2020), plus 12·L·H·Q·T·D for attention when
     seq_len is given with a Model (PaLM App. B), or attention_flops_per_token·D when given.
 
     model: catalog name, memlib.Model (N = its active parameters) or a plain parameter count.
+    recompute and finetune as in memlib.timing.flops_per_token: full recompute adds a forward
+    (+2N, and +4·L·H·Q·T with seq_len); LoRA/QLoRA ("lora", "qlora") compute no weight gradients
+    of the frozen base (4N instead of 6N: Hu et al. 2021's adapters are a rounding error in FLOPs).
+    Selective recompute depends on the layer's shape: it needs a Model and seq_len.
     """
     m = _params_or_model(model)
     tokens = positive_float("tokens", tokens, maximum=1e18)
     if isinstance(m, Model):
         if seq_len is not None and attention_flops_per_token is not None:
             raise ValueError("give seq_len (attention from the model's shape) or attention_flops_per_token, not both")
-        per_token = flops_per_token(m, seq_len) if seq_len is not None else 6.0 * active_params(m)
+        if seq_len is not None:
+            per_token = flops_per_token(m, seq_len, recompute, finetune)
+        else:
+            per_token = _dense_flops_per_token(active_params(m), recompute, finetune)
     else:
         if seq_len is not None:
             raise ValueError("seq_len needs a Model for the attention term; with a parameter count pass "
                              "attention_flops_per_token=")
-        per_token = 6.0 * m
+        per_token = _dense_flops_per_token(m, recompute, finetune)
     if attention_flops_per_token is not None:
         per_token += positive_float("attention_flops_per_token", attention_flops_per_token, maximum=1e16)
     return per_token * tokens
+
+
+def _dense_flops_per_token(n: float, recompute: str, finetune: str) -> float:
+    """6N (4N for a frozen base), +2N for full recompute: flops_per_token without the attention term."""
+    if recompute == "selective":
+        raise ValueError("recompute='selective' depends on the layer's shape: give a Model and seq_len")
+    # palm_flops_per_token with no attention term (0 layers) checks recompute and finetune by name
+    return palm_flops_per_token(max(1, round(n)), 0, 0, 0, 1, recompute, finetune) * (n / max(1, round(n)))
 
 
 def chinchilla_tokens(model) -> float:
@@ -82,6 +100,15 @@ def chinchilla_tokens(model) -> float:
     m = _params_or_model(model)
     n = active_params(m) if isinstance(m, Model) else m
     return CHINCHILLA_TOKENS_PER_PARAM * float(n)
+
+
+def chinchilla_optimal(flops: float) -> tuple[float, float]:
+    """(parameters, tokens) that spend `flops` compute-optimally at ~20 tokens per parameter:
+    C = 6·N·D with D = 20·N gives N = sqrt(C / (6 x 20)) (Hoffmann et al. 2022, Table 3's ratio;
+    Chinchilla itself: 70B parameters on 1.4T tokens, 5.9e23 FLOPs)."""
+    flops = positive_float("flops", flops, maximum=1e32)
+    n = math.sqrt(flops / (6.0 * CHINCHILLA_TOKENS_PER_PARAM))
+    return n, CHINCHILLA_TOKENS_PER_PARAM * n
 
 
 def peak_flops(gpu, precision: str = "bf16", peak_tflops: float | None = None) -> float:
@@ -142,10 +169,12 @@ class TrainingRun:
 
 def training_run(model, tokens: float, gpu, gpus: int, mfu: float = DEFAULT_MFU, seq_len: int | None = None,
                  precision: str = "bf16", peak_tflops: float | None = None,
-                 attention_flops_per_token: float | None = None) -> TrainingRun:
-    """GPU-hours and wall-clock of training `model` on `tokens` with `gpus` GPUs at `mfu`."""
+                 attention_flops_per_token: float | None = None, recompute: str = "none",
+                 finetune: str = "full") -> TrainingRun:
+    """GPU-hours and wall-clock of training `model` on `tokens` with `gpus` GPUs at `mfu`
+    (recompute, finetune: see training_flops; mfu then counts the FLOPs the run really does)."""
     gpus = positive_int("gpus", gpus)
-    f = training_flops(model, tokens, seq_len, attention_flops_per_token)
+    f = training_flops(model, tokens, seq_len, attention_flops_per_token, recompute, finetune)
     hours = gpu_hours(f, gpu, mfu, precision, peak_tflops)
     return TrainingRun(f, float(tokens), get_gpu(gpu).name, gpus, mfu, hours, hours * 3600 / gpus)
 

@@ -20,7 +20,7 @@ from memlib.fit import Verdict, fits
 from memlib.gpus import get_gpu
 from memlib.inference import AUTO, KV_FORMATS, MLA_CACHES, WEIGHT_FORMATS, Limit, estimate_inference, max_batch
 from memlib.models import Model, get_model
-from memlib.timing import StepTime, step_time
+from memlib.timing import INTERNODE_BYTES_PER_S, StepTime, step_time
 from memlib.training import Estimate, estimate_training
 from memlib.units import gib
 
@@ -164,7 +164,8 @@ def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisio
 def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_batch: int = 1,
          grad_accum: int = 8, precisions=None, recomputes=("none", "full"), allow_offload: bool = True,
          gpus_per_node: int = 8, mfu: float = 0.4, host_bytes_per_node: int | None = None,
-         peak_tflops: float | None = None, **estimate_kw) -> PlanResult:
+         peak_tflops: float | None = None, internode_bytes_per_s: float = INTERNODE_BYTES_PER_S,
+         **estimate_kw) -> PlanResult:
     """Feasible layouts of `model` on `count` GPUs of one kind, best estimated throughput first.
 
     task: "full" | "lora" | "qlora" (training). For serving see plan_serving() (and memlib.max_batch/max_context).
@@ -175,7 +176,9 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     host_bytes_per_node: host RAM of one node; offload layouts that need more are infeasible
     (None: not checked, but every plan reports its host bytes). peak_tflops goes to step_time;
     the catalog has no fp32 throughput, so without it fp32 layouts are checked for memory only,
-    untimed (Plan.time None) and ranked after the timed ones.
+    untimed (Plan.time None) and ranked after the timed ones. internode_bytes_per_s goes to step_time:
+    each GPU's link beyond its node (default one 200 Gb/s port, 25e9 B/s; 400 Gb/s per GPU is 50e9),
+    which decides how much data-parallel traffic a layout exposes, and so how the layouts rank.
     Invalid options are a ValueError here, before the search, not a list of "invalid" layouts.
     """
     model = get_model(model) if isinstance(model, str) else model
@@ -191,7 +194,7 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
         precisions = ("bf16-mixed",) if g.supports_bf16 else ("fp16-mixed",)
     precisions, recomputes, estimate_kw = _check_plan_options(
         model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload, gpus_per_node,
-        mfu, host_bytes_per_node, peak_tflops, estimate_kw)
+        mfu, host_bytes_per_node, peak_tflops, internode_bytes_per_s, estimate_kw)
     result = PlanResult(model.name, g.name, count, task)
     for settings in _layouts(model, g, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes,
                              allow_offload, gpus_per_node):
@@ -220,7 +223,8 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
                 continue
         # the options were checked against step_time up front: an error here is a bug, not a 0 tokens/s plan
         t = None if _untimed(settings["precision"], peak_tflops) else \
-            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops)
+            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops,
+                      internode_bytes_per_s=internode_bytes_per_s)
         result.feasible.append(Plan(settings, est, v, t))
     if result.infeasible and not result.feasible and all(why.startswith("invalid: ") for _, why in result.infeasible):
         # not one layout could even be estimated: that is bad input, not "nothing fits"
@@ -231,7 +235,7 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
 
 
 def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload,
-                        gpus_per_node, mfu, host_bytes_per_node, peak_tflops, estimate_kw):
+                        gpus_per_node, mfu, host_bytes_per_node, peak_tflops, internode_bytes_per_s, estimate_kw):
     """Every plan() option checked once, before the search: a bad one is a ValueError naming it."""
     positive_int("seq_len", seq_len)
     positive_int("micro_batch", micro_batch)
@@ -269,7 +273,8 @@ def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precis
                                     precision=precision, recompute=recompute, finetune=task, **trial_kw)
         # plans are ranked by time: a precision the GPU cannot run (bf16 on a V100) is refused, not a 0 tokens/s plan
         if not _untimed(precision, peak_tflops):
-            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops)
+            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops,
+                      internode_bytes_per_s=internode_bytes_per_s)
     return precisions, recomputes, estimate_kw
 
 

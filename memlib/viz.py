@@ -116,6 +116,25 @@ def count_sweep(xs, series: dict, xlabel: str = "", ylabel: str = "", ax=None, l
                         fontsize=7, color=line.get_color(), va="center")
     if logx:
         ax.set_xscale("log", base=2)
+# --- time and cost (notebook 07): values computed elsewhere, drawn as they are ------------------------
+TIME_COLORS = {"compute": "#4C72B0", "bubble": "#8172B3", "exposed communication": "#C44E52",
+               "tensor parallel": "#DD8452", "offload": "#8C8C8C"}
+
+
+def lines(xs, series: dict, xlabel: str = "", ylabel: str = "", ax=None, marks: dict | None = None,
+          logx: bool = False, logy: bool = False, title: str | None = None):
+    """One line per labelled series of y values over `xs` (e.g. GPU-hours against MFU); `marks`
+    draws a dotted vertical line at each labelled x (e.g. the MFU a paper reports)."""
+    ax = _axes(ax)
+    for label, ys in series.items():
+        ax.plot(list(xs), list(ys), marker="o", ms=3, label=label)
+    for label, x in (marks or {}).items():
+        ax.axvline(x, color="k", ls=":", lw=1)
+        ax.text(x, 0.98, f" {label}", transform=ax.get_xaxis_transform(), rotation=90, va="top", ha="right",
+                fontsize=7)
+    if logx:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(xs), [f"{x:,}" for x in xs])  # the swept values, not powers of two
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -124,4 +143,28 @@ def count_sweep(xs, series: dict, xlabel: str = "", ylabel: str = "", ax=None, l
         ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
+    return ax
+
+
+def stacked_bars(labels, parts: dict, ylabel: str = "", xlabel: str = "", ax=None, title: str | None = None,
+                 totals_fmt: str = "{:.1f}"):
+    """Stacked bars, one per label, of named parts (e.g. days of compute and of exposed communication
+    per GPU count); each bar's total printed on top with `totals_fmt`."""
+    ax = _axes(ax)
+    labels = [str(x) for x in labels]
+    bottoms = [0.0] * len(labels)
+    for name, vals in parts.items():
+        vals = [float(v) for v in vals]
+        if not any(vals):
+            continue
+        ax.bar(labels, vals, bottom=bottoms, color=TIME_COLORS.get(name), label=name)
+        bottoms = [b + v for b, v in zip(bottoms, vals)]
+    for i, total in enumerate(bottoms):
+        ax.text(i, total, totals_fmt.format(total), ha="center", va="bottom", fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, axis="y")
     return ax

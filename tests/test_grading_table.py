@@ -88,6 +88,14 @@ def paged_waste_by_hand(tokens, kv_bytes_per_token, block_size):
 
 def paged_waste_one_block_too_many(tokens, kv_bytes_per_token, block_size):
     return ((tokens // block_size + 1) * block_size - tokens) * kv_bytes_per_token
+N70_31 = llama_params(8192, 80, 28672, vocab=128256, kv=1024)  # Llama-3.1-70B: 70,553,706,496
+# notebook 07: PaLM's FLOPs per token 6N + 12·L·H·Q·T (Chowdhery et al. 2022, App. B); H100 dense bf16 989.4 TFLOP/s
+DAYS_7B = (6 * N7 + 12 * 32 * 32 * 128 * 4096) * 2e12 / (256 * 989.4e12 * 0.4) / 86400  # 10.7 days
+Z3_7B = 255 / 256 * 2 * (N7 + (N7 - 5 * 10**8) + N7)  # gather fwd, gather bwd less 0.5B kept, reduce-scatter
+FT_70B = (8 * N70_31 + 16 * 80 * 64 * 128 * 4096) * 1e9 / (989.4e12 * 0.4) / 3600  # full recompute: 426 GPU-hours
+FT_70B_NO_RC = (6 * N70_31 + 12 * 80 * 64 * 128 * 4096) * 1e9 / (989.4e12 * 0.4) / 3600
+DS_MFU = 100 * 6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 989.4e12)  # DeepSeek-V3's pretraining: 34.6%
+assert N70_31 == 70_553_706_496
 
 GB = lambda x: f"{x / 1e9:.2f} GB"  # noqa: E731
 STUFFED = ("I would never use recompute, zero, offload, 8-bit, lora, bf16 or pipelines, because none of them "
@@ -271,6 +279,41 @@ CASES = [
     ("04.9", "a, c, f", "incorrect", "twice the decode speed"),
     ("04.9", "c", "incorrect", "missing"),
     ("04.10", STUFFED, "submitted", "mark('04.10'"),
+    # -- notebook 07: time and cost ----------------------------------------------------------------------
+    ("07.1", f"{6 * N7 * 2e12:.4g} FLOPs", "correct", None),
+    ("07.1", f"{6 * N7 * 2e12 / 1e21:.1f} ZFLOP", "correct", None),
+    ("07.1", f"{6 * 7e9 * 2e12:.3g} FLOPs", "incorrect", "nominal 7B"),
+    ("07.1", f"{2 * N7 * 2e12:.3g}", "incorrect", "forward alone"),
+    ("07.1", "400 TFLOP/s", "malformed", "rate"),
+    ("07.2", f"{2e12 / (20 * N7):.2f}x", "correct", None),
+    ("07.2", f"{2e12 / N7:.0f}", "incorrect", "tokens per parameter"),
+    ("07.2", f"{20 * N7 / 2e12:.4f}", "incorrect", "wrong way round"),
+    ("07.3", f"{DAYS_7B:.2f} days", "correct", None),
+    ("07.3", f"{DAYS_7B * 24:.0f} hours", "correct", None),
+    ("07.3", f"{DAYS_7B / 2:.2f} days", "incorrect", "with sparsity"),
+    ("07.3", f"{DAYS_7B * 256:.0f} days", "incorrect", "GPU-days"),
+    ("07.3", f"{DAYS_7B * 0.4:.2f}", "incorrect", "100% of their peak"),
+    ("07.3", "66k GPU-hours", "malformed", "not GPU-hours"),
+    ("07.5", ("40%", "33.3%"), "correct", None),
+    ("07.5", ("80", "33.3%"), "incorrect", "is not an error"),
+    ("07.5", ("40%", "100%"), "incorrect", "whole step twice"),
+    ("07.6", GB(Z3_7B), "correct", None),
+    ("07.6", GB(2 * Z3_7B), "incorrect", "per micro-batch"),
+    ("07.6", GB(255 / 256 * 2 * 2 * N7), "incorrect", "one all-reduce"),
+    ("07.7", f"{FT_70B:.0f} GPU-hours", "correct", None),
+    ("07.7", f"{FT_70B_NO_RC:.0f} GPU-hours", "incorrect", "recomputed forward"),
+    ("07.7", f"{FT_70B / 16:.1f}", "incorrect", "divided by the 16 GPUs"),
+    ("07.7", f"{FT_70B / 24:.1f} GPU-hours", "incorrect", "GPU-days"),
+    ("07.8", ("b", 1), "correct", None),
+    ("07.8", ("a", 1), "incorrect", "compute budget alone"),
+    ("07.8", ("c", 1), "incorrect", "GPU-hours stay fixed"),
+    ("07.8", ("b", 2), "incorrect", "not for reason 2"),
+    ("07.9", f"{DS_MFU:.1f}%", "correct", None),
+    ("07.9", DS_MFU / 100, "correct", "read as a percentage"),
+    ("07.9", f"{DS_MFU * 671 / 37:.0f}%", "incorrect", "671B"),
+    ("07.9", f"{DS_MFU / 2:.1f}%", "incorrect", "fp8 peak"),
+    ("07.9", f"{DS_MFU * 2.664 / 2.788:.1f}%", "incorrect", "post-training"),
+    ("07.10", "Rent more H100s.", "not answered", "at least 25 words"),
     ("99.9", "1 GB", "unknown exercise", None),
     ("1.3", GB(ZERO3_65), "correct", None),
 ]

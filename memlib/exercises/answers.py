@@ -11,6 +11,9 @@ exercise asks for (a plain number means that unit, or bytes for "bytes"):
   %                "98%", "98 percent", 98
   s                "22.3 s", "22 seconds", "0.4 min"
   bytes/param      16, "16 bytes", "16 bytes/param"
+  FLOPs            "8.4e22 FLOPs", 8.4e22, "84 ZFLOP", "3640 petaflop/s-days" (an amount of work, not a rate)
+  GPU-hours        "66k GPU-hours", "1.7M H100 hours", 65800
+  days             "10.7 days", "257 hours", "1.5 weeks", "10.7 天", 10.7
 
 Refused, with a message saying what to write: "137,4 GB" (a decimal comma: it is not silently
 read as 1374), negative amounts, ambiguous units ("261 G"), a unit of the wrong kind (bytes to a
@@ -37,6 +40,19 @@ SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "秒": 1, "ms
            "minute": 60, "minutes": 60, "分钟": 60, "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
            "小时": 3600}
 BYTE_UNITS = ("bytes", "GB", "GiB")
+# amounts of work (FLOPs) may carry an SI prefix ("84 ZFLOP"); "/s" makes them a rate, refused by name
+_FLOP_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15, "e": 1e18, "z": 1e21, "y": 1e24,
+                "kilo": 1e3, "mega": 1e6, "giga": 1e9, "tera": 1e12, "peta": 1e15, "exa": 1e18, "zetta": 1e21,
+                "yotta": 1e24}
+PETAFLOP_DAY = 1e15 * 86400  # the scaling papers' unit (Kaplan et al. 2020; Brown et al. 2020, GPT-3)
+_FLOP = re.compile(r"(?P<prefix>kilo|mega|giga|tera|peta|exa|zetta|yotta|[kmgtpezy])?\s*flops?"
+                   r"(?P<rate>\s*/\s*s(?:ec)?|\s*per\s+second|ps)?")
+_PF_DAYS = re.compile(r"(?:pf|pflops?|petaflops?)(?:\s*/\s*s)?[-\s·]*days?|pfs[-\s·]*days?")
+_HOUR_SCALE = {"": 1.0, "k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6}
+_GPU_HOURS = re.compile(r"(?P<scale>k|thousand|m|mn|millions?)?\s*(?:(?:[a-z]+\d+[a-z]*|gpus?)[-\s·]*)*"
+                        r"(?:hours?|hrs?|h)?")
+DAYS = {"": 1.0, "d": 1.0, "day": 1.0, "days": 1.0, "天": 1.0, "h": 1 / 24, "hr": 1 / 24, "hrs": 1 / 24,
+        "hour": 1 / 24, "hours": 1 / 24, "小时": 1 / 24, "w": 7.0, "wk": 7.0, "week": 7.0, "weeks": 7.0, "周": 7.0}
 _PLAIN_SCALE = {"bytes": 1, "GB": 10**9, "GiB": 2**30}
 
 _APPROX = r"(?:~|≈|about|approx\.?|approximately|around|roughly|circa|ca\.|约|大约|大概)?"
@@ -87,7 +103,8 @@ def unanswered(answer) -> bool:
 def example(unit: str) -> str:
     return {"bytes": '"123 GB" or "114.6 GiB"', "GB": '"123 GB" or 123 (GB)', "GiB": '"114.6 GiB" or 114.6 (GiB)',
             "params": '"5.4B" or 5.4e9', "count": "31", "x": '"12x" or 12', "bytes/param": "16", "%": '"42%" or 42',
-            "s": '"12.5 s" or 12.5'}.get(unit, "42")
+            "s": '"12.5 s" or 12.5', "FLOPs": '"8.4e22 FLOPs" or 8.4e22', "GPU-hours": '"66k GPU-hours" or 66000',
+            "days": '"10.7 days" or 10.7'}.get(unit, "42")
 
 
 def _normalise(text: str) -> str:
@@ -187,6 +204,21 @@ def _scale(number: float, token: str, unit: str) -> float:
         if token in SECONDS:
             return number * SECONDS[token]
         raise Malformed(f"unknown time unit {token!r}; write seconds, e.g. {example(unit)}")
+    if unit == "FLOPs":
+        return number * _flops_scale(token)
+    if unit == "GPU-hours":
+        if "day" in token or "天" in token:
+            raise Malformed(f"this asks for GPU-hours (GPUs x hours of each), not days; write it like {example(unit)}")
+        m = _GPU_HOURS.fullmatch(token)
+        if not m:
+            raise Malformed(f"unknown unit {token!r}; write GPU-hours, e.g. {example(unit)}")
+        return number * _HOUR_SCALE[m.group("scale") or ""]
+    if unit == "days":
+        if "gpu" in token:
+            raise Malformed(f"this asks for wall-clock days, not GPU-hours; write it like {example(unit)}")
+        if token in DAYS:
+            return number * DAYS[token]
+        raise Malformed(f"unknown time unit {token!r}; write days, e.g. {example(unit)}")
     allowed = {"x": ("", "x", "×", "times", "fold", "-fold", "倍", "x smaller", "x less", "times smaller"),
                "%": ("", "%"),
                "bytes/param": ("", "b", "b/param", "bytes/param", "byte/param", "b/p", "bytes per param",
@@ -196,9 +228,25 @@ def _scale(number: float, token: str, unit: str) -> float:
     return number
 
 
+def _flops_scale(token: str) -> float:
+    """FLOPs per unit of an amount of work as written: "" or "FLOPs" 1, "ZFLOP" 1e21, "PF-days" 8.64e19."""
+    if token == "":
+        return 1.0
+    if _PF_DAYS.fullmatch(token):
+        return PETAFLOP_DAY
+    m = _FLOP.fullmatch(token)
+    if m and m.group("rate"):
+        raise Malformed(f"{token!r} is a rate (FLOP per second); this asks for an amount of work in FLOPs, "
+                        f"e.g. {example('FLOPs')}")
+    if m:
+        return _FLOP_PREFIX[m.group("prefix") or ""]
+    raise Malformed(f"unknown unit {token!r}; write FLOPs, e.g. {example('FLOPs')}")
+
+
 def _what(unit: str) -> str:
     return {"bytes": "a size", "GB": "a size", "GiB": "a size", "params": "a number of parameters",
-            "count": "a number of GPUs", "x": "a factor", "s": "a time", "bytes/param": "bytes per parameter"}.get(
+            "count": "a number of GPUs", "x": "a factor", "s": "a time", "bytes/param": "bytes per parameter",
+            "FLOPs": "an amount of work in FLOPs", "GPU-hours": "GPU-hours", "days": "a wall-clock time in days"}.get(
         unit, "a number")
 
 
