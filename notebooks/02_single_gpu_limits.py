@@ -784,7 +784,8 @@ FACTS = [
     ("远超单卡 80GB", f"A100 80GB = {a100.memory_gb:.1f} GB; torch sees {gb(a100.torch_total_bytes):.1f} GB",
      cv(80e9, a100.torch_total_bytes), "The card is 80 GiB; decimal sums understate it by 6%."),
 ]
-fact_table = markdown_table(FACTS, ["claim (seed 001)", "memlib", "verdict", "why"])
+fact_table = markdown_table([(claim, "seed 001", *rest) for claim, *rest in FACTS],
+                            ["claim (as written)", "source", "memlib", "verdict", "why"])
 print(f"{len(FACTS)} claims checked: " + ", ".join(f"{m} {sum(f[2] == m for f in FACTS)}" for m in ("✅", "⚠️", "❌")))
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]

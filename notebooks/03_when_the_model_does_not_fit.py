@@ -927,7 +927,8 @@ fact_rows = [
     ["“LLaMA-7B 在 MMLU 上从 38.9% 降到 37.2%”", "not checked (accuracy, not memory)", "➖",
      "Outside memlib's scope; see the GPTQ and AWQ papers."],
 ]
-fact_table = markdown_table(fact_rows, ["claim (seed 003)", "memlib", "verdict", "why"])
+fact_table = markdown_table([(claim, "seed 003", *rest) for claim, *rest in fact_rows],
+                            ["claim (as written)", "source", "memlib", "verdict", "why"])
 print(f"{len(fact_rows)} claims: " + ", ".join(f"{m} {sum(r[2] == m for r in fact_rows)}" for m in ("✅", "⚠️", "❌", "➖")))
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]

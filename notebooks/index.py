@@ -34,10 +34,15 @@
 #    (seed 001) The largest model per GPU and recipe.
 # 3. [03 · When the model does not fit](03_when_the_model_does_not_fit.ipynb) (seed 003)
 #    Quantization, TP/PP, ZeRO, offload and recompute, and how to combine them.
-# 4. 04 · Serving capacity: how many concurrent 8k-token chats fit? (coming)
+# 4. [04 · How many 8k chats can Llama-3-70B serve?](04_serving_capacity.ipynb) Weights by
+#    precision, the KV cache per token with GQA, PagedAttention's blocks, tensor parallelism, what
+#    vLLM's gpu_memory_utilization reserves, and the decode speed limit, on 2 × A100 80GB and 8 × H100.
 # 5. 05 · MoE memory: DeepSeek-V3 to serve and to fine-tune (coming)
 # 6. 06 · Long context: what changes at 128k tokens? (coming)
-# 7. 07 · Time and cost: GPU-hours to pretrain or fine-tune (coming)
+# 7. [07 · How long, and how much, to train?](07_time_and_cost.ipynb) FLOPs (6ND plus attention),
+#    MFU, what data-parallel communication costs and when it hides, the Chinchilla ratio, GPU-hours
+#    and cost of pretraining a 7B on 256 H100s and of fine-tuning a 70B, checked against Llama 2/3's
+#    published GPU-hours.
 #
 # ## Then
 #
@@ -46,7 +51,9 @@
 #   [00](../exercises/00_memory_anatomy_exercises.ipynb),
 #   [01](../exercises/01_65b_on_4x_v100_exercises.ipynb),
 #   [02](../exercises/02_single_gpu_limits_exercises.ipynb),
-#   [03](../exercises/03_when_the_model_does_not_fit_exercises.ipynb).
+#   [03](../exercises/03_when_the_model_does_not_fit_exercises.ipynb),
+#   [04](../exercises/04_serving_capacity_exercises.ipynb),
+#   [07](../exercises/07_time_and_cost_exercises.ipynb).
 # - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
 #
 # Each topic notebook has the same sections (`notebooks/STYLE.md`): the question (中文 and
