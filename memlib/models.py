@@ -968,7 +968,9 @@ CATALOG: dict[str, Model] = {m.name: m for m in [
     _llama("vicuna-7b", 4096, 32, 32, 11008, source=_VICUNA),
     _llama("vicuna-13b", 5120, 40, 40, 13824, source=_VICUNA),
     _llama("vicuna-33b", 6656, 60, 52, 17920, source=_VICUNA),
-    _llama("vicuna-65b", 8192, 80, 64, 22016, source=_VICUNA + " (65B: LLaMA-65B shape)"),
+    _llama("vicuna-65b", 8192, 80, 64, 22016,
+           source="not a released model: LMSYS released Vicuna 7B/13B/33B only; this is LLaMA-65B's shape "
+                  "(Touvron et al. 2023, LLaMA, Table 2) for a Vicuna-style SFT of LLaMA-65B, as seed 000 asks"),
     _llama("llama-2-7b", 4096, 32, 32, 11008, ctx=4096, source=_LLAMA2),
     _llama("llama-2-13b", 5120, 40, 40, 13824, ctx=4096, source=_LLAMA2),
     _llama("llama-2-70b", 8192, 80, 64, 28672, kv=8, ctx=4096, source=_LLAMA2),
