@@ -8,7 +8,7 @@ Why MoE is cheap in FLOPs but not in memory, in three numbers a notebook can com
   top-k of them used per token: Model.num_active_params);
 * expected_experts_touched: with uniform routing, a batch of T tokens touches
   E x (1 - (1 - k/E)^T) distinct experts of a layer, so a decode step of a realistic batch reads
-  nearly every expert's weights (decode_weight_bytes), not the active share;
+  nearly every expert's weights (weight_bytes_read, decode_weight_bytes), not the active share;
 * min_gpus_sharded: full fine-tuning holds every expert's parameters, gradients and optimizer
   states; expert parallelism shrinks the layer ZeRO-3 gathers, not the 16 bytes per parameter.
 
@@ -60,6 +60,19 @@ def expected_experts_touched(num_experts: int, top_k: int, tokens: int) -> float
     return e * (1.0 - (1.0 - k / e) ** t)
 
 
+def weight_bytes_read(other_bytes: float, expert_bytes: float, num_experts: int, top_k: int, tokens: int) -> float:
+    """Weight bytes a decode step of `tokens` tokens reads: every non-expert byte once, and the routed experts'
+    bytes in the share the batch touches, expected_experts_touched / num_experts (uniform routing).
+
+    other_bytes: attention, dense and shared-expert MLPs, router, embeddings, head; expert_bytes: all routed
+    experts of all MoE layers (one layer's share scales the same way in every layer).
+    """
+    for name, v in (("other_bytes", other_bytes), ("expert_bytes", expert_bytes)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v:
+            raise ValueError(f"{name} must be a number of bytes >= 0, got {show(v)}")
+    return float(other_bytes + expert_bytes * expected_experts_touched(num_experts, top_k, tokens) / num_experts)
+
+
 def decode_weight_bytes(model, tokens: int, weights: str = AUTO) -> float:
     """Weight bytes one decode step reads from HBM (the whole model, one copy) when `tokens` tokens are
     in flight: every non-expert weight once, and of each MoE layer's routed experts only those the
@@ -75,8 +88,7 @@ def decode_weight_bytes(model, tokens: int, weights: str = AUTO) -> float:
     experts = parts.get("experts", 0)
     if not m.is_moe or not experts:
         return float(sum(parts.values()))
-    touched = expected_experts_touched(m.num_experts, m.num_experts_per_tok, t)
-    return float(sum(parts.values()) - experts + experts * touched / m.num_experts)
+    return weight_bytes_read(sum(parts.values()) - experts, experts, m.num_experts, m.num_experts_per_tok, t)
 
 
 @dataclass(frozen=True)

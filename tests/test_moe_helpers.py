@@ -9,7 +9,8 @@ import pytest
 
 from memlib import estimate_training, fits, get_gpu, get_model
 from memlib.fit import usable_bytes
-from memlib.moe import decode_weight_bytes, expected_experts_touched, min_gpus_sharded, routed_expert_params
+from memlib.moe import (decode_weight_bytes, expected_experts_touched, min_gpus_sharded, routed_expert_params,
+                        weight_bytes_read)
 
 # Mixtral-8x7B (config.json): 32 layers, hidden 4096, 8 experts of intermediate 14336, top-2; every
 # expert is w1, w3 (4096 x 14336) and w2 (14336 x 4096).
@@ -51,6 +52,17 @@ def test_expected_experts_touched_grows_to_every_expert():
 def test_expected_experts_touched_bad_input(args, says):
     with pytest.raises(ValueError, match=says):
         expected_experts_touched(*args)
+
+
+def test_weight_bytes_read_by_hand():
+    # 10 GB of shared weights, 80 GB of experts in 8 experts of top-2: one token reads 10 + 80 x 2/8 = 30 GB;
+    # two tokens touch 8 (1 - (6/8)^2) = 3.5 experts: 10 + 80 x 3.5/8 = 45 GB
+    assert weight_bytes_read(10e9, 80e9, 8, 2, 1) == pytest.approx(30e9)
+    assert weight_bytes_read(10e9, 80e9, 8, 2, 2) == pytest.approx(45e9)
+    assert weight_bytes_read(0, 80e9, 8, 8, 5) == pytest.approx(80e9)
+    for bad in (-1, float("nan"), "1 GB", True):
+        with pytest.raises(ValueError, match="other_bytes"):
+            weight_bytes_read(bad, 80e9, 8, 2, 1)
 
 
 def test_decode_weight_bytes_by_hand():
