@@ -60,6 +60,8 @@ class Feedback:
 
 
 def fmt_value(value: float, unit: str) -> str:
+    if unit == "bytes" and abs(value) < 1e6:  # a per-token or per-element size: "70,272 bytes", not "0.00 GB"
+        return f"{value:,.0f} bytes"
     if unit in BYTE_UNITS:
         return fmt_bytes(value)
     if unit == "params":

@@ -37,7 +37,10 @@
 # 4. [04 · How many 8k chats can Llama-3-70B serve?](04_serving_capacity.ipynb) Weights by
 #    precision, the KV cache per token with GQA, PagedAttention's blocks, tensor parallelism, what
 #    vLLM's gpu_memory_utilization reserves, and the decode speed limit, on 2 × A100 80GB and 8 × H100.
-# 5. 05 · MoE memory: DeepSeek-V3 to serve and to fine-tune (coming)
+# 5. [05 · DeepSeek-V3: serve and fine-tune a 671B MoE](05_moe_memory.ipynb) Every expert resident
+#    (fp8 weights), FLOPs from the 37B active, MLA's latent cache vs full K/V vs GQA, tensor vs expert
+#    parallelism with data-parallel attention on 8 × H200, full fine-tuning with ZeRO-3 + expert
+#    parallelism, what LoRA saves.
 # 6. 06 · Long context: what changes at 128k tokens? (coming)
 # 7. [07 · How long, and how much, to train?](07_time_and_cost.ipynb) FLOPs (6ND plus attention),
 #    MFU, what data-parallel communication costs and when it hides, the Chinchilla ratio, GPU-hours
@@ -53,6 +56,7 @@
 #   [02](../exercises/02_single_gpu_limits_exercises.ipynb),
 #   [03](../exercises/03_when_the_model_does_not_fit_exercises.ipynb),
 #   [04](../exercises/04_serving_capacity_exercises.ipynb),
+#   [05](../exercises/05_moe_memory_exercises.ipynb),
 #   [07](../exercises/07_time_and_cost_exercises.ipynb).
 # - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
 #

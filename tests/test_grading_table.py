@@ -97,6 +97,23 @@ FT_70B_NO_RC = (6 * N70_31 + 12 * 80 * 64 * 128 * 4096) * 1e9 / (989.4e12 * 0.4)
 DS_MFU = 100 * 6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 989.4e12)  # DeepSeek-V3's pretraining: 34.6%
 assert N70_31 == 70_553_706_496
 
+# DeepSeek-V3 (notebook 05): transformers' parameter count (validation/param_counts.json); a token skips 248 of the
+# 256 routed experts (three 7168 x 2048 matrices each) in each of the 58 MoE layers
+N_V3 = 671_026_404_352
+N_V3_ACTIVE = N_V3 - 58 * 248 * 3 * 7168 * 2048  # 37,552,282,624 ("37B activated", DeepSeek-V3 report)
+KV_V3 = (512 + 64) * 61 * 2  # MLA latent + rope key, 61 layers, bf16: 70,272 bytes per token
+KV_V3_FULL = 128 * (192 + 128) * 61 * 2  # full K (nope 128 + rope 64) and V (128) of 128 heads
+V3_TP8_CHATS = 55e9 / (KV_V3 * 8192)  # ~55 GB free per GPU, the whole latent on every GPU: 95.5
+H200 = 141 * GiB
+DISPATCH = 4096 * 8 * 7168 * 2 * 7 / 8  # rows x hidden x bf16, 7/8 leave the GPU: 411,041,792 bytes
+assert N_V3_ACTIVE == 37_552_282_624 and KV_V3 == 70_272 and math.ceil(16 * N_V3 / H200) == 71
+
+
+def touched_bytes(other_bytes, expert_bytes, num_experts, top_k, tokens):
+    """05.3 written out: each expert is missed by a token with probability 1 - k/E."""
+    return other_bytes + expert_bytes * (1 - (1 - top_k / num_experts) ** tokens)
+
+
 GB = lambda x: f"{x / 1e9:.2f} GB"  # noqa: E731
 STUFFED = ("I would never use recompute, zero, offload, 8-bit, lora, bf16 or pipelines, because none of them "
            "works: no sharding, no fsdp, no checkpointing, no pcie, no host memory, no tensor parallel, no bubble, "
@@ -314,6 +331,34 @@ CASES = [
     ("07.9", f"{DS_MFU / 2:.1f}%", "incorrect", "fp8 peak"),
     ("07.9", f"{DS_MFU * 2.664 / 2.788:.1f}%", "incorrect", "post-training"),
     ("07.10", "Rent more H100s.", "not answered", "at least 25 words"),
+    ("05.1", GB(N_V3), "correct", None),  # 1 byte per fp8 weight; the block scales add 0.3%
+    ("05.1", GB(N_V3_ACTIVE), "incorrect", "keeps every expert resident"),
+    ("05.1", GB(2 * N_V3), "incorrect", "bf16 copy"),
+    ("05.2", f"{KV_V3} bytes", "correct", None),
+    ("05.2", "70.3 KB", "correct", None),
+    ("05.2", f"{KV_V3_FULL} bytes", "incorrect", "transformers' eager cache"),
+    ("05.2", f"{KV_V3 // 61} bytes", "incorrect", "total over all 61 layers"),
+    ("05.2", f"{512 * 61 * 2} bytes", "incorrect", "rope key"),
+    ("05.3", touched_bytes, "correct", None),
+    ("05.3", lambda other_bytes, expert_bytes, **kw: other_bytes + expert_bytes, "incorrect", "does not touch every"),
+    ("05.4", f"{N_V3 / N_V3_ACTIVE:.1f}x", "correct", None),
+    ("05.4", "32x", "incorrect", "routed experts only"),
+    ("05.5", ("8.8 KB", f"{V3_TP8_CHATS:.0f}"), "correct", None),
+    ("05.5", ("760", f"{V3_TP8_CHATS:.0f}"), "incorrect", "flows into it"),
+    ("05.5", ("8.8 KB", f"{8 * V3_TP8_CHATS:.0f}"), "incorrect", "every GPU caches all of it"),
+    ("05.6", ("c", 2), "correct", None),
+    ("05.6", ("a", 1), "incorrect", "splits the KV cache as well"),
+    ("05.7", math.ceil(16 * N_V3 / H200), "correct", None),
+    ("05.7", math.ceil(16 * N_V3 / 141e9), "incorrect", "141 GiB"),
+    ("05.7", math.ceil(12 * N_V3 / H200), "incorrect", "16"),
+    ("05.7", math.ceil(16 * N_V3_ACTIVE / H200), "incorrect", "count all parameters"),
+    ("05.8", "b, d", "correct", None),
+    ("05.8", "b, d, e", "incorrect", "divides the KV cache by the number of GPUs"),
+    ("05.8", "a, b, d", "incorrect", "LoRA makes a big model small"),
+    ("05.9", GB(DISPATCH), "correct", None),
+    ("05.9", f"{DISPATCH / 8 / 1e6:.1f} MB", "incorrect", "once per expert"),
+    ("05.9", GB(DISPATCH * 8 / 7), "incorrect", "(ep - 1) / ep"),
+    ("05.10", SOUND, "submitted", "mark('05.10'"),
     ("99.9", "1 GB", "unknown exercise", None),
     ("1.3", GB(ZERO3_65), "correct", None),
 ]
