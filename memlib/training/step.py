@@ -161,14 +161,14 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
 
     # --- activations -------------------------------------------------------------------------
     adapters = frozenset(s.lora_targets)
-    qlora_bnb = s.finetune == "qlora" and s.qlora_backend.startswith("bitsandbytes")
+    qlora_bnb = s.finetune == "qlora" and s.qlora_backend != "torchao"
     layer = act.llama_layer_ledger(
         m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
         lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
         # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
         adapter_casts_input=not (qlora_bnb and num.autocast),
         # bitsandbytes before 0.43.2: MatMul4Bit keeps its 16-bit input A for the backward
-        base_saves_input=s.finetune == "qlora" and s.qlora_backend == "bitsandbytes<0.43.2",
+        base_saves_input=s.bnb_keeps_input,
         # Linear4bit returns its output in the input's dtype: fp32 MLP activations over an fp32-upcast base
         mlp_bytes=4 if (s.finetune == "qlora" and num.autocast and w.base == 4) else None)
     if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
@@ -181,7 +181,12 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     saved_model_act = T.saved_model_activations(c, num)
     fwd_model_act = T.forward_only_activations(c, num, sp)
     final_norm = T.final_norm_activations(c, num, sp)
-    frozen_input = T.frozen_first_norm(c, sp)
+    frozen_input = T.frozen_first_norm(c, sp) + T.bnb_layer0_unkept_bytes(c, layer)
+    # bitsandbytes < 0.43.2: the 4-bit matmuls' inputs stay on ctx until the graph is dropped (terms.py)
+    retained_layer = T.bnb_retained_input_bytes(c, layer)
+    retained_mlp = T.bnb_retained_input_bytes(c, act.Ledger(layer.items[layer.split:]))
+    retained_head = T.bnb_retained_head_input_bytes(c, num, sp)
+    final_norm += retained_head
     checkpoint = T.checkpoint_bytes(c, num, sp)
     # A rebuilt layer under AMP/fp32 keeps its checkpointed input itself as the norm's fp32 input.
     rebuilt_shared = checkpoint if r == 4 else 0
@@ -196,13 +201,16 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     if recompute:
         # Non-reentrant checkpointing keeps each layer's input (and under selective recompute the outputs its
         # policy saves); one layer is rebuilt at a time.
-        kept = n_kept * (checkpoint + sac_saved)
+        kept = n_kept * (checkpoint + sac_saved + retained_layer)  # (a retained input is no checkpoint's business)
         notes.append("full recompute: each decoder layer keeps only its input; backward rebuilds one layer at a time"
                      if s.recompute == "full" else
                      "selective recompute (torchtitan's op-level policy): each layer keeps its input, every other "
                      "matmul's output and the attention kernel's outputs; backward rebuilds one layer at a time")
     else:
         kept = n_kept * layer_act - frozen_input * st.in_flight
+    # every 4-bit matmul's input kept on ctx (bitsandbytes < 0.43.2): alive until the loop drops the step's graph,
+    # i.e. through the backward, the optimizer step and the next forward
+    retained_prev = n_kept * retained_layer - T.bnb_layer0_unkept_bytes(c, layer) + retained_head
     host_acts = 0
     if s.activation_offload:
         # torchtune's OffloadActivations (training/_activation_offloading.py): every saved tensor of 1024
@@ -229,11 +237,19 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         loss_bwd = T.fused_loss_saved_bytes(c, hidden_bytes)
         final_norm -= T.final_norm_output_bytes(c, num, sp)
         casts_all_bwd_less = lm_head_cast
+    elif s.loss == "chunked-head" and st.head:
+        # LitGPT's head per 128-token chunk, converted to fp32 by Fabric, cross-entropy per chunk (terms.chunked_head_*):
+        # the loop's `logits` (fp32) live through the step; at the loss the previous step's were replaced.
+        logits = T.chunked_head_logits_bytes(c)
+        loss_fwd = logits + T.chunked_head_log_softmax_bytes(c) + T.chunked_head_chunk_bytes(c)
+        loss_bwd = loss_fwd
+        casts_all_bwd_less = 0
     else:
         logits = T.logits_bytes(c, num)
         loss_fwd = logits + T.loss_upcast_bytes(c, num) + T.log_softmax_bytes(c)
         loss_bwd = logits + T.loss_backward_bytes(c)
         casts_all_bwd_less = 0
+    chunked_head = s.loss == "chunked-head" and st.head
 
     # ZeRO-3 / FULL_SHARD gather each layer's parameters just in time: the layer in use and
     # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
@@ -273,15 +289,33 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             "activations": kept + fwd_model_act + final_norm,
             "autocast_copies": casts_all,
             "logits_and_loss": loss_fwd,
-            "previous_output": logits,
+            "previous_output": 0 if chunked_head else logits + retained_prev,
             "gathered_parameters": gathered_head,
         }))
+        if chunked_head:
+            # Fabric converts the head's 16-bit chunks to fp32 while the previous step's logits are still held
+            moments.append(Moment("forward", "the head's chunks converted to fp32 (Lightning Fabric)", {
+                **base,
+                "activations": kept + saved_model_act + final_norm,
+                "autocast_copies": casts_all,
+                "logits_and_loss": logits + T.chunked_head_conversion_bytes(c, num),
+                "previous_output": logits + retained_prev,
+            }))
+            if T.quantized_head_numel(c):  # the 4-bit head dequantized for the last chunk (fp16, then bf16)
+                last = num.compute * V * min(T.LITGPT_HEAD_CHUNK, seq) * b
+                moments.append(Moment("forward", "the 4-bit head's last chunk (dequantized weight)", {
+                    **base,  # (the final norm's output, the head's input, is alive here; counted once)
+                    "activations": kept + saved_model_act + final_norm + (0 if retained_head else r * h * tok // sp),
+                    "logits_and_loss": T.chunked_head_conversion_bytes(c, num) - last,
+                    "temporaries": T.dequantized_weight_bytes(c, T.quantized_head_numel(c)),
+                    "previous_output": logits + retained_prev,
+                }))
         # inside the last decoder layer (what decides the forward when no logits are made: the chunked loss)
         moments.append(Moment("forward", "inside the last decoder layer", {
             **base,
             "activations": kept + fwd_model_act + T.layer_forward_transient(c, num, layer, sp),
             "autocast_copies": casts_all - lm_head_cast,
-            "previous_output": logits,
+            "previous_output": logits + retained_prev,
             "gathered_parameters": gathered_layers if fsdp3 else (gathered_layers // 2 if k == 3 else 0),
         }))
     else:
@@ -303,6 +337,15 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             "autocast_copies": casts_after_fwd,
             "logits_and_loss": loss_bwd,
             "gathered_parameters": gathered_head,
+        }))
+    if chunked_head and T.quantized_head_numel(c):
+        # every chunk's cast back to 16-bit ran before any chunk's head (higher sequence numbers first); the 4-bit
+        # head's backward dequantizes its weight again for each chunk
+        moments.append(Moment("backward", "the 4-bit head's backward, first chunk (dequantized weight)", {
+            **base,
+            "activations": kept + saved_model_act + final_norm,
+            "logits_and_loss": logits + T.chunked_head_conversion_bytes(c, num),
+            "temporaries": T.dequantized_weight_bytes(c, T.quantized_head_numel(c)),
         }))
 
     # backward (b): the decoder layers, top to bottom. Each layer runs its MLP backward,
@@ -335,6 +378,10 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             bottom_acts = dict(top_acts)
         top_casts = {"mlp": casts_all * st.in_flight - lm_head_cast, "attn": casts_all * st.in_flight
                      - lm_head_cast - mlp.casts}
+    if retained_prev:  # processed layers' saved tensors are freed, their 4-bit matmuls' inputs are not
+        others = retained_prev if recompute else retained_prev - (retained_layer - T.bnb_layer0_unkept_bytes(c, layer))
+        top_acts = {"mlp": top_acts["mlp"], "attn": top_acts["attn"] + retained_mlp}
+        bottom_acts = {"mlp": bottom_acts["mlp"] + others, "attn": bottom_acts["attn"] + others + retained_mlp}
     if st.in_flight > 1:  # other micro-batches' activations stay while the oldest one runs backward
         bottom_acts = {key: v + (st.in_flight - 1) * (st.layers * layer_act if not recompute
                                                       else st.layers * (checkpoint + sac_saved))
@@ -369,7 +416,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         moments.append(Moment("backward", "second decoder layer from the top, mlp to attention", {
             **base,
             "gradients": head_grad + per_layer_grad // shard,
-            "activations": top_acts["mlp"] - layer_act - mlp.act + saved_model_act,
+            "activations": top_acts["mlp"] - layer_act - mlp.act + retained_layer + retained_mlp + saved_model_act,
             "autocast_copies": max(top_casts["mlp"] - attn.casts - mlp.casts, 0),
             "logits_and_loss": logits,
             "temporaries": mlp.tmp + unsharded_layer_grads,
@@ -403,6 +450,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         moments.append(Moment("backward", "embedding backward", {
             **base,
             "gradients": grad_bytes,
+            "activations": retained_prev,
             "logits_and_loss": logits,
             # tied embeddings: the embedding's gradient is added to the head's; after the fused loss (whose
             # gradient .grad took over while still referenced) the sum is made out of place: two of them
@@ -414,7 +462,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     # optimizer step: everything persistent plus the optimizer's temporaries
     moments.append(Moment("optimizer", "optimizer.step()", {
         "parameters": param_step, "optimizer": state_bytes, "gradients": grad_bytes, "logits_and_loss": logits,
-        "temporaries": opt_tmp,
+        "temporaries": opt_tmp, "activations": retained_prev,
     }))
 
     if s.grad_accum > 1:
