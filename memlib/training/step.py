@@ -17,6 +17,7 @@ moments modelled (each a breakdown of what is alive):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from memlib import activations as act
@@ -102,8 +103,9 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics) -> dict[str, Ha
         else:  # SiLU(gate)*up's backward: the product's gradient and those of SiLU(gate) and up, beside the
             # layer output's gradient; with a frozen down_proj its adapter's copies of the input are freed by
             # then (measured: llama-7b-4l-qlora64-all-mixed-ckpt-chunked; full fine-tuning: llama-7b-bf16-ckpt-mb4)
-            down_input = 0 if c.full_ft else sum(
-                n for k, n, _ in layer.items if k in ("mlp.product", "lora.down_proj.input", "lora.down_proj.dropout_mask"))
+            # (bitsandbytes < 0.43.2 keeps the product on down_proj's ctx: not freed)
+            freed = ("lora.down_proj.input", "lora.down_proj.dropout_mask") + (() if s.bnb_keeps_input else ("mlp.product",))
+            down_input = 0 if c.full_ft else sum(n for k, n, _ in layer.items if k in freed)
             cm = next((n for k, n, _ in layer.items if k == "mlp.gate"), cb * m.intermediate_size * tok // tp)
             tmp = 3 * cm - down_input + cb * m.hidden_size * tok
         if num.autocast and c.full_ft:
@@ -181,7 +183,16 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     saved_model_act = T.saved_model_activations(c, num)
     fwd_model_act = T.forward_only_activations(c, num, sp)
     final_norm = T.final_norm_activations(c, num, sp)
-    frozen_input = T.frozen_first_norm(c, sp) + T.bnb_layer0_unkept_bytes(c, layer)
+    frozen_input = T.frozen_first_norm(c, sp)
+    layer0_unkept = T.bnb_layer0_unkept_bytes(c, layer)
+    if layer0_unkept:  # layer 0's ledger loses the norm output only where nothing but the 4-bit matmuls kept it
+        plain = act.llama_layer_ledger(
+            m, num, tok, b, seq, attention=s.attention, trainable_linears=False, adapters=adapters,
+            lora_rank=s.lora_rank, adapter_bytes=pb, lora_dropout=s.lora_dropout,
+            adapter_casts_input=not (qlora_bnb and num.autocast),
+            mlp_bytes=4 if (num.autocast and w.base == 4) else None)
+        frozen_input += layer0_unkept - T.bnb_layer0_unkept_bytes(
+            dataclasses.replace(c, s=dataclasses.replace(s, qlora_backend="bitsandbytes<0.43.2")), plain)
     # bitsandbytes < 0.43.2: the 4-bit matmuls' inputs stay on ctx until the graph is dropped (terms.py)
     retained_layer = T.bnb_retained_input_bytes(c, layer)
     retained_mlp = T.bnb_retained_input_bytes(c, act.Ledger(layer.items[layer.split:]))
@@ -210,7 +221,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         kept = n_kept * layer_act - frozen_input * st.in_flight
     # every 4-bit matmul's input kept on ctx (bitsandbytes < 0.43.2): alive until the loop drops the step's graph,
     # i.e. through the backward, the optimizer step and the next forward
-    retained_prev = n_kept * retained_layer - T.bnb_layer0_unkept_bytes(c, layer) + retained_head
+    retained_prev = n_kept * retained_layer - layer0_unkept + retained_head
     host_acts = 0
     if s.activation_offload:
         # torchtune's OffloadActivations (training/_activation_offloading.py): every saved tensor of 1024
@@ -379,7 +390,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         top_casts = {"mlp": casts_all * st.in_flight - lm_head_cast, "attn": casts_all * st.in_flight
                      - lm_head_cast - mlp.casts}
     if retained_prev:  # processed layers' saved tensors are freed, their 4-bit matmuls' inputs are not
-        others = retained_prev if recompute else retained_prev - (retained_layer - T.bnb_layer0_unkept_bytes(c, layer))
+        others = retained_prev if recompute else retained_prev - (retained_layer - layer0_unkept)
         top_acts = {"mlp": top_acts["mlp"], "attn": top_acts["attn"] + retained_mlp}
         bottom_acts = {"mlp": bottom_acts["mlp"] + others, "attn": bottom_acts["attn"] + others + retained_mlp}
     if st.in_flight > 1:  # other micro-batches' activations stay while the oldest one runs backward

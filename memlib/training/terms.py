@@ -442,7 +442,7 @@ def bnb_retained_head_input_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
 def bnb_layer0_unkept_bytes(c: Ctx, layer: act.Ledger) -> int:
     """Layer 0's q/k/v matmuls keep nothing when the embeddings are frozen and nothing is recomputed: their input
     needs no gradient and the packed weight none, so `any(ctx.needs_input_grad[:2])` is False and ctx.tensors is
-    (None, None)."""
+    (None, None). (Its norm output may still be saved by the q/k/v adapters' lora_A: that is the ledger's business.)"""
     if not c.s.bnb_keeps_input or c.full_ft or not c.st.embed or c.s.recompute == "full":
         return 0
     return sum(n for k, n, _ in layer.items if k in ("attn_norm.out", "attn_norm.out_casts"))
