@@ -221,3 +221,36 @@ def test_published_allocated_peaks_within_issue_9_thresholds():
     assert max(abs(e) for e in errors) <= 0.10
     low = [f"{r.row['id']}: {r.error:+.1%}" for r in results if r.error < -0.10]
     assert not low, "more than 10% low:\n" + "\n".join(low)
+
+
+# --- LitGPT's own step on fake tensors (validation/litgpt_probe.py, results_litgpt.json) ----------------------
+LITGPT = __import__("json").loads((ROOT / "validation" / "results_litgpt.json").read_text())
+
+
+def test_litgpt_probe_covers_every_one_gpu_litgpt_row_with_its_setup():
+    """Every one-GPU LLaMA-family LitGPT row was run through LitGPT's own code at the row's commit, with the
+    arguments the row's setup gives (so a changed row must be re-probed)."""
+    spec = importlib.util.spec_from_file_location("litgpt_probe", ROOT / "validation" / "litgpt_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    rows = probe.litgpt_rows()
+    assert {r["id"] for r in rows} == set(LITGPT["rows"])
+    for r in rows:
+        assert LITGPT["rows"][r["id"]]["args"] == probe.probe_args(r), r["id"]
+
+
+@pytest.mark.parametrize("rid", sorted(LITGPT["rows"]))
+def test_litgpt_rows_are_training_step_peaks(rid):
+    """LitGPT's own training step (its model, Fabric's fp32 output, Lightning's 4-bit layers on the bitsandbytes
+    it pinned) reproduces the published peak: the figure is set by the step, not by loading, validation or
+    generation. The config-hub runs (2024) within 1.5% in the steady state; the 2023 table within 6% at its
+    first iteration (the only one that holds the longest sample), always below it: what CUDA adds there is not
+    known from the sources (see validation/README.md)."""
+    row = next(r for r in ROWS if r["id"] == rid)
+    rec = LITGPT["rows"][rid]
+    if rid.startswith("litgpt-2023"):
+        err = (rec["first_iteration_peak_bytes"] - row["bytes"]) / row["bytes"]
+        assert -0.06 <= err < 0, f"{rid}: {err:+.1%}"
+    else:
+        err = (rec["steady_peak_bytes"] - row["bytes"]) / row["bytes"]
+        assert abs(err) <= 0.015, f"{rid}: {err:+.1%}"
