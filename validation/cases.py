@@ -350,7 +350,7 @@ CALIBRATION_CASES: list[dict] = [
     _case("llama-7b-4l-qlora8-qv-bf16-lightning-chunkedhead", LLAMA_7B_4L, 2048, 1, finetune="qlora",
           adapter_dtype="bf16", loss="chunked-head", qlora={"backend": "lightning-bitsandbytes<0.43.2",
                                                              "double_quant": False}, lora=_LITGPT_LORA),
-    _case("llama3-8b-2l-qlora32-qv-bf16-lightning-chunkedhead-accum2", LLAMA3_8B_2L, 512, 2, finetune="qlora",
+    _case("llama3-8b-2l-qlora32-qv-lightning-chunkhead-accum2", LLAMA3_8B_2L, 512, 2, finetune="qlora",
           adapter_dtype="bf16", loss="chunked-head", grad_accum=2,
           qlora={"backend": "lightning-bitsandbytes<0.43.2", "double_quant": False},
           lora={"r": 32, "alpha": 16, "targets": _QV, "dropout": 0.05}),
