@@ -518,8 +518,15 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     if s.finetune == "qlora":
         named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
                   (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]
+    if retained_prev:
+        named.append((T.bnb_retained_input_bytes, retained_prev))
     if s.loss == "chunked" and st.head:
         named += [(T.fused_loss_saved_bytes, loss_bwd), (T.fused_loss_chunk_bytes, loss_fwd - loss_bwd)]
+    elif chunked_head:
+        named += [(T.chunked_head_logits_bytes, logits),
+                  (T.chunked_head_conversion_bytes, T.chunked_head_conversion_bytes(c, num)),
+                  (T.chunked_head_log_softmax_bytes, T.chunked_head_log_softmax_bytes(c)),
+                  (T.chunked_head_chunk_bytes, T.chunked_head_chunk_bytes(c))]
     elif st.head:
         named += [(T.logits_bytes, logits), (T.loss_upcast_bytes, T.loss_upcast_bytes(c, num)),
                   (T.log_softmax_bytes, T.log_softmax_bytes(c)), (T.loss_backward_bytes, T.loss_backward_bytes(c))]

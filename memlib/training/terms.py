@@ -423,8 +423,10 @@ def bnb_retained_input_bytes(c: Ctx, layer: act.Ledger) -> int:
     """bitsandbytes before 0.43.2: MatMul4Bit.forward stores `ctx.tensors = (A, B)` (autograd/_functions.py at
     0.41.1 and 0.42.0; PR #1270 made it `(None, B)` in 0.43.2). A plain ctx attribute is not a saved tensor: the
     engine does not free it after the node's backward, so every 4-bit matmul's 16-bit input lives as long as the
-    graph does. One decoder layer's: the two norm outputs (or Linear4bit's per-projection casts of an fp32 one),
-    the attention output (o_proj's input) and the SwiGLU product (down_proj's input)."""
+    graph does, and the loop keeps the graph (its `out`) through the optimizer step and the next forward. One decoder
+    layer's: the two norm outputs (or Linear4bit's per-projection casts of an fp32 one), the attention output
+    (o_proj's input) and the SwiGLU product (down_proj's input); the estimate lists the step's (every layer, less
+    layer 0's q/k/v input under frozen embeddings, plus a 4-bit head's)."""
     if not c.s.bnb_keeps_input:
         return 0
     names = ("attn_norm.out", "attn_norm.out_casts", "sdpa.out", "eager.out", "mlp_norm.out", "mlp_norm.out_casts",
