@@ -198,6 +198,10 @@ def test_lightning_qlora_quantizes_the_head_from_fp16():
     fp16 = estimate_training("llama-7b", qlora_backend="lightning-bitsandbytes",
                              **dict(kw, precision="fp16", adapter_dtype="fp16"))
     assert {t.name: t.nbytes for t in fp16.terms}["dequantized_weight_bytes"] == 2 * 4096 * 11008  # no cast
+    # the note counts the head among the 4-bit weights, still 4 + 32/64 = 4.5 bits each (fp32 absmax per
+    # 64-weight block without double quantization): 32 x (4 x 4096^2 + 3 x 4096 x 11008) + 32000 x 4096 = 6.61B
+    (note,) = [n for n in lit.notes if n.startswith("QLoRA")]
+    assert "6.61B projection weights (lm_head too) in NF4 (4.500 bits each)" in note
 
 
 def test_litgpt_chunked_head_keeps_fp32_logits_and_log_softmax():

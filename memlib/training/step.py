@@ -153,10 +153,11 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     # --- model states on this GPU ----------------------------------------------------------
     param_full = T.parameter_bytes(c)
     if s.finetune == "qlora":
-        bits = 8 * T.nf4_weight_bytes(c) / max(sums.layer_linear * st.layers, 1)
+        quantized = T.quantized_numel(c)  # the decoder's projections, and lm_head under Lightning
+        bits = 8 * T.nf4_weight_bytes(c) / max(quantized, 1)
         notes.append(f"QLoRA ({s.qlora_backend}{', double quantization' if s.double_quant else ''}): "
-                     f"{fmt_count(sums.layer_linear * st.layers)} projection weights in NF4 ({bits:.3f} bits each), "
-                     f"the rest in {s.base_dtype}")
+                     f"{fmt_count(quantized)} projection weights{' (lm_head too)' if T.quantized_head_numel(c) else ''} "
+                     f"in NF4 ({bits:.3f} bits each), the rest in {s.base_dtype}")
     grad_full = T.gradient_bytes(c)
     state_full = T.optimizer_state_bytes(c)
     state_bytes = T.sharded(c, state_full, "optimizer")
