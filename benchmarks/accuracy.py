@@ -5,7 +5,8 @@ results_families.json (the newer families: Qwen3, Gemma, Phi-3, OLMo 2, MoE and 
 
 Prints one line per recorded case (measured peak, estimate, error, phase of the peak), grouped
 into the cases recorded before the recipe options (issue 9), the recipe cases (each named
-after the option it measures) and the FSDP2 cases, with the median and worst absolute error
+after the option it measures), the calibration cases (LitGPT's recipe, measured to explain
+the published LitGPT peaks) and the FSDP2 cases, with the median and worst absolute error
 of each group. Needs no torch: the measurements are recorded.
 """
 
@@ -21,11 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "validation" / "results.json"
 
 
-def _recipe_names() -> set[str]:
+def _names(group: str) -> set[str]:
     import sys
     sys.path.insert(0, str(ROOT))
-    from validation.cases import RECIPE_CASES  # plain data, no torch
-    return {c["name"] for c in RECIPE_CASES}
+    from validation import cases  # plain data, no torch
+    return {c["name"] for c in getattr(cases, group)}
 
 
 def _table(cases, title: str, phases: bool = True) -> None:
@@ -52,11 +53,13 @@ def main() -> None:
     bnb = f", bitsandbytes {meta['bitsandbytes']}" if meta.get("bitsandbytes") else ""
     print(f"measured with torch {meta['torch']}, transformers {meta['transformers']}, peft {meta['peft']}{bnb} "
           f"(fake {meta['fake_device']} tensors)")
-    recipes = _recipe_names()
-    _table([c for c in data["cases"] if c["name"] not in recipes],
+    recipes, calibration = _names("RECIPE_CASES"), _names("CALIBRATION_CASES")
+    _table([c for c in data["cases"] if c["name"] not in recipes | calibration],
            "Cases recorded before the recipe options (AdamW for-loop, adapters in the base dtype):")
     _table([c for c in data["cases"] if c["name"] in recipes],
            "Recipe cases (issue 9), each named after the option it measures:")
+    _table([c for c in data["cases"] if c["name"] in calibration],
+           "Calibration cases: LitGPT's recipe (chunked head, Lightning's 4-bit layers, bitsandbytes<0.43.2):")
     fsdp = json.loads(RESULTS.with_name("results_fsdp.json").read_text())
     _table(fsdp["cases"], "FSDP2 (fully_shard per layer + root, fake process group, FSDPMemTracker rank 0):",
            phases=False)

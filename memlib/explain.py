@@ -87,6 +87,9 @@ def _recipe(s) -> str:
         bits.append(f"**{s.grad_accum}** micro-batches per step")
     if s.loss == "chunked":
         bits.append("**chunked loss** (Liger's fused linear cross-entropy)")
+    elif s.loss == "chunked-head":
+        bits.append("**chunked head** (LitGPT: the head per 128 tokens, fp32 logits under Lightning Fabric, "
+                    "cross-entropy per chunk)")
     if s.activation_offload:
         bits.append("**activation offloading** (torchtune)")
     return (", " + ", ".join(bits)) if bits else ""

@@ -7,6 +7,17 @@ An estimate's peak counts the bytes tensors occupy. A real process also needs:
     so reserved memory runs above allocated. Default 5% of the peak, overridable.
 The capacity is what PyTorch reports as the card's total memory (a "V100 32GB" shows
 31.74 GiB, an "A100 80GB" 79.15 GiB), recorded with its source for every catalog card.
+
+What published runs say about the headroom (validation/published.jsonl, validation/README.md):
+the only runs that publish both max_memory_allocated and max_memory_reserved are Answer.AI's
+FSDP1 LoRA runs of Llama-2-7B on 2 GPUs (fsdp_qlora train.py @50efa1e): reserved 24% above
+allocated at 512 tokens (10.24 vs 8.28 GiB) and 12% at 2048 (10.22 vs 9.16), a reserved peak
+that includes what loading and wrapping cached before the peak statistics were reset.
+torchtitan's FSDP2 runs publish reserved only, 8-14% above memlib's allocated estimate. So 5%
+is too little for those FSDP runs; they are too few (and the FSDP1 ones confounded) to derive
+a per-layout default, so the default stays 5% and FSDP users should pass
+allocator_headroom=0.25 (the largest measured). A GPU run of the FSDP2 cases with
+max_memory_reserved (validation/gpu_check.py records it) would settle the value.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def test_published_spec_reads_the_row():
     assert spec["lora"] == {"r": 8, "alpha": 16, "dropout": 0.05, "targets": ["q_proj", "v_proj"],
                             "adapter_dtype": "bf16"}
     assert (spec["seq_len"], spec["micro_batch"], spec["grad_accum"], spec["grad_accum_run"]) == (1304, 1, 128, 2)
-    assert spec["config"]["hidden_size"] == 4096 and spec["loss"] == "chunked"
+    assert spec["config"]["hidden_size"] == 4096 and spec["loss"] == "chunked-head"
 
 
 def test_unknown_names_and_no_selection_exit_2():
@@ -114,15 +114,19 @@ def test_published_builder_and_loop_run_on_cpu(row_id):
         assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
 
 
-def test_qlora_builder_quantizes_every_decoder_projection():
+@pytest.mark.parametrize("backend", ["bitsandbytes", "lightning-bitsandbytes<0.43.2"])
+def test_qlora_builder_quantizes_every_decoder_projection(backend):
     """bitsandbytes NF4 on every decoder Linear (double quantization as the row says), lm_head and
-    embeddings 16-bit, bf16 adapters; two steps run (bitsandbytes' CPU backend)."""
+    embeddings 16-bit, bf16 adapters; two steps run (bitsandbytes' CPU backend). Lightning's
+    BitsandbytesPrecision (LitGPT's rows): lm_head in NF4 too, every weight quantized from fp16."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("peft")
     bnb = pytest.importorskip("bitsandbytes")
     spec = _tiny_spec("litgpt-2023-llama-2-7b-qlora-nf4-mb1")
     spec["config"]["intermediate_size"] = 192  # 4-bit blocks of 64
+    assert spec["qlora_backend"] == "lightning-bitsandbytes<0.43.2"  # what the row says LitGPT ran
+    spec["qlora_backend"] = backend
     model, opt, ids = gpu_check.build_published(spec, device="cpu")
     base = model.get_base_model()
     projections = [m for n, m in base.named_modules()
@@ -132,8 +136,12 @@ def test_qlora_builder_quantizes_every_decoder_projection():
         layer = m.get_base_layer() if hasattr(m, "get_base_layer") else m
         assert isinstance(layer, bnb.nn.Linear4bit)
         assert layer.weight.quant_type == "nf4" and layer.weight.compress_statistics is False
+        assert layer.weight.quant_state.dtype == (torch.float16 if backend.startswith("lightning") else torch.bfloat16)
     head = base.get_output_embeddings()
-    assert type(head) is torch.nn.Linear and head.weight.dtype == torch.bfloat16
+    if backend.startswith("lightning"):
+        assert isinstance(head, bnb.nn.Linear4bit) and head.weight.quant_state.dtype == torch.float16
+    else:
+        assert type(head) is torch.nn.Linear and head.weight.dtype == torch.bfloat16
     assert all(p.dtype == torch.bfloat16 for n, p in model.named_parameters() if "lora_" in n)
     gpu_check.train_published(model, opt, ids, spec, "cpu", lambda step, name: None)
     assert opt.state

@@ -157,6 +157,105 @@ def test_bitsandbytes_before_0_43_2_keeps_the_matmul_input():
     assert added == {"mlp_norm.out": 2 * 4096 * tok, "mlp.product": 2 * 11008 * tok}
 
 
+def _moment(est, where):
+    return next(m for m in est.moments if m.where.startswith(where))
+
+
+def test_bitsandbytes_before_0_43_2_keeps_inputs_past_the_backward():
+    """ctx.tensors is a plain attribute, not a saved tensor: every 4-bit matmul's input lives as long as the step's
+    graph, which the loop keeps (its `out`) through the optimizer step and the next forward."""
+    h, I, L, tok = 4096, 11008, 32, 512
+    kw = dict(seq_len=tok, finetune="qlora", precision="bf16", adapter_dtype="bf16", optimizer_impl="fused")
+    new = estimate_training("llama-7b", **kw)
+    old = estimate_training("llama-7b", qlora_backend="bitsandbytes<0.43.2", **kw)
+    # per layer: the two norm outputs, the attention output and the SwiGLU product, 2 bytes each; layer 0's q/k/v
+    # keep nothing (frozen embeddings: no input needs a gradient, `any(ctx.needs_input_grad[:2])` is False)
+    retained = L * 2 * tok * (h + h + h + I) - 2 * tok * h
+    assert _moment(old, "optimizer").total - _moment(new, "optimizer").total == retained
+    assert (_moment(old, "inside the last").parts["previous_output"]
+            - _moment(new, "inside the last").parts["previous_output"]) == retained
+    # at the bottom of the backward the other 31 layers' inputs are still there
+    bottom = _moment(old, "first decoder layer, mlp").parts["activations"] - \
+        _moment(new, "first decoder layer, mlp").parts["activations"]
+    # layers 1..31's inputs, and layer 0's ledger now also holding its mlp norm output and SwiGLU product (its
+    # attention norm output was saved anyway, by the q/v adapters' lora_A)
+    per_layer = 2 * tok * (h + h + h + I)
+    assert bottom == (L - 1) * per_layer + 2 * tok * (h + I)
+    # from 0.43.2 on, nothing outlives the backward
+    assert "activations" not in _moment(new, "optimizer").parts or _moment(new, "optimizer").parts["activations"] == 0
+
+
+def test_lightning_qlora_quantizes_the_head_from_fp16():
+    """Lightning's BitsandbytesPrecision (LitGPT's QLoRA): lm_head in NF4 too; every weight quantized from fp16, so
+    a 4-bit matmul under bf16 holds the fp16 dequantized weight and its bf16 cast at once (4 bytes per weight)."""
+    V, h = 32000, 4096
+    kw = dict(seq_len=512, finetune="qlora", precision="bf16", adapter_dtype="bf16", double_quant=False)
+    hf = estimate_training("llama-7b", **kw)
+    lit = estimate_training("llama-7b", qlora_backend="lightning-bitsandbytes", **kw)
+    assert hf.counts["param_bytes"] - lit.counts["param_bytes"] == 2 * V * h - nf4_bytes(V * h, double_quant=False)
+    deq = {t.name: t.nbytes for t in lit.terms}["dequantized_weight_bytes"]
+    assert deq == 4 * 4096 * 11008  # the largest decoder projection, fp16 + bf16
+    fp16 = estimate_training("llama-7b", qlora_backend="lightning-bitsandbytes",
+                             **dict(kw, precision="fp16", adapter_dtype="fp16"))
+    assert {t.name: t.nbytes for t in fp16.terms}["dequantized_weight_bytes"] == 2 * 4096 * 11008  # no cast
+    # the note counts the head among the 4-bit weights, still 4 + 32/64 = 4.5 bits each (fp32 absmax per
+    # 64-weight block without double quantization): 32 x (4 x 4096^2 + 3 x 4096 x 11008) + 32000 x 4096 = 6.61B
+    (note,) = [n for n in lit.notes if n.startswith("QLoRA")]
+    assert "6.61B projection weights (lm_head too) in NF4 (4.500 bits each)" in note
+
+
+def test_litgpt_chunked_head_keeps_fp32_logits_and_log_softmax():
+    """LitGPT: the head per 128 tokens, Fabric's convert_output makes the list fp32 (4 bytes x tokens x V), each
+    chunk's cross-entropy keeps an fp32 log-softmax; the previous step's logits are replaced before the loss."""
+    V, tok = 128256, 1024
+    est = estimate_training("llama-3-8b", seq_len=tok, finetune="lora", precision="bf16", adapter_dtype="bf16",
+                            loss="chunked-head")
+    at_loss = _moment(est, "at the loss")
+    assert at_loss.parts["logits_and_loss"] == 4 * V * tok + 4 * V * tok + 4 * V * 128
+    assert at_loss.parts.get("previous_output", 0) == 0
+    conv = _moment(est, "the head's chunks converted")
+    assert conv.parts["logits_and_loss"] == 4 * V * tok + 2 * V * tok  # fp32 list beside the bf16 one
+    assert conv.parts["previous_output"] == 4 * V * tok
+    assert _moment(est, "optimizer").parts["logits_and_loss"] == 4 * V * tok  # the loop's `logits`
+    # with Lightning's 4-bit head the head's dequantized weight (fp16 + bf16) joins its last chunk
+    q = estimate_training("llama-3-8b", seq_len=tok, finetune="qlora", precision="bf16", adapter_dtype="bf16",
+                          loss="chunked-head", qlora_backend="lightning-bitsandbytes")
+    last = _moment(q, "the 4-bit head's last chunk")
+    assert last.parts["temporaries"] == 4 * V * 4096
+    assert last.parts["logits_and_loss"] == 2 * V * (tok - 128)
+
+
+def test_bitsandbytes_before_0_43_2_retains_inputs_in_every_kind_of_layer():
+    """Gemma 3 (52 sliding-window and 10 full-attention layers, a ledger per kind): every layer's 4-bit matmuls keep
+    their inputs past the backward, whatever its attention. Gemma 3 27B (its config.json): h=5376, 32 heads x
+    head_dim 128 (the attention output 4096 wide), I=21504, 62 layers; Gemma3RMSNorm returns the input's dtype."""
+    h, q, I, L, tok = 5376, 32 * 128, 21504, 62, 512
+    kw = dict(seq_len=tok, finetune="qlora", precision="bf16", adapter_dtype="bf16", optimizer_impl="fused")
+    new = estimate_training("gemma-3-27b", **kw)
+    old = estimate_training("gemma-3-27b", qlora_backend="bitsandbytes<0.43.2", **kw)
+    # per layer: the two norm outputs, the attention output and the GeGLU product, 2 bytes each; layer 0's q/k/v
+    # keep nothing (frozen embeddings)
+    retained = L * 2 * tok * (h + q + h + I) - 2 * tok * h
+    assert _moment(old, "optimizer").total - _moment(new, "optimizer").total == retained
+    assert (_moment(old, "inside the last").parts["previous_output"]
+            - _moment(new, "inside the last").parts["previous_output"]) == retained
+
+
+def test_litgpt_chunked_head_keeps_a_soft_capped_heads_tanh_outputs():
+    """Gemma 2 under LitGPT: clamp_head(lm_head(x_i)) per chunk (litgpt/model.py GPT.forward), do_softcapping's
+    tanh keeps its output (b x s x V in bf16) beside the chunks while Fabric converts them to fp32."""
+    cfg = {"model_type": "gemma2", "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 4,
+           "head_dim": 64, "intermediate_size": 1376, "num_hidden_layers": 4, "vocab_size": 32000,
+           "tie_word_embeddings": True, "sliding_window": 256}  # final_logit_softcapping: Gemma2Config's 30.0
+    V, tok = 32000, 512
+    est = estimate_training(memlib.Model.from_hf_config(cfg, name="gemma2-tiny"), seq_len=tok, finetune="lora",
+                            precision="bf16", adapter_dtype="bf16", loss="chunked-head")
+    conv = _moment(est, "the head's chunks converted")
+    assert conv.parts["logits_and_loss"] == 4 * V * tok + 2 * V * tok + 2 * V * tok  # fp32 list, bf16 list, tanh
+    at_loss = _moment(est, "at the loss")
+    assert at_loss.parts["logits_and_loss"] == 4 * V * tok + 4 * V * tok + 4 * V * 128 + 2 * V * tok
+
+
 # --- Liger's fused linear cross-entropy ------------------------------------------------------------------
 def test_chunked_loss_keeps_no_logits():
     full = estimate_training("llama-3-8b", seq_len=4096, finetune="lora")
@@ -261,8 +360,14 @@ def test_cli_fit_lists_qlora_layouts(capsys):
     (dict(qlora_backend="gptq", finetune="qlora"), r"unknown qlora_backend 'gptq'"),
     (dict(double_quant=False, finetune="qlora", qlora_backend="torchao"), r"double_quant=False does not apply"),
     (dict(double_quant="yes", finetune="qlora"), r"double_quant must be True or False"),
-    (dict(loss="fused"), r"unknown loss 'fused'; accepted: 'full', 'chunked'"),
+    (dict(loss="fused"), r"unknown loss 'fused'; accepted: 'full', 'chunked', 'chunked-head'"),
     (dict(loss="chunked", tp=2), r"loss='chunked' .* tp > 1"),
+    (dict(loss="chunked-head", tp=2), r"loss='chunked-head' \(LitGPT's chunked loss\) with tp > 1"),
+    (dict(qlora_backend="lightning-bitsandbytes"), r"qlora_backend='lightning-bitsandbytes' does not apply here"),
+    (dict(finetune="qlora", qlora_backend="lightning-bitsandbytes<0.43.2", pp=2),
+     r"LitGPT's QLoRA through Lightning's BitsandbytesPrecision, which LitGPT runs on one GPU"),
+    (dict(finetune="qlora", qlora_backend="lightning-bitsandbytes", zero_stage="FULL_SHARD", dp=2),
+     r"runs on one GPU"),
     (dict(activation_offload=1), r"activation_offload must be True or False"),
     (dict(activation_offload=True, tp=2), r"activation_offload .* not with tp=2"),
     (dict(lora_dropout=1.0, finetune="lora"), r"lora_dropout must be a probability in \[0, 1\), got 1.0"),

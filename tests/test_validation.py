@@ -85,10 +85,12 @@ def test_parameter_count_matches_the_built_model(case):
     # rotary inv_freq (head_dim / 2 fp32).
     h, I, L = model.hidden_size, model.intermediate_size, model.num_layers
     shapes = [h * model.q_size, h * model.kv_size, h * model.kv_size, model.q_size * h, h * I, h * I, I * h]
-    assert model.num_params - L * sum(shapes) + adapters == facts["param_count"]
-    dq = (case["inputs"].get("qlora") or {}).get("double_quant", True)
+    q = case["inputs"].get("qlora") or {}
+    head = [model.vocab_size * h] if q.get("backend", "bitsandbytes").startswith("lightning-") else []  # 4-bit head
+    assert model.num_params - L * sum(shapes) - sum(head) + adapters == facts["param_count"]
+    dq = q.get("double_quant", True)
     per_projection = 16 * 4 + (4 if dq else 0)
-    expected = (L * sum(memlib.lora.nf4_bytes(n, double_quant=dq) + per_projection for n in shapes)
+    expected = (sum(memlib.lora.nf4_bytes(n, double_quant=dq) + per_projection for n in shapes * L + head)
                 + 256 * 4 * dq + model.head_dim // 2 * 4)
     assert facts["buffer_bytes"] == expected
 

@@ -25,9 +25,11 @@ Keys of a case:
                  without torch_dtype and trained under autocast)
     grad_accum   micro-batches per optimizer step (gradients accumulate)
     loss         "full" (transformers' loss over full logits) | "chunked" (Liger's fused linear
-                 cross-entropy, emulated in validation/recipes.py)
+                 cross-entropy, emulated in validation/recipes.py) | "chunked-head" (LitGPT's head
+                 in 128-token chunks, fp32 under Fabric, cross-entropy per chunk: recipes.py)
     activation_offload  torchtune's activation offloading (validation/recipes.py)
-    qlora        finetune == "qlora": {"double_quant": bool} (bitsandbytes NF4, validation/qlora.py)
+    qlora        finetune == "qlora": {"double_quant": bool, "backend": one of qlora.BACKENDS}
+                 (bitsandbytes NF4, validation/qlora.py)
     holdout      True for cases kept aside to test a fitted formula on unseen shapes
 
 The cases recorded before these options existed ran AdamW(foreach=False) and, for LoRA,
@@ -324,6 +326,38 @@ RECIPE_CASES: list[dict] = [
     _case("llama-7b-4l-bf16-eager-s2048", LLAMA_7B_4L, 2048, 1, attention="eager", optimizer_impl="for-loop"),
 ]
 CASES += RECIPE_CASES
+
+# --- calibration against the published LitGPT peaks (validation/published.jsonl): LitGPT's recipe, each
+# mechanism on its own and together. bf16-true (everything bf16, adapters too), LoRA on q and v with dropout
+# 0.05, LitGPT's chunked head and loss with Fabric's fp32 output; QLoRA as Lightning's BitsandbytesPrecision runs
+# it on the bitsandbytes LitGPT pinned (0.41.1 in 2023, 0.42.0 in 2024: MatMul4Bit keeps its input).
+_LITGPT_LORA = {"r": 8, "alpha": 16, "targets": _QV, "dropout": 0.05}
+CALIBRATION_CASES: list[dict] = [
+    _case("qwen2-152k-2l-bf16-chunkedhead", QWEN2_SMALL_VOCAB152K, 1024, 2, loss="chunked-head"),
+    _case("llama-7b-4l-lora8-qv-bf16-chunkedhead", LLAMA_7B_4L, 2048, 1, finetune="lora", adapter_dtype="bf16",
+          loss="chunked-head", lora=_LITGPT_LORA),
+    _case("llama3-8b-2l-lora32-qv-bf16-chunkedhead-accum2", LLAMA3_8B_2L, 1024, 1, finetune="lora",
+          adapter_dtype="bf16", loss="chunked-head", grad_accum=2,
+          lora={"r": 32, "alpha": 16, "targets": _QV, "dropout": 0.05}),
+    _case("llama-7b-4l-qlora16-qv-bf16-bnb042", LLAMA_7B_4L, 2048, 2, precision="bf16", finetune="qlora",
+          qlora={"backend": "bitsandbytes<0.43.2"}, lora={"r": 16, "alpha": 32, "targets": _QV}),
+    _case("llama-7b-4l-qlora64-all-mixed-bnb042-accum2", LLAMA_7B_4L, 2048, 1, precision="bf16-mixed",
+          finetune="qlora", grad_accum=2, qlora={"backend": "bitsandbytes<0.43.2"},
+          lora={"r": 64, "alpha": 16, "targets": _ALL_LINEAR, "dropout": 0.1}),
+    _case("llama-7b-4l-qlora16-all-mixed-bnb042-ckpt", LLAMA_7B_4L, 2048, 2, precision="bf16-mixed",
+          finetune="qlora", recompute="full", qlora={"backend": "bitsandbytes<0.43.2"},
+          lora={"r": 16, "alpha": 32, "targets": _ALL_LINEAR, "dropout": 0.05}),
+    _case("llama-7b-4l-qlora8-qv-bf16-lightning-chunkedhead", LLAMA_7B_4L, 2048, 1, finetune="qlora",
+          adapter_dtype="bf16", loss="chunked-head", qlora={"backend": "lightning-bitsandbytes<0.43.2",
+                                                             "double_quant": False}, lora=_LITGPT_LORA),
+    _case("llama3-8b-2l-qlora32-qv-lightning-chunkhead-accum2", LLAMA3_8B_2L, 512, 2, finetune="qlora",
+          adapter_dtype="bf16", loss="chunked-head", grad_accum=2,
+          qlora={"backend": "lightning-bitsandbytes<0.43.2", "double_quant": False},
+          lora={"r": 32, "alpha": 16, "targets": _QV, "dropout": 0.05}),
+    _case("llama-7b-4l-qlora16-qv-bf16-lightning-newbnb", LLAMA_7B_4L, 2048, 1, finetune="qlora",
+          adapter_dtype="bf16", qlora={"backend": "lightning-bitsandbytes"}, lora={"r": 16, "alpha": 32, "targets": _QV}),
+]
+CASES += CALIBRATION_CASES
 ALL_CASES = CASES + HOLDOUT_CASES
 
 # Quick cases re-measured by `--check` when no case is named.

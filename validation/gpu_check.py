@@ -14,9 +14,13 @@ Two kinds of job:
              bitsandbytes, random weights, no download) with the row's memlib options:
              precision (issue 9's semantics: LoRA/QLoRA keep a 16-bit base, adapters in
              adapter_dtype), lora_dropout, optimizer_impl, grad_accum, recompute, loss
-             ("chunked": lm_head and cross-entropy per 128 tokens without an fp32 copy, as
-             LitGPT does), QLoRA through bnb.nn.Linear4bit (NF4, double_quant) on every
-             decoder projection. It measures the recipe's *setup*, not the framework that
+             ("chunked-head": LitGPT's head per 128 tokens, fp32 under Fabric, cross-entropy
+             per chunk, validation/recipes.py; "chunked": Liger's fused loss as recipes.py
+             emulates it), QLoRA through bnb.nn.Linear4bit (NF4, double_quant) on every
+             decoder projection, or as Lightning's BitsandbytesPrecision builds it (every
+             Linear, lm_head too, quantized from fp16) for the "lightning-" backends, with
+             bitsandbytes<0.43.2's ctx.tensors = (A, B) for the "<0.43.2" ones
+             (validation/qlora.py). It measures the recipe's *setup*, not the framework that
              published the figure (LitGPT's own model code, for example).
 For each job: torch.cuda.max_memory_allocated, max_memory_reserved and the allocator's active
 peak per phase (forward, backward, optimizer) of the second optimizer step, the first step's
@@ -49,7 +53,6 @@ from validation.cases import ALL_CASES, get_case
 HERE = Path(__file__).resolve().parent
 PUBLISHED = HERE / "published.jsonl"
 RESULTS_CUDA = HERE / "results_cuda.json"
-CHUNK = 128  # LitGPT's lm_head_chunk_size / chunked_cross_entropy chunk
 GRAD_ACCUM_RUN = 2  # micro-batches per step actually run (see the module docstring)
 
 QUICK_HARNESS = ["tiny-llama-bf16", "tiny-llama-mixed-ckpt", "tiny-llama-lora8-attn-bf16",
@@ -123,7 +126,7 @@ def skip_reason(row: dict) -> str | None:
         return "recompute='selective' has no transformers equivalent"
     if spec["optimizer"] not in ("adamw", "adamw-8bit"):
         return f"optimizer {spec['optimizer']!r} is not run here"
-    if spec.get("qlora_backend", "bitsandbytes") != "bitsandbytes":
+    if spec.get("qlora_backend", "bitsandbytes") == "torchao":
         return "QLoRA backend torchao is not run here"
     return None
 
@@ -241,23 +244,33 @@ def _hf_targets(model_type: str, targets: list[str]) -> list[str]:
     return targets
 
 
-def _quantize_decoder_linears(model, torch, double_quant: bool) -> None:
+def _quantize_decoder_linears(model, torch, double_quant: bool, backend: str = "bitsandbytes") -> None:
     """Every nn.Linear inside the decoder layers -> bnb.nn.Linear4bit (NF4, bf16 compute), as
-    transformers' bitsandbytes integration does (lm_head and embeddings stay 16-bit)."""
+    transformers' bitsandbytes integration does (lm_head and embeddings stay 16-bit). The
+    "lightning-" backends do what Lightning's BitsandbytesPrecision does: the head too, and every
+    weight quantized from fp16 (quant_state.dtype fp16: dequantized to fp16, then cast)."""
     import bitsandbytes as bnb
+    from validation import qlora
+    lightning = qlora.lightning(backend)
+
+    def four_bit(child):
+        q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
+                              compute_dtype=torch.bfloat16, compress_statistics=double_quant,
+                              quant_type="nf4", device="meta")
+        w = child.weight.data.half() if lightning else child.weight.data
+        q.weight = bnb.nn.Params4bit(w, requires_grad=False, quant_type="nf4", compress_statistics=double_quant)
+        if child.bias is not None:
+            q.bias = torch.nn.Parameter(child.bias.data, requires_grad=False)
+        return q.to(child.weight.device)  # Params4bit.to(cuda) quantizes
+
     layers = model.get_decoder().layers if hasattr(model, "get_decoder") else model.model.layers
     for layer in layers:
         for parent in list(layer.modules()):
             for name, child in list(parent.named_children()):
                 if type(child) is torch.nn.Linear:
-                    q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
-                                          compute_dtype=torch.bfloat16, compress_statistics=double_quant,
-                                          quant_type="nf4", device="meta")
-                    q.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False,
-                                                 quant_type="nf4", compress_statistics=double_quant)
-                    if child.bias is not None:
-                        q.bias = torch.nn.Parameter(child.bias.data, requires_grad=False)
-                    setattr(parent, name, q.to(child.weight.device))  # Params4bit.to(cuda) quantizes
+                    setattr(parent, name, four_bit(child))
+    if lightning:
+        model.set_output_embeddings(four_bit(model.get_output_embeddings()))
     model.is_loaded_in_4bit = True  # PEFT's LoRA dispatch looks for it
 
 
@@ -285,7 +298,7 @@ def build_published(spec: dict, device: str = "cuda"):
         else:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
     if ft == "qlora":
-        _quantize_decoder_linears(model, torch, spec["double_quant"])
+        _quantize_decoder_linears(model, torch, spec["double_quant"], spec.get("qlora_backend", "bitsandbytes"))
     if ft in ("lora", "qlora"):
         from peft import LoraConfig, get_peft_model
         lc = spec["lora"]
@@ -308,43 +321,43 @@ def build_published(spec: dict, device: str = "cuda"):
     return model, opt, ids
 
 
-def _chunked_loss(model, ids):
-    """LitGPT's loss: lm_head per 128-token chunk (16-bit logits, all kept for backward), cross-entropy
-    per chunk on those logits without an fp32 copy, summed and divided by the target count."""
-    import torch.nn.functional as F
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    hidden = base.get_decoder()(input_ids=ids).last_hidden_state[:, :-1]
-    targets = ids[:, 1:]
-    head = base.get_output_embeddings()  # lm_head (embed_out in GPT-NeoX)
-    chunks = [head(h) for h in hidden.split(CHUNK, dim=1)]
-    losses = [F.cross_entropy(c.flatten(0, 1), t.flatten(), reduction="sum")
-              for c, t in zip(chunks, targets.split(CHUNK, dim=1))]
-    return sum(losses) / targets.numel(), chunks
-
-
 def train_published(model, opt, ids, spec: dict, device_type: str, on_phase) -> None:
     """Two optimizer steps of grad_accum_run micro-batches; the last step's output stays alive
-    until the next forward returns (as the harness loop and ordinary training loops do)."""
+    until the next forward returns (as the harness loop and ordinary training loops do; LitGPT's
+    loop replaces its `logits` after the head and before the loss)."""
     import torch
+    from validation import qlora, recipes
     autocast = (torch.autocast(device_type=device_type, dtype=torch.bfloat16)
                 if spec["precision"] == "bf16-mixed" else contextlib.nullcontext())
+    keeps = (qlora.matmul4bit_keeps_input() if qlora.keeps_input(spec.get("qlora_backend", "bitsandbytes"))
+             else contextlib.nullcontext())
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
     keep = None
-    for step in range(2):
-        for _ in range(spec["grad_accum_run"]):
-            on_phase(step, "forward")
-            with autocast:
-                if spec["loss"] == "chunked":
-                    loss, out = _chunked_loss(model, ids)
-                else:
-                    out = model(input_ids=ids, labels=ids)
-                    loss = out.loss
-            keep = out  # replaces the previous output only now, after the new forward
-            on_phase(step, "backward")
-            (loss / spec["grad_accum_run"]).backward()
-            del loss
-        on_phase(step, "optimizer")
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+    with keeps:
+        for step in range(2):
+            for _ in range(spec["grad_accum_run"]):
+                on_phase(step, "forward")
+                with autocast:
+                    if spec["loss"] == "chunked-head":
+                        keep = recipes.litgpt_chunked_head(base.get_decoder()(input_ids=ids).last_hidden_state,
+                                                           base.get_output_embeddings())
+                    elif spec["loss"] == "chunked":
+                        hidden = base.get_decoder()(input_ids=ids).last_hidden_state
+                        loss = recipes.liger_fused_linear_cross_entropy(
+                            hidden, base.get_output_embeddings().weight, ids)
+                        keep = None
+                    else:
+                        out = model(input_ids=ids, labels=ids)
+                        loss = out.loss
+                        keep = out  # replaces the previous output only now, after the new forward
+                if spec["loss"] == "chunked-head":
+                    loss = recipes.litgpt_chunked_cross_entropy(keep, ids)
+                on_phase(step, "backward")
+                (loss / spec["grad_accum_run"]).backward()
+                del loss
+            on_phase(step, "optimizer")
+            opt.step()
+            opt.zero_grad(set_to_none=True)
     del keep
 
 

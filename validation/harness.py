@@ -340,11 +340,10 @@ def _build(case: dict, device: str):
     if case["finetune"] == "qlora":  # a 16-bit load, then every decoder projection in 4 bits (validation/qlora.py)
         from validation import qlora
         q = case.get("qlora") or {}
-        if q.get("backend", "bitsandbytes") != "bitsandbytes":
-            raise ValueError("the harness runs QLoRA with bitsandbytes only")
         sixteen = _DTYPES[case["precision"][:4]]
         model.to(sixteen)
-        qlora.quantize_projections(model, sixteen, q.get("double_quant", True), device)
+        qlora.quantize_projections(model, sixteen, q.get("double_quant", True), device,
+                                   backend=q.get("backend", "bitsandbytes"))
         if weights == torch.float32:  # peft's prepare_model_for_kbit_training: the non-4-bit params in fp32
             from peft import prepare_model_for_kbit_training
             model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
@@ -457,13 +456,17 @@ def _autocast(case: dict, device_type: str):
 
 def _forward(model, ids, case: dict, device_type: str, offload):
     """One forward with its loss, the way the case's recipe computes it. Returns an object
-    with .loss and .logits (None when the loss never makes them)."""
+    with .loss and .logits (None when the loss never makes them); LitGPT's chunked head returns
+    the logits only (.loss None): its loop computes the loss after the assignment."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     with _autocast(case, device_type):
         if case.get("loss", "full") == "chunked":  # Liger's fused linear cross-entropy (recipes.py)
             hidden = base.model(input_ids=ids).last_hidden_state
             loss = recipes.liger_fused_linear_cross_entropy(hidden, base.lm_head.weight, ids)
             return types.SimpleNamespace(loss=loss, logits=None)
+        if case.get("loss", "full") == "chunked-head":  # LitGPT's chunked head (recipes.py); the loss follows
+            logits = recipes.litgpt_chunked_head(base.model(input_ids=ids).last_hidden_state, base.lm_head)
+            return types.SimpleNamespace(loss=None, logits=logits)
         if offload is not None:  # torchtune: the model's forward offloaded, the loss outside
             with offload:
                 out = model(input_ids=ids)
@@ -492,7 +495,12 @@ def _train_steps(model, opt, ids, case, device_type, on_phase, on_step_start, on
     out = None
     offload = _offload_manager(model, case, device_type)
     dropout = recipes.cuda_dropout() if (case.get("lora") or {}).get("dropout") else contextlib.nullcontext()
-    with dropout, recipes.cuda_autocast_queries(device_type), recipes.cuda_sdpa_unequal_head_dims(device_type):
+    keeps = contextlib.nullcontext()
+    if case["finetune"] == "qlora":
+        from validation import qlora
+        if qlora.keeps_input((case.get("qlora") or {}).get("backend", "bitsandbytes")):
+            keeps = qlora.matmul4bit_keeps_input()
+    with dropout, keeps, recipes.cuda_autocast_queries(device_type), recipes.cuda_sdpa_unequal_head_dims(device_type):
         for step in range(2):
             on_step_start(step)
             for micro in range(case.get("grad_accum", 1)):
@@ -500,6 +508,8 @@ def _train_steps(model, opt, ids, case, device_type, on_phase, on_step_start, on
                     on_micro()
                 on_phase(step, "forward")
                 out = _forward(model, ids, case, device_type, offload)
+                if out.loss is None:  # LitGPT: `logits = model(...)` replaced the previous step's, then the loss
+                    out.loss = recipes.litgpt_chunked_cross_entropy(out.logits, ids)
                 on_fw_end(step, out)
                 on_phase(step, "backward")
                 out.loss.backward()
@@ -570,7 +580,9 @@ def _run_dispatch(case: dict, device: str) -> dict:
         def logits_facts(out) -> dict:
             if out.logits is None:  # a fused loss makes no logits
                 return {"logits_dtype": None, "logits_bytes": 0, "loss_dtype": str(out.loss.dtype)}
-            return {"logits_dtype": str(out.logits.dtype), "logits_bytes": out.logits.untyped_storage().nbytes(),
+            chunks = out.logits if isinstance(out.logits, list) else [out.logits]  # LitGPT's head: a list
+            return {"logits_dtype": str(chunks[0].dtype),
+                    "logits_bytes": sum({id(c.untyped_storage()): c.untyped_storage().nbytes() for c in chunks}.values()),
                     "loss_dtype": str(out.loss.dtype)}
 
         with tr:
@@ -864,7 +876,10 @@ def main(argv=None) -> int:
                           "activation offload; cases recorded before these options carry their own values)"),
             "recipes": ("validation/recipes.py: CUDA's native_dropout, Liger's fused linear cross-entropy, "
                         "torchtune's activation offloading (host = meta device), torchtitan's selective "
-                        "checkpointing; validation/qlora.py: bitsandbytes' MatMul4Bit on fake packed weights"),
+                        "checkpointing, LitGPT's chunked head and loss under Fabric (fp32 logits); "
+                        "validation/qlora.py: bitsandbytes' MatMul4Bit on fake packed weights, as transformers "
+                        "builds the 4-bit base or as Lightning's BitsandbytesPrecision does (lm_head in 4 bits, "
+                        "quantized from fp16), and bitsandbytes<0.43.2's ctx.tensors = (A, B)"),
         }
         if args.all:
             data = {"metadata": meta, "cases": results}

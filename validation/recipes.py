@@ -257,6 +257,45 @@ def liger_fused_linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor,
 
 
 # --------------------------------------------------------------------------------------
+# LitGPT's chunked head and loss, under Lightning Fabric
+# --------------------------------------------------------------------------------------
+
+LITGPT_HEAD_CHUNK = 128  # litgpt/finetune/lora.py: model(input_ids, lm_head_chunk_size=128)
+
+
+def litgpt_chunked_head(hidden: torch.Tensor, lm_head) -> list:
+    """LitGPT's GPT.forward with lm_head_chunk_size=128 (litgpt/model.py, lit_gpt/lora.py at 8641822): the head
+    applied to each 128-token slice of the final norm's output, a list of (b, 128, V) logits. Lightning Fabric's
+    module wrapper then converts the returned collection to the default dtype, fp32, after the forward
+    (lightning/fabric/wrappers.py _FabricModule.forward: `output = self._precision.convert_output(output)`;
+    HalfPrecision, MixedPrecision and BitsandbytesPrecision all convert to `torch.get_default_dtype()`): a new
+    list of fp32 chunks, made while the 16-bit list still exists."""
+    if type(lm_head) is torch.nn.Linear:  # the same op as calling it; MemTracker refuses a module called repeatedly
+        chunks = [torch.nn.functional.linear(x, lm_head.weight, lm_head.bias)
+                  for x in hidden.split(LITGPT_HEAD_CHUNK, dim=1)]
+    else:  # a 4-bit head (Lightning's BitsandbytesPrecision) runs its own forward
+        chunks = [lm_head(x) for x in hidden.split(LITGPT_HEAD_CHUNK, dim=1)]
+    converted = [c.to(torch.get_default_dtype()) for c in chunks]
+    del chunks
+    return converted
+
+
+def litgpt_chunked_cross_entropy(logits: list, ids: torch.Tensor) -> torch.Tensor:
+    """LitGPT's training loss (finetune/lora.py: `logits[-1] = logits[-1][..., :-1, :]`, then
+    utils.chunked_cross_entropy(logits, targets[..., 1:])): cross-entropy per chunk with reduction="none" (each
+    chunk's log-softmax output kept for the backward), concatenated, summed and divided by the number of targets
+    (LitGPT's `non_masked_elems.maximum(torch.ones_like(...))`: no host read)."""
+    F = torch.nn.functional
+    targets = ids[..., 1:]
+    logits[-1] = logits[-1][..., :-1, :]
+    logit_chunks = [c.reshape(-1, c.size(-1)) for c in logits]
+    target_chunks = [t.reshape(-1) for t in targets.split(logits[0].size(1), dim=1)]
+    losses = [F.cross_entropy(c, t, ignore_index=-100, reduction="none") for c, t in zip(logit_chunks, target_chunks)]
+    n = (targets != -100).sum()
+    return torch.cat(losses).sum() / n.maximum(torch.ones_like(n))
+
+
+# --------------------------------------------------------------------------------------
 # torchtitan's op-level selective activation checkpointing
 # --------------------------------------------------------------------------------------
 

@@ -23,9 +23,14 @@ OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")  # torch.optim's implementati
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")  # fp32: peft's autocast_adapter_dtype=True (its default)
 BASE_DTYPES = ("auto", "fp32", "bf16", "fp16")  # LoRA/QLoRA frozen base; auto: 16-bit unless precision fp32
 # bitsandbytes >= 0.43.2 (MatMul4Bit keeps only the packed weight); before 0.43.2 it also kept each 4-bit
-# matmul's 16-bit input (`ctx.tensors = (A, B)`, bitsandbytes PR #1270); torchao's NF4Tensor (torchtune).
-QLORA_BACKENDS = ("bitsandbytes", "bitsandbytes<0.43.2", "torchao")
-LOSSES = ("full", "chunked")
+# matmul's 16-bit input (`ctx.tensors = (A, B)`, bitsandbytes PR #1270); "lightning-": Lightning Fabric's
+# BitsandbytesPrecision, LitGPT's QLoRA (every nn.Linear in 4 bits, lm_head too, quantized from fp16);
+# torchao's NF4Tensor (torchtune).
+QLORA_BACKENDS = ("bitsandbytes", "bitsandbytes<0.43.2", "lightning-bitsandbytes", "lightning-bitsandbytes<0.43.2",
+                  "torchao")
+# full: transformers' loss over the full logits; chunked: Liger's fused linear cross-entropy (no logits);
+# chunked-head: LitGPT's head in 128-token chunks, fp32 under Lightning Fabric, cross-entropy per chunk.
+LOSSES = ("full", "chunked", "chunked-head")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -70,6 +75,18 @@ class TrainingSetup:
     @property
     def tokens(self) -> int:
         return self.seq_len * self.micro_batch
+
+    @property
+    def bnb_keeps_input(self) -> bool:
+        """QLoRA on bitsandbytes before 0.43.2: every 4-bit matmul keeps its 16-bit input on ctx (not as a saved
+        tensor, so it outlives the backward: terms.bnb_retained_input_bytes)."""
+        return self.finetune == "qlora" and self.qlora_backend.endswith("<0.43.2")
+
+    @property
+    def qlora_lightning(self) -> bool:
+        """QLoRA through Lightning Fabric's BitsandbytesPrecision (LitGPT): lm_head in 4 bits too, quantized from
+        fp16."""
+        return self.finetune == "qlora" and self.qlora_backend.startswith("lightning-")
 
 
 def _flag(name: str, value) -> bool:
@@ -170,6 +187,11 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                              f"zero_stage={zero_stage!r}, tp={tp}, offload={offload!r}")
         if pp > 1 and fsdp:
             raise ValueError("QLoRA: choose pp=N (device_map) or zero_stage='FULL_SHARD' (FSDP-QLoRA), not both")
+        if qlora_backend.startswith("lightning-") and (pp > 1 or fsdp or dp > 1):
+            raise ValueError(f"qlora_backend={qlora_backend!r} is LitGPT's QLoRA through Lightning's "
+                             "BitsandbytesPrecision, which LitGPT runs on one GPU (finetune/lora.py: 'Quantization is "
+                             "currently not supported for multi-GPU training'); got "
+                             f"pp={pp}, dp={dp}, zero_stage={zero_stage!r}")
         if pp > 1 and dp > 1:
             raise ValueError(f"QLoRA with pp={pp} splits one model over {pp} GPUs (device_map); data parallelism "
                              "over several such groups is not modelled (dp must be 1)")
@@ -228,9 +250,10 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         why = f"{model.name} is estimated with Korthikanti et al.'s GPT formula"
         _not_for("loss", loss, "full", why)
         _not_for("activation_offload", activation_offload, False, why)
-    if loss == "chunked" and tp > 1:
-        raise ValueError("loss='chunked' (Liger's fused linear cross-entropy) with tp > 1 is not modelled; Megatron's "
-                         "vocabulary-parallel cross-entropy already never gathers the full vocabulary")
+    if loss in ("chunked", "chunked-head") and tp > 1:
+        raise ValueError(f"loss={loss!r} ({'Liger' if loss == 'chunked' else 'LitGPT'}'s chunked loss) with tp > 1 is "
+                         "not modelled; Megatron's vocabulary-parallel cross-entropy already never gathers the full "
+                         "vocabulary")
     if activation_offload and (tp > 1 or pp > 1 or sharding in ("deepspeed", "megatron")):
         raise ValueError("activation_offload (torchtune's OffloadActivations) is modelled on one GPU and with FSDP; "
                          f"not with tp={tp}, pp={pp}, sharding {sharding!r}")

@@ -17,6 +17,7 @@ moments modelled (each a breakdown of what is alive):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from memlib import activations as act
@@ -117,8 +118,9 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics, moe: bool = Fal
         else:  # SiLU(gate)*up's backward: the product's gradient and those of SiLU(gate) and up, beside the
             # layer output's gradient; with a frozen down_proj its adapter's copies of the input are freed by
             # then (measured: llama-7b-4l-qlora64-all-mixed-ckpt-chunked; full fine-tuning: llama-7b-bf16-ckpt-mb4)
-            down_input = 0 if c.full_ft else sum(
-                n for k, n, _ in layer.items if k in ("mlp.product", "lora.down_proj.input", "lora.down_proj.dropout_mask"))
+            # (bitsandbytes < 0.43.2 keeps the product on down_proj's ctx: not freed)
+            freed = ("lora.down_proj.input", "lora.down_proj.dropout_mask") + (() if s.bnb_keeps_input else ("mlp.product",))
+            down_input = 0 if c.full_ft else sum(n for k, n, _ in layer.items if k in freed)
             cm = next((n for k, n, _ in layer.items if k == "mlp.gate"), cb * m.intermediate_size * tok // tp)
             tmp = 3 * cm - down_input + cb * m.hidden_size * tok
         if num.autocast and c.full_ft:
@@ -151,10 +153,11 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     # --- model states on this GPU ----------------------------------------------------------
     param_full = T.parameter_bytes(c)
     if s.finetune == "qlora":
-        bits = 8 * T.nf4_weight_bytes(c) / max(sums.layer_linear * st.layers, 1)
+        quantized = T.quantized_numel(c)  # the decoder's projections, and lm_head under Lightning
+        bits = 8 * T.nf4_weight_bytes(c) / max(quantized, 1)
         notes.append(f"QLoRA ({s.qlora_backend}{', double quantization' if s.double_quant else ''}): "
-                     f"{fmt_count(sums.layer_linear * st.layers)} projection weights in NF4 ({bits:.3f} bits each), "
-                     f"the rest in {s.base_dtype}")
+                     f"{fmt_count(quantized)} projection weights{' (lm_head too)' if T.quantized_head_numel(c) else ''} "
+                     f"in NF4 ({bits:.3f} bits each), the rest in {s.base_dtype}")
     grad_full = T.gradient_bytes(c)
     state_full = T.optimizer_state_bytes(c)
     state_bytes = T.sharded(c, state_full, "optimizer")
@@ -177,9 +180,9 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
 
     # --- activations -------------------------------------------------------------------------
     adapters = frozenset(s.lora_targets)
-    qlora_bnb = s.finetune == "qlora" and s.qlora_backend.startswith("bitsandbytes")
+    qlora_bnb = s.finetune == "qlora" and s.qlora_backend != "torchao"
 
-    def ledger(kind: tuple[str, bool]) -> act.Ledger:
+    def ledger(kind: tuple[str, bool], base_saves_input: bool = s.bnb_keeps_input) -> act.Ledger:
         layer_type, moe = kind
         led = act.llama_layer_ledger(
             m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
@@ -187,7 +190,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
             adapter_casts_input=not (qlora_bnb and num.autocast),
             # bitsandbytes before 0.43.2: MatMul4Bit keeps its 16-bit input A for the backward
-            base_saves_input=s.finetune == "qlora" and s.qlora_backend == "bitsandbytes<0.43.2",
+            base_saves_input=base_saves_input,
             # Linear4bit returns its output in the input's dtype: fp32 MLP activations over an fp32-upcast base
             mlp_bytes=4 if (s.finetune == "qlora" and num.autocast and w.base == 4) else None,
             layer_type=layer_type, moe=moe, routed_rows=T.routed_rows(c) if moe else None)
@@ -212,6 +215,20 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     fwd_model_act = T.forward_only_activations(c, num, sp)
     final_norm = T.final_norm_activations(c, num, sp)
     frozen_input = T.frozen_first_norm(c, sp)
+    # bitsandbytes < 0.43.2: the 4-bit matmuls' inputs stay on ctx until the graph is dropped (terms.py); per kind of
+    # layer (what one layer of that kind retains, and of it its MLP's)
+    retained_of = {kind: T.bnb_retained_input_bytes(c, led) for kind, led in ledgers.items()}
+    retained_mlp_of = {kind: T.bnb_retained_input_bytes(c, act.Ledger(led.items[led.split:]))
+                       for kind, led in ledgers.items()}
+    retained_all = sum(n * retained_of[kind] for kind, n in kinds)  # every layer of the stage, one micro-batch
+    retained_top, retained_bottom = retained_of[top_kind], retained_of[bottom_kind]
+    layer0_unkept = T.bnb_layer0_unkept_bytes(c, bottom_layer)
+    if layer0_unkept:  # layer 0's ledger loses the norm output only where nothing but the 4-bit matmuls kept it
+        plain = ledger(bottom_kind, base_saves_input=False)
+        frozen_input += layer0_unkept - T.bnb_layer0_unkept_bytes(
+            dataclasses.replace(c, s=dataclasses.replace(s, qlora_backend="bitsandbytes<0.43.2")), plain)
+    retained_head = T.bnb_retained_head_input_bytes(c, num, sp)
+    final_norm += retained_head
     checkpoint = T.checkpoint_bytes(c, num, sp)
     # A rebuilt layer under AMP/fp32 keeps its checkpointed input itself as the norm's fp32 input.
     rebuilt_shared = checkpoint if r == 4 else 0
@@ -225,14 +242,17 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         sac_saved, sac_shared = sac_saved // tp, sac_shared // tp
     if recompute:
         # Non-reentrant checkpointing keeps each layer's input (and under selective recompute the outputs its
-        # policy saves); one layer is rebuilt at a time.
-        kept = n_kept * (checkpoint + sac_saved)
+        # policy saves); one layer is rebuilt at a time. (A retained 4-bit input is no checkpoint's business.)
+        kept = n_kept * (checkpoint + sac_saved) + st.in_flight * retained_all
         notes.append("full recompute: each decoder layer keeps only its input; backward rebuilds one layer at a time"
                      if s.recompute == "full" else
                      "selective recompute (torchtitan's op-level policy): each layer keeps its input, every other "
                      "matmul's output and the attention kernel's outputs; backward rebuilds one layer at a time")
     else:
         kept = st.in_flight * all_layers_act - frozen_input * st.in_flight
+    # every 4-bit matmul's input kept on ctx (bitsandbytes < 0.43.2): alive until the loop drops the step's graph,
+    # i.e. through the backward, the optimizer step and the next forward
+    retained_prev = st.in_flight * retained_all - layer0_unkept + retained_head
     host_acts = 0
     if s.activation_offload:
         # torchtune's OffloadActivations (training/_activation_offloading.py): every saved tensor of 1024
@@ -259,6 +279,13 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         loss_bwd = T.fused_loss_saved_bytes(c, hidden_bytes)
         final_norm -= T.final_norm_output_bytes(c, num, sp)
         casts_all_bwd_less = lm_head_cast
+    elif s.loss == "chunked-head" and st.head:
+        # LitGPT's head per 128-token chunk, converted to fp32 by Fabric, cross-entropy per chunk (terms.chunked_head_*):
+        # the loop's `logits` (fp32) live through the step; at the loss the previous step's were replaced.
+        logits = T.chunked_head_logits_bytes(c)
+        loss_fwd = logits + T.chunked_head_log_softmax_bytes(c) + T.chunked_head_chunk_bytes(c)
+        loss_bwd = loss_fwd
+        casts_all_bwd_less = 0
     else:
         logits = T.logits_bytes(c, num)
         loss_fwd = logits + T.loss_upcast_bytes(c, num) + T.log_softmax_bytes(c)
@@ -268,6 +295,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     softcap, aux = T.logit_softcap_bytes(c, num), T.router_aux_loss_bytes(c, num)
     loss_fwd += softcap + aux
     loss_bwd += softcap + aux
+    chunked_head = s.loss == "chunked-head" and st.head
 
     # ZeRO-3 / FULL_SHARD gather each layer's parameters just in time: the layer in use and
     # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
@@ -331,15 +359,36 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             "activations": kept + fwd_model_act + final_norm,
             "autocast_copies": casts_all,
             "logits_and_loss": loss_fwd,
-            "previous_output": logits,
+            "previous_output": 0 if chunked_head else logits + retained_prev,
             "gathered_parameters": gathered_head,
         }))
+        if chunked_head:
+            # Fabric converts the head's 16-bit chunks to fp32 while the previous step's logits are still held
+            # (and, as at the loss, a soft-capped head's tanh outputs, LitGPT's clamp_head per chunk, and the routers')
+            moments.append(Moment("forward", "the head's chunks converted to fp32 (Lightning Fabric)", {
+                **base,
+                "activations": kept + saved_model_act + final_norm,
+                "autocast_copies": casts_all,
+                "logits_and_loss": logits + T.chunked_head_conversion_bytes(c, num) + softcap + aux,
+                "previous_output": logits + retained_prev,
+            }))
+            if T.quantized_head_numel(c):  # the 4-bit head dequantized for the last chunk (fp16, then bf16)
+                last = num.compute * V * min(T.LITGPT_HEAD_CHUNK, seq) * b
+                moments.append(Moment("forward", "the 4-bit head's last chunk (dequantized weight)", {
+                    **base,  # (the final norm's output, the head's input, is alive here; counted once)
+                    "activations": kept + saved_model_act + final_norm + (0 if retained_head else r * h * tok // sp),
+                    # (the earlier chunks, and their soft-capping tanh outputs where the head is capped)
+                    "logits_and_loss": T.chunked_head_conversion_bytes(c, num) - last
+                    + softcap - softcap * min(T.LITGPT_HEAD_CHUNK, seq) // seq + aux,
+                    "temporaries": T.dequantized_weight_bytes(c, T.quantized_head_numel(c)),
+                    "previous_output": logits + retained_prev,
+                }))
         # inside the last decoder layer (what decides the forward when no logits are made: the chunked loss)
         moments.append(Moment("forward", "inside the last decoder layer", {
             **base,
             "activations": kept + fwd_model_act + T.layer_forward_transient(c, num, layer, sp, moe=layer_kind[1]),
             "autocast_copies": casts_all - lm_head_cast,
-            "previous_output": logits,
+            "previous_output": logits + retained_prev,
             "gathered_parameters": gathered_layers if fsdp3 else (gathered_layers // 2 if k == 3 else 0),
         }))
     else:
@@ -361,6 +410,15 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             "autocast_copies": casts_after_fwd,
             "logits_and_loss": loss_bwd,
             "gathered_parameters": gathered_head,
+        }))
+    if chunked_head and T.quantized_head_numel(c):
+        # every chunk's cast back to 16-bit ran before any chunk's head (higher sequence numbers first); the 4-bit
+        # head's backward dequantizes its weight again for each chunk
+        moments.append(Moment("backward", "the 4-bit head's backward, first chunk (dequantized weight)", {
+            **base,
+            "activations": kept + saved_model_act + final_norm,
+            "logits_and_loss": logits + T.chunked_head_conversion_bytes(c, num),
+            "temporaries": T.dequantized_weight_bytes(c, T.quantized_head_numel(c)),
         }))
 
     # backward (b): the decoder layers, top to bottom. Each layer runs its MLP backward,
@@ -391,6 +449,11 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             bottom_acts = dict(top_acts)
         top_casts = {"mlp": casts_all * st.in_flight - lm_head_cast, "attn": casts_all * st.in_flight
                      - lm_head_cast - mlp.casts}
+    if retained_prev:  # processed layers' saved tensors are freed, their 4-bit matmuls' inputs are not
+        others = retained_prev if recompute else retained_prev - (retained_bottom - layer0_unkept)
+        top_acts = {"mlp": top_acts["mlp"], "attn": top_acts["attn"] + retained_mlp_of[top_kind]}
+        bottom_acts = {"mlp": bottom_acts["mlp"] + others,
+                       "attn": bottom_acts["attn"] + others + retained_mlp_of[bottom_kind]}
     if st.in_flight > 1:  # other micro-batches' activations stay while the oldest one runs backward
         bottom_acts = {key: v + (st.in_flight - 1) * (all_layers_act if not recompute
                                                       else st.layers * (checkpoint + sac_saved))
@@ -426,7 +489,8 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         moments.append(Moment("backward", "second decoder layer from the top, mlp to attention", {
             **base,
             "gradients": head_grad + zero_shard(per_layer_grad, mlp.expert_grad),
-            "activations": top_acts["mlp"] - top_layer.total - mlp.act + saved_model_act,
+            "activations": top_acts["mlp"] - top_layer.total - mlp.act + retained_top + retained_mlp_of[top_kind]
+            + saved_model_act,
             "autocast_copies": max(top_casts["mlp"] - attn.casts - mlp.casts, 0),
             "logits_and_loss": logits,
             "temporaries": mlp.tmp + unsharded_layer_grads,
@@ -461,6 +525,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         moments.append(Moment("backward", "embedding backward", {
             **base,
             "gradients": grad_bytes,
+            "activations": retained_prev,
             "logits_and_loss": logits,
             # tied embeddings: the embedding's gradient is added to the head's; after the fused loss (whose
             # gradient .grad took over while still referenced) the sum is made out of place: two of them
@@ -472,7 +537,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     # optimizer step: everything persistent plus the optimizer's temporaries
     moments.append(Moment("optimizer", "optimizer.step()", {
         "parameters": param_step, "optimizer": state_bytes, "gradients": grad_bytes, "logits_and_loss": logits,
-        "temporaries": opt_tmp,
+        "temporaries": opt_tmp, "activations": retained_prev,
     }))
 
     if s.grad_accum > 1:
@@ -518,8 +583,15 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     if s.finetune == "qlora":
         named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
                   (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]
+    if retained_prev:
+        named.append((T.bnb_retained_input_bytes, retained_prev))
     if s.loss == "chunked" and st.head:
         named += [(T.fused_loss_saved_bytes, loss_bwd), (T.fused_loss_chunk_bytes, loss_fwd - loss_bwd)]
+    elif chunked_head:
+        named += [(T.chunked_head_logits_bytes, logits),
+                  (T.chunked_head_conversion_bytes, T.chunked_head_conversion_bytes(c, num)),
+                  (T.chunked_head_log_softmax_bytes, T.chunked_head_log_softmax_bytes(c)),
+                  (T.chunked_head_chunk_bytes, T.chunked_head_chunk_bytes(c))]
     elif st.head:
         named += [(T.logits_bytes, logits), (T.loss_upcast_bytes, T.loss_upcast_bytes(c, num)),
                   (T.log_softmax_bytes, T.log_softmax_bytes(c)), (T.loss_backward_bytes, T.loss_backward_bytes(c))]

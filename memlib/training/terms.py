@@ -144,18 +144,28 @@ class Ctx:
 
 # --- model states -------------------------------------------------------------------------
 
+def quantized_head_numel(c: Ctx) -> int:
+    """lm_head in 4 bits: Lightning's BitsandbytesPrecision replaces every nn.Linear, the head included
+    (lightning/fabric/plugins/precision/bitsandbytes.py _convert_layers / the init context's class replacement;
+    LitGPT passes no ignore list); transformers' integration keeps it 16-bit (llm_int8_skip_modules)."""
+    m = c.s.model
+    return m.vocab_size * m.hidden_size if (c.s.qlora_lightning and c.st.head) else 0
+
+
 def nf4_weight_bytes(c: Ctx) -> int:
     """QLoRA's 4-bit projections: NF4 codes + block absmax per weight (lora.nf4_bytes: bitsandbytes'
     quantize_4bit with or without double quantization, or torchao's NF4Tensor); lm_head stays 16-bit
-    (bitsandbytes skips it by default, llm_int8_skip_modules)."""
+    (bitsandbytes skips it by default, llm_int8_skip_modules) except under Lightning (quantized_head_numel)."""
     s = c.s
-    return c.st.layers * sum(lora_mod.nf4_bytes(n, double_quant=s.double_quant, backend=s.qlora_backend)
-                             for n in c.sums.layer_linear_numels)
+    nf4 = c.st.layers * sum(lora_mod.nf4_bytes(n, double_quant=s.double_quant, backend=s.qlora_backend)
+                            for n in c.sums.layer_linear_numels)
+    head = quantized_head_numel(c)
+    return nf4 + (lora_mod.nf4_bytes(head, double_quant=s.double_quant) if head else 0)
 
 
 def quantized_numel(c: Ctx) -> int:
-    """Elements QLoRA stores in 4 bits: every projection of the decoder layers."""
-    return c.sums.layer_linear * c.st.layers if c.s.finetune == "qlora" else 0
+    """Elements QLoRA stores in 4 bits: every projection of the decoder layers (and the head under Lightning)."""
+    return c.sums.layer_linear * c.st.layers + quantized_head_numel(c) if c.s.finetune == "qlora" else 0
 
 
 def parameter_bytes(c: Ctx) -> int:
@@ -346,7 +356,7 @@ def layer_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: in
     targets = set(s.lora_targets)
     ckpt = s.recompute != "none" and not rebuilding  # a layer rebuilt in backward saves as usual
     lw = 2 if num.autocast else c.w.param  # lora_B's output width
-    clones = 2 if s.finetune == "qlora" and s.qlora_backend.startswith("bitsandbytes") else 1
+    clones = 2 if s.finetune == "qlora" and s.qlora_backend != "torchao" else 1
     widths = {"q_proj": m.q_size, "k_proj": m.kv_size, "v_proj": m.kv_size, "o_proj": h,
               "gate_proj": I, "up_proj": I, "down_proj": h}
 
@@ -535,7 +545,44 @@ def dequantized_weight_bytes(c: Ctx, numel: int) -> int:
     weight (torchao quantize_/workflows/nf4/nf4_tensor.py, pytorch/ao@36027d8)."""
     if c.s.finetune != "qlora":
         return 0
-    return (14 if c.s.qlora_backend == "torchao" else 2) * numel
+    if c.s.qlora_backend == "torchao":
+        return 14 * numel
+    # Lightning quantizes from `weight.to(torch.half)` (_Linear4bit.quantize), so quant_state.dtype is fp16:
+    # `F.dequantize_4bit(B, quant_state).to(A.dtype)` makes an fp16 copy, then a bf16 one, both alive at the cast.
+    if c.s.qlora_lightning and c.s.precision.startswith("bf16"):
+        return 4 * numel
+    return 2 * numel
+
+
+def bnb_retained_input_bytes(c: Ctx, layer: act.Ledger) -> int:
+    """bitsandbytes before 0.43.2: MatMul4Bit.forward stores `ctx.tensors = (A, B)` (autograd/_functions.py at
+    0.41.1 and 0.42.0; PR #1270 made it `(None, B)` in 0.43.2). A plain ctx attribute is not a saved tensor: the
+    engine does not free it after the node's backward, so every 4-bit matmul's 16-bit input lives as long as the
+    graph does, and the loop keeps the graph (its `out`) through the optimizer step and the next forward. One decoder
+    layer's: the two norm outputs (or Linear4bit's per-projection casts of an fp32 one), the attention output
+    (o_proj's input) and the SwiGLU product (down_proj's input); the estimate lists the step's (every layer, less
+    layer 0's q/k/v input under frozen embeddings, plus a 4-bit head's)."""
+    if not c.s.bnb_keeps_input:
+        return 0
+    names = ("attn_norm.out", "attn_norm.out_casts", "sdpa.out", "eager.out", "mlp_norm.out", "mlp_norm.out_casts",
+             "mlp.product")
+    return sum(n for k, n, _ in layer.items if k in names)
+
+
+def bnb_retained_head_input_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
+    """The same for a 4-bit lm_head (Lightning): its input, the final norm's output, kept on ctx by every chunk."""
+    if not (c.s.bnb_keeps_input and quantized_head_numel(c)):
+        return 0
+    return num.residual * c.s.model.hidden_size * c.s.tokens // sp
+
+
+def bnb_layer0_unkept_bytes(c: Ctx, layer: act.Ledger) -> int:
+    """Layer 0's q/k/v matmuls keep nothing when the embeddings are frozen and nothing is recomputed: their input
+    needs no gradient and the packed weight none, so `any(ctx.needs_input_grad[:2])` is False and ctx.tensors is
+    (None, None). (Its norm output may still be saved by the q/k/v adapters' lora_A: that is the ledger's business.)"""
+    if not c.s.bnb_keeps_input or c.full_ft or not c.st.embed or c.s.recompute == "full":
+        return 0
+    return sum(n for k, n, _ in layer.items if k in ("attn_norm.out", "attn_norm.out_casts"))
 
 
 # --- logits and the loss ---------------------------------------------------------------------
@@ -563,6 +610,44 @@ def loss_backward_bytes(c: Ctx) -> int:
     """Start of backward: the NLL gradient, the log-softmax gradient and its saved output, fp32 over the vocabulary."""
     m = c.s.model
     return 3 * 4 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+
+
+# --- the chunked head: LitGPT's loss under Lightning Fabric -----------------------------------
+# litgpt/finetune/lora.py (lit-gpt 8641822 through litgpt 0.5): `logits = model(input_ids, lm_head_chunk_size=128)`,
+# `logits[-1] = logits[-1][..., :-1, :]`, `loss = chunked_cross_entropy(logits, targets[..., 1:])`; the model runs
+# inside Fabric's module wrapper, which converts the returned list to fp32 after the forward
+# (lightning/fabric/wrappers.py _FabricModule.forward: precision.convert_output, to torch.get_default_dtype()).
+LITGPT_HEAD_CHUNK = 128
+
+
+def chunked_head_logits_bytes(c: Ctx) -> int:
+    """LitGPT's logits: the head applied per 128-token chunk, the list converted to fp32 by Fabric
+    (4 bytes x b*s x V), held by the loop's `logits` until the next step's head output replaces it."""
+    m = c.s.model
+    return 4 * m.vocab_size * c.s.tokens if c.st.head else 0
+
+
+def chunked_head_conversion_bytes(c: Ctx, num: act.Numerics) -> int:
+    """While Fabric converts the head's output (apply_to_collection builds a new list), the chunks in the compute
+    dtype still exist beside their fp32 copies."""
+    m = c.s.model
+    return num.compute * m.vocab_size * c.s.tokens if c.st.head else 0
+
+
+def chunked_head_log_softmax_bytes(c: Ctx) -> int:
+    """utils.chunked_cross_entropy: F.cross_entropy per chunk (reduction="none"); each chunk's log_softmax keeps
+    its fp32 output for the backward: 4 x b*s x V in all. At the start of the backward autograd runs every chunk's
+    nll and log-softmax backward before any chunk's cast or head (they were recorded last, and the engine runs
+    the highest sequence numbers first): their fp32 gradients replace these outputs, the same bytes."""
+    m = c.s.model
+    return 4 * m.vocab_size * c.s.tokens if c.st.head else 0
+
+
+def chunked_head_chunk_bytes(c: Ctx) -> int:
+    """One 128-token chunk over the vocabulary in fp32: the log-softmax being computed (forward) or the nll
+    gradient beside the log-softmax gradient (backward)."""
+    m = c.s.model
+    return 4 * m.vocab_size * min(LITGPT_HEAD_CHUNK, c.s.seq_len) * c.s.micro_batch if c.st.head else 0
 
 
 # --- the chunked loss: Liger's fused linear cross-entropy -------------------------------------
