@@ -182,3 +182,19 @@ def test_cli_estimate_with_cp():
     assert out.returncode == 0 and "cp 8 (16384 tokens of each sequence per GPU)" in out.stdout
     bad = subprocess.run(run[:5] + ["--seq-len", "131070", "--cp", "8"], capture_output=True, text=True)
     assert bad.returncode == 2 and "divisible by 2 x cp" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_long_context_playground_follows_its_controls():
+    pytest.importorskip("ipywidgets")
+    from memlib.long_context_playground import LongContextPlayground, settings_from
+    p = LongContextPlayground()
+    assert p.estimate.setup.cp == 8 and p.estimate.setup.seq_len == S
+    assert "fits" in p.verdict.value and "tokens/s per GPU" in p.timing.value and "ring attention" in p.timing.value
+    p.controls["cp"].value = 1
+    p.controls["recompute"].value = "none"
+    assert "does not fit" in p.verdict.value and p.estimate.setup.cp == 1
+    p.controls["attention"].value = "eager"
+    p.controls["cp"].value = 8
+    assert "eager attention is not supported" in p.verdict.value and p.timing.value == ""
+    kw = settings_from({**p.values(), "fsdp": False})
+    assert kw["zero_stage"] == 0 and kw["cp"] == 8
