@@ -157,6 +157,13 @@ display(Markdown(
 #   dropouts' activations split along the sequence (Korthikanti et al. 2022); it needs TP.
 # - **12·L·H·Q·T**: attention FLOPs per training token (PaLM App. B; H heads of Q dims, T the
 #   sequence), beside 6N for the N weights. **MFU**: the share of the GPU's peak FLOP/s achieved.
+# - **Model states**: parameters, gradients and optimizer states; mixed-precision AdamW keeps 16 bytes per
+#   parameter (fp32 weights, gradients, two moments).
+# - **GQA**: grouped-query attention; several query heads share one key/value head (Llama 3: 32 query
+#   heads, 8 K/V heads), so K and V are a quarter of Q's size.
+# - **NVLink / InfiniBand / PCIe**: the links between GPUs of one node, between nodes, and between a GPU
+#   and its host's memory.
+# - **torchtitan, Megatron-LM**: PyTorch's and NVIDIA's reference stacks for large-scale training.
 # - **GB / GiB**: 10⁹ / 2³⁰ bytes. Prose here is in GB; verdicts against an H100 in GiB (what torch
 #   reports: an "80GB" H100 shows about 79 GiB).
 
@@ -164,7 +171,8 @@ display(Markdown(
 # ## 5. The answer, step by step · 推导
 #
 # ### Step 1 · The same layout at 8k and at 128k
-#
+
+# %% [markdown]
 # ✏️ **Back of the envelope.** Model states of mixed-precision AdamW: 16 bytes per parameter,
 # 8e9 x 16 B = 128 GB, over 8 GPUs with FSDP: **16 GB per GPU**, whatever the sequence.
 # Activations: about 200 KB per token per layer (step 2), x 32 layers x 8,192 tokens = **52 GB** per
@@ -193,7 +201,8 @@ display(Markdown(
 
 # %% [markdown]
 # ### Step 2 · Attention: linear with a fused kernel, quadratic when eager
-#
+
+# %% [markdown]
 # ✏️ **Back of the envelope.** A fused kernel keeps Q, K, V and the output of each token:
 # (4,096 + 1,024 + 1,024 + 4,096) x 2 B ≈ 20 KB; the MLP keeps four 14,336-wide tensors, 4 x 14,336 x
 # 2 B ≈ 115 KB; the two RMSNorms their fp32 inputs, 2 x 4,096 x 4 B ≈ 33 KB: about **170-200 KB
@@ -223,7 +232,8 @@ display(Markdown(
 
 # %% [markdown]
 # ### Step 3 · The vocabulary: logits and loss
-#
+
+# %% [markdown]
 # ✏️ **Back of the envelope.** transformers' loss keeps bf16 logits (2 B), casts them to fp32 (4 B)
 # and log-softmax keeps its fp32 output (4 B); the backward starts with two more fp32 tensors of the
 # same size. Per token that is 128,256 x (2 + 12) B ≈ **1.8 MB**, nine times a layer's 200 KB, and
@@ -248,7 +258,8 @@ display(Markdown(
 
 # %% [markdown]
 # ### Step 4 · Recompute: what each mode saves at the peak
-#
+
+# %% [markdown]
 # ✏️ **Back of the envelope.** Full recompute keeps one tensor per layer, its input: 4,096 x 2 B = 8 KB
 # per token per layer, x 32 layers x 131,072 = **34 GB**, plus one layer rebuilt in backward (26 GB).
 # Selective keeps about half the matmul outputs and the attention output: roughly a third of the
@@ -278,7 +289,8 @@ display(Markdown(
 
 # %% [markdown]
 # ### Step 5 · Activation offload: what stays on the GPU
-#
+
+# %% [markdown]
 # ✏️ **Back of the envelope.** Offloading the 34 GB of checkpoints to host memory leaves the one
 # layer being rebuilt (26 GB) plus states and buffers: about **45 GB** per GPU, and 34 GB of pinned
 # host RAM per GPU process. The copies cross PCIe (about 50 GB/s per H100) once each way.
@@ -301,7 +313,8 @@ display(Markdown(
 
 # %% [markdown]
 # ### Step 6 · Context parallelism: split the sequence
-#
+
+# %% [markdown]
 # ✏️ **Back of the envelope.** With cp = 8 each GPU keeps 131,072 / 8 = 16,384 tokens: every
 # per-token term divides by 8 (activations 840 → 105 GB, logits and loss 235 → 29 GB). The states
 # stay 16 GB per GPU (FSDP over the same 8 GPUs). Attention fetches the other GPUs' K and V: per layer
@@ -336,7 +349,8 @@ display(Markdown(
 
 # %% [markdown]
 # ### Step 7 · How a practitioner trains at 128k
-#
+
+# %% [markdown]
 # ✏️ **Back of the envelope.** Combine: cp = 8 divides the 840 GB of activations to 105 GB, selective
 # recompute keeps about a third (35 GB), the logits and loss 29 GB, states 16 GB: about **80 GB**,
 # borderline on an 80 GB H100. With a chunked loss and full recompute: 16 + 4 + 3 ≈ **25 GB**.
@@ -365,7 +379,11 @@ display(Markdown(
     f"dp x cp, selective or full recompute."))
 
 # %% [markdown]
-# Llama-3.1-70B at 128k needs tensor parallelism too. ✏️ **Back of the envelope.** 70e9 x 16 B = 1.1 TB of
+# #### Llama-3.1-70B at 128k
+# A 70B at the same length needs tensor parallelism too.
+
+# %% [markdown]
+# ✏️ **Back of the envelope.** 70e9 x 16 B = 1.1 TB of
 # states; over 64 GPUs with FSDP, 18 GB each. Activations: about 2.5x the 8B's per token (h = 8,192, 80 layers);
 # split 64 ways by cp x tp, selective recompute: tens of GB per GPU.
 
@@ -386,7 +404,8 @@ display(Markdown(
 
 # %% [markdown]
 # ### Step 8 · Time: attention FLOPs grow with s
-#
+
+# %% [markdown]
 # ✏️ **Back of the envelope.** Per token, the weights cost 6N = 6 x 8e9 = 48 GFLOPs; attention
 # 12·L·H·Q·T = 12 x 32 x 4,096 x T: 13 GFLOPs at 8k (a quarter of 6N), 206 GFLOPs at 128k (**4x 6N**).
 # A 128k sequence therefore costs about 16 x (48 + 206) / (48 + 13) ≈ 66x an 8k one, not 16x.
