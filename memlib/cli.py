@@ -85,6 +85,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="MoE: expert capacity factor (tokens beyond it dropped; default: dropless)")
     e.add_argument("--no-router-aux-loss", action="store_true",
                    help="MoE: without the router's load-balancing loss (output_router_logits off)")
+    e.add_argument("--cp", type=int, default=None,
+                   help="context parallelism: each sequence split over CP GPUs, ring attention (seq-len divisible "
+                        "by 2 x CP; default 1)")
+    e.add_argument("--cp-rotate", default=None, choices=training.CP_ROTATES,
+                   help="ring attention's K/V exchange with --cp (default allgather, torchtitan's)")
     e.add_argument("--offload", default="none", choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
     e.add_argument("--offload-device", choices=training.OFFLOAD_DEVICES, help="with --offload (default cpu)")
     e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
@@ -140,6 +145,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--prefill-tokens", type=int, default=None,
                    help="serve: tokens per prefill forward (default 8192, vLLM's chunk; 0: the whole batch at once)")
     f.add_argument("--no-offload", action="store_true", help="leave ZeRO-Offload/Infinity out of the search")
+    f.add_argument("--cp", type=int, action="append", default=None,
+                   help="training: also try context parallelism of this degree (repeatable; FSDP over dp x cp)")
     f.add_argument("--host-ram-gib", type=_host_ram_gib, help="host RAM per node; offload plans needing more fail")
     f.add_argument("--top", type=int, default=10, help="feasible plans to show (default 10, at least 1)")
     f.add_argument("--min-gpus", action="store_true", help="also find the fewest GPUs of this kind (no offload)")
@@ -207,6 +214,10 @@ def cmd_estimate(a) -> int:
         options["capacity_factor"] = a.capacity_factor
     if a.no_router_aux_loss:
         options["router_aux_loss"] = False
+    if a.cp is not None:
+        options["cp"] = a.cp
+    if a.cp_rotate is not None:
+        options["cp_rotate"] = a.cp_rotate
     est = training.estimate_training(
         model, seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
         finetune=a.finetune, recompute=a.recompute, attention=a.attention,
@@ -223,7 +234,8 @@ def cmd_estimate(a) -> int:
     print(model.describe())
     s = est.setup
     print(f"seq_len {s.seq_len}, micro_batch {s.micro_batch}, {s.precision}, {s.optimizer}, {s.finetune}, "
-          f"recompute {s.recompute}, attention {s.attention}")
+          f"recompute {s.recompute}, attention {s.attention}"
+          + (f", cp {s.cp} ({s.tokens_per_gpu // s.micro_batch} tokens of each sequence per GPU)" if s.cp > 1 else ""))
     print(f"\nPeak {fmt_bytes(est.peak_bytes)} during {est.phase} ({est.peak_moment.where})")
     print(f"\n{'alive at the peak':<20}{'GB':>12}{'GiB':>12}")
     for k, v in est.breakdown.items():
@@ -284,7 +296,7 @@ def cmd_serve(a) -> int:
     return 0
 
 
-_TRAIN_ONLY = ("seq_len", "micro_batch", "grad_accum", "optimizer")
+_TRAIN_ONLY = ("seq_len", "micro_batch", "grad_accum", "optimizer", "cp")
 _SERVE_ONLY = ("context_len", "weights", "kv_cache", "mla_cache", "prefill_tokens")
 
 
@@ -310,7 +322,8 @@ def cmd_fit(a) -> int:
     a.micro_batch = 1 if a.micro_batch is None else a.micro_batch
     a.grad_accum = 8 if a.grad_accum is None else a.grad_accum
     kw = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, grad_accum=a.grad_accum, optimizer=a.optimizer or "adamw")
-    r = plan(a.model, a.gpu, a.count, a.task, allow_offload=not a.no_offload, host_bytes_per_node=host, **kw)
+    cps = (1,) + tuple(a.cp) if a.cp else (1,)
+    r = plan(a.model, a.gpu, a.count, a.task, allow_offload=not a.no_offload, host_bytes_per_node=host, cps=cps, **kw)
     fewest = min_gpus(a.model, a.gpu, a.task, **kw) if a.min_gpus else None
     if a.json:
         out = r.to_dict(top=a.top)
@@ -335,13 +348,14 @@ def cmd_fit(a) -> int:
         print(f"\n{len(r.infeasible)} layouts do not fit, for example:")
         seen = set()
         for settings, why in r.infeasible:
-            key = (settings["zero_stage"], settings["offload"], settings["tp"], settings["pp"])
+            key = (settings["zero_stage"], settings["offload"], settings["tp"], settings["pp"], settings.get("cp", 1))
             if key in seen:
                 continue
             seen.add(key)
             zs = settings["zero_stage"]
             z = (f"ZeRO-{zs}" if isinstance(zs, int) else str(zs)) if zs else "no ZeRO"
-            print(f"  dp={settings['dp']} tp={settings['tp']} pp={settings['pp']} {z} offload {settings['offload']}, "
+            cp = f" cp={settings['cp']}" if settings.get("cp", 1) > 1 else ""
+            print(f"  dp={settings['dp']} tp={settings['tp']} pp={settings['pp']}{cp} {z} offload {settings['offload']}, "
                   f"recompute {settings['recompute']}: {why}")
             if len(seen) >= a.top:
                 break

@@ -17,7 +17,9 @@ def explain_training(est) -> str:
         f"### Training memory: {m.name}",
         "",
         f"{m.describe()}.",
-        f"Setup: sequence {s.seq_len:,} x micro-batch {s.micro_batch} = {s.tokens:,} tokens, "
+        f"Setup: sequence {s.seq_len:,} x micro-batch {s.micro_batch} = {s.tokens:,} tokens"
+        + (f" ({s.tokens_per_gpu:,} per GPU: context parallelism over cp={s.cp} GPUs)" if getattr(s, "cp", 1) > 1
+           else "") + ", "
         f"precision **{s.precision}**, optimizer **{s.optimizer}**, fine-tuning **{s.finetune}**"
         + (f" (rank {s.lora_rank} on {', '.join(s.lora_targets)}: {fmt_count(c['trainable'])} trainable)"
            if s.finetune != "full" else "")
@@ -35,7 +37,7 @@ def explain_training(est) -> str:
                 else "") + " (present from their backward until zero_grad)", c["grad_bytes"]),
         _row("optimizer states", f"{s.optimizer} over {c['trainable']:,} trainable params", c["optimizer_bytes"]),
         "",
-        f"**2. Saved activations of one decoder layer** ({s.tokens:,} tokens); "
+        f"**2. Saved activations of one decoder layer** ({getattr(s, 'tokens_per_gpu', s.tokens):,} tokens); "
         + (f"x {m.num_layers} layers" if not getattr(est, "layer_kinds", None) else
            "the layers differ: one table per kind of layer")
         + (" (full recompute keeps only each layer's input)" if s.recompute == "full" else ""),

@@ -82,6 +82,8 @@ def _direction(value: float, expected: float) -> str:
         return "too high" if value > expected else "too low"
     ratio = value / expected
     word = "too high" if ratio > 1 else "too low"
+    if ratio == 0 or ratio == float("inf"):  # so far off that the ratio under- or overflows (5e-324 GB)
+        return f"{word} by more than 10x: check the units and what you counted"
     far = max(ratio, 1 / ratio)
     if far > 10:
         return f"{word} by more than 10x: check the units and what you counted"

@@ -28,7 +28,12 @@ def estimate_case(inputs: dict) -> Estimate:
         kw.update(qlora_backend=q.get("backend", "bitsandbytes"), double_quant=q.get("double_quant", True))
     if model.is_moe:  # transformers adds the load-balancing loss only with output_router_logits (config default off)
         kw.update(router_aux_loss=bool(inputs["config"].get("output_router_logits", False)))
-    if inputs.get("fsdp"):
+    if inputs.get("cp"):  # context parallelism: FSDP and ring attention over the same cp ranks (dp = 1)
+        kw.update(zero_stage="FULL_SHARD", dp=inputs["fsdp"]["world_size"] // inputs["cp"]["degree"],
+                  cp=inputs["cp"]["degree"], cp_rotate=inputs["cp"]["rotate"])
+        if inputs["precision"].endswith("mixed"):
+            kw.update(fsdp_mixed_precision=inputs["fsdp"].get("mp_policy", True))
+    elif inputs.get("fsdp"):
         kw.update(zero_stage="FULL_SHARD", dp=inputs["fsdp"]["world_size"])
         if inputs["precision"].endswith("mixed"):
             kw.update(fsdp_mixed_precision=inputs["fsdp"].get("mp_policy", True))

@@ -27,7 +27,7 @@ from memlib.units import gib
 TASKS = ("full", "lora", "qlora")
 # estimate_training options the search itself sets for every layout: not extra keywords.
 _SEARCHED = ("seq_len", "micro_batch", "grad_accum", "precision", "recompute", "zero_stage", "dp", "tp", "pp",
-             "offload", "finetune", "ep")
+             "offload", "finetune", "ep", "cp")
 
 
 @dataclass
@@ -53,6 +53,7 @@ class Plan:
                                                            f"{n} DDP replicas")
             return ", ".join([how, s["precision"], f"recompute {s['recompute']}", f"micro-batch {s['micro_batch']}"])
         bits = [f"dp={s['dp']}", f"tp={s['tp']}", f"pp={s['pp']}"] + ([f"ep={s['ep']}"] if s.get("ep", 1) > 1 else [])
+        bits += [f"cp={s['cp']}"] if s.get("cp", 1) > 1 else []
         if s["zero_stage"]:
             bits.append(f"ZeRO-{s['zero_stage']}" if isinstance(s["zero_stage"], int) else str(s["zero_stage"]))
         if s["offload"] != "none":
@@ -128,10 +129,32 @@ def _ep_choices(model: Model, dp: int) -> list[int]:
     return [e for e in _divisors(dp, min(dp, model.num_experts)) if model.num_experts % e == 0]
 
 
+def _cp_layouts(model, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes, cps, gpus_per_node):
+    """Context-parallel layouts (cp > 1 from `cps`): tp within a node, then cp x dp over the rest, the model states
+    sharded by FSDP over dp x cp (torchtitan's layout) or replicated, no pipeline, no offload."""
+    for tp in _divisors(count, min(gpus_per_node, model.num_heads)):
+        if not _tp_ok(model, tp):
+            continue
+        for cp in cps:
+            if cp == 1 or (count // tp) % cp:
+                continue
+            dp = count // (tp * cp)
+            for zero in ("FULL_SHARD", 0):
+                for precision in precisions:
+                    for recompute in recomputes:
+                        yield dict(seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
+                                   precision=precision, recompute=recompute, zero_stage=zero, dp=dp, tp=tp, pp=1,
+                                   offload="none", finetune=task, cp=cp)
+
+
 def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload,
-             gpus_per_node):
+             gpus_per_node, cps=(1,)):
     if task == "qlora":
         yield from _qlora_layouts(model, count, seq_len, micro_batch, grad_accum, precisions, recomputes)
+        return
+    yield from _cp_layouts(model, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes, cps,
+                           gpus_per_node)
+    if 1 not in cps:
         return
     for tp in _divisors(count, min(gpus_per_node, model.num_heads)):
         if tp > gpus_per_node or not _tp_ok(model, tp):
@@ -164,7 +187,7 @@ def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisio
 def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_batch: int = 1,
          grad_accum: int = 8, precisions=None, recomputes=("none", "full"), allow_offload: bool = True,
          gpus_per_node: int = 8, mfu: float = 0.4, host_bytes_per_node: int | None = None,
-         peak_tflops: float | None = None, internode_bytes_per_s: float = INTERNODE_BYTES_PER_S,
+         peak_tflops: float | None = None, internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, cps=(1,),
          **estimate_kw) -> PlanResult:
     """Feasible layouts of `model` on `count` GPUs of one kind, best estimated throughput first.
 
@@ -179,6 +202,9 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     untimed (Plan.time None) and ranked after the timed ones. internode_bytes_per_s goes to step_time:
     each GPU's link beyond its node (default one 200 Gb/s port, 25e9 B/s; 400 Gb/s per GPU is 50e9),
     which decides how much data-parallel traffic a layout exposes, and so how the layouts rank.
+    cps: context-parallel degrees to try (default (1,): none). Each cp > 1 dividing count / tp is laid out as
+    torchtitan does: dp x cp x tp GPUs, FSDP over dp x cp (or replicas), no pipeline or offload; seq_len must be
+    divisible by 2 x cp (estimate_training's cp). Leave 1 in to compare with the layouts without it.
     Invalid options are a ValueError here, before the search, not a list of "invalid" layouts.
     """
     model = get_model(model) if isinstance(model, str) else model
@@ -195,9 +221,10 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     precisions, recomputes, estimate_kw = _check_plan_options(
         model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload, gpus_per_node,
         mfu, host_bytes_per_node, peak_tflops, internode_bytes_per_s, estimate_kw)
+    cps = _check_cps(cps, seq_len, task)
     result = PlanResult(model.name, g.name, count, task)
     for settings in _layouts(model, g, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes,
-                             allow_offload, gpus_per_node):
+                             allow_offload, gpus_per_node, cps):
         settings = {**settings, **estimate_kw}  # every option, so the plan can be re-estimated as is
         if settings["offload"] == "none":
             settings.pop("offload_device", None)  # where the offload goes: offload layouts only
@@ -276,6 +303,23 @@ def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precis
             step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops,
                       internode_bytes_per_s=internode_bytes_per_s)
     return precisions, recomputes, estimate_kw
+
+
+def _check_cps(cps, seq_len: int, task: str) -> tuple[int, ...]:
+    """plan()'s context-parallel degrees: positive integers, each cp > 1 dividing seq_len / 2 (the 2 x cp load
+    balancing of torch's context_parallel and Megatron-Core)."""
+    if isinstance(cps, (int, str)) or not hasattr(cps, "__iter__"):
+        raise ValueError(f"cps must be a list of context-parallel degrees such as (1, 2, 4, 8), got {show(cps)}")
+    out = tuple(dict.fromkeys(positive_int("cps entry", c) for c in cps))
+    if not out:
+        raise ValueError("cps is empty; give at least one degree (1: no context parallelism)")
+    for c in out:
+        if c > 1 and seq_len % (2 * c):
+            raise ValueError(f"cps entry {c}: seq_len={seq_len} must be divisible by 2 x cp = {2 * c} "
+                             "(context parallelism's load-balanced chunks)")
+        if c > 1 and task == "qlora":
+            raise ValueError(f"cps entry {c}: context parallelism is not modelled with task 'qlora'")
+    return out
 
 
 def _untimed(precision: str, peak_tflops) -> bool:
@@ -419,7 +463,10 @@ def max_seq_len(plan_: Plan, gpu, limit: int | None = None) -> int:
     model = plan_.estimate.setup.model
     if model.position == "learned":
         limit = min(limit, model.max_position_embeddings)
-    return _largest(lambda n: fits(estimate_training(model, **{**s, "seq_len": n}), gpu).fits, 1, limit)
+    # context parallelism needs seq_len divisible by 2 x cp (x tp with sequence parallelism): search in such steps
+    step = 2 * s.get("cp", 1) * (s["tp"] if s.get("sequence_parallel") else 1) if s.get("cp", 1) > 1 else 1
+    return step * _largest(lambda n: fits(estimate_training(model, **{**s, "seq_len": n * step}), gpu).fits, 1,
+                           limit // step) if limit >= step else 0
 
 
 def to_deepspeed_config(plan_: Plan) -> dict:

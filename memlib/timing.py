@@ -36,6 +36,11 @@ with every term named. The model is deliberately simple and stated:
   plus the forward's two again under full recompute; each moves tokens x top-k x hidden in the
   compute dtype, of which each GPU sends (ep - 1)/ep; not overlapped. Expert gradients are
   reduced over the dp / ep GPUs that hold the same experts, the rest over dp;
+* context parallelism (cp > 1): the GPUs are dp x cp x tp x pp, each holding seq_len / cp tokens of every
+  sequence (its FLOPs are 1/cp of the sequence's, attention included); FSDP / gradient collectives run over
+  dp x cp (torchtitan's dp_shard_cp mesh); ring attention sends each layer's K/V block to the other cp - 1
+  ranks in the forward and again in the backward, plus the fp32 dK/dV around the ring (cp_kv_bytes), hidden
+  behind the attention blocks' compute as the implementation overlaps it (cp_exposed_seconds);
 * offload: 16-bit gradients down every micro-batch and parameters up once per step over the
   host link (ZeRO-Offload, Ren et al. 2021); with ZeRO-Infinity the parameters also come up
   for every micro-batch's forward and backward; NVMe traffic at `nvme_bytes_per_s`; the CPU
@@ -109,11 +114,14 @@ class StepTime:
     mfu: float = 0.0  # the model-FLOPs utilisation it was timed at
     ep_comm_bytes: int = 0  # expert-parallel all-to-alls, per GPU per step (MoE with ep > 1)
     ep_comm_s: float = 0.0
+    cp_comm_bytes: int = 0  # context parallelism: ring attention's K/V (and dK/dV) traffic, per GPU per step
+    cp_comm_s: float = 0.0  # its seconds on the link
+    cp_exposed_s: float = 0.0  # what the attention blocks' compute does not hide (cp_exposed_seconds)
 
     @property
     def step_s(self) -> float:
         return (self.compute_s + self.dp_exposed_s + self.tp_comm_s + self.pp_comm_s + self.offload_s
-                + self.nvme_s + self.cpu_optimizer_s + self.ep_comm_s)
+                + self.nvme_s + self.cpu_optimizer_s + self.ep_comm_s + self.cp_exposed_s)
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -251,6 +259,61 @@ def ep_all_to_all_bytes(estimate) -> float:
     return all_to_all_bytes(buffer, s.ep) * per_layer * estimate.counts["moe_layers"] * s.grad_accum
 
 
+def cp_block_bytes(estimate) -> tuple[int, int]:
+    """(K/V block, dK/dV block): the bytes of one layer's local key and value on one GPU of a context-parallel
+    group (compute dtype; MLA's per-head key and value) and of their gradients, which the ring backward carries in
+    fp32 (torch 2.13 _templated_ring_attention_backward: accum_dtype float32 under convert_to_f32)."""
+    from memlib.training.context_parallel import kv_width
+    estimate = _training_estimate(estimate)
+    s = estimate.setup
+    width = 4 if s.precision == "fp32" else 2
+    elements = kv_width(s.model) * s.tokens_per_gpu // s.tp
+    return width * elements, 4 * elements
+
+
+def cp_kv_bytes(estimate) -> int:
+    """Ring attention's traffic of one decoder layer and one micro-batch, bytes sent per GPU: the forward sends
+    its K/V block to the other cp - 1 ranks (one all-gather, or cp - 1 ring steps: the same bytes), the backward
+    does it again and passes the fp32 dK/dV around the whole ring (cp sends: the last returns it to its owner);
+    full recompute runs the forward's again (torch 2.13 _context_parallel/_attention.py; Megatron-Core gathers KV
+    again in backward and reduce-scatters its gradients). 0 without context parallelism."""
+    estimate = _training_estimate(estimate)
+    s = estimate.setup
+    if s.cp == 1:
+        return 0
+    kv, dkv = cp_block_bytes(estimate)
+    forwards = 2 if s.recompute == "full" else 1
+    return forwards * (s.cp - 1) * kv + (s.cp - 1) * kv + s.cp * dkv
+
+
+def cp_exposed_seconds(estimate, bytes_per_s: float, attn_fwd_s: float) -> float:
+    """Seconds of one layer's ring traffic (one micro-batch) the attention compute does not hide, given the layer's
+    attention forward compute on this GPU (`attn_fwd_s`; the backward's is twice it). Each step of the ring
+    computes one of cp blocks while the next block travels (Liu et al. 2023, Sec. 3: communication overlapped
+    with blockwise attention): alltoall hides each of the cp - 1 transfers behind one block; allgather issues one
+    all-gather before the local block and waits for it after that block (torch's _AllGatherRotater), so only
+    one block's compute hides it; the dK/dV ring sends after each block and waits before the next, the last
+    send is waited for after the loop (exposed whole)."""
+    estimate = _training_estimate(estimate)
+    s = estimate.setup
+    if s.cp == 1:
+        return 0.0
+    kv, dkv = cp_block_bytes(estimate)
+    cp = s.cp
+
+    def kv_exposed(block_s: float) -> float:
+        t_block = kv / bytes_per_s
+        if s.cp_rotate == "allgather":
+            return max(0.0, (cp - 1) * t_block - block_s)
+        return (cp - 1) * max(0.0, t_block - block_s)
+
+    fwd_block, bwd_block = attn_fwd_s / cp, 2 * attn_fwd_s / cp
+    t_dkv = dkv / bytes_per_s
+    forwards = 2 if s.recompute == "full" else 1
+    return (forwards * kv_exposed(fwd_block) + kv_exposed(bwd_block)
+            + (cp - 1) * max(0.0, t_dkv - bwd_block) + t_dkv)
+
+
 _ring = all_reduce_bytes  # tensor parallel's activation all-reduces use the same ring
 
 PHASES = ("forward", "backward", "last backward", "optimizer step")
@@ -275,7 +338,7 @@ class Collective:
 
 
 def _dp_scheme(s) -> str:
-    if s.dp == 1:
+    if s.dp * s.cp == 1:
         return "none"
     if s.sharding == "deepspeed":
         return f"DeepSpeed ZeRO-{s.zero_stage}"
@@ -334,7 +397,7 @@ def dp_collectives(estimate, ds_bucket_allreduce: bool = True) -> tuple[str, lis
     ds_bucket_allreduce = flag("ds_bucket_allreduce", ds_bucket_allreduce)
     s = estimate.setup
     scheme = _dp_scheme(s)
-    n, m = s.dp, s.grad_accum
+    n, m = s.dp * s.cp, s.grad_accum  # context parallelism: FSDP / gradient reduction over dp x cp (torchtitan)
     if scheme == "none":
         return scheme, []
     trainable = estimate.counts["trainable"]
@@ -462,7 +525,7 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
         if peak_tflops is None:
             raise ValueError(f"{gpu.name} has no bf16 tensor cores; use precision 'fp16-mixed' or pass peak_tflops=")
     peak = positive_float("peak_tflops", peak_tflops, maximum=MAX_PEAK_TFLOPS, unit=" TFLOP/s") * 1e12
-    n_gpus = s.dp * s.tp * s.pp
+    n_gpus = s.dp * s.tp * s.pp * s.cp
     tokens = s.seq_len * s.micro_batch * s.grad_accum * s.dp
     fpt = flops_per_token(m, s.seq_len, s.recompute, s.finetune)
     if s.sharding == "device_map":  # naive model parallelism: the GPUs work one after another
@@ -480,10 +543,10 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
 
     # data parallel: each scheme's collectives, per micro-batch or per step (dp_collectives)
     scheme, colls = dp_collectives(estimate)
-    dp_bytes, dp_s, dp_exposed = _dp_time(colls, link(s.dp, s.tp * s.pp), s.grad_accum, fwd_s, bwd_s)
+    dp_bytes, dp_s, dp_exposed = _dp_time(colls, link(s.dp * s.cp, s.tp * s.pp), s.grad_accum, fwd_s, bwd_s)
     gather = sum(c.bytes_per_gpu * c.per_step for c in colls if c.of == "parameters")
     # tensor parallel: activations all-reduced per layer
-    act_bytes = s.micro_batch * s.seq_len * m.hidden_size * 2
+    act_bytes = s.tokens_per_gpu * m.hidden_size * 2  # this GPU's tokens: seq_len / cp of each sequence
     layers_here = -(-m.num_layers // s.pp)
     per_layer = 6 if s.recompute == "full" else 4
     tp_bytes = _ring(act_bytes, s.tp) * per_layer * layers_here * s.grad_accum
@@ -494,6 +557,14 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     # expert parallelism: the MoE layers' all-to-alls over the ep group (consecutive data-parallel ranks)
     ep_bytes = ep_all_to_all_bytes(estimate)
     ep_s = ep_bytes / link(s.ep, s.tp * s.pp) if ep_bytes else 0.0
+    # context parallelism: ring attention's K/V and dK/dV, hidden behind the attention blocks' compute
+    cp_bytes, cp_s, cp_exposed = 0.0, 0.0, 0.0
+    if s.cp > 1:
+        cp_bw = link(s.cp, s.tp)  # torchtitan's mesh [pp, dp_replicate, dp_shard, cp, tp]: cp ranks tp apart
+        attn_fwd_s = attention_flops_per_token(m, s.seq_len) / 3 * s.tokens_per_gpu / s.tp / (peak * mfu)
+        cp_bytes = cp_kv_bytes(estimate) * layers_here * s.grad_accum
+        cp_s = cp_bytes / cp_bw
+        cp_exposed = cp_exposed_seconds(estimate, cp_bw, attn_fwd_s) * layers_here * s.grad_accum
     # offload traffic
     trainable = estimate.counts["trainable"]
     off_bytes, nvme_s, cpu_s, procs = 0, 0.0, 0.0, 0
@@ -515,7 +586,8 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
                  dp_scheme=scheme, dp_collectives="\n".join(c.describe() for c in colls),
                  dp_gather_bytes=int(gather), dp_reduce_bytes=int(dp_bytes) - int(gather),
                  micro_batches=s.grad_accum, forward_s=fwd_s, backward_s=bwd_s, cpu_adam_processes_per_node=procs,
-                 peak_flops=peak, mfu=mfu, ep_comm_bytes=int(ep_bytes), ep_comm_s=ep_s)
+                 peak_flops=peak, mfu=mfu, ep_comm_bytes=int(ep_bytes), ep_comm_s=ep_s,
+                 cp_comm_bytes=int(cp_bytes), cp_comm_s=cp_s, cp_exposed_s=cp_exposed)
     if not (0 < t.step_s < math.inf and t.tokens_per_s_per_gpu > 0):  # e.g. mfu=1e-300: no finite answer
         raise ValueError(f"these rates give a step time of {t.step_s!r} s; check mfu={mfu!r}, "
                          f"peak_tflops={peak_tflops!r} and the link rates")

@@ -41,7 +41,10 @@
 #    (fp8 weights), FLOPs from the 37B active, MLA's latent cache vs full K/V vs GQA, tensor vs expert
 #    parallelism with data-parallel attention on 8 × H200, full fine-tuning with ZeRO-3 + expert
 #    parallelism, what LoRA saves.
-# 6. 06 · Long context: what changes at 128k tokens? (coming)
+# 6. [06 · What changes when you train at 128k tokens?](06_long_context.ipynb) Activations per token
+#    with a fused kernel vs eager's s², the logits of a 128k vocabulary and the chunked loss, recompute,
+#    activation offload, context parallelism (ring attention) and its traffic, the Llama-3.1 8B/70B
+#    layouts at 128k, attention FLOPs.
 # 7. [07 · How long, and how much, to train?](07_time_and_cost.ipynb) FLOPs (6ND plus attention),
 #    MFU, what data-parallel communication costs and when it hides, the Chinchilla ratio, GPU-hours
 #    and cost of pretraining a 7B on 256 H100s and of fine-tuning a 70B, checked against Llama 2/3's
@@ -57,6 +60,7 @@
 #   [03](../exercises/03_when_the_model_does_not_fit_exercises.ipynb),
 #   [04](../exercises/04_serving_capacity_exercises.ipynb),
 #   [05](../exercises/05_moe_memory_exercises.ipynb),
+#   [06](../exercises/06_long_context_exercises.ipynb),
 #   [07](../exercises/07_time_and_cost_exercises.ipynb).
 # - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
 #

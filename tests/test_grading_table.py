@@ -112,6 +112,31 @@ assert N_V3_ACTIVE == 37_552_282_624 and KV_V3 == 70_272 and math.ceil(16 * N_V3
 def touched_bytes(other_bytes, expert_bytes, num_experts, top_k, tokens):
     """05.3 written out: each expert is missed by a token with probability 1 - k/E."""
     return other_bytes + expert_bytes * (1 - (1 - top_k / num_experts) ** tokens)
+# notebook 06 (Llama-3.1-8B: h 4096, 32 heads, 8 KV heads of 128, MLP 14336, 32 layers, V 128,256; 128k tokens)
+V8, T128 = 128_256, 131_072
+LOGITS_128K = T128 * V8 * (2 + 3 * 4)  # bf16 logits; fp32 log-softmax output and two fp32 gradients
+# one layer's saved tensors per token (sdpa, bf16): two RMSNorms (fp32 input, normalized, output: 4h + 2h + 2h
+# bytes each), q and the output (2h each), k and v (2 x 1024 each), fp32 log-sum-exp (4 x 32), SwiGLU's gate,
+# SiLU, up and product (4 x 2 x 14336)
+LAYER_TOKEN_8B = 2 * (4 + 2 + 2) * 4096 + 2 * 2 * 4096 + 2 * 2 * 1024 + 4 * 32 + 4 * 2 * 14336
+assert LAYER_TOKEN_8B == 200_832
+CP8_ACTS = LAYER_TOKEN_8B * (T128 // 8) * 32
+EAGER_PROBS_128K = 32 * T128**2 * (4 + 2)  # fp32 softmax and its bf16 copy, 32 heads
+CKPT_70B = T128 * 8192 * 2 * 80  # Llama-3.1-70B: each layer's bf16 input, 80 layers
+SEQ_RATIO = T128 * (6 * N8 + 12 * 32 * 32 * 128 * T128) / (8192 * (6 * N8 + 12 * 32 * 32 * 128 * 8192))
+KV_128K = 2 * 32 * 8 * 128 * 2 * T128  # K and V, 32 layers, 8 KV heads of 128, bf16
+
+
+def ring_hand(kv_heads, head_dim, seq_len, cp, micro_batch, recompute):
+    """Ring attention per layer: (cp-1) bf16 K/V blocks forward (twice with full recompute), again backward, and
+    cp fp32 dK/dV blocks around the ring (torch 2.13 _templated_ring_attention_backward)."""
+    block = 2 * 2 * kv_heads * head_dim * seq_len // cp * micro_batch
+    return (2 if recompute == "full" else 1) * (cp - 1) * block + (cp - 1) * block + cp * 2 * block
+
+
+def ring_forward_only(kv_heads, head_dim, seq_len, cp, micro_batch, recompute):
+    block = 2 * 2 * kv_heads * head_dim * seq_len // cp * micro_batch
+    return (2 if recompute == "full" else 1) * (cp - 1) * block
 
 
 GB = lambda x: f"{x / 1e9:.2f} GB"  # noqa: E731
@@ -359,6 +384,30 @@ CASES = [
     ("05.9", f"{DISPATCH / 8 / 1e6:.1f} MB", "incorrect", "once per expert"),
     ("05.9", GB(DISPATCH * 8 / 7), "incorrect", "(ep - 1) / ep"),
     ("05.10", SOUND, "submitted", "mark('05.10'"),
+    ("06.1", GB(LOGITS_128K), "correct", None),
+    ("06.1", GB(T128 * V8 * 2), "incorrect", "bf16 logits alone"),
+    ("06.1", f"{LOGITS_128K / GiB:.1f} GB", "incorrect", "unit is not"),
+    ("06.2", GB(CP8_ACTS), "correct", None),
+    ("06.2", GB(CP8_ACTS * 8), "incorrect", "the whole sequence"),
+    ("06.2", GB(CP8_ACTS / 8), "incorrect", "divide by cp once"),
+    ("06.3", (["2 bytes", "~32 GB"], GB(EAGER_PROBS_128K)), "correct", None),
+    ("06.3", (["2 bytes"], GB(EAGER_PROBS_128K)), "incorrect", "1 of the paragraph's 2"),
+    ("06.3", (["2 bytes", "~32 GB"], GB(EAGER_PROBS_128K / 3)), "incorrect", "one bf16 copy"),
+    ("06.3", (["128k * 128k", "~32 GB"], GB(EAGER_PROBS_128K)), "incorrect", "is not an error"),
+    ("06.4", GB(CKPT_70B), "correct", None),
+    ("06.4", GB(2 * CKPT_70B), "incorrect", "2 bytes per value"),
+    ("06.4", GB(CKPT_70B / 80), "incorrect", "one layer's share"),
+    ("06.5", ("d", 1), "correct", None),
+    ("06.5", ("b", 2), "incorrect", "full recompute removes every activation"),
+    ("06.5", ("d", 3), "incorrect", "not for reason 3"),
+    ("06.6", f"{SEQ_RATIO:.1f}x", "correct", None),
+    ("06.6", "16x", "incorrect", "counts only the tokens"),
+    ("06.6", "256x", "incorrect", "every FLOP as attention"),
+    ("06.7", ring_hand, "correct", None),
+    ("06.7", ring_forward_only, "incorrect", "the backward fetches K/V again"),
+    ("06.8", GB(KV_128K), "correct", None),
+    ("06.8", GB(4 * KV_128K), "incorrect", "GQA"),
+    ("06.9", SOUND, "submitted", "mark('06.9'"),
     ("99.9", "1 GB", "unknown exercise", None),
     ("1.3", GB(ZERO3_65), "correct", None),
 ]

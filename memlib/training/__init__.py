@@ -14,14 +14,14 @@ allocated. Where to look:
 from __future__ import annotations
 
 from memlib.training.estimate import BREAKDOWN_KEYS, Estimate, Moment
-from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, FINETUNES, FSDP_ALIASES, LOSSES,
+from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, CP_ROTATES, FINETUNES, FSDP_ALIASES, LOSSES,
                                      OFFLOAD_DEVICES, OFFLOADS, OPTIMIZER_IMPLS, PRECISIONS, QLORA_BACKENDS,
                                      RECOMPUTES, TrainingSetup, check_setup)
 from memlib.training.step import estimate
 
 __all__ = ["Estimate", "Moment", "TrainingSetup", "estimate_training", "PRECISIONS", "FINETUNES", "RECOMPUTES",
            "ATTENTIONS", "OFFLOADS", "OFFLOAD_DEVICES", "FSDP_ALIASES", "BREAKDOWN_KEYS", "OPTIMIZER_IMPLS",
-           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES"]
+           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "CP_ROTATES"]
 
 
 def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
@@ -32,7 +32,8 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
                       lora_dropout: float = 0.0, adapter_dtype: str = "fp32", base_dtype: str = "auto",
                       qlora_backend: str = "bitsandbytes", double_quant: bool = True, loss: str = "full",
                       activation_offload: bool = False, fsdp_mixed_precision: bool = True, ep: int = 1,
-                      router_aux_loss: bool = True, capacity_factor: float | None = None) -> Estimate:
+                      router_aux_loss: bool = True, capacity_factor: float | None = None, cp: int = 1,
+                      cp_rotate: str = "allgather") -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
     precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
@@ -56,6 +57,13 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
     capacity_factor: MoE: None (default) routes every token (dropless: transformers, torchtitan, Megatron's
                default); a number sizes each expert's buffer at capacity_factor x tokens x top-k / experts
                rows and drops the overflow (GShard, Lepikhin et al. 2020; DeepSpeed-MoE).
+    cp:        context parallelism: each sequence split over cp GPUs (seq_len divisible by 2 x cp), attention as
+               ring attention (torch's context_parallel as torchtitan runs it; Liu et al. 2023; Megatron-Core CP);
+               every activation, the logits and the loss of seq_len / cp tokens per GPU; the model states
+               unchanged by cp but sharded by FSDP over dp x cp GPUs (torchtitan's dp_shard_cp mesh) with
+               zero_stage='FULL_SHARD'. The GPUs in use are dp x cp x tp x pp. See training/context_parallel.py.
+    cp_rotate: "allgather" (torch's and torchtitan's default: all ranks' K/V gathered once per layer) | "alltoall"
+               (one block passed around the ring per step).
     """
     s = check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
                     recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
@@ -63,5 +71,5 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
                     adapter_dtype=adapter_dtype, base_dtype=base_dtype, qlora_backend=qlora_backend,
                     double_quant=double_quant, loss=loss, activation_offload=activation_offload,
                     fsdp_mixed_precision=fsdp_mixed_precision, ep=ep, router_aux_loss=router_aux_loss,
-                    capacity_factor=capacity_factor)
+                    capacity_factor=capacity_factor, cp=cp, cp_rotate=cp_rotate)
     return estimate(s)

@@ -31,6 +31,10 @@ QLORA_BACKENDS = ("bitsandbytes", "bitsandbytes<0.43.2", "lightning-bitsandbytes
 # full: transformers' loss over the full logits; chunked: Liger's fused linear cross-entropy (no logits);
 # chunked-head: LitGPT's head in 128-token chunks, fp32 under Lightning Fabric, cross-entropy per chunk.
 LOSSES = ("full", "chunked", "chunked-head")
+# How ring attention exchanges K/V between the context-parallel GPUs (torch's _RotateMethod; torchtitan's
+# parallelism.context_parallel_rotate_method, default "allgather"): one all-gather of every rank's K/V, or
+# cp - 1 ring rotations of one block (all_to_all / permute_tensor).
+CP_ROTATES = ("allgather", "alltoall")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -71,6 +75,9 @@ class TrainingSetup:
     router_aux_loss: bool = True  # MoE: the load-balancing loss over the router logits (where the family has one)
     capacity_factor: float | None = None  # MoE: expert capacity (token dropping); None: dropless
     attention_note: str = ""  # why the attention runs eagerly whatever was asked (Gemma 2, gpt-oss)
+    cp: int = 1  # context-parallel degree: each sequence split over cp GPUs (ring attention); see context_parallel.py
+    cp_rotate: str = "allgather"  # how ring attention moves K/V (CP_ROTATES)
+    cp_shard: bool = False  # this is one GPU's view of a cp > 1 setup (context_parallel.local_setup)
 
     @property
     def tokens(self) -> int:
@@ -87,6 +94,11 @@ class TrainingSetup:
         """QLoRA through Lightning Fabric's BitsandbytesPrecision (LitGPT): lm_head in 4 bits too, quantized from
         fp16."""
         return self.finetune == "qlora" and self.qlora_backend.startswith("lightning-")
+
+    @property
+    def tokens_per_gpu(self) -> int:
+        """Tokens of one micro-batch on one GPU: the sequence split over the cp context-parallel GPUs."""
+        return self.tokens if self.cp_shard else self.seq_len // self.cp * self.micro_batch
 
 
 def _flag(name: str, value) -> bool:
@@ -123,7 +135,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 sequence_parallel=False, *, optimizer_impl="foreach", lora_dropout=0.0, adapter_dtype="fp32",
                 base_dtype="auto", qlora_backend="bitsandbytes", double_quant=True, loss="full",
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
-                capacity_factor=None) -> TrainingSetup:
+                capacity_factor=None, cp=1, cp_rotate="allgather") -> TrainingSetup:
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
@@ -154,7 +166,10 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     for name, v in (("dp", dp), ("tp", tp), ("pp", pp), ("ep", ep)):
         positive_int(name, v)
     _flag("router_aux_loss", router_aux_loss)
-    _check_moe_options(model, dp, ep, router_aux_loss, capacity_factor)
+    cp = positive_int("cp", cp)
+    choice("cp_rotate", cp_rotate, CP_ROTATES)
+    _check_moe_options(model, dp * cp, ep, router_aux_loss, capacity_factor,
+                       dp_label=f"dp x cp = {dp} x {cp}" if cp > 1 else None)
     if capacity_factor is not None:
         capacity_factor = float(capacity_factor)
     zero_stage, fsdp = _zero_stage(zero_stage)
@@ -293,12 +308,15 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         if adapter_dtype not in ("fp32", base):
             raise ValueError(f"adapter_dtype={adapter_dtype!r} with a {base} base: peft keeps adapters in fp32 "
                              f"(autocast_adapter_dtype=True, its default) or in the base dtype ({base!r})")
+    if cp > 1 or cp_rotate != "allgather":
+        _check_context_parallel(model, seq_len, cp, cp_rotate, attention, finetune, zero_stage, fsdp, offload,
+                                tp, sequence_parallel)
     return TrainingSetup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, targets,
                          recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
                          sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
                          qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
                          ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
-                         attention_note=attention_note)
+                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate)
 
 
 # Families whose transformers model adds the load-balancing loss when output_router_logits is on
@@ -307,7 +325,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
 AUX_LOSS_TYPES = ("mixtral", "qwen3_moe", "gpt_oss")
 
 
-def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor) -> None:
+def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, dp_label: str | None = None) -> None:
     """ep, router_aux_loss and capacity_factor: MoE options, each checked against the model and the layout."""
     if not model.is_moe:
         why = f"{model.name} is dense (no experts)"
@@ -320,7 +338,7 @@ def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor) -
         raise ValueError(f"ep={ep} must divide {model.name}'s {model.num_experts} experts (each GPU of the "
                          "expert-parallel group holds num_experts / ep whole experts)")
     if dp % ep:
-        raise ValueError(f"ep={ep} must divide dp={dp}: the expert-parallel group is carved out of the data-parallel "
+        raise ValueError(f"ep={ep} must divide {dp_label or f'dp={dp}'}: the expert-parallel group is carved out of the data-parallel "
                          "group (DeepSpeed-MoE's ep_size, Megatron's --expert-model-parallel-size)")
     if capacity_factor is not None:
         if model.model_type.startswith("llama4"):
@@ -329,3 +347,49 @@ def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor) -
         if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, (int, float)) \
                 or not 0 < capacity_factor < float("inf"):
             raise ValueError(f"capacity_factor must be a number > 0 (or None: dropless), got {capacity_factor!r}")
+
+
+def _check_context_parallel(model: Model, seq_len, cp, cp_rotate, attention, finetune, zero_stage, fsdp, offload, tp,
+                            sequence_parallel) -> None:
+    """Context parallelism as torch's context_parallel (torchtitan) and Megatron-Core run it: what they accept.
+
+    - seq_len divisible by 2 x cp: the load balancer cuts each sequence into 2 x cp chunks and gives rank i
+      chunks i and 2cp - 1 - i (torch _context_parallel/_load_balancer.py _HeadTailLoadBalancer; torchtitan
+      ParallelDims.seq_len_divisor = tp x 2 x cp; Megatron-Core's get_batch_on_this_cp_rank); with sequence
+      parallelism each of the cp shards is split over tp GPUs too, so 2 x cp x tp.
+    - the attention is an SDPA kernel (flash, memory-efficient, cuDNN): ring attention replaces exactly those
+      ops (_context_parallel/_attention.py _sdpa_handler); eager attention, and the explicit masks of
+      sliding-window / chunked layers, are not ring attention.
+    - parameters are sharded by FSDP over the dp x cp GPUs (torchtitan's dp_shard_cp mesh) or replicated
+      (zero_stage=0); DeepSpeed's ZeRO and offload pair with DeepSpeed-Ulysses, a different scheme.
+    """
+    if cp_rotate != "allgather" and cp == 1:
+        raise ValueError(f"cp_rotate={cp_rotate!r} describes ring attention's K/V exchange; it needs cp > 1")
+    need = 2 * cp * (tp if sequence_parallel else 1)
+    if seq_len % need:
+        what = f"2 x cp x tp = {need}" if sequence_parallel and tp > 1 else f"2 x cp = {need}"
+        raise ValueError(f"seq_len={seq_len} must be divisible by {what}: context parallelism cuts each sequence into "
+                         f"2 x cp chunks for load balancing (torchtitan's seq_len_divisor; Megatron-Core's CP); "
+                         f"pad it to {-(-seq_len // need) * need}")
+    if model.mlp != "gated":
+        raise ValueError(f"cp={cp}: context parallelism is modelled for LLaMA-style models; {model.name} is "
+                         f"{model.model_type} (estimated with Korthikanti et al.'s GPT formula)")
+    from memlib.activations import _explicit_mask, needs_eager
+    if needs_eager(model):
+        raise ValueError(f"cp={cp}: {model.name}'s attention runs eagerly ({needs_eager(model)}), which ring attention "
+                         "cannot replace")
+    if attention != "sdpa":
+        raise ValueError(f"cp={cp} with attention={attention!r}: context parallelism replaces the SDPA kernels "
+                         "(flash, memory-efficient, cuDNN) with ring attention; eager attention is not supported "
+                         "(use attention='sdpa')")
+    masked = [t for t in model.layer_counts() if _explicit_mask(model, t, seq_len)]
+    if masked:
+        raise ValueError(f"cp={cp}: {model.name}'s {', '.join(masked)} layers need an explicit (s x s) mask at "
+                         f"seq_len={seq_len}; torch's ring attention handles causal SDPA only")
+    if finetune == "qlora":
+        raise ValueError(f"cp={cp} with finetune='qlora' is not modelled (FSDP-QLoRA and device_map QLoRA do not "
+                         "combine with ring attention here); use finetune 'full' or 'lora'")
+    if offload != "none" or (zero_stage and not fsdp):
+        raise ValueError(f"cp={cp} is modelled with FSDP (zero_stage='FULL_SHARD' or 'SHARD_GRAD_OP' over dp x cp GPUs, "
+                         "torchtitan) or without sharding (zero_stage=0); DeepSpeed's ZeRO stages and offload go with "
+                         f"DeepSpeed-Ulysses, another scheme (got zero_stage={zero_stage!r}, offload={offload!r})")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from memlib import activations as act
 from memlib import optimizers as opt
+from memlib.training import context_parallel as CP
 from memlib.training import layout
 from memlib.training import terms as T
 from memlib.training.estimate import Estimate, Moment
@@ -37,6 +38,8 @@ REPLICATED = ("attn_norm", "mlp_norm", "residual")
 def estimate(s: TrainingSetup) -> Estimate:
     if s.model.mlp != "gated":
         return _estimate_gpt(s)
+    if s.cp > 1 and not s.cp_shard:
+        return _estimate_context_parallel(s)
     sts = layout.stages(s)
     results = [_estimate_stage(s, st) for st in sts]
     if len(results) == 1:
@@ -398,6 +401,11 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             "autocast_copies": casts_all * st.in_flight if not recompute else casts_all,
             "gathered_parameters": gathered_layers,
         }))
+    if s.cp > 1:  # context parallelism: the last layer's ring attention (context_parallel.py)
+        moments.append(CP.ring_forward_moment(s, num, layer, {
+            **base, "autocast_copies": casts_all - lm_head_cast, "previous_output": logits if st.head else 0,
+            "gathered_parameters": gathered_layers if fsdp3 else (gathered_layers // 2 if k == 3 else 0)},
+            kept + fwd_model_act, 2 * r * h * tok // sp, recompute))
 
     # backward (a): the first nodes: NLL grad, log-softmax grad and its saved output (fp32)
     # Under checkpointing the layers' weight copies died with the autocast cache at the end
@@ -534,6 +542,9 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
             "gathered_parameters": head_param_bytes if k == 3 else 0,
         }))
 
+    if s.cp > 1:  # ring attention's buffers in every attention backward (context_parallel.py)
+        CP.add_ring_backward(s, num, moments, layer_rs if (fsdp3 and st.layers > 2) else 0)
+
     # optimizer step: everything persistent plus the optimizer's temporaries
     moments.append(Moment("optimizer", "optimizer.step()", {
         "parameters": param_step, "optimizer": state_bytes, "gradients": grad_bytes, "logits_and_loss": logits,
@@ -601,6 +612,8 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         named += [(T.rope_table_bytes, T.rope_table_bytes(c, num)), (T.attention_mask_bytes, T.attention_mask_bytes(c, num)),
                   (T.embedding_scale_bytes, T.embedding_scale_bytes(c, num, sp)), (T.logit_softcap_bytes, softcap),
                   (T.router_aux_loss_bytes, aux), (T.all_to_all_buffer_bytes, T.all_to_all_buffer_bytes(c, num))]
+    if s.cp > 1:
+        named += [(fn, fn(s, num)) for fn in CP.RING_TERMS]
     if k == 3:
         named.append((T.layer_parameter_bytes, layer_param_bytes))
         if fsdp3:
@@ -610,6 +623,19 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
         (f"{'MoE' if moe else 'dense'} layer, {layer_type.replace('_', ' ')}", n, ledgers[(layer_type, moe)])
         for (layer_type, moe), n in kinds]
     return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes, terms, kinds_out)
+
+
+def _estimate_context_parallel(s: TrainingSetup) -> Estimate:
+    """cp > 1: the estimate of one GPU's view (seq_len / cp tokens, model states sharded over dp x cp), with the
+    ring attention's moments, reported against the setup as given (context_parallel.py)."""
+    est = estimate(CP.local_setup(s))
+    kind = "FSDP over" if s.sharding == "fsdp" else "a replica on each of"
+    est.notes.append(
+        f"context parallelism: each sequence of {s.seq_len:,} tokens split over cp={s.cp} GPUs, {s.seq_len // s.cp:,} "
+        f"per GPU (2 x cp load-balanced chunks); ring attention with K/V exchanged by {s.cp_rotate} "
+        f"(torch context_parallel, torchtitan); model states {kind} dp x cp = {s.dp * s.cp} GPUs")
+    est.setup = s
+    return est
 
 
 def _estimate_gpt(s: TrainingSetup) -> Estimate:

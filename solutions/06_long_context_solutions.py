@@ -1,0 +1,222 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · Exercises: what changes when you train at 128k tokens?
+#
+# Companion to `notebooks/06_long_context.ipynb`: the logits of a 128k vocabulary, eager attention's
+# s², what recompute keeps, context parallelism's memory and ring traffic, what a long sequence costs
+# in FLOPs, the KV cache at 128k, and a layout that fits. Each exercise says its difficulty (warm-up ·
+# interview · stretch) and about how long it takes. `check("06.k", answer)` grades an answer against a
+# value memlib computes now; numbers may carry units (`"123 GB"`, `"114.6 GiB"`; a plain number means
+# the unit the question names, else bytes). `hint("06.k")` shows the concept, then the formula, then
+# the first step. The open question is self-assessed: `check` shows a rubric and a model answer,
+# `mark` records your marks. Progress is saved in `.memlib_progress.json` beside the notebook;
+# `score()` sums it up.
+
+# %% [markdown] tags=["solution"]
+# **This is the solutions copy:** every exercise is answered and checked. The student copy,
+# `exercises/06_long_context_exercises.ipynb`, is generated from this file by
+# `tools/make_exercises.py`. It keeps no progress file (the next cell), so its score below is
+# always the same.
+
+# %% tags=["solution"]
+import os
+
+os.environ["MEMLIB_PROGRESS"] = "off"
+
+# %%
+import memlib
+from memlib.grading import check, hint, mark, score, show, solution
+
+# %% [markdown]
+# ## 06.1 · The logits and loss of one 128k sequence
+
+# %%
+show("06.1")
+
+# %%
+# BEGIN SOLUTION
+V, T = 128_256, 131_072
+answer = f"{T * V * (2 + 3 * 4) / 1e9:.1f} GB"  # bf16 logits + fp32 log-softmax output and two fp32 gradients
+# END SOLUTION
+check("06.1", answer)
+# hint("06.1")  # stuck? each call shows one more hint; solution("06.1") shows the worked answer
+
+# %% tags=["solution"]
+solution("06.1")
+
+# %% [markdown]
+# ## 06.2 · Activations per GPU with context parallelism
+
+# %%
+show("06.2")
+
+# %%
+# BEGIN SOLUTION
+per_token_layer = 200_832  # bytes, one layer (the notebook's ledger)
+answer = f"{per_token_layer * (131_072 // 8) * 32 / 1e9:.1f} GB"  # 16,384 tokens on each GPU, 32 layers
+# END SOLUTION
+check("06.2", answer)
+# hint("06.2")
+
+# %% tags=["solution"]
+solution("06.2")
+
+# %% [markdown]
+# ## 06.3 · "~32 GB * num_heads"
+
+# %%
+show("06.3")
+
+# %%
+# BEGIN SOLUTION
+per_layer = 32 * 131_072**2 * (4 + 2)  # 32 heads, s² scores, fp32 softmax + its bf16 copy
+answer = (["2 bytes", "~32 GB"], f"{per_layer / 1e9:.0f} GB")
+# END SOLUTION
+check("06.3", answer)
+# hint("06.3")
+
+# %% [markdown]
+# <!-- BEGIN SOLUTION -->
+# **Why.** The arithmetic 128k x 128k x 2 bytes is one bf16 copy of one head's scores, and it is
+# 34.4 GB, i.e. 32 GiB. transformers' eager attention keeps the fp32 softmax output and its bf16 cast,
+# so one layer of Llama-3.1-8B keeps three times the quoted figure per head, for each of its 32 heads.
+# <!-- END SOLUTION -->
+
+# %% [markdown]
+# ## 06.4 · What full recompute keeps at 128k
+
+# %%
+show("06.4")
+
+# %%
+# BEGIN SOLUTION
+answer = f"{131_072 * 8192 * 2 * 80 / 1e9:.1f} GB"  # each layer's bf16 input, 80 layers
+# END SOLUTION
+check("06.4", answer)
+# hint("06.4")
+
+# %% tags=["solution"]
+solution("06.4")
+
+# %% [markdown]
+# ## 06.5 · Which layout trains Llama-3.1-8B at 128k on 8 H100s?
+
+# %%
+show("06.5")
+
+# %%
+# BEGIN SOLUTION
+answer = ("d", 1)
+# END SOLUTION
+check("06.5", answer)
+# hint("06.5")
+
+# %% tags=["solution"]
+solution("06.5")
+
+# %% [markdown]
+# ## 06.6 · How much more does a 128k sequence cost than an 8k one?
+
+# %%
+show("06.6")
+
+# %%
+# BEGIN SOLUTION
+N, L, H, Q = 8_030_261_248, 32, 32, 128
+
+
+def seq_flops(T):
+    return T * (6 * N + 12 * L * H * Q * T)  # PaLM's FLOPs per token x tokens
+
+
+answer = f"{seq_flops(131_072) / seq_flops(8_192):.1f}x"
+# END SOLUTION
+check("06.6", answer)
+# hint("06.6")
+
+# %% tags=["solution"]
+solution("06.6")
+
+# %% [markdown]
+# ## 06.7 · Ring attention's traffic per layer
+
+# %%
+show("06.7")
+
+
+# %%
+# BEGIN SOLUTION
+def ring_kv_bytes_per_layer(kv_heads, head_dim, seq_len, cp, micro_batch, recompute):
+    """Bytes one GPU sends for one layer and one micro-batch under context parallelism (bf16 K/V, fp32 dK/dV)."""
+    block = 2 * 2 * kv_heads * head_dim * seq_len // cp * micro_batch  # this GPU's keys and values, bf16
+    forwards = 2 if recompute == "full" else 1  # full recompute runs the ring forward again
+    return forwards * (cp - 1) * block + (cp - 1) * block + cp * 2 * block  # + fp32 dK/dV around the ring
+# END SOLUTION
+
+
+check("06.7", ring_kv_bytes_per_layer)
+# hint("06.7")
+
+# %% [markdown]
+# ## 06.8 · The KV cache of one 128k conversation
+
+# %%
+show("06.8")
+
+# %%
+# BEGIN SOLUTION
+answer = f"{2 * 32 * 8 * 128 * 2 * 131_072 / 1e9:.2f} GB"  # K and V, 32 layers, 8 K/V heads of 128, bf16
+# END SOLUTION
+check("06.8", answer)
+# hint("06.8")
+
+# %% tags=["solution"]
+solution("06.8")
+
+# %% [markdown]
+# ## 06.9 · Train Llama-3.1-70B at 128k
+
+# %%
+show("06.9")
+
+# %%
+# BEGIN SOLUTION
+answer = """
+No eager attention: a fused flash/cuDNN kernel, since one eager layer at 128k keeps terabytes. Split
+the sequence with context parallelism (CP 8 across the nodes, seq_len a multiple of 2 x cp) and use
+tensor parallelism 8 inside each node for the 70B; FSDP shards the model states over the data-parallel
+and CP GPUs. Selective recompute (full if the margin is thin) and a vocabulary-parallel or chunked loss
+for the 128k-vocabulary logits: memlib puts such layouts at 40-70 GiB per H100. CP adds K/V traffic per
+layer, hidden behind attention; TP adds activation all-reduces, so it stays on NVLink. Attention is most
+of the FLOPs at 128k, so expect several times fewer tokens/s per GPU than at 8k. First, measure one
+step's peak memory (max_memory_allocated) with the real kernels on one node.
+"""
+# END SOLUTION
+check("06.9", answer)
+
+# %%
+# BEGIN SOLUTION
+marks = [True, True, True, True, True, True, True]  # every rubric point is covered above
+# END SOLUTION
+mark("06.9", marks)
+
+# %% [markdown]
+# ## Your score
+
+# %%
+# NBVAL_CHECK_OUTPUT
+score("06")
