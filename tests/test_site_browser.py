@@ -16,7 +16,7 @@ checks on each page:
 * nothing is fetched from the network, the launch bar names a Binder URL and a local command for a
   file that exists, and where the page has 中文 the subset CJK webfont is loaded;
 
-and on notebook 01's page, the first screen (1280 x 800) shows the question and no code cell
+and on notebook 01's page, the first screen (1280 x 800) shows the question, the 30-second answer's verdict and no code cell
 (screenshot: tests/artifacts/site-01-first-screen.png). The deck of notebook 01 steps forward
 offline: reveal.js loads from the site's own copy, slides advance, no display code on them
 (tests/test_slides.py checks every deck's HTML). And in JupyterLab itself (started on 127.0.0.1),
@@ -351,6 +351,19 @@ def test_notebook_01_first_screen_shows_the_30_second_answer(browser, site_url):
     try:
         headings = _first_screen_headings(page)
         assert any("30-second answer" in h for h in headings), f"headings on the first screen: {headings}"
+        # The answer itself, not only its heading: the English verdict (the bold "Full fine-tuning: ..."
+        # that opens the answer) must be drawn inside the first screen, with its whole first line.
+        verdict = page.evaluate("""() => {
+            const b = [...document.querySelectorAll('article blockquote strong')]
+                .find(e => e.innerText.startsWith('Full fine-tuning'));
+            if (!b) return null;
+            const r = b.getBoundingClientRect();
+            return {top: r.top, bottom: r.bottom, height: innerHeight};
+        }""")
+        assert verdict is not None, "no 'Full fine-tuning: ...' verdict in a blockquote on notebook 01's page"
+        assert verdict["bottom"] <= verdict["height"], (
+            f"the 30-second answer's verdict starts at y={verdict['top']:.0f} px, below the first screen "
+            f"({verdict['height']} px)")
     finally:
         page.close()
 
