@@ -1,5 +1,6 @@
 """memlib's estimate against every measured peak in validation/results.json, results_fsdp.json and
-results_families.json (the newer families: Qwen3, Gemma, Phi-3, OLMo 2, MoE and MLA models).
+results_families.json (the newer families: Qwen3, Gemma, Phi-3, OLMo 2, MoE and MLA models) and
+results_cp.json (context parallelism).
 
     python benchmarks/accuracy.py
 
@@ -66,6 +67,9 @@ def main() -> None:
     families = json.loads(RESULTS.with_name("results_families.json").read_text())
     _table([c for c in families["cases"] if "measured" in c],
            "Newer families (issue 10: q/k norms, post-norms, fused projections, sliding windows, MoE, MLA):")
+    cp = json.loads(RESULTS.with_name("results_cp.json").read_text())
+    _table(cp["cases"], "Context parallelism (torch's ring attention under FSDP2, fake process group, rank cp - 1):",
+           phases=False)
 
 
 if __name__ == "__main__":
