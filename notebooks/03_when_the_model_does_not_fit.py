@@ -652,10 +652,11 @@ display(Markdown(
 # NBVAL_CHECK_OUTPUT
 # 7B on 8 A100s, 8 micro-batches per step: DeepSpeed stages vs FSDP2 strategies (memlib.estimate_training, step_time)
 pairs = [("DDP", 0, "NO_SHARD"), ("ZeRO-2 ≈ SHARD_GRAD_OP", 2, "SHARD_GRAD_OP"), ("ZeRO-3 ≈ FULL_SHARD", 3, "FULL_SHARD")]
-rows = []
+rows, peaks = [], {}
 for label, ds, fsdp in pairs:
     e_ds, e_fs = train7(zero_stage=ds, dp=8, grad_accum=8), train7(zero_stage=fsdp, dp=8, grad_accum=8)
     t_ds, t_fs = memlib.step_time(e_ds, A100), memlib.step_time(e_fs, A100)
+    peaks[label] = (e_ds.peak_bytes, e_fs.peak_bytes)
     rows.append([label, GiB(e_ds.peak_bytes), GiB(e_fs.peak_bytes), GB(t_ds.dp_comm_bytes), GB(t_fs.dp_comm_bytes)])
 table_fsdp = markdown_table(rows, ["7B, 8×A100, 8 micro-batches", "DeepSpeed peak", "FSDP2 peak", "DeepSpeed traffic",
                                    "FSDP2 traffic"])
@@ -666,9 +667,11 @@ display(Markdown(table_fsdp))
 display(Markdown(
     "FULL_SHARD shards parameters, gradients and optimizer states like ZeRO-3 and gathers the weights in every "
     "forward and backward; SHARD_GRAD_OP keeps the gathered weights from forward to backward like ZeRO-2 (one "
-    "gather per micro-batch); NO_SHARD is DDP. The figures differ by layout: FSDP2 with torchtitan's mixed "
-    "precision keeps fp32 sharded parameters, gathers them in bf16 and reduce-scatters gradients in fp32, where "
-    "DeepSpeed keeps a 16-bit working copy and communicates in 16 bits."))
+    "gather per micro-batch); NO_SHARD replicates everything like DDP. The figures differ by layout: FSDP2 with "
+    "torchtitan's mixed precision keeps fp32 sharded parameters, gathers them in bf16 and reduce-scatters gradients "
+    "in fp32, where DeepSpeed keeps a 16-bit working copy and communicates in 16 bits. The DDP row's "
+    f"{GiB(peaks['DDP'][0] - peaks['DDP'][1])} over NO_SHARD is torch DDP's all-reduce buckets, a second copy of "
+    "every gradient unless `gradient_as_bucket_view=True` (off by default in torch, HF Trainer and Accelerate)."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How few A100 80GB can fully fine-tune 13B, or 70B, without offload?

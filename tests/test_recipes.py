@@ -375,7 +375,7 @@ def test_cli_fit_lists_qlora_layouts(capsys):
     (dict(optimizer="adafactor", optimizer_impl="fused"), r"torch.optim.Adafactor has no fused"),
     (dict(zero_stage=2, dp=4, optimizer_impl="fused"), r"optimizer_impl='fused' does not apply here"),
     (dict(fsdp_mixed_precision=False), r"fsdp_mixed_precision=False describes FSDP"),
-    (dict(finetune="qlora", zero_stage=3, dp=4), r"QLoRA over several GPUs is modelled two ways"),
+    (dict(finetune="qlora", zero_stage=3, dp=4), r"QLoRA over several GPUs is modelled three ways"),
     (dict(finetune="qlora", pp=2, zero_stage="FULL_SHARD", dp=2), r"not both"),
 ])
 def test_bad_recipe_options_are_named(kw, message):

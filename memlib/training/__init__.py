@@ -33,7 +33,7 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
                       qlora_backend: str = "bitsandbytes", double_quant: bool = True, loss: str = "full",
                       activation_offload: bool = False, fsdp_mixed_precision: bool = True, ep: int = 1,
                       router_aux_loss: bool = True, capacity_factor: float | None = None, cp: int = 1,
-                      cp_rotate: str = "allgather") -> Estimate:
+                      cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
     precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
@@ -64,6 +64,9 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
                zero_stage='FULL_SHARD'. The GPUs in use are dp x cp x tp x pp. See training/context_parallel.py.
     cp_rotate: "allgather" (torch's and torchtitan's default: all ranks' K/V gathered once per layer) | "alltoall"
                (one block passed around the ring per step).
+    gradient_as_bucket_view: plain data parallelism (dp > 1 with zero_stage=0 and no tp/pp) is torch's
+               DistributedDataParallel, whose all-reduce buckets hold a second copy of every gradient unless
+               gradient_as_bucket_view=True (default False in torch, HF Trainer and Accelerate).
     """
     s = check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
                     recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
@@ -71,5 +74,6 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
                     adapter_dtype=adapter_dtype, base_dtype=base_dtype, qlora_backend=qlora_backend,
                     double_quant=double_quant, loss=loss, activation_offload=activation_offload,
                     fsdp_mixed_precision=fsdp_mixed_precision, ep=ep, router_aux_loss=router_aux_loss,
-                    capacity_factor=capacity_factor, cp=cp, cp_rotate=cp_rotate)
+                    capacity_factor=capacity_factor, cp=cp, cp_rotate=cp_rotate,
+                    gradient_as_bucket_view=gradient_as_bucket_view)
     return estimate(s)

@@ -80,6 +80,7 @@ class Estimate:
             "qlora_backend": s.qlora_backend if s.finetune == "qlora" else None,
             "double_quant": s.double_quant if s.finetune == "qlora" else None,
             "terms": {t.name: t.nbytes for t in self.terms},
+            **({"gradient_as_bucket_view": s.gradient_as_bucket_view} if s.ddp else {}),
             **({"cp": s.cp, "cp_rotate": s.cp_rotate, "tokens_per_gpu": s.tokens_per_gpu} if s.cp > 1 else {}),
             **({"ep": s.ep, "router_aux_loss": s.router_aux_loss, "capacity_factor": s.capacity_factor,
                 "routed_rows": self.counts.get("routed_rows", 0)} if s.model.is_moe else {}),

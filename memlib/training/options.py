@@ -78,6 +78,8 @@ class TrainingSetup:
     cp: int = 1  # context-parallel degree: each sequence split over cp GPUs (ring attention); see context_parallel.py
     cp_rotate: str = "allgather"  # how ring attention moves K/V (CP_ROTATES)
     cp_shard: bool = False  # this is one GPU's view of a cp > 1 setup (context_parallel.local_setup)
+    ddp: bool = False  # plain data parallelism over dp > 1 replicas with torch's DistributedDataParallel
+    gradient_as_bucket_view: bool = False  # DDP's option: gradients as views into its all-reduce buckets
 
     @property
     def tokens(self) -> int:
@@ -135,7 +137,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 sequence_parallel=False, *, optimizer_impl="foreach", lora_dropout=0.0, adapter_dtype="fp32",
                 base_dtype="auto", qlora_backend="bitsandbytes", double_quant=True, loss="full",
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
-                capacity_factor=None, cp=1, cp_rotate="allgather") -> TrainingSetup:
+                capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False) -> TrainingSetup:
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
@@ -158,7 +160,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     choice("qlora_backend", qlora_backend, QLORA_BACKENDS)
     choice("loss", loss, LOSSES)
     for name, v in (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
-                    ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision)):
+                    ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision),
+                    ("gradient_as_bucket_view", gradient_as_bucket_view)):
         _flag(name, v)
     if isinstance(lora_dropout, bool) or not isinstance(lora_dropout, (int, float)) or not 0 <= lora_dropout < 1:
         raise ValueError(f"lora_dropout must be a probability in [0, 1), got {lora_dropout!r}")
@@ -196,9 +199,10 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          "quantizes its block scalers (scaler_block_size=256)")
     # Which memory layout applies. ZeRO over one GPU shards nothing: identical to no ZeRO.
     if finetune == "qlora":
-        if offload != "none" or tp > 1 or (zero_stage and not fsdp) or (fsdp and zero_stage != 3):
-            raise ValueError("QLoRA over several GPUs is modelled two ways: pp=N (the 4-bit layers split over N GPUs, "
-                             "device_map style) or zero_stage='FULL_SHARD' with dp=N (FSDP-QLoRA); got "
+        if offload != "none" or tp > 1 or (zero_stage and not fsdp) or (fsdp and zero_stage not in (0, 3)):
+            raise ValueError("QLoRA over several GPUs is modelled three ways: pp=N (the 4-bit layers split over N "
+                             "GPUs, device_map style), zero_stage='FULL_SHARD' with dp=N (FSDP-QLoRA), or dp=N "
+                             "replicas (DDP, or FSDP's NO_SHARD); got "
                              f"zero_stage={zero_stage!r}, tp={tp}, offload={offload!r}")
         if pp > 1 and fsdp:
             raise ValueError("QLoRA: choose pp=N (device_map) or zero_stage='FULL_SHARD' (FSDP-QLoRA), not both")
@@ -210,8 +214,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         if pp > 1 and dp > 1:
             raise ValueError(f"QLoRA with pp={pp} splits one model over {pp} GPUs (device_map); data parallelism "
                              "over several such groups is not modelled (dp must be 1)")
-        # dp > 1 without FULL_SHARD: DDP, each GPU a replica (the per-GPU memory of one)
-        sharding = "device_map" if pp > 1 else ("fsdp" if fsdp else "none")
+        # dp > 1 without FULL_SHARD: DDP (or FSDP's NO_SHARD, which is DDP), each GPU a replica
+        sharding = "device_map" if pp > 1 else ("fsdp" if fsdp and zero_stage == 3 else "none")
     elif offload != "none":
         if fsdp or zero_stage == 0:
             raise ValueError(f"offload={offload!r} is DeepSpeed's ZeRO-Offload/Infinity: give an integer "
@@ -308,6 +312,13 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         if adapter_dtype not in ("fp32", base):
             raise ValueError(f"adapter_dtype={adapter_dtype!r} with a {base} base: peft keeps adapters in fp32 "
                              f"(autocast_adapter_dtype=True, its default) or in the base dtype ({base!r})")
+    # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
+    # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
+    ddp = sharding == "none" and dp > 1 and not fsdp
+    if not ddp:
+        _not_for("gradient_as_bucket_view", gradient_as_bucket_view, False,
+                 "it is an option of torch's DistributedDataParallel: plain data parallelism (dp > 1, zero_stage=0, "
+                 "no tp/pp) only")
     if cp > 1 or cp_rotate != "allgather":
         _check_context_parallel(model, seq_len, cp, cp_rotate, attention, finetune, zero_stage, fsdp, offload,
                                 tp, sequence_parallel)
@@ -316,7 +327,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
                          qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
                          ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
-                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate)
+                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
+                         gradient_as_bucket_view=gradient_as_bucket_view)
 
 
 # Families whose transformers model adds the load-balancing loss when output_router_logits is on

@@ -579,6 +579,13 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
                 mo.parts["gradients"] = min(max(mo.parts["gradients"], 0), grad_bucket)
         grad_bytes = grad_bucket
 
+    ddp_buckets = T.ddp_bucket_bytes(c)
+    if ddp_buckets:  # allocated when DDP wraps the model: alive at every moment
+        for mo in moments:  # counted with the gradients: the buckets are their second copy
+            mo.parts["gradients"] = mo.parts.get("gradients", 0) + ddp_buckets
+        notes.append(f"DDP over {dp} GPUs: its all-reduce buckets hold a second copy of the gradients "
+                     f"({fmt_bytes(ddp_buckets)}); gradient_as_bucket_view=True makes the gradients views into them")
+
     counts = {"trainable": trainable, "param_bytes": param_rest, "grad_bytes": grad_bytes,
               "optimizer_bytes": state_bytes, "layer_activation_bytes": layer_act,
               "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0,
@@ -591,6 +598,8 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
              (T.final_norm_activations, final_norm), (T.frozen_first_norm, frozen_input)]
     if recompute:
         named.append((T.checkpoint_bytes, checkpoint))
+    if ddp_buckets:
+        named.append((T.ddp_bucket_bytes, ddp_buckets))
     if s.finetune == "qlora":
         named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
                   (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]

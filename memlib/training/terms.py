@@ -184,6 +184,14 @@ def gradient_bytes(c: Ctx) -> int:
     return c.trainable * c.w.grad
 
 
+def ddp_bucket_bytes(c: Ctx) -> int:
+    """torch DistributedDataParallel's all-reduce buckets: a flat copy of every trainable gradient, in the gradient
+    dtype, allocated when the model is wrapped and alive from then on; none with gradient_as_bucket_view=True
+    (torch docs of DistributedDataParallel; PyTorch PR #41954: 'the saved memory size will be equal to the total
+    gradients size')."""
+    return c.trainable * c.w.grad if c.s.ddp and not c.s.gradient_as_bucket_view else 0
+
+
 def optimizer_state_bytes(c: Ctx) -> int:
     """Optimizer states per trainable tensor (optimizers.state_bytes) plus a separate fp32 master copy where the
     framework keeps one (ZeRO paper Sec. 3.1: K = 12 bytes/param for mixed-precision Adam)."""
