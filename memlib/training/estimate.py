@@ -37,6 +37,7 @@ class Estimate:
     terms: list = field(default_factory=list)  # [Term]: the named terms the moments were built from
     # [(label, layers of that kind on this GPU, Ledger)] when layers differ (MoE/dense, sliding/full); else []
     layer_kinds: list = field(default_factory=list)
+    stage: str = ""  # pp > 1: the pipeline stage (device_map: the GPU) whose peak this is, the heaviest; else ""
 
     @property
     def peak_moment(self) -> Moment:
@@ -81,6 +82,7 @@ class Estimate:
             "double_quant": s.double_quant if s.finetune == "qlora" else None,
             "terms": {t.name: t.nbytes for t in self.terms},
             **({"gradient_as_bucket_view": s.gradient_as_bucket_view} if s.ddp else {}),
+            **({"stage": self.stage} if s.pp > 1 else {}),
             **({"cp": s.cp, "cp_rotate": s.cp_rotate, "tokens_per_gpu": s.tokens_per_gpu} if s.cp > 1 else {}),
             **({"ep": s.ep, "router_aux_loss": s.router_aux_loss, "capacity_factor": s.capacity_factor,
                 "routed_rows": self.counts.get("routed_rows", 0)} if s.model.is_moe else {}),

@@ -8,7 +8,7 @@ the layers that hold it (`layer_indices`) and a pipeline stage counts the ones i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from memlib import lora as lora_mod
@@ -33,9 +33,10 @@ OUTSIDE_LAYERS = ("embed", "final", "lm_head", "score")
 
 @dataclass(frozen=True)
 class Stage:
-    """The part of the model one GPU holds: its pipeline stage, split by tp."""
+    """The part of the model one GPU holds: its pipeline stage, split by tp. The name is a label only (not part of
+    equality or the hash), so stages that hold the same layers share the per-stage caches."""
 
-    name: str
+    name: str = field(compare=False)
     layers: int
     in_flight: int  # micro-batches whose activations 1F1B keeps on this stage
     embed: bool
@@ -43,21 +44,60 @@ class Stage:
     first_layer: int = 0  # index of the stage's first decoder layer
 
 
-def stages(s: TrainingSetup) -> list[Stage]:
-    """The whole model, or the first and last pipeline stages (the two that can peak)."""
+def pipeline_split(num_layers: int, pp: int) -> list[tuple[int, int]]:
+    """(first layer, number of layers) of each of the pp stages: the decoder layers split evenly, the remainder
+    L mod pp going one each to the earliest stages (torchtitan's generate_llm_fqn_per_model_part,
+    torchtitan/distributed/pipeline_parallel.py, which by default also weighs the embedding and the head as a
+    layer each; memlib does not. Megatron-LM requires L divisible by pp unless told the first/last stages' sizes)."""
+    q, r = divmod(num_layers, pp)
+    out, first = [], 0
+    for i in range(pp):
+        n = q + (1 if i < r else 0)
+        out.append((first, n))
+        first += n
+    return out
+
+
+def all_stages(s: TrainingSetup) -> list[Stage]:
+    """Every stage of the layout, first to last (one: the whole model when pp = 1).
+
+    1F1B (Narayanan et al. 2021, Sec. 2.2): stage i (0-based) keeps up to pp - i micro-batches in flight, at most
+    the grad_accum micro-batches of the step. device_map (transformers' device_map="auto", naive model
+    parallelism): one micro-batch goes through the GPUs one after another, so each holds its layers' activations
+    of one."""
     L, pp = s.model.num_layers, s.pp
     if pp == 1:
         return [Stage("only", L, 1, True, True)]
-    first = -(-L // pp)  # earlier stages take the remainder
-    last = L // pp
-    if s.sharding == "device_map":
-        # Naive model parallelism (transformers' device_map="auto", accelerate's balanced split): one
-        # micro-batch goes through the GPUs one after another, so each holds its layers' activations of one.
-        return [Stage("first GPU (device_map)", first, 1, True, False),
-                Stage("last GPU (device_map)", last, 1, False, True, L - last)]
-    # 1F1B (Narayanan et al. 2021, Sec. 2.2): stage i keeps up to pp - i micro-batches in flight.
-    return [Stage("first pipeline stage", first, min(pp, s.grad_accum), True, False),
-            Stage("last pipeline stage", last, 1, False, True, L - last)]
+    out = []
+    for i, (first, n) in enumerate(pipeline_split(L, pp)):
+        where = f"layers {first}-{first + n - 1}" if n > 1 else f"layer {first}"
+        if s.sharding == "device_map":
+            name, in_flight = f"GPU {i + 1} of {pp} (device_map, {where})", 1
+        else:
+            name, in_flight = f"pipeline stage {i + 1} of {pp} ({where})", min(pp - i, s.grad_accum)
+        out.append(Stage(name, n, in_flight, i == 0, i == pp - 1, first))
+    return out
+
+
+def stages(s: TrainingSetup) -> list[Stage]:
+    """The stages whose peaks decide the per-GPU figure, first to last: every distinct stage of all_stages().
+
+    Stages differ in their layers (dense or MoE, sliding or full attention: a middle stage of DeepSeek-V3 holds
+    only MoE layers, the first stage dense ones), in the micro-batches in flight and in the embedding (first)
+    and head (last). Two stages without embedding or head whose layers are of the same kinds in the same order
+    differ only in the micro-batches in flight, and every activation term grows with those: of such stages only
+    the one with the most in flight (the earliest) can be the heaviest, and it alone is evaluated."""
+    m = s.model
+    moe = set(m.moe_layers) if m.is_moe else set()
+    kept: dict = {}
+    for st in all_stages(s):
+        if st.embed or st.head:
+            kept[("end", st.first_layer)] = st
+            continue
+        key = tuple((m.layer_types[i], i in moe) for i in range(st.first_layer, st.first_layer + st.layers))
+        if key not in kept or st.in_flight > kept[key].in_flight:
+            kept[key] = st
+    return sorted(kept.values(), key=lambda st: st.first_layer)
 
 
 def layer_indices(m: Model, t: Tensor) -> tuple[int, ...] | None:

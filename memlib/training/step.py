@@ -41,27 +41,36 @@ def estimate(s: TrainingSetup) -> Estimate:
     if s.cp > 1 and not s.cp_shard:
         return _estimate_context_parallel(s)
     sts = layout.stages(s)
-    results = [_estimate_stage(s, st) for st in sts]
+    per_kind: dict = {}  # what one layer of each kind gives, the same on every stage: computed once
+    results = [_estimate_stage(s, st, per_kind) for st in sts]
     if len(results) == 1:
         return results[0]
+    # The per-GPU figure is the heaviest stage's: every distinct stage evaluated (layout.stages), not only the
+    # first and the last (a middle stage of MoE layers can outweigh both: DeepSeek-V3's first 3 layers are dense).
     moments = []
     for est, st in zip(results, sts):
         moments += [Moment(mo.name, f"{st.name}: {mo.where}", mo.parts) for mo in est.moments]
-    worst = max(results, key=lambda e: e.peak_bytes)
+    worst_i = max(range(len(results)), key=lambda i: results[i].peak_bytes)  # the earliest of equals
+    worst, heavy = results[worst_i], sts[worst_i]
+    split = layout.pipeline_split(s.model.num_layers, s.pp)
+    sizes = sorted({n for _, n in split}, reverse=True)
+    layers = (f"{sizes[0]} layers each" if len(sizes) == 1 else
+              f"{sizes[0]} layers on the first {sum(n == sizes[0] for _, n in split)}, {sizes[1]} on the rest")
+    heaviest = (f"the heaviest is {heavy.name}{' with the embedding' if heavy.embed else ''}"
+                f"{' with the head' if heavy.head else ''}: {fmt_bytes(worst.peak_bytes)} of the "
+                f"{len(sts)} distinct stages evaluated")
     if s.sharding == "device_map":
         notes = worst.notes + [
-            f"device_map over {s.pp} GPUs: the first holds {sts[0].layers} layers + embedding, the last "
-            f"{sts[1].layers} layers + head and logits; one GPU works at a time (naive model parallelism), "
-            "the peak is the worst GPU's"]
-        return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes,
-                        worst.terms, worst.layer_kinds)
-    bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
-    notes = worst.notes + [
-        f"pipeline: {s.pp} stages; first stage {sts[0].layers} layers + embedding with "
-        f"{sts[0].in_flight} micro-batch(es) in flight (1F1B), last stage {sts[1].layers} layers + head; "
-        f"bubble (p-1)/(m+p-1) = {bubble:.1%} with m={s.grad_accum} micro-batches (Narayanan et al. 2021)"]
+            f"device_map over {s.pp} GPUs ({layers}; the first GPU holds the embedding, the last the head and "
+            f"logits); one GPU works at a time (naive model parallelism), the peak is the worst GPU's: {heaviest}"]
+    else:
+        bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
+        notes = worst.notes + [
+            f"pipeline: {s.pp} stages ({layers}); stage i keeps min(pp - i + 1, m) micro-batches in flight (1F1B, "
+            f"i from 1), {sts[0].in_flight} on the first; bubble (p-1)/(m+p-1) = {bubble:.1%} with "
+            f"m={s.grad_accum} micro-batches (Narayanan et al. 2021); {heaviest}"]
     return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes, worst.terms,
-                    worst.layer_kinds)
+                    worst.layer_kinds, stage=heavy.name)
 
 
 @dataclass(frozen=True)
@@ -136,7 +145,9 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics, moe: bool = Fal
     return out
 
 
-def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
+def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -> Estimate:
+    """One GPU's estimate: the stage `st` of setup `s`. per_kind: a dict shared by the stages of one setup, where
+    each kind of layer's ledger, retained inputs and halves (which do not depend on the stage) are kept."""
     m = s.model
     b, seq, tok = s.micro_batch, s.seq_len, s.tokens
     h, V, tp, dp = m.hidden_size, m.vocab_size, s.tp, s.dp
@@ -205,7 +216,14 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
 
     # Layers differ in MoE models and in models with sliding-window layers: a ledger per kind of layer.
     kinds = layout.layer_kinds(m, st.first_layer, st.layers)
-    ledgers = {kind: ledger(kind) for kind, _ in kinds}
+    per_kind = {} if per_kind is None else per_kind
+    for kind, _ in kinds:
+        if kind not in per_kind:
+            led = ledger(kind)
+            per_kind[kind] = (led, T.bnb_retained_input_bytes(c, led),
+                              T.bnb_retained_input_bytes(c, act.Ledger(led.items[led.split:])),
+                              layer_halves(c, led, num, kind[1]))
+    ledgers = {kind: per_kind[kind][0] for kind, _ in kinds}
     all_layers_act = sum(n * ledgers[kind].total for kind, n in kinds)  # every layer of the stage, one micro-batch
     kind_of = lambda i: (m.layer_types[i], m.is_moe and i in m.moe_layers)  # noqa: E731
     top_kind, bottom_kind = kind_of(st.first_layer + st.layers - 1), kind_of(st.first_layer)
@@ -220,9 +238,8 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
     frozen_input = T.frozen_first_norm(c, sp)
     # bitsandbytes < 0.43.2: the 4-bit matmuls' inputs stay on ctx until the graph is dropped (terms.py); per kind of
     # layer (what one layer of that kind retains, and of it its MLP's)
-    retained_of = {kind: T.bnb_retained_input_bytes(c, led) for kind, led in ledgers.items()}
-    retained_mlp_of = {kind: T.bnb_retained_input_bytes(c, act.Ledger(led.items[led.split:]))
-                       for kind, led in ledgers.items()}
+    retained_of = {kind: per_kind[kind][1] for kind in ledgers}
+    retained_mlp_of = {kind: per_kind[kind][2] for kind in ledgers}
     retained_all = sum(n * retained_of[kind] for kind, n in kinds)  # every layer of the stage, one micro-batch
     retained_top, retained_bottom = retained_of[top_kind], retained_of[bottom_kind]
     layer0_unkept = T.bnb_layer0_unkept_bytes(c, bottom_layer)
@@ -302,7 +319,7 @@ def _estimate_stage(s: TrainingSetup, st: Stage) -> Estimate:
 
     # ZeRO-3 / FULL_SHARD gather each layer's parameters just in time: the layer in use and
     # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
-    halves_of = {kind: layer_halves(c, ledgers[kind], num, kind[1]) for kind, _ in kinds}
+    halves_of = {kind: per_kind[kind][3] for kind, _ in kinds}
     halves, bottom_halves = halves_of[top_kind], halves_of[bottom_kind]  # the backward meets the top layer first
     attn, mlp = halves["attn"], halves["mlp"]
 
