@@ -36,6 +36,21 @@ def _host_ram_gib(text: str) -> float:
     return x
 
 
+def _headroom(text: str) -> float:
+    """--allocator-headroom: a fraction of the peak in [0, 1)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction of the peak such as 0.05, got {text!r}") from None
+    if not 0 <= x < 1:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"expected a fraction of the peak in [0, 1), got {text!r}")
+    return x
+
+
+HEADROOM_HELP = ("allocator headroom on top of the peak, a fraction of it (default 0.05; published FSDP runs reserve "
+                 "up to 0.24 more than they allocate: 0.25 plans with that margin)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="memlib", description="GPU memory to train, fine-tune or serve an LLM.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -93,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--offload", default="none", choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
     e.add_argument("--offload-device", choices=training.OFFLOAD_DEVICES, help="with --offload (default cpu)")
     e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
+    e.add_argument("--allocator-headroom", type=_headroom, default=DEFAULT_ALLOCATOR_HEADROOM, help=HEADROOM_HELP)
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
 
@@ -119,6 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--prefill-tokens", type=int, default=None,
                    help="tokens in one prefill forward (vLLM's max_num_batched_tokens with chunked prefill); "
                         "default: the whole batch x context at once")
+    v.add_argument("--allocator-headroom", type=_headroom, default=DEFAULT_ALLOCATOR_HEADROOM, help=HEADROOM_HELP)
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
 
@@ -148,6 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--cp", type=int, action="append", default=None,
                    help="training: also try context parallelism of this degree (repeatable; FSDP over dp x cp)")
     f.add_argument("--host-ram-gib", type=_host_ram_gib, help="host RAM per node; offload plans needing more fail")
+    f.add_argument("--allocator-headroom", type=_headroom, default=DEFAULT_ALLOCATOR_HEADROOM, help=HEADROOM_HELP)
     f.add_argument("--top", type=int, default=10, help="feasible plans to show (default 10, at least 1)")
     f.add_argument("--min-gpus", action="store_true", help="also find the fewest GPUs of this kind (no offload)")
     f.add_argument("--deepspeed", action="store_true", help="print the DeepSpeed config of the best plan")
@@ -186,10 +204,10 @@ def _targets(text: str):
     return text if text in lora_mod.TARGET_GROUPS else [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _verdicts(est, gpu_names) -> list[dict]:
+def _verdicts(est, gpu_names, allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> list[dict]:
     out = []
     for name in gpu_names:
-        v = fits(est, name)
+        v = fits(est, name, allocator_headroom=allocator_headroom)
         out.append({"gpu": v.gpu.name, "capacity_bytes": v.capacity_bytes, "required_bytes": v.required_bytes,
                     "fits": v.fits, "margin_bytes": v.margin_bytes})
     return out
@@ -224,7 +242,7 @@ def cmd_estimate(a) -> int:
         zero_stage=_zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,
         grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload,
         **_estimate_options(a), **options)
-    verdicts = _verdicts(est, a.gpu or COMMON_GPUS)
+    verdicts = _verdicts(est, a.gpu or COMMON_GPUS, a.allocator_headroom)
     if a.json:
         print(json.dumps({**est.to_dict(), "verdicts": verdicts}, indent=2))
         return 0
@@ -247,7 +265,7 @@ def cmd_estimate(a) -> int:
     for note in est.notes:
         print(f"note: {note}")
     print(f"\nOne GPU: peak + CUDA context {gib(DEFAULT_CUDA_CONTEXT_BYTES):.1f} GiB + allocator headroom "
-          f"{DEFAULT_ALLOCATOR_HEADROOM:.0%} of the peak, against the capacity torch reports:")
+          f"{a.allocator_headroom:.0%} of the peak, against the capacity torch reports:")
     for v in verdicts:
         word = "fits " if v["fits"] else "OOM  "
         print(f"  {word} {v['gpu']:<12} needs {gib(v['required_bytes']):>8.2f} of {gib(v['capacity_bytes']):>6.1f} GiB"
@@ -262,9 +280,9 @@ def cmd_serve(a) -> int:
     opts = dict(weights=a.weights, kv_cache=a.kv_cache, tp=a.count, ep=a.ep, mla_cache=a.mla_cache,
                 prefill_tokens=a.prefill_tokens)
     est = inference.estimate_inference(model, batch=a.batch, context_len=a.context_len, **opts)
-    v = fits(est, a.gpu)
-    mb = inference.max_batch(model, a.gpu, a.context_len, **opts)
-    mc = inference.max_context(model, a.gpu, a.batch, **opts)
+    v = fits(est, a.gpu, allocator_headroom=a.allocator_headroom)
+    mb = inference.max_batch(model, a.gpu, a.context_len, allocator_headroom=a.allocator_headroom, **opts)
+    mc = inference.max_context(model, a.gpu, a.batch, allocator_headroom=a.allocator_headroom, **opts)
     if a.json:
         print(json.dumps({**est.to_dict(), "gpu": v.gpu.name, "count": a.count,
                           "verdict": {"fits": v.fits, "required_bytes": v.required_bytes,
@@ -323,6 +341,7 @@ def cmd_fit(a) -> int:
     a.grad_accum = 8 if a.grad_accum is None else a.grad_accum
     kw = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, grad_accum=a.grad_accum, optimizer=a.optimizer or "adamw")
     cps = (1,) + tuple(a.cp) if a.cp else (1,)
+    kw["allocator_headroom"] = a.allocator_headroom
     r = plan(a.model, a.gpu, a.count, a.task, allow_offload=not a.no_offload, host_bytes_per_node=host, cps=cps, **kw)
     fewest = min_gpus(a.model, a.gpu, a.task, **kw) if a.min_gpus else None
     if a.json:
@@ -334,7 +353,9 @@ def cmd_fit(a) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print(f"{a.model} on {a.count} x {a.gpu}, task {a.task}, seq_len {a.seq_len}, micro-batch {a.micro_batch}, "
-          f"{a.grad_accum} micro-batches per step")
+          f"{a.grad_accum} micro-batches per step; "
+          f"fits() budgets a CUDA context {gib(DEFAULT_CUDA_CONTEXT_BYTES):.1f} GiB and allocator headroom "
+          f"{a.allocator_headroom:.0%} of the peak per GPU")
     if not r.feasible:
         print("\nNo layout fits.")
     else:
@@ -383,7 +404,8 @@ def _fit_serve(a) -> int:
     prefill = SERVE_PREFILL_TOKENS if a.prefill_tokens is None else (
         None if a.prefill_tokens == 0 else positive_int("--prefill-tokens", a.prefill_tokens))
     r = plan_serving(a.model, a.gpu, a.count, context_len=context, weights=a.weights or "auto",
-                     kv_cache=a.kv_cache or "bf16", mla_cache=a.mla_cache or "latent", prefill_tokens=prefill)
+                     kv_cache=a.kv_cache or "bf16", mla_cache=a.mla_cache or "latent", prefill_tokens=prefill,
+                     allocator_headroom=a.allocator_headroom)
     if a.json:
         print(json.dumps(r.to_dict(top=a.top), indent=2))
         return 0

@@ -16,7 +16,8 @@ that includes what loading and wrapping cached before the peak statistics were r
 torchtitan's FSDP2 runs publish reserved only, 8-14% above memlib's allocated estimate. So 5%
 is too little for those FSDP runs; they are too few (and the FSDP1 ones confounded) to derive
 a per-layout default, so the default stays 5% and FSDP users should pass
-allocator_headroom=0.25 (the largest measured). A GPU run of the FSDP2 cases with
+allocator_headroom=0.25 (the largest measured) to fits(), plan(), min_gpus(), plan_serving(), max_batch() or
+the CLI's --allocator-headroom; plan()'s layouts keep it for max_micro_batch() and max_seq_len(). A GPU run of the FSDP2 cases with
 max_memory_reserved (validation/gpu_check.py records it) would settle the value.
 """
 
@@ -41,6 +42,7 @@ class Verdict:
     cuda_context_bytes: int
     headroom_bytes: int
     capacity_bytes: int
+    allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM  # the fraction headroom_bytes was computed with
 
     @property
     def required_bytes(self) -> int:
@@ -95,10 +97,17 @@ def fits(estimate, gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
     # a numpy integer becomes exact Python int arithmetic; beyond 1e300 bytes no figure can be printed
     peak = positive_int("peak_bytes", peak, allow_zero=True, maximum=10**300)
     cuda_context_bytes = positive_int("cuda_context_bytes", cuda_context_bytes, allow_zero=True)
+    allocator_headroom = check_allocator_headroom(allocator_headroom)
+    return Verdict(gpu, peak, cuda_context_bytes, _headroom_bytes(peak, allocator_headroom), usable_bytes(gpu),
+                   allocator_headroom)
+
+
+def check_allocator_headroom(allocator_headroom) -> float:
+    """The allocator headroom as a fraction of the peak in [0, 1), or a ValueError naming it."""
     if isinstance(allocator_headroom, bool) or not isinstance(allocator_headroom, numbers.Real) \
             or not 0 <= allocator_headroom < 1:
         raise ValueError(f"allocator_headroom is a fraction of the peak in [0, 1), got {show(allocator_headroom)}")
-    return Verdict(gpu, peak, cuda_context_bytes, _headroom_bytes(peak, allocator_headroom), usable_bytes(gpu))
+    return allocator_headroom
 
 
 def _headroom_bytes(peak: int, allocator_headroom: float) -> int:
@@ -116,9 +125,7 @@ def max_peak_bytes(gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
     """
     gpu = get_gpu(gpu)
     cuda_context_bytes = positive_int("cuda_context_bytes", cuda_context_bytes, allow_zero=True)
-    if isinstance(allocator_headroom, bool) or not isinstance(allocator_headroom, numbers.Real) \
-            or not 0 <= allocator_headroom < 1:
-        raise ValueError(f"allocator_headroom is a fraction of the peak in [0, 1), got {show(allocator_headroom)}")
+    allocator_headroom = check_allocator_headroom(allocator_headroom)
     free = usable_bytes(gpu) - cuda_context_bytes
     if free < 0:
         return 0

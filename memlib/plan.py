@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from memlib import training
 from memlib._checks import choice, choices, flag, fraction, positive_int, show
-from memlib.fit import Verdict, fits
+from memlib.fit import DEFAULT_ALLOCATOR_HEADROOM, Verdict, check_allocator_headroom, fits
 from memlib.gpus import get_gpu
 from memlib.inference import AUTO, KV_FORMATS, MLA_CACHES, WEIGHT_FORMATS, Limit, estimate_inference, max_batch
 from memlib.models import Model, get_model
@@ -188,7 +188,7 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
          grad_accum: int = 8, precisions=None, recomputes=("none", "full"), allow_offload: bool = True,
          gpus_per_node: int = 8, mfu: float = 0.4, host_bytes_per_node: int | None = None,
          peak_tflops: float | None = None, internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, cps=(1,),
-         **estimate_kw) -> PlanResult:
+         allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM, **estimate_kw) -> PlanResult:
     """Feasible layouts of `model` on `count` GPUs of one kind, best estimated throughput first.
 
     task: "full" | "lora" | "qlora" (training). For serving see plan_serving() (and memlib.max_batch/max_context).
@@ -205,6 +205,8 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     cps: context-parallel degrees to try (default (1,): none). Each cp > 1 dividing count / tp is laid out as
     torchtitan does: dp x cp x tp GPUs, FSDP over dp x cp (or replicas), no pipeline or offload; seq_len must be
     divisible by 2 x cp (estimate_training's cp). Leave 1 in to compare with the layouts without it.
+    allocator_headroom goes to fits() (default 5% of the peak; published FSDP runs reserve up to 24% more than
+    they allocate, memlib.fit's docstring: pass 0.25 there to plan with that margin).
     Invalid options are a ValueError here, before the search, not a list of "invalid" layouts.
     """
     model = get_model(model) if isinstance(model, str) else model
@@ -222,6 +224,7 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
         model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload, gpus_per_node,
         mfu, host_bytes_per_node, peak_tflops, internode_bytes_per_s, estimate_kw)
     cps = _check_cps(cps, seq_len, task)
+    allocator_headroom = check_allocator_headroom(allocator_headroom)
     result = PlanResult(model.name, g.name, count, task)
     for settings in _layouts(model, g, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes,
                              allow_offload, gpus_per_node, cps):
@@ -235,7 +238,7 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
         except ValueError as e:
             result.infeasible.append((settings, f"invalid: {e}"))
             continue
-        v = fits(est, g)
+        v = fits(est, g, allocator_headroom=allocator_headroom)
         if not v.fits:
             part, nbytes = max(est.breakdown.items(), key=lambda kv: kv[1])
             result.infeasible.append((settings, f"needs {gib(v.required_bytes):.1f} GiB per GPU of "
@@ -444,18 +447,20 @@ def _plan_arg(fn: str, plan_) -> Plan:
 
 
 def max_micro_batch(plan_: Plan, gpu, limit: int = 4096) -> int:
-    """Largest micro-batch that still fits the plan's GPU (0 if none)."""
+    """Largest micro-batch that still fits the plan's GPU (0 if none), with the plan's allocator headroom."""
     _plan_arg("max_micro_batch", plan_)
     gpu = get_gpu(gpu)
     limit = positive_int("limit", limit)
     s = plan_.settings
     model = plan_.estimate.setup.model
-    return _largest(lambda b: fits(estimate_training(model, **{**s, "micro_batch": b}), gpu).fits, 1, limit)
+    room = plan_.verdict.allocator_headroom
+    return _largest(lambda b: fits(estimate_training(model, **{**s, "micro_batch": b}), gpu,
+                                   allocator_headroom=room).fits, 1, limit)
 
 
 def max_seq_len(plan_: Plan, gpu, limit: int | None = None) -> int:
-    """Longest sequence that still fits the plan's GPU (0 if none); at most the model's learned
-    position table where it has one."""
+    """Longest sequence that still fits the plan's GPU (0 if none), with the plan's allocator headroom; at most
+    the model's learned position table where it has one."""
     _plan_arg("max_seq_len", plan_)
     gpu = get_gpu(gpu)
     limit = 1 << 20 if limit is None else positive_int("limit", limit)
@@ -465,8 +470,9 @@ def max_seq_len(plan_: Plan, gpu, limit: int | None = None) -> int:
         limit = min(limit, model.max_position_embeddings)
     # context parallelism needs seq_len divisible by 2 x cp (x tp with sequence parallelism): search in such steps
     step = 2 * s.get("cp", 1) * (s["tp"] if s.get("sequence_parallel") else 1) if s.get("cp", 1) > 1 else 1
-    return step * _largest(lambda n: fits(estimate_training(model, **{**s, "seq_len": n * step}), gpu).fits, 1,
-                           limit // step) if limit >= step else 0
+    room = plan_.verdict.allocator_headroom
+    return step * _largest(lambda n: fits(estimate_training(model, **{**s, "seq_len": n * step}), gpu,
+                                          allocator_headroom=room).fits, 1, limit // step) if limit >= step else 0
 
 
 def to_deepspeed_config(plan_: Plan) -> dict:
@@ -618,7 +624,7 @@ def _serving_layouts(model: Model, count: int, gpus_per_node: int):
 
 def plan_serving(model, gpu, count: int, context_len: int = 8192, weights=AUTO, kv_cache: str = "bf16",
                  mla_cache: str = "latent", prefill_tokens: int | None = SERVE_PREFILL_TOKENS,
-                 gpus_per_node: int = 8) -> ServingPlanResult:
+                 gpus_per_node: int = 8, allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> ServingPlanResult:
     """Serving layouts of `model` on `count` GPUs, most concurrent sequences at `context_len` first.
 
     For each weight format and each tensor/expert-parallel layout (see ServingPlan): the weights and KV cache per
@@ -627,7 +633,7 @@ def plan_serving(model, gpu, count: int, context_len: int = 8192, weights=AUTO, 
     DeepSeek-V3's block fp8, gpt-oss's MXFP4 experts; bf16 when config.json has no quantization_config), one
     format, or a list of them to compare. prefill_tokens: tokens per prefill forward (SERVE_PREFILL_TOKENS,
     vLLM's default chunk; None: the whole batch at once, as HF generate does). A layout where not even one
-    sequence fits is in .infeasible with the reason.
+    sequence fits is in .infeasible with the reason. allocator_headroom goes to fits() (default 5% of the peak).
     """
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
@@ -636,6 +642,7 @@ def plan_serving(model, gpu, count: int, context_len: int = 8192, weights=AUTO, 
     count = positive_int("count", count)
     context_len = positive_int("context_len", context_len)
     gpus_per_node = positive_int("gpus_per_node", gpus_per_node)
+    allocator_headroom = check_allocator_headroom(allocator_headroom)
     formats = [weights] if isinstance(weights, str) else list(weights) if isinstance(weights, (list, tuple)) else None
     if not formats:
         raise ValueError(f"weights must be 'auto', a format ({', '.join(WEIGHT_FORMATS)}) or a list of them, "
@@ -655,12 +662,12 @@ def plan_serving(model, gpu, count: int, context_len: int = 8192, weights=AUTO, 
             if model.is_mla:
                 settings["mla_cache"] = mla_cache
             try:
-                lim = max_batch(model, g, context_len, **settings)
+                lim = max_batch(model, g, context_len, allocator_headroom=allocator_headroom, **settings)
             except ValueError as e:
                 result.infeasible.append((settings, f"invalid: {e}"))
                 continue
             est = estimate_inference(model, max(lim.value, 1), context_len, **settings)
-            v = fits(est, g)
+            v = fits(est, g, allocator_headroom=allocator_headroom)
             if lim.value == 0:
                 result.infeasible.append((settings, f"not even one sequence of {context_len:,} tokens fits: needs "
                                           f"{gib(v.required_bytes):.1f} GiB per GPU of {gib(v.capacity_bytes):.1f} GiB "
