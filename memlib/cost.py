@@ -127,7 +127,8 @@ def peak_flops(gpu, precision: str = "bf16", peak_tflops: float | None = None) -
 
 def gpu_hours(flops: float, gpu, mfu: float = DEFAULT_MFU, precision: str = "bf16",
               peak_tflops: float | None = None) -> float:
-    """GPU-hours to do `flops` at `mfu` of one GPU's dense peak: flops / (peak x mfu) / 3600."""
+    """GPU-hours to do `flops` at `mfu` of one GPU's dense peak: flops / (peak x mfu) / 3600 (MFU, model
+    FLOPs utilisation: Chowdhery et al. 2022, PaLM, Sec. 4.1)."""
     flops = positive_float("flops", flops, maximum=1e32)
     mfu = fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
     return flops / (peak_flops(gpu, precision, peak_tflops) * mfu) / 3600

@@ -164,7 +164,8 @@ class DecodeBound:
 
 def decode_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = AUTO, kv_cache: str = "bf16",
                  tp: int = 1) -> DecodeBound:
-    """The memory-bound roofline of one decode step on one GPU of `tp` (see the module docstring).
+    """The memory-bound roofline of one decode step on one GPU of `tp`: step >= bytes read / HBM bandwidth
+    and >= FLOPs / peak (Pope et al. 2022, Sec. 2-3; Databricks 2023; see the module docstring).
 
     Bytes read = the GPU's weight shard (memlib.estimate_inference's weights, less the embedding
     table, of which a step reads only the batch's rows) + batch x context_len x KV bytes per token

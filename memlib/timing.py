@@ -157,7 +157,8 @@ def _model(model, fn: str) -> Model:
 
 def active_params(model) -> int:
     """Parameters one token passes through: all of them for a dense model, `num_active_params`
-    for a mixture of experts (the router's top-k experts and the shared weights)."""
+    for a mixture of experts (the router's top-k experts and the shared weights): the N of the 6N
+    rule (Kaplan et al. 2020; DeepSeek-V3 report: 37B of 671B activated for each token)."""
     model = _model(model, "active_params")
     return getattr(model, "num_active_params", model.num_params)
 

@@ -1,5 +1,7 @@
 """Write docs/cheatsheet.md: the key formulas, each with its source and a worked example,
-generated from memlib (the formulas' docstrings and live calls), so it cannot drift.
+generated from memlib (the formulas' docstrings and live calls), so it cannot drift. The rows
+are grouped by the topic notebook (notebooks/NN_*.ipynb) that teaches them, every notebook at
+least one.
 
     python tools/make_cheatsheet.py            # writes docs/cheatsheet.md
     python tools/make_cheatsheet.py --check    # exit 1 if the file is out of date
@@ -12,13 +14,15 @@ import sys
 from pathlib import Path
 
 import memlib
-from memlib import activations, inference, lora, optimizers, timing, zero
+from memlib import activations, cost, inference, lora, moe, optimizers, serving, timing, zero
 from memlib.plan import plan_serving
+from memlib.training import context_parallel
 from memlib.training import terms as training_terms
 from memlib.units import fmt_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "cheatsheet.md"
+NOTEBOOKS = ROOT / "notebooks"
 
 
 def doc(fn) -> str:
@@ -26,9 +30,25 @@ def doc(fn) -> str:
     return " ".join(inspect.getdoc(fn).split())
 
 
-def rows() -> list[tuple[str, str, str, str]]:
-    """(topic, formula and source from memlib, where in memlib, a worked example)."""
+def vocab_bytes(est) -> int:
+    """The logits and loss at their largest over the moments of a step."""
+    return max(mo.parts.get("logits_and_loss", 0) for mo in est.moments)
+
+
+def notebook_titles() -> dict[str, str]:
+    """{"00": "Where does GPU memory go in a training step?", ...}: each topic notebook's English title,
+    from the first heading of its paired .py ("# # 00 · English · 中文")."""
+    titles = {}
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        heading = next(line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("# # "))
+        titles[path.name[:2]] = heading[4:].split(" · ")[1].strip()
+    return titles
+
+
+def rows() -> list[tuple[str, str, str, str, str]]:
+    """(notebook "NN", topic, formula and source from memlib, where in memlib, a worked example)."""
     m7, m65, m3 = (memlib.get_model(n) for n in ("llama-7b", "llama-65b", "llama-3-8b"))
+    m70, ds, m31 = (memlib.get_model(n) for n in ("llama-3-70b", "deepseek-v3", "llama-3.1-8b"))
     amp = memlib.estimate_training(m7, seq_len=2048, precision="bf16-mixed")
     c = amp.counts
     mix = memlib.estimate_training("mixtral-8x7b", seq_len=4096, precision="bf16")
@@ -38,83 +58,202 @@ def rows() -> list[tuple[str, str, str, str]]:
                         for e in (1, 8))
     serve = plan_serving("deepseek-v3", "h200", 8, context_len=8192)
     tp8 = next(p for p in serve.feasible if (p.settings["tp"], p.settings["ep"]) == (8, 1))
+    # notebook 04: Llama-3-70B, 8k-token chats, H100s
+    kv70 = {f: inference.kv_bytes_per_token(m70, f) for f in ("bf16", "fp8", "int8")}
+    dec = serving.decode_bound(m70, "h100-80gb", batch=1, context_len=8192, tp=4)
+    chats = {(w, tp): serving.vllm_max_concurrency(m70, "h100-80gb", 8192, weights=w, tp=tp)
+             for w, tp in (("bf16", 4), ("fp8-block", 2))}
+    # notebook 05: DeepSeek-V3
+    kv_latent, kv_full = (inference.kv_bytes_per_token(ds, mla_cache=k) for k in ("latent", "full"))
+    touched = {t: moe.expected_experts_touched(ds.num_experts, ds.num_experts_per_tok, t) for t in (1, 64)}
+    read = {t: moe.decode_weight_bytes(ds, t) for t in (1, 64)}
+    # notebook 06: Llama-3.1-8B at 128k tokens on 8 GPUs, FSDP
+    long = dict(seq_len=131072, zero_stage="FULL_SHARD")
+    full_loss = memlib.estimate_training(m31, dp=8, **long)
+    chunked = memlib.estimate_training(m31, dp=8, loss="chunked", **long)
+    cp1, cp8 = (memlib.estimate_training(m31, recompute="full", loss="chunked", **{"dp" if k == 1 else "cp": 8}, **long)
+                for k in (1, 8))
+    off = memlib.estimate_training(m31, dp=8, loss="chunked", recompute="full", activation_offload=True, **long)
+    # notebook 07: Llama-2-7B on 2T tokens, 256 H100s at 40% MFU
+    run = cost.training_run("llama-2-7b", tokens=2e12, gpu="h100-80gb", gpus=256, mfu=0.4, seq_len=4096)
+    n7b2 = memlib.get_model("llama-2-7b").num_params
+    chin_n, chin_d = cost.chinchilla_optimal(5.9e23)
     return [
-        ("Parameters", "Counted tensor by tensor: embeddings, q/k/v/o (GQA: k, v are kv_heads x head_dim wide), "
-         "gated MLP (3 matrices), norms, untied head.", "memlib.models.Model.tensors",
+        # --- 00 · where the memory of a training step goes -------------------------------------------
+        ("00", "Parameters", "Counted tensor by tensor: embeddings, q/k/v/o (GQA: k, v are kv_heads x head_dim "
+         "wide), gated MLP (3 matrices), norms, untied head.", "memlib.models.Model.tensors",
          f"LLaMA-7B = {m7.num_params:,}; LLaMA-65B = {m65.num_params:,}"),
-        ("Model states, mixed precision AdamW",
+        ("00", "Model states, mixed precision AdamW",
          "PyTorch AMP: fp32 params 4 + fp32 grads 4 + Adam m, v 8 = 16 B/param. ZeRO paper: fp16 params 2 + "
          "fp16 grads 2 + K=12 (fp32 master, m, v) = 16 B/param. " + doc(zero.zero_model_state_bytes),
          "memlib.training.terms, memlib.zero.zero_model_state_bytes",
          f"LLaMA-7B AMP: {fmt_bytes(c['param_bytes'] + c['grad_bytes'] + c['optimizer_bytes'])}; "
          f"ZeRO-3 over 64 GPUs (paper's 7.5B): {fmt_bytes(zero.zero_model_state_bytes(7_500_000_000, 3, 64))}"),
-        ("ZeRO stages", doc(zero.partitioned), "memlib.zero.partitioned",
-         "; ".join(f"stage {k}: {fmt_bytes(zero.zero_model_state_bytes(m65.num_params, k, 4))}" for k in range(4))
-         + " per GPU for LLaMA-65B over 4 GPUs"),
-        ("Optimizer step temporaries", doc(optimizers.step_transient_bytes),
+        ("00", "Optimizer step temporaries", doc(optimizers.step_transient_bytes),
          "memlib.optimizers.step_transient_bytes",
          f"LLaMA-7B bf16-mixed, the foreach step: {fmt_bytes(4 * m7.num_params)} (an fp32 sqrt of every second "
          f"moment); for-loop: {fmt_bytes(2 * 4 * m7.largest_tensor_numel)}; fused: 0"),
-        ("8-bit AdamW", doc(optimizers.adamw_8bit_state_bytes), "memlib.optimizers.adamw_8bit_state_bytes",
-         f"a 4096 x 4096 matrix: {optimizers.adamw_8bit_state_bytes(4096 * 4096):,} B (fp32 AdamW: "
-         f"{8 * 4096 * 4096:,} B)"),
-        ("Activations, GPT layer", doc(activations.korthikanti_layer_bytes), "memlib.activations.korthikanti_layer_bytes",
-         f"GPT-3 shape (s=2048, b=1, h=12288, a=96): {fmt_bytes(activations.korthikanti_layer_bytes(2048, 1, 12288, 96))}"
-         " per layer"),
-        ("Activations, LLaMA layer", "Saved tensor by tensor from the Hugging Face implementation: RMSNorm fp32 "
-         "input, normalized, output (one bf16 cast per consumer under AMP); rotated q, k, v, output and fp32 "
+        ("00", "Activations, GPT layer", doc(activations.korthikanti_layer_bytes),
+         "memlib.activations.korthikanti_layer_bytes",
+         f"GPT-3 shape (s=2048, b=1, h=12288, a=96): "
+         f"{fmt_bytes(activations.korthikanti_layer_bytes(2048, 1, 12288, 96))} per layer"),
+        ("00", "Activations, LLaMA layer", "Saved tensor by tensor from the Hugging Face implementation: RMSNorm "
+         "fp32 input, normalized, output (one bf16 cast per consumer under AMP); rotated q, k, v, output and fp32 "
          "log-sum-exp of fused attention (eager adds fp32 softmax a*s*s and its 16-bit copy); gate, SiLU, up, "
          "product of the MLP.", "memlib.activations.llama_layer_ledger",
          f"LLaMA-7B, 2048 tokens, bf16-mixed: {fmt_bytes(c['layer_activation_bytes'])} per layer"),
-        ("Activations, MoE layer", doc(training_terms.routed_rows) + " " + doc(training_terms.routed_expert_activations),
-         "memlib.activations.llama_layer_ledger (moe=True), memlib.training.terms.routed_rows",
-         f"Mixtral-8x7B, 4096 tokens, bf16: {fmt_bytes(moe_layer)} per MoE layer, of which routed experts "
-         f"{fmt_bytes(moe_routed)} (8,192 rows = tokens x top-2, not x 8 experts)"),
-        ("Expert parallelism (ep)", doc(training_terms.sharded), "memlib.training.terms.sharded, estimate_training(ep=)",
-         f"Mixtral-8x7B, DDP over 8 GPUs, bf16: weights per GPU {fmt_bytes(mix_ep1.counts['param_bytes'])} at ep=1, "
-         f"{fmt_bytes(mix_ep8.counts['param_bytes'])} at ep=8 (one expert per layer per GPU)"),
-        ("All-to-all traffic (MoE)", doc(timing.ep_all_to_all_bytes), "memlib.timing.ep_all_to_all_bytes",
-         f"Mixtral-8x7B, 4096 tokens, ep=8, one micro-batch: {fmt_bytes(int(timing.ep_all_to_all_bytes(mix_ep8)))} "
-         "sent per GPU per step"),
-        ("Logits and loss", "The head's 16-bit logits b*s*V*2, the fp32 upcast b*s*V*4 and the fp32 "
+        ("00", "Logits and loss", "The head's 16-bit logits b*s*V*2, the fp32 upcast b*s*V*4 and the fp32 "
          "log-softmax b*s*V*4 at the loss; the loss gradient b*s*V*4 x 3 at the start of the backward.",
          "memlib.training.terms (logits_bytes, loss_upcast_bytes, log_softmax_bytes; chunked: fused_loss_*)",
          f"LLaMA-3-8B at 8192 tokens: log-softmax alone {fmt_bytes(4 * m3.vocab_size * 8192)}"),
-        ("Peak", "The maximum over the moments of a step (forward at the loss; backward at the loss gradient, "
+        ("00", "Peak", "The maximum over the moments of a step (forward at the loss; backward at the loss gradient, "
          "the top and bottom layers, the embedding; optimizer step), not a sum.", "memlib.Estimate.moments",
          f"LLaMA-7B bf16-mixed s=2048: {fmt_bytes(amp.peak_bytes)} in {amp.phase}"),
-        ("LoRA adapters", doc(lora.lora_params), "memlib.lora.lora_params",
+        # --- 01 · a 65B model on 4 V100s: adapters and 4-bit weights -----------------------------
+        ("01", "LoRA adapters", doc(lora.lora_params), "memlib.lora.lora_params",
          f"LLaMA-7B r=8 on q,v: {lora.lora_params(m7, 8, ['q_proj', 'v_proj']):,} params"),
-        ("LoRA inputs (PEFT)", doc(activations.adapter_input_bytes), "memlib.activations.adapter_input_bytes",
+        ("01", "LoRA inputs (PEFT)", doc(activations.adapter_input_bytes), "memlib.activations.adapter_input_bytes",
          "bf16 base, fp32 adapters under autocast: a 2-byte copy per adapted input (+1-byte dropout mask); "
          "without autocast a 4-byte one"),
-        ("Selective recompute (torchtitan)", doc(activations.selective_saved_bytes),
+        ("01", "NF4 (QLoRA)", doc(lora.nf4_bytes), "memlib.lora.nf4_bytes",
+         f"{lora.NF4_BITS_PER_PARAM:.3f} bits/param; a 4096 x 4096 matrix: {lora.nf4_bytes(4096 * 4096):,} B"),
+        # --- 02 · one GPU: optimizer, recompute, the verdict ----------------------------------------
+        ("02", "8-bit AdamW", doc(optimizers.adamw_8bit_state_bytes), "memlib.optimizers.adamw_8bit_state_bytes",
+         f"a 4096 x 4096 matrix: {optimizers.adamw_8bit_state_bytes(4096 * 4096):,} B (fp32 AdamW: "
+         f"{8 * 4096 * 4096:,} B)"),
+        ("02", "Selective recompute (torchtitan)", doc(activations.selective_saved_bytes),
          "memlib.activations.selective_saved_bytes",
          "LLaMA-7B layer: q, v, gate, down projection outputs + attention output and log-sum-exp"),
-        ("NF4 (QLoRA)", doc(lora.nf4_bytes), "memlib.lora.nf4_bytes",
-         f"{lora.NF4_BITS_PER_PARAM:.3f} bits/param; a 4096 x 4096 matrix: {lora.nf4_bytes(4096 * 4096):,} B"),
-        ("KV cache", doc(inference.kv_bytes_per_token), "memlib.inference.kv_bytes_per_token",
-         f"Llama-3-8B bf16: {inference.kv_bytes_per_token(m3):,} B per token"),
-        ("Serving plan", doc(plan_serving), "memlib.plan.plan_serving (CLI: memlib fit MODEL --task serve)",
+        ("02", "Does it fit", doc(memlib.fits), "memlib.fit.fits",
+         str(memlib.fits(memlib.estimate_training(m7, precision='bf16', finetune='lora', recompute='full'),
+                         'rtx-4090'))),
+        # --- 03 · when the model does not fit: shard, offload --------------------------------------
+        ("03", "ZeRO stages", doc(zero.partitioned), "memlib.zero.partitioned",
+         "; ".join(f"stage {k}: {fmt_bytes(zero.zero_model_state_bytes(m65.num_params, k, 4))}" for k in range(4))
+         + " per GPU for LLaMA-65B over 4 GPUs"),
+        ("03", "ZeRO-Offload", doc(training_terms.offload),
+         "memlib.training.terms.offload, estimate_training(offload=, offload_device=)",
+         (lambda o: f"LLaMA-7B bf16-mixed, ZeRO-2 on one GPU with offload='optimizer': {fmt_bytes(o.host_bytes)} "
+                    f"in host memory, {fmt_bytes(o.peak_bytes)} peak on the GPU")(
+             memlib.estimate_training(m7, precision="bf16-mixed", zero_stage=2, offload="optimizer"))),
+        # --- 04 · serving: KV cache, paged blocks, the decode speed limit -------------------------
+        ("04", "KV cache (MHA/GQA)", doc(inference.gqa_kv_bytes_per_token),
+         "memlib.inference.gqa_kv_bytes_per_token, kv_bytes_per_token, kv_cache_bytes",
+         f"Llama-3-8B bf16: {inference.kv_bytes_per_token(m3):,} B per token; Llama-3-70B bf16: "
+         f"{kv70['bf16']:,} B per token, one 8,192-token chat {fmt_bytes(inference.kv_cache_bytes(m70, 1, 8192))}"),
+        ("04", "fp8 / int8 KV cache", "The KV cache formula with bytes per element "
+         + ", ".join(f"{k} {v}" for k, v in inference.KV_ELEMENT_BYTES.items()) + ". \"fp8\" is "
+         + doc(inference.kv_bytes_per_token).split(' "fp8" is ', 1)[1],
+         "memlib.inference.kv_bytes_per_token(kv_cache=), KV_ELEMENT_BYTES",
+         f"Llama-3-70B per token: bf16 {kv70['bf16']:,} B, fp8 {kv70['fp8']:,} B, int8 {kv70['int8']:,} B "
+         "(1-byte values + per-head scale and zero point)"),
+        ("04", "PagedAttention block waste", doc(serving.paged_kv_waste_bytes),
+         "memlib.serving.paged_kv_blocks, paged_kv_waste_bytes",
+         f"Llama-3-70B bf16, a 1,000-token sequence in vLLM's {serving.VLLM_BLOCK_SIZE}-token blocks: "
+         f"{serving.paged_kv_blocks(1000)} blocks, {serving.paged_kv_waste_bytes(1000, kv70['bf16']):,} B unused "
+         f"(at most {serving.VLLM_BLOCK_SIZE - 1} tokens' worth: {(serving.VLLM_BLOCK_SIZE - 1) * kv70['bf16']:,} B)"),
+        ("04", "vLLM's KV budget and concurrency", doc(serving.vllm_max_concurrency),
+         "memlib.serving.vllm_kv_cache_budget_bytes, vllm_max_concurrency",
+         f"Llama-3-70B, 8,192-token requests on H100-80GB: bf16 over tp=4 "
+         f"{chats[('bf16', 4)]:.1f}x, fp8-block over tp=2 {chats[('fp8-block', 2)]:.1f}x"),
+        ("04", "Decode speed limit", doc(serving.decode_bound), "memlib.serving.decode_bound (DecodeBound)",
+         f"Llama-3-70B bf16 over tp=4 H100-80GB, batch 1 at 8,192 tokens: {fmt_bytes(dec.bytes_read)} read per GPU "
+         f"per step / {dec.bandwidth_bytes_per_s / 1e12:.2f} TB/s = {dec.memory_s * 1e3:.1f} ms, at most "
+         f"{dec.tokens_per_s_per_sequence:.0f} tokens/s ({dec.bound}-bound)"),
+        ("04", "Quantized weights", doc(inference.quantized_linear_bytes), "memlib.inference.quantized_linear_bytes",
+         f"4096 x 4096 in int4-gptq: {inference.quantized_linear_bytes(4096, 4096, 'int4-gptq'):,} B"),
+        # --- 05 · mixture of experts: DeepSeek-V3, Mixtral --------------------------------------------
+        ("05", "MLA latent KV vs full K/V", doc(inference.kv_bytes_per_token), "memlib.inference.kv_bytes_per_token"
+         "(mla_cache=)",
+         f"DeepSeek-V3 bf16 ({ds.num_layers} layers, kv_lora_rank {ds.kv_lora_rank} + rope {ds.qk_rope_head_dim}): "
+         f"latent {kv_latent:,} B per token; full K/V {kv_full:,} B per token ({kv_full / kv_latent:.0f}x)"),
+        ("05", "Experts a batch touches", doc(moe.expected_experts_touched) + " " + doc(moe.decode_weight_bytes),
+         "memlib.moe.expected_experts_touched, decode_weight_bytes",
+         f"DeepSeek-V3 ({ds.num_experts} experts, top-{ds.num_experts_per_tok}): 1 token touches "
+         f"{touched[1]:.0f} per layer, 64 tokens {touched[64]:.1f}; weights read per decode step "
+         f"{fmt_bytes(read[1])} at 1 token, {fmt_bytes(read[64])} at 64"),
+        ("05", "MoE FLOPs: 6 x active parameters", doc(timing.active_params), "memlib.timing.active_params",
+         f"DeepSeek-V3: {timing.active_params(ds):,} active of {ds.num_params:,}; 6N = "
+         f"{6 * timing.active_params(ds):.3e} FLOPs per token (not {6 * ds.num_params:.3e}); 14.8T tokens: "
+         f"{cost.training_flops(ds, 14.8e12):.3e} FLOPs"),
+        ("05", "Activations, MoE layer", doc(training_terms.routed_rows) + " "
+         + doc(training_terms.routed_expert_activations),
+         "memlib.activations.llama_layer_ledger (moe=True), memlib.training.terms.routed_rows",
+         f"Mixtral-8x7B, 4096 tokens, bf16: {fmt_bytes(moe_layer)} per MoE layer, of which routed experts "
+         f"{fmt_bytes(moe_routed)} (8,192 rows = tokens x top-2, not x 8 experts)"),
+        ("05", "Expert parallelism (ep)", doc(training_terms.sharded),
+         "memlib.training.terms.sharded, estimate_training(ep=)",
+         f"Mixtral-8x7B, DDP over 8 GPUs, bf16: weights per GPU {fmt_bytes(mix_ep1.counts['param_bytes'])} at ep=1, "
+         f"{fmt_bytes(mix_ep8.counts['param_bytes'])} at ep=8 (one expert per layer per GPU)"),
+        ("05", "All-to-all traffic (MoE)", doc(timing.ep_all_to_all_bytes), "memlib.timing.ep_all_to_all_bytes",
+         f"Mixtral-8x7B, 4096 tokens, ep=8, one micro-batch: {fmt_bytes(int(timing.ep_all_to_all_bytes(mix_ep8)))} "
+         "sent per GPU per step"),
+        ("05", "Serving plan", doc(plan_serving), "memlib.plan.plan_serving (CLI: memlib fit MODEL --task serve)",
          f"DeepSeek-V3 on 8 x H200 at 8,192 tokens: best {serve.best.describe()}: "
          f"{fmt_bytes(serve.best.weight_bytes)} of weights and {fmt_bytes(serve.best.kv_cache_bytes)} of KV cache per "
          f"GPU, {serve.best.sequences:,} sequences; tensor parallel over 8: {tp8.max_batch.value:,} sequences"),
-        ("Quantized weights", doc(inference.quantized_linear_bytes), "memlib.inference.quantized_linear_bytes",
-         f"4096 x 4096 in int4-gptq: {inference.quantized_linear_bytes(4096, 4096, 'int4-gptq'):,} B"),
-        ("Training FLOPs", doc(timing.flops_per_token), "memlib.timing.flops_per_token",
+        # --- 06 · long context: the loss, recompute, offload, context parallelism ---------------------
+        ("06", "Chunked cross-entropy (Liger)", doc(training_terms.fused_loss_saved_bytes),
+         "memlib.training.terms.fused_loss_saved_bytes, fused_loss_chunk_bytes; estimate_training(loss=\"chunked\")",
+         f"Llama-3.1-8B at 131,072 tokens, FSDP over 8: logits and loss at their largest "
+         f"{fmt_bytes(vocab_bytes(full_loss))} with transformers' loss (peak {fmt_bytes(full_loss.peak_bytes)}), "
+         f"{fmt_bytes(vocab_bytes(chunked))} chunked (peak {fmt_bytes(chunked.peak_bytes)})"),
+        ("06", "Activation offload (torchtune)", "Every saved activation goes to pinned host memory in the forward "
+         "and comes back when its node runs in the backward. " + doc(training_terms.offload_brought_back),
+         "memlib.training.terms.offload_brought_back; estimate_training(activation_offload=True)",
+         f"Llama-3.1-8B at 131,072 tokens, full recompute, chunked loss, FSDP over 8: peak "
+         f"{fmt_bytes(cp1.peak_bytes)} without, {fmt_bytes(off.peak_bytes)} with offload "
+         f"({fmt_bytes(off.host_bytes)} in host memory per GPU)"),
+        ("06", "Context parallelism (cp)", doc(context_parallel.local_setup) + " Parameters, gradients and optimizer "
+         "states do not depend on cp; every per-token term divides by cp.",
+         "memlib.training.context_parallel.local_setup; estimate_training(cp=)",
+         f"Llama-3.1-8B at 131,072 tokens, full recompute, chunked loss, 8 GPUs: layer activations "
+         f"{fmt_bytes(cp1.counts['layer_activation_bytes'])} at dp=8, "
+         f"{fmt_bytes(cp8.counts['layer_activation_bytes'])} at cp=8; "
+         f"peak {fmt_bytes(cp1.peak_bytes)} -> {fmt_bytes(cp8.peak_bytes)}"),
+        ("06", "Ring attention traffic", doc(timing.cp_kv_bytes), "memlib.timing.cp_kv_bytes, cp_exposed_seconds",
+         f"the cp=8 case above: {fmt_bytes(timing.cp_kv_bytes(cp8))} sent per GPU per decoder layer per micro-batch"),
+        ("06", "Attention FLOPs", doc(timing.attention_flops_per_token), "memlib.timing.attention_flops_per_token",
+         f"Llama-3.1-8B at 131,072 tokens: {timing.attention_flops_per_token(m31, 131072):.3e} FLOPs per token, "
+         f"{timing.attention_flops_per_token(m31, 131072) / (6 * m31.num_params):.1f}x the 6N of the weights"),
+        # --- 07 · time and cost: FLOPs, MFU, GPU-hours, communication ---------------------------------
+        ("07", "Training FLOPs per token", doc(timing.flops_per_token), "memlib.timing.flops_per_token",
          f"LLaMA-7B, 2048 tokens: {timing.flops_per_token(m7, 2048):.3e} FLOPs per token"),
-        ("Does it fit", doc(memlib.fits), "memlib.fit.fits",
-         str(memlib.fits(memlib.estimate_training(m7, precision='bf16', finetune='lora', recompute='full'),
-                         'rtx-4090'))),
+        ("07", "Training FLOPs of a run: 6ND", doc(cost.training_flops), "memlib.cost.training_flops",
+         f"Llama-2-7B on 2T tokens: 6ND = {cost.training_flops(n7b2, 2e12):.3e} FLOPs; with attention at 4,096 "
+         f"tokens {run.flops:.3e}"),
+        ("07", "MFU -> GPU-hours", doc(cost.gpu_hours) + " " + doc(cost.training_run),
+         "memlib.cost.gpu_hours, training_run (from a layout: training_run_from_step)",
+         f"Llama-2-7B, 2T tokens at 4,096, H100-80GB at 40% MFU: {run.gpu_hours:,.0f} GPU-hours, "
+         f"{run.days:.1f} days on 256 GPUs"),
+        ("07", "Chinchilla: 20 tokens per parameter", doc(cost.chinchilla_tokens) + " " + doc(cost.chinchilla_optimal),
+         "memlib.cost.chinchilla_tokens, chinchilla_optimal, CHINCHILLA_TOKENS_PER_PARAM",
+         f"70B parameters: {cost.chinchilla_tokens(70e9):.2e} tokens; 5.9e23 FLOPs buys {chin_n:.3e} parameters "
+         f"on {chin_d:.3e} tokens"),
+        ("07", "Ring all-reduce", doc(timing.all_reduce_bytes) + " " + doc(timing.reduce_scatter_bytes) + " "
+         + doc(timing.all_gather_bytes), "memlib.timing.all_reduce_bytes, reduce_scatter_bytes, all_gather_bytes",
+         f"LLaMA-7B's bf16 gradients ({fmt_bytes(2 * m7.num_params)}) over 8 GPUs: "
+         f"{fmt_bytes(int(timing.all_reduce_bytes(2 * m7.num_params, 8)))} sent per GPU per step"),
     ]
 
 
 def render() -> str:
+    titles = notebook_titles()
+    table = rows()
     lines = ["# Cheat sheet: GPU memory for LLMs", "",
              "Generated by `python tools/make_cheatsheet.py` from memlib's formulas and a live call of each;",
-             "do not edit by hand. Sizes: GB = 1e9 bytes, GiB = 2**30 bytes.", ""]
-    for topic, formula, where, example in rows():
-        lines += [f"## {topic}", "", formula, "", f"- where: `{where}`", f"- example: {example}", ""]
+             "do not edit by hand. Sizes: GB = 1e9 bytes, GiB = 2**30 bytes. The formulas are grouped by the",
+             "notebook that teaches them (`notebooks/NN_*.ipynb`).", ""]
+    for nb, title in titles.items():
+        lines += [f"- Notebook {nb} · {title}"]
+    lines.append("")
+    unknown = sorted({nb for nb, *_ in table} - set(titles))
+    if unknown:
+        raise SystemExit(f"rows name notebooks that do not exist: {', '.join(unknown)}")
+    for nb, title in titles.items():
+        lines += [f"## Notebook {nb} · {title}", ""]
+        for _, topic, formula, where, example in (r for r in table if r[0] == nb):
+            lines += [f"### {topic}", "", formula, "", f"- where: `{where}`", f"- example: {example}", ""]
     return "\n".join(lines)
 
 

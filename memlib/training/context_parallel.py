@@ -41,7 +41,8 @@ from memlib.training.options import TrainingSetup
 
 def local_setup(s: TrainingSetup) -> TrainingSetup:
     """One GPU's view of a context-parallel setup: the local seq_len / cp tokens of each sequence, and the
-    dp x cp GPUs FSDP shards the model states over (torchtitan's dp_shard_cp mesh)."""
+    dp x cp GPUs FSDP shards the model states over (torchtitan's dp_shard_cp mesh; Liu et al. 2023, Ring
+    Attention, for the sequence split)."""
     return replace(s, seq_len=s.seq_len // s.cp, dp=s.dp * s.cp, cp_shard=True)
 
 

@@ -675,7 +675,8 @@ def liger_chunk_tokens(c: Ctx) -> int:
 
 def fused_loss_saved_bytes(c: Ctx, hidden_bytes: int) -> int:
     """What the fused loss keeps for its backward: grad_input (b*s x h, the hidden's dtype) and, when the head
-    trains, grad_weight (V x h, the weight's dtype): `ctx.save_for_backward(grad_input, grad_weight, ...)`."""
+    trains, grad_weight (V x h, the weight's dtype): `ctx.save_for_backward(grad_input, grad_weight, ...)`
+    (Liger-Kernel's fused linear cross-entropy; no b*s x V logits are kept)."""
     m, tok = c.s.model, c.s.tokens
     head_trains = c.full_ft
     return hidden_bytes * tok * m.hidden_size + (c.w.param * m.vocab_size * m.hidden_size if head_trains else 0)
