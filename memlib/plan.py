@@ -49,7 +49,8 @@ class Plan:
         if s.get("finetune") == "qlora" and (s["dp"] > 1 or s["pp"] > 1):
             n = s["dp"] * s["pp"]
             how = {"device_map": f"device_map over {n} GPUs (one busy at a time)",
-                   "fsdp": f"FSDP-QLoRA over {n} GPUs"}.get(self.estimate.setup.sharding,
+                   "fsdp": f"FSDP-QLoRA over {n} GPUs" + (" with CPU offload" if s["offload"] != "none" else "")
+                   }.get(self.estimate.setup.sharding,
                                                            f"{n} DDP replicas")
             return ", ".join([how, s["precision"], f"recompute {s['recompute']}", f"micro-batch {s['micro_batch']}"])
         bits = [f"dp={s['dp']}", f"tp={s['tp']}", f"pp={s['pp']}"] + ([f"ep={s['ep']}"] if s.get("ep", 1) > 1 else [])
@@ -97,20 +98,23 @@ def _divisors(n: int, limit: int) -> list[int]:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
 
-def _qlora_layouts(model, count, seq_len, micro_batch, grad_accum, precisions, recomputes):
+def _qlora_layouts(model, count, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload=False):
     """QLoRA on `count` GPUs: DDP replicas (each GPU the whole 4-bit model), the 4-bit layers split over
     the GPUs device_map style (transformers' device_map="auto", as the QLoRA reference code loads it),
-    or FSDP-QLoRA (the 4-bit base in a 16-bit quant_storage, sharded: AnswerDotAI/fsdp_qlora)."""
-    shapes = [dict(dp=count, pp=1, zero_stage=0)]
+    or FSDP-QLoRA (the 4-bit base in a 16-bit quant_storage, sharded: AnswerDotAI/fsdp_qlora), with FSDP's CPU
+    offload where offload is allowed (how fsdp_qlora trains Llama-2-70B on two 24 GB cards)."""
+    shapes = [dict(dp=count, pp=1, zero_stage=0, offload="none")]
     if count > 1:
         if count <= model.num_layers:
-            shapes.append(dict(dp=1, pp=count, zero_stage=0))
-        shapes.append(dict(dp=count, pp=1, zero_stage="FULL_SHARD"))
+            shapes.append(dict(dp=1, pp=count, zero_stage=0, offload="none"))
+        shapes.append(dict(dp=count, pp=1, zero_stage="FULL_SHARD", offload="none"))
+    if allow_offload:
+        shapes.append(dict(dp=count, pp=1, zero_stage="FULL_SHARD", offload="optimizer+params"))
     for shape in shapes:
         for precision in precisions:
             for recompute in recomputes:
                 yield dict(seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum, precision=precision,
-                           recompute=recompute, tp=1, offload="none", finetune="qlora", **shape)
+                           recompute=recompute, tp=1, finetune="qlora", **shape)
 
 
 def _tp_ok(model: Model, tp: int) -> bool:
@@ -150,7 +154,8 @@ def _cp_layouts(model, count, task, seq_len, micro_batch, grad_accum, precisions
 def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload,
              gpus_per_node, cps=(1,)):
     if task == "qlora":
-        yield from _qlora_layouts(model, count, seq_len, micro_batch, grad_accum, precisions, recomputes)
+        yield from _qlora_layouts(model, count, seq_len, micro_batch, grad_accum, precisions, recomputes,
+                                  allow_offload)
         return
     yield from _cp_layouts(model, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes, cps,
                            gpus_per_node)

@@ -576,6 +576,10 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
         off_bytes = 2 * part * s.grad_accum + 2 * part
         if s.offload == "optimizer+params":  # fetched for every micro-batch's forward and backward
             off_bytes += 2 * 2 * part * s.grad_accum
+        if s.sharding == "fsdp":  # FSDP's CPU offload: every shard (frozen ones too) up for the forward's and the
+            # backward's all-gather of every micro-batch, every gradient shard down (in the parameters' dtype)
+            c = estimate.counts
+            off_bytes = s.grad_accum * (2 * c["param_bytes_unsharded"] // s.dp + c["grad_bytes_unsharded"] // s.dp)
         # CPU-Adam: one node's rate shared by the processes offloading on that node
         procs = min(n_gpus, gpus_per_node)
         cpu_s = part / (cpu_adam_params_per_s / procs)

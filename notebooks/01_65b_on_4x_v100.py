@@ -72,7 +72,8 @@ P, cap = m.num_params, usable_bytes(g)
 states = zero_model_state_bytes(P, stage=0, dp=1)         # step 2
 z3_states = zero_model_state_bytes(P, stage=3, dp=N)      # step 3
 full_plan = plan(MODEL, GPU, N, seq_len=SEQ, micro_batch=MB, grad_accum=8)                             # step 4
-qlora_plan = plan(MODEL, GPU, N, task="qlora", seq_len=SEQ, micro_batch=MB, grad_accum=ACCUM, **QLORA)  # step 5
+qlora_plan = plan(MODEL, GPU, N, task="qlora", seq_len=SEQ, micro_batch=MB, grad_accum=ACCUM,
+                  allow_offload=False, **QLORA)  # step 5; GPUs alone (FSDP CPU offload: notebook 03)
 dm = next(p for p in qlora_plan.feasible if p.estimate.setup.sharding == "device_map")
 fsdp = next(p for p in qlora_plan.feasible if p.estimate.setup.sharding == "fsdp")
 
@@ -264,7 +265,8 @@ display(Markdown(
 # NBVAL_CHECK_OUTPUT
 adapters = lora_params(m, 64, "all-linear")                                     # memlib.lora.lora_params
 nf4 = estimate_inference(m, batch=1, context_len=1, weights="nf4").breakdown["weights"]  # the 4-bit model
-qlora_plan = plan(MODEL, GPU, N, task="qlora", seq_len=SEQ, micro_batch=MB, grad_accum=ACCUM, **QLORA)
+qlora_plan = plan(MODEL, GPU, N, task="qlora", seq_len=SEQ, micro_batch=MB, grad_accum=ACCUM,
+                  allow_offload=False, **QLORA)  # on the GPUs alone (FSDP CPU offload: notebook 03)
 dm = next(p for p in qlora_plan.feasible if p.estimate.setup.sharding == "device_map")   # the 4-bit layers split
 fsdp = next(p for p in qlora_plan.feasible if p.estimate.setup.sharding == "fsdp")       # the 4-bit base sharded
 for p in qlora_plan.feasible:

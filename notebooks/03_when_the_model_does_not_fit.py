@@ -742,20 +742,31 @@ display(Markdown(
 
 # %%
 # NBVAL_CHECK_OUTPUT
-# memlib.plan(task="qlora"): DDP replicas, device_map over the GPUs (the QLoRA reference code), FSDP-QLoRA
+# memlib.plan(task="qlora"): DDP replicas, device_map over the GPUs (the QLoRA reference code), FSDP-QLoRA (with and
+# without FSDP's CPU offload)
 q70 = plan(M70, RTX4090, 2, task="qlora", lora_targets="all-linear")
 one70 = memlib.estimate_training(M70, seq_len=SEQ, finetune="qlora", lora_targets="all-linear", recompute="full")
 print(f"one GPU: peak {GiB(one70.peak_bytes)}, {yes(memlib.fits(one70, RTX4090))}")
 for p in q70.feasible[:3]:
     print(f"{p.describe()}: peak {GiB(p.estimate.peak_bytes)}, {p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU")
 print(f"{len(q70.feasible)} feasible, {len(q70.infeasible)} infeasible")
+q70_dm = next((p for p in q70.feasible if p.estimate.setup.sharding == "device_map"), None)
+q70_off = next((p for p in q70.feasible if p.settings["offload"] != "none"), None)
+q70_fsdp = next((st for st, _ in q70.infeasible if st["zero_stage"] == "FULL_SHARD" and st["offload"] == "none"
+                 and st["recompute"] == "full"), None)  # FSDP-QLoRA with the base on the GPUs, if it failed
+q70_fsdp_v = memlib.fits(memlib.estimate_training(M70, **q70_fsdp), RTX4090) if q70_fsdp else None
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
-    f"One RTX 4090 cannot hold Llama-2-70B's NF4 base ({GiB(one70.peak_bytes)} at the peak); two can: "
-    f"{q70.best.describe()} peaks at **{GiB(q70.best.estimate.peak_bytes)}** per GPU "
-    f"({q70.best.tokens_per_s_per_gpu:,.0f} tokens/s per GPU: one GPU works at a time). FSDP-QLoRA shards the 4-bit "
-    f"base instead and keeps both GPUs busy, when its per-GPU peak fits."))
+    f"One RTX 4090 cannot hold Llama-2-70B's NF4 base ({GiB(one70.peak_bytes)} at the peak); two can. "
+    + (f"Split layer by layer ({q70_dm.describe()}) each GPU peaks at **{GiB(q70_dm.estimate.peak_bytes)}**, "
+       f"{q70_dm.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, one GPU working at a time. " if q70_dm else "")
+    + (f"FSDP-QLoRA with the sharded base on the GPUs needs {GiB(q70_fsdp_v.required_bytes)} per GPU of "
+       f"{GiB(q70_fsdp_v.capacity_bytes)} even with full recompute; " if q70_fsdp_v else "")
+    + (f"with FSDP's CPU offload (how Answer.AI's fsdp_qlora trains 70B on two 24 GB cards) the sharded base, "
+       f"gradients and optimizer states wait in host RAM ({GiB(q70_off.estimate.host_bytes)} per GPU) and each layer "
+       f"is copied up for its all-gather: **{GiB(q70_off.estimate.peak_bytes)}** per GPU, both GPUs busy, "
+       f"~{q70_off.tokens_per_s_per_gpu:,.0f} tokens/s per GPU." if q70_off else "")))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 5: 重计算、ZeRO、offload 分别在峰值时刻省了多少显存，花了多少时间？

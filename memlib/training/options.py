@@ -175,6 +175,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                        dp_label=f"dp x cp = {dp} x {cp}" if cp > 1 else None)
     if capacity_factor is not None:
         capacity_factor = float(capacity_factor)
+    zero_stage_arg = zero_stage
     zero_stage, fsdp = _zero_stage(zero_stage)
     if offload == "none" and offload_device != "cpu":
         raise ValueError(f"offload_device={offload_device!r} needs offload='optimizer' or 'optimizer+params' "
@@ -197,12 +198,21 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     elif qlora_backend == "torchao" and not double_quant:
         raise ValueError("double_quant=False does not apply to qlora_backend='torchao': torchao's NF4Tensor always "
                          "quantizes its block scalers (scaler_block_size=256)")
+    # FSDP's CPU offload: one switch moves the sharded parameters, their gradients and the optimizer step to the CPU
+    fsdp_offload = fsdp and offload != "none"
+    if fsdp_offload and (zero_stage != 3 or offload != "optimizer+params" or offload_device != "cpu"):
+        raise ValueError("FSDP's CPU offload (FSDP1 CPUOffload(offload_params=True), FSDP2 CPUOffloadPolicy) moves "
+                         "the sharded parameters, their gradients and the optimizer step to the CPU together: use "
+                         "zero_stage='FULL_SHARD', offload='optimizer+params', offload_device='cpu'; got "
+                         f"zero_stage={zero_stage_arg!r}, offload={offload!r}, offload_device={offload_device!r} "
+                         "(DeepSpeed's ZeRO-Offload/Infinity, any offload to NVMe: give an integer zero_stage >= 1)")
     # Which memory layout applies. ZeRO over one GPU shards nothing: identical to no ZeRO.
     if finetune == "qlora":
-        if offload != "none" or tp > 1 or (zero_stage and not fsdp) or (fsdp and zero_stage not in (0, 3)):
+        if (offload != "none" and not fsdp_offload) or tp > 1 or (zero_stage and not fsdp) or (fsdp and zero_stage not in (0, 3)):
             raise ValueError("QLoRA over several GPUs is modelled three ways: pp=N (the 4-bit layers split over N "
-                             "GPUs, device_map style), zero_stage='FULL_SHARD' with dp=N (FSDP-QLoRA), or dp=N "
-                             "replicas (DDP, or FSDP's NO_SHARD); got "
+                             "GPUs, device_map style), zero_stage='FULL_SHARD' with dp=N (FSDP-QLoRA, optionally "
+                             "with offload='optimizer+params': FSDP's CPU offload), or dp=N replicas (DDP, or "
+                             "FSDP's NO_SHARD); got "
                              f"zero_stage={zero_stage!r}, tp={tp}, offload={offload!r}")
         if pp > 1 and fsdp:
             raise ValueError("QLoRA: choose pp=N (device_map) or zero_stage='FULL_SHARD' (FSDP-QLoRA), not both")
@@ -216,7 +226,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                              "over several such groups is not modelled (dp must be 1)")
         # dp > 1 without FULL_SHARD: DDP (or FSDP's NO_SHARD, which is DDP), each GPU a replica
         sharding = "device_map" if pp > 1 else ("fsdp" if fsdp and zero_stage == 3 else "none")
-    elif offload != "none":
+    elif offload != "none" and not fsdp_offload:
         if fsdp or zero_stage == 0:
             raise ValueError(f"offload={offload!r} is DeepSpeed's ZeRO-Offload/Infinity: give an integer "
                              "zero_stage >= 1 (FSDP's CPU offload is not modelled)")

@@ -184,13 +184,19 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
 
     host_bytes = nvme_bytes = 0
     if s.offload != "none":
-        off = T.offload(c, state_bytes, param_rest, grad_bytes)
+        fsdp_offload = s.sharding == "fsdp"
+        off = (T.fsdp_cpu_offload if fsdp_offload else T.offload)(c, state_bytes, param_rest, grad_bytes)
         host_bytes, nvme_bytes = off.host_bytes, off.nvme_bytes
         if s.offload == "optimizer+params":
             param_live = param_step = param_rest = 0
         state_bytes, opt_tmp, grad_bucket = 0, 0, off.grad_bucket
-        notes.append(f"offload {s.offload} to {s.offload_device}: {fmt_bytes(off.offloaded)} per GPU leave the GPU; "
-                     "the optimizer steps on the CPU")
+        if fsdp_offload:
+            notes.append(f"FSDP CPU offload: the sharded parameters, gradients and optimizer states "
+                         f"({fmt_bytes(off.offloaded)} per GPU) live in host memory; each layer is copied up for its "
+                         "all-gather, each gradient shard copied down, and torch's AdamW steps on the CPU")
+        else:
+            notes.append(f"offload {s.offload} to {s.offload_device}: {fmt_bytes(off.offloaded)} per GPU leave the "
+                         "GPU; the optimizer steps on the CPU")
 
     # --- activations -------------------------------------------------------------------------
     adapters = frozenset(s.lora_targets)

@@ -285,6 +285,16 @@ def offload(c: Ctx, state_bytes: int, param_bytes: int, grad_bytes: int) -> Offl
     return Offload(offloaded, host, nvme, min(grad_bytes, DEEPSPEED_REDUCE_BUCKET * c.w.grad))
 
 
+def fsdp_cpu_offload(c: Ctx, state_bytes: int, param_bytes: int, grad_bytes: int) -> Offload:
+    """FSDP's CPU offload (FSDP1 CPUOffload(offload_params=True); FSDP2 CPUOffloadPolicy, pinned by default): the
+    sharded parameters, their sharded gradients and the optimizer states live in host memory and the optimizer
+    steps on the CPU; each unit's shard is copied up for its all-gather and each reduce-scattered gradient shard
+    copied down (PyTorch docs, torch.distributed.fsdp CPUOffload / CPUOffloadPolicy). Nothing sharded stays on
+    the GPU between units."""
+    offloaded = state_bytes + param_bytes + grad_bytes
+    return Offload(offloaded, offloaded, 0, 0)
+
+
 # --- activations outside the decoder layers --------------------------------------------------
 
 def saved_model_activations(c: Ctx, num: act.Numerics) -> int:
