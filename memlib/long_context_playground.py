@@ -12,6 +12,7 @@ from __future__ import annotations
 from memlib.fit import fits
 from memlib.gpus import list_gpus
 from memlib.models import list_models
+from memlib.playground import Controls
 from memlib.timing import attention_flops_per_token, step_time
 from memlib.training import estimate_training
 from memlib.units import gib
@@ -43,7 +44,7 @@ def step_line(estimate, gpu: str) -> str:
             f"{t.tokens_per_s_per_gpu:,.0f} tokens/s per GPU (40% MFU); attention is {share:.0%} of the FLOPs{ring}")
 
 
-class LongContextPlayground:
+class LongContextPlayground(Controls):
     """`LongContextPlayground(model="llama-3.1-8b", gpu="h100-80gb")`; display it in a notebook cell."""
 
     def __init__(self, model: str = "llama-3.1-8b", gpu: str = "h100-80gb", seq_len: int = 131072, cp: int = 8,
@@ -77,13 +78,9 @@ class LongContextPlayground:
         self.widget = w.VBox([w.HBox([w.VBox(list(self.controls.values())),
                                       w.VBox([self.verdict, self.chart, self.timing])]),
                               w.HTML("<b>Derivation</b>"), self.derivation])
-        for c in self.controls.values():
-            c.observe(lambda _change: self.update(), names="value")
+        self._watch()
         self.estimate = None
         self.update()
-
-    def values(self) -> dict:
-        return {k: c.value for k, c in self.controls.items()}
 
     def update(self) -> None:
         """Recompute the estimate and redraw the verdict, the chart, the timing and the derivation."""

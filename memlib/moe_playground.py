@@ -12,6 +12,7 @@ from memlib.gpus import get_gpu, list_gpus
 from memlib.inference import AUTO, KV_FORMATS, MLA_CACHES, WEIGHT_FORMATS
 from memlib.models import get_model, list_models
 from memlib.moe import routed_expert_params
+from memlib.playground import Controls
 from memlib.plan import plan_serving
 from memlib.units import gb
 
@@ -49,7 +50,7 @@ def _rows_html(summary: dict) -> str:
                if r.infeasible else ""))
 
 
-class MoEServingPlayground:
+class MoEServingPlayground(Controls):
     """`MoEServingPlayground(model="deepseek-v3", gpu="h200", count=8)`; display it in a notebook cell."""
 
     def __init__(self, model: str = "deepseek-v3", gpu: str = "h200", count: int = 8, context: int = 8192,
@@ -76,13 +77,9 @@ class MoEServingPlayground:
         self.chart = w.HTML()
         self.widget = w.VBox([w.HBox([w.VBox(list(self.controls.values())), w.VBox([self.summary_html, self.chart])]),
                               self.table])
-        for c in self.controls.values():
-            c.observe(lambda _change: self.update(), names="value")
+        self._watch()
         self.summary = None
         self.update()
-
-    def values(self) -> dict:
-        return {k: c.value for k, c in self.controls.items()}
 
     def update(self) -> None:
         """Re-plan and redraw the summary, the best layout's per-GPU bar and the table of layouts."""

@@ -33,7 +33,23 @@ def settings_from(values: dict) -> dict:
     return kw
 
 
-class Playground:
+class Controls:
+    """What every playground shares: `self.controls` (name -> ipywidget), each change redrawn by `update()`."""
+
+    controls: dict
+
+    def _watch(self) -> None:
+        for c in self.controls.values():
+            c.observe(lambda _change: self.update(), names="value")
+
+    def values(self) -> dict:
+        return {k: c.value for k, c in self.controls.items()}
+
+    def update(self) -> None:
+        raise NotImplementedError
+
+
+class Playground(Controls):
     """`Playground(model="llama-7b", gpu="a100-80gb")`; display it in a notebook cell."""
 
     def __init__(self, model: str = "llama-7b", gpu: str = "a100-80gb", count: int = 1,
@@ -64,13 +80,9 @@ class Playground:
         self.derivation = w.Output(layout=w.Layout(max_height="320px", overflow="auto"))
         self.widget = w.VBox([w.HBox([w.VBox(list(self.controls.values())), w.VBox([self.verdict, self.chart])]),
                               w.HTML("<b>Derivation</b>"), self.derivation])
-        for c in self.controls.values():
-            c.observe(lambda _change: self.update(), names="value")
+        self._watch()
         self.estimate = None
         self.update()
-
-    def values(self) -> dict:
-        return {k: c.value for k, c in self.controls.items()}
 
     def update(self) -> None:
         """Recompute the estimate and redraw the verdict, the chart and the derivation."""

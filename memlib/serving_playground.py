@@ -10,6 +10,7 @@ from memlib.fit import fits, usable_bytes
 from memlib.gpus import get_gpu, list_gpus
 from memlib.inference import KV_FORMATS, WEIGHT_FORMATS, estimate_inference, max_batch
 from memlib.models import list_models
+from memlib.playground import Controls
 from memlib.serving import VLLM_GPU_MEMORY_UTILIZATION, decode_bound, vllm_default_max_num_batched_tokens, \
     vllm_max_concurrency
 from memlib.units import gb, gib
@@ -37,7 +38,7 @@ def serving_summary(values: dict) -> dict:
             "capacity": usable_bytes(get_gpu(g))}
 
 
-class ServingPlayground:
+class ServingPlayground(Controls):
     """`ServingPlayground(model="llama-3-70b", gpu="a100-80gb", tp=2)`; display it in a notebook cell."""
 
     def __init__(self, model: str = "llama-3-70b", gpu: str = "a100-80gb", tp: int = 2, weights: str = "bf16",
@@ -65,13 +66,9 @@ class ServingPlayground:
         self.summary_html = w.HTML()
         self.chart = w.HTML()
         self.widget = w.HBox([w.VBox(list(self.controls.values())), w.VBox([self.summary_html, self.chart])])
-        for c in self.controls.values():
-            c.observe(lambda _change: self.update(), names="value")
+        self._watch()
         self.summary = None
         self.update()
-
-    def values(self) -> dict:
-        return {k: c.value for k, c in self.controls.items()}
 
     def update(self) -> None:
         """Recompute and redraw the summary and the per-GPU bar."""
