@@ -16,7 +16,6 @@ with the browser test silently skipped.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from browser_support import chromium as _chromium, missing as _missing
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "calculator.ipynb"
@@ -40,23 +40,6 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-d
 SERVER_START_S = 60    # Voilà listening on its port
 PAGE_READY_S = 120    # first verdict on the page (kernel start + notebook execution + widget render)
 UPDATE_S = 30          # verdict redrawn after a control changes
-
-
-def _missing(reason: str):
-    if os.environ.get("MEMLIB_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"MEMLIB_REQUIRE_BROWSER=1 but {reason}")
-    pytest.skip(reason)
-
-
-def _chromium() -> str | None:
-    explicit = os.environ.get("MEMLIB_CHROMIUM")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    for name in ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +40,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
+from browser_support import chromium as _chromium, missing as _missing
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("MEMLIB_SITE_DIR", ROOT / "_build" / "html"))
@@ -53,23 +53,6 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-d
 FIRST_SCREEN = {"width": 1280, "height": 800}  # a laptop
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|-{20,}\s*\n?\s*\w+(Error|Exception)\b")
-
-
-def _missing(reason: str):
-    if os.environ.get("MEMLIB_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"MEMLIB_REQUIRE_BROWSER=1 but {reason}")
-    pytest.skip(reason)
-
-
-def _chromium() -> str | None:
-    explicit = os.environ.get("MEMLIB_CHROMIUM")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    for name in ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
 
 
 def artifacts() -> Path:
