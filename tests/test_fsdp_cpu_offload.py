@@ -62,6 +62,8 @@ def test_offload_traffic_is_every_shard_up_twice_and_every_gradient_down_per_mic
     # host, and the reduce-scattered gradient shard goes back down
     assert t.offload_bytes == 4 * (2 * c["param_bytes_unsharded"] // 2 + c["grad_bytes_unsharded"] // 2)
     assert t.offload_s > 0
+    # the optimizer steps with torch's CPU AdamW: DeepSpeed's CPU-Adam rate, shared by the node's 2 processes, 6x slower
+    assert t.cpu_optimizer_s == pytest.approx(6 * (c["trainable"] // 2) / (5e9 / 2))
 
 
 @pytest.mark.parametrize("kw, match", [
