@@ -17,7 +17,7 @@ import json
 import statistics
 from pathlib import Path
 
-from memlib.measured import estimate_case
+from memlib.training.measured import estimate_case
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "validation" / "results.json"

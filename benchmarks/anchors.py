@@ -25,9 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from memlib.measured import estimate_case
+from memlib.training.measured import estimate_case
 from memlib.models import Model
-from memlib.zero import deepspeed_zero3_estimate
+from memlib.parallel.zero import deepspeed_zero3_estimate
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "validation" / "results.json"
@@ -166,7 +166,7 @@ def gpu_poor(inputs: dict) -> int | None:
 def deepspeed_zero3_model_states(inputs: dict) -> int | None:
     """DeepSpeed's documented ZeRO-3 estimator,
     deepspeed.runtime.zero.stage3.estimate_zero3_model_states_mem_needs (reproduced in
-    memlib.zero.deepspeed_zero3_estimate; https://deepspeed.readthedocs.io/en/latest/memory.html),
+    memlib.parallel.zero.deepspeed_zero3_estimate; https://deepspeed.readthedocs.io/en/latest/memory.html),
     without offload: 4 * largest_layer_params + 18 * total_params / GPUs. Its
     largest_layer_params is the largest module's own parameters (model_to_params:
     `p.numel() for p in m.parameters(recurse=False)`), the V x h embedding or head here.

@@ -46,7 +46,7 @@ def measure() -> dict:
         memlib.estimate_inference(llama70, batch=b, weights="int4-gptq", tp=2)
     serve = (time.perf_counter() - t0) / 2000
 
-    from memlib.plan import plan
+    from memlib.parallel.plan import plan
     plans = {}
     for count, gpu in ((4, "v100-32gb"), (1024, "a100-80gb")):
         t0 = time.perf_counter()

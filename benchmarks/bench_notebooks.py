@@ -124,7 +124,7 @@ def run_notebooks() -> bool:
 
 def playground_latency() -> dict:
     """Seconds per control change of the playground: {"median_s", "max_s", "n"}."""
-    from memlib.playground import Playground
+    from memlib.learn.playgrounds import Playground
 
     with contextlib.redirect_stdout(io.StringIO()):
         p = Playground()

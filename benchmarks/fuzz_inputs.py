@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 import memlib  # noqa: E402
 from memlib import Model, estimate_inference, estimate_training, fits, get_gpu, get_model, step_time  # noqa: E402
 from memlib.cli import main  # noqa: E402
-from memlib.plan import max_micro_batch, min_gpus, plan, to_deepspeed_config  # noqa: E402
+from memlib.parallel.plan import max_micro_batch, min_gpus, plan, to_deepspeed_config  # noqa: E402
 from memlib.units import dtype_bytes, fmt_count, gb  # noqa: E402
 
 LIMIT_S = 20.0

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import time
 
-from memlib.fit import fits
-from memlib.gpus import get_gpu
-from memlib.plan import min_gpus, plan
+from memlib.hardware.fit import fits
+from memlib.hardware.gpus import get_gpu
+from memlib.parallel.plan import min_gpus, plan
 from memlib.training import estimate_training, layout
 from memlib.training.step import _estimate_stage
 

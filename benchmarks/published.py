@@ -12,7 +12,7 @@ What a figure is compared with:
   allocated   (torch.cuda.max_memory_allocated, or the allocator's active bytes)
               -> the estimate's peak_bytes
   reserved    (torch.cuda.max_memory_reserved) -> fits()'s required bytes without the CUDA
-              context: peak + allocator headroom (memlib.fit.required_bytes(peak, 0))
+              context: peak + allocator headroom (memlib.hardware.fit.required_bytes(peak, 0))
   nvidia-smi  (whole process) -> fits()'s required bytes: peak + CUDA context + headroom
 error = (memlib - published) / published: negative means memlib is LOW (the OOM direction).
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import memlib
-from memlib.fit import DEFAULT_CUDA_CONTEXT_BYTES, required_bytes
+from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, required_bytes
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "validation" / "published.jsonl"
 FUNCTIONS = {"estimate_training": memlib.estimate_training, "estimate_inference": memlib.estimate_inference}
@@ -209,7 +209,7 @@ def main(argv=None) -> int:
     print(_stats_line("allocated rows memlib computes", [r for r in ok if r.row["statistic"] == "allocated"]))
     print(_stats_line("reserved / nvidia-smi rows memlib computes (vs fits() required bytes)",
                       [r for r in ok if r.row["statistic"] != "allocated"]))
-    # the same rows with fits()'s allocator headroom at 0.25 (what memlib.fit suggests for FSDP runs)
+    # the same rows with fits()'s allocator headroom at 0.25 (what memlib.hardware.fit suggests for FSDP runs)
     wide = [dataclasses.replace(r, memlib_bytes=required_bytes(
                 r.peak_bytes, 0 if r.row["statistic"] == "reserved" else DEFAULT_CUDA_CONTEXT_BYTES, 0.25))
             for r in ok if r.row["statistic"] != "allocated"]

@@ -7,11 +7,13 @@ import json
 import math
 import sys
 
-from memlib import lora as lora_mod
+from memlib.training import lora as lora_mod
 from memlib._checks import MAX_INT, positive_int
-from memlib.fit import DEFAULT_ALLOCATOR_HEADROOM, DEFAULT_CUDA_CONTEXT_BYTES, fits
-from memlib import inference, optimizers, training
-from memlib.gpus import list_gpus
+from memlib.hardware.fit import DEFAULT_ALLOCATOR_HEADROOM, DEFAULT_CUDA_CONTEXT_BYTES, fits
+from memlib import training
+from memlib.serving import inference
+from memlib.training import optimizers
+from memlib.hardware.gpus import list_gpus
 from memlib.models import Model, get_model, list_models
 from memlib.units import fmt_bytes, gb, gib
 
@@ -323,7 +325,7 @@ def _flag_name(key: str) -> str:
 
 
 def cmd_fit(a) -> int:
-    from memlib.plan import min_gpus, plan, to_deepspeed_config
+    from memlib.parallel.plan import min_gpus, plan, to_deepspeed_config
     positive_int("--top", a.top)
     serve = a.task == "serve"
     wrong = [k for k in (_TRAIN_ONLY if serve else _SERVE_ONLY) if getattr(a, k) is not None]
@@ -399,7 +401,7 @@ def cmd_fit(a) -> int:
 
 def _fit_serve(a) -> int:
     """memlib fit MODEL --task serve: plan_serving's layouts, per GPU weights, KV cache and the largest batch."""
-    from memlib.plan import SERVE_PREFILL_TOKENS, plan_serving
+    from memlib.parallel.plan import SERVE_PREFILL_TOKENS, plan_serving
     context = 8192 if a.context_len is None else a.context_len
     prefill = SERVE_PREFILL_TOKENS if a.prefill_tokens is None else (
         None if a.prefill_tokens == 0 else positive_int("--prefill-tokens", a.prefill_tokens))

@@ -1,5 +1,5 @@
 """allocator_headroom through plan(), min_gpus(), max_micro_batch(), plan_serving() and the CLI: fits()'s margin for
-PyTorch's caching allocator (memlib.fit), 5% of the peak by default; published FSDP runs reserve up to 24% more than
+PyTorch's caching allocator (memlib.hardware.fit), 5% of the peak by default; published FSDP runs reserve up to 24% more than
 they allocate, so a user planning FSDP passes 0.25."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 import memlib
 from memlib.cli import main
-from memlib.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
-from memlib.plan import max_micro_batch, min_gpus, plan, plan_serving
+from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
+from memlib.parallel.plan import max_micro_batch, min_gpus, plan, plan_serving
 
 
 def _cli(argv):

@@ -39,10 +39,10 @@ from hypothesis import strategies as st
 import memlib
 from memlib import Model, estimate_inference, estimate_training, fits, max_batch, max_context, step_time
 from memlib.cli import main
-from memlib.inference import KV_FORMATS, WEIGHT_FORMATS
-from memlib.plan import Plan, max_micro_batch, max_seq_len, min_gpus, plan, to_deepspeed_config
+from memlib.serving.inference import KV_FORMATS, WEIGHT_FORMATS
+from memlib.parallel.plan import Plan, max_micro_batch, max_seq_len, min_gpus, plan, to_deepspeed_config
 from memlib.training import FINETUNES, OFFLOAD_DEVICES, OFFLOADS, PRECISIONS, RECOMPUTES
-from memlib.optimizers import OPTIMIZERS
+from memlib.training.optimizers import OPTIMIZERS
 
 HANG_BOUND_S = 5.0
 N = int(os.environ.get("MEMLIB_HYPOTHESIS_EXAMPLES", "120"))

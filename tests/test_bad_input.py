@@ -6,7 +6,7 @@ import pytest
 
 import memlib
 from memlib import Model, estimate_training, get_gpu, get_model
-from memlib.lora import lora_params
+from memlib.training.lora import lora_params
 
 
 def est(**kw):

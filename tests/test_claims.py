@@ -1,8 +1,8 @@
-"""memlib.claims: fact-check verdicts computed from a claimed and a computed figure."""
+"""memlib.learn.claims: fact-check verdicts computed from a claimed and a computed figure."""
 
 import pytest
 
-from memlib.claims import PARTLY, RIGHT, WRONG, claim_verdict, overall, relative_error, worst
+from memlib.learn.claims import PARTLY, RIGHT, WRONG, claim_verdict, overall, relative_error, worst
 
 
 def test_relative_error_by_hand():

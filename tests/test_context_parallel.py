@@ -14,8 +14,8 @@ import sys
 import pytest
 
 import memlib
-from memlib.plan import max_seq_len, plan
-from memlib.timing import cp_kv_bytes
+from memlib.parallel.plan import max_seq_len, plan
+from memlib.cost.timing import cp_kv_bytes
 
 N = 8_030_261_248
 L, H, Q, V, h = 32, 32, 128, 128_256, 4096
@@ -186,7 +186,7 @@ def test_cli_estimate_with_cp():
 
 def test_long_context_playground_follows_its_controls():
     pytest.importorskip("ipywidgets")
-    from memlib.long_context_playground import LongContextPlayground, settings_from
+    from memlib.learn.playgrounds.long_context import LongContextPlayground, settings_from
     p = LongContextPlayground()
     assert p.estimate.setup.cp == 8 and p.estimate.setup.seq_len == S
     assert "fits" in p.verdict.value and "tokens/s per GPU" in p.timing.value and "ring attention" in p.timing.value

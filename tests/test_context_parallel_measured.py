@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memlib.measured import estimate_case
+from memlib.training.measured import estimate_case
 
 DATA = json.loads((Path(__file__).resolve().parents[1] / "validation" / "results_cp.json").read_text())
 CASES = DATA["cases"]

@@ -14,7 +14,7 @@ import pytest
 
 import memlib
 from memlib import cost
-from memlib.timing import step_time
+from memlib.cost.timing import step_time
 
 DATA = json.loads((Path(__file__).resolve().parents[1] / "validation" / "published_gpu_hours.json").read_text())
 H100 = 989.4e12  # dense bf16 FLOP/s (the catalog's H100 SXM figure)

@@ -14,7 +14,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from memlib.exercises import EXERCISES, NOTEBOOKS, SelfAssessed, for_notebook
+from memlib.learn.exercises import EXERCISES, NOTEBOOKS, SelfAssessed, for_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*_solutions.py"))

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import memlib.lora
+import memlib.training.lora
 from memlib import Model
-from memlib.measured import estimate_case
+from memlib.training.measured import estimate_case
 
 DATA = json.loads((Path(__file__).parents[1] / "validation" / "results_families.json").read_text())
 CASES = [c for c in DATA["cases"] if "measured" in c]
@@ -74,7 +74,7 @@ def test_parameter_count_and_bytes(case):
     facts = case["measured"]["facts"]
     if case["inputs"]["finetune"] == "lora":  # peft adds the adapters to the count
         lora = case["inputs"]["lora"]
-        adapters = memlib.lora.lora_params(m, lora["r"], lora["targets"])
+        adapters = memlib.training.lora.lora_params(m, lora["r"], lora["targets"])
         assert (m.num_params + adapters, adapters) == (facts["param_count"], facts["trainable_count"])
         return
     assert m.num_params == facts["param_count"]

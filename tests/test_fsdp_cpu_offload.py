@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import memlib
-from memlib.plan import plan
+from memlib.parallel.plan import plan
 
 QLORA_70B = dict(seq_len=2048, micro_batch=2, precision="bf16", finetune="qlora", lora_rank=64,
                  lora_targets="all-linear", lora_dropout=0.1, adapter_dtype="bf16", recompute="full",

@@ -6,7 +6,7 @@ import re
 import pytest
 
 import memlib
-from memlib.gpus import GPU, get_gpu, list_gpus
+from memlib.hardware.gpus import GPU, get_gpu, list_gpus
 
 GiB = 2**30
 

@@ -1,4 +1,4 @@
-"""memlib.grading and the exercise registry: answers parse with units, solutions pass, common
+"""memlib.learn.grading and the exercise registry: answers parse with units, solutions pass, common
 slips are rejected and named, wrong answers never show the expected value, open questions are
 self-assessed (no automatic points), progress persists, nothing is evaluated.
 
@@ -21,13 +21,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memlib.exercises as registry
-import memlib.exercises.ex01 as ex01
-from memlib import grading
-from memlib.exercises import (DIFFICULTIES, EXERCISES, NOTEBOOKS, Choice, Implement, MultiChoice, Numeric,
+import memlib.learn.exercises as registry
+import memlib.learn.exercises.ex01 as ex01
+from memlib.learn import grading
+from memlib.learn.exercises import (DIFFICULTIES, EXERCISES, NOTEBOOKS, Choice, Implement, MultiChoice, Numeric,
                               SelfAssessed, SpotError, for_notebook, render)
-from memlib.exercises import answers, progress
-from memlib.grading import check, grade, hint, mark, parse_quantity, score
+from memlib.learn.exercises import answers, progress
+from memlib.learn.grading import check, grade, hint, mark, parse_quantity, score
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*_solutions.py"))
@@ -97,14 +97,14 @@ def test_registry_takes_a_new_notebook_module_without_changes(tmp_path, monkeypa
     pkg = tmp_path / "extra"
     pkg.mkdir()
     (pkg / "ex99.py").write_text(textwrap.dedent('''
-        from memlib.exercises.kinds import Numeric
+        from memlib.learn.exercises.kinds import Numeric
         NOTEBOOK = "99_new_topic"
         EXERCISES = [Numeric(id="99.1", title="t", difficulty="warm-up", minutes=1, formula="f", prompt="p",
                              worked=lambda: "w", hints=("a", "b"), expected=lambda: 1e9, unit="GB")]
     '''))
     monkeypatch.setattr(registry, "__path__", list(registry.__path__) + [str(pkg)])
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(sys.modules, "memlib.exercises.ex99", __import__("extra.ex99").ex99)
+    monkeypatch.setitem(sys.modules, "memlib.learn.exercises.ex99", __import__("extra.ex99").ex99)
     notebooks, exercises = registry._load()
     assert notebooks["99"] == "99_new_topic" and "99.1" in exercises and list(notebooks)[:len(NOTEBOOKS)] == list(NOTEBOOKS)
 

@@ -11,9 +11,9 @@ import math
 
 import pytest
 
-from memlib import grading
-from memlib.exercises import progress
-from memlib.grading import grade
+from memlib.learn import grading
+from memlib.learn.exercises import progress
+from memlib.learn.grading import grade
 
 
 def llama_params(h: int, layers: int, inter: int, vocab: int = 32000, kv: int | None = None) -> int:

@@ -11,8 +11,8 @@ import pytest
 
 import memlib
 from memlib import Model, estimate_inference, get_gpu, get_model, max_batch, max_context
-from memlib.fit import fits, usable_bytes
-from memlib.inference import KV_FORMATS, WEIGHT_FORMATS, kv_bytes_per_token, quantized_linear_bytes
+from memlib.hardware.fit import fits, usable_bytes
+from memlib.serving.inference import KV_FORMATS, WEIGHT_FORMATS, kv_bytes_per_token, quantized_linear_bytes
 
 # meta-llama/Meta-Llama-3-8B config.json (Meta): 32 layers, 32 heads, 8 KV heads, hidden 4096.
 LLAMA3_8B_CONFIG = {

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from memlib import estimate_inference, fits, get_gpu, get_model, max_batch
-from memlib.inference import (kv_bytes_per_token, kv_cache_bytes, quantized_linear_bytes)
+from memlib.serving.inference import (kv_bytes_per_token, kv_cache_bytes, quantized_linear_bytes)
 
 
 # --- KV cache per token ------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
-"""memlib.fit.max_peak_bytes: the largest tensor peak memlib.fits accepts on a GPU."""
+"""memlib.hardware.fit.max_peak_bytes: the largest tensor peak memlib.fits accepts on a GPU."""
 
 from types import SimpleNamespace
 
 import pytest
 
 import memlib
-from memlib.fit import max_peak_bytes
+from memlib.hardware.fit import max_peak_bytes
 
 
 def _fits(peak, gpu, **kw):
@@ -19,7 +19,7 @@ def test_it_is_the_boundary_of_fits(gpu):
 
 
 def test_a100_80gb_by_hand():
-    # torch reports 81,051 MiB on an A100 SXM4 80GB (memlib.gpus); less the 512 MiB CUDA context,
+    # torch reports 81,051 MiB on an A100 SXM4 80GB (memlib.hardware.gpus); less the 512 MiB CUDA context,
     # divided by 1.05 (5% allocator headroom): 80,539 MiB / 1.05 = 76,703.8 MiB = 80.43 GB
     p = max_peak_bytes("a100-80gb")
     assert abs(p - (81051 - 512) * 2**20 / 1.05) < 2

@@ -190,7 +190,7 @@ def test_architecture_of_another_family_refused():
 
 def test_moe_fields_under_a_dense_model_type_refused():
     # issue 10: a relabelled Mixtral config was counted as a dense 7.24B model
-    cfg = {**json.loads(json.dumps(__import__("memlib.hf_configs", fromlist=["x"]).HF_CONFIGS["mixtral-8x7b"]
+    cfg = {**json.loads(json.dumps(__import__("memlib.models.hf_configs", fromlist=["x"]).HF_CONFIGS["mixtral-8x7b"]
                                    ["config"])), "model_type": "llama", "architectures": ["LlamaForCausalLM"]}
     with pytest.raises(ValueError, match=r"mixture-of-experts field num_local_experts=8.*mixtral"):
         Model.from_hf_config(cfg)
@@ -199,7 +199,7 @@ def test_moe_fields_under_a_dense_model_type_refused():
 
 
 def test_multimodal_config_reads_text_config():
-    from memlib.hf_configs import HF_CONFIGS
+    from memlib.models.hf_configs import HF_CONFIGS
     outer = HF_CONFIGS["gemma-3-27b"]["config"]
     m = Model.from_hf_config(outer)
     text = Model.from_hf_config({**outer["text_config"], "architectures": ["Gemma3ForCausalLM"]})

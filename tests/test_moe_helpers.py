@@ -1,4 +1,4 @@
-"""memlib.moe and memlib.moe_playground (notebook 05): every expected value derived by hand below from
+"""memlib.parallel.moe and memlib.learn.playgrounds.moe (notebook 05): every expected value derived by hand below from
 the models' published shapes, not by running the code under test."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 
 from memlib import estimate_training, fits, get_gpu, get_model
-from memlib.fit import usable_bytes
-from memlib.moe import (decode_weight_bytes, expected_experts_touched, min_gpus_sharded, routed_expert_params,
+from memlib.hardware.fit import usable_bytes
+from memlib.parallel.moe import (decode_weight_bytes, expected_experts_touched, min_gpus_sharded, routed_expert_params,
                         weight_bytes_read)
 
 # Mixtral-8x7B (config.json): 32 layers, hidden 4096, 8 experts of intermediate 14336, top-2; every
@@ -110,7 +110,7 @@ def test_min_gpus_sharded_bad_input(kw, says):
 
 
 def test_moe_serving_summary_by_hand():
-    from memlib.moe_playground import moe_models, serving_summary
+    from memlib.learn.playgrounds.moe import moe_models, serving_summary
     assert "deepseek-v3" in moe_models() and "llama-7b" not in moe_models()
     s = serving_summary(dict(model="deepseek-v3", gpu="h200", count=8, context=8192, weights="auto",
                              kv_cache="bf16", mla_cache="latent"))
@@ -124,7 +124,7 @@ def test_moe_serving_summary_by_hand():
 
 def test_moe_playground_updates_and_reports_bad_combinations():
     pytest.importorskip("ipywidgets")
-    from memlib.moe_playground import MoEServingPlayground
+    from memlib.learn.playgrounds.moe import MoEServingPlayground
     p = MoEServingPlayground()
     assert "sequences" in p.summary_html.value and "<table" in p.table.value
     p.controls["kv_cache"].value = "int8"  # LMDeploy's per-head int8 has no MLA latent layout

@@ -8,8 +8,8 @@ import pytest
 
 import memlib
 from memlib import cost
-from memlib.plan import plan
-from memlib.timing import all_to_all_bytes, dp_collectives, ep_all_to_all_bytes, flops_per_token, step_time
+from memlib.parallel.plan import plan
+from memlib.cost.timing import all_to_all_bytes, dp_collectives, ep_all_to_all_bytes, flops_per_token, step_time
 from memlib.training import estimate_training
 
 H, L, E, K, IE, V = 4096, 32, 8, 2, 14336, 32000
@@ -190,7 +190,7 @@ def test_cli_estimate_moe_flags(capsys):
                                    "gemma-3-27b", "phi-4"])
 def test_playground_trains_every_new_family(model):
     pytest.importorskip("ipywidgets")
-    from memlib.playground import Playground
+    from memlib.learn.playgrounds import Playground
     p = Playground(model=model, gpu="h100-80gb", count=8, zero="ZeRO-3")
     assert "fit" in p.verdict.value and p.estimate.setup.model.name == model  # an estimate, not an error
     p.controls["method"].value = "LoRA"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memlib
-from memlib import zero
+from memlib.parallel import zero
 
 GB, GiB = 10**9, 2**30
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memlib import Model, get_model, list_models
-from memlib.hf_configs import HF_CONFIGS
+from memlib.models.hf_configs import HF_CONFIGS
 
 RECORD = json.loads((Path(__file__).parents[1] / "validation" / "param_counts.json").read_text())
 ROWS = RECORD["models"]

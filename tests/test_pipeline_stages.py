@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from memlib.fit import fits
-from memlib.gpus import get_gpu
+from memlib.hardware.fit import fits
+from memlib.hardware.gpus import get_gpu
 from memlib.models import Model, get_model
-from memlib.plan import min_gpus
+from memlib.parallel.plan import min_gpus
 from memlib.training import estimate_training
 from memlib.training import layout
 from memlib.training.layout import Stage

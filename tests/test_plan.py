@@ -8,8 +8,8 @@ import pytest
 
 import memlib
 from memlib.cli import main
-from memlib.plan import max_micro_batch, max_seq_len, min_gpus, plan, to_deepspeed_config
-from memlib.timing import flops_per_token, step_time
+from memlib.parallel.plan import max_micro_batch, max_seq_len, min_gpus, plan, to_deepspeed_config
+from memlib.cost.timing import flops_per_token, step_time
 
 
 # --- FLOPs and time ----------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from memlib import get_gpu
 from memlib.cli import main
-from memlib.plan import SERVE_PREFILL_TOKENS, plan, plan_serving
+from memlib.parallel.plan import SERVE_PREFILL_TOKENS, plan, plan_serving
 
 H, HEADS, LAYERS, MOE_LAYERS, DENSE_LAYERS, VOCAB = 7168, 128, 61, 58, 3, 129280
 KV_PER_TOKEN = (512 + 64) * 61 * 2  # the latent + rope key per token per layer, bf16: 70,272 B

@@ -8,7 +8,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memlib import estimate_training, get_model
-from memlib.lora import LORA_TARGETS
+from memlib.training.lora import LORA_TARGETS
 
 MODELS = ["llama-7b", "mistral-7b", "qwen2-0.5b", "llama-2-70b", "llama-3-8b"]
 PRECISIONS = ["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"]

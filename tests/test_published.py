@@ -171,7 +171,7 @@ def test_row_memlib_expression(row):
 
 def test_compared_bytes_follow_fits():
     """allocated -> the peak; reserved -> peak + 5% allocator headroom; nvidia-smi -> also + 0.5 GiB
-    CUDA context (memlib.fit's defaults, written out here)."""
+    CUDA context (memlib.hardware.fit's defaults, written out here)."""
     peak = 10 * 2**30
     assert bench.compared_bytes(peak, "allocated") == peak
     assert bench.compared_bytes(peak, "reserved") == peak + peak // 20

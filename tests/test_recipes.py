@@ -14,7 +14,7 @@ import pytest
 
 import memlib
 from memlib import estimate_training, get_model
-from memlib.lora import lora_params, nf4_bytes
+from memlib.training.lora import lora_params, nf4_bytes
 
 LLAMA7B_PARAMS = 32 * (4096 * 4096 * 4 + 3 * 4096 * 11008 + 2 * 4096) + 2 * 32000 * 4096 + 4096
 
@@ -271,7 +271,7 @@ def test_chunked_loss_keeps_no_logits():
 
 # --- torchtitan's selective activation checkpointing ----------------------------------------------------------
 def test_selective_recompute_saves_every_other_matmul_and_the_attention_kernel():
-    from memlib.activations import selective_saved_bytes
+    from memlib.training.activations import selective_saved_bytes
     from memlib.training.terms import NUMERICS
     m, tok = get_model("llama-7b"), 2048
     saved, shared = selective_saved_bytes(m, NUMERICS["bf16"], tok, 1, tok, attention="sdpa")
@@ -318,7 +318,7 @@ def test_fsdp_qlora_shards_the_4_bit_base():
 
 
 def test_plan_offers_multi_gpu_qlora_with_speed():
-    from memlib.plan import plan
+    from memlib.parallel.plan import plan
     r = plan("llama-65b", "v100-32gb", 4, task="qlora")
     kinds = {p.estimate.setup.sharding for p in r.feasible}
     assert {"device_map", "fsdp"} <= kinds

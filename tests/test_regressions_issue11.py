@@ -17,8 +17,8 @@ import pytest
 import memlib
 from memlib import Model, estimate_training
 from memlib.cli import main
-from memlib.plan import max_micro_batch, min_gpus, plan, to_deepspeed_config
-from memlib.timing import step_time
+from memlib.parallel.plan import max_micro_batch, min_gpus, plan, to_deepspeed_config
+from memlib.cost.timing import step_time
 
 
 def run_cli(argv, capsys):

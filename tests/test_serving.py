@@ -19,7 +19,7 @@ from memlib.serving import (decode_bound, decode_tokens_per_s_upper_bound, paged
 H, L, HEADS, KV_HEADS, D, I, V = 8192, 80, 64, 8, 128, 28672, 128256
 KV_TOKEN = 2 * L * KV_HEADS * D * 2  # K and V, every layer, 8 KV heads of 128, bf16 = 327,680 B
 GiB = 2**30
-A100_TORCH_TOTAL = 81051 * 2**20  # torch total_memory of an A100-SXM4-80GB (memlib.gpus cites the record)
+A100_TORCH_TOTAL = 81051 * 2**20  # torch total_memory of an A100-SXM4-80GB (memlib.hardware.gpus cites the record)
 H100_BANDWIDTH = 3350 * 10**9  # H100 SXM5 HBM3, NVIDIA datasheet
 H100_BF16_FLOPS = 989.4e12  # dense bf16 tensor peak, NVIDIA datasheet
 
@@ -164,7 +164,7 @@ def test_decode_bound_fp8_uses_fp8_peak_and_tied_head_reads_embedding():
     assert tied.tie_word_embeddings
     dt = decode_bound(tied, "h100-80gb", 1, 16, weights="bf16")
     # the head multiplies by the shared embedding: every weight is read
-    from memlib.inference import estimate_inference
+    from memlib.serving.inference import estimate_inference
     assert dt.weight_bytes == estimate_inference(tied, 1, 16, weights="bf16").weight_bytes
     assert math.isfinite(dt.tokens_per_s)
 
@@ -172,7 +172,7 @@ def test_decode_bound_fp8_uses_fp8_peak_and_tied_head_reads_embedding():
 # --- the serving playground's numbers (the widget shows these) -------------------------------
 def test_serving_summary_matches_the_functions_it_names():
     from memlib import max_batch
-    from memlib.serving_playground import serving_summary
+    from memlib.learn.playgrounds.serving import serving_summary
     v = dict(model="llama-3-70b", gpu="h100-80gb", tp=8, weights="bf16", kv_cache="bf16", context=8192,
              chunk="vLLM default", utilization=0.9)
     s = serving_summary(v)
@@ -189,7 +189,7 @@ def test_serving_summary_matches_the_functions_it_names():
 def test_serving_playground_widget_builds_and_follows_a_control():
     pytest.importorskip("ipywidgets")
     from memlib import max_batch
-    from memlib.serving_playground import ServingPlayground
+    from memlib.learn.playgrounds.serving import ServingPlayground
     p = ServingPlayground()
     first = p.summary["max_batch"]
     p.controls["weights"].value = "fp8-block"

@@ -27,9 +27,9 @@ from IPython.display import Markdown, display
 
 import memlib
 from memlib import estimate_training, fmt_bytes, get_gpu
-from memlib.explain import markdown_table
+from memlib.training.explain import markdown_table
 from memlib.units import gib
-from memlib.viz import breakdown_bars, sweep
+from memlib.learn.viz import breakdown_bars, sweep
 
 
 def G(n):
@@ -58,7 +58,7 @@ def test_rule_on_small_cells():
         'rows = [[k, G(v.peak_bytes)] for k, v in ests.items()]\ndisplay(Markdown(markdown_table(rows, ["a", "b"])))',
         'v = peak(MODEL)\ndisplay(Markdown(f"{v}"))',  # a notebook function that calls memlib computes
         'print(est.peak_bytes)',                        # prints, renders nothing: stays visible
-        'memlib.playground.Playground(model=MODEL)',     # a widget is not display-only
+        'memlib.learn.playgrounds.Playground(model=MODEL)',     # a widget is not display-only
         'total = a + b  # arithmetic on values\ndisplay(Markdown(f"**{total:,}** bytes"))',
         '# %%time\nimport numpy as np\ndisplay(Markdown(f"{np.finfo(np.float16).max}"))',  # a later import
         'display(Markdown(get_gpu("v100-32gb").describe()))',  # a memlib call outside an f-string

@@ -1,11 +1,11 @@
-"""memlib.step_parts: the parts of a step's time add up to step_s and isolate the bubble."""
+"""memlib.cost.step_parts: the parts of a step's time add up to step_s and isolate the bubble."""
 
 import math
 
 import pytest
 
 import memlib
-from memlib.step_parts import PARTS, step_parts
+from memlib.cost.step_parts import PARTS, step_parts
 
 
 @pytest.mark.parametrize("kw", [

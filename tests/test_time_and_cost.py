@@ -13,9 +13,9 @@ import pytest
 
 import memlib
 from memlib import cost
-from memlib.cost_playground import describe, run_summary
-from memlib.exercises.answers import Malformed, parse_quantity
-from memlib.plan import plan
+from memlib.learn.playgrounds.cost import describe, run_summary
+from memlib.learn.exercises.answers import Malformed, parse_quantity
+from memlib.parallel.plan import plan
 
 PSI_7B = 6_738_415_616  # LLaMA-7B and Llama-2-7B, tensor by tensor (tests/test_grading_table.py derives it)
 ATTN_7B_4096 = 32 * 32 * 128 * 4096  # L x H x Q x T of Llama-2-7B at 4,096 tokens
@@ -85,7 +85,7 @@ def test_run_summary_is_6nd_plus_attention_at_the_mfu():
 
 def test_cost_playground_widget_updates():
     pytest.importorskip("ipywidgets")
-    from memlib.cost_playground import CostPlayground
+    from memlib.learn.playgrounds.cost import CostPlayground
     p = CostPlayground(model="llama-2-7b", tokens=2e12, gpu="h100-80gb", gpus=256, mfu=0.4)
     days = p.summary["days"]
     p.controls["gpus"].value = 512
@@ -98,7 +98,7 @@ def test_cost_playground_widget_updates():
 # --- charts -------------------------------------------------------------------------------------------
 def test_time_charts_draw_what_they_are_given():
     plt = pytest.importorskip("matplotlib.pyplot")
-    from memlib.viz import lines, stacked_bars
+    from memlib.learn.viz import lines, stacked_bars
     ax = lines([0.3, 0.4, 0.5], {"a": [3, 2, 1], "b": [6, 4, 2]}, xlabel="MFU", marks={"Llama 3": 0.41})
     assert len(ax.get_lines()) == 3  # two series and one mark
     assert list(ax.get_lines()[1].get_ydata()) == [6, 4, 2]
@@ -135,13 +135,13 @@ def test_parse_time_and_work_explains_what_is_wrong(text, unit, says):
 
 def test_grader_reads_the_units_of_notebook_07():
     """A Numeric exercise in days accepts hours, and says so when given GPU-hours."""
-    from memlib.exercises.kinds import Numeric
-    from memlib.grading import _judge
+    from memlib.learn.exercises.kinds import Numeric
+    from memlib.learn.grading import _judge
     ex = Numeric(id="07.0", title="t", difficulty="warm-up", minutes=1, formula="f", prompt="p",
                  worked=lambda: "w", hints=("a", "b"), expected=lambda: 10.7, unit="days")
     assert _judge(ex, parse_quantity("256.8 hours", "days"), 10.7)[0]
     assert not _judge(ex, parse_quantity("5 days", "days"), 10.7)[0]
-    assert memlib.grading.fmt_value(65798.8, "GPU-hours") == "65,799 GPU-hours"
+    assert memlib.learn.grading.fmt_value(65798.8, "GPU-hours") == "65,799 GPU-hours"
 
 
 def test_chinchilla_optimal_split_of_a_budget():

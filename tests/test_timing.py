@@ -1,7 +1,7 @@
-"""memlib.timing: data-parallel collectives per micro-batch, the overlap rule, CPU-Adam per node.
+"""memlib.cost.timing: data-parallel collectives per micro-batch, the overlap rule, CPU-Adam per node.
 
 Every expected value below is derived by hand in the test from the formula it checks (ring
-volumes: Patarasuk & Yuan 2009) and the implementation's behaviour (cited in memlib.timing),
+volumes: Patarasuk & Yuan 2009) and the implementation's behaviour (cited in memlib.cost.timing),
 with the model sizes as the only inputs. A100 80GB: 312 dense bf16 TFLOP/s, NVLink 3 at
 300 GB/s each way; memlib's default MFU is 0.4.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 import memlib
-from memlib.timing import (CPU_ADAM_PARAMS_PER_S, DS_MAX_REUSE_DISTANCE, all_gather_bytes, all_reduce_bytes,
+from memlib.cost.timing import (CPU_ADAM_PARAMS_PER_S, DS_MAX_REUSE_DISTANCE, all_gather_bytes, all_reduce_bytes,
                            dp_collectives, flops_per_token, reduce_scatter_bytes, step_time)
 
 PSI = 6_738_415_616  # llama-7b parameters

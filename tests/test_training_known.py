@@ -12,9 +12,9 @@ import pytest
 
 import memlib
 from memlib import estimate_training, get_model
-from memlib.activations import korthikanti_layer_bytes
-from memlib.lora import NF4_BITS_PER_PARAM, lora_params, nf4_bytes
-from memlib.optimizers import adamw_8bit_state_bytes
+from memlib.training.activations import korthikanti_layer_bytes
+from memlib.training.lora import NF4_BITS_PER_PARAM, lora_params, nf4_bytes
+from memlib.training.optimizers import adamw_8bit_state_bytes
 
 LLAMA7B_PARAMS = 32 * (4096 * 4096 * 4 + 3 * 4096 * 11008 + 2 * 4096) + 2 * 32000 * 4096 + 4096
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import memlib
-import memlib.lora
-from memlib.measured import estimate_case
+import memlib.training.lora
+from memlib.training.measured import estimate_case
 
 RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results.json"
 DATA = json.loads(RESULTS.read_text())
@@ -74,13 +74,13 @@ def test_parameter_count_matches_the_built_model(case):
         return
     # peft adds the adapters to the count
     lora = case["inputs"]["lora"]
-    adapters = memlib.lora.lora_params(model, lora["r"], lora["targets"])
+    adapters = memlib.training.lora.lora_params(model, lora["r"], lora["targets"])
     assert adapters == facts["trainable_count"]
     if case["inputs"]["finetune"] == "lora":
         assert model.num_params + adapters == facts["param_count"]
         return
     # QLoRA: the projections are 4-bit buffers, not parameters. The harness lays them out as bitsandbytes'
-    # quantize_4bit returns them (validation/qlora.py); besides memlib.lora.nf4_bytes per projection it holds
+    # quantize_4bit returns them (validation/qlora.py); besides memlib.training.lora.nf4_bytes per projection it holds
     # a 16-entry fp32 NF4 code and an fp32 offset per projection, one 256-entry fp32 dynamic map and the
     # rotary inv_freq (head_dim / 2 fp32).
     h, I, L = model.hidden_size, model.intermediate_size, model.num_layers
@@ -90,7 +90,7 @@ def test_parameter_count_matches_the_built_model(case):
     assert model.num_params - L * sum(shapes) - sum(head) + adapters == facts["param_count"]
     dq = q.get("double_quant", True)
     per_projection = 16 * 4 + (4 if dq else 0)
-    expected = (sum(memlib.lora.nf4_bytes(n, double_quant=dq) + per_projection for n in shapes * L + head)
+    expected = (sum(memlib.training.lora.nf4_bytes(n, double_quant=dq) + per_projection for n in shapes * L + head)
                 + 256 * 4 * dq + model.head_dim // 2 * 4)
     assert facts["buffer_bytes"] == expected
 

@@ -14,8 +14,15 @@ import sys
 from pathlib import Path
 
 import memlib
-from memlib import activations, cost, inference, lora, moe, optimizers, serving, timing, zero
-from memlib.plan import plan_serving
+from memlib import cost, serving
+from memlib.training import activations
+from memlib.serving import inference
+from memlib.training import lora
+from memlib.parallel import moe
+from memlib.training import optimizers
+from memlib.cost import timing
+from memlib.parallel import zero
+from memlib.parallel.plan import plan_serving
 from memlib.training import context_parallel
 from memlib.training import terms as training_terms
 from memlib.units import fmt_bytes
@@ -86,21 +93,21 @@ def rows() -> list[tuple[str, str, str, str, str]]:
         ("00", "Model states, mixed precision AdamW",
          "PyTorch AMP: fp32 params 4 + fp32 grads 4 + Adam m, v 8 = 16 B/param. ZeRO paper: fp16 params 2 + "
          "fp16 grads 2 + K=12 (fp32 master, m, v) = 16 B/param. " + doc(zero.zero_model_state_bytes),
-         "memlib.training.terms, memlib.zero.zero_model_state_bytes",
+         "memlib.training.terms, memlib.parallel.zero.zero_model_state_bytes",
          f"LLaMA-7B AMP: {fmt_bytes(c['param_bytes'] + c['grad_bytes'] + c['optimizer_bytes'])}; "
          f"ZeRO-3 over 64 GPUs (paper's 7.5B): {fmt_bytes(zero.zero_model_state_bytes(7_500_000_000, 3, 64))}"),
         ("00", "Optimizer step temporaries", doc(optimizers.step_transient_bytes),
-         "memlib.optimizers.step_transient_bytes",
+         "memlib.training.optimizers.step_transient_bytes",
          f"LLaMA-7B bf16-mixed, the foreach step: {fmt_bytes(4 * m7.num_params)} (an fp32 sqrt of every second "
          f"moment); for-loop: {fmt_bytes(2 * 4 * m7.largest_tensor_numel)}; fused: 0"),
         ("00", "Activations, GPT layer", doc(activations.korthikanti_layer_bytes),
-         "memlib.activations.korthikanti_layer_bytes",
+         "memlib.training.activations.korthikanti_layer_bytes",
          f"GPT-3 shape (s=2048, b=1, h=12288, a=96): "
          f"{fmt_bytes(activations.korthikanti_layer_bytes(2048, 1, 12288, 96))} per layer"),
         ("00", "Activations, LLaMA layer", "Saved tensor by tensor from the Hugging Face implementation: RMSNorm "
          "fp32 input, normalized, output (one bf16 cast per consumer under AMP); rotated q, k, v, output and fp32 "
          "log-sum-exp of fused attention (eager adds fp32 softmax a*s*s and its 16-bit copy); gate, SiLU, up, "
-         "product of the MLP.", "memlib.activations.llama_layer_ledger",
+         "product of the MLP.", "memlib.training.activations.llama_layer_ledger",
          f"LLaMA-7B, 2048 tokens, bf16-mixed: {fmt_bytes(c['layer_activation_bytes'])} per layer"),
         ("00", "Logits and loss", "The head's 16-bit logits b*s*V*2, the fp32 upcast b*s*V*4 and the fp32 "
          "log-softmax b*s*V*4 at the loss; the loss gradient b*s*V*4 x 3 at the start of the backward.",
@@ -110,25 +117,25 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          "the top and bottom layers, the embedding; optimizer step), not a sum.", "memlib.Estimate.moments",
          f"LLaMA-7B bf16-mixed s=2048: {fmt_bytes(amp.peak_bytes)} in {amp.phase}"),
         # --- 01 · a 65B model on 4 V100s: adapters and 4-bit weights -----------------------------
-        ("01", "LoRA adapters", doc(lora.lora_params), "memlib.lora.lora_params",
+        ("01", "LoRA adapters", doc(lora.lora_params), "memlib.training.lora.lora_params",
          f"LLaMA-7B r=8 on q,v: {lora.lora_params(m7, 8, ['q_proj', 'v_proj']):,} params"),
-        ("01", "LoRA inputs (PEFT)", doc(activations.adapter_input_bytes), "memlib.activations.adapter_input_bytes",
+        ("01", "LoRA inputs (PEFT)", doc(activations.adapter_input_bytes), "memlib.training.activations.adapter_input_bytes",
          "bf16 base, fp32 adapters under autocast: a 2-byte copy per adapted input (+1-byte dropout mask); "
          "without autocast a 4-byte one"),
-        ("01", "NF4 (QLoRA)", doc(lora.nf4_bytes), "memlib.lora.nf4_bytes",
+        ("01", "NF4 (QLoRA)", doc(lora.nf4_bytes), "memlib.training.lora.nf4_bytes",
          f"{lora.NF4_BITS_PER_PARAM:.3f} bits/param; a 4096 x 4096 matrix: {lora.nf4_bytes(4096 * 4096):,} B"),
         # --- 02 · one GPU: optimizer, recompute, the verdict ----------------------------------------
-        ("02", "8-bit AdamW", doc(optimizers.adamw_8bit_state_bytes), "memlib.optimizers.adamw_8bit_state_bytes",
+        ("02", "8-bit AdamW", doc(optimizers.adamw_8bit_state_bytes), "memlib.training.optimizers.adamw_8bit_state_bytes",
          f"a 4096 x 4096 matrix: {optimizers.adamw_8bit_state_bytes(4096 * 4096):,} B (fp32 AdamW: "
          f"{8 * 4096 * 4096:,} B)"),
         ("02", "Selective recompute (torchtitan)", doc(activations.selective_saved_bytes),
-         "memlib.activations.selective_saved_bytes",
+         "memlib.training.activations.selective_saved_bytes",
          "LLaMA-7B layer: q, v, gate, down projection outputs + attention output and log-sum-exp"),
-        ("02", "Does it fit", doc(memlib.fits), "memlib.fit.fits",
+        ("02", "Does it fit", doc(memlib.fits), "memlib.hardware.fit.fits",
          str(memlib.fits(memlib.estimate_training(m7, precision='bf16', finetune='lora', recompute='full'),
                          'rtx-4090'))),
         # --- 03 · when the model does not fit: shard, offload --------------------------------------
-        ("03", "ZeRO stages", doc(zero.partitioned), "memlib.zero.partitioned",
+        ("03", "ZeRO stages", doc(zero.partitioned), "memlib.parallel.zero.partitioned",
          "; ".join(f"stage {k}: {fmt_bytes(zero.zero_model_state_bytes(m65.num_params, k, 4))}" for k in range(4))
          + " per GPU for LLaMA-65B over 4 GPUs"),
         ("03", "ZeRO-Offload", doc(training_terms.offload),
@@ -138,13 +145,13 @@ def rows() -> list[tuple[str, str, str, str, str]]:
              memlib.estimate_training(m7, precision="bf16-mixed", zero_stage=2, offload="optimizer"))),
         # --- 04 · serving: KV cache, paged blocks, the decode speed limit -------------------------
         ("04", "KV cache (MHA/GQA)", doc(inference.gqa_kv_bytes_per_token),
-         "memlib.inference.gqa_kv_bytes_per_token, kv_bytes_per_token, kv_cache_bytes",
+         "memlib.serving.inference.gqa_kv_bytes_per_token, kv_bytes_per_token, kv_cache_bytes",
          f"Llama-3-8B bf16: {inference.kv_bytes_per_token(m3):,} B per token; Llama-3-70B bf16: "
          f"{kv70['bf16']:,} B per token, one 8,192-token chat {fmt_bytes(inference.kv_cache_bytes(m70, 1, 8192))}"),
         ("04", "fp8 / int8 KV cache", "The KV cache formula with bytes per element "
          + ", ".join(f"{k} {v}" for k, v in inference.KV_ELEMENT_BYTES.items()) + ". \"fp8\" is "
          + doc(inference.kv_bytes_per_token).split(' "fp8" is ', 1)[1],
-         "memlib.inference.kv_bytes_per_token(kv_cache=), KV_ELEMENT_BYTES",
+         "memlib.serving.inference.kv_bytes_per_token(kv_cache=), KV_ELEMENT_BYTES",
          f"Llama-3-70B per token: bf16 {kv70['bf16']:,} B, fp8 {kv70['fp8']:,} B, int8 {kv70['int8']:,} B "
          "(1-byte values + per-head scale and zero point)"),
         ("04", "PagedAttention block waste", doc(serving.paged_kv_waste_bytes),
@@ -160,35 +167,35 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          f"Llama-3-70B bf16 over tp=4 H100-80GB, batch 1 at 8,192 tokens: {fmt_bytes(dec.bytes_read)} read per GPU "
          f"per step / {dec.bandwidth_bytes_per_s / 1e12:.2f} TB/s = {dec.memory_s * 1e3:.1f} ms, at most "
          f"{dec.tokens_per_s_per_sequence:.0f} tokens/s ({dec.bound}-bound)"),
-        ("04", "Quantized weights", doc(inference.quantized_linear_bytes), "memlib.inference.quantized_linear_bytes",
+        ("04", "Quantized weights", doc(inference.quantized_linear_bytes), "memlib.serving.inference.quantized_linear_bytes",
          f"4096 x 4096 in int4-gptq: {inference.quantized_linear_bytes(4096, 4096, 'int4-gptq'):,} B"),
         # --- 05 · mixture of experts: DeepSeek-V3, Mixtral --------------------------------------------
-        ("05", "MLA latent KV vs full K/V", doc(inference.kv_bytes_per_token), "memlib.inference.kv_bytes_per_token"
+        ("05", "MLA latent KV vs full K/V", doc(inference.kv_bytes_per_token), "memlib.serving.inference.kv_bytes_per_token"
          "(mla_cache=)",
          f"DeepSeek-V3 bf16 ({ds.num_layers} layers, kv_lora_rank {ds.kv_lora_rank} + rope {ds.qk_rope_head_dim}): "
          f"latent {kv_latent:,} B per token; full K/V {kv_full:,} B per token ({kv_full / kv_latent:.0f}x)"),
         ("05", "Experts a batch touches", doc(moe.expected_experts_touched) + " " + doc(moe.decode_weight_bytes),
-         "memlib.moe.expected_experts_touched, decode_weight_bytes",
+         "memlib.parallel.moe.expected_experts_touched, decode_weight_bytes",
          f"DeepSeek-V3 ({ds.num_experts} experts, top-{ds.num_experts_per_tok}): 1 token touches "
          f"{touched[1]:.0f} per layer, 64 tokens {touched[64]:.1f}; weights read per decode step "
          f"{fmt_bytes(read[1])} at 1 token, {fmt_bytes(read[64])} at 64"),
-        ("05", "MoE FLOPs: 6 x active parameters", doc(timing.active_params), "memlib.timing.active_params",
+        ("05", "MoE FLOPs: 6 x active parameters", doc(timing.active_params), "memlib.cost.timing.active_params",
          f"DeepSeek-V3: {timing.active_params(ds):,} active of {ds.num_params:,}; 6N = "
          f"{6 * timing.active_params(ds):.3e} FLOPs per token (not {6 * ds.num_params:.3e}); 14.8T tokens: "
          f"{cost.training_flops(ds, 14.8e12):.3e} FLOPs"),
         ("05", "Activations, MoE layer", doc(training_terms.routed_rows) + " "
          + doc(training_terms.routed_expert_activations),
-         "memlib.activations.llama_layer_ledger (moe=True), memlib.training.terms.routed_rows",
+         "memlib.training.activations.llama_layer_ledger (moe=True), memlib.training.terms.routed_rows",
          f"Mixtral-8x7B, 4096 tokens, bf16: {fmt_bytes(moe_layer)} per MoE layer, of which routed experts "
          f"{fmt_bytes(moe_routed)} (8,192 rows = tokens x top-2, not x 8 experts)"),
         ("05", "Expert parallelism (ep)", doc(training_terms.sharded),
          "memlib.training.terms.sharded, estimate_training(ep=)",
          f"Mixtral-8x7B, DDP over 8 GPUs, bf16: weights per GPU {fmt_bytes(mix_ep1.counts['param_bytes'])} at ep=1, "
          f"{fmt_bytes(mix_ep8.counts['param_bytes'])} at ep=8 (one expert per layer per GPU)"),
-        ("05", "All-to-all traffic (MoE)", doc(timing.ep_all_to_all_bytes), "memlib.timing.ep_all_to_all_bytes",
+        ("05", "All-to-all traffic (MoE)", doc(timing.ep_all_to_all_bytes), "memlib.cost.timing.ep_all_to_all_bytes",
          f"Mixtral-8x7B, 4096 tokens, ep=8, one micro-batch: {fmt_bytes(int(timing.ep_all_to_all_bytes(mix_ep8)))} "
          "sent per GPU per step"),
-        ("05", "Serving plan", doc(plan_serving), "memlib.plan.plan_serving (CLI: memlib fit MODEL --task serve)",
+        ("05", "Serving plan", doc(plan_serving), "memlib.parallel.plan.plan_serving (CLI: memlib fit MODEL --task serve)",
          f"DeepSeek-V3 on 8 x H200 at 8,192 tokens: best {serve.best.describe()}: "
          f"{fmt_bytes(serve.best.weight_bytes)} of weights and {fmt_bytes(serve.best.kv_cache_bytes)} of KV cache per "
          f"GPU, {serve.best.sequences:,} sequences; tensor parallel over 8: {tp8.max_batch.value:,} sequences"),
@@ -211,13 +218,13 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          f"{fmt_bytes(cp1.counts['layer_activation_bytes'])} at dp=8, "
          f"{fmt_bytes(cp8.counts['layer_activation_bytes'])} at cp=8; "
          f"peak {fmt_bytes(cp1.peak_bytes)} -> {fmt_bytes(cp8.peak_bytes)}"),
-        ("06", "Ring attention traffic", doc(timing.cp_kv_bytes), "memlib.timing.cp_kv_bytes, cp_exposed_seconds",
+        ("06", "Ring attention traffic", doc(timing.cp_kv_bytes), "memlib.cost.timing.cp_kv_bytes, cp_exposed_seconds",
          f"the cp=8 case above: {fmt_bytes(timing.cp_kv_bytes(cp8))} sent per GPU per decoder layer per micro-batch"),
-        ("06", "Attention FLOPs", doc(timing.attention_flops_per_token), "memlib.timing.attention_flops_per_token",
+        ("06", "Attention FLOPs", doc(timing.attention_flops_per_token), "memlib.cost.timing.attention_flops_per_token",
          f"Llama-3.1-8B at 131,072 tokens: {timing.attention_flops_per_token(m31, 131072):.3e} FLOPs per token, "
          f"{timing.attention_flops_per_token(m31, 131072) / (6 * m31.num_params):.1f}x the 6N of the weights"),
         # --- 07 · time and cost: FLOPs, MFU, GPU-hours, communication ---------------------------------
-        ("07", "Training FLOPs per token", doc(timing.flops_per_token), "memlib.timing.flops_per_token",
+        ("07", "Training FLOPs per token", doc(timing.flops_per_token), "memlib.cost.timing.flops_per_token",
          f"LLaMA-7B, 2048 tokens: {timing.flops_per_token(m7, 2048):.3e} FLOPs per token"),
         ("07", "Training FLOPs of a run: 6ND", doc(cost.training_flops), "memlib.cost.training_flops",
          f"Llama-2-7B on 2T tokens: 6ND = {cost.training_flops(n7b2, 2e12):.3e} FLOPs; with attention at 4,096 "
@@ -231,7 +238,7 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          f"70B parameters: {cost.chinchilla_tokens(70e9):.2e} tokens; 5.9e23 FLOPs buys {chin_n:.3e} parameters "
          f"on {chin_d:.3e} tokens"),
         ("07", "Ring all-reduce", doc(timing.all_reduce_bytes) + " " + doc(timing.reduce_scatter_bytes) + " "
-         + doc(timing.all_gather_bytes), "memlib.timing.all_reduce_bytes, reduce_scatter_bytes, all_gather_bytes",
+         + doc(timing.all_gather_bytes), "memlib.cost.timing.all_reduce_bytes, reduce_scatter_bytes, all_gather_bytes",
          f"LLaMA-7B's bf16 gradients ({fmt_bytes(2 * m7.num_params)}) over 8 GPUs: "
          f"{fmt_bytes(int(timing.all_reduce_bytes(2 * m7.num_params, 8)))} sent per GPU per step"),
     ]

@@ -32,9 +32,9 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memlib.exercises import (Choice, Implement, MultiChoice, SelfAssessed, SpotError,  # noqa: E402
+from memlib.learn.exercises import (Choice, Implement, MultiChoice, SelfAssessed, SpotError,  # noqa: E402
                               get_exercise)
-from memlib.exercises.answers import example  # noqa: E402
+from memlib.learn.exercises.answers import example  # noqa: E402
 
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 MD_BEGIN, MD_END = "<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->"

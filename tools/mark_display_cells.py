@@ -6,9 +6,9 @@
 The rule decides from the cell's code alone (Python's ast), so the tool can be re-run after any
 edit and gives the same answer (idempotent); the markers it writes are the rule's, nothing else:
 
-* display-only: the cell renders (calls `display(...)`, or draws with matplotlib / `memlib.viz`)
+* display-only: the cell renders (calls `display(...)`, or draws with matplotlib / `memlib.learn.viz`)
   and computes nothing itself: outside the f-strings it renders, it calls no library function
-  except presentation helpers (`IPython.display`, matplotlib, `memlib.viz` charts,
+  except presentation helpers (`IPython.display`, matplotlib, `memlib.learn.viz` charts,
   `markdown_table`, `fmt_bytes`, `fmt_count`, `gib`, `gb`, `json.dumps`, `types.SimpleNamespace`)
   and functions the notebook defines from those. Builtins and methods of values the notebook
   already has (`est.describe()`, `rows.append(...)`, `ax.set_title(...)`) are glue, not
@@ -91,7 +91,7 @@ def imported_names(sources: list[str]) -> dict[str, str]:
 
 
 def _qualified(func: ast.expr, imports: dict[str, str]) -> str | None:
-    """`memlib.plan.plan` for `plan(...)` after `from memlib.plan import plan`; None for a value's method."""
+    """`memlib.parallel.plan.plan` for `plan(...)` after `from memlib.parallel.plan import plan`; None for a value's method."""
     parts: list[str] = []
     while isinstance(func, ast.Attribute):
         parts.append(func.attr)

@@ -9,7 +9,7 @@ For each entry: the config dict, the transformers class built from it and
 ordinary tests (tests/test_param_counts.py, no torch) assert that memlib's count equals
 each recorded one exactly.
 
-Catalog models come from `memlib.hf_configs.HF_CONFIGS` (the published config.json) or, for
+Catalog models come from `memlib.models.hf_configs.HF_CONFIGS` (the published config.json) or, for
 the older entries defined by their dimensions, from a config.json written out of the
 memlib Model (llama, mistral, qwen2; GPT-3 as a GPT-2 config with GPT-3's dimensions).
 Multimodal configs (gemma3, llama4) are built twice: their text model (what memlib
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from memlib.hf_configs import HF_CONFIGS
+from memlib.models.hf_configs import HF_CONFIGS
 from memlib.models import CATALOG, Model
 
 OUT = Path(__file__).with_name("param_counts.json")

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memlib import activations as act
+from memlib.training import activations as act
 from memlib.training.estimate import Moment
 from memlib.training.options import TrainingSetup
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memlib import activations as act
+from memlib.training import activations as act
 from memlib.training.options import TrainingSetup
 from memlib.units import fmt_bytes
 
@@ -89,7 +89,7 @@ class Estimate:
         }
 
     def explain(self) -> str:
-        from memlib.explain import explain_training
+        from memlib.training.explain import explain_training
         return explain_training(self)
 
     def __repr__(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memlib import lora as lora_mod
+from memlib.training import lora as lora_mod
 from memlib.models import Model, Tensor
 from memlib.training.options import TrainingSetup
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib import lora as lora_mod
-from memlib import optimizers as opt
+from memlib.training import lora as lora_mod
+from memlib.training import optimizers as opt
 from memlib._checks import choice, positive_int
 from memlib.models import Model, get_model
 
@@ -288,7 +288,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          f"not with tp={tp}, pp={pp}, sharding {sharding!r}")
     attention_note = ""
     if model.mlp == "gated":
-        from memlib.activations import needs_eager
+        from memlib.training.activations import needs_eager
         attention_note = needs_eager(model)
         if attention_note and attention == "sdpa":
             attention = "eager"  # what transformers runs: estimated as such, and said in a note
@@ -396,7 +396,7 @@ def _check_context_parallel(model: Model, seq_len, cp, cp_rotate, attention, fin
     if model.mlp != "gated":
         raise ValueError(f"cp={cp}: context parallelism is modelled for LLaMA-style models; {model.name} is "
                          f"{model.model_type} (estimated with Korthikanti et al.'s GPT formula)")
-    from memlib.activations import _explicit_mask, needs_eager
+    from memlib.training.activations import _explicit_mask, needs_eager
     if needs_eager(model):
         raise ValueError(f"cp={cp}: {model.name}'s attention runs eagerly ({needs_eager(model)}), which ring attention "
                          "cannot replace")

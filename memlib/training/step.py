@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from memlib import activations as act
-from memlib import optimizers as opt
+from memlib.training import activations as act
+from memlib.training import optimizers as opt
 from memlib.training import context_parallel as CP
 from memlib.training import layout
 from memlib.training import terms as T

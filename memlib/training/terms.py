@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memlib import activations as act
-from memlib import lora as lora_mod
-from memlib import optimizers as opt
-from memlib import zero
+from memlib.training import activations as act
+from memlib.training import lora as lora_mod
+from memlib.training import optimizers as opt
+from memlib.parallel import zero
 from memlib.training.layout import Stage, StageSums
 from memlib.training.options import TrainingSetup
 

@@ -1,0 +1,604 @@
+"""Time, not only memory: FLOPs, communication and offload traffic of one training step.
+
+step_time(estimate, gpu) reads the setup of a training estimate and returns a StepTime
+with every term named. The model is deliberately simple and stated:
+
+* compute: FLOPs per token (PaLM's 6N + 12·L·H·Q·T, Chowdhery et al. 2022 App. B; N the
+  parameters a token passes through, the active ones for a mixture of experts; full
+  recompute adds a forward: 8N + 16·L·H·Q·T; LoRA skips weight gradients: 4N + 12·L·H·Q·T)
+  at a model-FLOPs utilisation `mfu` of the GPU's dense 16-bit tensor peak. The forward is
+  2N + 4·L·H·Q·T of it, the backward (with any recompute) the rest;
+* pipeline bubble (p - 1) / (m + p - 1) of the compute (Narayanan et al. 2021, Sec. 2.2); a
+  device_map split (QLoRA over pp GPUs) runs the GPUs one after another: (p - 1) / p;
+* data parallel: the collectives each scheme issues, when, and how many times per optimizer
+  step with m = grad_accum micro-batches (dp_collectives(); ring volumes per GPU: all-reduce
+  2(n-1)/n·B, reduce-scatter and all-gather (n-1)/n·B each, Patarasuk & Yuan 2009):
+  DDP and Megatron all-reduce gradients once per step; DeepSpeed ZeRO-1 reduces them at the
+  accumulation boundary, ZeRO-2 after every micro-batch's backward, both all-gather the
+  updated parameters once per step; ZeRO-3 and FSDP FULL_SHARD all-gather parameters in every
+  micro-batch's forward and again in its backward and reduce-scatter gradients after every
+  backward (m = 1 gives the ZeRO paper's 1.5x of DDP's volume), SHARD_GRAD_OP gathers once
+  per micro-batch. See dp_collectives() for the source of each;
+* overlap (explicit): a collective marked hidden overlaps the compute of its own phase of
+  its own micro-batch (forward gathers the forward, backward gathers and gradient reductions
+  the backward; once-per-step gradient reductions the last micro-batch's backward); per
+  micro-batch and phase only the excess over that compute is exposed. Collectives not
+  hidden (ZeRO-1's reduction without overlap_comm, Megatron's without --overlap-grad-reduce,
+  the parameter all-gather after a ZeRO-1/2 optimizer step) are exposed in full. Not
+  modelled: the first gather before any compute, latency of small messages, contention of
+  the same link by TP and DP at once;
+* tensor parallelism: 4 all-reduces of b·s·h activations per layer per micro-batch
+  (2 forward, 2 backward; Shoeybi et al. 2019 Sec. 3), 6 with full recompute, not overlapped;
+* pipeline: each micro-batch sends its b·s·h activations forward and gradients back;
+* expert parallelism (MoE, ep > 1): two all-to-alls per MoE layer in the forward (dispatch the
+  routed tokens to their experts' GPUs, combine the results back) and two in the backward
+  (GShard, Lepikhin et al. 2020; DeepSpeed-MoE, Rajbhandari et al. 2022),
+  plus the forward's two again under full recompute; each moves tokens x top-k x hidden in the
+  compute dtype, of which each GPU sends (ep - 1)/ep; not overlapped. Expert gradients are
+  reduced over the dp / ep GPUs that hold the same experts, the rest over dp;
+* context parallelism (cp > 1): the GPUs are dp x cp x tp x pp, each holding seq_len / cp tokens of every
+  sequence (its FLOPs are 1/cp of the sequence's, attention included); FSDP / gradient collectives run over
+  dp x cp (torchtitan's dp_shard_cp mesh); ring attention sends each layer's K/V block to the other cp - 1
+  ranks in the forward and again in the backward, plus the fp32 dK/dV around the ring (cp_kv_bytes), hidden
+  behind the attention blocks' compute as the implementation overlaps it (cp_exposed_seconds);
+* offload: 16-bit gradients down every micro-batch and parameters up once per step over the
+  host link (ZeRO-Offload, Ren et al. 2021); with ZeRO-Infinity the parameters also come up
+  for every micro-batch's forward and backward; NVMe traffic at `nvme_bytes_per_s`; the CPU
+  Adam step at `cpu_adam_params_per_s`, a rate of one server's CPUs shared by the offloading
+  processes on that node (see step_time).
+Links: the catalog's GPU interconnect within a node of `gpus_per_node`, `internode_bytes_per_s`
+beyond it; the host link per GPU (gpus.HOST_LINK).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from memlib._checks import choice, flag, fraction, positive_float, positive_int, show
+from memlib.hardware.gpus import GPU, get_gpu
+from memlib.models import Model, get_model
+from memlib.training import FINETUNES, RECOMPUTES, Estimate
+from memlib.training.terms import PARAM_BYTES
+
+DEFAULT_MFU = 0.4
+INTERNODE_BYTES_PER_S = 25 * 10**9  # one 200 Gb/s InfiniBand HDR port per GPU, one direction
+NVME_BYTES_PER_S = 3 * 10**9  # one PCIe 4.0 NVMe drive per GPU, sustained
+# DeepSpeed CPU-Adam, per server (node), not per process: Ren et al. 2021 (ZeRO-Offload) Table 2
+# times one Adam step of DeepSpeedCPUAdam on the evaluation server's two CPU sockets at about
+# 0.2 s per billion parameters, i.e. ~5e9 parameters/s for the whole server. The processes of
+# one node share those cores, so each gets this rate / (offloading processes on the node).
+# Hosts differ several-fold: DeepSpeed PR #735 reports 8.2 s for an 11.6B-parameter step
+# (1.4e9/s) on another machine; pass cpu_adam_params_per_s= for yours.
+CPU_ADAM_PARAMS_PER_S = 5 * 10**9
+# FSDP's CPU offload steps with torch.optim's own AdamW on the CPU, which DeepSpeed's maintainers put at up to 6x
+# slower than DeepSpeedCPUAdam (microsoft/DeepSpeed#479: "up to a 6X throughput boost" over torch.optim.Adam).
+TORCH_CPU_ADAM_SLOWDOWN = 6
+# DeepSpeed ZeRO-3 keeps a gathered parameter when the trace shows it is used again within
+# stage3_max_reuse_distance elements (default 1e9; zero/config.py, partitioned_param_coordinator.py
+# __params_to_release): the last layers of the forward are reused at the start of the backward
+# after 2x their own size, so about max_reuse_distance / 2 parameters are not gathered again.
+DS_MAX_REUSE_DISTANCE = 10**9
+# Upper bounds that only catch typos (a rate in bits, a TFLOP/s figure in FLOP/s): a B200 is
+# ~2.3e3 dense bf16 TFLOP/s and NVLink 5 moves 9e11 B/s; nothing here is within 1000x of them.
+MAX_PEAK_TFLOPS = 1e6
+MAX_BYTES_PER_S = 1e15
+MAX_PARAMS_PER_S = 1e15
+
+
+@dataclass(frozen=True)
+class StepTime:
+    flops_per_token: float
+    tokens_per_step: int  # across all GPUs
+    compute_s: float  # per GPU, at the given MFU, including the pipeline bubble
+    bubble_fraction: float
+    dp_comm_bytes: int  # per GPU per optimizer step, every micro-batch's collectives included
+    dp_comm_s: float
+    dp_exposed_s: float  # what the compute could not hide (see the module docstring's overlap rule)
+    tp_comm_bytes: int
+    tp_comm_s: float
+    pp_comm_bytes: int
+    pp_comm_s: float
+    offload_bytes: int  # host link, per GPU per step
+    offload_s: float
+    nvme_s: float
+    cpu_optimizer_s: float
+    gpus: int
+    # added with the per-micro-batch data-parallel model; defaults keep old constructors working
+    dp_scheme: str = "none"  # "DDP" | "Megatron DP" | "DeepSpeed ZeRO-1" ... | "FSDP FULL_SHARD" ...
+    dp_collectives: str = ""  # one line per collective: what, bytes per GPU, how often, overlap
+    dp_gather_bytes: int = 0  # parameter all-gathers, per GPU per step (part of dp_comm_bytes)
+    dp_reduce_bytes: int = 0  # gradient all-reduces / reduce-scatters, per GPU per step
+    micro_batches: int = 1  # grad_accum
+    forward_s: float = 0.0  # compute of one micro-batch's forward, per GPU (what hides forward gathers)
+    backward_s: float = 0.0  # compute of one micro-batch's backward incl. recompute
+    cpu_adam_processes_per_node: int = 0  # processes sharing one node's CPU-Adam rate (0: no offload)
+    peak_flops: float = 0.0  # the dense 16-bit peak per GPU it was timed against, FLOP/s
+    mfu: float = 0.0  # the model-FLOPs utilisation it was timed at
+    ep_comm_bytes: int = 0  # expert-parallel all-to-alls, per GPU per step (MoE with ep > 1)
+    ep_comm_s: float = 0.0
+    cp_comm_bytes: int = 0  # context parallelism: ring attention's K/V (and dK/dV) traffic, per GPU per step
+    cp_comm_s: float = 0.0  # its seconds on the link
+    cp_exposed_s: float = 0.0  # what the attention blocks' compute does not hide (cp_exposed_seconds)
+
+    @property
+    def step_s(self) -> float:
+        return (self.compute_s + self.dp_exposed_s + self.tp_comm_s + self.pp_comm_s + self.offload_s
+                + self.nvme_s + self.cpu_optimizer_s + self.ep_comm_s + self.cp_exposed_s)
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_step / self.step_s / self.gpus
+
+    def as_dict(self) -> dict:
+        return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "step_s": self.step_s,
+                "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu}
+
+
+def _training_estimate(estimate) -> Estimate:
+    """step_time times a training step: anything else is named in the error, with what to pass."""
+    if isinstance(estimate, Estimate):
+        return estimate
+    kind = type(estimate).__name__
+    if kind == "InferenceEstimate":
+        raise ValueError("step_time times one training step; an InferenceEstimate (serving) has none: "
+                         "pass memlib.estimate_training(...)")
+    if kind == "Plan":  # memlib.parallel.plan.Plan: its estimate, and the time it was ranked by
+        raise ValueError("step_time needs a training estimate, got a Plan: pass plan.estimate (plan.time holds "
+                         "the time it was ranked by)")
+    raise ValueError(f"step_time needs a training estimate from memlib.estimate_training(...), got "
+                     f"{show(estimate)} ({kind})")
+
+
+def _model(model, fn: str) -> Model:
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, str):
+        return get_model(model)
+    raise ValueError(f"{fn} needs a catalog model name or a memlib.Model, got {show(model)}")
+
+
+def active_params(model) -> int:
+    """Parameters one token passes through: all of them for a dense model, `num_active_params`
+    for a mixture of experts (the router's top-k experts and the shared weights): the N of the 6N
+    rule (Kaplan et al. 2020; DeepSeek-V3 report: 37B of 671B activated for each token)."""
+    model = _model(model, "active_params")
+    return getattr(model, "num_active_params", model.num_params)
+
+
+def attention_flops_per_token(model, seq_len: int) -> float:
+    """12·L·H·Q·T: the attention scores and their weighted sum, forward and backward, per token
+    (Chowdhery et al. 2022, PaLM, App. B; no discount for the causal mask)."""
+    model = _model(model, "attention_flops_per_token")
+    seq_len = positive_int("seq_len", seq_len)
+    return float(12 * model.num_layers * model.num_heads * model.head_dim * seq_len)
+
+
+def flops_per_token(model, seq_len: int, recompute: str = "none", finetune: str = "full") -> float:
+    """Training FLOPs per token: 6N + 12·L·H·Q·T (Chowdhery et al. 2022, PaLM, App. B), with a
+    second forward under full recompute (+2N + 4·L·H·Q·T), and no weight gradients (-2N) for a
+    frozen base. Selective recompute: for LLaMA-style models torchtitan's op-level policy, which
+    recomputes every other matmul of a layer (k, o and up projections) but keeps the attention
+    kernel's output (+2·L·(h·kv + q·h + h·I)); for GPT-style models Korthikanti et al.'s attention
+    recompute (+4·L·H·Q·T). N is active_params(model): the parameters a token passes through
+    (Kaplan et al. 2020's 6N rule counts the active parameters of a mixture of experts)."""
+    model = _model(model, "flops_per_token")
+    seq_len = positive_int("seq_len", seq_len)
+    choice("recompute", recompute, RECOMPUTES)
+    choice("finetune", finetune, FINETUNES)
+    if recompute == "selective" and model.mlp == "gated":
+        h = model.hidden_size
+        rebuilt = 2 * model.num_layers * (h * model.kv_size + model.q_size * h + h * model.intermediate_size)
+        return palm_flops_per_token(active_params(model), model.num_layers, model.num_heads, model.head_dim,
+                                    seq_len, "none", finetune) + rebuilt
+    return palm_flops_per_token(active_params(model), model.num_layers, model.num_heads, model.head_dim, seq_len,
+                                recompute, finetune)
+
+
+def palm_flops_per_token(num_params: int, num_layers: int, num_heads: int, head_dim: int, seq_len: int,
+                         recompute: str = "none", finetune: str = "full") -> float:
+    """flops_per_token from the shape numbers alone (Chowdhery et al. 2022, PaLM, App. B):
+    6N + 12·L·H·Q·T, +2N + 4·L·H·Q·T for a second forward (full recompute), +4·L·H·Q·T for
+    the recomputed attention scores (selective), 4N instead of 6N for a frozen base."""
+    positive_int("num_params", num_params)
+    positive_int("seq_len", seq_len)
+    for name, v in (("num_layers", num_layers), ("num_heads", num_heads), ("head_dim", head_dim)):
+        positive_int(name, v, allow_zero=True)  # 0: the attention term left out
+    choice("recompute", recompute, RECOMPUTES)
+    choice("finetune", finetune, FINETUNES)
+    n = num_params
+    attn = num_layers * num_heads * head_dim * seq_len
+    dense = 6 * n if finetune == "full" else 4 * n
+    f = dense + 12 * attn
+    if recompute == "full":
+        f += 2 * n + 4 * attn
+    elif recompute == "selective":
+        f += 4 * attn
+    return float(f)
+
+
+def forward_flops_per_token(model, seq_len: int) -> float:
+    """The forward's share of flops_per_token: 2N + 4·L·H·Q·T (a third of 6N + 12·L·H·Q·T)."""
+    return 2 * active_params(model) + attention_flops_per_token(model, seq_len) / 3
+
+
+# ---- collectives of data parallelism --------------------------------------------------------------
+def all_reduce_bytes(nbytes: float, n: int) -> float:
+    """Bytes each GPU sends in a ring all-reduce of `nbytes` over n GPUs: 2(n-1)/n·B
+    (a reduce-scatter then an all-gather; Patarasuk & Yuan 2009)."""
+    return 2 * (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+def reduce_scatter_bytes(nbytes: float, n: int) -> float:
+    """Bytes each GPU sends in a ring reduce-scatter of a `nbytes` tensor over n GPUs: (n-1)/n·B."""
+    return (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+def all_gather_bytes(nbytes: float, n: int) -> float:
+    """Bytes each GPU sends in a ring all-gather that assembles a `nbytes` tensor on n GPUs: (n-1)/n·B."""
+    return (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+def all_to_all_bytes(nbytes: float, n: int) -> float:
+    """Bytes each GPU sends in an all-to-all of its `nbytes` buffer over n GPUs: (n-1)/n·B (the 1/n addressed to
+    itself stays; NCCL's alltoall as torch.distributed.all_to_all_single sends one slice to every peer)."""
+    return (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+def ep_all_to_all_bytes(estimate) -> float:
+    """Expert-parallel all-to-all traffic of one optimizer step, bytes sent per GPU: per MoE layer on this GPU and
+    micro-batch, a dispatch and a combine in the forward and their two transposes in the backward (the
+    all-to-all of each MoE layer's expert-sharded dispatch and combine: GShard, Lepikhin et al. 2020; DeepSpeed-MoE,
+    Rajbhandari et al. 2022; Megatron-Core's MoEAlltoAllTokenDispatcher token_dispatch/token_combine), plus the
+    forward's two again under full recompute; each carries the routed rows (tokens x top-k, or the capacity-padded
+    buffer) x hidden in the compute dtype.
+    """
+    estimate = _training_estimate(estimate)
+    s = estimate.setup
+    if s.ep == 1 or not estimate.counts.get("moe_layers"):
+        return 0.0
+    width = 4 if s.precision == "fp32" else 2
+    buffer = estimate.counts["routed_rows"] * s.model.hidden_size * width // s.tp
+    per_layer = 6 if s.recompute == "full" else 4
+    return all_to_all_bytes(buffer, s.ep) * per_layer * estimate.counts["moe_layers"] * s.grad_accum
+
+
+def cp_block_bytes(estimate) -> tuple[int, int]:
+    """(K/V block, dK/dV block): the bytes of one layer's local key and value on one GPU of a context-parallel
+    group (compute dtype; MLA's per-head key and value) and of their gradients, which the ring backward carries in
+    fp32 (torch 2.13 _templated_ring_attention_backward: accum_dtype float32 under convert_to_f32)."""
+    from memlib.training.context_parallel import kv_width
+    estimate = _training_estimate(estimate)
+    s = estimate.setup
+    width = 4 if s.precision == "fp32" else 2
+    elements = kv_width(s.model) * s.tokens_per_gpu // s.tp
+    return width * elements, 4 * elements
+
+
+def cp_kv_bytes(estimate) -> int:
+    """Ring attention's traffic of one decoder layer and one micro-batch, bytes sent per GPU: the forward sends
+    its K/V block to the other cp - 1 ranks (one all-gather, or cp - 1 ring steps: the same bytes), the backward
+    does it again and passes the fp32 dK/dV around the whole ring (cp sends: the last returns it to its owner);
+    full recompute runs the forward's again (torch 2.13 _context_parallel/_attention.py; Megatron-Core gathers KV
+    again in backward and reduce-scatters its gradients). 0 without context parallelism."""
+    estimate = _training_estimate(estimate)
+    s = estimate.setup
+    if s.cp == 1:
+        return 0
+    kv, dkv = cp_block_bytes(estimate)
+    forwards = 2 if s.recompute == "full" else 1
+    return forwards * (s.cp - 1) * kv + (s.cp - 1) * kv + s.cp * dkv
+
+
+def cp_exposed_seconds(estimate, bytes_per_s: float, attn_fwd_s: float) -> float:
+    """Seconds of one layer's ring traffic (one micro-batch) the attention compute does not hide, given the layer's
+    attention forward compute on this GPU (`attn_fwd_s`; the backward's is twice it). Each step of the ring
+    computes one of cp blocks while the next block travels (Liu et al. 2023, Sec. 3: communication overlapped
+    with blockwise attention): alltoall hides each of the cp - 1 transfers behind one block; allgather issues one
+    all-gather before the local block and waits for it after that block (torch's _AllGatherRotater), so only
+    one block's compute hides it; the dK/dV ring sends after each block and waits before the next, the last
+    send is waited for after the loop (exposed whole)."""
+    estimate = _training_estimate(estimate)
+    s = estimate.setup
+    if s.cp == 1:
+        return 0.0
+    kv, dkv = cp_block_bytes(estimate)
+    cp = s.cp
+
+    def kv_exposed(block_s: float) -> float:
+        t_block = kv / bytes_per_s
+        if s.cp_rotate == "allgather":
+            return max(0.0, (cp - 1) * t_block - block_s)
+        return (cp - 1) * max(0.0, t_block - block_s)
+
+    fwd_block, bwd_block = attn_fwd_s / cp, 2 * attn_fwd_s / cp
+    t_dkv = dkv / bytes_per_s
+    forwards = 2 if s.recompute == "full" else 1
+    return (forwards * kv_exposed(fwd_block) + kv_exposed(bwd_block)
+            + (cp - 1) * max(0.0, t_dkv - bwd_block) + t_dkv)
+
+
+_ring = all_reduce_bytes  # tensor parallel's activation all-reduces use the same ring
+
+PHASES = ("forward", "backward", "last backward", "optimizer step")
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One data-parallel collective: what it moves, how often, and which compute can hide it."""
+
+    op: str  # "all-reduce" | "reduce-scatter" | "all-gather"
+    of: str  # "gradients" | "parameters"
+    bytes_per_gpu: float  # sent by each GPU, one occurrence
+    per_step: int  # occurrences per optimizer step
+    phase: str  # "forward" | "backward" (every micro-batch) | "last backward" | "optimizer step" (once)
+    hidden: bool  # overlaps the compute of its phase (only the excess is exposed)
+    source: str  # the implementation it models
+
+    def describe(self) -> str:
+        how = "overlapped" if self.hidden else "not overlapped"
+        return (f"{self.op} of {self.of}: {self.bytes_per_gpu / 1e9:.3g} GB per GPU x {self.per_step} per step "
+                f"({self.phase}, {how}; {self.source})")
+
+
+def _dp_scheme(s) -> str:
+    if s.dp * s.cp == 1:
+        return "none"
+    if s.sharding == "deepspeed":
+        return f"DeepSpeed ZeRO-{s.zero_stage}"
+    if s.sharding == "fsdp":
+        return {3: "FSDP FULL_SHARD", 2: "FSDP SHARD_GRAD_OP"}.get(s.zero_stage, "DDP")
+    if s.sharding == "megatron":
+        return "Megatron DP"
+    return "DDP"
+
+
+def dp_collectives(estimate, ds_bucket_allreduce: bool = True) -> tuple[str, list[Collective]]:
+    """The data-parallel collectives of one optimizer step of `estimate`, per GPU.
+
+    Returns (scheme, collectives). Volumes are ring volumes over the dp GPUs; bytes are those of
+    this GPU's tensor/pipeline slice, in the dtype the implementation sends. m = grad_accum.
+    ds_bucket_allreduce=False models DeepSpeed ZeRO-1/2 with use_multi_rank_bucket_allreduce off
+    (a reduce of each slice to its owner: (n-1)/n·B per GPU, the ZeRO paper's reduce-scatter).
+
+    - DDP (torch DistributedDataParallel under HF Trainer/accelerate): gradient accumulation runs
+      under no_sync (accelerate's Accelerator.accumulate), so one all-reduce of the gradients
+      per step, in the last micro-batch's backward, overlapped by the Reducer's bucket hooks
+      (torch/nn/parallel/distributed.py). AMP gradients are fp32: 4 bytes.
+    - Megatron DP (tensor/pipeline parallel layouts): one all-reduce of the fp32 main gradients
+      per step after the last backward, not overlapped (Megatron-LM arguments.py:
+      --overlap-grad-reduce defaults to False).
+    - DeepSpeed ZeRO-1/2 (stage_1_and_2.py): gradients are reduced with an all-reduce of each
+      bucket (average_tensor: use_multi_rank_bucket_allreduce=True, the zero/config.py default
+      since v0.12.4, PR #4695), each rank keeping its partition; ZeRO-1 only at the accumulation
+      boundary, ZeRO-2 after every micro-batch's backward (engine.py allreduce_gradients: "ZeRO
+      stage >= 2 communicates during non gradient accumulation boundaries as well";
+      reduce_ready_partitions_and_remove_grads). overlap_comm defaults to False for stages 1-2
+      (zero/config.py overlap_comm_valid); memlib's to_deepspeed_config and HF's ZeRO-2 example
+      set it for stage 2, so ZeRO-2's reduction overlaps the backward and ZeRO-1's does not.
+      After the optimizer step each rank's updated 16-bit partition is all-gathered once
+      (step(): all_gather_dp_groups), before the next forward: not overlapped.
+    - DeepSpeed ZeRO-3 (stage3.py, partitioned_param_coordinator.py): parameters all-gathered
+      in every micro-batch's forward (prefetched, overlapped) and again in its backward, except
+      the ~DS_MAX_REUSE_DISTANCE / 2 parameters used last in the forward and first in the
+      backward, which are kept; gradients reduce-scattered after every backward
+      (__avg_scatter_grads: reduce_scatter_coalesced), overlapped (overlap_comm defaults to
+      True for stage 3). All in 16 bits. With m = 1 and no reuse this is 3(n-1)/n·2Ψ bytes,
+      the ZeRO paper's 1.5x of data parallelism's 2Ψ (Rajbhandari et al. 2020, Sec. 7).
+    - FSDP2 FULL_SHARD (torch/distributed/fsdp/_fully_shard, torchtitan's recipe):
+      reshard_after_forward=True all-gathers each group in every forward (pre_forward) and again
+      in the backward (pre_backward), except the root module, which lazy_init keeps unsharded
+      after forward (_fsdp_state.py); post_backward reduce-scatters the gradients after every
+      micro-batch (reduce_grads=True by default; torchtitan does not call
+      set_requires_gradient_sync, pytorch/torchtitan#292, #1710). Gathers in the
+      MixedPrecisionPolicy param_dtype (bf16), reduce-scatters in reduce_dtype (fp32 for
+      "-mixed"). Overlapped (separate all-gather and reduce-scatter streams).
+    - FSDP2 SHARD_GRAD_OP (reshard_after_forward=False): one all-gather per micro-batch
+      (reshard_after_backward=True frees the parameters after each backward), reduce-scatter
+      after every backward.
+    """
+    estimate = _training_estimate(estimate)
+    ds_bucket_allreduce = flag("ds_bucket_allreduce", ds_bucket_allreduce)
+    s = estimate.setup
+    scheme = _dp_scheme(s)
+    n, m = s.dp * s.cp, s.grad_accum  # context parallelism: FSDP / gradient reduction over dp x cp (torchtitan)
+    if scheme == "none":
+        return scheme, []
+    trainable = estimate.counts["trainable"]
+    expert_share = estimate.counts.get("expert_params", 0) / max(trainable, 1) if s.ep > 1 else 0.0
+    if expert_share:
+        # MoE with ep > 1: the routed experts' gradients and parameters travel only among the dp / ep GPUs that
+        # hold the same experts (DeepSpeed-MoE's expert data-parallel group); the dense rest over all dp GPUs
+        def split(fn):
+            return lambda nbytes, group: (fn(nbytes * (1 - expert_share), group)
+                                          + fn(nbytes * expert_share, group // s.ep))
+        all_reduce, reduce_scatter, all_gather = (split(all_reduce_bytes), split(reduce_scatter_bytes),
+                                                  split(all_gather_bytes))
+    else:
+        all_reduce, reduce_scatter, all_gather = all_reduce_bytes, reduce_scatter_bytes, all_gather_bytes
+    mixed = s.precision.endswith("-mixed")
+    wide = s.precision == "fp32"
+    adapters = s.finetune != "full"
+    # LoRA/QLoRA: only the adapters have gradients, in the adapters' own dtype
+    grad_w = estimate.counts["grad_bytes_unsharded"] / max(trainable, 1) if adapters else None
+    if scheme == "DDP":
+        g = grad_w or (4 if mixed or wide else 2)
+        return scheme, [Collective("all-reduce", "gradients", all_reduce(trainable * g, n), 1, "last backward",
+                                   True, "torch DDP under no_sync, bucketed all-reduce")]
+    if scheme == "Megatron DP":
+        return scheme, [Collective("all-reduce", "gradients", all_reduce(trainable * 4, n), 1, "last backward",
+                                   False, "Megatron-LM DDP, fp32 main grads, --overlap-grad-reduce off")]
+    if scheme.startswith("DeepSpeed"):
+        w = 4 if wide else 2  # DeepSpeed communicates in the model's 16-bit dtype
+        stored = estimate.counts["param_bytes_unsharded"] // (4 if wide else 2)  # elements of this slice
+        if s.zero_stage <= 2:
+            every = s.zero_stage == 2
+            if ds_bucket_allreduce:
+                red = Collective("all-reduce", "gradients", all_reduce(trainable * w, n), m if every else 1,
+                                 "backward" if every else "last backward", every,
+                                 "stage_1_and_2.py average_tensor, multi-rank bucket all-reduce")
+            else:
+                red = Collective("reduce-scatter", "gradients", reduce_scatter(trainable * w, n),
+                                 m if every else 1, "backward" if every else "last backward", every,
+                                 "stage_1_and_2.py average_tensor, a reduce of each slice to its owner")
+            when = " after every backward" if every else " at the accumulation boundary"
+            return scheme, [
+                Collective(red.op, red.of, red.bytes_per_gpu, red.per_step, red.phase, red.hidden, red.source + when),
+                Collective("all-gather", "parameters", all_gather(trainable * w, n), 1, "optimizer step", False,
+                           "stage_1_and_2.py step(): all_gather_dp_groups of the updated 16-bit partitions")]
+        kept = min(stored, DS_MAX_REUSE_DISTANCE // 2)
+        return scheme, [
+            Collective("all-gather", "parameters", all_gather(stored * w, n), m, "forward", True,
+                       "stage3.py fetch in every forward (prefetched)"),
+            Collective("all-gather", "parameters", all_gather((stored - kept) * w, n), m, "backward", True,
+                       f"stage3.py fetch again in every backward, less {kept:.3g} kept (max_reuse_distance)"),
+            Collective("reduce-scatter", "gradients", reduce_scatter(trainable * w, n), m, "backward", True,
+                       "stage3.py __avg_scatter_grads after every backward")]
+    # FSDP2
+    if adapters:  # FSDP(-QLoRA): the frozen base is gathered as stored (NF4 packed in a 16-bit
+        # quant_storage for QLoRA) in every forward and again in every backward; adapters' grads reduce-scattered
+        stored_bytes = estimate.counts["param_bytes_unsharded"]
+        return scheme, [
+            Collective("all-gather", "parameters", all_gather(stored_bytes, n), m, "forward", True,
+                       "FSDP2 pre_forward unshard of the frozen base (Answer.AI fsdp_qlora)"),
+            Collective("all-gather", "parameters", all_gather(stored_bytes, n), m, "backward", True,
+                       "FSDP2 pre_backward unshard"),
+            Collective("reduce-scatter", "gradients", reduce_scatter(trainable * grad_w, n), m, "backward",
+                       True, "FSDP2 post_backward reduce-scatter of the adapters' gradients")]
+    gather_w = 4 if wide else 2  # param_dtype: bf16/fp16 under the mixed-precision policy
+    reduce_w = 4 if mixed or wide else 2  # reduce_dtype fp32 for "-mixed"
+    stored = estimate.counts["param_bytes_unsharded"] // PARAM_BYTES[s.precision]
+    out = [Collective("all-gather", "parameters", all_gather(stored * gather_w, n), m, "forward", True,
+                      "FSDP2 pre_forward unshard")]
+    if scheme == "FSDP FULL_SHARD":
+        from memlib.training.layout import layer_indices
+        root = sum(t.numel * t.count for t in s.model.tensors()  # embeddings, final norm, head
+                   if layer_indices(s.model, t) is None) // s.tp
+        again = max(0, stored - root)
+        out.append(Collective("all-gather", "parameters", all_gather(again * gather_w, n), m, "backward", True,
+                              "FSDP2 pre_backward unshard (the root stays unsharded after forward)"))
+    out.append(Collective("reduce-scatter", "gradients", reduce_scatter(trainable * reduce_w, n), m,
+                          "backward", True, "FSDP2 post_backward reduce-scatter every micro-batch"))
+    return scheme, out
+
+
+def _dp_time(collectives: list[Collective], bytes_per_s: float, m: int, fwd_s: float, bwd_s: float) -> tuple:
+    """(total bytes, seconds on the link, exposed seconds) of one step under the stated overlap rule."""
+    total = sum(c.bytes_per_gpu * c.per_step for c in collectives)
+    if not collectives:
+        return 0.0, 0.0, 0.0
+    sec = {ph: 0.0 for ph in PHASES}  # hidden seconds per occurrence of each phase
+    exposed = 0.0
+    for c in collectives:
+        t = c.bytes_per_gpu / bytes_per_s
+        if c.hidden:
+            sec[c.phase] += t  # per micro-batch for forward/backward, once for the others
+        else:
+            exposed += t * c.per_step
+    per_mb = max(0.0, sec["forward"] - fwd_s)
+    exposed += m * per_mb + (m - 1) * max(0.0, sec["backward"] - bwd_s)
+    exposed += max(0.0, sec["backward"] + sec["last backward"] - bwd_s)  # the last micro-batch's backward
+    exposed += sec["optimizer step"]
+    return total, total / bytes_per_s, exposed
+
+
+def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
+              internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, nvme_bytes_per_s: float = NVME_BYTES_PER_S,
+              cpu_adam_params_per_s: float = CPU_ADAM_PARAMS_PER_S, peak_tflops: float | None = None) -> StepTime:
+    """Time of one optimizer step for a training estimate on `gpu`, and tokens/s per GPU.
+
+    cpu_adam_params_per_s is the CPU-Adam rate of one node's CPUs (Ren et al. 2021 Table 2 measures
+    a whole server), shared by the processes that offload on that node: each of the
+    min(dp·tp·pp, gpus_per_node) processes updates its partition at rate / that count.
+    """
+    estimate = _training_estimate(estimate)
+    gpu: GPU = get_gpu(gpu)
+    mfu = fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
+    gpus_per_node = positive_int("gpus_per_node", gpus_per_node)
+    internode_bytes_per_s = positive_float("internode_bytes_per_s", internode_bytes_per_s, maximum=MAX_BYTES_PER_S,
+                                           unit=" bytes/s")
+    nvme_bytes_per_s = positive_float("nvme_bytes_per_s", nvme_bytes_per_s, maximum=MAX_BYTES_PER_S, unit=" bytes/s")
+    cpu_adam_params_per_s = positive_float("cpu_adam_params_per_s", cpu_adam_params_per_s,
+                                           maximum=MAX_PARAMS_PER_S, unit=" parameters/s")
+    s = estimate.setup
+    m = s.model
+    if peak_tflops is None:
+        if s.precision == "fp32":
+            raise ValueError(f"the catalog has no fp32 throughput for {gpu.name}; pass peak_tflops=")
+        peak_tflops = gpu.bf16_tflops if s.precision.startswith("bf16") else gpu.fp16_tflops
+        if peak_tflops is None:
+            raise ValueError(f"{gpu.name} has no bf16 tensor cores; use precision 'fp16-mixed' or pass peak_tflops=")
+    peak = positive_float("peak_tflops", peak_tflops, maximum=MAX_PEAK_TFLOPS, unit=" TFLOP/s") * 1e12
+    n_gpus = s.dp * s.tp * s.pp * s.cp
+    tokens = s.seq_len * s.micro_batch * s.grad_accum * s.dp
+    fpt = flops_per_token(m, s.seq_len, s.recompute, s.finetune)
+    if s.sharding == "device_map":  # naive model parallelism: the GPUs work one after another
+        bubble = (s.pp - 1) / s.pp
+    else:
+        bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
+    work = fpt * tokens / n_gpus / (peak * mfu)  # busy seconds per GPU, without the bubble
+    compute = work / (1 - bubble)
+    fwd_s = work / s.grad_accum * forward_flops_per_token(m, s.seq_len) / fpt
+    bwd_s = work / s.grad_accum - fwd_s
+
+    def link(group: int, stride: int) -> float:
+        """Bandwidth of a group of `group` GPUs spaced `stride` apart: in-node or not."""
+        return gpu.interconnect_bytes_per_s_per_direction if group * stride <= gpus_per_node else internode_bytes_per_s
+
+    # data parallel: each scheme's collectives, per micro-batch or per step (dp_collectives)
+    scheme, colls = dp_collectives(estimate)
+    dp_bytes, dp_s, dp_exposed = _dp_time(colls, link(s.dp * s.cp, s.tp * s.pp), s.grad_accum, fwd_s, bwd_s)
+    gather = sum(c.bytes_per_gpu * c.per_step for c in colls if c.of == "parameters")
+    # tensor parallel: activations all-reduced per layer
+    act_bytes = s.tokens_per_gpu * m.hidden_size * 2  # this GPU's tokens: seq_len / cp of each sequence
+    layers_here = -(-m.num_layers // s.pp)
+    per_layer = 6 if s.recompute == "full" else 4
+    tp_bytes = _ring(act_bytes, s.tp) * per_layer * layers_here * s.grad_accum
+    tp_s = tp_bytes / link(s.tp, 1) if s.tp > 1 else 0.0
+    # pipeline: activations forward and gradients backward per micro-batch and boundary
+    pp_bytes = 2 * act_bytes * s.grad_accum // s.tp if s.pp > 1 else 0
+    pp_s = pp_bytes / link(2, s.tp) if s.pp > 1 else 0.0
+    # expert parallelism: the MoE layers' all-to-alls over the ep group (consecutive data-parallel ranks)
+    ep_bytes = ep_all_to_all_bytes(estimate)
+    ep_s = ep_bytes / link(s.ep, s.tp * s.pp) if ep_bytes else 0.0
+    # context parallelism: ring attention's K/V and dK/dV, hidden behind the attention blocks' compute
+    cp_bytes, cp_s, cp_exposed = 0.0, 0.0, 0.0
+    if s.cp > 1:
+        cp_bw = link(s.cp, s.tp)  # torchtitan's mesh [pp, dp_replicate, dp_shard, cp, tp]: cp ranks tp apart
+        attn_fwd_s = attention_flops_per_token(m, s.seq_len) / 3 * s.tokens_per_gpu / s.tp / (peak * mfu)
+        cp_bytes = cp_kv_bytes(estimate) * layers_here * s.grad_accum
+        cp_s = cp_bytes / cp_bw
+        cp_exposed = cp_exposed_seconds(estimate, cp_bw, attn_fwd_s) * layers_here * s.grad_accum
+    # offload traffic
+    trainable = estimate.counts["trainable"]
+    off_bytes, nvme_s, cpu_s, procs = 0, 0.0, 0.0, 0
+    if s.offload != "none":
+        part = trainable // s.dp
+        # 16-bit gradients go down every micro-batch (accumulated in fp32 on the CPU), the
+        # updated 16-bit parameters come up once per step
+        off_bytes = 2 * part * s.grad_accum + 2 * part
+        if s.offload == "optimizer+params":  # fetched for every micro-batch's forward and backward
+            off_bytes += 2 * 2 * part * s.grad_accum
+        if s.sharding == "fsdp":  # FSDP's CPU offload: every shard (frozen ones too) up for the forward's and the
+            # backward's all-gather of every micro-batch, every gradient shard down (in the parameters' dtype)
+            c = estimate.counts
+            off_bytes = s.grad_accum * (2 * c["param_bytes_unsharded"] // s.dp + c["grad_bytes_unsharded"] // s.dp)
+        # CPU-Adam: one node's rate shared by the processes offloading on that node
+        procs = min(n_gpus, gpus_per_node)
+        cpu_s = part / (cpu_adam_params_per_s / procs)
+        if s.sharding == "fsdp":  # torch's CPU AdamW, not DeepSpeed's CPU-Adam
+            cpu_s *= TORCH_CPU_ADAM_SLOWDOWN
+        if s.offload_device == "nvme":  # the optimizer states stream through: read and write once
+            nvme_s = 2 * estimate.nvme_bytes / nvme_bytes_per_s
+    off_s = off_bytes / gpu.host_link_bytes_per_s
+    t = StepTime(fpt, tokens, compute, bubble, int(dp_bytes), dp_s, dp_exposed, int(tp_bytes), tp_s,
+                 int(pp_bytes), pp_s, off_bytes, off_s, nvme_s, cpu_s, n_gpus,
+                 dp_scheme=scheme, dp_collectives="\n".join(c.describe() for c in colls),
+                 dp_gather_bytes=int(gather), dp_reduce_bytes=int(dp_bytes) - int(gather),
+                 micro_batches=s.grad_accum, forward_s=fwd_s, backward_s=bwd_s, cpu_adam_processes_per_node=procs,
+                 peak_flops=peak, mfu=mfu, ep_comm_bytes=int(ep_bytes), ep_comm_s=ep_s,
+                 cp_comm_bytes=int(cp_bytes), cp_comm_s=cp_s, cp_exposed_s=cp_exposed)
+    if not (0 < t.step_s < math.inf and t.tokens_per_s_per_gpu > 0):  # e.g. mfu=1e-300: no finite answer
+        raise ValueError(f"these rates give a step time of {t.step_s!r} s; check mfu={mfu!r}, "
+                         f"peak_tflops={peak_tflops!r} and the link rates")
+    return t

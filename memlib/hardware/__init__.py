@@ -1,0 +1,1 @@
+"""Hardware: the GPU catalog and whether an estimate fits a card."""

@@ -1,0 +1,388 @@
+"""Exercises for notebook 04: how many 8k chats Llama-3-70B serves on 2 x A100 80GB and on 8 x H100.
+The KV cache per token with GQA, quantized weights split by tensor parallelism, chats that fit, vLLM's
+reservation, PagedAttention's block waste, the layout of eight GPUs and the decode speed limit."""
+
+from __future__ import annotations
+
+import random
+
+from memlib.learn.exercises._common import b, md_table
+from memlib.learn.exercises.kinds import (Choice, Figure, Implement, MultiChoice, Numeric, Option, SelfAssessed, Slip,
+                                    SpotError)
+from memlib.hardware.fit import usable_bytes
+from memlib.hardware.gpus import get_gpu
+from memlib.serving.inference import estimate_inference, kv_bytes_per_token, kv_cache_bytes, max_batch
+from memlib.models import get_model
+from memlib.serving import (decode_bound, paged_kv_waste_bytes, vllm_default_max_num_batched_tokens,
+                            vllm_kv_cache_budget_bytes, vllm_max_concurrency)
+from memlib.units import gib
+
+NOTEBOOK = "04_serving_capacity"
+_M = "llama-3-70b"
+_CTX = 8192
+A100, H100 = "a100-80gb", "h100-80gb"
+
+
+def _kv_token(kv_cache: str = "bf16", **changes) -> int:
+    """memlib.serving.inference.kv_bytes_per_token of Llama-3-70B (or a variant: num_kv_heads=64 is MHA)."""
+    m = get_model(_M)
+    return kv_bytes_per_token(m.with_(**changes) if changes else m, kv_cache)
+
+
+def _chats(gpu: str, tp: int, weights: str = "bf16", kv_cache: str = "bf16", context: int = _CTX) -> int:
+    """memlib.max_batch: 8k chats one tp group holds, with vLLM's default prefill chunk for the GPU."""
+    return max_batch(_M, gpu, context, weights=weights, kv_cache=kv_cache, tp=tp,
+                     prefill_tokens=vllm_default_max_num_batched_tokens(gpu)).value
+
+
+def _budget(**kw) -> int:
+    """vLLM's KV budget per GPU for Llama-3-70B bf16 on 2 x A100 (memlib.serving.vllm_kv_cache_budget_bytes)."""
+    return vllm_kv_cache_budget_bytes(_M, A100, weights="bf16", tp=2, **kw)
+
+
+def _profile_and_context() -> int:
+    """What vLLM's budget subtracts besides the weights: the profiled prefill's workspace and non-torch memory."""
+    whole_card = _budget(gpu_memory_utilization=1.0)
+    weights = estimate_inference(_M, weights="bf16", tp=2).weight_bytes
+    return usable_bytes(get_gpu(A100)) - weights - whole_card
+
+
+# 8 x H100, bf16, 8k chats: chats of each layout = replicas x max_batch(tp)
+_LAYOUTS = {"a": (1, 8), "b": (2, 4), "c": (4, 2), "d": (8, 1)}
+
+
+def _layout_chats(key: str) -> int:
+    replicas, tp = _LAYOUTS[key]
+    return replicas * _chats(H100, tp)
+
+
+def _best_layout() -> str:
+    return max(_LAYOUTS, key=_layout_chats)
+
+
+def _decode185(**kw):
+    return decode_bound(_M, H100, 185, _CTX, weights="bf16", tp=8, **kw)
+
+
+def _waste(k: dict) -> int:
+    return paged_kv_waste_bytes(k["tokens"], k["kv_bytes_per_token"], k["block_size"])
+
+
+def _waste_case(model: str, tokens: int, block_size: int = 16, kv_cache: str = "bf16") -> dict:
+    return dict(tokens=tokens, kv_bytes_per_token=kv_bytes_per_token(get_model(model), kv_cache),
+                block_size=block_size)
+
+
+def _random_waste_cases(rng: random.Random) -> list[dict]:
+    cases = []
+    for i in range(3):
+        bs = rng.choice((8, 16, 32, 64, 128))
+        # the first draw ends inside a block (a lookup table of zeros cannot pass), the second exactly fills
+        # its last block (nothing wasted: a "one block too many" formula cannot pass), the third is free
+        tail = (rng.randint(1, bs - 1), 0, rng.randint(0, bs - 1))[i]
+        tokens = bs * rng.randint(1, 4096) + tail
+        cases.append(dict(tokens=tokens, kv_bytes_per_token=rng.choice((2, 4, 8)) * 128 * rng.randint(4, 128),
+                          block_size=bs))
+    return cases
+
+
+# the claims of 04.9, each decided by memlib
+_CLAIMS = {
+    "a": lambda: 1.9 <= _chats(H100, 8, kv_cache="fp8") / _chats(H100, 8) <= 2.1,
+    "b": lambda: _budget() >= 0.85 * usable_bytes(get_gpu(A100)),
+    "c": lambda: paged_kv_waste_bytes(_CTX - 15, _kv_token()) < 0.01 * kv_cache_bytes(get_model(_M), 1, _CTX),
+    "d": lambda: _chats(A100, 2) == 0,
+    "e": lambda: get_gpu(A100).fp8_tflops is not None,
+    "f": lambda: (decode_bound(_M, A100, max(_chats(A100, 2, "fp8-block"), 1), _CTX, weights="fp8-block", tp=2)
+                  .tokens_per_s_per_sequence
+                  / decode_bound(_M, A100, max(_chats(A100, 2), 1), _CTX, weights="bf16", tp=2)
+                  .tokens_per_s_per_sequence) > 1.5,
+}
+
+
+EXERCISES = [
+    Numeric(
+        id="04.1", title="One token of Llama-3-70B's KV cache", difficulty="warm-up", minutes=4,
+        formula="KV bytes per token = 2 x layers x kv_heads x head_dim x bytes (memlib.serving.inference.kv_bytes_per_token)",
+        prompt="Llama-3-70B has 80 layers, 64 query heads and 8 key/value heads of dimension 128. How many bytes of KV "
+               "cache does **one token** take in bf16, over all layers (one GPU, no tensor parallelism)? Answer in "
+               "bytes, e.g. `\"123456 bytes\"`.",
+        expected=lambda: _kv_token(),
+        slips=(Slip("no GQA", lambda: _kv_token(num_kv_heads=64),
+                    "you cached all 64 query heads (or the hidden size 8,192); grouped-query attention caches only "
+                    "the 8 KV heads"),
+               Slip("K only", lambda: _kv_token() / 2, "both the key and the value are cached: a factor 2")),
+        hints=("Each token leaves a key vector and a value vector in every layer, for every KV head.",
+               "bytes = 2 (K and V) x layers x kv_heads x head_dim x bytes per element.",
+               "Use the 8 KV heads, not the 64 query heads; bf16 is 2 bytes."),
+        worked=lambda: (f"2 x 80 x 8 x 128 x 2 B = **{_kv_token():,} bytes** per token "
+                        f"(`memlib.serving.inference.kv_bytes_per_token`); one 8k chat is "
+                        f"{b(kv_cache_bytes(get_model(_M), 1, _CTX))}. With 64 KV heads it would be "
+                        f"{_kv_token(num_kv_heads=64):,} bytes: GQA makes the cache 8x smaller."),
+    ),
+    SpotError(
+        id="04.2", title="\"Just under 8GB\" for 3,000 tokens", difficulty="interview", minutes=6,
+        formula="KV cache of one sequence = KV bytes per token x tokens, GQA (memlib.serving.inference.kv_cache_bytes)",
+        prompt="A comment on the vLLM issue tracker sizes Llama-3-70B's KV cache to explain why four H100s serve few "
+               "sequences. Find where it goes wrong and give the right KV cache of **one** 3,000-token sequence "
+               "in bf16 (the whole model's cache, no tensor parallelism).",
+        quote="IIRC, KV cache size for 3000 token long sequence is just under 8GB (8192 dim * 80 layers * 2 kv *2 "
+              "fp16 * 3000 len). That means that 4xH100 can fit only ~30 at once (accounting 70GB for the model + "
+              "some overhead).",
+        source="vLLM issue #8089, \"[Performance]: Llama 3 70B; vLLM does not scale beyond TP=4\", comment of "
+               "2024-09-03",
+        figures=(Figure("8192 dim", "error", "8,192 is the hidden size, 64 query heads x 128; Llama-3-70B caches "
+                                             "8 KV heads x 128 per layer", group="heads"),
+                 Figure("8GB", "error", "the product of the wrong width: the cache is 8x smaller", group="heads"),
+                 Figure("80 layers", "right", "Llama-3-70B has 80 decoder layers"),
+                 Figure("3000", "right", "the sequence length the comment assumes"),
+                 Figure("~30", "inherits", "the count follows from the 8x too large cache: several times more fit"),
+                 Figure("70GB", "right", "an fp8 checkpoint of a 70B is about 70 GB of weights")),
+        expected=lambda: kv_cache_bytes(get_model(_M), 1, 3000),
+        slips=(Slip("no GQA", lambda: kv_cache_bytes(get_model(_M).with_(num_kv_heads=64), 1, 3000),
+                    "that is the comment's own product: the hidden size stands in for the 8 KV heads"),
+               Slip("K only", lambda: kv_cache_bytes(get_model(_M), 1, 3000) / 2, "both K and V are cached")),
+        hints=("Check each factor of the product against Llama-3-70B's config.json.",
+               "Per token: 2 x layers x num_key_value_heads x head_dim x 2 bytes; the hidden size is "
+               "num_attention_heads x head_dim.",
+               "Replace 8,192 by 8 x 128 and redo the product for 3,000 tokens."),
+        worked=lambda: (f"**8192 dim** (and so **8GB**) counts all 64 query heads; Llama-3-70B caches 8 KV heads of "
+                        f"128: 2 x 80 x 8 x 128 x 2 B x 3,000 = **{b(kv_cache_bytes(get_model(_M), 1, 3000))}**. "
+                        f"So 4 x H100 with fp8 weights hold about {_chats(H100, 4, 'fp8-block', context=3000)} such "
+                        f"sequences (`memlib.max_batch`), not ~30."),
+    ),
+    Numeric(
+        id="04.3", title="int4 weights per A100", difficulty="interview", minutes=6,
+        formula="quantized weights per GPU: packed int4 + scales + zeros, 16-bit embedding and head, / tp "
+                "(memlib.estimate_inference(weights='int4-awq', tp=))",
+        prompt="Llama-3-70B quantized with AWQ (int4, group size 128: each projection stores 4-bit weights, a 16-bit "
+               "scale and a 4-bit zero point per group of 128 inputs; the embedding and the output head stay bf16) "
+               "is served with tensor parallelism over 2 A100s. How many bytes of weights does **each** GPU hold?",
+        expected=lambda: estimate_inference(_M, weights="int4-awq", tp=2).weight_bytes, unit="GB", count=2, per="one",
+        slips=(Slip("0.5 byte per parameter", lambda: get_model(_M).num_params * 0.5 / 2,
+                    "half a byte for every parameter leaves out the 16-bit embedding and head and the group scales"),),
+        close_advice="count the embedding and the output head (128,256 x 8,192 each) in 16-bit, and 4.25 bits per "
+                     "projection weight",
+        hints=("Quantization shrinks the projections only; what stays 16-bit is a large share of a 4-bit model.",
+               "per GPU = [projections x (4 + 16/128 + 4/128) bits + (embedding + head) x 16 bits] / 2.",
+               "Split the parameters into projections and embedding + head first (memlib.get_model(...).tensors())."),
+        worked=lambda: (lambda e, e1: (
+            f"Projections at 4.25 bits plus the 16-bit embedding and head: {b(e1.weight_bytes)} for the model, "
+            f"**{b(e.weight_bytes)} per GPU** at tp 2 (`estimate_inference(..., weights='int4-awq', tp=2)`), not "
+            f"{b(get_model(_M).num_params * 0.25)} (half a byte per parameter, halved)."))(
+            estimate_inference(_M, weights="int4-awq", tp=2), estimate_inference(_M, weights="int4-awq")),
+    ),
+    Numeric(
+        id="04.4", title="8k chats on 2 x A100 with fp8 weights", difficulty="interview", minutes=8,
+        formula="concurrent chats = cache room per GPU / cache per chat per GPU (memlib.max_batch)",
+        prompt="Llama-3-70B with fp8 weights (about 36 GB per GPU at tp 2) and a bf16 KV cache, tensor parallel over "
+               "2 A100 80GB (torch sees 79.15 GiB each). Count 0.5 GiB per GPU for the CUDA context, 5% of the "
+               "peak as allocator headroom, and vLLM's 2,048-token prefill chunk (about 0.25 GB). How many chats "
+               "of 8,192 tokens fit at once? (memlib.max_batch is the reference; a whole number.)",
+        expected=lambda: _chats(A100, 2, "fp8-block"), unit="count", tolerance=0.045,
+        slips=(Slip("cache not split", lambda: _chats(A100, 2, "fp8-block") // 2,
+                    "each GPU keeps only 4 of the 8 KV heads: a chat costs half its cache per GPU"),
+               Slip("no GQA", lambda: _chats(A100, 2, "fp8-block") // 8,
+                    "the cache holds the 8 KV heads, not the 64 query heads")),
+        close_advice="take the headroom as 5% of the whole per-GPU peak and round down",
+        hints=("The weights are fixed; what is left per GPU is cache room, and each chat takes a fixed slice of it.",
+               "chats = (capacity - weights - context - prefill - headroom) / (KV bytes per token / 2 x 8,192).",
+               "Per GPU a chat costs 327,680 / 2 x 8,192 bytes; start from 79.15 GiB and subtract."),
+        worked=lambda: (lambda e: (
+            f"Per GPU: {gib(usable_bytes(get_gpu(A100))):.2f} GiB, weights {b(e.weight_bytes)}, cache "
+            f"{b(e.kv_bytes_per_token * _CTX)} per chat: **{_chats(A100, 2, 'fp8-block')} chats** "
+            f"(`memlib.max_batch(..., weights='fp8-block', tp=2, prefill_tokens=2048)`); bf16 weights leave "
+            f"{_chats(A100, 2)}, an fp8 cache doubles it to {_chats(A100, 2, 'fp8-block', 'fp8')}."))(
+            estimate_inference(_M, weights="fp8-block", tp=2)),
+    ),
+    Choice(
+        id="04.5", title="Eight H100s: one group or replicas?", difficulty="interview", minutes=8,
+        formula="chats per layout = replicas x max_batch(tp) (memlib.max_batch)",
+        prompt="You serve Llama-3-70B in bf16 (weights and KV cache) on 8 H100 80GB, chats of 8,192 tokens. Which "
+               "layout holds the most concurrent chats?",
+        options=(Option("a", "one tensor-parallel group over all 8 GPUs (tp 8)",
+                        "the weights are stored once: every GPU keeps 17.6 GB of weights and the rest is cache",
+                        reason="1"),
+                 Option("b", "two replicas, each tp 4",
+                        lambda: f"each replica stores the full weights again: {_layout_chats('b')} chats in all",
+                        misconception="more replicas serve more users, since each decodes on its own"),
+                 Option("c", "four replicas, each tp 2",
+                        lambda: f"four copies of 141 GB of weights leave little cache: {_layout_chats('c')} chats",
+                        misconception="small groups avoid communication, so they scale best"),
+                 Option("d", "eight replicas, one GPU each",
+                        "141 GB of bf16 weights do not fit one 80 GB GPU: not a single chat",
+                        misconception="data parallelism is always the simplest way to use more GPUs")),
+        reasons=(Option("1", "the weights are stored once, so the most memory is left for the KV cache"),
+                 Option("2", "independent replicas decode in parallel, so together they hold more chats",
+                        "replicas add decode streams, not memory: each one spends 141 GB on its own weights"),
+                 Option("3", "eight GPUs give each chat eight times the bandwidth, so more chats fit",
+                        "bandwidth sets the speed of a chat, not how many caches fit in memory")),
+        right=_best_layout,
+        hints=("Memory for chats is what the weights leave; count the copies of the weights in each layout.",
+               "chats = replicas x (per-GPU capacity - 141 GB / tp - overheads) / (2.7 GB / tp per chat).",
+               "Work out the weights per GPU of each layout first: 141 GB divided by its tp."),
+        worked=lambda: ("8 x H100, bf16, 8k chats (memlib.max_batch per group x replicas):\n\n" + md_table(
+            ("layout", "replicas x tp", "chats"),
+            [(f"({k})", f"{r} x tp {tp}", _layout_chats(k)) for k, (r, tp) in _LAYOUTS.items()])
+            + f"\n\n**({_best_layout()})**: the weights are stored once. Throughput is another matter: tp 8's "
+              "all-reduces cross eight GPUs, so benchmark it against two tp 4 replicas."),
+    ),
+    Numeric(
+        id="04.6", title="What vLLM leaves for the cache", difficulty="interview", minutes=8,
+        formula="vLLM KV budget = total x gpu_memory_utilization - weights - profiled peak - non-torch "
+                "(memlib.serving.vllm_kv_cache_budget_bytes)",
+        prompt="vLLM serves Llama-3-70B in bf16 with tensor parallelism over 2 A100 80GB (torch sees 79.15 GiB each), "
+               "default `gpu_memory_utilization=0.9`. Its profiling forward of 2,048 tokens peaks at about 0.23 GiB "
+               "of activations per GPU, and 0.5 GiB per GPU is held outside torch. How many GiB per GPU does vLLM "
+               "give the KV cache?",
+        expected=lambda: _budget(), unit="GiB", tolerance=0.05, count=2, per="one",
+        slips=(Slip("the whole card", lambda: _budget(gpu_memory_utilization=1.0),
+                    "gpu_memory_utilization caps vLLM at 90% of the card: a tenth is left unused"),
+               Slip("90% of what the weights leave",
+                    lambda: 0.9 * (usable_bytes(get_gpu(A100)) - estimate_inference(_M, weights="bf16", tp=2)
+                                   .weight_bytes) - _profile_and_context(),
+                    "the 90% applies to the whole card, and the weights count inside it"),
+               Slip("no profiled workspace", lambda: _budget() + _profile_and_context(),
+                    "vLLM subtracts the peak of its profiling run and the memory outside torch too")),
+        hints=("vLLM allows itself a fraction of the card; weights and workspace come out of that allowance first.",
+               "KV = 0.9 x total - weights per GPU - profiled activations - non-torch memory.",
+               "Weights per GPU are 141.1 GB / 2; convert everything to GiB before subtracting."),
+        worked=lambda: (f"0.9 x {gib(usable_bytes(get_gpu(A100))):.2f} GiB - "
+                        f"{gib(estimate_inference(_M, weights='bf16', tp=2).weight_bytes):.2f} GiB of weights - "
+                        f"{gib(_profile_and_context()):.2f} GiB (profiled prefill + outside torch) = "
+                        f"**{gib(_budget()):.2f} GiB** per GPU (`memlib.serving.vllm_kv_cache_budget_bytes`): "
+                        f"vLLM logs a maximum concurrency of "
+                        f"{vllm_max_concurrency(_M, A100, _CTX, weights='bf16', tp=2):.2f}x for 8k requests."),
+    ),
+    Implement(
+        id="04.7", title="PagedAttention's last block", difficulty="stretch", minutes=10,
+        formula="PagedAttention waste = (ceil(n / B) x B - n) x KV bytes per token "
+                "(memlib.serving.paged_kv_waste_bytes)",
+        prompt="vLLM stores each sequence's KV cache in blocks of `block_size` tokens, allocated only when the previous "
+               "block is full (Kwon et al. 2023, Sec. 4.3). Write `paged_kv_waste(tokens, kv_bytes_per_token, "
+               "block_size)` returning the bytes of the sequence's blocks that hold no token. Tested against "
+               "`memlib.serving.paged_kv_waste_bytes` for Llama-3-70B, Llama-3-8B and Mistral-7B, and on inputs "
+               "drawn at random each time you check.",
+        function_name="paged_kv_waste", reference_name="memlib.serving.paged_kv_waste_bytes",
+        cases=lambda: [_waste_case(_M, 8001), _waste_case(_M, 8190), _waste_case(_M, 100),
+                       _waste_case(_M, 8001, 32, "fp8"), _waste_case("llama-3-8b", 1), _waste_case("mistral-7b", 4097)],
+        held_out=_random_waste_cases,
+        reference=_waste,
+        slips=(Slip("a new block at every multiple", lambda k, w: ((k["tokens"] // k["block_size"] + 1)
+                                                                   * k["block_size"] - k["tokens"])
+                    * k["kv_bytes_per_token"],
+                    "a sequence that exactly fills its last block wastes nothing: use ceil(n / B), not n // B + 1"),
+               Slip("filled slots", lambda k, w: (k["tokens"] % k["block_size"]) * k["kv_bytes_per_token"],
+                    "n % B is the number of filled slots of the last block; the waste is the empty ones")),
+        hints=("Only the last block of a sequence can be partly empty.",
+               "empty slots = ceil(tokens / block_size) x block_size - tokens; x bytes per token.",
+               "Compute the number of blocks with -(-tokens // block_size) first."),
+        worked=lambda: ("```python\ndef paged_kv_waste(tokens, kv_bytes_per_token, block_size):\n"
+                        "    blocks = -(-tokens // block_size)  # ceil\n"
+                        "    return (blocks * block_size - tokens) * kv_bytes_per_token\n```\n\n"
+                        f"Llama-3-70B, 8,001 tokens: {paged_kv_waste_bytes(8001, _kv_token()):,} bytes (15 empty "
+                        f"slots), {paged_kv_waste_bytes(8001, _kv_token()) / kv_cache_bytes(get_model(_M), 1, 8001):.2%}"
+                        " of the chat's cache."),
+    ),
+    Numeric(
+        id="04.8", title="The decode speed limit at 185 chats", difficulty="stretch", minutes=10,
+        formula="decode step >= (weight bytes + KV bytes read) per GPU / HBM bandwidth (memlib.serving.decode_bound)",
+        prompt="Llama-3-70B in bf16, tensor parallel over 8 H100 (3.35 TB/s of HBM bandwidth each), decodes 185 chats "
+               "that each hold 8,192 tokens of bf16 KV cache. Every decode step reads each GPU's weight shard and "
+               "its share of every chat's cache once. What is the shortest possible decode step (the memory-bound "
+               "roofline, ignoring communication)? Answer in seconds or ms, e.g. `\"12.5 ms\"`.",
+        expected=lambda: _decode185().step_s, unit="s", tolerance=0.03,
+        slips=(Slip("no cache reads", lambda: _decode185().weight_bytes / _decode185().bandwidth_bytes_per_s,
+                    "every step also reads every chat's whole KV cache; at this batch it is most of the bytes"),
+               Slip("cache not split", lambda: (_decode185().weight_bytes + 8 * _decode185().kv_bytes)
+                    / _decode185().bandwidth_bytes_per_s,
+                    "tensor parallelism splits the KV heads: each GPU reads 1/8 of every chat's cache"),
+               Slip("compute-bound", lambda: _decode185().compute_s,
+                    "that is the arithmetic at the tensor-core peak; decode is memory-bound, the reads take longer")),
+        hints=("A decode step must bring every byte it uses from HBM to the cores once.",
+               "step >= (weights / 8 + 185 x 8,192 x KV bytes per token / 8) / 3.35e12 B/s.",
+               "Work out the bytes one GPU reads per step first: its weight shard plus its share of the caches."),
+        worked=lambda: (lambda d: (
+            f"Per GPU and step: {b(d.weight_bytes)} of weights + {b(d.kv_bytes)} of cache = {b(d.bytes_read)}; / "
+            f"3.35 TB/s = **{d.step_s * 1e3:.1f} ms** (`memlib.serving.decode_bound`), so at most "
+            f"{d.tokens_per_s_per_sequence:.0f} tokens/s per chat and {d.tokens_per_s:,.0f} in all. The arithmetic "
+            f"would take {d.compute_s * 1e3:.1f} ms: memory-bound."))(_decode185()),
+    ),
+    MultiChoice(
+        id="04.9", title="Serving claims, checked", difficulty="interview", minutes=8,
+        formula="serving facts: chats, vLLM's reservation, block waste, fp8 hardware, decode speed "
+                "(memlib.max_batch, memlib.serving)",
+        prompt="Llama-3-70B, 8,192-token chats, vLLM defaults (memlib.max_batch, memlib.serving and the GPU catalog "
+               "decide). Which of these claims are true?",
+        options=(Option("a", "On 8 H100 as one tp 8 group with bf16 weights, an fp8 KV cache doubles the chats that "
+                             "fit (within 5%).", "half the bytes per cached token, and the cache is nearly all of the "
+                                                 "free memory"),
+                 Option("b", "vLLM's default gpu_memory_utilization=0.9 reserves 90% of each GPU for the KV cache.",
+                        "0.9 caps weights, workspace and cache together; with bf16 weights on 2 A100s the cache gets "
+                        "a small remainder",
+                        misconception="gpu_memory_utilization is the KV cache's share of the GPU"),
+                 Option("c", "With 16-token blocks, PagedAttention wastes under 1% of an 8k chat's cache.",
+                        "at most 15 empty slots of one block: about 0.2%"),
+                 Option("d", "Two A100 80GB cannot hold a single 8k chat with bf16 weights.",
+                        "141 GB of weights over 170 GB leave room for a few chats",
+                        misconception="140 GB of weights on 160 GB leaves nothing for the cache"),
+                 Option("e", "An A100 runs fp8 checkpoints on fp8 tensor cores.",
+                        "Ampere has no fp8 tensor cores: vLLM runs fp8 weights as W8A16 through Marlin kernels",
+                        misconception="a GPU that loads fp8 weights computes in fp8"),
+                 Option("f", "At the largest batch that fits on 2 A100s, fp8 weights make each chat decode about "
+                             "twice as fast as bf16 weights.",
+                        "a full GPU reads about all its memory each step either way: fp8 buys more chats, not faster "
+                        "ones",
+                        misconception="half the bytes per weight means twice the decode speed, whatever the batch")),
+        right=lambda: frozenset(k for k, claim in _CLAIMS.items() if claim()),
+        hints=("Decide each claim with a number: chats, the KV budget, the waste, the GPU's fp8 support, the step time.",
+               "Cache per chat = 2.7 GB (bf16) / tp; vLLM's KV = 0.9 x total - weights - workspace; a full GPU's "
+               "decode step reads about all its memory.",
+               "Start with (d): 170 GB - 141 GB of weights, divided by 2.7 GB per chat."),
+        worked=lambda: ("Each claim, decided by memlib:\n\n" + md_table(
+            ("claim", "true?", "figure"),
+            [("(a)", _CLAIMS["a"](), f"{_chats(H100, 8)} -> {_chats(H100, 8, kv_cache='fp8')} chats"),
+             ("(b)", _CLAIMS["b"](), f"KV budget {gib(_budget()):.1f} GiB of {gib(usable_bytes(get_gpu(A100))):.1f}"),
+             ("(c)", _CLAIMS["c"](), f"{paged_kv_waste_bytes(_CTX - 15, _kv_token()) / 1e6:.1f} MB of "
+                                    f"{b(kv_cache_bytes(get_model(_M), 1, _CTX))}"),
+             ("(d)", _CLAIMS["d"](), f"{_chats(A100, 2)} chats fit"),
+             ("(e)", _CLAIMS["e"](), f"A100 fp8 tensor peak: {get_gpu(A100).fp8_tflops}"),
+             ("(f)", _CLAIMS["f"](), "per-chat decode limit at full batch, fp8 / bf16: "
+                                     f"{decode_bound(_M, A100, _chats(A100, 2, 'fp8-block'), _CTX, weights='fp8-block', tp=2).tokens_per_s_per_sequence:.0f}"
+                                     f" / {decode_bound(_M, A100, _chats(A100, 2), _CTX, weights='bf16', tp=2).tokens_per_s_per_sequence:.0f}"
+                                     " tokens/s")])),
+    ),
+    SelfAssessed(
+        id="04.10", title="300 chats at 30 tokens/s on 8 x H100", difficulty="stretch", minutes=15,
+        formula="a serving plan: formats, layout, reservation, decode roofline (memlib.max_batch, memlib.serving)",
+        prompt="Product wants Llama-3-70B on one 8 x H100 server for 300 concurrent chats of up to 8,192 tokens, each "
+               "streaming at least 30 tokens/s. Propose what you would run (formats, layout, vLLM settings), show "
+               "the memory and speed arithmetic that supports it, and say what you would measure before promising "
+               "it. Then mark your answer against the rubric.",
+        rubric=("Sizes one chat's KV cache with GQA (about 2.7 GB in bf16, half in fp8) and the weights (about 141 GB "
+                "in bf16, about 73 GB in fp8)",
+                "Shows bf16 weights and cache fall short of 300 chats and picks an fp8 KV cache (and fp8 weights, "
+                "native W8A8 on H100)",
+                "Compares one tp 8 group with two tp 4 replicas with numbers (chats, and the all-reduce cost of tp 8)",
+                "Checks the decode roofline at 300 chats (bytes each GPU reads per step / its bandwidth) and "
+                "discounts it for real bandwidth utilisation before promising 30 tokens/s",
+                "Accounts for vLLM's reservation (gpu_memory_utilization, the startup log's maximum concurrency)",
+                "Plans a load test (chunked prefill, prefix caching, real prompt lengths) before promising"),
+        hints=("Work out memory first (can 300 caches fit?), then speed (how fast is a step when they do?).",
+               "chats = (8 x 85 GB - weights - overheads) / cache per chat; per-chat speed <= bandwidth / bytes read "
+               "per GPU per step.",
+               "Compute the chats for bf16 and for fp8 weights + fp8 cache on tp 8 with memlib.max_batch first."),
+        worked=lambda: (lambda fp8, full: (
+            f"bf16 weights and cache hold {_chats(H100, 8)} chats on tp 8, so 300 needs fp8: fp8 weights (native W8A8 "
+            f"on H100) and an fp8 KV cache hold {fp8} on tp 8 and {2 * _chats(H100, 4, 'fp8-block', 'fp8')} on two "
+            f"tp 4 replicas (`memlib.max_batch`). vLLM's default 0.9 reservation admits "
+            f"{vllm_max_concurrency(_M, H100, _CTX, weights='fp8-block', kv_cache='fp8', tp=8):.0f} on tp 8. At 300 "
+            f"chats the decode roofline gives each chat at most {full.tokens_per_s_per_sequence:.0f} tokens/s "
+            f"(`memlib.serving.decode_bound`); at 60-80% bandwidth utilisation that is about "
+            f"{0.6 * full.tokens_per_s_per_sequence:.0f}-{0.8 * full.tokens_per_s_per_sequence:.0f}, and chats are "
+            "rarely all at 8k, so 30 tokens/s is plausible but must be load-tested with real prompts (chunked "
+            "prefill on, prefix caching for shared system prompts), against two tp 4 replicas."))(
+            _chats(H100, 8, "fp8-block", "fp8"),
+            decode_bound(_M, H100, 300, _CTX, weights="fp8-block", kv_cache="fp8", tp=8)),
+    ),
+]

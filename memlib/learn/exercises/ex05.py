@@ -1,0 +1,405 @@
+"""Exercises for notebook 05: DeepSeek-V3's memory to serve and to fine-tune. Every expert resident,
+the active share in FLOPs, MLA's latent cache (and that tensor parallelism replicates it), the serving
+layout that holds the most chats, the states of full fine-tuning, what a decode step reads, the
+all-to-all of expert parallelism, and what LoRA can and cannot save."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from memlib import cost
+from memlib.learn.exercises._common import b, md_table
+from memlib.learn.exercises.kinds import Choice, Figure, Implement, MultiChoice, Numeric, Option, SelfAssessed, Slip, \
+    SpotError
+from memlib.hardware.fit import usable_bytes
+from memlib.hardware.gpus import get_gpu
+from memlib.serving.inference import estimate_inference, kv_bytes_per_token
+from memlib.models import get_model
+from memlib.parallel.moe import expected_experts_touched, min_gpus_sharded, weight_bytes_read
+from memlib.parallel.plan import plan_serving
+from memlib.cost.timing import all_to_all_bytes
+from memlib.training import estimate_training
+from memlib.parallel.zero import zero_model_state_bytes
+
+NOTEBOOK = "05_moe_memory"
+_V3 = "deepseek-v3"
+_CTX = 8192
+_FT_SEQ = 4096
+
+
+def _m():
+    return get_model(_V3)
+
+
+def _weights(weights: str = "auto") -> int:
+    """All of DeepSeek-V3's weights, one copy (memlib.estimate_inference)."""
+    return estimate_inference(_V3, batch=1, context_len=1, weights=weights).weight_bytes
+
+
+def _serve():
+    return plan_serving(_V3, "h200", 8, context_len=_CTX)
+
+
+_LAYOUTS = {"a": dict(tp=8, ep=1), "b": dict(tp=8, ep=8), "c": dict(tp=1, ep=8), "d": dict(tp=4, ep=8)}
+
+
+def _layout(key: str):
+    want = _LAYOUTS[key]
+    return next(p for p in _serve().feasible if p.settings["tp"] == want["tp"] and p.settings["ep"] == want["ep"])
+
+
+def _most_chats() -> str:
+    return max(_LAYOUTS, key=lambda k: _layout(k).sequences)
+
+
+def _ft_layout(ep: int = 8, **kw):
+    return estimate_training(_V3, seq_len=_FT_SEQ, zero_stage=3, dp=88, ep=ep, recompute="full", **kw)
+
+
+def _dispatch_bytes(width: int = 2, top_k: bool = True, sent_share: bool = True) -> float:
+    """One dispatch all-to-all of one MoE layer, bytes each GPU sends (memlib.cost.timing.all_to_all_bytes)."""
+    e, m = _ft_layout(), _m()
+    rows = e.counts["routed_rows"] if top_k else e.counts["routed_rows"] // m.num_experts_per_tok
+    buffer = rows * m.hidden_size * width
+    return all_to_all_bytes(buffer, 8) if sent_share else float(buffer)
+
+
+def _h200s_for_states(k: int = 12, params=None, capacity=None) -> int:
+    """Whole H200s whose nominal 141 GiB hold DeepSeek-V3's ZeRO-3 model states (memlib.parallel.zero, K = k)."""
+    n = _m().num_params if params is None else params
+    cap = get_gpu("h200").memory_bytes if capacity is None else capacity
+    return math.ceil(zero_model_state_bytes(n, 0, 1, k=k) / cap)
+
+
+def _read_case(name: str, weights: str, tokens: int) -> dict:
+    m = get_model(name)
+    parts = estimate_inference(m, batch=1, context_len=1, weights=weights).weight_parts
+    return dict(other_bytes=sum(parts.values()) - parts["experts"], expert_bytes=parts["experts"],
+                num_experts=m.num_experts, top_k=m.num_experts_per_tok, tokens=tokens)
+
+
+def _random_read_case(rng: random.Random) -> dict:
+    e = rng.choice((8, 16, 32, 64, 128, 160, 256))
+    return dict(other_bytes=rng.randrange(10**9, 5 * 10**10), expert_bytes=rng.randrange(10**10, 10**12),
+                num_experts=e, top_k=rng.choice([k for k in (1, 2, 4, 6, 8) if k < e]), tokens=rng.randint(2, 2048))
+
+
+def _read(k: dict) -> float:
+    return weight_bytes_read(k["other_bytes"], k["expert_bytes"], k["num_experts"], k["top_k"], k["tokens"])
+
+
+def _facts():
+    """The truth of each statement of 05.8, computed."""
+    m, h100 = _m(), get_gpu("h100-80gb")
+    e1, e8 = _ft_layout(ep=1), _ft_layout(ep=8)
+    return {
+        "a": False,  # LoRA leaves the frozen base on the GPUs: nothing computes it away
+        "b": math.ceil(_weights("bf16") / usable_bytes(h100)) > 8,
+        "c": e8.model_state_bytes < 0.99 * e1.model_state_bytes,
+        "d": expected_experts_touched(m.num_experts, m.num_experts_per_tok, 128) / m.num_experts > 0.9,
+        "e": kv_bytes_per_token(m, tp=8) < kv_bytes_per_token(m),
+    }
+
+
+EXERCISES = [
+    Numeric(
+        id="05.1", title="DeepSeek-V3's weights as released", difficulty="warm-up", minutes=3,
+        formula="MoE weights: every expert resident, at the release format's bytes per parameter "
+                "(memlib.estimate_inference, weights='auto')",
+        prompt="DeepSeek-V3 is released with its matrices in block-wise fp8 (1 byte per weight plus one fp32 scale per "
+               "128 x 128 block; embeddings, head, norms and router in bf16). How many GB do all of its weights take "
+               "on the GPUs of a server that serves it? (`memlib.get_model('deepseek-v3')` has the parameter counts.)",
+        expected=lambda: _weights(), unit="GB",
+        slips=(Slip("active parameters only", lambda: float(_m().num_active_params),
+                    "that is the 37B a token uses; a server keeps every expert resident, because the router may pick "
+                    "any of them for the next token"),
+               Slip("upcast to bf16", lambda: _weights("bf16"),
+                    "that is the bf16 copy (2 bytes per weight); the release format is fp8, 1 byte")),
+        hints=("Memory holds every parameter the router might need, not only the ones a token uses.",
+               "weights ≈ num_params x 1 byte (fp8), plus a little for the scales and the bf16 embeddings.",
+               "Take num_params from memlib.get_model('deepseek-v3') and multiply by 1 byte."),
+        worked=lambda: (f"All {_m().num_params:,} parameters are resident: about 1 byte each in fp8, "
+                        f"**{b(_weights())}** (`memlib.estimate_inference(..., weights='auto').weight_bytes`: the "
+                        f"block scales and the bf16 embeddings, head and norms add "
+                        f"{_weights() / _m().num_params - 1:.1%} to 1 byte per parameter). Upcast to bf16 it would be "
+                        f"{b(_weights('bf16'))}; counted from the active parameters alone it would be "
+                        f"{b(_m().num_active_params)}, which is what a token uses, not what the server holds."),
+    ),
+    Numeric(
+        id="05.2", title="MLA's KV cache per token", difficulty="warm-up", minutes=4,
+        formula="KV cache per token: MLA caches the latent and the rope key, (kv_lora_rank + qk_rope_head_dim) x layers "
+                "x bytes (memlib.serving.inference.kv_bytes_per_token)",
+        prompt="DeepSeek-V3 (61 layers) caches, per token and layer, its compressed latent c_KV (kv_lora_rank = 512 "
+               "numbers) and the decoupled rope key (qk_rope_head_dim = 64), in bf16, as vLLM and SGLang do. How many "
+               "bytes does one token take in the cache, over all layers? (Answer in bytes or KB.)",
+        expected=lambda: float(kv_bytes_per_token(_m())), unit="bytes", count=61, per="total",
+        count_unit=("layer", "layers"),
+        slips=(Slip("full K/V per head", lambda: float(kv_bytes_per_token(_m(), mla_cache="full")),
+                    "that is the full keys and values of 128 heads, what transformers' eager cache keeps; MLA engines "
+                    "cache the latent and the rope key only"),
+               Slip("no rope key", lambda: 512.0 * 61 * 2,
+                    "the decoupled rope key (64 numbers) is cached too: rope cannot be absorbed into the latent"),
+               Slip("fp32", lambda: 2.0 * kv_bytes_per_token(_m()),
+                    "the cache is bf16, 2 bytes per number")),
+        hints=("One vector per token and layer, not one per head: that is what makes MLA's cache small.",
+               "bytes per token = (kv_lora_rank + qk_rope_head_dim) x layers x 2 bytes.",
+               "Add 512 and 64 first; then multiply by 61 layers and by 2 bytes."),
+        worked=lambda: (f"(512 + 64) x 61 x 2 = **{kv_bytes_per_token(_m()):,} bytes** per token "
+                        f"(`memlib.serving.inference.kv_bytes_per_token`), {b(kv_bytes_per_token(_m()) * _CTX)} for an 8k "
+                        f"chat. Full K/V would be {kv_bytes_per_token(_m(), mla_cache='full'):,} bytes, "
+                        f"{kv_bytes_per_token(_m(), mla_cache='full') / kv_bytes_per_token(_m()):.0f}x more."),
+    ),
+    Implement(
+        id="05.3", title="Weight bytes one decode step reads", difficulty="stretch", minutes=12,
+        formula="weights one decode step reads: non-expert bytes + expert bytes x E(1 - (1 - k/E)^T) / E "
+                "(memlib.parallel.moe.weight_bytes_read)",
+        prompt="Write `weight_bytes_read(other_bytes, expert_bytes, num_experts, top_k, tokens)`: the weight bytes one "
+               "decode step reads from HBM when `tokens` tokens are in flight. Every non-expert byte (attention, "
+               "shared and dense MLPs, router, embeddings) is read once; of the routed experts (`expert_bytes`, "
+               "`num_experts` per layer, each token picks its `top_k`), only those the batch touches. Assume uniform, "
+               "independent routing: a token's k experts are distinct, and it misses a given expert with probability "
+               "1 - k/E. Tested against `memlib.parallel.moe.weight_bytes_read` on four MoE models and on inputs drawn at random "
+               "each time you check.",
+        function_name="weight_bytes_read", reference_name="memlib.parallel.moe.weight_bytes_read",
+        cases=lambda: [_read_case(_V3, "auto", 32), _read_case("mixtral-8x7b", "bf16", 4),
+                       _read_case("qwen3-235b-a22b", "bf16", 64), _read_case("gpt-oss-120b", "auto", 16),
+                       _read_case(_V3, "auto", 256)],
+        held_out=lambda rng: [_random_read_case(rng) for _ in range(3)],
+        reference=_read,
+        slips=(Slip("all experts always", lambda k, w: float(k["other_bytes"] + k["expert_bytes"]),
+                    "a small batch does not touch every expert: at batch 1 only top_k of num_experts are read"),
+               Slip("active share at any batch",
+                    lambda k, w: k["other_bytes"] + k["expert_bytes"] * k["top_k"] / k["num_experts"],
+                    "that is batch 1; more tokens touch more distinct experts, E(1 - (1 - k/E)^T) of them"),
+               Slip("tokens never share experts",
+                    lambda k, w: k["other_bytes"] + k["expert_bytes"] * min(1.0, k["tokens"] * k["top_k"]
+                                                                            / k["num_experts"]),
+                    "tokens share experts: the second token repeats some of the first's, so T tokens touch fewer "
+                    "than T x k distinct experts")),
+        hints=("Bytes read scale with the distinct experts the batch touches, not with tokens x top_k.",
+               "touched = E x (1 - (1 - k/E)^T); read = other + expert_bytes x touched / E.",
+               "Write the probability that one expert is missed by all T tokens first: (1 - k/E)**T."),
+        worked=lambda: ("```python\ndef weight_bytes_read(other_bytes, expert_bytes, num_experts, top_k, tokens):\n"
+                        "    missed = (1 - top_k / num_experts) ** tokens   # one expert, no token picks it\n"
+                        "    touched = num_experts * (1 - missed)\n"
+                        "    return other_bytes + expert_bytes * touched / num_experts\n```\n\n"
+                        f"DeepSeek-V3 in fp8: {b(_read(_read_case(_V3, 'auto', 1)))} at batch 1, "
+                        f"{b(_read(_read_case(_V3, 'auto', 32)))} at 32 and {b(_read(_read_case(_V3, 'auto', 256)))} "
+                        f"at 256, against {b(_weights())} in all: at serving batches nearly every expert is read."),
+    ),
+    Numeric(
+        id="05.4", title="How many times fewer FLOPs?", difficulty="interview", minutes=5,
+        formula="6N training FLOPs, N the active parameters (memlib.cost.training_flops)",
+        prompt="Training costs about 6 FLOPs per parameter a token passes through (forward 2, backward 4). How many "
+               "times fewer FLOPs per token does DeepSeek-V3 need than a dense model with the same total parameter "
+               "count? Leave the attention term out. (Answer like `\"12x\"`.)",
+        expected=lambda: cost.training_flops(_m().num_params, 1) / cost.training_flops(_m(), 1), unit="x",
+        slips=(Slip("experts ratio", lambda: 256 / 8,
+                    "256 / 8 counts the routed experts only; attention, the shared expert, the dense layers and the "
+                    "embeddings are used by every token"),
+               Slip("experts ratio with the shared expert", lambda: 257 / 9,
+                    "attention, the three dense layers and the embeddings are outside the experts: use the active "
+                    "parameter count")),
+        hints=("FLOPs follow the parameters a token passes through: the active ones.",
+               "ratio = 6 x num_params / (6 x num_active_params) = num_params / num_active_params.",
+               "Read both counts from memlib.get_model('deepseek-v3')."),
+        worked=lambda: (f"{_m().num_params:,} / {_m().num_active_params:,} = "
+                        f"**{_m().num_params / _m().num_active_params:.1f}x** (`memlib.cost.training_flops`: "
+                        f"{cost.training_flops(_m(), 1) / 1e9:,.0f} GFLOP per token against "
+                        f"{cost.training_flops(_m().num_params, 1) / 1e12:.2f} TFLOP). Not 256/8 = 32: a token passes "
+                        f"through attention, the shared expert and the dense layers too. Memory does not shrink at all."),
+    ),
+    SpotError(
+        id="05.5", title="\"Tensor parallelism splits the latent cache\"", difficulty="interview", minutes=8,
+        formula="MLA's latent cache is replicated over tensor parallelism (memlib.parallel.plan.plan_serving)",
+        prompt="An answer to \"how many 8k-token chats does DeepSeek-V3 serve on 8 x H200 with tensor parallelism "
+               "over 8?\" Find the error and give the right number of chats (count the per-GPU room the answer "
+               "gives as right).",
+        quote="MLA 每 token 的 KV cache 为 70,272 字节；TP=8 时 KV cache 也按 8 卡切分，每卡每 token 只需 8.8 KB。权重每卡"
+              "约 85 GB，每卡还剩约 55 GB 给 KV cache，所以能同时服务 55 GB / (8.8 KB × 8192) ≈ 760 个 8k 请求。",
+        source="a composite of circulating answers (SGLang's docs warn: \"If you do not use DP attention, KV cache will "
+               "be duplicated among all TP ranks\")",
+        figures=(Figure("70,272", "right", "(512 + 64) x 61 x 2 bytes: right"),
+                 Figure("8.8 KB", "error", "the latent is one vector per token, not per head: every tensor-parallel "
+                                           "GPU keeps all of it, 70,272 bytes, not an eighth"),
+                 Figure("85 GB", "right", "fp8 weights over 8 GPUs: right"),
+                 Figure("55 GB", "right", "what is left per GPU after weights, prefill workspace and headroom: about "
+                                          "right"),
+                 Figure("760", "inherits", "it divides by the split cache: 8x too many")),
+        expected=lambda: float(_layout("a").sequences), unit="count",
+        slips=(Slip("latent split over tp", lambda: 8.0 * _layout("a").sequences,
+                    "that splits the latent 8 ways; under tensor parallelism every GPU caches all of it"),),
+        hints=("Ask what tensor parallelism splits: heads. How many heads does the latent have?",
+               "chats = free bytes per GPU / (bytes per token per GPU x 8192), with the whole latent on every GPU.",
+               "Redo the division with 70,272 bytes per token instead of 8.8 KB."),
+        worked=lambda: (f"The error is **8.8 KB**: MLA's cache has no head dimension, so tensor parallelism replicates "
+                        f"it; **760** inherits it. 55 GB / (70,272 B x 8,192) ≈ 96; memlib "
+                        f"(`memlib.parallel.plan.plan_serving`) finds **{_layout('a').sequences}** for tensor parallel 8, and "
+                        f"{_layout('c').sequences} with data-parallel attention and expert parallelism, where each GPU "
+                        "caches only its own chats."),
+    ),
+    Choice(
+        id="05.6", title="Most 8k chats on 8 x H200", difficulty="interview", minutes=8,
+        formula="serving layouts of a MoE: tensor vs expert parallelism and data-parallel attention "
+                "(memlib.parallel.plan.plan_serving)",
+        prompt="DeepSeek-V3 in fp8 on one server of 8 H200s, 8,192-token chats, vLLM-style 8k prefill chunks. Which "
+               "layout holds the most concurrent chats, and why?",
+        options=(Option("a", "tensor parallel 8", lambda: (f"each GPU holds the fewest weights ({b(_layout('a').weight_bytes)}), "
+                                                           f"but every GPU caches every chat: {_layout('a').sequences} chats"),
+                        misconception="splitting the matrices over more GPUs splits the KV cache as well"),
+                 Option("b", "tensor parallel 8 with expert parallel 8", lambda: (
+                        f"whole experts per GPU instead of slices changes little: the latent is still replicated, "
+                        f"{_layout('b').sequences} chats"),
+                        misconception="expert parallelism alone frees the memory the cache needs"),
+                 Option("c", "expert parallel 8 with data-parallel attention (each GPU its own attention and chats)",
+                        lambda: f"each GPU caches only its own chats: {_layout('c').sequences} in all", "2"),
+                 Option("d", "tensor parallel 4 x 2 attention groups, expert parallel 8", lambda: (
+                        f"two copies of the cache instead of eight: better, {_layout('d').sequences} chats, not the most"),
+                        misconception="a middle ground between the two always wins")),
+        reasons=(Option("1", "it holds the fewest weights per GPU, which leaves the most room for the cache",
+                        "weights per GPU are lowest under tensor parallelism, but the cache is replicated there"),
+                 Option("2", "the latent cache has no heads to split: only data-parallel attention stops it being "
+                             "replicated, and whole experts split over 8 GPUs keep the weights per GPU close"),
+                 Option("3", "expert parallelism splits the KV cache across the experts",
+                        "the KV cache belongs to attention; experts hold no cache")),
+        right=_most_chats,
+        hints=("Two things fill an H200 here: weights and the latent cache. Which layout replicates which?",
+               "chats = (GPU memory - weights per GPU - workspace) / (70,272 B x 8192) per attention group, x the "
+               "number of attention groups.",
+               "Work out the weights per GPU under data-parallel attention: all attention and dense weights plus 1/8 "
+               "of the experts."),
+        worked=lambda: ("Per layout (`memlib.parallel.plan.plan_serving('deepseek-v3', 'h200', 8, context_len=8192)`):\n\n"
+                        + md_table(("option", "weights per GPU", "KV cache per GPU", "chats"),
+                                   [(f"({k})", b(_layout(k).weight_bytes), b(_layout(k).kv_cache_bytes),
+                                     _layout(k).sequences) for k in _LAYOUTS])
+                        + f"\n\n**({_most_chats()})** wins: each GPU keeps more weights than under tensor parallelism "
+                          "but caches only its own chats' latents. That is SGLang's `--enable-dp-attention` and vLLM's "
+                          "`--data-parallel-size 8 --enable-expert-parallel`."),
+    ),
+    Numeric(
+        id="05.7", title="H200s for the model states alone", difficulty="interview", minutes=6,
+        formula="model states of mixed-precision AdamW: 16 bytes/param of every expert (ZeRO paper, K = 12; memlib.parallel.zero)",
+        prompt="Full fine-tuning of DeepSeek-V3 with ZeRO-3 and mixed-precision AdamW (bf16 weights and gradients, "
+               "fp32 master, m and v). How many H200s would it take just to hold the model states? Count each H200 at "
+               "its nominal **141 GiB** (binary: vendors count HBM in GiB), ignore activations and everything else, "
+               "and give a whole number of GPUs.",
+        expected=lambda: float(_h200s_for_states()), unit="count", tolerance=0.0,
+        slips=(Slip("active parameters only", lambda: float(_h200s_for_states(params=_m().num_active_params)),
+                    "every expert is trained and keeps its gradients and optimizer states: count all parameters"),
+               Slip("forgot the fp32 master copy", lambda: float(_h200s_for_states(k=8)),
+                    "12 bytes/param leaves out the fp32 master weights: mixed precision keeps 16"),
+               Slip("GB for GiB", lambda: float(_h200s_for_states(capacity=141e9)),
+                    "you divided by 141 GB; an H200 holds 141 GiB"),
+               Slip("rounded down", lambda: float(_h200s_for_states() - 1), "round up: the states would not fit")),
+        close_advice="use all parameters, 16 bytes each, 141 x 2**30 bytes per GPU, and round up",
+        hints=("Every parameter, expert or not, has a weight, a gradient and optimizer states during full fine-tuning.",
+               "GPUs = ceil(16 bytes x num_params / (141 x 2³⁰ bytes)).",
+               "Compute 16 x num_params in TB first, then divide by one H200's bytes."),
+        worked=lambda: (f"16 x {_m().num_params:,} = {b(zero_model_state_bytes(_m().num_params, 0, 1))}; / 141 GiB = "
+                        f"{zero_model_state_bytes(_m().num_params, 0, 1) / get_gpu('h200').memory_bytes:.1f}, rounded "
+                        f"up **{_h200s_for_states()} H200s**. A real run needs more: "
+                        f"`memlib.parallel.moe.min_gpus_sharded` finds {min_gpus_sharded(_V3, 'h200', seq_len=_FT_SEQ).count} "
+                        "(whole nodes, ZeRO-3 with expert parallelism, full recompute, the gathered layer, CUDA context "
+                        "and headroom)."),
+    ),
+    MultiChoice(
+        id="05.8", title="LoRA, expert parallelism, decode, MLA: what is true?", difficulty="stretch", minutes=10,
+        formula="what LoRA, ep, a decode batch and tp change in a MoE's memory (memlib.parallel.moe, memlib.estimate_training, "
+                "memlib.serving.inference)",
+        prompt="DeepSeek-V3. Which statements are true? (ZeRO-3 layouts over 88 H200s, 4k-token sequences, full "
+               "recompute; uniform routing; bf16 latent cache.)",
+        options=(Option("a", "LoRA trains only small adapters, so the 671B frozen base need not be on the GPUs",
+                        "the frozen base is read in every forward and backward: it stays resident (1.3 TB in bf16)",
+                        misconception="LoRA makes a big model small"),
+                 Option("b", "in bf16, the frozen base alone needs more than 8 H100 80GB GPUs",
+                        lambda: f"it needs {math.ceil(_weights('bf16') / usable_bytes(get_gpu('h100-80gb')))}",
+                        misconception="an 8-GPU node holds any model that one node can serve"),
+                 Option("c", "adding expert parallelism 8 to ZeRO-3 lowers each GPU's share of parameters, gradients and "
+                             "optimizer states",
+                        lambda: (f"ZeRO-3 already divides them over all 88 GPUs: {b(_ft_layout(ep=1).model_state_bytes)} "
+                                 f"per GPU either way; ep shrinks the layer each GPU gathers"),
+                        misconception="expert parallelism shards the optimizer states further"),
+                 Option("d", "with 128 sequences decoding, one step reads more than 90% of the routed experts' weights",
+                        lambda: (f"128 tokens touch {expected_experts_touched(256, 8, 128):.0f} of 256 experts per "
+                                 "layer"),
+                        misconception="a MoE decode step reads only the active parameters"),
+                 Option("e", "under tensor parallelism over 8 GPUs each GPU caches an eighth of the MLA latent",
+                        "the latent is one vector per token: every tensor-parallel GPU caches all of it",
+                        misconception="tensor parallelism divides the KV cache by the number of GPUs")),
+        right=lambda: frozenset(k for k, v in _facts().items() if v),
+        hints=("For each statement ask: does the thing it names hold bytes per parameter, per GPU, or per token?",
+               "LoRA: base weights stay; ZeRO-3: states / dp whatever ep; touched experts: E(1 - (1 - k/E)^T); MLA: "
+               "(512 + 64) x 61 x 2 bytes per token on every GPU.",
+               "Work out the bf16 weights in GB first and divide by an H100's 85 GB."),
+        worked=lambda: ("True: " + ", ".join(f"({k})" for k, v in _facts().items() if v) + ". "
+                        f"(a) the base is {b(_weights('bf16'))} in bf16 and is used every step; "
+                        f"(b) {math.ceil(_weights('bf16') / usable_bytes(get_gpu('h100-80gb')))} H100s for the weights "
+                        f"alone; (c) states per GPU {b(_ft_layout(ep=1).model_state_bytes)} with ep 1 and "
+                        f"{b(_ft_layout(ep=8).model_state_bytes)} with ep 8; (d) "
+                        f"{expected_experts_touched(256, 8, 128) / 256:.1%} of the experts; (e) "
+                        f"{kv_bytes_per_token(_m(), tp=8):,} bytes per token per GPU at tensor parallel 8, the same as "
+                        "on one GPU."),
+    ),
+    Numeric(
+        id="05.9", title="One dispatch all-to-all", difficulty="stretch", minutes=10,
+        formula="expert-parallel all-to-all: tokens x top-k x hidden x bytes x (ep-1)/ep per dispatch "
+                "(memlib.cost.timing.all_to_all_bytes)",
+        prompt="Fine-tuning DeepSeek-V3 with expert parallelism 8: each GPU has one 4,096-token sequence, the router "
+               "sends every token to its top-8 experts (no token dropped), and the hidden states (7168 numbers) travel "
+               "in bf16. How many bytes does ONE dispatch all-to-all of ONE MoE layer send out of each GPU? (The rows "
+               "addressed to experts on the same GPU stay; assume they are an equal 1/8 share.)",
+        expected=lambda: _dispatch_bytes(), unit="GB",
+        slips=(Slip("one copy per token", lambda: _dispatch_bytes(top_k=False),
+                    "each token goes to 8 experts: its hidden state is sent once per expert (tokens x top-k rows)"),
+               Slip("counted the local share", lambda: _dispatch_bytes(sent_share=False),
+                    "the 1/8 of rows whose experts live on the same GPU are not sent: (ep - 1) / ep of the buffer"),
+               Slip("fp32", lambda: _dispatch_bytes(width=4), "the hidden states travel in bf16, 2 bytes")),
+        hints=("An all-to-all sends each row to the GPU that holds its expert; a token with 8 experts is 8 rows.",
+               "bytes = tokens x top_k x hidden x 2 bytes x (ep - 1) / ep.",
+               "Count the rows first: 4,096 tokens x 8."),
+        worked=lambda: (f"{_ft_layout().counts['routed_rows']:,} rows x 7168 x 2 bytes x 7/8 = "
+                        f"**{b(_dispatch_bytes())}** per GPU (`memlib.cost.timing.all_to_all_bytes`). Per optimizer step "
+                        f"that repeats for the combine, the two backward transposes and, under full recompute, the "
+                        f"forward again, in each of {_m().num_moe_layers} MoE layers: "
+                        f"{b(6 * _m().num_moe_layers * _dispatch_bytes())} (`memlib.step_time(...).ep_comm_bytes`)."),
+    ),
+    SelfAssessed(
+        id="05.10", title="Fine-tune and serve your own DeepSeek-V3", difficulty="stretch", minutes=15,
+        formula="a plan: serving layout and memory, fine-tuning memory, GPUs and time (memlib.parallel.plan.plan_serving, "
+                "memlib.parallel.moe.min_gpus_sharded, memlib.cost)",
+        prompt="Your company wants its own DeepSeek-V3: fine-tune it on 1B tokens of domain data, then serve about 500 "
+               "concurrent users with 8k-token contexts. Propose the hardware and software for both, with the memory "
+               "figures behind them, and say what you would not do. Then mark your answer against the rubric.",
+        rubric=("Serving: the fp8 weights as released (~670 GB), one 8 x H200 node (or two 8 x H100 nodes) with "
+                "SGLang or vLLM; not upcast to bf16",
+                "Data-parallel attention with expert parallelism for ~500 chats of 8k: tensor parallelism alone holds "
+                "~100, because the MLA latent (~70 KB/token) is replicated on every tensor-parallel GPU",
+                "Full fine-tuning keeps 16 bytes per parameter of all 671B (~10.7 TB): on the order of 90 H200s or "
+                "160 H100s with ZeRO-3 + expert parallelism + full recompute (or Megatron-style PP + EP)",
+                "Time from 6 x the active 37B parameters per token at a stated MFU, in GPU-hours",
+                "LoRA saves the gradients and optimizer states but still holds the 1.3 TB bf16 base over 2-3 nodes; "
+                "the common PEFT recipe does not adapt stacked experts out of the box",
+                "Never size anything from the 37B active parameters"),
+        hints=("Treat serving and fine-tuning separately: one is weights + cache, the other is 16 bytes per parameter.",
+               "Serving: weights per GPU + latent bytes/token x 8192 x chats; fine-tuning: 16 x 671e9 / GPUs + "
+               "activations; time: 6 x 37e9 x tokens / (GPUs x peak x MFU).",
+               "Start with memlib.parallel.plan.plan_serving('deepseek-v3', 'h200', 8, context_len=8192)."),
+        worked=lambda: (lambda serve, ft, run: (
+            f"**Serve** the fp8 checkpoint on one 8 x H200 node with SGLang (`--enable-dp-attention`) or vLLM "
+            f"(data parallel 8 + expert parallel): {b(serve.best.weight_bytes)} of weights per GPU and room for "
+            f"{serve.best.sequences} chats of 8k (`memlib.parallel.plan.plan_serving`), against "
+            f"{next(p for p in serve.feasible if p.settings['tp'] == 8 and p.settings['ep'] == 1).sequences} with tensor "
+            f"parallelism alone. **Fine-tune**: 16 bytes per parameter, "
+            f"{b(zero_model_state_bytes(_m().num_params, 0, 1))}; the fewest whole nodes are {ft.count} H200s (ZeRO-3, "
+            f"expert parallel {ft.ep}, full recompute, 4k sequences, `memlib.parallel.moe.min_gpus_sharded`). 1B tokens at "
+            f"{ft.time.tokens_per_s_per_gpu:.0f} tokens/s per GPU take {run.gpu_hours:,.0f} GPU-hours, "
+            f"{run.days * 24:.0f} hours on {ft.count} GPUs (`memlib.cost.training_run_from_step`). LoRA would keep the "
+            f"{b(_weights('bf16'))} bf16 base resident (at least "
+            f"{math.ceil(_weights('bf16') / usable_bytes(get_gpu('h100-80gb')))} H100s before activations) and needs a "
+            "framework that adapts stacked experts; memlib does not estimate it. Do not upcast the served model to "
+            "bf16, and do not size anything from the 37B active parameters."))(
+            _serve(), min_gpus_sharded(_V3, "h200", seq_len=_FT_SEQ),
+            cost.training_run_from_step(min_gpus_sharded(_V3, "h200", seq_len=_FT_SEQ).time, 1e9, "h200")),
+    ),
+]

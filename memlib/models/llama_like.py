@@ -1,0 +1,74 @@
+"""Illustrative LLaMA-like shapes between and beyond the catalog's models, and the largest
+model of a ladder that fits a GPU under a given recipe.
+
+The catalog has real checkpoints only (0.5B, 7-8B, 13B, 33B, 65-70B); questions such as
+"the largest model a 24 GB card can fully fine-tune" fall between them. `ladder()` fills
+the gaps with LLaMA-1 blocks (SwiGLU MLP, RMSNorm, RoPE, 128-wide heads, 32,000-token
+vocabulary, untied head) at published widths and depths. These are *shapes*, not
+checkpoints: notebooks label them "LLaMA-like".
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from memlib._checks import positive_int
+from memlib.hardware.fit import fits
+from memlib.models import Model
+
+# (hidden, layers, where the width/depth pair is published)
+LADDER_SHAPES: tuple[tuple[int, int, str], ...] = (
+    (1024, 24, "GPT-3 350M, Brown et al. 2020, Table 2.1"),
+    (1536, 24, "GPT-3 760M, Brown et al. 2020, Table 2.1"),
+    (2048, 22, "TinyLlama 1.1B, Zhang et al. 2024, Table 1"),
+    (2048, 24, "GPT-3 1.3B, Brown et al. 2020, Table 2.1"),
+    (2560, 32, "GPT-3 2.7B, Brown et al. 2020, Table 2.1"),
+    (3200, 26, "OpenLLaMA 3B, openlm-research/open_llama_3b config.json"),
+    (4096, 32, "LLaMA 7B, Touvron et al. 2023, Table 2"),
+    (5120, 40, "LLaMA 13B, Touvron et al. 2023, Table 2"),
+    (6144, 44, "GPT-NeoX-20B, Black et al. 2022, Table 1"),
+    (6656, 60, "LLaMA 33B, Touvron et al. 2023, Table 2"),
+    (8192, 60, "Falcon-40B, Almazrouei et al. 2023, Table 1"),
+    (8192, 80, "LLaMA 65B, Touvron et al. 2023, Table 2"),
+    (12288, 96, "GPT-3 175B, Brown et al. 2020, Table 2.1"),
+)
+
+
+def llama_ffn_size(hidden: int, multiple_of: int = 256) -> int:
+    """SwiGLU width of LLaMA-1: int(2/3 * 4h) rounded up to a multiple of 256
+    (facebookresearch/llama, llama/model.py, FeedForward.__init__)."""
+    hidden = positive_int("hidden", hidden)
+    d = int(2 * 4 * hidden / 3)
+    return multiple_of * -(-d // multiple_of)
+
+
+def llama_like(hidden: int, layers: int, vocab_size: int = 32000, head_dim: int = 128,
+               name: str | None = None, source: str = "") -> Model:
+    """A LLaMA-1-style model of the given width and depth (heads of `head_dim`)."""
+    hidden, layers = positive_int("hidden", hidden), positive_int("layers", layers)
+    if hidden % head_dim:
+        raise ValueError(f"hidden {hidden} is not a multiple of head_dim {head_dim}")
+    m = Model(name or "llama-like", hidden_size=hidden, num_layers=layers, num_heads=hidden // head_dim,
+              intermediate_size=llama_ffn_size(hidden), vocab_size=vocab_size, max_position_embeddings=4096,
+              source=source or "LLaMA-1 block at an illustrative width/depth (memlib.models.llama_like)")
+    if name is None:
+        m = m.with_(name=f"llama-like-{m.num_params / 1e9:.1f}b")
+    return m
+
+
+def ladder() -> list[Model]:
+    """The LLaMA-like ladder, smallest first (LADDER_SHAPES)."""
+    return [llama_like(h, L, source=f"LLaMA-1 block at the width/depth of {src}") for h, L, src in LADDER_SHAPES]
+
+
+def largest_that_fits(models: Iterable[Model], gpu, estimate: Callable[[Model], object], **fits_kw):
+    """(largest fitting model, smallest non-fitting model) of `models` ordered by size, where
+    `estimate(model)` returns an estimate for memlib.fits; either is None when there is none.
+    Assumes the peak grows with the model (true along the ladder)."""
+    best = first_fail = None
+    for m in sorted(models, key=lambda m: m.num_params):
+        if fits(estimate(m), gpu, **fits_kw).fits:
+            best = m
+        elif first_fail is None:
+            first_fail = m
+    return best, first_fail

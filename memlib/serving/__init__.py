@@ -1,0 +1,15 @@
+"""Serving: the inference estimate (weights, KV cache, activations), vLLM's budget and
+PagedAttention blocks, and the decode speed limit."""
+
+from memlib.serving.capacity import (
+    USAGES, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, DecodeBound, decode_bound, decode_tokens_per_s_upper_bound,
+    paged_kv_blocks, paged_kv_waste_bytes, vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes,
+    vllm_max_concurrency,
+)
+from memlib.serving.inference import InferenceEstimate, estimate_inference, max_batch, max_context
+
+__all__ = [
+    "InferenceEstimate", "estimate_inference", "max_batch", "max_context", "DecodeBound", "decode_bound",
+    "decode_tokens_per_s_upper_bound", "paged_kv_blocks", "paged_kv_waste_bytes",
+    "vllm_default_max_num_batched_tokens", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
+]

@@ -1,0 +1,197 @@
+"""Serving capacity beyond one estimate: paged KV blocks, vLLM's memory reservation, the decode speed limit.
+
+memlib.serving.inference counts what one serving setup holds per GPU (weights, KV cache, prefill
+workspace) and max_batch finds the largest batch `fits()` accepts. This module adds what a
+server does on top of that arithmetic:
+
+  paged_kv_*        PagedAttention stores the cache in fixed blocks of `block_size` tokens
+                    (Kwon et al. 2023, SOSP, Sec. 4.2-4.3; vLLM's CacheConfig.block_size is 16 on
+                    CUDA). A block is allocated only when the previous one is full, so a sequence
+                    wastes at most one partly filled block: ceil(n / B) x B - n tokens.
+  vllm_*            what vLLM reserves: it profiles one forward of max_num_batched_tokens tokens and
+                    gives the KV cache what is left of gpu_memory_utilization x total memory
+                    (vllm/v1/worker/gpu_worker.py Worker.determine_available_memory at 0012cf69:
+                    available = total x gpu_memory_utilization - peak, the peak being the weights,
+                    the profile run's activations and the memory allocated outside torch), then
+                    logs "Maximum concurrency for L tokens per request": blocks x block_size / L
+                    (vllm/v1/core/kv_cache_utils.py).
+  decode_bound      the memory-bound roofline of one decode step: every step reads every weight and
+                    the whole KV cache of the batch once, so it takes at least
+                    (weight bytes + KV bytes) / HBM bandwidth per GPU (Databricks 2023, "LLM
+                    Inference Performance Engineering": achieved bandwidth = (model size + KV cache
+                    size) / TPOT; Pope et al. 2022, Sec. 2-3), and at least FLOPs / peak FLOP/s.
+                    An upper bound on tokens/s: real kernels reach 50-80% of the bandwidth, and the
+                    tensor-parallel all-reduces and kernel launches add time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlib._checks import choice, fraction, positive_int
+from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
+from memlib.hardware.gpus import get_gpu
+from memlib.serving.inference import AUTO, estimate_inference, kv_bytes_per_token
+from memlib.models import get_model
+from memlib.cost.timing import forward_flops_per_token
+from memlib.units import GiB
+
+VLLM_BLOCK_SIZE = 16  # vllm CacheConfig.block_size default on CUDA (Kwon et al. 2023, Sec. 7.2: 16 works well)
+VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vllm EngineArgs.gpu_memory_utilization default
+USAGES = ("api", "offline")
+
+
+# --- PagedAttention blocks -------------------------------------------------------------------
+def paged_kv_blocks(tokens: int, block_size: int = VLLM_BLOCK_SIZE) -> int:
+    """Blocks a sequence of `tokens` tokens occupies: ceil(tokens / block_size) (Kwon et al. 2023, Sec. 4.2)."""
+    tokens = positive_int("tokens", tokens, allow_zero=True)
+    block_size = positive_int("block_size", block_size)
+    return -(-tokens // block_size)
+
+
+def paged_kv_waste_bytes(tokens: int, kv_bytes_per_token: int, block_size: int = VLLM_BLOCK_SIZE) -> int:
+    """Bytes of the last, partly filled block that hold no token: (ceil(n/B) x B - n) x bytes per token.
+
+    At most (B - 1) tokens' worth per sequence: "vLLM limits all the memory wastes for a request
+    within one block" (Kwon et al. 2023, Sec. 4.3)."""
+    per_token = positive_int("kv_bytes_per_token", kv_bytes_per_token)
+    return (paged_kv_blocks(tokens, block_size) * block_size - tokens) * per_token
+
+
+# --- what vLLM reserves ------------------------------------------------------------------------
+def vllm_default_max_num_batched_tokens(gpu, usage: str = "api") -> int:
+    """vLLM's default token budget of one scheduler step (the chunked-prefill chunk), by GPU.
+
+    vllm/engine/arg_utils.py EngineArgs._set_default_args (v0.10-v0.11): GPUs with >= 70 GiB that
+    are not A100s get 8192 (OpenAI API server) or 16384 (offline LLM class); every other GPU 2048
+    or 8192 ("Setting large max_num_batched_tokens for A100 reduces throughput, see PR #17885")."""
+    g = get_gpu(gpu)
+    choice("usage", usage, USAGES)
+    large = g.memory_bytes >= 70 * GiB and "a100" not in g.name
+    if large:
+        return 8192 if usage == "api" else 16384
+    return 2048 if usage == "api" else 8192
+
+
+def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = "bf16", tp: int = 1,
+                               max_num_batched_tokens: int | None = None,
+                               gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
+                               non_torch_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES) -> int:
+    """Bytes vLLM gives the KV cache on one GPU (negative: vLLM refuses to start, no room for a block).
+
+    total x gpu_memory_utilization - (weights + the profile forward's activations and quantized-matmul
+    workspace over max_num_batched_tokens tokens + non_torch_bytes), the formula of vLLM's
+    Worker.determine_available_memory (see the module docstring). `total` is what torch reports as
+    the card's memory (memlib.hardware.fit.usable_bytes, the same figure torch.cuda.mem_get_info returns).
+    max_num_batched_tokens: default vllm_default_max_num_batched_tokens(gpu). non_torch_bytes: the
+    CUDA context, NCCL and cuBLAS workspaces (memlib.fits' 0.5 GiB default). Not counted: CUDA
+    graphs, the sampler's logits buffer (max_num_seqs x vocabulary x 4 bytes).
+    """
+    g = get_gpu(gpu)
+    util = fraction("gpu_memory_utilization", gpu_memory_utilization)
+    non_torch = positive_int("non_torch_bytes", non_torch_bytes, allow_zero=True)
+    tokens = vllm_default_max_num_batched_tokens(g) if max_num_batched_tokens is None else \
+        positive_int("max_num_batched_tokens", max_num_batched_tokens)
+    profile = estimate_inference(model, 1, tokens, weights=weights, kv_cache=kv_cache, tp=tp, prefill_tokens=tokens)
+    peak = profile.weight_bytes + profile.activation_bytes + profile.dequant_workspace
+    return int(usable_bytes(g) * util) - peak - non_torch
+
+
+def vllm_max_concurrency(model, gpu, max_model_len: int, weights: str = AUTO, kv_cache: str = "bf16", tp: int = 1,
+                         block_size: int = VLLM_BLOCK_SIZE, **budget_kw) -> float:
+    """vLLM's startup log "Maximum concurrency for L tokens per request: X": the KV blocks the budget
+    holds x block_size / max_model_len (vllm/v1/core/kv_cache_utils.py). 0.0 when no block fits.
+
+    Blocks = budget // (block_size x KV bytes per token per GPU); `budget_kw` go to
+    vllm_kv_cache_budget_bytes (max_num_batched_tokens, gpu_memory_utilization, non_torch_bytes).
+    """
+    m = get_model(model) if isinstance(model, str) else model
+    max_model_len = positive_int("max_model_len", max_model_len)
+    positive_int("block_size", block_size)
+    budget = vllm_kv_cache_budget_bytes(m, gpu, weights=weights, kv_cache=kv_cache, tp=tp, **budget_kw)
+    if budget <= 0:
+        return 0.0
+    blocks = budget // (block_size * kv_bytes_per_token(m, kv_cache, tp))
+    return blocks * block_size / max_model_len
+
+
+# --- the decode speed limit --------------------------------------------------------------------
+@dataclass(frozen=True)
+class DecodeBound:
+    """One decode step of `batch` sequences at `context_len` tokens, on one GPU of a tp group."""
+
+    batch: int
+    context_len: int
+    tp: int
+    weight_bytes: int  # per GPU, read once per step (the embedding table is not read: only its looked-up rows)
+    kv_bytes: int  # per GPU: the batch's whole cache, read once per step
+    flops: float  # per GPU per step
+    bandwidth_bytes_per_s: int  # the GPU's peak HBM bandwidth
+    peak_flops: float  # the GPU's dense tensor peak for the compute dtype, FLOP/s
+
+    @property
+    def bytes_read(self) -> int:
+        return self.weight_bytes + self.kv_bytes
+
+    @property
+    def memory_s(self) -> float:
+        return self.bytes_read / self.bandwidth_bytes_per_s
+
+    @property
+    def compute_s(self) -> float:
+        return self.flops / self.peak_flops
+
+    @property
+    def step_s(self) -> float:
+        """The shortest possible decode step: the slower of memory and compute (the roofline)."""
+        return max(self.memory_s, self.compute_s)
+
+    @property
+    def bound(self) -> str:
+        return "memory" if self.memory_s >= self.compute_s else "compute"
+
+    @property
+    def tokens_per_s_per_sequence(self) -> float:
+        """What one chat sees at best: one token per step."""
+        return 1 / self.step_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        """The whole tp group's output at best: batch tokens per step (the GPUs of a tp group work on the
+        same tokens)."""
+        return self.batch / self.step_s
+
+
+def decode_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = AUTO, kv_cache: str = "bf16",
+                 tp: int = 1) -> DecodeBound:
+    """The memory-bound roofline of one decode step on one GPU of `tp`: step >= bytes read / HBM bandwidth
+    and >= FLOPs / peak (Pope et al. 2022, Sec. 2-3; Databricks 2023; see the module docstring).
+
+    Bytes read = the GPU's weight shard (memlib.estimate_inference's weights, less the embedding
+    table, of which a step reads only the batch's rows) + batch x context_len x KV bytes per token
+    per GPU. FLOPs = batch x (2N + 4·L·H·Q·context_len) / tp (memlib.cost.timing.forward_flops_per_token:
+    one new token attending to the context). Peak: the GPU's dense fp8 tensor peak for fp8 weights
+    when it has one, else its 16-bit peak (weight-only int8/int4 kernels compute in 16-bit).
+    """
+    m = get_model(model) if isinstance(model, str) else model
+    g = get_gpu(gpu)
+    est = estimate_inference(m, batch, context_len, weights=weights, kv_cache=kv_cache, tp=tp)
+    s = est.setup
+    weight_bytes = est.weight_bytes - est.weight_parts["embedding"]
+    if m.tie_word_embeddings:  # the head reads the (shared) embedding matrix in full
+        weight_bytes += est.weight_parts["embedding"]
+    flops = s.batch * forward_flops_per_token(m, s.context_len) / s.tp
+    tflops = g.fp8_tflops if s.weights.startswith("fp8") and g.fp8_tflops else (g.bf16_tflops or g.fp16_tflops)
+    return DecodeBound(s.batch, s.context_len, s.tp, weight_bytes, est.kv_cache_bytes, flops,
+                       g.memory_bandwidth_bytes_per_s, tflops * 1e12)
+
+
+def decode_tokens_per_s_upper_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = AUTO,
+                                    kv_cache: str = "bf16", tp: int = 1) -> float:
+    """Output tokens per second of the whole tp group, at best: batch / decode_bound(...).step_s."""
+    return decode_bound(model, gpu, batch, context_len, weights, kv_cache, tp).tokens_per_s
+
+
+__all__ = ["VLLM_BLOCK_SIZE", "VLLM_GPU_MEMORY_UTILIZATION", "paged_kv_blocks", "paged_kv_waste_bytes",
+           "vllm_default_max_num_batched_tokens", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
+           "DecodeBound", "decode_bound", "decode_tokens_per_s_upper_bound"]
