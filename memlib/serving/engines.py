@@ -40,6 +40,7 @@ GGML_BLOCKS = {
     "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2),
     "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "iq4_nl": (32, 18), "q5_0": (32, 22), "q5_1": (32, 24),
 }
+LOG_STYLES = ("llama_kv_cache", "llama_kv_cache_unified", "llama_kv_cache_unified_streams", "kv_self")
 LLAMA_CPP_PAD = 256  # llama-context.cpp: cparams.n_ctx = GGML_PAD(n_ctx, 256) (llama.cpp PR #17046, Nov 2025)
 LLAMA_CPP_UBATCH = 512  # common.h n_ubatch default
 LLAMA_CPP_BATCH = 2048  # common.h n_batch default
@@ -96,15 +97,17 @@ class LlamaCppCache:
     def log_line(self, style: str = "llama_kv_cache") -> str:
         """The line llama.cpp prints for this cache (MiB = 2**20 bytes, two decimals):
         "llama_kv_cache" (Nov 2025 on: 'size = X MiB (N cells, L layers, S/T seqs), K (t): ...'),
-        "llama_kv_cache_unified" (May-Oct 2025: '... S seqs), ...'), "kv_self" (2024-early 2025:
-        'KV self size  = X MiB, K (t): ..., V (t): ...')."""
+        "llama_kv_cache_unified" (May-July 2025: '... S seqs), ...'), "llama_kv_cache_unified_streams"
+        (July-Oct 2025: '... S/T seqs), ...'), "kv_self" (2024-early 2025: 'KV self size  = X MiB,
+        K (t): ..., V (t): ...')."""
         mib = 2**20
         kv = f"K ({self.type_k}): {self.k_bytes / mib:7.2f} MiB, V ({self.type_v}): {self.v_bytes / mib:7.2f} MiB"
         if style == "kv_self":
             return f"KV self size  = {self.bytes / mib:7.2f} MiB, {kv}"
-        seqs = f"{self.n_seq:2d}/{self.streams} seqs" if style == "llama_kv_cache" else f"{self.n_seq:2d} seqs"
-        choice("style", style, ("llama_kv_cache", "llama_kv_cache_unified", "kv_self"))
-        return (f"{style}: size = {self.bytes / mib:7.2f} MiB ({self.cells:6d} cells, {self.layers:3d} layers, "
+        choice("style", style, LOG_STYLES)
+        seqs = f"{self.n_seq:2d} seqs" if style == "llama_kv_cache_unified" else f"{self.n_seq:2d}/{self.streams} seqs"
+        prefix = "llama_kv_cache_unified" if style.startswith("llama_kv_cache_unified") else "llama_kv_cache"
+        return (f"{prefix}: size = {self.bytes / mib:7.2f} MiB ({self.cells:6d} cells, {self.layers:3d} layers, "
                 f"{seqs}), {kv}")
 
 
@@ -176,14 +179,16 @@ def paged_tokens(tokens: int, engine: str) -> int:
 
 def sglang_max_total_tokens(model, gpu, tp: int = 1, weights: str = "auto", kv_cache: str = "bf16",
                             mem_fraction_static: float = SGLANG_MEM_FRACTION_STATIC,
-                            non_torch_bytes: int | None = None) -> int:
+                            non_torch_bytes: int | None = None, total_bytes: int | None = None) -> int:
     """SGLang's KV pool size in tokens ("KV Cache is allocated. #tokens: N").
 
     sglang model_runner.profile_max_num_token: rest = available after loading the weights -
     total x (1 - mem_fraction_static); tokens = rest // cell_size, cell_size = per-token K and V
     bytes of every layer on this GPU. `available` is the card's total as torch reports it
     (memlib.hardware.fit.usable_bytes) minus the weights minus non-torch memory (CUDA context,
-    NCCL; default memlib.fits' 0.5 GiB, SGLang measures it).
+    NCCL; default memlib.fits' 0.5 GiB, SGLang measures it). total_bytes: the card's total as SGLang
+    logs it (default the catalog's torch total). Under tensor parallelism SGLang takes the minimum
+    available memory over the ranks (get_available_gpu_memory with distributed=True).
     """
     from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
     from memlib.hardware.gpus import get_gpu
@@ -195,7 +200,7 @@ def sglang_max_total_tokens(model, gpu, tp: int = 1, weights: str = "auto", kv_c
     est = estimate_inference(model, 1, 1, weights=weights, kv_cache=kv_cache, tp=tp, engine="sglang")
     non_torch = DEFAULT_CUDA_CONTEXT_BYTES if non_torch_bytes is None else positive_int(
         "non_torch_bytes", non_torch_bytes, allow_zero=True)
-    total = usable_bytes(g)
+    total = usable_bytes(g) if total_bytes is None else positive_int("total_bytes", total_bytes)
     rest = total - est.weight_bytes - non_torch - int(total * (1 - mem_fraction_static))
     return max(rest, 0) // est.kv_bytes_per_token
 
