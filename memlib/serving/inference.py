@@ -317,6 +317,18 @@ class InferenceEstimate:
                 + ", ".join(f"{k} {gb(v):.2f} GB" for k, v in self.breakdown.items() if v) + ")")
 
 
+ENGINE_NOTES = {
+    "vllm": "engine 'vllm': each sequence's cache in whole 16-token blocks; vLLM's startup KV budget (total x "
+            "gpu_memory_utilization - weights - profile activations - non-torch) is "
+            "memlib.serving.capacity.vllm_kv_cache_budget_bytes",
+    "sglang": "engine 'sglang': page size 1; SGLang's pool size from mem_fraction_static is "
+              "memlib.serving.engines.sglang_max_total_tokens",
+    "llama.cpp": "engine 'llama.cpp': KV cache as llama.cpp allocates it (cells padded to 256, one stream per "
+                 "sequence, sliding layers at window + ubatch: memlib.serving.engines.llama_cpp_kv_cache); the "
+                 "prefill workspace is transformers' op by op, not llama.cpp's compute buffer",
+}
+
+
 def resolve_weights(model: Model, weights) -> str:
     """'auto' -> the checkpoint's format (Model.quantization, from config.json) or bf16."""
     if weights == AUTO:
@@ -502,6 +514,8 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
         notes.append(f"all {m.num_experts} experts of each MoE layer are resident"
                      + (f", {m.num_experts // s.ep} per GPU (ep={s.ep})" if s.ep > 1 else
                         (f", each split over tp={s.tp}" if s.tp > 1 else "")))
+    if s.engine in ENGINE_NOTES:
+        notes.append(ENGINE_NOTES[s.engine])
     if m.omitted:
         notes.append(f"not counted: {m.omitted} ({m.name}'s config.json describes them; load them too and "
                      "they add to the weights)")
