@@ -211,3 +211,17 @@ def test_published_serving_rows_all_evaluate():
     assert all(c.published > 0 and c.memlib > 0 for c in checks)
     weights = [c for c in checks if c.what == "weights"]
     assert weights and all(abs(c.error) < 0.005 for c in weights)  # vLLM's "model weights take" at 0.01 GiB
+
+
+def test_vllm_budget_is_the_smallest_ranks():
+    from memlib.serving.capacity import vllm_kv_cache_budget_bytes as budget
+    GiB = 2**30
+    kw = dict(tp=2, max_num_batched_tokens=8192, total_bytes=80 * GiB)
+    # rank 0 with 2 GiB outside torch, rank 1 with 0.5: vLLM keeps the smaller budget, rank 0's
+    assert budget("llama-3-8b", "h100-80gb", non_torch_bytes=[2 * GiB, GiB // 2], **kw) == \
+        budget("llama-3-8b", "h100-80gb", non_torch_bytes=2 * GiB, **kw)
+    # the logged total, not the catalog's: 1 GiB more total is 0.9 GiB more budget at 0.9 utilization
+    more = budget("llama-3-8b", "h100-80gb", **{**kw, "total_bytes": 81 * GiB})
+    assert more - budget("llama-3-8b", "h100-80gb", **kw) == int(81 * GiB * 0.9) - int(80 * GiB * 0.9)
+    with pytest.raises(ValueError, match="per-rank"):
+        budget("llama-3-8b", "h100-80gb", non_torch_bytes=[1, 2, 3], **kw)
