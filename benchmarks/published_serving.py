@@ -14,6 +14,7 @@ Row kinds and what is compared (error = (memlib - published) / published; negati
                 with memlib's defaults (non-torch 0.5 GiB), the card's total as the log prints it.
   kv-tokens     vLLM's "GPU KV cache size: N tokens" from its logged KV memory: whole 16-token blocks of
                 memlib's per-token bytes.
+  vllm-budget-tokens  the same N from memlib's own budget (nothing taken from the log but the setup).
   sglang-kv     SGLang's "KV Cache is allocated. #tokens: N, K size: X GB": K bytes of N tokens (SGLang's
                 "GB" is GiB: it divides by 1 << 30), and N from mem_fraction_static
                 (memlib.serving.engines.sglang_max_total_tokens).
@@ -109,6 +110,17 @@ def check_kv_tokens(row: dict) -> list[Check]:
     return [Check(row["id"], "KV tokens from the logged KV memory", row["published"]["tokens"], tokens, "tokens")]
 
 
+def check_vllm_budget_tokens(row: dict) -> list[Check]:
+    ml, pub = row["memlib"], row["published"]
+    tokens = ml["max_num_batched_tokens"]
+    est = memlib.estimate_inference(ml["model"], 1, tokens, tp=ml["tp"], prefill_tokens=tokens, engine="vllm")
+    budget = vllm_kv_cache_budget_bytes(ml["model"], ml["gpu"], tp=ml["tp"], max_num_batched_tokens=tokens,
+                                        gpu_memory_utilization=ml["gpu_memory_utilization"])
+    kv_tokens = max(budget, 0) // (16 * est.kv_bytes_per_token) * 16
+    return [Check(row["id"], "weights", pub["weights_gib"], est.weight_bytes / GiB, "GiB"),
+            Check(row["id"], "GPU KV cache size from the budget", pub["tokens"], kv_tokens, "tokens")]
+
+
 def check_sglang(row: dict) -> list[Check]:
     ml, pub = row["memlib"], row["published"]
     est = memlib.estimate_inference(ml["model"], 1, 1, tp=ml["tp"], weights=ml["weights"], kv_cache=ml["kv_cache"],
@@ -122,7 +134,7 @@ def check_sglang(row: dict) -> list[Check]:
 
 
 CHECKS = {"llama.cpp-kv": check_llama_cpp, "vllm-profile": check_vllm_profile, "kv-tokens": check_kv_tokens,
-          "sglang-kv": check_sglang}
+          "vllm-budget-tokens": check_vllm_budget_tokens, "sglang-kv": check_sglang}
 
 
 def evaluate_all(rows: list[dict] | None = None) -> list[Check]:
