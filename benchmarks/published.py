@@ -227,6 +227,15 @@ def main(argv=None) -> int:
         print("options this memlib lacks (rows needing each): "
               + ", ".join(f"{k} ({v})" for k, v in sorted(needed.items(), key=lambda kv: -kv[1])))
 
+    serving = Path(__file__).with_name("published_serving.py")  # the serving engines' rows (own file, own schema)
+    if serving.exists() and not args.id:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("published_serving", serving)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        mod.main()
+
     if args.ignore_missing_options:
         approx = [evaluate(r.row, ignore_missing=True) for r in by_status.get("needs-options", [])]
         print("\nRows that need options, estimated WITHOUT them (today's semantics for those options; "

@@ -127,7 +127,12 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--weights", default="auto", choices=("auto",) + inference.WEIGHT_FORMATS,
                    help="weight format (default auto: the checkpoint's own, from its quantization_config; "
                         "bf16 when it has none)")
-    v.add_argument("--kv-cache", default="bf16", choices=inference.KV_FORMATS, help="default bf16")
+    v.add_argument("--kv-cache", default="bf16", choices=inference.ALL_KV_FORMATS,
+                   help="default bf16; vllm/sglang also fp8_e4m3, fp8_e5m2; llama.cpp a ggml type (q8_0, q4_0, ...)")
+    v.add_argument("--kv-cache-v", default=None, choices=inference.ALL_KV_FORMATS,
+                   help="llama.cpp: V's cache type when it differs from K's (--cache-type-v)")
+    v.add_argument("--engine", default="hf", choices=inference.ENGINES,
+                   help="how the cache is sized and typed: hf (default), vllm, sglang, llama.cpp")
     v.add_argument("--ep", type=int, default=1,
                    help="expert-parallel degree for MoE models: routed experts split whole over EP GPUs "
                         "(a multiple of --count; vLLM --enable-expert-parallel; default 1)")
@@ -280,7 +285,7 @@ def cmd_serve(a) -> int:
         raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
     opts = dict(weights=a.weights, kv_cache=a.kv_cache, tp=a.count, ep=a.ep, mla_cache=a.mla_cache,
-                prefill_tokens=a.prefill_tokens)
+                prefill_tokens=a.prefill_tokens, engine=a.engine, kv_cache_v=a.kv_cache_v)
     est = inference.estimate_inference(model, batch=a.batch, context_len=a.context_len, **opts)
     v = fits(est, a.gpu, allocator_headroom=a.allocator_headroom)
     mb = inference.max_batch(model, a.gpu, a.context_len, allocator_headroom=a.allocator_headroom, **opts)
@@ -297,7 +302,8 @@ def cmd_serve(a) -> int:
         print()
     s = est.setup
     print(model.describe())
-    print(f"batch {s.batch} x context {s.context_len:,}, weights {s.weights}, KV cache {s.kv_cache}, "
+    print(f"engine {s.engine}, batch {s.batch} x context {s.context_len:,}, weights {s.weights}, KV cache {s.kv_cache}"
+          + (f" (K), {s.kv_cache_v} (V)" if s.kv_cache_v else "") + ", "
           f"tensor parallel over {a.count} x {v.gpu.name}")
     where = "per GPU" if a.count > 1 else "on one GPU"
     print(f"\nPeak {fmt_bytes(est.peak_bytes)} {where} (prefill workspace at: {est.phase})")

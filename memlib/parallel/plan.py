@@ -18,6 +18,7 @@ from memlib import training
 from memlib._checks import choice, choices, flag, fraction, positive_int, show
 from memlib.hardware.fit import DEFAULT_ALLOCATOR_HEADROOM, Verdict, check_allocator_headroom, fits
 from memlib.hardware.gpus import get_gpu
+from memlib.serving.engines import DEFAULT_ENGINE, ENGINES, kv_formats
 from memlib.serving.inference import AUTO, KV_FORMATS, MLA_CACHES, WEIGHT_FORMATS, Limit, estimate_inference, max_batch
 from memlib.models import Model, get_model
 from memlib.cost.timing import INTERNODE_BYTES_PER_S, StepTime, step_time
@@ -629,7 +630,8 @@ def _serving_layouts(model: Model, count: int, gpus_per_node: int):
 
 def plan_serving(model, gpu, count: int, context_len: int = 8192, weights=AUTO, kv_cache: str = "bf16",
                  mla_cache: str = "latent", prefill_tokens: int | None = SERVE_PREFILL_TOKENS,
-                 gpus_per_node: int = 8, allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> ServingPlanResult:
+                 gpus_per_node: int = 8, allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM,
+                 engine: str = DEFAULT_ENGINE) -> ServingPlanResult:
     """Serving layouts of `model` on `count` GPUs, most concurrent sequences at `context_len` first.
 
     For each weight format and each tensor/expert-parallel layout (see ServingPlan): the weights and KV cache per
@@ -639,6 +641,8 @@ def plan_serving(model, gpu, count: int, context_len: int = 8192, weights=AUTO, 
     format, or a list of them to compare. prefill_tokens: tokens per prefill forward (SERVE_PREFILL_TOKENS,
     vLLM's default chunk; None: the whole batch at once, as HF generate does). A layout where not even one
     sequence fits is in .infeasible with the reason. allocator_headroom goes to fits() (default 5% of the peak).
+    engine: "hf" (default) | "vllm" | "sglang" | "llama.cpp" (memlib.serving.engines: the engine's cache types,
+    paging and cell padding; llama.cpp layouts are tp=1 only, it splits layers rather than heads).
     """
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
@@ -652,18 +656,20 @@ def plan_serving(model, gpu, count: int, context_len: int = 8192, weights=AUTO, 
     if not formats:
         raise ValueError(f"weights must be 'auto', a format ({', '.join(WEIGHT_FORMATS)}) or a list of them, "
                          f"got {show(weights)}")
-    choice("kv_cache", kv_cache, KV_FORMATS)
+    choice("engine", engine, ENGINES)
+    choice("kv_cache", kv_cache, kv_formats(engine))
     choice("mla_cache", mla_cache, MLA_CACHES)
+    eng = {} if engine == DEFAULT_ENGINE else {"engine": engine}
     resolved = []
     for w in formats:
         fmt = estimate_inference(model, 1, context_len, weights=w, kv_cache=kv_cache, mla_cache=mla_cache,
-                                 prefill_tokens=prefill_tokens).setup.weights  # validates every option once
+                                 prefill_tokens=prefill_tokens, **eng).setup.weights  # validates every option once
         if fmt not in resolved:
             resolved.append(fmt)
     result = ServingPlanResult(model.name, g.name, count, context_len)
     for fmt in resolved:
         for tp, ep in _serving_layouts(model, count, gpus_per_node):
-            settings = dict(weights=fmt, kv_cache=kv_cache, tp=tp, ep=ep, prefill_tokens=prefill_tokens)
+            settings = dict(weights=fmt, kv_cache=kv_cache, tp=tp, ep=ep, prefill_tokens=prefill_tokens, **eng)
             if model.is_mla:
                 settings["mla_cache"] = mla_cache
             try:

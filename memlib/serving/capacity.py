@@ -76,7 +76,8 @@ def vllm_default_max_num_batched_tokens(gpu, usage: str = "api") -> int:
 def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = "bf16", tp: int = 1,
                                max_num_batched_tokens: int | None = None,
                                gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
-                               non_torch_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES) -> int:
+                               non_torch_bytes: int | list[int] | tuple[int, ...] = DEFAULT_CUDA_CONTEXT_BYTES,
+                               total_bytes: int | None = None) -> int:
     """Bytes vLLM gives the KV cache on one GPU (negative: vLLM refuses to start, no room for a block).
 
     total x gpu_memory_utilization - (weights + the profile forward's activations and quantized-matmul
@@ -84,17 +85,30 @@ def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = 
     Worker.determine_available_memory (see the module docstring). `total` is what torch reports as
     the card's memory (memlib.hardware.fit.usable_bytes, the same figure torch.cuda.mem_get_info returns).
     max_num_batched_tokens: default vllm_default_max_num_batched_tokens(gpu). non_torch_bytes: the
-    CUDA context, NCCL and cuBLAS workspaces (memlib.fits' 0.5 GiB default). Not counted: CUDA
-    graphs, the sampler's logits buffer (max_num_seqs x vocabulary x 4 bytes).
+    CUDA context, NCCL and cuBLAS workspaces (memlib.fits' 0.5 GiB default). total_bytes: the card's
+    total as the engine logs it ("total_gpu_memory (79.22GiB)": cudaMemGetInfo's total, which varies by
+    driver and ECC setting; default the catalog's torch total). Under tensor parallelism every rank
+    profiles its own memory and the engine keeps the smallest budget (vLLM: min over workers of
+    determine_available_memory): this figure is one rank's, equal on all ranks for an even split;
+    pass non_torch_bytes as a list, one entry per rank (rank 0 usually holds more: the driver
+    process's CUDA context and NCCL buffers), and the budget is the smallest rank's.
+    Not counted: CUDA graphs, the sampler's logits buffer (max_num_seqs x vocabulary x 4 bytes).
     """
     g = get_gpu(gpu)
     util = fraction("gpu_memory_utilization", gpu_memory_utilization)
-    non_torch = positive_int("non_torch_bytes", non_torch_bytes, allow_zero=True)
+    per_rank = list(non_torch_bytes) if isinstance(non_torch_bytes, (list, tuple)) else [non_torch_bytes]
+    if not per_rank:
+        raise ValueError("non_torch_bytes: give one figure, or one per tensor-parallel rank (not an empty list)")
+    if len(per_rank) > 1 and len(per_rank) != tp:
+        raise ValueError(f"non_torch_bytes has {len(per_rank)} per-rank figures for tp={tp}")
+    non_torch = max(positive_int("non_torch_bytes", n, allow_zero=True) for n in per_rank)  # the smallest budget
     tokens = vllm_default_max_num_batched_tokens(g) if max_num_batched_tokens is None else \
         positive_int("max_num_batched_tokens", max_num_batched_tokens)
-    profile = estimate_inference(model, 1, tokens, weights=weights, kv_cache=kv_cache, tp=tp, prefill_tokens=tokens)
+    profile = estimate_inference(model, 1, tokens, weights=weights, kv_cache=kv_cache, tp=tp, prefill_tokens=tokens,
+                                 engine="vllm")
     peak = profile.weight_bytes + profile.activation_bytes + profile.dequant_workspace
-    return int(usable_bytes(g) * util) - peak - non_torch
+    total = usable_bytes(g) if total_bytes is None else positive_int("total_bytes", total_bytes)
+    return int(total * util) - peak - non_torch
 
 
 def vllm_max_concurrency(model, gpu, max_model_len: int, weights: str = AUTO, kv_cache: str = "bf16", tp: int = 1,

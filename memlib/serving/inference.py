@@ -36,11 +36,15 @@ from memlib._checks import choice, positive_int
 from memlib.hardware.fit import Verdict, fits
 from memlib.training.lora import nf4_bytes
 from memlib.models import Model, Tensor, get_model
+from memlib.serving.engines import (DEFAULT_ENGINE, ENGINES, FP8_KV, GGML_BLOCKS, ggml_row_bytes, kv_formats,
+                                    llama_cpp_kv_bytes, paged_tokens)
 from memlib.units import fmt_bytes, gb, gib
 
 WEIGHT_FORMATS = ("bf16", "fp16", "fp32", "int8", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
 AUTO = "auto"  # the checkpoint's own format (config.json quantization_config), else bf16
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
+# Every cache type some engine accepts (memlib.serving.engines.kv_formats(engine) says which).
+ALL_KV_FORMATS = tuple(dict.fromkeys(KV_FORMATS + FP8_KV + tuple(GGML_BLOCKS)))
 LOGITS = ("last", "all")
 MLA_CACHES = ("latent", "full")
 QUANTIZED = ("int8", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
@@ -52,7 +56,7 @@ FLOAT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 # (GPTQ/AWQ kernels and LLM.int8() compute in fp16, bitsandbytes 4-bit in bf16 by default).
 COMPUTE_BYTES = {"fp32": 4}
 # KV cache element bytes; int8 adds its scales (see kv_bytes_per_token).
-KV_ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+KV_ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 FP8_BLOCK = 128  # DeepSeek-V3 weight_block_size [128, 128]
 MX_BLOCK = 32  # OCP Microscaling Formats (MX) v1.0, Sec. 5: 32 elements share one E8M0 scale
 # vLLM fused_moe processes at most this many tokens per call (vllm/envs.py VLLM_FUSED_MOE_CHUNK_SIZE,
@@ -127,10 +131,19 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
 
 
 # --- KV cache --------------------------------------------------------------------------------------
-def kv_layer_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_cache: str = "latent") -> int:
-    """KV cache bytes of one token in one layer on one GPU; see kv_bytes_per_token for the formula."""
-    choice("kv_cache", kv_cache, KV_FORMATS)
+def kv_layer_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_cache: str = "latent",
+                             kv_cache_v: str | None = None) -> int:
+    """KV cache bytes of one token in one layer on one GPU; see kv_bytes_per_token for the formula.
+
+    A llama.cpp (ggml) type, or a K type and a different V type (kv_cache_v): K and V each one row
+    of kv_heads/tp x head_dim values in their ggml block format (memlib.serving.engines.ggml_row_bytes)."""
+    choice("kv_cache", kv_cache, ALL_KV_FORMATS)
     choice("mla_cache", mla_cache, MLA_CACHES)
+    if kv_cache_v is not None or kv_cache not in KV_ELEMENT_BYTES:
+        if model.is_mla:
+            raise ValueError(f"ggml cache types (kv_cache {kv_cache!r}) have no MLA layout in memlib")
+        width = model.num_kv_heads // tp * model.head_dim
+        return ggml_row_bytes(_ggml(kv_cache), width) + ggml_row_bytes(_ggml(kv_cache_v or kv_cache), width)
     e = KV_ELEMENT_BYTES[kv_cache]
     scale = 2 * 2 if kv_cache == "int8" else 0
     if model.is_mla:
@@ -143,6 +156,11 @@ def kv_layer_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, 
     return gqa_kv_bytes_per_token(1, model.num_kv_heads, model.head_dim, kv_cache, tp)
 
 
+def _ggml(kv_cache: str) -> str:
+    """memlib's 16/32-bit cache names as ggml's (fp16 -> f16); ggml names unchanged."""
+    return {"fp16": "f16", "fp32": "f32"}.get(kv_cache, kv_cache)
+
+
 def gqa_kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, kv_cache: str = "bf16",
                            tp: int = 1) -> int:
     """Standard (MHA/GQA) cache bytes of one token from the shape numbers alone:
@@ -151,12 +169,13 @@ def gqa_kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, kv
     for name, v in (("num_layers", num_layers), ("num_kv_heads", num_kv_heads), ("head_dim", head_dim),
                     ("tp", tp)):
         positive_int(name, v)
-    choice("kv_cache", kv_cache, KV_FORMATS)
+    choice("kv_cache", kv_cache, tuple(KV_ELEMENT_BYTES))
     scale = 2 * 2 if kv_cache == "int8" else 0
     return 2 * num_layers * (num_kv_heads // tp) * (head_dim * KV_ELEMENT_BYTES[kv_cache] + scale)
 
 
-def kv_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_cache: str = "latent") -> int:
+def kv_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_cache: str = "latent",
+                       kv_cache_v: str | None = None) -> int:
     """KV cache bytes of one token over all layers on one GPU, before any window cap (sliding and
     chunked layers stop growing at their window: kv_cache_bytes). Per layer:
 
@@ -170,9 +189,12 @@ def kv_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_ca
     transformers' DeepseekV3Attention stores in its cache; split by heads over tp.
     "fp8" is vLLM's fp8 cache (one scale per layer tensor, not per token: counted as 0 here).
     "int8" is LMDeploy's quant_policy=8 (asymmetric, per head per token): uint8 values plus a
-    16-bit scale and zero point for each (token, kv head) of K and of V.
+    16-bit scale and zero point for each (token, kv head) of K and of V. "fp8_e4m3"/"fp8_e5m2":
+    vLLM's and SGLang's fp8 caches, one byte per element. llama.cpp's ggml types ("q8_0" = 34 B
+    per 32 values, "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1", "f16", "bf16", "f32"), K and V
+    typed separately with kv_cache_v: memlib.serving.engines.
     """
-    return model.num_layers * kv_layer_bytes_per_token(model, kv_cache, tp, mla_cache)
+    return model.num_layers * kv_layer_bytes_per_token(model, kv_cache, tp, mla_cache, kv_cache_v)
 
 
 def kv_cap(model: Model, layer_type: str) -> int | None:
@@ -192,14 +214,20 @@ def kv_cap(model: Model, layer_type: str) -> int | None:
 
 
 def kv_cache_bytes(model: Model, batch: int, context_len: int, kv_cache: str = "bf16", tp: int = 1,
-                   mla_cache: str = "latent") -> int:
+                   mla_cache: str = "latent", engine: str = DEFAULT_ENGINE, kv_cache_v: str | None = None) -> int:
     """Bytes of the cache holding `batch` sequences of `context_len` tokens on one GPU:
-    batch x sum over layers of min(context_len, the layer's cap) x per-layer bytes per token."""
-    per_layer = kv_layer_bytes_per_token(model, kv_cache, tp, mla_cache)
+    batch x sum over layers of slots(min(context_len, the layer's cap)) x per-layer bytes per token,
+    slots() the engine's paging (vLLM: whole blocks of 16 tokens; SGLang, transformers: exact).
+    engine="llama.cpp": memlib.serving.engines.llama_cpp_kv_bytes with --parallel batch and
+    --ctx-size batch x context_len (cells padded to 256, sliding layers at window + ubatch)."""
+    if engine == "llama.cpp":
+        return llama_cpp_kv_bytes(model, batch * context_len, _ggml(kv_cache), _ggml(kv_cache_v or kv_cache),
+                                  n_seq=batch, kv_unified=batch == 1)
+    per_layer = kv_layer_bytes_per_token(model, kv_cache, tp, mla_cache, kv_cache_v)
     tokens = 0
     for layer_type, n in model.layer_counts().items():
         cap = kv_cap(model, layer_type)
-        tokens += n * (context_len if cap is None else min(context_len, cap))
+        tokens += n * paged_tokens(context_len if cap is None else min(context_len, cap), engine)
     return batch * tokens * per_layer
 
 
@@ -217,6 +245,8 @@ class InferenceSetup:
     mla_cache: str = "latent"
     ep: int = 1
     prefill_tokens: int | None = None
+    engine: str = DEFAULT_ENGINE
+    kv_cache_v: str | None = None  # llama.cpp: V's type when it differs from K's (kv_cache)
 
     @property
     def tokens(self) -> int:
@@ -273,7 +303,7 @@ class InferenceEstimate:
             "model": s.model.name, "num_params": s.model.num_params, "num_active_params": s.model.num_active_params,
             "batch": s.batch, "context_len": s.context_len, "weights": s.weights, "kv_cache": s.kv_cache,
             "tp": s.tp, "ep": s.ep, "group_size": s.group_size, "logits": s.logits, "mla_cache": s.mla_cache,
-            "prefill_tokens": s.prefill_tokens,
+            "prefill_tokens": s.prefill_tokens, "engine": s.engine, "kv_cache_v": s.kv_cache_v,
             "peak_bytes": self.peak_bytes, "phase": self.phase, "breakdown": self.breakdown,
             "weight_parts": dict(self.weight_parts), "kv_bytes_per_token": self.kv_bytes_per_token,
             "moments": dict(self.moments), "notes": list(self.notes), "warnings": list(self.warnings),
@@ -287,6 +317,18 @@ class InferenceEstimate:
                 + ", ".join(f"{k} {gb(v):.2f} GB" for k, v in self.breakdown.items() if v) + ")")
 
 
+ENGINE_NOTES = {
+    "vllm": "engine 'vllm': each sequence's cache in whole 16-token blocks; vLLM's startup KV budget (total x "
+            "gpu_memory_utilization - weights - profile activations - non-torch) is "
+            "memlib.serving.capacity.vllm_kv_cache_budget_bytes",
+    "sglang": "engine 'sglang': page size 1; SGLang's pool size from mem_fraction_static is "
+              "memlib.serving.engines.sglang_max_total_tokens",
+    "llama.cpp": "engine 'llama.cpp': KV cache as llama.cpp allocates it (cells padded to 256, one stream per "
+                 "sequence, sliding layers at window + ubatch: memlib.serving.engines.llama_cpp_kv_cache); the "
+                 "prefill workspace is transformers' op by op, not llama.cpp's compute buffer",
+}
+
+
 def resolve_weights(model: Model, weights) -> str:
     """'auto' -> the checkpoint's format (Model.quantization, from config.json) or bf16."""
     if weights == AUTO:
@@ -298,14 +340,22 @@ def resolve_weights(model: Model, weights) -> str:
 
 
 def _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits, mla_cache="latent", ep=1,
-           prefill_tokens=None) -> InferenceSetup:
+           prefill_tokens=None, engine=DEFAULT_ENGINE, kv_cache_v=None) -> InferenceSetup:
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
     batch = positive_int("batch", batch)
     context_len = positive_int("context_len", context_len)
     weights = resolve_weights(model, weights)
-    choice("kv_cache", kv_cache, KV_FORMATS)
+    choice("engine", engine, ENGINES)
+    choice("kv_cache", kv_cache, kv_formats(engine))
+    if kv_cache_v is not None:
+        if engine != "llama.cpp":
+            raise ValueError(f"kv_cache_v (a separate V cache type) is llama.cpp's --cache-type-v; engine {engine!r} "
+                             "types K and V alike")
+        choice("kv_cache_v", kv_cache_v, kv_formats(engine))
+    if engine == "llama.cpp" and tp > 1:
+        raise ValueError("engine 'llama.cpp' splits layers across GPUs (--split-mode layer), not heads: use tp=1")
     choice("logits", logits, LOGITS)
     choice("mla_cache", mla_cache, MLA_CACHES)
     tp = positive_int("tp", tp)
@@ -336,7 +386,7 @@ def _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits,
         raise ValueError(f"context_len {context_len} exceeds {model.name}'s learned position table "
                          f"({model.max_position_embeddings})")
     return InferenceSetup(model, batch, context_len, weights, kv_cache, tp, group_size, logits, mla_cache, ep,
-                          prefill_tokens)
+                          prefill_tokens, engine, kv_cache_v)
 
 
 def _divisors(model: Model) -> list[int]:
@@ -409,7 +459,8 @@ def _weight_parts(model: Model, weights: str = "bf16", tp: int = 1, group_size: 
 def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: str = AUTO,
                        kv_cache: str = "bf16", tp: int = 1, group_size: int = 128,
                        logits: str = "last", mla_cache: str = "latent", ep: int = 1,
-                       prefill_tokens: int | None = None) -> InferenceEstimate:
+                       prefill_tokens: int | None = None, engine: str = DEFAULT_ENGINE,
+                       kv_cache_v: str | None = None) -> InferenceEstimate:
     """Memory to serve `model` on one of `tp` GPUs: weights, KV cache, the prefill's activations.
 
     weights:  "auto" (default: the checkpoint's format from its config.json quantization_config,
@@ -417,7 +468,12 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
               "bf16" | "fp16" | "fp32" | "int8" (LLM.int8()) | "int4-gptq" | "int4-awq" | "nf4" |
               "fp8-block" | "mxfp4" (a MoE's routed experts only, as gpt-oss ships; a dense model's
               projections).
-    kv_cache: "bf16" | "fp16" | "fp8" | "int8".
+    kv_cache: "bf16" | "fp16" | "fp8" | "int8"; with engine "vllm"/"sglang" also "fp8_e4m3" | "fp8_e5m2";
+              with engine "llama.cpp" a ggml type: "f16" | "bf16" | "f32" | "q8_0" | "q4_0" | "q4_1" |
+              "iq4_nl" | "q5_0" | "q5_1" (K's type; kv_cache_v: V's, default the same).
+    engine:   "hf" (default: transformers, the cache exactly batch x context) | "vllm" (16-token
+              pages) | "sglang" (page 1) | "llama.cpp" (cells padded to 256, sliding-window layers
+              at window + ubatch cells, --parallel batch): memlib.serving.engines.
     tp:       tensor-parallel degree; must divide num_heads, num_kv_heads and the MLP widths.
     ep:       expert-parallel degree (MoE): routed experts split whole over ep GPUs; a multiple of
               tp (ep > tp is data-parallel attention: each attention replica serves its own batch).
@@ -429,11 +485,12 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
     logits:   "last" (HF generate with logits_to_keep=1, vLLM: the head runs on the last
               position only) | "all" (a plain forward: logits for every position).
     """
-    s = _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits, mla_cache, ep, prefill_tokens)
+    s = _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits, mla_cache, ep, prefill_tokens,
+               engine, kv_cache_v)
     m = s.model
     parts = dict(_weight_parts(m, s.weights, s.tp, s.group_size, s.ep))  # a copy: the cached one stays intact
-    kv_tok = kv_bytes_per_token(m, s.kv_cache, s.tp, s.mla_cache)
-    kv_total = kv_cache_bytes(m, s.batch, s.context_len, s.kv_cache, s.tp, s.mla_cache)
+    kv_tok = kv_bytes_per_token(m, s.kv_cache, s.tp, s.mla_cache, s.kv_cache_v)
+    kv_total = kv_cache_bytes(m, s.batch, s.context_len, s.kv_cache, s.tp, s.mla_cache, s.engine, s.kv_cache_v)
     moments, formulas = _prefill_moments(s)
     notes, warnings = [], []
     if m.position == "rope" and s.context_len > m.max_position_embeddings:
@@ -457,6 +514,8 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
         notes.append(f"all {m.num_experts} experts of each MoE layer are resident"
                      + (f", {m.num_experts // s.ep} per GPU (ep={s.ep})" if s.ep > 1 else
                         (f", each split over tp={s.tp}" if s.tp > 1 else "")))
+    if s.engine in ENGINE_NOTES:
+        notes.append(ENGINE_NOTES[s.engine])
     if m.omitted:
         notes.append(f"not counted: {m.omitted} ({m.name}'s config.json describes them; load them too and "
                      "they add to the weights)")
@@ -676,24 +735,36 @@ def _row(label: str, formula: str, nbytes: int) -> str:
 
 
 def _explain(est: InferenceEstimate) -> str:
+    lines = _explain_setup(est) + _explain_weights(est) + _explain_kv(est) + _explain_prefill(est)
+    return "\n".join(lines + _explain_total(est))
+
+
+def _per(s: InferenceSetup) -> str:
+    return " per GPU" if s.tp > 1 or s.ep > 1 else ""
+
+
+def _explain_setup(est: InferenceEstimate) -> list[str]:
     s, m = est.setup, est.setup.model
-    per = " per GPU" if s.tp > 1 or s.ep > 1 else ""
-    wp = est.weight_parts
-    kv_elem = KV_ELEMENT_BYTES[s.kv_cache]
-    q16 = "16-bit" if s.weights in QUANTIZED else s.weights
+    kv = s.kv_cache + (f" (K), {s.kv_cache_v} (V)" if s.kv_cache_v else "")
     lines = [
         f"### Serving memory: {m.name}",
         "",
         f"{m.describe()}.",
-        f"Setup: batch {s.batch} x context {s.context_len:,} = {s.tokens:,} tokens, weights **{s.weights}**, "
-        f"KV cache **{s.kv_cache}**, tensor parallel **{s.tp}**" + (f", expert parallel **{s.ep}**" if s.ep > 1 else "")
+        f"Setup: batch {s.batch} x context {s.context_len:,} = {s.tokens:,} tokens, engine **{s.engine}**, "
+        f"weights **{s.weights}**, KV cache **{kv}**, tensor parallel **{s.tp}**"
+        + (f", expert parallel **{s.ep}**" if s.ep > 1 else "")
         + (f", group size {s.group_size}" if s.weights in ("int4-gptq", "int4-awq") else "")
         + f", logits for **{s.logits}** positions.",
         "",
     ]
-    lines += [f"**Warning:** {w}" for w in est.warnings] + ([""] if est.warnings else [])
-    lines += [
-        f"**1. Weights{per}** ({WEIGHT_FORMULAS[s.weights]}"
+    return lines + [f"**Warning:** {w}" for w in est.warnings] + ([""] if est.warnings else [])
+
+
+def _explain_weights(est: InferenceEstimate) -> list[str]:
+    s, m, wp = est.setup, est.setup.model, est.weight_parts
+    q16 = "16-bit" if s.weights in QUANTIZED else s.weights
+    lines = [
+        f"**1. Weights{_per(s)}** ({WEIGHT_FORMULAS[s.weights]}"
         + ("; embeddings, lm_head, norms, biases and routers stay 16-bit" if s.weights in QUANTIZED else "") + ")",
         "",
         "| tensors | how | GB | GiB |",
@@ -708,26 +779,45 @@ def _explain(est: InferenceEstimate) -> str:
     for k in ("lm_head", "embedding", "norm", "bias"):
         if wp[k]:
             lines.append(_row(k, q16, wp[k]))
-    lines += [_row("**weights**", "sum", est.weight_bytes), ""]
-    per_layer = kv_layer_bytes_per_token(m, s.kv_cache, s.tp, s.mla_cache)
+    return lines + [_row("**weights**", "sum", est.weight_bytes), ""]
+
+
+def _kv_how(s: InferenceSetup) -> str:
+    m = s.model
+    if s.kv_cache_v is not None or s.kv_cache not in KV_ELEMENT_BYTES:
+        w = m.num_kv_heads // s.tp * m.head_dim
+        return (f"K: {w} values ({m.num_kv_heads} KV heads x head_dim {m.head_dim}) in {s.kv_cache}, V: {w} in "
+                f"{s.kv_cache_v or s.kv_cache} (ggml block formats, ggml-common.h) per layer")
+    kv_elem = KV_ELEMENT_BYTES[s.kv_cache]
     if m.is_mla and s.mla_cache == "latent":
-        how = (f"(kv_lora_rank {m.kv_lora_rank} + rope {m.qk_rope_head_dim}) x {kv_elem} B per layer, "
-               "not split by tp (DeepSeek-V2 Sec. 2.1.2)")
-    elif m.is_mla:
-        how = (f"{m.num_heads // s.tp} heads x (K {m.head_dim} + V {m.v_head_dim}) x {kv_elem} B per layer "
-               "(transformers' cache)")
-    else:
-        how = (f"2 (K, V) x {m.num_kv_heads // s.tp} KV heads" + (f" ({m.num_kv_heads}/{s.tp})" if s.tp > 1 else "")
-               + f" x (head_dim {m.head_dim} x {kv_elem} B" + (" + 2 x 2 B scale and zero point" if s.kv_cache == "int8"
-                                                               else "") + ") per layer")
+        return (f"(kv_lora_rank {m.kv_lora_rank} + rope {m.qk_rope_head_dim}) x {kv_elem} B per layer, "
+                "not split by tp (DeepSeek-V2 Sec. 2.1.2)")
+    if m.is_mla:
+        return f"{m.num_heads // s.tp} heads x (K {m.head_dim} + V {m.v_head_dim}) x {kv_elem} B per layer (transformers' cache)"
+    return (f"2 (K, V) x {m.num_kv_heads // s.tp} KV heads" + (f" ({m.num_kv_heads}/{s.tp})" if s.tp > 1 else "")
+            + f" x (head_dim {m.head_dim} x {kv_elem} B"
+            + (" + 2 x 2 B scale and zero point" if s.kv_cache == "int8" else "") + ") per layer")
+
+
+def _explain_kv(est: InferenceEstimate) -> list[str]:
+    s, m = est.setup, est.setup.model
+    per_layer = kv_layer_bytes_per_token(m, s.kv_cache, s.tp, s.mla_cache, s.kv_cache_v)
     spans = ", ".join(f"{n} {t.replace('_attention', '')} layer(s)"
                       + (f" capped at {kv_cap(m, t):,} tokens" if kv_cap(m, t) else "")
                       for t, n in m.layer_counts().items())
-    lines += [
-        f"**2. KV cache{per}**: {how} = {per_layer:,} B; x {m.num_layers} layers = "
-        f"**{est.kv_bytes_per_token:,} bytes per token**; {spans}; x batch {s.batch} "
+    sizing = {"vllm": "; each sequence in whole 16-token blocks (vLLM PagedAttention)",
+              "llama.cpp": "; llama.cpp cells: the context padded to 256, sliding layers at window + ubatch"}
+    return [
+        f"**2. KV cache{_per(s)}**: {_kv_how(s)} = {per_layer:,} B; x {m.num_layers} layers = "
+        f"**{est.kv_bytes_per_token:,} bytes per token**; {spans}; x batch {s.batch}{sizing.get(s.engine, '')} "
         f"= {fmt_bytes(est.kv_cache_bytes)} (Pope et al. 2022, Sec. 2.1).",
         "",
+    ]
+
+
+def _explain_prefill(est: InferenceEstimate) -> list[str]:
+    s, m = est.setup, est.setup.model
+    lines = [
         f"**3. Prefill workspace** (one forward over {s.forward_tokens:,} tokens, no autograd; the largest moment counts)",
         "",
         f"T = {s.forward_tokens:,} tokens, c = {COMPUTE_BYTES.get(s.weights, 2)} bytes (compute dtype), "
@@ -749,12 +839,14 @@ def _explain(est: InferenceEstimate) -> str:
                          "fp8-block": "(fp8 copy of the widest matmul input and its per-128 fp32 scales)"}.get(
                           s.weights, "(a 16-bit copy of the largest weight, dequantized for the prefill)")
                       + ", counted as coinciding with the peak moment (upper bound)."]
-    lines += ["", "| term | GB | GiB |", "|---|---:|---:|"]
+    return lines
+
+
+def _explain_total(est: InferenceEstimate) -> list[str]:
+    per = _per(est.setup)
+    lines = ["", "| term | GB | GiB |", "|---|---:|---:|"]
     for k, v in est.breakdown.items():
         lines.append(f"| {k} | {gb(v):,.3f} | {gib(v):,.3f} |")
     lines += [f"| **peak{per}** | **{gb(est.peak_bytes):,.3f}** | **{gib(est.peak_bytes):,.3f}** |", ""]
     lines.append("`fits()` adds the CUDA context and allocator headroom to this peak.")
-    for note in est.notes:
-        if not note.startswith("WARNING: "):
-            lines.append(f"- {note}")
-    return "\n".join(lines)
+    return lines + [f"- {note}" for note in est.notes if not note.startswith("WARNING: ")]
