@@ -100,6 +100,20 @@ def optimizer_step_hbm_bytes(num_params: int, optimizer: str = "adamw") -> float
     return num_params * _ADAM_STEP_BYTES[optimizer]
 
 
+def ulysses_all_to_all_bytes(model, seq_len: int, cp: int, dtype_bytes: int = 2) -> float:
+    """DeepSpeed-Ulysses' traffic of one decoder layer and one sequence, bytes sent per GPU (Jacobs et al. 2023,
+    arXiv:2309.14509, Sec. 3): the forward all-to-alls q, k, v from sequence shards to head shards and the output
+    back, the backward the same four again: 2 x all_to_all((2·q + 2·kv)·T/cp·bytes) over cp GPUs."""
+    from memlib.cost.timing import all_to_all_bytes
+    model = _model(model, "ulysses_all_to_all_bytes")
+    t, cp = positive_int("seq_len", seq_len), positive_int("cp", cp)
+    if cp > model.num_kv_heads:
+        raise ValueError(f"Ulysses splits heads: cp {cp} exceeds {model.name}'s {model.num_kv_heads} KV heads "
+                         "(replicate K/V heads or use ring attention)")
+    local = (2 * model.q_size + 2 * model.kv_size) * t / cp * dtype_bytes
+    return 2 * all_to_all_bytes(local, cp)
+
+
 def littles_law_arrival_rate(concurrency: float, seconds_per_request: float) -> float:
     """Requests per second a server sustains with `concurrency` requests in flight, each in the system for
     `seconds_per_request`: Little's law L = λ·W (Little 1961), so λ = L / W."""
@@ -137,5 +151,6 @@ def deepseek_v3_implied_mfu(precision: str = "bf16") -> float:
 __all__ = ["causal_attention_flops_per_token", "attention_to_weights_flops", "sequence_flops_ratio", "head_params",
            "recompute_overhead", "mla_absorbed_attention_flops", "mla_absorbed_intensity", "ridge_flop_per_byte",
            "optimizer_step_hbm_bytes", "littles_law_arrival_rate",
+           "ulysses_all_to_all_bytes",
            "DEEPSEEK_V3_FLOPS_PER_TOKEN", "DEEPSEEK_V3_PRETRAIN_GPU_HOURS", "DEEPSEEK_V3_PRETRAIN_TOKENS",
            "implied_mfu", "deepseek_v3_implied_mfu"]
