@@ -115,8 +115,8 @@ display(Markdown(
 #   of 8 GPUs holds more chats, and what does it cost in communication?
 # - **What the server reserves**: vLLM's `gpu_memory_utilization`, the prefill chunk, the block size.
 # - **Speed, not only memory**: decode is memory-bound; every step reads all the weights and the
-#   whole cache, so a step takes at least (bytes read ÷ bandwidth): a full 80 GB H100 needs ≥ 80 GB ÷
-#   3.35 TB/s ≈ 24 ms per step, so each chat gets at most bandwidth ÷ bytes ≈ 42 tokens/s.
+#   whole cache, so a step takes at least (bytes read ÷ bandwidth), and each chat decodes at most
+#   (bandwidth ÷ bytes read) tokens per second: a full GPU's step is about its memory ÷ its bandwidth.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Words we use · 术语

@@ -179,6 +179,15 @@ def test_deepseek_v3_implied_mfu_one_convention():
         cv.implied_mfu(0, 1e12, 1e6, "h100-80gb")
 
 
+def test_ulysses_traffic_and_its_head_limit():
+    # Llama-3.1-8B, 128k over 8 GPUs: each GPU's shard of q, k, v, o is (4096 + 1024 + 1024 + 4096) x 16,384 tokens
+    # x 2 B = 335.5 MB; an all-to-all sends 7/8 of it; forward and backward: 2 x 7/8 x 335.5 MB = 587.2 MB per layer
+    shard = (4096 + 1024 + 1024 + 4096) * (131072 // 8) * 2
+    assert cv.ulysses_all_to_all_bytes("llama-3.1-8b", 131072, 8) == pytest.approx(2 * 7 / 8 * shard, rel=1e-12)
+    with pytest.raises(ValueError, match="KV heads"):  # 8 KV heads: Ulysses cannot split 16 ways
+        cv.ulysses_all_to_all_bytes("llama-3.1-8b", 131072, 16)
+
+
 def test_littles_law():
     # 100 requests in flight, each 20 s in the system: 100 / 20 = 5 requests per second
     assert cv.littles_law_arrival_rate(100, 20) == 5

@@ -265,6 +265,10 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          "attention_to_weights_flops, sequence_flops_ratio",
          f"Llama-3.1-8B at 131,072 tokens: attention {conventions.attention_to_weights_flops(m31, 131072):.2f}x the 6N "
          f"(causal); one 128k sequence {conventions.sequence_flops_ratio(m31, 131072, 8192):.1f}x an 8k one"),
+        ("06", "Ulysses all-to-all traffic", doc(conventions.ulysses_all_to_all_bytes),
+         "memlib.cost.conventions.ulysses_all_to_all_bytes",
+         f"Llama-3.1-8B at 131,072 tokens over 8 GPUs: {fmt_bytes(int(conventions.ulysses_all_to_all_bytes(m31, 131072, 8)))} "
+         f"per GPU per layer; cp is capped at its {m31.num_kv_heads} KV heads"),
         ("07", "Recompute without the head", doc(conventions.recompute_overhead),
          "memlib.cost.conventions.recompute_overhead",
          f"at 4,096 tokens: Llama-3.1-8B +{conventions.recompute_overhead(m31, 4096):.1%}, Llama-3.1-70B "
