@@ -513,7 +513,7 @@ display(Markdown(
     f"{size('serve · bf16', 'rtx-4090')} in bf16. The two 48 GB cards differ: torch sees "
     f"{gib(memlib.get_gpu('rtx-a6000').torch_total_bytes):.1f} GiB of an RTX A6000 but "
     f"{gib(memlib.get_gpu('l40s').torch_total_bytes):.1f} GiB of an L40S (ECC on), enough to change the bf16 "
-    f"serving rung ({size('serve · bf16', 'rtx-a6000')} vs {size('serve · bf16', 'l40s')})."))
+    f"serving limit ({size('serve · bf16', 'rtx-a6000')} vs {size('serve · bf16', 'l40s')})."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2: 单卡场景下 ZeRO-3 有用吗？ (Does ZeRO-3 help on one GPU?)
