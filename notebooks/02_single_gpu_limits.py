@@ -629,6 +629,30 @@ display(Markdown(
     f"GPU, the rest in host RAM, at the time cost of step 6): {where('ZeRO-Offload + recompute')}."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### LoRA with checkpointing: what must you set, and what does sequence packing save?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+# memlib.estimate_training: llama-7b LoRA on an RTX 4090, with and without recompute; four 512-token samples
+# padded to 2,048 each (micro-batch 4) against packed into one 2,048-token row (micro-batch 1)
+lora_norc = estimate_training(M7, SEQ, MB, finetune="lora", **LORA)
+padded = estimate_training(M7, SEQ, 4, finetune="lora", recompute="full", **LORA)
+print(f"LoRA peak: {gb(lora_norc.peak_bytes):.1f} GB without recompute, {gb(MENU['LoRA'].peak_bytes):.1f} GB with; "
+      f"4 samples padded {gb(padded.peak_bytes):.1f} GB, packed {gb(MENU['LoRA'].peak_bytes):.1f} GB")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+display(Markdown(
+    f"Recompute is what fits 7B LoRA on a 24 GB card: **{gb(lora_norc.peak_bytes):.1f} GB** without it "
+    f"({verdict(lora_norc, 'rtx-4090')}), **{gb(MENU['LoRA'].peak_bytes):.1f} GB** with it. Two settings make it work "
+    "with a frozen base. The embedding's output does not require grad, so torch's old reentrant checkpoint "
+    "(`use_reentrant=True`) would pass no gradient into the checkpointed blocks and the adapters would not learn: "
+    "call `model.enable_input_require_grads()` (PEFT's `prepare_model_for_kbit_training` does) or pass "
+    "`gradient_checkpointing_kwargs={\"use_reentrant\": False}`. Packing short samples into one row instead of "
+    f"padding each to 2,048 tokens saves memory and compute alike: four 512-token samples padded peak at "
+    f"{gb(padded.peak_bytes):.1f} GB, packed into one row at {gb(MENU['LoRA'].peak_bytes):.1f} GB; with "
+    "FlashAttention's variable-length kernels (`DataCollatorWithFlattening`) the samples do not attend to each other."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Memory is not the only limit: how long does one GPU take, and which GPUs run bf16?
 
 # %%
