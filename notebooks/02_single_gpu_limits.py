@@ -30,9 +30,10 @@ import memlib
 from memlib import estimate_inference, estimate_training, fits, fmt_bytes, gb, gib, step_time
 from memlib.activations import korthikanti_layer_bytes
 from memlib.claims import claim_verdict, overall
+from memlib.cost.conventions import optimizer_step_hbm_bytes, recompute_overhead
 from memlib.explain import markdown_table
 from memlib.fit import max_peak_bytes
-from memlib.llama_like import ladder, largest_that_fits
+from memlib.models.llama_like import ladder, largest_size_that_fits
 from memlib.plan import Plan, max_micro_batch, max_seq_len
 from memlib.playground import Playground
 from memlib.units import fmt_count
@@ -56,6 +57,8 @@ RECIPES = {
                                                                     recompute="full"),
     "LoRA + recompute": lambda m: estimate_training(m, SEQ, MB, finetune="lora", recompute="full", **LORA),
     "QLoRA + recompute": lambda m: estimate_training(m, SEQ, MB, finetune="qlora", recompute="full", **LORA),
+    "full · pure bf16 + 8-bit AdamW + recompute": lambda m: estimate_training(m, SEQ, MB, optimizer="adamw-8bit",
+                                                                              precision="bf16", recompute="full"),
     "serve · bf16": lambda m: estimate_inference(m, batch=1, context_len=4096, weights="bf16"),
     "serve · int4 (AWQ)": lambda m: estimate_inference(m, batch=1, context_len=4096, weights="int4-awq"),
 }
@@ -70,9 +73,21 @@ def estimate(recipe, model):
     return _done[key]
 
 
-def biggest(recipe, gpu):
-    """(largest ladder rung that memlib.fits, first rung that does not): memlib.llama_like.largest_that_fits."""
-    return largest_that_fits(LADDER, gpu, lambda m: estimate(recipe, m))
+_limits = {}
+
+
+def limit(recipe, gpu):
+    """The largest LLaMA-like shape memlib.fits under the recipe, searched continuously
+    (memlib.models.llama_like.largest_size_that_fits: width and depth interpolated along the ladder)."""
+    if (recipe, gpu) not in _limits:
+        _limits[recipe, gpu] = largest_size_that_fits(gpu, lambda m: estimate(recipe, m))
+    return _limits[recipe, gpu]
+
+
+def size(recipe, gpu):
+    """limit(), as said aloud ('4B')."""
+    best = limit(recipe, gpu)
+    return B(best.num_params) if best else "nothing"
 
 
 def offload_vs_baseline(gpu, accum):
@@ -101,12 +116,6 @@ def B(n):
     return f"{spoken(n / 1e9)}B"
 
 
-def rung(recipe, gpu):
-    """The largest fitting rung, as said aloud."""
-    best = biggest(recipe, gpu)[0]
-    return B(best.num_params) if best else "nothing"
-
-
 def verdict(e, gpu):
     return "fits" if fits(e, gpu).fits else "does not fit"
 
@@ -123,30 +132,18 @@ def verdict(e, gpu):
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
-    f"> **EN** Mixed-precision AdamW keeps "
-    f"{spoken(estimate('full · AdamW', M7).model_state_bytes / M7.num_params)} bytes per parameter, plus "
-    f"{spoken(estimate('full · AdamW', M7).counts['optimizer_temporary_bytes'] / M7.num_params)} during the "
-    f"optimizer step: 7B peaks near {spoken(gb(estimate('full · AdamW', M7).peak_bytes))} GB, so an A100 80GB "
-    f"fully trains only about {rung('full · AdamW', A100)}. 8-bit AdamW plus recompute brings 7B to "
-    f"{spoken(gb(estimate('full · 8-bit AdamW + recompute', M7).peak_bytes))} GB: it "
-    f"{verdict(estimate('full · 8-bit AdamW + recompute', M7), A100)}. ZeRO shards nothing on one GPU; "
-    f"offloading the optimizer to CPU RAM reaches {rung('full · ZeRO-Offload + recompute', A100)}; on 7B it runs "
-    f"{spoken(offload_slowdown(A100, 1))}x slower at one sequence "
-    f"per step. LoRA reaches {rung('LoRA + recompute', A100)}, QLoRA {rung('QLoRA + recompute', A100)}. "
-    f"An RTX 4090: full {rung('full · 8-bit AdamW + recompute', 'rtx-4090')}, LoRA "
-    f"{rung('LoRA + recompute', 'rtx-4090')}, QLoRA {rung('QLoRA + recompute', 'rtx-4090')}.\n\n"
-    f"> **中文** 混合精度 AdamW 全量训练每参数 "
-    f"{spoken(estimate('full · AdamW', M7).model_state_bytes / M7.num_params)} 字节，优化器更新时再临时多 "
-    f"{spoken(estimate('full · AdamW', M7).counts['optimizer_temporary_bytes'] / M7.num_params)} 字节："
-    f"7B 峰值约 {spoken(gb(estimate('full · AdamW', M7).peak_bytes))} GB，所以 A100 80GB 这样最多全量训约 "
-    f"{rung('full · AdamW', A100)}。8-bit AdamW 加重计算让 7B 降到 "
-    f"{spoken(gb(estimate('full · 8-bit AdamW + recompute', M7).peak_bytes))} GB，"
-    f"{'放得下' if fits(estimate('full · 8-bit AdamW + recompute', M7), A100).fits else '仍放不下'}。"
-    f"单卡上 ZeRO 无可分片；把优化器卸载到 CPU 内存可训到 {rung('full · ZeRO-Offload + recompute', A100)}，"
-    f"7B 每步一条序列时慢 {spoken(offload_slowdown(A100, 1))} 倍。"
-    f"LoRA 可到 {rung('LoRA + recompute', A100)}，QLoRA {rung('QLoRA + recompute', A100)}。RTX 4090："
-    f"全量 {rung('full · 8-bit AdamW + recompute', 'rtx-4090')}，LoRA {rung('LoRA + recompute', 'rtx-4090')}，"
-    f"QLoRA {rung('QLoRA + recompute', 'rtx-4090')}。\n\n"
+    f"> **EN** Count bytes per parameter at the peak. Mixed-precision AdamW keeps "
+    f"{spoken(estimate('full · AdamW', M7).model_state_bytes / M7.num_params)}, so an A100 80GB fully trains "
+    f"only about {size('full · AdamW', A100)}. Levers: 8-bit AdamW with recompute (about "
+    f"{size('full · 8-bit AdamW + recompute', A100)}), LoRA ({size('LoRA + recompute', A100)}) or QLoRA "
+    f"({size('QLoRA + recompute', A100)}); ZeRO shards nothing on one GPU, and CPU offload buys size with host "
+    f"RAM and a slower step. Caveat: these limits assume one short sequence per step; longer sequences lower "
+    f"them.\n\n"
+    f"> **中文** 按峰值时每参数字节数算。混合精度 AdamW 每参数 "
+    f"{spoken(estimate('full · AdamW', M7).model_state_bytes / M7.num_params)} 字节，A100 80GB 全量只能训约 "
+    f"{size('full · AdamW', A100)}。手段：8-bit AdamW 加重计算约 {size('full · 8-bit AdamW + recompute', A100)}，"
+    f"LoRA 约 {size('LoRA + recompute', A100)}，QLoRA 约 {size('QLoRA + recompute', A100)}；单卡上 ZeRO 无可分片，"
+    f"CPU 卸载用内存和速度换规模。注意：这是每步一条短序列时的上限，序列更长上限更低。\n\n"
     "The long answer follows: every figure above is derived in section 5."))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -229,7 +226,7 @@ display(Markdown(
     f"\"48GB\" shows {gib(memlib.get_gpu('l40s').torch_total_bytes):.1f} GiB."))
 
 # %% [markdown]
-# ### Step 2 · Model states: 16 bytes per parameter, and 4 more during the step
+# ### Step 2 · Model states: 16 bytes per parameter, and 4 more during torch's foreach AdamW step
 
 # %% [markdown]
 # ✏️ **Back of the envelope.** Mixed-precision AdamW: 16-bit weights 2 + gradients 2 + fp32 master 4
@@ -263,7 +260,8 @@ display(Markdown(
     f"The peak is **{gb(amp7.peak_bytes):.1f} GB** during the {amp7.phase} step, "
     f"{amp7.peak_bytes / pencil_states - 1:+.0%} over the pencil: it left out torch's foreach AdamW, whose step "
     f"allocates a temporary the size of the second moments ({gb(step_extra):.1f} GB, "
-    f"{step_extra / N7:.0f} B/param; `optimizer_impl=\"fused\"` avoids it)."))
+    f"{step_extra / N7:.0f} B/param). The temporary belongs to that implementation: torch's fused AdamW "
+    f"(`optimizer_impl=\"fused\"`) and DeepSpeed's FusedAdam update in place and allocate none."))
 
 # %% [markdown]
 # ### Step 3 · Activations, and what recompute keeps
@@ -288,9 +286,12 @@ def largest(est, part):
 gpt_layer = korthikanti_layer_bytes(SEQ, MB, M7.hidden_size, M7.num_heads, recompute="selective")
 act_none, act_full = largest(amp7, "activations"), largest(rc7, "activations")
 casts7 = largest(amp7, "autocast_copies")
+rc_at_max = max(rc7.moments, key=lambda mo: mo.parts.get("activations", 0))  # when full recompute keeps the most
+rc_at_loss = next(mo for mo in rc7.moments if mo.where.startswith("at the loss")).parts["activations"]  # end of the forward
 print(f"one layer: GPT 34sbh {gb(gpt_layer):.3f} GB, LLaMA ledger {gb(amp7.layer.total):.3f} GB")
 print(f"activations, no recompute: {gb(act_none):.2f} GB (34sbh x L: {gb(gpt_layer * M7.num_layers):.2f} GB)")
-print(f"activations, full recompute: {gb(act_full):.2f} GB; autocast copies at most {gb(casts7):.2f} GB")
+print(f"activations, full recompute: {gb(act_full):.2f} GB ({rc_at_max.name}: {rc_at_max.where}), "
+      f"{gb(rc_at_loss):.2f} GB at the loss; autocast copies at most {gb(casts7):.2f} GB")
 print(f"at the peak ({amp7.phase}): activations {gb(amp7.breakdown['activations']):.2f} GB")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
@@ -299,7 +300,9 @@ display(Markdown(
     f"over 34·s·b·h, so **{gb(act_none):.1f} GB** over {M7.num_layers} layers. The pencil left out what a LLaMA "
     f"layer adds to a GPT one: the SwiGLU MLP keeps four tensors of s × {M7.intermediate_size:,}, and Hugging Face's "
     f"RMSNorm keeps an fp32 copy of its input and a 16-bit cast of its output per projection. Full recompute keeps "
-    f"**{gb(act_full):.2f} GB**. Under AMP, autocast also holds up to **{gb(casts7):.1f} GB** of 16-bit weight "
+    f"**{gb(act_full):.2f} GB** at its largest, {rc_at_max.where} in the backward; at the loss, the moment notebook 00 "
+    f"quotes, it keeps {gb(rc_at_loss):.2f} GB (each layer's input alone), so the two notebooks' figures are two "
+    f"moments of one step. Under AMP, autocast also holds up to **{gb(casts7):.1f} GB** of 16-bit weight "
     f"copies at the end of the forward. None of it is alive at plain AdamW's peak: the {amp7.phase} step comes "
     f"after the backward freed them ({gb(amp7.breakdown['activations']):.1f} GB there)."))
 
@@ -350,9 +353,11 @@ display(Markdown(
 # %% [markdown]
 # ### Step 5 · The largest model per GPU and recipe
 #
-# The catalog jumps from 0.5B to 7B, so the sweep climbs memlib's **LLaMA-like ladder**
-# (`memlib.llama_like.ladder()`): LLaMA-1 blocks at published widths and depths. They are shapes,
-# not checkpoints; the 6.74B, 13.0B, 32.5B and 65.3B rungs are exactly LLaMA-7B/13B/33B/65B.
+# The catalog jumps from 0.5B to 7B, so the search runs over memlib's **LLaMA-like shapes**: LLaMA-1
+# blocks whose width and depth are interpolated between published widths and depths
+# (`memlib.models.llama_like.llama_like_of_size`; the rungs of `ladder()` are the anchors, and the
+# 6.74B, 13.0B, 32.5B and 65.3B rungs are exactly LLaMA-7B/13B/33B/65B). They are shapes, not
+# checkpoints. `largest_size_that_fits` bisects the size to 1%, so a limit is a size, not a rung.
 
 # %% [markdown]
 # ✏️ **Back of the envelope.** Divide the ~80 GB of step 1 by the bytes per parameter at the peak:
@@ -361,39 +366,40 @@ display(Markdown(
 
 # %%
 # NBVAL_CHECK_OUTPUT
-# memlib.llama_like.largest_that_fits: the largest rung memlib.fits and the first that does not
+# memlib.models.llama_like.largest_size_that_fits: the largest interpolated shape memlib.fits (to 1%)
 PENCIL_LARGEST = {"full · AdamW": 4e9, "full · 8-bit AdamW + recompute": 8e9, "full · ZeRO-Offload + recompute": 40e9,
                   "LoRA + recompute": 40e9, "QLoRA + recompute": 145e9, "serve · bf16": 40e9,
                   "serve · int4 (AWQ)": 145e9}  # the pencil's figures above
 
 
 def cell(recipe, gpu):
-    best, fail = biggest(recipe, gpu)
-    ok = fmt_count(best.num_params) if best else "none"
-    return f"{ok} (✗ {fmt_count(fail.num_params)})" if fail else f"≥ {ok}"
+    best = limit(recipe, gpu)
+    return fmt_count(best.num_params) if best else "none"
 
 
-print("ladder:", ", ".join(fmt_count(m.num_params) for m in LADDER))
 largest_table = markdown_table([(r, *(cell(r, g) for g in GPUS)) for r in RECIPES],
-                               ["largest rung that fits (first that does not)", *GPUS])
+                               ["largest LLaMA-like size that fits", *GPUS])
 print(largest_table)
-bracket = {r: (biggest(r, A100)[0].num_params <= p < (biggest(r, A100)[1] or LADDER[-1]).num_params)
-           for r, p in PENCIL_LARGEST.items()}
-print("pencil between the last rung that fits and the first that does not (A100 80GB):", bracket)
+pencil_ratio = {r: p / limit(r, A100).num_params for r, p in PENCIL_LARGEST.items()}
+print("pencil / memlib on an A100 80GB:", {r: round(x, 2) for r, x in pencil_ratio.items()})
+off_limit = limit("full · ZeRO-Offload + recompute", A100)
+off_host = estimate("full · ZeRO-Offload + recompute", off_limit).host_bytes  # memlib: fp32 master, m, v, gradients
+print(f"ZeRO-Offload limit {fmt_count(off_limit.num_params)}: host RAM {gb(off_host):.0f} GB "
+      f"({off_host / off_limit.num_params:.0f} B/param)")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(largest_table))
 display(Markdown(
-    f"On an A100 80GB: full AdamW **{rung('full · AdamW', A100)}**, 8-bit AdamW + recompute "
-    f"**{rung('full · 8-bit AdamW + recompute', A100)}**, ZeRO-Offload **{rung('full · ZeRO-Offload + recompute', A100)}** "
-    f"(host RAM permitting), LoRA **{rung('LoRA + recompute', A100)}**, QLoRA **{rung('QLoRA + recompute', A100)}**; it "
-    f"serves {rung('serve · bf16', A100)} in bf16 and {rung('serve · int4 (AWQ)', A100)} in int4. The pencil lands "
-    f"between the last rung that fits and the first that does not for {sum(bracket.values())} of the "
-    f"{len(bracket)} recipes: what it leaves out (activations, logits, the KV cache, the 16-bit embedding and head "
-    f"that 4-bit formats keep) costs less than the gap between two rungs "
-    f"({fmt_count(biggest('LoRA + recompute', A100)[0].num_params)} → "
-    f"{fmt_count(biggest('LoRA + recompute', A100)[1].num_params)}). Read the ladder as "
-    f"\"this size fits, the next does not\", not as an exact limit."))
+    f"On an A100 80GB: full AdamW **{size('full · AdamW', A100)}**, 8-bit AdamW + recompute "
+    f"**{size('full · 8-bit AdamW + recompute', A100)}**, ZeRO-Offload **{size('full · ZeRO-Offload + recompute', A100)}**, "
+    f"LoRA **{size('LoRA + recompute', A100)}**, QLoRA **{size('QLoRA + recompute', A100)}**; it serves "
+    f"{size('serve · bf16', A100)} in bf16 and {size('serve · int4 (AWQ)', A100)} in int4. The pencil is within "
+    f"{max(abs(x - 1) for x in pencil_ratio.values()):.0%} of every limit: what it leaves out (activations, logits, "
+    f"the KV cache, the 16-bit embedding and head that 4-bit formats keep) is small beside the states. "
+    f"Offload's limit is the GPU's; the host must hold the rest: **{gb(off_host):.0f} GB of RAM** for the "
+    f"{size('full · ZeRO-Offload + recompute', A100)} shape ({off_host / off_limit.num_params:.0f} B/param: fp32 "
+    f"master weights, m, v and gradients), and DeepSpeed's pinned staging buffers add more on top "
+    f"(memlib leaves them out). A real model with a larger vocabulary (Qwen2, Llama 3) needs more than its shape here."))
 
 # %% [markdown]
 # ### Step 6 · What offload costs in time
@@ -487,12 +493,12 @@ Playground(model="llama-7b", gpu=A100)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-# memlib.llama_like.largest_that_fits per card, against what torch reports (memlib.gpus torch_total_mib)
+# memlib.models.llama_like.largest_size_that_fits per card, against what torch reports (memlib.gpus torch_total_mib)
 CARDS = ["rtx-4090", "rtx-a6000", "l40s", "a100-80gb", "h100-80gb", "h200"]
 SHOW = ["full · 8-bit AdamW + recompute", "full · ZeRO-Offload + recompute", "LoRA + recompute", "QLoRA + recompute",
         "serve · bf16", "serve · int4 (AWQ)"]
 rows = [(memlib.get_gpu(g).display_name, f"{gib(memlib.get_gpu(g).torch_total_bytes):.1f} GiB",
-         *(fmt_count(biggest(r, g)[0].num_params) if biggest(r, g)[0] else "none" for r in SHOW)) for g in CARDS]
+         *(cell(r, g) for r in SHOW)) for g in CARDS]
 cards_table = markdown_table(rows, ["card", "torch sees", "full (8-bit + rc)", "ZeRO-Offload", "LoRA", "QLoRA",
                                     "serve bf16", "serve int4"])
 print(cards_table)
@@ -500,14 +506,14 @@ print(cards_table)
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(cards_table))
 display(Markdown(
-    f"A 24 GB RTX 4090 fully fine-tunes only **{rung('full · 8-bit AdamW + recompute', 'rtx-4090')}** with the states "
-    f"on the card; ZeRO-Offload stretches that to {rung('full · ZeRO-Offload + recompute', 'rtx-4090')} (with "
+    f"A 24 GB RTX 4090 fully fine-tunes only **{size('full · 8-bit AdamW + recompute', 'rtx-4090')}** with the states "
+    f"on the card; ZeRO-Offload stretches that to {size('full · ZeRO-Offload + recompute', 'rtx-4090')} (with "
     f"{gb(MENU['ZeRO-Offload'].host_bytes):.0f} GB of host RAM for a 7B). Its realistic uses are LoRA up to "
-    f"**{rung('LoRA + recompute', 'rtx-4090')}**, QLoRA up to **{rung('QLoRA + recompute', 'rtx-4090')}** and serving "
-    f"{rung('serve · bf16', 'rtx-4090')} in bf16. The two 48 GB cards differ: torch sees "
+    f"**{size('LoRA + recompute', 'rtx-4090')}**, QLoRA up to **{size('QLoRA + recompute', 'rtx-4090')}** and serving "
+    f"{size('serve · bf16', 'rtx-4090')} in bf16. The two 48 GB cards differ: torch sees "
     f"{gib(memlib.get_gpu('rtx-a6000').torch_total_bytes):.1f} GiB of an RTX A6000 but "
     f"{gib(memlib.get_gpu('l40s').torch_total_bytes):.1f} GiB of an L40S (ECC on), enough to change the bf16 "
-    f"serving rung ({rung('serve · bf16', 'rtx-a6000')} vs {rung('serve · bf16', 'l40s')})."))
+    f"serving limit ({size('serve · bf16', 'rtx-a6000')} vs {size('serve · bf16', 'l40s')})."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2: 单卡场景下 ZeRO-3 有用吗？ (Does ZeRO-3 help on one GPU?)
@@ -623,6 +629,53 @@ display(Markdown(
     f"GPU, the rest in host RAM, at the time cost of step 6): {where('ZeRO-Offload + recompute')}."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### LoRA with checkpointing: what must you set, and what does sequence packing save?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+# memlib.estimate_training: llama-7b LoRA on an RTX 4090, with and without recompute; four 512-token samples
+# padded to 2,048 each (micro-batch 4) against packed into one 2,048-token row (micro-batch 1)
+lora_norc = estimate_training(M7, SEQ, MB, finetune="lora", **LORA)
+padded = estimate_training(M7, SEQ, 4, finetune="lora", recompute="full", **LORA)
+print(f"LoRA peak: {gb(lora_norc.peak_bytes):.1f} GB without recompute, {gb(MENU['LoRA'].peak_bytes):.1f} GB with; "
+      f"4 samples padded {gb(padded.peak_bytes):.1f} GB, packed {gb(MENU['LoRA'].peak_bytes):.1f} GB")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+display(Markdown(
+    f"Recompute is what fits 7B LoRA on a 24 GB card: **{gb(lora_norc.peak_bytes):.1f} GB** without it "
+    f"({verdict(lora_norc, 'rtx-4090')}), **{gb(MENU['LoRA'].peak_bytes):.1f} GB** with it. Two settings make it work "
+    "with a frozen base. The embedding's output does not require grad, so torch's old reentrant checkpoint "
+    "(`use_reentrant=True`) would pass no gradient into the checkpointed blocks and the adapters would not learn: "
+    "call `model.enable_input_require_grads()` (PEFT's `prepare_model_for_kbit_training` does) or pass "
+    "`gradient_checkpointing_kwargs={\"use_reentrant\": False}`. Packing short samples into one row instead of "
+    f"padding each to 2,048 tokens saves memory and compute alike: four 512-token samples padded peak at "
+    f"{gb(padded.peak_bytes):.1f} GB, packed into one row at {gb(MENU['LoRA'].peak_bytes):.1f} GB; with "
+    "FlashAttention's variable-length kernels (`DataCollatorWithFlattening`) the samples do not attend to each other."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Memory is not the only limit: how long does one GPU take, and which GPUs run bf16?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+# memlib.cost.training_run: 6N + attention FLOPs per token (memlib.flops_per_token) / (dense peak x MFU)
+from memlib import cost  # noqa: E402
+
+run1 = cost.training_run(M7, 1e12, A100, 1, mfu=memlib.timing.DEFAULT_MFU, seq_len=SEQ)
+no_bf16 = [g for g in ("v100-32gb", "t4", "rtx-4090", "a100-80gb", "h100-80gb") if not memlib.get_gpu(g).bf16_tflops]
+print(f"llama-7b on 1T tokens, one A100 at {memlib.timing.DEFAULT_MFU:.0%} MFU: {run1.days:,.0f} days "
+      f"({run1.days / 365:.1f} years)")
+print("no bf16 tensor cores:", no_bf16)
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+display(Markdown(
+    f"A 7B that fits an A100 is not a 7B you can pre-train on one: 1T tokens at "
+    f"{memlib.timing.DEFAULT_MFU:.0%} MFU take **{run1.days:,.0f} days** ({run1.days / 365:.0f} years; "
+    f"`memlib.cost.training_run`). One GPU is for fine-tuning on millions of tokens, not pre-training. "
+    f"The GPU requirement is also a generation: bf16 needs Ampere (A100, RTX 30xx) or newer; "
+    f"{', '.join(no_bf16)} have no bf16 tensor cores, so they train in fp16 with a loss scaler "
+    f"(`precision=\"fp16-mixed\"`)."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### nvidia-smi says 81,920 MiB, torch says less, and my job OOMs below both: why?
 
 # %%
@@ -669,8 +722,8 @@ display(Markdown("\n".join([
     f"- **Offload needs host RAM.** ZeRO-Offload of llama-7b needs {gb(MENU['ZeRO-Offload'].host_bytes):.0f} GB of it.",
     f"- **GB vs GiB, nominal vs torch.** \"80GB\" is {a100.memory_gib:.0f} GiB nominal; torch sees "
     f"{gib(a100.torch_total_bytes):.2f} GiB.",
-    "- **Ladder rungs are shapes.** The LLaMA-like rungs other than 7B/13B/33B/65B are illustrative; a real "
-    "model of similar size with a larger vocabulary (Qwen2, Llama 3) needs more.",
+    "- **Limits are sizes of a shape family.** The LLaMA-like shapes other than 7B/13B/33B/65B are illustrative; "
+    "a real model of similar size with a larger vocabulary (Qwen2, Llama 3) needs more.",
 ])))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -691,7 +744,7 @@ display(Markdown("\n".join([
 eight7 = e8.counts["optimizer_bytes"]
 e13 = estimate_training(m13, SEQ, MB)
 h200_13 = fits(estimate_training(m13, SEQ, MB, optimizer="adamw-8bit", recompute="full"), "h200")
-off_a100 = biggest("full · ZeRO-Offload + recompute", A100)[0]
+off_a100 = limit("full · ZeRO-Offload + recompute", A100)
 nvme4090 = estimate_training(M7, SEQ, MB, recompute="full", zero_stage=3, offload="optimizer+params",
                              offload_device="nvme")
 t_nvme = step_time(nvme4090, "rtx-4090")
@@ -704,12 +757,16 @@ ds15 = estimate_training(m15, SEQ, MB, zero_stage=1, dp=2)
 P15, G15, O15 = (ds15.counts[k + "_unsharded"] for k in ("param_bytes", "grad_bytes", "optimizer_bytes"))
 amp15 = estimate_training(m15, SEQ, MB, recompute="full")
 bit15 = estimate_training(m15, SEQ, MB, recompute="full", optimizer="adamw-8bit")
+m70 = memlib.get_model("llama-2-70b")
+# bytes one AdamW update moves per parameter (memlib.cost.conventions.optimizer_step_hbm_bytes) over HBM bandwidth
+adam_s = {o: optimizer_step_hbm_bytes(N7, o) / a100.memory_bandwidth_bytes_per_s for o in ("adamw", "adamw-8bit")}
+t_fwd_bwd = step_time(rc7, A100).compute_s
 act_casts = max(mo.parts.get("activations", 0) + mo.parts.get("autocast_copies", 0) for mo in amp7.moments)
 cv = claim_verdict
 FACTS = [
     ("以 A100 80GB 为例，能训的最大模型约 7B（需配合激进优化），而 13B+ 基本不可能",
-     f"8-bit AdamW + recompute: {rung('full · 8-bit AdamW + recompute', A100)}; ZeRO-Offload: {B(off_a100.num_params)}",
-     overall(cv(7e9, biggest('full · 8-bit AdamW + recompute', A100)[0].num_params),
+     f"8-bit AdamW + recompute: {size('full · 8-bit AdamW + recompute', A100)}; ZeRO-Offload: {B(off_a100.num_params)}",
+     overall(cv(7e9, limit('full · 8-bit AdamW + recompute', A100).num_params),
            cv(False, fits(estimate('full · ZeRO-Offload + recompute', m13), A100).fits)),
      "7B with aggressive tricks is right; 13B+ is possible with ZeRO-Offload (host RAM, slower), LoRA or QLoRA."),
     ("参数：FP16 下 7B × 2 bytes = 14GB", f"{gb(P_ds):.2f} GB in 16-bit; {gb(P_amp):.2f} GB as AMP's fp32 weights",
@@ -757,10 +814,16 @@ FACTS = [
      f"(ZeRO-Infinity) on a 4090: {t_nvme.step_s / t_nvme.compute_s:.0f}x",
      overall(cv((10, 100), slow[(A100, 1)]), cv((10, 100), t_nvme.step_s / t_nvme.compute_s)),
      "Optimizer offload to RAM costs a few times the compute, less with accumulation; 10-100x fits NVMe/parameter offload."),
-    ("24GB 显存下，只能训 1-2B 模型", f"RTX 4090 full fine-tuning: {rung('full · AdamW', 'rtx-4090')} (AdamW), "
-     f"{rung('full · 8-bit AdamW + recompute', 'rtx-4090')} (8-bit AdamW + recompute)",
-     cv((1e9, 2e9), biggest("full · 8-bit AdamW + recompute", "rtx-4090")[0].num_params),
-     "Right for full fine-tuning with the states on the GPU."),
+    ("24GB 显存下，只能训 1-2B 模型",
+     f"RTX 4090, states on the card: AMP AdamW {size('full · AdamW', 'rtx-4090')}, AMP 8-bit AdamW + recompute "
+     f"{size('full · 8-bit AdamW + recompute', 'rtx-4090')}, pure bf16 + 8-bit AdamW + recompute "
+     f"{size('full · pure bf16 + 8-bit AdamW + recompute', 'rtx-4090')} "
+     f"({estimate('full · pure bf16 + 8-bit AdamW + recompute', M7).model_state_bytes / N7:.0f} B/param)",
+     cv((1e9, 2e9), limit("full · pure bf16 + 8-bit AdamW + recompute", "rtx-4090").num_params),
+     "Right only for AMP with fp32 weights. Pure bf16 weights with 8-bit AdamW (no fp32 master; needs "
+     "stochastic rounding or Kahan summation) reach the size in the middle column; LOMO (fused update, no "
+     "optimizer state; Lv et al. 2023) and GaLore (low-rank gradient projection; Zhao et al. 2024 pre-train "
+     "a 7B on a 24 GB RTX 4090) go further."),
     ("以 1.5B 为例：参数 3GB、梯度 3GB、优化器状态 18GB…总计 24.5GB，略超",
      f"{gb(P15):.1f} + {gb(G15):.1f} + {gb(O15):.1f} GB of states (illustrative 1.5B shape); AMP + recompute peak "
      f"{gb(amp15.peak_bytes):.1f} GB: {verdict(amp15, 'rtx-4090')} a 4090",
@@ -784,6 +847,17 @@ FACTS = [
      "Equal, yes; but both equal no ZeRO at all: on one GPU ZeRO-1 shards no optimizer state either."),
     ("梯度检查点…代价是约 20-30% 的训练时间增加", f"FLOPs per token × {f_full / f_none:.2f}",
      cv((1.2, 1.3), f_full / f_none), "One extra forward: a third more FLOPs for a dense model at 2k tokens."),
+    ("训练速度极慢（因 8-bit 优化器有额外量化/反量化开销…）",
+     f"optimizer step, llama-7b on an A100: 32-bit {adam_s['adamw'] * 1e3:.0f} ms, 8-bit {adam_s['adamw-8bit'] * 1e3:.0f} ms; "
+     f"the step's compute {t_fwd_bwd:.2f} s",
+     cv(True, adam_s["adamw-8bit"] > adam_s["adamw"]),
+     "The update is bandwidth-bound: bitsandbytes dequantizes and requantizes in registers, and 8-bit states move "
+     "fewer bytes than fp32 ones; both updates are a few % of a step."),
+    ("若模型层数多（如 70B 的 80 层），重计算开销更大，可能达 40%",
+     f"{recompute_overhead(m70, SEQ):.1%} for 80 layers, {recompute_overhead(M7, SEQ):.1%} for 32 "
+     "(decoder blocks checkpointed, head not)", cv(0.40, recompute_overhead(m70, SEQ)),
+     "One extra forward of the blocks: about a third of 6N whatever the depth; a long sequence's attention "
+     "share, not the layer count, moves it."),
     ("远超单卡 80GB", f"A100 80GB = {a100.memory_gb:.1f} GB; torch sees {gb(a100.torch_total_bytes):.1f} GB",
      cv(80e9, a100.torch_total_bytes), "The card is 80 GiB; decimal sums understate it by 6%."),
 ]

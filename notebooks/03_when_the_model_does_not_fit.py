@@ -92,22 +92,17 @@ def offload_slowdown(ga):
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
-    f"> **EN** Training or serving? How many GPUs? Training 7B needs "
-    f"{spoken(gb(train7().model_state_bytes))} GB of AdamW states plus activations: remove the largest part first. "
-    f"ZeRO-3 shards states, {spoken(gb(zero.zero_model_state_bytes(P7, 3, 8)))} GB per GPU on eight; "
-    f"recompute trades a third more compute for activations; tensor parallelism splits layers within a node; CPU "
-    f"offload comes last, {spoken(offload_slowdown(1))}x slower at one sequence per step. QLoRA fine-tunes 7B in "
-    f"{spoken(gb(train7(finetune='qlora', lora_targets='all-linear', recompute='full').peak_bytes))} GB. Serving: "
-    f"4-bit weights take {spoken(gb(memlib.estimate_inference(M7, weights='int4-awq').weight_bytes))} GB, then the "
-    f"KV cache, {spoken(gb(memlib.estimate_inference(M7, context_len=CTX).kv_cache_bytes))} GB per 4k-token "
-    f"sequence, limits.\n\n"
-    f"> **中文** 先问：训练还是推理？几张卡？训练 7B 光 AdamW 模型状态就 "
-    f"{spoken(gb(train7().model_state_bytes))} GB，再加激活值：先去掉最大的那部分。ZeRO-3 分片模型状态，8 卡每卡 "
-    f"{spoken(gb(zero.zero_model_state_bytes(P7, 3, 8)))} GB；重计算多花三分之一算力换激活值；张量并行在机内切层；"
-    f"CPU 卸载放最后，每步一条序列时慢 {spoken(offload_slowdown(1))} 倍。只需微调时 QLoRA 让 7B 只占 "
-    f"{spoken(gb(train7(finetune='qlora', lora_targets='all-linear', recompute='full').peak_bytes))} GB。推理：4-bit 权重 "
-    f"{spoken(gb(memlib.estimate_inference(M7, weights='int4-awq').weight_bytes))} GB，之后瓶颈是 KV cache，每条 4k "
-    f"序列 {spoken(gb(memlib.estimate_inference(M7, context_len=CTX).kv_cache_bytes))} GB。\n\n"
+    f"> **EN** First ask: training or serving, and on how many GPUs? Then remove the largest part at the peak. "
+    f"Training 7B holds {spoken(gb(train7().model_state_bytes))} GB of AdamW states. Levers: ZeRO-3 shards them "
+    f"({spoken(gb(zero.zero_model_state_bytes(P7, 3, 8)))} GB per GPU on eight), recompute trades extra compute for "
+    f"activations, tensor parallelism splits each layer's matrices within a node, CPU offload comes last. Serving: "
+    f"4-bit weights ({spoken(gb(memlib.estimate_inference(M7, weights='int4-awq').weight_bytes))} GB), then the KV "
+    f"cache limits. Caveat: every lever costs communication, compute or accuracy.\n\n"
+    f"> **中文** 先问：训练还是推理？几张卡？再去掉峰值时最大的那部分。训练 7B 光 AdamW 模型状态就 "
+    f"{spoken(gb(train7().model_state_bytes))} GB。手段：ZeRO-3 分片（8 卡每卡 "
+    f"{spoken(gb(zero.zero_model_state_bytes(P7, 3, 8)))} GB），重计算用算力换激活值，张量并行在机内切分每层的矩阵，"
+    f"CPU 卸载放最后。推理：4-bit 权重 {spoken(gb(memlib.estimate_inference(M7, weights='int4-awq').weight_bytes))} GB，"
+    f"之后瓶颈是 KV cache。注意：每个手段都有代价（通信、算力或精度）。\n\n"
     "The long answer follows: every figure above is derived in section 5."))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -639,8 +634,8 @@ print(table_mb)
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_mb))
 display(Markdown(
-    "Each micro-batch gathers every weight twice, so 8 sequences per GPU cost 8× the traffic as 8 micro-batches "
-    "of 1 as they do as one micro-batch of 8. Inside an NVLink node the compute hides either; across nodes "
+    "Each micro-batch gathers every weight twice (forward and backward), so 8 sequences per GPU sent as 8 "
+    "micro-batches of 1 cost 8× the gather traffic of one micro-batch of 8. Inside an NVLink node the compute hides either; across nodes "
     "(InfiniBand) the gathers of small micro-batches stick out of the compute. A bigger micro-batch cuts the "
     "traffic but multiplies the activations: with recompute, take the largest micro-batch that fits and "
     "accumulate the rest; without recompute, accumulation is what fits."))
@@ -854,6 +849,9 @@ tp_z3 = next(p for p in p13.feasible if p.settings["tp"] == 2 and p.settings["ze
 off_all = {ga: off_t["+ offload optimizer+params (CPU)", ga].step_s / off_t["ZeRO-3", ga].step_s for ga in (1, 8)}
 off_nv = off_t["+ offload optimizer+params (NVMe)", 1].step_s / off_t["ZeRO-3", 1].step_s
 seed_tok_s = (t3080.tokens_per_step / 5, t3080.tokens_per_step / 3)  # the seed's own 3-5 s per 2048-token step
+mfu_tpz3 = memlib.cost.mfu_from_throughput(M13, SEQ, tp_z3.tokens_per_s_per_gpu, A100)  # model FLOPs / peak
+h_, i_ = 4096, 11008  # one llama-7b MLP projection (memlib.inference.quantized_linear_bytes)
+nf4_bpp, awq_bpp = (memlib.inference.quantized_linear_bytes(h_, i_, f) / (h_ * i_) for f in ("nf4", "int4-awq"))
 fact_rows = [
     ["“以 7B 参数、FP16 精度为例：参数占 14GB，梯度同 14GB，Adam 优化器状态（动量+方差）占 28GB，合计 56GB”",
      f"pure fp16 {GB(fp16_pure.model_state_bytes)}; mixed precision {GB(amp.model_state_bytes)}",
@@ -935,6 +933,18 @@ fact_rows = [
      cv(True, traffic[3, 1][0] > traffic[2, 1][1]),
      f"Right: at one micro-batch {traffic[3, 1][0] / traffic[2, 1][1]:.2f}× the ZeRO paper's ZeRO-2; and it gathers "
      "twice per micro-batch (forward and backward), so the overhead grows with gradient accumulation."],
+    ["“典型实现如 GPipe、DeepSpeed 的 PipeDream”", "not computed (attribution)", WRONG,
+     "PipeDream is Microsoft Research's system (Narayanan et al. 2019, SOSP); DeepSpeed's pipeline engine runs a "
+     "1F1B schedule like PipeDream-Flush (Narayanan et al. 2021, PipeDream-2BW), not PipeDream itself."],
+    ["“最终用 TP=2 + ZeRO-3 在 4×A100 上实现 80% 的 MFU”",
+     f"TP=2 + ZeRO-3, 13B on 4 A100s: {mfu_tpz3:.0%} MFU (memlib.step_time with {DEFAULT_MFU:.0%} for the matmuls)",
+     cv(0.80, mfu_tpz3), "Beyond any published training run: Megatron-LM's best on A100s is 52% (163 of 312 "
+     "TFLOP/s, Narayanan et al. 2021), Llama 3 reports 38-43% on H100s."],
+    ["“INT4 推理需特定 kernel 支持（如 bitsandbytes、AutoGPTQ）”",
+     f"NF4 (bitsandbytes) {nf4_bpp:.3f} B/weight vs AWQ int4 {awq_bpp:.3f} B/weight in one projection",
+     overall(cv(True, True), WRONG),
+     "Special kernels, yes; but bitsandbytes runs its own NF4/FP4 format (QLoRA's), not GPTQ or AWQ checkpoints, "
+     "which run on ExLlama, Marlin or AWQ's GEMM kernels."],
     ["“PP 适合层数极深（>80 层）的模型”", "not computed", "➖",
      f"Opinion. PP is chosen for memory and slow inter-node links (LLaMA-2-70B has "
      f"{memlib.get_model(M70).num_layers} layers)."],

@@ -90,22 +90,17 @@ def chats(gpu, tp, weights, kv_cache="bf16", context=CTX, model=MODEL):
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
-    f"> **EN** On two A100 80GB ({GB(2 * usable_bytes(get_gpu(A100)), 0)}), bf16 weights take "
-    f"{GB(estimate_inference(MODEL, weights='bf16').weight_bytes, 0)} and each 8k chat needs "
-    f"{GB(kv_bytes_per_token(get_model(MODEL)) * CTX)} of KV cache, so about {r2(chats(A100, 2, 'bf16'))} chats "
-    f"fit (vLLM's default 90% cap admits {vllm_max_concurrency(MODEL, A100, CTX, weights='bf16', tp=2):.0f}). "
-    f"With fp8 or int8 weights, about {r2(chats(A100, 2, 'fp8-block'))}; add an fp8 KV cache, about "
-    f"{r2(chats(A100, 2, 'fp8-block', 'fp8'))}. On eight H100 split eight ways, bf16 fits about "
-    f"{r2(chats(H100, 8, 'bf16'))} chats, {r2(chats(H100, 8, 'bf16', 'fp8'))} with fp8 KV; two four-GPU "
-    f"replicas store the weights twice and fit about {r2(2 * chats(H100, 4, 'bf16'))}.\n\n"
-    f"> **中文** 两张 A100 80GB 共 {GB(2 * usable_bytes(get_gpu(A100)), 0)}，bf16 权重就占 "
-    f"{GB(estimate_inference(MODEL, weights='bf16').weight_bytes, 0)}，每个 8k 对话的 KV cache 要 "
-    f"{GB(kv_bytes_per_token(get_model(MODEL)) * CTX)}，只能放约 {r2(chats(A100, 2, 'bf16'))} 个"
-    f"（vLLM 默认 90% 显存上限只给约 {vllm_max_concurrency(MODEL, A100, CTX, weights='bf16', tp=2):.0f} 个）。"
-    f"改用 fp8 或 int8 权重约 {r2(chats(A100, 2, 'fp8-block'))} 个，再用 fp8 KV cache 约 "
-    f"{r2(chats(A100, 2, 'fp8-block', 'fp8'))} 个。8 张 H100 八卡张量并行：bf16 约 {r2(chats(H100, 8, 'bf16'))} 个，"
-    f"fp8 KV 约 {r2(chats(H100, 8, 'bf16', 'fp8'))} 个；两个四卡副本要存两份权重，合计只有约 "
-    f"{r2(2 * chats(H100, 4, 'bf16'))} 个。\n\n"
+    f"> **EN** Serving memory is weights plus KV cache, and the cache decides how many users fit. Llama-3-70B's "
+    f"cache costs ≈ {r2(kv_bytes_per_token(get_model(MODEL)) / 2**10)} KiB per token, so an 8k chat needs "
+    f"{G(kv_bytes_per_token(get_model(MODEL)) * CTX)}; after {G(estimate_inference(MODEL, weights='bf16').weight_bytes, 0)} "
+    f"of bf16 weights, two A100s hold about {r2(chats(A100, 2, 'bf16'))} chats. Levers: fp8 or int4 weights, an fp8 "
+    f"cache, tensor parallelism over more GPUs. Caveat: that count is worst-case, every chat at full length; real "
+    f"chats average shorter, so a server admits more and preempts when memory runs out.\n\n"
+    f"> **中文** 推理显存 = 权重 + KV cache，能服务多少用户由 KV cache 决定。Llama-3-70B 每个 token 的 KV cache 约 "
+    f"{r2(kv_bytes_per_token(get_model(MODEL)) / 2**10)} KiB，一个 8k 对话要 {G(kv_bytes_per_token(get_model(MODEL)) * CTX)}；"
+    f"两张 A100 放下 {G(estimate_inference(MODEL, weights='bf16').weight_bytes, 0)} 的 bf16 权重后约能放 "
+    f"{r2(chats(A100, 2, 'bf16'))} 个对话。手段：fp8 或 int4 权重、fp8 KV cache、更多卡张量并行。注意：这是最坏情况，"
+    f"每个对话都到满长度；实际平均更短，服务器会多接纳，显存不够时再抢占。\n\n"
     "The long answer follows: every figure above is derived in section 5."))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -120,7 +115,8 @@ display(Markdown(
 #   of 8 GPUs holds more chats, and what does it cost in communication?
 # - **What the server reserves**: vLLM's `gpu_memory_utilization`, the prefill chunk, the block size.
 # - **Speed, not only memory**: decode is memory-bound; every step reads all the weights and the
-#   whole cache, so a full GPU decodes at most (its memory ÷ its bandwidth) steps per second.
+#   whole cache, so a step takes at least (bytes read ÷ bandwidth), and each chat decodes at most
+#   (bandwidth ÷ bytes read) tokens per second: a full GPU's step is about its memory ÷ its bandwidth.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Words we use · 术语
@@ -202,7 +198,8 @@ display(Markdown(
                    ["weights", "bytes per weight in a projection", "memlib: whole model", "pencil", "memlib vs pencil"])
     + f"\n\n*What the pencil left out:* the embedding and the output head ({GB(emb)} together) stay 16-bit in "
     f"every quantized checkpoint; int8 adds a 4-byte scale per output row, int4 AWQ a 16-bit scale and a 4-bit "
-    f"zero per group of 128 (4.25 bits, not 4). So fp8 and int8 are {pct(weights['fp8'].weight_bytes, 70e9)} "
+    f"zero per group of 128 "
+    f"({per_param['int4 (AWQ)'] * 8:.3f} bits = 4 + 16/128 + 4/128, not 4). So fp8 and int8 are {pct(weights['fp8'].weight_bytes, 70e9)} "
     f"and int4 is {pct(weights['int4 (AWQ)'].weight_bytes, 35e9)} above the pencil, while bf16 is within "
     f"{abs(weights['bf16'].weight_bytes / 140e9 - 1):.1%}."))
 
@@ -438,8 +435,8 @@ display(Markdown(
     f"tokens/s each, {full8.tokens_per_s:,.0f} in all**; 2 × A100 with {n_bf16} chats: "
     f"{fulla.tokens_per_s_per_sequence:.0f} tokens/s each. Every case is {full8.bound}-bound: the arithmetic "
     f"would take {full8.compute_s / full8.memory_s:.0%} of the time the reads take. Note the pattern: a GPU "
-    f"filled to capacity reads about its whole memory per step, so its per-chat speed is about memory ÷ "
-    f"bandwidth, whatever the format; smaller formats buy more chats, not faster ones. *What the pencil and "
+    f"filled to capacity reads about its whole memory per step, so a step takes at least memory ÷ bandwidth "
+    f"({full8.memory_s * 1e3:.0f} ms here) and each chat's speed is at most bandwidth ÷ memory, whatever the format; smaller formats buy more chats, not faster ones. *What the pencil and "
     f"memlib leave out:* the tensor-parallel all-reduces, kernel launches, and real bandwidth utilisation "
     f"(MBU) of 50-80%: measured speeds are lower. Prefill steps (new prompts) also take turns with decode."))
 
@@ -599,6 +596,36 @@ display(Markdown(
     f"{CTX - PREFIX:,} tokens: about **{shared:.0f}** concurrent chats instead of {plain:.0f} on 8 × H100 "
     f"(one copy of the prefix, {GB(kv_cache_bytes(m, 1, PREFIX))}, comes off the budget once)."))
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Worst case or average: how many users does the server really take?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+# worst case: every chat reserves 8k tokens (chats); average: chats of 2k tokens; memlib.serving.decode_bound for
+# the speed, memlib.cost.conventions.littles_law_arrival_rate for the requests per second (L = λ·W)
+from memlib.cost.conventions import littles_law_arrival_rate  # noqa: E402
+
+AVG, REPLY = 2048, 500  # assumed: chats average 2k tokens of context, replies 500 tokens
+n_worst, n_avg = chats(H100, 8, "bf16"), chats(H100, 8, "bf16", context=AVG)
+tpot = decode_bound(m, H100, n_avg, AVG, weights="bf16", tp=8).step_s  # shortest time per output token
+rate = littles_law_arrival_rate(n_avg, REPLY * tpot)
+print(f"8 x H100 bf16: {n_worst} chats at {CTX} tokens (worst case), {n_avg} at {AVG}; "
+      f"TPOT >= {tpot * 1e3:.0f} ms; <= {rate:.1f} requests/s of {REPLY}-token replies")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+display(Markdown(
+    f"Section 5 counts the worst case: every chat reserves its full {CTX:,} tokens, **{n_worst}** chats on 8 × H100. "
+    f"vLLM allocates blocks as tokens arrive, so if chats average {AVG:,} tokens it runs about **{n_avg}** at once "
+    f"(capped by `max_num_seqs`, 256 by default in recent vLLM), and when the cache runs out it *preempts* a chat: "
+    f"frees its blocks and recomputes them later (or swaps them to CPU). Throughput follows Little's law, "
+    f"L = λ·W: {n_avg} chats in flight, each held for {REPLY} tokens × ≥ {tpot * 1e3:.0f} ms (the time per output "
+    f"token at that batch), serve at most **{rate:.1f} requests per second**. Targets for TTFT (time to first token) "
+    f"and TPOT cap the batch before memory does. Two more levers: *chunked prefill* mixes prompt chunks into decode "
+    f"steps, trading a little inter-token latency for a shorter TTFT; *prefill/decode disaggregation* runs the two on "
+    f"different GPUs and ships the KV cache between them. An fp8 (e4m3) cache halves the bytes; vLLM scales K and "
+    f"V per tensor (`k_scale`, `v_scale`, from the checkpoint or calibrated), and accuracy should be checked on "
+    f"your own evaluation."))
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑
 
@@ -610,7 +637,9 @@ display(Markdown("\n".join([
     f"{GB(chats(H100, 8, 'bf16') * per_chat, 0)}, more than three times the weights.",
     "- Forgetting that quantized checkpoints keep the embedding and head in 16-bit and add scales: int4 70B is "
     f"{GB(weights['int4 (AWQ)'].weight_bytes, 0)}, not 35 GB.",
-    f"- Mixing GB and GiB: an \"80GB\" card shows {G(cap_a100)}; vLLM and nvidia-smi print GiB but call it GB.",
+    f"- Mixing GB and GiB: an \"80GB\" card shows {G(cap_a100)} in torch. nvidia-smi prints MiB, correctly labelled "
+    f"(an H100 shows {h100.reported_total_mib:,} MiB = {h100.reported_total_mib / 1024:.1f} GiB, not 80); the mislabel "
+    "is vLLM's old \"Loading model weights took X GB\", which printed GiB.",
     f"- Assuming vLLM uses the whole card: `gpu_memory_utilization` {VLLM_GPU_MEMORY_UTILIZATION} caps weights, "
     "workspace and cache together; the cache gets what is left.",
     "- Prefilling long prompts in one piece (HF `generate`): the workspace of a whole batch of 8k prompts rivals "

@@ -40,6 +40,8 @@ from memlib.moe import decode_weight_bytes, expected_experts_touched, min_gpus_s
 from memlib.moe_playground import MoEServingPlayground
 from memlib.plan import plan_serving
 from memlib.timing import flops_per_token, forward_flops_per_token
+from memlib.cost.conventions import (deepseek_v3_implied_mfu, mla_absorbed_attention_flops, mla_absorbed_intensity,
+                                     ridge_flop_per_byte)
 from memlib.units import fmt_count
 from memlib.viz import breakdown_bars, sweep
 from memlib.zero import zero_model_state_bytes
@@ -92,19 +94,15 @@ lora_floor = math.ceil(bf16_total / usable_bytes(get_gpu("h100-80gb")))         
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 serve_en, serve_zh = ("fit", "放得下") if serve.feasible else ("do not fit", "放不下")
 display(Markdown(
-    f"> **EN** **Serving:** all experts resident: {R(fp8_total / 1e9)} GB of fp8 weights, {R(fp8_per_gpu / 1e9)} "
-    f"GB per GPU; eight H200s {serve_en}. MLA caches {R(kv_latent / 1e3)} KB per token: "
-    f"{R(serve.best.sequences)} chats of 8k with expert parallelism and data-parallel attention, "
-    f"{tp_only.sequences} with tensor parallelism alone. **Why:** compute follows the {R(A / 1e9, 3)}B active "
-    f"parameters ({R(flops_ratio)}x fewer FLOPs than a dense 671B); memory follows all of them. "
-    f"**Fine-tuning:** 16 bytes per parameter, {R(states / 1e12, 3)} TB: {ft[GPU].count} H200s. LoRA still holds "
-    f"the {R(bf16_total / 1e12)} TB bf16 base: {lora_floor} H100s for weights alone.\n\n"
-    f"> **中文** **推理：** 专家全部常驻显存，fp8 权重约 {R(fp8_total / 1e9)} GB，每卡 {R(fp8_per_gpu / 1e9)} GB，"
-    f"8 张 H200 {serve_zh}。MLA 每 token 只缓存 {R(kv_latent / 1e3)} KB：专家并行加数据并行注意力可服务约 "
-    f"{R(serve.best.sequences)} 个 8k 对话，纯张量并行 {tp_only.sequences} 个。**原因：** 计算只看 "
-    f"{R(A / 1e9, 3)}B 激活参数（FLOPs 是同规模稠密模型的 1/{R(flops_ratio)}），显存看总参数。**微调：** "
-    f"每参数 16 字节，共 {R(states / 1e12, 3)} TB，需 {ft[GPU].count} 张 H200；LoRA 也要放下 "
-    f"{R(bf16_total / 1e12)} TB 的 bf16 底座，仅权重就要 {lora_floor} 张 H100。\n\n"
+    f"> **EN** Memory follows all {R(m.num_params / 1e9, 3)}B parameters; compute follows the "
+    f"{R(A / 1e9, 3)}B active ones. Serving keeps every expert resident: {R(fp8_total / 1e9)} GB of fp8 weights, "
+    f"so eight H200s {serve_en}, and MLA's compressed cache leaves room for about {R(serve.best.sequences)} chats. "
+    f"Levers: fp8 or 4-bit weights, expert parallelism with data-parallel attention, more GPUs. Caveat: "
+    f"fine-tuning needs about {R(states / 1e12, 3)} TB of states, and even LoRA must hold the whole base.\n\n"
+    f"> **中文** 显存看全部 {R(m.num_params / 1e9, 3)}B 参数，算力只看 {R(A / 1e9, 3)}B 激活参数。推理时专家全部常驻："
+    f"fp8 权重约 {R(fp8_total / 1e9)} GB，8 张 H200 {serve_zh}；MLA 的压缩缓存还能放约 {R(serve.best.sequences)} "
+    f"个对话。手段：fp8 或 4-bit 权重、专家并行加数据并行注意力、更多卡。注意：微调的模型状态约 "
+    f"{R(states / 1e12, 3)} TB，LoRA 也要放下整个底座。\n\n"
     "The long answer follows: every figure above is derived in section 5."))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -170,9 +168,10 @@ display(Markdown(
     f"({experts / m.num_params:.1%} of the model); everything else (MLA attention, the shared experts, the three dense "
     f"layers, router, embeddings) is {fmt_count(rest)}. The pencil's routed count is off by only "
     f"{abs(experts / pencil['routed'] - 1):.2%}; its round \"17e9 of the rest\" was {pencil['rest'] / rest - 1:+.0%} off, "
-    f"and the active total {pencil['active'] / m.num_active_params - 1:+.1%}. DeepSeek's own \"37B activated\" leaves out the input embedding "
-    f"({fmt_count(m.active_params_without_embedding)}); the multi-token-prediction module (used for speculative "
-    "decoding) is not counted, as transformers does not build it."))
+    f"and the active total {pencil['active'] / m.num_active_params - 1:+.1%}. DeepSeek's own \"37B activated\" matches the count without the input embedding "
+    f"({fmt_count(m.active_params_without_embedding)}): an inference from the figures, which the report does not "
+    "state. The multi-token-prediction module is not counted, as transformers does not build it: MTP is a training "
+    "objective (predict one more token), whose module can be reused for speculative decoding."))
 
 # %% [markdown]
 # ### Step 2 · Weights: every expert resident, fp8 as released
@@ -218,6 +217,12 @@ six_n_dense = cost.training_flops(m.num_params, 1)   # 6N for a dense model of t
 with_attention = flops_per_token(m, FT_SEQ)      # memlib.timing.flops_per_token: + 12·L·H·Q·T (PaLM, App. B)
 peer = flops_per_token(GQA_PEER, FT_SEQ)
 serve_flops = forward_flops_per_token(m, CTX)    # memlib.timing.forward_flops_per_token: 2N + 4·L·H·Q·T
+# served MLA is absorbed (DeepSeek-V2 Sec. 2.1.2): memlib.cost.conventions.mla_absorbed_attention_flops
+attn_absorbed = mla_absorbed_attention_flops(m, CTX)     # 2·L·H·(2·d_c + d_r)·T
+serve_absorbed = 2 * A + attn_absorbed
+mla_ai, h100_ridge = mla_absorbed_intensity(m, CTX), ridge_flop_per_byte("h100-80gb")
+print(f"absorbed MLA at {CTX}: attention {attn_absorbed / 1e9:,.0f} GFLOP/token, forward {serve_absorbed / 1e9:,.0f} "
+      f"GFLOP/token; {mla_ai:,.0f} FLOP per byte of latent cache vs H100 ridge {h100_ridge:,.0f}")
 print(f"6N active {six_n_active / 1e9:,.0f} GFLOP/token; 6N total {six_n_dense / 1e12:.2f} TFLOP/token "
       f"({six_n_dense / six_n_active:.1f}x); with attention at {FT_SEQ} tokens {with_attention / 1e9:,.0f} GFLOP; "
       f"{GQA_PEER} {peer / 1e9:,.0f} GFLOP; serving (forward at {CTX} tokens) {serve_flops / 1e9:,.0f} GFLOP")
@@ -229,7 +234,13 @@ display(Markdown(
     f"left out the attention scores: at {FT_SEQ:,} tokens they add {with_attention / six_n_active - 1:+.0%} "
     f"({with_attention / 1e9:,.0f} GFLOP). A dense GQA model of similar size, {GQA_PEER}, costs "
     f"{peer / 1e9:,.0f} GFLOP, {peer / with_attention:.1f}x more. Serving a token runs the forward only: "
-    f"{serve_flops / 1e9:,.0f} GFLOP at {CTX:,} tokens of context. **That is the whole MoE bargain: FLOPs follow "
+    f"{serve_flops / 1e9:,.0f} GFLOP at {CTX:,} tokens of context counted MHA-style (4·L·H·Q·T over decompressed K "
+    f"and V). Served MLA is **absorbed** (DeepSeek-V2, Sec. 2.1.2): the key up-projection folds into the query and "
+    f"the value up-projection into the output, so all {m.num_heads} heads attend over the cached "
+    f"{m.kv_lora_rank}-wide latent and {m.qk_rope_head_dim}-wide RoPE key: 2·L·H·(2·d_c + d_r)·T = "
+    f"**{attn_absorbed / 1e9:,.0f} GFLOP of attention alone** at {CTX:,} tokens ({serve_absorbed / 1e9:,.0f} with the "
+    f"weights), and **{mla_ai:,.0f} FLOP per byte** of cache read, near an H100's ridge of {h100_ridge:,.0f} FLOP/B "
+    f"(`memlib.cost.conventions`): absorbed MLA decode is close to compute-bound, where GQA decode reads bytes. **That is the whole MoE bargain: FLOPs follow "
     f"{fmt_count(m.num_active_params)}, memory follows {fmt_count(m.num_params)}.**"))
 
 # %% [markdown]
@@ -298,8 +309,9 @@ display(Markdown(
     f"activations per GPU): {tp_only.sequences / pencil['tensor parallel'] - 1:+.0%} and "
     f"{best.sequences / pencil['expert parallel + DP attention'] - 1:+.0%}. "
     f"**{'Eight H200s serve it' if serve.feasible else 'Eight H200s cannot serve it'}**, and a practitioner runs it "
-    "the way this ranking says: SGLang `--tp 8 --enable-dp-attention --dp 8` (or vLLM `--data-parallel-size 8 "
-    "--enable-expert-parallel`) for throughput; plain tensor parallel 8 for the lowest latency at small batch. "
+    "the way this ranking says, with both flags: SGLang `--tp 8 --dp 8 --enable-dp-attention` alone is "
+    "data-parallel attention with *tensor-parallel* MoE layers; the ep = 8 layout adds `--ep 8` (SGLang docs, "
+    "DeepSeek usage), or vLLM `--data-parallel-size 8 --enable-expert-parallel`, for throughput; plain tensor parallel 8 for the lowest latency at small batch. "
     "The price of expert parallelism is an all-to-all before and after every MoE layer (section 8)."))
 
 # %% [markdown]
@@ -440,7 +452,9 @@ MoEServingPlayground(model=MODEL, gpu=GPU, count=N, context=CTX)
 # NBVAL_CHECK_OUTPUT
 t = h2.time   # memlib.step_time of the fine-tuning layout of step 6 (memlib.timing.ep_all_to_all_bytes)
 tokens = FT_SEQ * h2.estimate.setup.micro_batch
-print(f"ep={h2.ep}: all-to-all {GB(t.ep_comm_bytes)} per GPU per step ({t.ep_comm_s:.2f} s exposed), "
+a2a_per_layer = 6 if h2.estimate.setup.recompute == "full" else 4  # all-to-alls per MoE layer and micro-batch
+print(f"ep={h2.ep}, recompute {h2.estimate.setup.recompute}: {a2a_per_layer} all-to-alls per MoE layer; "
+      f"all-to-all {GB(t.ep_comm_bytes)} per GPU per step ({t.ep_comm_s:.2f} s exposed), "
       f"step {t.step_s:.1f} s, {t.tokens_per_s_per_gpu:.0f} tokens/s/GPU")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
@@ -450,7 +464,9 @@ display(Markdown(
     "and the results must come back (*combine*): one all-to-all each way per MoE layer, two more in the backward. "
     f"In the fine-tuning layout of step 6 that is **{GB(t.ep_comm_bytes)} per GPU per step** for {tokens:,} tokens "
     f"(tokens x top-{m.num_experts_per_tok} x hidden x 2 bytes, (ep-1)/ep of it leaving the GPU, x {m.num_moe_layers} "
-    f"layers x 4), {t.ep_comm_s:.2f} s of a {t.step_s:.1f} s step that compute cannot hide. Tensor parallelism "
+    f"layers x {a2a_per_layer}: dispatch and combine in the forward and in the backward"
+    f"{', and the forward pair again under full recompute' if a2a_per_layer == 6 else ''}; "
+    f"`memlib.timing.ep_all_to_all_bytes`), {t.ep_comm_s:.2f} s of a {t.step_s:.1f} s step that compute cannot hide. Tensor parallelism "
     "would instead all-reduce every layer's output. DeepSeek limits each token to experts on at most 4 nodes and "
     "sends the dispatch in fp8 to keep this traffic down (DeepSeek-V3 report, Secs. 2.1.2 and 3.3)."))
 
@@ -494,6 +510,36 @@ display(Markdown(
     "for over-loaded ones, with only a tiny sequence-wise auxiliary loss. With uniform routing a layer's experts are "
     "touched as follows: " + ", ".join(f"{t_:,} tokens → {v:.0f} of {m.num_experts}" for t_, v in touched.items())
     + ". Balanced routing is what makes every expert busy, and every expert's weights needed."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Expert load at inference, and DeepSeek's bf16 optimizer moments
+
+# %%
+# NBVAL_CHECK_OUTPUT
+# tokens each expert gets per decode step: batch x top-k / experts; an fp8 expert matmul does 2 FLOP per weight
+# byte per token, so it reaches the H100's fp8 ridge (memlib.cost.conventions.ridge_flop_per_byte) at ridge / 2 tokens
+per_expert = {b: b * m.num_experts_per_tok / m.num_experts for b in (serve.best.sequences, 32 * 256)}
+tokens_at_ridge = ridge_flop_per_byte("h100-80gb", "fp8") / 2
+# DeepSeek-V3 keeps AdamW's moments in bf16 (report, Sec. 3.3.3): fp32 master 4 + m 2 + v 2 = K of 8, plus 16-bit
+# weights and gradients (memlib.zero.zero_model_state_bytes with k=8)
+states_bf16_moments = zero_model_state_bytes(P, 0, 1, k=8)
+print({b: round(t, 1) for b, t in per_expert.items()}, f"tokens per expert per step; ridge at {tokens_at_ridge:.0f}")
+print(f"states: {states / 1e12:.2f} TB at 16 B/param, {states_bf16_moments / 1e12:.2f} TB with bf16 moments "
+      f"({states_bf16_moments / P:.0f} B/param)")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+b0, b1 = per_expert
+display(Markdown(
+    f"Each decode step gives every expert batch × {m.num_experts_per_tok} / {m.num_experts} tokens: "
+    f"**{per_expert[b0]:.0f}** at the {b0} chats of one 8 × H200 node, far below the ~{tokens_at_ridge:.0f} tokens an "
+    f"fp8 expert matmul needs to be compute-bound, so every expert's weights are read for a handful of tokens. "
+    f"That is why DeepSeek decodes with large expert parallelism (the report deploys decoding on 320 GPUs): "
+    f"{b1:,} sequences across the deployment give each expert **{per_expert[b1]:.0f}** tokens per step. Skew makes "
+    f"it worse, since the GPU holding a hot expert sets the step; the answer is load balancing at inference "
+    f"(DeepSeek's EPLB), which duplicates hot experts as *redundant experts* on other GPUs. In training, "
+    f"DeepSeek-V3 stores AdamW's moments in bf16: **{states_bf16_moments / P:.0f} B/param** with 16-bit gradients, "
+    f"{states_bf16_moments / 1e12:.1f} TB of states instead of {states / 1e12:.1f} TB at 16 (the report keeps the "
+    f"master weights and the gradients it accumulates in fp32, which adds 2 B/param to that count)."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Is MoE decode cheap in memory bandwidth too?
@@ -604,7 +650,9 @@ v2_latent, v2_full = kv_bytes_per_token(v2), kv_bytes_per_token(v2, mla_cache="f
 ds67 = gqa_kv_bytes_per_token(95, 8, 128)            # memlib.inference: 2 x layers x KV heads x head_dim x 2 B
 v2_6bit = v2_latent * 6 / 16                         # the deployed cache: "6 bits on average" per element
 pretrain_flops = cost.training_flops(m, 14.8e12, seq_len=FT_SEQ)   # 6N (active) + attention, 14.8T tokens
-implied_mfu = pretrain_flops / (2.664e6 * 3600 * cost.peak_flops("h100-80gb"))   # H800 = H100 SXM compute
+# the collection's convention: DeepSeek's own 250 GFLOP/token over the H800's bf16 dense peak
+implied_mfu = deepseek_v3_implied_mfu()          # memlib.cost.conventions.deepseek_v3_implied_mfu
+memlib_mfu = pretrain_flops / (2.664e6 * 3600 * cost.peak_flops("h100-80gb"))   # memlib's 6N + attention, no causal discount
 mix = get_model("mixtral-8x7b")
 mix_read32 = decode_weight_bytes(mix, 32, weights="bf16")
 mix_bf16 = estimate_inference(mix, batch=1, context_len=1, weights="bf16").weight_bytes
@@ -613,7 +661,8 @@ other_serving = {k: plan_serving(m, k[0], k[1], context_len=CTX, weights=k[2]).b
                  for k in (("h200", 16, "bf16"), ("h100-80gb", 16, "bf16"), ("h100-80gb", 32, "bf16"),
                            ("a100-80gb", 32, "bf16"), ("h200", 4, "int4-awq"))}
 print(f"V2: latent {v2_latent:,}, full {v2_full:,} B/token; DeepSeek 67B {ds67:,}; V2 6-bit {v2_6bit:,.0f}")
-print(f"DeepSeek-V3 pre-training FLOPs {pretrain_flops:.3g}, implied MFU {implied_mfu:.1%} of the bf16 peak")
+print(f"DeepSeek-V3 pre-training: implied MFU {implied_mfu:.1%} on DeepSeek's 250 GFLOP/token; "
+      f"{memlib_mfu:.1%} on memlib's {pretrain_flops:.3g} FLOPs (6N + attention, no causal discount)")
 print({f"{k[1]} x {k[0]} {k[2]}": (p.sequences if p else 0) for k, p in other_serving.items()})
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
@@ -630,9 +679,10 @@ facts = [
      "without the input embedding)", "✅", "memlib counts tensor by tensor; DeepSeek's 37B leaves out the input embedding"],
     ["\"DeepSeek-V3 requires only 2.788M H800 GPU hours for its full training\"; pre-training \"2.664M H800 GPU hours\" "
      "on \"14.8T tokens\"", f"{V3}, abstract and Table 1",
-     f"{pretrain_flops:.2e} FLOPs (6 x active + attention at 4k): {implied_mfu:.0%} MFU against the H800's bf16 peak",
-     "⚠️", "plausible: the report ran its matmuls in FP8 (twice the bf16 peak), gives no MFU, and counts "
-           "attention with a causal discount"],
+     f"{implied_mfu:.0%} MFU on DeepSeek's own 250 GFLOP/token against the H800's bf16 dense peak "
+     f"(memlib's 6N + attention without a causal discount: {memlib_mfu:.0%})",
+     "⚠️", "plausible, and the collection's one convention is the publisher's FLOPs per token over the bf16 dense "
+           "peak; the report gives no MFU and ran its matmuls in FP8 (twice the bf16 peak)"],
     ["\"reduces the KV cache by 93.3%\"", f"{V2}, abstract (compared with DeepSeek 67B)",
      f"latent {v2_latent:,} B vs DeepSeek 67B's GQA {ds67:,} B per token: {1 - v2_latent / ds67:.1%} in bf16; "
      f"with the deployed 6-bit cache {1 - v2_6bit / ds67:.1%}; vs V2's own full K/V ({v2_full:,} B) "

@@ -39,6 +39,7 @@ from memlib.fit import usable_bytes
 from memlib.long_context_playground import LongContextPlayground
 from memlib.plan import Plan, max_seq_len, plan
 from memlib.timing import attention_flops_per_token, cp_kv_bytes, flops_per_token
+from memlib.cost.conventions import attention_to_weights_flops, sequence_flops_ratio, ulysses_all_to_all_bytes
 from memlib.viz import breakdown_bars, sweep
 
 MODEL, GPU, N_GPU = "llama-3.1-8b", "h100-80gb", 8   # one 8 x H100 node
@@ -79,7 +80,12 @@ loss_peak = base_long.breakdown["logits_and_loss"]
 r8 = plan(m, g, N_GPU, seq_len=LONG, grad_accum=1, cps=(1, 2, 4, 8), recomputes=("selective", "full"))
 cp8_sel = estimate_training(m, seq_len=LONG, cp=N_GPU, recompute="selective", **FSDP)
 cp8_min = estimate_training(m, seq_len=LONG, cp=N_GPU, recompute="full", loss="chunked", **FSDP)
-attn_ratio = attention_flops_per_token(m, LONG) / (6 * m.num_params)
+attn_ratio = attention_flops_per_token(m, LONG) / (6 * m.num_params)  # PaLM's count, no causal discount
+# what a causal FlashAttention kernel computes (memlib.cost.conventions): attention over the weights' 6N, and
+# one 128k sequence's training FLOPs over one 8k sequence's
+attn_ratio_causal = attention_to_weights_flops(m, LONG, causal=True)
+seq_ratio_causal, seq_ratio_full = (sequence_flops_ratio(m, LONG, SHORT, causal=c) for c in (True, False))
+act_total = max(mo.parts.get("activations", 0) for mo in base_long.moments)  # all layers, one GPU, no lever
 fit_word, fit_zh = ("fits", "放得下") if fits(cp8_sel, g).fits else ("does not fit", "放不下")
 
 
@@ -97,19 +103,17 @@ fit_word, fit_zh = ("fits", "放得下") if fits(cp8_sel, g).fits else ("does no
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
-    f"> **EN** At 128k the activations, not the weights, decide. A flash-style kernel keeps about "
-    f"{sig(layer_tok['sdpa'] / 1e3, 3)} KB per token per layer, {sig(layer_tok['sdpa'] * LONG / 1e9)} GB per layer; "
-    f"eager attention would keep {sig(layer_tok['eager'] * LONG / 1e12)} TB. The logits and loss of a "
-    f"128k vocabulary add {sig(loss_peak / 1e9, 3)} GB. Split the sequence over 8 GPUs (context parallelism) "
-    f"with FSDP and selective recompute: {sig(cp8_sel.peak_bytes / 1e9)} GB per H100, it {fit_word}; "
-    f"chunked loss and full recompute: {sig(cp8_min.peak_bytes / 1e9)} GB. Attention then costs "
-    f"{sig(attn_ratio)}x the weights' FLOPs.\n\n"
-    f"> **中文** 128k 时决定显存的是激活，不是权重。融合注意力内核每层每个 token 约存 "
-    f"{sig(layer_tok['sdpa'] / 1e3, 3)} KB，一层 {sig(layer_tok['sdpa'] * LONG / 1e9)} GB；eager 注意力一层要 "
-    f"{sig(layer_tok['eager'] * LONG / 1e12)} TB。12.8 万词表的 logits 和 loss 再加 {sig(loss_peak / 1e9, 3)} GB。"
-    f"做法：上下文并行把序列切到 8 张卡，加 FSDP 和选择性重计算，每张 H100 约 {sig(cp8_sel.peak_bytes / 1e9)} GB，"
-    f"{fit_zh}；再用分块 loss 和全量重计算降到 {sig(cp8_min.peak_bytes / 1e9)} GB。代价是注意力计算量，"
-    f"128k 时是权重部分的 {sig(attn_ratio)} 倍。"))
+    f"> **EN** At 128k the activations, not the weights, decide: Llama-3.1-8B saves about "
+    f"{sig(act_total / 1e9, 3)} GB of them, a {sig(base_long.peak_bytes / 1e12)} TB peak on one GPU. Levers: split "
+    f"the sequence over the GPUs (context parallelism) with FSDP and selective recompute, "
+    f"{sig(cp8_sel.peak_bytes / 1e9)} GB per H100, it {fit_word}; chunked loss and full recompute cut more. Caveat: "
+    f"compute grows too: a causal FlashAttention kernel spends {sig(attn_ratio_causal)}x the weights' FLOPs on "
+    f"attention, and a 128k sequence costs {sig(seq_ratio_causal)}x an 8k one.\n\n"
+    f"> **中文** 128k 时决定显存的是激活，不是权重：Llama-3.1-8B 要存约 {sig(act_total / 1e9, 3)} GB 激活，"
+    f"单卡峰值约 {sig(base_long.peak_bytes / 1e12)} TB。手段：上下文并行把序列切到多张卡，加 FSDP 和选择性重计算，"
+    f"每张 H100 约 {sig(cp8_sel.peak_bytes / 1e9)} GB，{fit_zh}；分块 loss 和全量重计算还能再省。注意算力也涨："
+    f"因果 FlashAttention 的注意力计算量是权重部分的 {sig(attn_ratio_causal)} 倍，一条 128k 序列的计算量是 8k 的 "
+    f"{sig(seq_ratio_causal)} 倍。"))
 
 # %% [markdown]
 # The long answer follows: every figure above is derived in section 5.
@@ -424,7 +428,9 @@ print(f"tokens/s per GPU: 8k {t_short.tokens_per_s_per_gpu:,.0f}, 128k cp=8 {t_l
 display(Markdown(
     f"memlib (`flops_per_token`): {fpt[SHORT] / 1e9:,.0f} GFLOPs per token at 8k, **{fpt[LONG] / 1e9:,.0f}** at "
     f"128k, of which attention is {attn[LONG] / fpt[LONG]:.0%}. A 128k sequence costs "
-    f"**{fpt[LONG] * LONG / (fpt[SHORT] * SHORT):.0f}x** an 8k one (pencil 66x). At 40% MFU on the H100's "
+    f"**{fpt[LONG] * LONG / (fpt[SHORT] * SHORT):.0f}x** an 8k one (pencil 66x) by PaLM's count; a causal "
+    f"FlashAttention kernel computes half the scores, so attention is {attn_ratio_causal:.1f}x the weights' 6N, not "
+    f"{attn_ratio:.1f}x, and the sequence costs **{seq_ratio_causal:.0f}x** (`memlib.cost.conventions`). At 40% MFU on the H100's "
     f"{g.bf16_tflops:g} TFLOP/s, the same 8 GPUs train **{t_short.tokens_per_s_per_gpu:,.0f} tokens/s per GPU** "
     f"at 8k and **{t_long.tokens_per_s_per_gpu:,.0f}** at 128k with cp = 8 (`memlib.step_time`). What the "
     f"pencil left out: FlashAttention skips the masked half of a causal sequence, while PaLM's count (and "
@@ -559,6 +565,32 @@ display(Markdown(
     f"wire; the all-gather is hidden behind only the first block. With GQA's 8 K/V heads both are small; "
     f"at cp = 16-32 or with multi-head K/V the ring's memory advantage grows."))
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Ulysses, ring or all-gather? And why extend the context in stages?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+# memlib.cost.conventions.ulysses_all_to_all_bytes (DeepSpeed-Ulysses) against memlib.timing.cp_kv_bytes (ring /
+# all-gather) for one layer at 128k over 8 GPUs; sequence_flops_ratio for Llama 3's stages (8k -> 128k)
+uly = ulysses_all_to_all_bytes(m, LONG, N_GPU)
+ring = cp_kv_bytes(cp8_sel)
+stages = {t: sequence_flops_ratio(m, t, SHORT) / (t / SHORT) for t in (16384, 32768, 65536, LONG)}
+print(f"per layer at 128k, cp 8: Ulysses {GB(uly)}, ring/all-gather {GB(ring)}; Ulysses cp <= {m.num_kv_heads}")
+print("FLOPs per token vs 8k (causal):", {t: round(v, 2) for t, v in stages.items()})
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+display(Markdown(
+    f"Three ways to split attention over cp GPUs. **Ulysses** (DeepSpeed) all-to-alls q, k, v from sequence "
+    f"shards to head shards, runs ordinary attention on whole sequences, and all-to-alls the output back: "
+    f"{GB(uly)} per layer at 128k on 8 GPUs, falling as 1/cp, but cp cannot exceed the KV heads "
+    f"({m.num_kv_heads} for Llama-3.1-8B) unless K/V heads are replicated. The **ring** passes K/V blocks around "
+    f"(Ring Attention, Megatron's CP) and the **all-gather** CP of Llama 3 and torch gathers a layer's K/V at "
+    f"once: the same {GB(ring)} per layer, no head limit. torch's `cp_rotate=\"alltoall\"` is its ring "
+    f"rotation, not Ulysses. Context is extended in **stages** because each token costs more at length: with a "
+    f"causal kernel a token at 32k costs {stages[32768]:.2f}x, at 128k {stages[LONG]:.2f}x a token at 8k, so most "
+    f"tokens are trained short and the length grows at the end (Llama 3: six stages from 8k to 128k, about 800B "
+    f"tokens, Sec. 3.4.2)."))
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑
 
@@ -659,8 +691,8 @@ facts = [
     ["\"each GPU only stores the KV of a sequence chunk in forward and gathers KV again in backward\" "
      "(Megatron-Core docs, context_parallel.md)", "ring_backward_bytes: the K/V fetched again in backward",
      "✅", "torch's ring backward re-fetches K/V the same way (_templated_ring_attention_backward)"],
-    ["\"Ring Attention enables training and inference of sequences that are device count times longer than those "
-     "of prior memory-efficient Transformers\" (Liu et al. 2023, abstract)",
+    ["\"Our approach enables training and inference of sequences that are up to device count times longer than "
+     "those achievable by prior memory-efficient Transformers\" (Liu et al. 2023, abstract)",
      f"longest sequence on dp 8 x cp c H100s, full recompute: " + ", ".join(f"cp {c}: {n:,}" for c, n in
                                                                            longest.items()),
      "✅", f"8x the GPUs reach {longest[8] / longest[1]:.1f}x the length: the per-token terms divide by cp, and "
@@ -675,8 +707,8 @@ facts = [
      f"with one GPU per node (InfiniBand): {slow.cp_exposed_s * 1e3:.0f} ms of {slow.cp_comm_s * 1e3:.0f} ms", "✅",
      "hidden while a block's attention outlasts its transfer; Llama's 8 K/V heads keep the blocks small, so even "
      "1k-token blocks over InfiniBand hide most of it (the last dK/dV send is always exposed)"],
-    ["Llama 3 at 128k: \"16,384 | 8 | 16 | 16 | 16M | 380\" (GPUs | TP | CP | PP | tokens/batch | TFLOPS/GPU; "
-     "Balaji, SC'24 talk on Llama 3's training, slide as quoted by glennklockwood.com/garden/llama-3.1)",
+    ["Llama 3 405B at 128k: 16,384 GPUs, TP 8, CP 16, PP 16, DP 8, 16M tokens per batch, 380 TFLOPS per GPU "
+     "(Llama Team 2024, The Llama 3 Herd of Models, arXiv:2407.21783, Table 4)",
      f"Llama-3.1-405B, TP 8 x CP 16 x PP 16 x DP 8, full recompute (Megatron layout): {G(l405.peak_bytes)} per GPU",
      "✅" if v405.fits else "❌", f"the published layout {'fits' if v405.fits else 'does not fit'} an H100 in memlib "
                                  f"({v405.margin_gib:+.0f} GiB)"],

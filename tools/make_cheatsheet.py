@@ -26,6 +26,8 @@ from memlib.parallel.plan import plan_serving
 from memlib.training import context_parallel
 from memlib.training import terms as training_terms
 from memlib.units import fmt_bytes
+from memlib.cost import conventions
+from memlib.models import llama_like
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "cheatsheet.md"
@@ -57,6 +59,7 @@ def rows() -> list[tuple[str, str, str, str, str]]:
     m7, m65, m3 = (memlib.get_model(n) for n in ("llama-7b", "llama-65b", "llama-3-8b"))
     m70, ds, m31 = (memlib.get_model(n) for n in ("llama-3-70b", "deepseek-v3", "llama-3.1-8b"))
     amp = memlib.estimate_training(m7, seq_len=2048, precision="bf16-mixed")
+    a100_full = llama_like.largest_size_that_fits("a100-80gb", lambda m: memlib.estimate_training(m, 2048, 1))
     c = amp.counts
     mix = memlib.estimate_training("mixtral-8x7b", seq_len=4096, precision="bf16")
     moe_layer = mix.layer.total
@@ -241,6 +244,38 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          + doc(timing.all_gather_bytes), "memlib.cost.timing.all_reduce_bytes, reduce_scatter_bytes, all_gather_bytes",
          f"LLaMA-7B's bf16 gradients ({fmt_bytes(2 * m7.num_params)}) over 8 GPUs: "
          f"{fmt_bytes(int(timing.all_reduce_bytes(2 * m7.num_params, 8)))} sent per GPU per step"),
+        # --- issue 21: limits searched continuously, and the FLOP conventions the notebooks state -------------
+        ("02", "Largest model that fits (continuous)", doc(llama_like.largest_size_that_fits) + " "
+         + doc(llama_like.llama_like_of_size), "memlib.models.llama_like.largest_size_that_fits, llama_like_of_size",
+         f"A100 80GB, AMP AdamW, 2,048 tokens: {a100_full.num_params / 1e9:.2f}B parameters"),
+        ("02", "Optimizer step: bandwidth-bound", doc(conventions.optimizer_step_hbm_bytes),
+         "memlib.cost.conventions.optimizer_step_hbm_bytes",
+         f"LLaMA-7B on an A100 (2.04 TB/s): AdamW {conventions.optimizer_step_hbm_bytes(m7.num_params) / 2.039e12 * 1e3:.0f}"
+         f" ms, 8-bit AdamW {conventions.optimizer_step_hbm_bytes(m7.num_params, 'adamw-8bit') / 2.039e12 * 1e3:.0f} ms"),
+        ("04", "Little's law", doc(conventions.littles_law_arrival_rate), "memlib.cost.conventions.littles_law_arrival_rate",
+         "100 chats in flight, 20 s each: 5 requests per second"),
+        ("05", "MLA absorbed at decode", doc(conventions.mla_absorbed_attention_flops) + " "
+         + doc(conventions.mla_absorbed_intensity), "memlib.cost.conventions.mla_absorbed_attention_flops, "
+         "mla_absorbed_intensity, ridge_flop_per_byte",
+         f"DeepSeek-V3 at 8,192 tokens: {conventions.mla_absorbed_attention_flops(ds, 8192) / 1e9:.0f} GFLOP of attention "
+         f"per token, {conventions.mla_absorbed_intensity(ds, 8192):.0f} FLOP/B against the H100's ridge "
+         f"{conventions.ridge_flop_per_byte('h100-80gb'):.0f}"),
+        ("06", "Causal attention FLOPs", doc(conventions.causal_attention_flops_per_token) + " "
+         + doc(conventions.sequence_flops_ratio), "memlib.cost.conventions.causal_attention_flops_per_token, "
+         "attention_to_weights_flops, sequence_flops_ratio",
+         f"Llama-3.1-8B at 131,072 tokens: attention {conventions.attention_to_weights_flops(m31, 131072):.2f}x the 6N "
+         f"(causal); one 128k sequence {conventions.sequence_flops_ratio(m31, 131072, 8192):.1f}x an 8k one"),
+        ("06", "Ulysses all-to-all traffic", doc(conventions.ulysses_all_to_all_bytes),
+         "memlib.cost.conventions.ulysses_all_to_all_bytes",
+         f"Llama-3.1-8B at 131,072 tokens over 8 GPUs: {fmt_bytes(int(conventions.ulysses_all_to_all_bytes(m31, 131072, 8)))} "
+         f"per GPU per layer; cp is capped at its {m31.num_kv_heads} KV heads"),
+        ("07", "Recompute without the head", doc(conventions.recompute_overhead),
+         "memlib.cost.conventions.recompute_overhead",
+         f"at 4,096 tokens: Llama-3.1-8B +{conventions.recompute_overhead(m31, 4096):.1%}, Llama-3.1-70B "
+         f"+{conventions.recompute_overhead('llama-3.1-70b', 4096):.1%}"),
+        ("07", "Implied MFU of a published run", doc(conventions.implied_mfu) + " "
+         + doc(conventions.deepseek_v3_implied_mfu), "memlib.cost.conventions.implied_mfu, deepseek_v3_implied_mfu",
+         f"DeepSeek-V3 pre-training: {conventions.deepseek_v3_implied_mfu():.1%}"),
     ]
 
 

@@ -10,6 +10,7 @@ checkpoints: notebooks label them "LLaMA-like".
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Iterable
 
 from memlib._checks import positive_int
@@ -72,3 +73,54 @@ def largest_that_fits(models: Iterable[Model], gpu, estimate: Callable[[Model], 
         elif first_fail is None:
             first_fail = m
     return best, first_fail
+
+
+def llama_like_of_size(num_params: float) -> Model:
+    """A LLaMA-like shape of about `num_params` parameters, between the ladder's rungs: width and
+    depth interpolated log-linearly in the parameter count along LADDER_SHAPES (hidden rounded to
+    a multiple of 128, at least one layer), so a limit can be searched continuously, not rung by rung."""
+    if not num_params > 0:
+        raise ValueError(f"num_params must be positive, got {num_params!r}")
+    rungs = sorted(((llama_like(h, L).num_params, h, L) for h, L, _ in LADDER_SHAPES))
+    x = math.log(num_params)
+    lo = max((r for r in rungs if math.log(r[0]) <= x), default=rungs[0])
+    hi = min((r for r in rungs if math.log(r[0]) >= x), default=rungs[-1])
+    f = 0.0 if lo[0] == hi[0] else (x - math.log(lo[0])) / (math.log(hi[0]) - math.log(lo[0]))
+    h = math.exp((1 - f) * math.log(lo[1]) + f * math.log(hi[1]))
+    layers = math.exp((1 - f) * math.log(lo[2]) + f * math.log(hi[2]))
+    if x < math.log(rungs[0][0]) or x > math.log(rungs[-1][0]):  # beyond the ladder: scale depth alone
+        layers = lo[2] * num_params / lo[0]
+    hidden = max(128, 128 * round(h / 128))
+    layers = max(1, round(layers))
+    # depth is the finer control: the count nearest the target within a few layers of the interpolation
+    best = min(range(max(1, layers - 3), layers + 4),
+               key=lambda L: abs(llama_like(hidden, L).num_params - num_params))
+    return llama_like(hidden, best, source="LLaMA-1 block at a width/depth interpolated along the ladder")
+
+
+def largest_size_that_fits(gpu, estimate: Callable[[Model], object], lo: float = 0.3e9, hi: float = 400e9,
+                           rel_tol: float = 0.01, **fits_kw):
+    """The largest llama_like_of_size shape that memlib.fits `gpu` under `estimate(model)`, found by
+    bisection on the parameter count to within rel_tol; None when even `lo` does not fit. Assumes
+    the peak grows with the size (true along the interpolated family up to rounding)."""
+    if not (0 < lo < hi) or not 0 < rel_tol < 1:
+        raise ValueError(f"need 0 < lo < hi and 0 < rel_tol < 1, got lo={lo!r}, hi={hi!r}, rel_tol={rel_tol!r}")
+
+    def ok(n: float):
+        m = llama_like_of_size(n)
+        return m if fits(estimate(m), gpu, **fits_kw).fits else None
+
+    best = ok(lo)
+    if best is None:
+        return None
+    top = ok(hi)
+    if top is not None:
+        return top
+    while hi / lo > 1 + rel_tol:
+        mid = (lo * hi) ** 0.5
+        m = ok(mid)
+        if m is not None:
+            lo, best = mid, (m if m.num_params > best.num_params else best)
+        else:
+            hi = mid
+    return best

@@ -75,7 +75,7 @@ def weight_bytes_read(other_bytes: float, expert_bytes: float, num_experts: int,
 
 def decode_weight_bytes(model, tokens: int, weights: str = AUTO) -> float:
     """Weight bytes one decode step reads from HBM (the whole model, one copy) when `tokens` tokens are
-    in flight: every non-expert weight once, and of each MoE layer's routed experts only those the
+    in flight: every non-expert weight once (less the untied input embedding table, as decode_bound), and of each MoE layer's routed experts only those the
     batch touches (expected_experts_touched; weights in the format estimate_inference counts).
 
     A dense model reads all its weights at any batch; a MoE reads its active share at batch 1 and
@@ -85,10 +85,13 @@ def decode_weight_bytes(model, tokens: int, weights: str = AUTO) -> float:
     m = _moe(model, "decode_weight_bytes")
     t = positive_int("tokens", tokens)
     parts = estimate_inference(m, batch=1, context_len=1, weights=weights).weight_parts
+    # One convention with memlib.serving.capacity.decode_bound: the input embedding table is not read
+    # (a step looks up one row per token); a tied table is read in full as the output head.
+    other = sum(parts.values()) - (0 if m.tie_word_embeddings else parts.get("embedding", 0))
     experts = parts.get("experts", 0)
     if not m.is_moe or not experts:
-        return float(sum(parts.values()))
-    return weight_bytes_read(sum(parts.values()) - experts, experts, m.num_experts, m.num_experts_per_tok, t)
+        return float(other)
+    return weight_bytes_read(other - experts, experts, m.num_experts, m.num_experts_per_tok, t)
 
 
 @dataclass(frozen=True)
