@@ -20,7 +20,7 @@
 # activations, and the moment of the step where memory peaks. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("00.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"13.5 GB"`, `"12.6 GiB"`; a plain number means the unit the question names,
+# carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means the unit the question names,
 # else bytes). `hint("00.k")` shows the concept, then the formula, then the first step. The
 # open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
 # marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.

@@ -20,7 +20,7 @@
 # 8-bit optimizers, what ZeRO does on one GPU, the KV cache, and LoRA on a 24GB card. Each
 # exercise says its difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("02.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"16 GB"`, `"15 GiB"`, `"5.4B"` parameters).
+# carry units (`"987.6 GB"`, `"919.8 GiB"`, `"9.87B"` parameters).
 # `hint("02.k")` shows the concept, then the formula, then the first step. The open question
 # is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
 # Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.

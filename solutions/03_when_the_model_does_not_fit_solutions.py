@@ -20,7 +20,7 @@
 # ZeRO stages, recompute and offload, what each saves and what it costs. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("03.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"3.9 GB"`, `"3.6 GiB"`, `"40M"` parameters).
+# carry units (`"987.6 GB"`, `"919.8 GiB"`, `"98.7M"` parameters).
 # `hint("03.k")` shows the concept, then the formula, then the first step. The open question
 # is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
 # Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.

@@ -21,7 +21,7 @@
 # layout of eight GPUs and the decode speed limit. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("04.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"2.7 GB"`, `"4.8 GiB"`, `"23 ms"`; a plain number means the unit the question
+# carry units (`"987.6 GB"`, `"919.8 GiB"`, `"98.7 ms"`; a plain number means the unit the question
 # names, else bytes). `hint("04.k")` shows the concept, then the formula, then the first step. The
 # open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
 # marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.

@@ -21,7 +21,7 @@
 # the states of full fine-tuning, what a decode step reads, expert parallelism's all-to-all, and
 # what LoRA saves. Each exercise says its difficulty (warm-up · interview · stretch) and about how
 # long it takes. `check("05.k", answer)` grades an answer against a value memlib computes now;
-# numbers may carry units (`"123 GB"`, `"70 KB"`; a plain number means the unit the question
+# numbers may carry units (`"987.6 GB"`, `"98.7 KB"`; a plain number means the unit the question
 # names). `hint("05.k")` shows the concept, then the formula, then the first step. The open
 # question is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
 # Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.

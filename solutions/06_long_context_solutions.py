@@ -20,7 +20,7 @@
 # s², what recompute keeps, context parallelism's memory and ring traffic, what a long sequence costs
 # in FLOPs, the KV cache at 128k, and a layout that fits. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes. `check("06.k", answer)` grades an answer against a
-# value memlib computes now; numbers may carry units (`"123 GB"`, `"114.6 GiB"`; a plain number means
+# value memlib computes now; numbers may carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means
 # the unit the question names, else bytes). `hint("06.k")` shows the concept, then the formula, then
 # the first step. The open question is self-assessed: `check` shows a rubric and a model answer,
 # `mark` records your marks. Progress is saved in `.memlib_progress.json` beside the notebook;

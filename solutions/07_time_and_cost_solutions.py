@@ -21,7 +21,7 @@
 # 70B fine-tune, and what a MoE's published GPU-hours imply. Each exercise says its difficulty
 # (warm-up · interview · stretch) and about how long it takes.
 # `check("07.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"8.4e22 FLOPs"`, `"11 days"`, `"66k GPU-hours"`, `"40%"`; a plain number means the
+# carry units (`"9.87e25 FLOPs"`, `"987 days"`, `"987k GPU-hours"`, `"98.7%"`; a plain number means the
 # unit the question names). `hint("07.k")` shows the concept, then the formula, then the first
 # step. The open question is self-assessed: `check` shows a rubric and a model answer, `mark`
 # records your marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()`

@@ -214,7 +214,7 @@ CASES = [
     ("00.6", "c", "incorrect", "pick the reason"),
     ("00.6", ("z", 1), "malformed", "not an option"),
     ("00.8", "34.36 GB", "correct", None),
-    ("00.8", "32 GiB", "correct", None),
+    ("00.8", "32 GiB", "incorrect", "GB (10⁹ bytes)"),  # the question fixes GB (issue 20)
     ("00.8", "32 GB", "incorrect", "unit is not"),
     ("01.2", ("780GB", GB(STATES_65)), "correct", None),
     ("01.2", ("780GB", GB(12 * N65)), "incorrect", "fp32 master copy"),
@@ -253,7 +253,7 @@ CASES = [
     ("02.10", "a, b, d", "correct", None),
     ("02.10", "abd", "correct", None),
     ("02.10", ["d", "a", "b"], "correct", None),
-    ("02.10", "a, b, c, d", "incorrect", "more training data needs more GPU memory"),
+    ("02.10", "a, b, c, d", "incorrect", "1 of your 4 picks"),  # how many, not which (issue 20)
     ("02.10", "a, b", "incorrect", "1 option that applies is missing"),
     ("02.10", "a, z", "malformed", "not an option"),
     ("02.11", GB((2 * 8 + 2) * N7), "correct", None),  # 16-bit grads down per micro-batch (8), weights up once
@@ -279,9 +279,9 @@ CASES = [
     ("03.10", GB(2 * N70 + KV_70B_TOKEN * 8 * 4096), "incorrect", "total over all 4 GPUs"),
     ("03.10", GB(2 * N70 / 4 + KV_70B_TOKEN * 8 * 4096), "incorrect", "splits the KV heads too"),
     ("03.11", "c, d", "correct", None),
-    ("03.11", "b, c, d", "incorrect", "70B x 1 byte = 70 GB < 80 GB"),
+    ("03.11", "b, c, d", "incorrect", "1 of your 3 picks"),
     ("03.12", "b, c, d", "correct", None),
-    ("03.12", "a, b, c, d, e", "incorrect", "recompute always lowers the peak"),
+    ("03.12", "a, b, c, d, e", "incorrect", "2 of your 5 picks"),
     # -- notebook 04: serving Llama-3-70B ------------------------------------------------------------
     ("04.1", f"{KV_70B_TOKEN} bytes", "correct", None),
     ("04.1", "0.33 MB", "correct", None),
@@ -317,8 +317,8 @@ CASES = [
     ("04.8", f"{DEC_W / 3.35e12 * 1e3:.1f} ms", "incorrect", "every chat's whole KV cache"),
     ("04.8", f"{(DEC_W + 8 * DEC_KV) / 3.35e12 * 1e3:.0f} ms", "incorrect", "1/8 of every chat's cache"),
     ("04.9", "a, c", "correct", None),
-    ("04.9", "a, b, c", "incorrect", "the KV cache's share of the GPU"),
-    ("04.9", "a, c, f", "incorrect", "twice the decode speed"),
+    ("04.9", "a, b, c", "incorrect", "1 of your 3 picks"),
+    ("04.9", "a, c, f", "incorrect", "1 of your 3 picks"),
     ("04.9", "c", "incorrect", "missing"),
     ("04.10", STUFFED, "submitted", "mark('04.10'"),
     # -- notebook 07: time and cost ----------------------------------------------------------------------
@@ -378,8 +378,8 @@ CASES = [
     ("05.7", math.ceil(12 * N_V3 / H200), "incorrect", "16"),
     ("05.7", math.ceil(16 * N_V3_ACTIVE / H200), "incorrect", "count all parameters"),
     ("05.8", "b, d", "correct", None),
-    ("05.8", "b, d, e", "incorrect", "divides the KV cache by the number of GPUs"),
-    ("05.8", "a, b, d", "incorrect", "LoRA makes a big model small"),
+    ("05.8", "b, d, e", "incorrect", "1 of your 3 picks"),
+    ("05.8", "a, b, d", "incorrect", "1 of your 3 picks"),
     ("05.9", GB(DISPATCH), "correct", None),
     ("05.9", f"{DISPATCH / 8 / 1e6:.1f} MB", "incorrect", "once per expert"),
     ("05.9", GB(DISPATCH * 8 / 7), "incorrect", "(ep - 1) / ep"),

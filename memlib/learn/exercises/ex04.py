@@ -187,7 +187,7 @@ EXERCISES = [
         close_advice="take the headroom as 5% of the whole per-GPU peak and round down",
         hints=("The weights are fixed; what is left per GPU is cache room, and each chat takes a fixed slice of it.",
                "chats = (capacity - weights - context - prefill - headroom) / (KV bytes per token / 2 x 8,192).",
-               "Per GPU a chat costs 327,680 / 2 x 8,192 bytes; start from 79.15 GiB and subtract."),
+               "Per GPU a chat costs (your 04.1 figure) / 2 x 8,192 bytes; start from 79.15 GiB and subtract."),
         worked=lambda: (lambda e: (
             f"Per GPU: {gib(usable_bytes(get_gpu(A100))):.2f} GiB, weights {b(e.weight_bytes)}, cache "
             f"{b(e.kv_bytes_per_token * _CTX)} per chat: **{_chats(A100, 2, 'fp8-block')} chats** "

@@ -216,13 +216,12 @@ EXERCISES = [
         prompt="An answer to \"how many 8k-token chats does DeepSeek-V3 serve on 8 x H200 with tensor parallelism "
                "over 8?\" Find the error and give the right number of chats (count the per-GPU room the answer "
                "gives as right).",
-        quote="MLA 每 token 的 KV cache 为 70,272 字节；TP=8 时 KV cache 也按 8 卡切分，每卡每 token 只需 8.8 KB。权重每卡"
+        quote="MLA 每 token 只缓存一个 latent 向量；TP=8 时 KV cache 也按 8 卡切分，每卡每 token 只需 8.8 KB。权重每卡"
               "约 85 GB，每卡还剩约 55 GB 给 KV cache，所以能同时服务 55 GB / (8.8 KB × 8192) ≈ 760 个 8k 请求。",
         source="a composite of circulating answers (SGLang's docs warn: \"If you do not use DP attention, KV cache will "
                "be duplicated among all TP ranks\")",
-        figures=(Figure("70,272", "right", "(512 + 64) x 61 x 2 bytes: right"),
-                 Figure("8.8 KB", "error", "the latent is one vector per token, not per head: every tensor-parallel "
-                                           "GPU keeps all of it, 70,272 bytes, not an eighth"),
+        figures=(Figure("8.8 KB", "error", "the latent is one vector per token, not per head: every tensor-parallel "
+                                           "GPU keeps all of it (05.2's figure), not an eighth"),
                  Figure("85 GB", "right", "fp8 weights over 8 GPUs: right"),
                  Figure("55 GB", "right", "what is left per GPU after weights, prefill workspace and headroom: about "
                                           "right"),
@@ -232,7 +231,7 @@ EXERCISES = [
                     "that splits the latent 8 ways; under tensor parallelism every GPU caches all of it"),),
         hints=("Ask what tensor parallelism splits: heads. How many heads does the latent have?",
                "chats = free bytes per GPU / (bytes per token per GPU x 8192), with the whole latent on every GPU.",
-               "Redo the division with 70,272 bytes per token instead of 8.8 KB."),
+               "Redo the division with the whole latent per token (your answer to 05.2) instead of 8.8 KB."),
         worked=lambda: (f"The error is **8.8 KB**: MLA's cache has no head dimension, so tensor parallelism replicates "
                         f"it; **760** inherits it. 55 GB / (70,272 B x 8,192) ≈ 96; memlib "
                         f"(`memlib.parallel.plan.plan_serving`) finds **{_layout('a').sequences}** for tensor parallel 8, and "

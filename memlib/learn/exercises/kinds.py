@@ -147,7 +147,7 @@ class SpotError(Numeric):
         n = len(self.errors)
         count = ("It holds **one** error (figures computed from it inherit it): name the figure where it starts."
                  if n == 1 else f"It holds **{n} independent errors**: name the figure where each starts, "
-                                f"e.g. `([\"99GB\", \"ZeRO-9\"], \"123 GB\")`.")
+                                f"e.g. `([\"99GB\", \"ZeRO-9\"], \"987.6 GB\")`.")
         return f"{self.prompt}\n\n> {self.quote}\n>\n> — {self.source}\n\n{count}"
 
 
@@ -175,7 +175,7 @@ class MultiChoice(Exercise):
 
     def render_prompt(self) -> str:
         return (self.prompt + "\n\n" + "\n".join(f"- **({o.key})** {o.text}" for o in self.options)
-                + "\n\nSelect **every** option that applies (none, one or several), e.g. `\"a, c\"`.")
+                + "\n\nSelect **every** option that applies (none, one or several), as letters separated by commas (or `\"none\"`).")
 
 
 @dataclass(frozen=True, kw_only=True)
