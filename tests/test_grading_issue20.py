@@ -161,3 +161,79 @@ def test_answers_that_cannot_be_read_say_so(eid, make):
     assert fb.status != "error", fb.message
     if fb.status == "malformed":
         assert "could not read" in fb.message
+
+
+# --- progress file: every damaged form survives, with one message and a backup -------------------
+DAMAGED = ['{"exercises": []}', '{"exercises": {"00.1": {"hints": null}}}', '{"exercises": {"00.9": {"self_points": "3"}}}',
+           '{"exercises": {"00.1": {"attempts": "three"}}}', '{"exercises": {"00.1": {"best": 1, "last": []}}}',
+           '{"exercises": {"00.1": {"hints": -4, "attempts": 1e400}}}', '{"exercises": {"00.1": [1, 2]}}', '[]', 'null',
+           '{"exercises": {"00.9": {"self_points": 99, "self_total": 3}}}', '{"exercises": {"00.1": {"submitted": "yes"}}}',
+           '\x00\xff not json', '{"exercises": {"00.1": {"hints": true}}}']
+
+
+@pytest.mark.parametrize("text", DAMAGED)
+def test_a_damaged_progress_file_is_backed_up_and_said_once(tmp_path, monkeypatch, capsys, text):
+    f = tmp_path / ".memlib_progress.json"
+    f.write_text(text, encoding="utf-8", errors="surrogateescape")
+    monkeypatch.setenv("MEMLIB_PROGRESS", str(f))
+    grading.reset()
+    grading.check("00.1", "13.48 GB")
+    grading.hint("00.1")
+    grading.check("00.9", "word " * 30)
+    grading.mark("00.9", [True, False, True])
+    assert "00.1" in str(grading.score("00"))
+    str(grading.score())
+    out = capsys.readouterr().out
+    assert out.count("was damaged") == 1
+    assert (tmp_path / ".memlib_progress.json.damaged").exists()
+    rec = json.loads(f.read_text())["exercises"]["00.1"]
+    assert rec["best"] == "correct" and rec["hints"] == 1
+
+
+def test_valid_entries_beside_a_damaged_one_are_kept(tmp_path, monkeypatch):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"exercises": {"00.2": {"best": "correct", "attempts": 2}, "00.1": {"hints": None}}}))
+    monkeypatch.setenv("MEMLIB_PROGRESS", str(f))
+    grading.reset()
+    assert progress.entry("00.2") == {"best": "correct", "attempts": 2}
+    assert progress.entry("00.1") == {}
+
+
+def test_an_unwritable_folder_falls_back_to_the_user_data_folder(tmp_path, monkeypatch, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    monkeypatch.setenv("MEMLIB_PROGRESS", str(ro / ".memlib_progress.json"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    grading.reset()
+    try:
+        grading.check("00.1", "13.48 GB")
+        grading.check("00.2", "107.8 GB")
+    finally:
+        ro.chmod(0o700)
+    saved = tmp_path / "data" / "memlib" / "memlib_progress.json"
+    if not (ro / ".memlib_progress.json").exists():  # (root can write anywhere: then nothing falls back)
+        assert json.loads(saved.read_text())["exercises"]["00.2"]["best"] == "correct"
+        assert capsys.readouterr().out.count("saved in") == 1
+
+
+def test_export_and_import_progress(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLIB_PROGRESS", str(tmp_path / "a.json"))
+    grading.reset()
+    grading.check("00.1", "13.48 GB")
+    out = grading.export_progress(tmp_path / "export.json")
+    monkeypatch.setenv("MEMLIB_PROGRESS", str(tmp_path / "b.json"))
+    grading.reset()
+    assert progress.entry("00.1") == {}
+    assert grading.import_progress(out) == 1
+    assert progress.entry("00.1")["best"] == "correct"
+    assert grading.import_progress(tmp_path / "missing.json") == 0
+
+
+def test_binder_says_progress_ends_with_the_session(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLIB_PROGRESS", str(tmp_path / "a.json"))
+    monkeypatch.setenv("BINDER_SERVICE_HOST", "1")
+    grading.reset()
+    grading.check("00.1", "13.48 GB")
+    grading.check("00.1", "13.48 GB")
+    assert capsys.readouterr().out.count("export_progress()") == 1

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from memlib.learn.exercises import (EXERCISES, NOTEBOOKS, Choice, Exercise, Implement, MultiChoice, Numeric, SelfAssessed,
                               SpotError, get_exercise, notebook_key, render)
 from memlib.learn.exercises import progress
+from memlib.learn.exercises.progress import export_progress, import_progress
 from memlib.learn.exercises.answers import (BINARY, BYTE_UNITS, DECIMAL, Malformed, Quantity, example, number_in,
                                       parse_choice, parse_marks, parse_quantity, parse_selection, plain, unanswered)
 from memlib.units import GB, GiB, fmt_bytes
@@ -43,6 +44,7 @@ def _normalise_text(text: str) -> str:
     return unicodedata.normalize("NFKC", text[:200]).lower()
 
 __all__ = ["show", "check", "hint", "solution", "mark", "score", "grade", "reset", "Feedback", "Malformed",
+           "export_progress", "import_progress",
            "parse_quantity", "example", "unanswered"]
 
 UNIT_SLIP_TOLERANCE = 0.005  # a GB/GiB mix-up is named only when the other reading matches this closely
