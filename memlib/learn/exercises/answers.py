@@ -107,10 +107,14 @@ def unanswered(answer) -> bool:
     return False
 
 
+UNITS_EXAMPLE_KEYS = ("bytes", "GB", "GiB", "params", "count", "x", "bytes/param", "%", "s", "FLOPs", "GPU-hours",
+                      "days")
+
+
 def example(unit: str) -> str:
     # the format with figures that answer no exercise (tests/test_grading_issue20.py tries each one against all)
     return {"bytes": '"987.6 GB" or "919.8 GiB"', "GB": '"987.6 GB" or 987.6 (GB)', "GiB": '"919.8 GiB" or 919.8 (GiB)',
-            "params": '"9.87B" or 9.87e9', "count": "999", "x": '"98.7x" or 98.7', "bytes/param": "99",
+            "params": '"9.87B" or 9.87e9', "count": "999", "x": '"98.7x" or 98.7', "bytes/param": "987",
             "%": '"98.7%" or 98.7', "s": '"98.7 s" or 98.7', "FLOPs": '"9.87e25 FLOPs" or 9.87e25',
             "GPU-hours": '"987k GPU-hours" or 987000', "days": '"987 days" or 987'}.get(unit, "999")
 

@@ -245,11 +245,11 @@ EXERCISES = [
         prompt="DeepSeek-V3 in fp8 on one server of 8 H200s, 8,192-token chats, vLLM-style 8k prefill chunks. Which "
                "layout holds the most concurrent chats, and why?",
         options=(Option("a", "tensor parallel 8", lambda: (f"each GPU holds the fewest weights ({b(_layout('a').weight_bytes)}), "
-                                                           f"but every GPU caches every chat: {_layout('a').sequences} chats"),
+                                                           "but every GPU caches every chat (05.5 counts them)"),
                         misconception="splitting the matrices over more GPUs splits the KV cache as well"),
                  Option("b", "tensor parallel 8 with expert parallel 8", lambda: (
-                        f"whole experts per GPU instead of slices changes little: the latent is still replicated, "
-                        f"{_layout('b').sequences} chats"),
+                        "whole experts per GPU instead of slices changes little: the latent is still replicated on "
+                        "every GPU"),
                         misconception="expert parallelism alone frees the memory the cache needs"),
                  Option("c", "expert parallel 8 with data-parallel attention (each GPU its own attention and chats)",
                         lambda: f"each GPU caches only its own chats: {_layout('c').sequences} in all", "2"),
@@ -264,7 +264,7 @@ EXERCISES = [
                         "the KV cache belongs to attention; experts hold no cache")),
         right=_most_chats,
         hints=("Two things fill an H200 here: weights and the latent cache. Which layout replicates which?",
-               "chats = (GPU memory - weights per GPU - workspace) / (70,272 B x 8192) per attention group, x the "
+               "chats = (GPU memory - weights per GPU - workspace) / (05.2's bytes per token x 8192) per attention group, x the "
                "number of attention groups.",
                "Work out the weights per GPU under data-parallel attention: all attention and dense weights plus 1/8 "
                "of the experts."),
