@@ -44,7 +44,7 @@ def _normalise_text(text: str) -> str:
     return unicodedata.normalize("NFKC", text[:200]).lower()
 
 __all__ = ["show", "check", "hint", "solution", "mark", "score", "grade", "reset", "Feedback", "Malformed",
-           "export_progress", "import_progress",
+           "export_progress", "import_progress", "practice", "Practice",
            "parse_quantity", "example", "unanswered"]
 
 UNIT_SLIP_TOLERANCE = 0.005  # a GB/GiB mix-up is named only when the other reading matches this closely
@@ -196,6 +196,14 @@ def _judge(ex: Numeric, q: Quantity, expected: float) -> tuple[bool, str, tuple[
     rounded = _rounding(ex, q, expected)
     if rounded is not None:
         return rounded
+    for alt in ex.accepts:  # another convention the question names as acceptable
+        try:
+            other = float(alt.value())
+        except Exception:
+            continue
+        if _close(q.value, other, tol, abs_tol):
+            return True, f"{fmt_value(other, ex.unit)} under {alt.message}; {fmt_value(expected, ex.unit)} under the " \
+                         "question's main convention.", ()
     # the same answer under a reading the question allows
     if ex.unit in ("GB", "GiB") and q.plain and q.number >= 1e5 and ok(q.number):
         return True, f"{fmt_value(expected, ex.unit)} (your plain number was read as bytes; write the unit next " \
@@ -551,6 +559,38 @@ def solution(exercise_id: str) -> None:
     ex = _lookup(exercise_id)
     if ex is not None:
         _emit(f"**Worked answer {ex.id}.** " + ex.worked())
+
+
+@dataclass(frozen=True)
+class Practice:
+    """A practice question: answer with check(q.id, answer); hint(q.id), solution(q.id) as for the others."""
+
+    id: str
+    topic: str
+    seed: int
+    title: str
+    prompt: str
+
+    def _repr_markdown_(self) -> str:
+        return f"**{self.id} · {self.title}** (practice, topic {self.topic}, seed {self.seed})\n\n{self.prompt}"
+
+    def __str__(self) -> str:
+        return f"{self.id} · {self.title}\n{self.prompt}\n(check({self.id!r}, answer); hint({self.id!r}))"
+
+
+def practice(topic, seed: int | None = None) -> Practice:
+    """A new question of one topic's kinds ("03", 3 or "03_when_...") with a setup drawn from memlib's catalogs.
+
+    The same seed gives the same question (for a class); no seed draws one. Graded by check(q.id, answer);
+    hint(q.id) and solution(q.id) work as for the fixed exercises; practice does not count in score()."""
+    from memlib.learn.exercises import practice as generator
+    key = notebook_key(topic)
+    if key is None or key not in generator.KINDS:
+        raise ValueError(f"unknown topic {str(topic)[:40]!r}; topics are {', '.join(generator.KINDS)}")
+    if seed is None:
+        seed = random.SystemRandom().randrange(generator.MAX_SEED + 1)
+    ex = generator.build(key, seed)
+    return Practice(ex.id, key, seed, ex.title, ex.render_prompt())
 
 
 _MARKS = {"correct": "✅ passed", "incorrect": "❌ not yet"}

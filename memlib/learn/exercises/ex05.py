@@ -281,7 +281,8 @@ EXERCISES = [
         formula="model states of mixed-precision AdamW: 16 bytes/param of every expert (ZeRO paper, K = 12; memlib.parallel.zero)",
         prompt="Full fine-tuning of DeepSeek-V3 with ZeRO-3 and mixed-precision AdamW (bf16 weights and gradients, "
                "fp32 master, m and v). How many H200s would it take just to hold the model states? Count each H200 at "
-               "its nominal **141 GiB** (binary: vendors count HBM in GiB), ignore activations and everything else, "
+               "141 GiB = 141 × 2³⁰ bytes, memlib's reading of the datasheet's \"141GB\" (NVIDIA prints GB; the GPU "
+               "reports about 140 GiB, see memlib.hardware.gpus), ignore activations and everything else, "
                "and give a whole number of GPUs.",
         expected=lambda: float(_h200s_for_states()), unit="count", tolerance=0.0,
         slips=(Slip("active parameters only", lambda: float(_h200s_for_states(params=_m().num_active_params)),
@@ -289,7 +290,7 @@ EXERCISES = [
                Slip("forgot the fp32 master copy", lambda: float(_h200s_for_states(k=8)),
                     "12 bytes/param leaves out the fp32 master weights: mixed precision keeps 16"),
                Slip("GB for GiB", lambda: float(_h200s_for_states(capacity=141e9)),
-                    "you divided by 141 GB; an H200 holds 141 GiB"),
+                    "you divided by 141 × 10⁹ bytes; this question counts an H200 as 141 × 2³⁰ bytes"),
                Slip("rounded down", lambda: float(_h200s_for_states() - 1), "round up: the states would not fit")),
         close_advice="use all parameters, 16 bytes each, 141 x 2**30 bytes per GPU, and round up",
         hints=("Every parameter, expert or not, has a weight, a gradient and optimizer states during full fine-tuning.",
@@ -346,8 +347,10 @@ EXERCISES = [
                 "(memlib.cost.timing.all_to_all_bytes)",
         prompt="Fine-tuning DeepSeek-V3 with expert parallelism 8: each GPU has one 4,096-token sequence, the router "
                "sends every token to its top-8 experts (no token dropped), and the hidden states (7168 numbers) travel "
-               "in bf16. How many bytes does ONE dispatch all-to-all of ONE MoE layer send out of each GPU? (The rows "
-               "addressed to experts on the same GPU stay; assume they are an equal 1/8 share.)",
+               "in bf16. How many bytes does ONE dispatch all-to-all of ONE MoE layer send out of each GPU? Count one row "
+               "per (token, expert) pair, as Megatron-LM's all-to-all dispatcher sends them (DeepEP sends a token once "
+               "per destination GPU, fewer bytes: a different convention). The rows addressed to experts on the same "
+               "GPU stay; assume they are an equal 1/8 share.",
         expected=lambda: _dispatch_bytes(), unit="GB",
         slips=(Slip("one copy per token", lambda: _dispatch_bytes(top_k=False),
                     "each token goes to 8 experts: its hidden state is sent once per expert (tokens x top-k rows)"),

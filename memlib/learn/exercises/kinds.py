@@ -112,6 +112,8 @@ class Numeric(Exercise):
     per: str = ""  # "one" | "total" (required when count > 1)
     count_unit: tuple[str, str] = ("GPU", "GPUs")  # singular, plural
     close_advice: str = ""  # said when an answer is close but outside the tolerance
+    # other conventions the question accepts as right, each named when it matches (Slip: name, value(), message)
+    accepts: tuple[Slip, ...] = ()
     kind: ClassVar[str] = "numeric"
     kind_label: ClassVar[str] = "numeric derivation"
 
