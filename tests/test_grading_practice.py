@@ -64,3 +64,22 @@ def test_bad_topic_or_seed_is_a_clear_error(topic, seed):
 def test_practice_is_reexported_by_memlib_grading():
     import memlib.grading
     assert memlib.grading.practice is practice
+
+
+# --- the mock interview (notebooks/mock_interview.ipynb) ------------------------------------------
+def test_mock_interview_draws_from_every_topic_and_follows_up():
+    from memlib.learn import interview
+    topics = {interview.draw(seed=s).topic for s in range(60)}
+    assert len(topics) == len({ex.notebook for ex in interview._open_questions()}) >= 8
+    q = interview.draw(seed=3)
+    assert q == interview.draw(seed=3)
+    assert "at least 10 words" in interview.assess(q, "too short")
+    shown = interview.assess(q, "word " * 20)
+    assert "Rubric" in shown and "Model answer" in shown
+    n = len(interview._exercise(q).rubric)
+    assert f"{n} of {n} points" in interview.mark(q, [True] * n)
+    assert "⚠️" in interview.mark(q, [True])
+    f = interview.follow_up(q)
+    assert f.topic == q.topic and grade(f.id, "1 GB").status in ("incorrect", "malformed", "correct")
+    with pytest.raises(ValueError):
+        interview.timer(0)
