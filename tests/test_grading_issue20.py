@@ -242,3 +242,19 @@ def test_binder_says_progress_ends_with_the_session(tmp_path, monkeypatch, capsy
     grading.check("00.1", "13.48 GB")
     grading.check("00.1", "13.48 GB")
     assert capsys.readouterr().out.count("export_progress()") == 1
+
+
+# --- 00.5 and 03.7: the per-moment figures as a table to reason from ------------------------------
+@pytest.mark.parametrize("eid", ["00.5", "03.7"])
+def test_the_peak_saving_is_answerable_from_the_table_alone(eid):
+    import re
+    prompt = grading.get_exercise(eid).render_prompt()
+    rows = [line.split("|")[1:-1] for line in prompt.splitlines() if re.match(r"^\| (forward|backward|optimizer)", line)]
+    assert len(rows) >= 8
+
+    def peak(col: int) -> float:
+        return max(float(r[col].strip().split()[0].replace(",", "")) for r in rows if r[col].strip() != "—")
+
+    reasoned = f"{peak(2) - peak(3):.1f} GB"  # the learner's arithmetic: the larger peak minus the smaller
+    assert grade(eid, reasoned).passed, reasoned
+    assert "memlib.estimate_training(..., recompute" not in prompt  # no longer "call memlib for the answer"

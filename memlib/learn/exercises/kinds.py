@@ -81,6 +81,7 @@ class Exercise:
     prompt: str
     worked: Callable[[], str]
     hints: tuple[str, ...] = ()  # graded: the concept, then the formula, then the first step
+    table: Callable[[], str] | None = None  # figures to reason from, rendered by memlib under the prompt
     kind: ClassVar[str] = ""
     kind_label: ClassVar[str] = ""
     auto_graded: ClassVar[bool] = True
@@ -96,7 +97,7 @@ class Exercise:
         return self.id.split(".")[0]
 
     def render_prompt(self) -> str:
-        return self.prompt
+        return self.prompt + (f"\n\n{self.table()}" if self.table is not None else "")
 
 
 @dataclass(frozen=True, kw_only=True)
