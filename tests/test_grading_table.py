@@ -94,7 +94,10 @@ DAYS_7B = (6 * N7 + 12 * 32 * 32 * 128 * 4096) * 2e12 / (256 * 989.4e12 * 0.4) /
 Z3_7B = 255 / 256 * 2 * (N7 + (N7 - 5 * 10**8) + N7)  # gather fwd, gather bwd less 0.5B kept, reduce-scatter
 FT_70B = (8 * N70_31 + 16 * 80 * 64 * 128 * 4096) * 1e9 / (989.4e12 * 0.4) / 3600  # full recompute: 426 GPU-hours
 FT_70B_NO_RC = (6 * N70_31 + 12 * 80 * 64 * 128 * 4096) * 1e9 / (989.4e12 * 0.4) / 3600
-DS_MFU = 100 * 6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 989.4e12)  # DeepSeek-V3's pretraining: 34.6%
+DS_MFU = 100 * 6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 989.4e12)  # DeepSeek-V3's pretraining, 6ND: 34.6%
+# DeepSeek's own count, the question's main convention: 250 GFLOP per training token (Zhao et al. 2025,
+# "Insights into DeepSeek-V3", Table 2): 39.0%
+DS_MFU_250 = 100 * 250e9 * 14.8e12 / (2.664e6 * 3600 * 989.4e12)
 assert N70_31 == 70_553_706_496
 
 # DeepSeek-V3 (notebook 05): transformers' parameter count (validation/param_counts.json); a token skips 248 of the
@@ -350,8 +353,11 @@ CASES = [
     ("07.8", ("a", 1), "incorrect", "compute budget alone"),
     ("07.8", ("c", 1), "incorrect", "GPU-hours stay fixed"),
     ("07.8", ("b", 2), "incorrect", "not for reason 2"),
-    ("07.9", f"{DS_MFU:.1f}%", "correct", None),
-    ("07.9", DS_MFU / 100, "correct", "read as a percentage"),
+    ("07.9", f"{DS_MFU_250:.1f}%", "correct", None),
+    ("07.9", DS_MFU_250 / 100, "correct", "read as a percentage"),
+    ("07.9", f"{DS_MFU:.1f}%", "correct", "6ND on the 37B activated parameters"),  # accepted, named
+    ("07.9", f"{DS_MFU_250 / 2:.1f}%", "incorrect", "fp8 peak"),
+    ("07.9", f"{DS_MFU_250 * 2.664 / 2.788:.1f}%", "incorrect", "post-training"),
     ("07.9", f"{DS_MFU * 671 / 37:.0f}%", "incorrect", "671B"),
     ("07.9", f"{DS_MFU / 2:.1f}%", "incorrect", "fp8 peak"),
     ("07.9", f"{DS_MFU * 2.664 / 2.788:.1f}%", "incorrect", "post-training"),
@@ -374,7 +380,7 @@ CASES = [
     ("05.6", ("c", 2), "correct", None),
     ("05.6", ("a", 1), "incorrect", "splits the KV cache as well"),
     ("05.7", math.ceil(16 * N_V3 / H200), "correct", None),
-    ("05.7", math.ceil(16 * N_V3 / 141e9), "incorrect", "141 GiB"),
+    ("05.7", math.ceil(16 * N_V3 / 141e9), "incorrect", "141 × 2³⁰ bytes"),
     ("05.7", math.ceil(12 * N_V3 / H200), "incorrect", "16"),
     ("05.7", math.ceil(16 * N_V3_ACTIVE / H200), "incorrect", "count all parameters"),
     ("05.8", "b, d", "correct", None),

@@ -357,6 +357,11 @@ EXERCISES = [
                Slip("fp8 peak", lambda: _ds_mfu(peak="fp8"),
                     "you divided by the fp8 peak; the question asks against the bf16 dense peak"),
                Slip("whole training", lambda: _ds_mfu(hours=_DS_ALL_HOURS),
+                    "2.788M GPU-hours include context extension and post-training; the 14.8T tokens took 2.664M"),
+               # the same slips made under the accepted 6ND convention
+               Slip("fp8 peak", lambda: _ds_mfu(params=_DS_ACTIVE, peak="fp8"),
+                    "you divided by the fp8 peak; the question asks against the bf16 dense peak"),
+               Slip("whole training", lambda: _ds_mfu(params=_DS_ACTIVE, hours=_DS_ALL_HOURS),
                     "2.788M GPU-hours include context extension and post-training; the 14.8T tokens took 2.664M")),
         hints=("MFU compares the model's FLOPs with what the GPUs could have done in the hours they ran.",
                "MFU = FLOPs per token × tokens / (GPU-hours × 3600 × dense peak FLOP/s).",
