@@ -89,17 +89,17 @@ def test_verdict(eid, answer, verdict, says):
 
 
 def test_rounding_that_also_matches_a_slip_asks_for_one_more_digit():
-    # 00.2: 16 B/param (107.81 GB); forgetting the fp32 master copy gives 12 B/param (80.86 GB). Find a
-    # precision where both round alike: to 1 sf both are 100 / 80 (the rule needs 2), so build the case
-    # from the slip list itself: any figure that rounds to both is refused with "one more".
-    fb = grade("00.2", "108 GB")
-    assert fb.passed
-    ex = grading.get_exercise("00.2")
-    expected = float(ex.expected())
-    slips = [v for _, v in grading._slip_values(ex, expected)]
-    assert slips, "00.2 names slips"
-    q = grading.parse_quantity("1.1e11", "bytes")  # 2 sf: 1.1e11 matches 107.81 GB
-    assert grading._rounding(ex, q, expected)[0] is True
+    from memlib.learn.exercises.kinds import Numeric, Slip
+    # a made-up exercise: 107.81 GB expected, a named slip at 112 GB; "110 GB" rounds from both (2 sf),
+    # "108 GB" (3 sf) only from the right value
+    ex = Numeric(id="99.1", title="t", difficulty="warm-up", minutes=1, formula="f", prompt="p", worked=lambda: "w",
+                 hints=("a", "b"), expected=lambda: 107.81e9, unit="GB",
+                 slips=(Slip("the slip", lambda: 112e9, "a slip"),))
+    expected = 107.81e9
+    ok, msg, _ = grading._judge(ex, grading.parse_quantity("110 GB", "GB"), expected)
+    assert not ok and "one more significant figure" in msg
+    assert grading._judge(ex, grading.parse_quantity("108 GB", "GB"), expected)[0]
+    assert not grading._judge(ex, grading.parse_quantity("100 GB", "GB"), expected)[0]  # 1 sf: the rule needs 2
 
 
 def test_select_all_says_how_many_picks_are_wrong_not_which():
