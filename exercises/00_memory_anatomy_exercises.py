@@ -20,7 +20,7 @@
 # activations, and the moment of the step where memory peaks. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("00.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"13.5 GB"`, `"12.6 GiB"`; a plain number means the unit the question names,
+# carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means the unit the question names,
 # else bytes). `hint("00.k")` shows the concept, then the formula, then the first step. The
 # open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
 # marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -32,7 +32,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 00.1 · Weights of LLaMA-7B in bf16
@@ -41,7 +41,7 @@ from memlib.grading import check, hint, mark, score, show, solution
 show("00.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("00.1", answer)
 # hint("00.1")  # stuck? each call shows one more hint; solution("00.1") shows the worked answer
 
@@ -52,7 +52,7 @@ check("00.1", answer)
 show("00.2")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
 check("00.2", answer)
 # hint("00.2")
 
@@ -63,7 +63,7 @@ check("00.2", answer)
 show("00.3")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("00.3", answer)
 # hint("00.3")
 
@@ -77,7 +77,7 @@ check("00.3", answer)
 show("00.4")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
 check("00.4", answer)
 # hint("00.4")
 
@@ -88,7 +88,7 @@ check("00.4", answer)
 show("00.5")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("00.5", answer)
 # hint("00.5")
 
@@ -99,7 +99,7 @@ check("00.5", answer)
 show("00.6")
 
 # %%
-answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+answer = ...  # your answer here: a pair ("option letter", reason number)
 check("00.6", answer)
 # hint("00.6")
 
@@ -126,7 +126,7 @@ check("00.7", llama_params)
 show("00.8")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("00.8", answer)
 # hint("00.8")
 
@@ -149,3 +149,18 @@ mark("00.9", marks)
 
 # %%
 score("00")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("00")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("00", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

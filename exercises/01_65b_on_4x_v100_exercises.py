@@ -20,7 +20,7 @@
 # circulating answer gets wrong, which layout fits, and what it costs. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("01.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"123 GB"`, `"114.6 GiB"`; a plain number means the unit the question names,
+# carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means the unit the question names,
 # else bytes). `hint("01.k")` shows the concept, then the formula, then the first step. The
 # open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
 # marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -32,7 +32,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 01.1 · What do 4x V100 32GB hold?
@@ -41,7 +41,7 @@ from memlib.grading import check, hint, mark, score, show, solution
 show("01.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("01.1", answer)
 # hint("01.1")  # stuck? each call shows one more hint; solution("01.1") shows the worked answer
 
@@ -52,7 +52,7 @@ check("01.1", answer)
 show("01.2")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("01.2", answer)
 # hint("01.2")
 
@@ -66,7 +66,7 @@ check("01.2", answer)
 show("01.3")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
 check("01.3", answer)
 # hint("01.3")
 
@@ -77,7 +77,7 @@ check("01.3", answer)
 show("01.4")
 
 # %%
-answer = ...  # your answer here: ([the wrong figures as written], the right value), e.g. (["99GB", "ZeRO-9"], "123 GB")
+answer = ...  # your answer here: ([the wrong figures as written], the right value), e.g. (["99GB", "ZeRO-9"], "987.6 GB")
 check("01.4", answer)
 # hint("01.4")
 
@@ -88,7 +88,7 @@ check("01.4", answer)
 show("01.5")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. 31
+answer = ...  # your answer here: a number with its unit, e.g. 999
 check("01.5", answer)
 # hint("01.5")
 
@@ -99,7 +99,7 @@ check("01.5", answer)
 show("01.6")
 
 # %%
-answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+answer = ...  # your answer here: a pair ("option letter", reason number)
 check("01.6", answer)
 # hint("01.6")
 
@@ -126,7 +126,7 @@ check("01.7", train_flops_per_token)
 show("01.8")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
 check("01.8", answer)
 # hint("01.8")
 
@@ -137,7 +137,7 @@ check("01.8", answer)
 show("01.9")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "12.5 s" or 12.5
+answer = ...  # your answer here: a number with its unit, e.g. "98.7 s" or 98.7
 check("01.9", answer)
 # hint("01.9")
 
@@ -160,3 +160,18 @@ mark("01.10", marks)
 
 # %%
 score("01")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("01")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("01", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

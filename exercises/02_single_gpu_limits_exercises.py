@@ -20,7 +20,7 @@
 # 8-bit optimizers, what ZeRO does on one GPU, the KV cache, and LoRA on a 24GB card. Each
 # exercise says its difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("02.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"16 GB"`, `"15 GiB"`, `"5.4B"` parameters).
+# carry units (`"987.6 GB"`, `"919.8 GiB"`, `"9.87B"` parameters).
 # `hint("02.k")` shows the concept, then the formula, then the first step. The open question
 # is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
 # Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -32,7 +32,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 02.1 · The largest model an A100 80GB can fully fine-tune
@@ -41,7 +41,7 @@ from memlib.grading import check, hint, mark, score, show, solution
 show("02.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "5.4B" or 5.4e9
+answer = ...  # your answer here: a number with its unit, e.g. "9.87B" or 9.87e9
 check("02.1", answer)
 # hint("02.1")  # stuck? each call shows one more hint; solution("02.1") shows the worked answer
 
@@ -52,7 +52,7 @@ check("02.1", answer)
 show("02.2")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("02.2", answer)
 # hint("02.2")
 
@@ -63,7 +63,7 @@ check("02.2", answer)
 show("02.3")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("02.3", answer)
 # hint("02.3")
 
@@ -77,7 +77,7 @@ check("02.3", answer)
 show("02.4")
 
 # %%
-answer = ...  # your answer here: an option letter, e.g. "a"
+answer = ...  # your answer here: one option letter in quotes
 check("02.4", answer)
 # hint("02.4")
 
@@ -104,7 +104,7 @@ check("02.5", kv_cache_bytes)
 show("02.6")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
 check("02.6", answer)
 # hint("02.6")
 
@@ -115,7 +115,7 @@ check("02.6", answer)
 show("02.7")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("02.7", answer)
 # hint("02.7")
 
@@ -126,7 +126,7 @@ check("02.7", answer)
 show("02.8")
 
 # %%
-answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+answer = ...  # your answer here: a pair ("option letter", reason number)
 check("02.8", answer)
 # hint("02.8")
 
@@ -151,7 +151,7 @@ mark("02.9", marks)
 show("02.10")
 
 # %%
-answer = ...  # your answer here: every option that applies, e.g. "a, f"
+answer = ...  # your answer here: the letters of every option that applies, separated by commas (or "none")
 check("02.10", answer)
 # hint("02.10")
 
@@ -162,7 +162,7 @@ check("02.10", answer)
 show("02.11")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("02.11", answer)
 # hint("02.11")
 
@@ -171,3 +171,18 @@ check("02.11", answer)
 
 # %%
 score("02")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("02")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("02", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

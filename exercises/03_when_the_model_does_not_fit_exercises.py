@@ -20,7 +20,7 @@
 # ZeRO stages, recompute and offload, what each saves and what it costs. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("03.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"3.9 GB"`, `"3.6 GiB"`, `"40M"` parameters).
+# carry units (`"987.6 GB"`, `"919.8 GiB"`, `"98.7M"` parameters).
 # `hint("03.k")` shows the concept, then the formula, then the first step. The open question
 # is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
 # Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -32,7 +32,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 03.1 · A 4-bit LLaMA-7B, really
@@ -41,7 +41,7 @@ from memlib.grading import check, hint, mark, score, show, solution
 show("03.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("03.1", answer)
 # hint("03.1")  # stuck? each call shows one more hint; solution("03.1") shows the worked answer
 
@@ -52,7 +52,7 @@ check("03.1", answer)
 show("03.2")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("03.2", answer)
 # hint("03.2")
 
@@ -66,7 +66,7 @@ check("03.2", answer)
 show("03.3")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "5.4B" or 5.4e9
+answer = ...  # your answer here: a number with its unit, e.g. "9.87B" or 9.87e9
 check("03.3", answer)
 # hint("03.3")
 
@@ -93,7 +93,7 @@ check("03.4", lora_param_count)
 show("03.5")
 
 # %%
-answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+answer = ...  # your answer here: a pair ("option letter", reason number)
 check("03.5", answer)
 # hint("03.5")
 
@@ -104,7 +104,7 @@ check("03.5", answer)
 show("03.6")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "12x" or 12
+answer = ...  # your answer here: a number with its unit, e.g. "98.7x" or 98.7
 check("03.6", answer)
 # hint("03.6")
 
@@ -115,7 +115,7 @@ check("03.6", answer)
 show("03.7")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("03.7", answer)
 # hint("03.7")
 
@@ -126,7 +126,7 @@ check("03.7", answer)
 show("03.8")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("03.8", answer)
 # hint("03.8")
 
@@ -151,7 +151,7 @@ mark("03.9", marks)
 show("03.10")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("03.10", answer)
 # hint("03.10")
 
@@ -162,7 +162,7 @@ check("03.10", answer)
 show("03.11")
 
 # %%
-answer = ...  # your answer here: every option that applies, e.g. "a, e"
+answer = ...  # your answer here: the letters of every option that applies, separated by commas (or "none")
 check("03.11", answer)
 # hint("03.11")
 
@@ -173,7 +173,7 @@ check("03.11", answer)
 show("03.12")
 
 # %%
-answer = ...  # your answer here: every option that applies, e.g. "a, e"
+answer = ...  # your answer here: the letters of every option that applies, separated by commas (or "none")
 check("03.12", answer)
 # hint("03.12")
 
@@ -182,3 +182,18 @@ check("03.12", answer)
 
 # %%
 score("03")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("03")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("03", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

@@ -21,7 +21,7 @@
 # layout of eight GPUs and the decode speed limit. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("04.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"2.7 GB"`, `"4.8 GiB"`, `"23 ms"`; a plain number means the unit the question
+# carry units (`"987.6 GB"`, `"919.8 GiB"`, `"98.7 ms"`; a plain number means the unit the question
 # names, else bytes). `hint("04.k")` shows the concept, then the formula, then the first step. The
 # open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
 # marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -33,7 +33,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 04.1 · One token of Llama-3-70B's KV cache
@@ -42,7 +42,7 @@ from memlib.grading import check, hint, mark, score, show, solution
 show("04.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
 check("04.1", answer)
 # hint("04.1")  # stuck? each call shows one more hint; solution("04.1") shows the worked answer
 
@@ -53,7 +53,7 @@ check("04.1", answer)
 show("04.2")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("04.2", answer)
 # hint("04.2")
 
@@ -67,7 +67,7 @@ check("04.2", answer)
 show("04.3")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("04.3", answer)
 # hint("04.3")
 
@@ -78,7 +78,7 @@ check("04.3", answer)
 show("04.4")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. 31
+answer = ...  # your answer here: a number with its unit, e.g. 999
 check("04.4", answer)
 # hint("04.4")
 
@@ -89,7 +89,7 @@ check("04.4", answer)
 show("04.5")
 
 # %%
-answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+answer = ...  # your answer here: a pair ("option letter", reason number)
 check("04.5", answer)
 # hint("04.5")
 
@@ -100,7 +100,7 @@ check("04.5", answer)
 show("04.6")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "114.6 GiB" or 114.6 (GiB)
+answer = ...  # your answer here: a number with its unit, e.g. "919.8 GiB" or 919.8 (GiB)
 check("04.6", answer)
 # hint("04.6")
 
@@ -127,7 +127,7 @@ check("04.7", paged_kv_waste)
 show("04.8")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "12.5 s" or 12.5
+answer = ...  # your answer here: a number with its unit, e.g. "98.7 s" or 98.7
 check("04.8", answer)
 # hint("04.8")
 
@@ -138,7 +138,7 @@ check("04.8", answer)
 show("04.9")
 
 # %%
-answer = ...  # your answer here: every option that applies, e.g. "a, f"
+answer = ...  # your answer here: the letters of every option that applies, separated by commas (or "none")
 check("04.9", answer)
 # hint("04.9")
 
@@ -161,3 +161,18 @@ mark("04.10", marks)
 
 # %%
 score("04")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("04")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("04", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

@@ -21,7 +21,7 @@
 # the states of full fine-tuning, what a decode step reads, expert parallelism's all-to-all, and
 # what LoRA saves. Each exercise says its difficulty (warm-up · interview · stretch) and about how
 # long it takes. `check("05.k", answer)` grades an answer against a value memlib computes now;
-# numbers may carry units (`"123 GB"`, `"70 KB"`; a plain number means the unit the question
+# numbers may carry units (`"987.6 GB"`, `"98.7 KB"`; a plain number means the unit the question
 # names). `hint("05.k")` shows the concept, then the formula, then the first step. The open
 # question is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
 # Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -33,7 +33,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 05.1 · DeepSeek-V3's weights as released
@@ -42,7 +42,7 @@ from memlib.grading import check, hint, mark, score, show, solution
 show("05.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("05.1", answer)
 # hint("05.1")  # stuck? each call shows one more hint; solution("05.1") shows the worked answer
 
@@ -53,7 +53,7 @@ check("05.1", answer)
 show("05.2")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or "114.6 GiB"
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
 check("05.2", answer)
 # hint("05.2")
 
@@ -80,7 +80,7 @@ check("05.3", weight_bytes_read)
 show("05.4")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "12x" or 12
+answer = ...  # your answer here: a number with its unit, e.g. "98.7x" or 98.7
 check("05.4", answer)
 # hint("05.4")
 
@@ -94,7 +94,7 @@ check("05.4", answer)
 show("05.5")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("05.5", answer)
 # hint("05.5")
 
@@ -105,7 +105,7 @@ check("05.5", answer)
 show("05.6")
 
 # %%
-answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+answer = ...  # your answer here: a pair ("option letter", reason number)
 check("05.6", answer)
 # hint("05.6")
 
@@ -116,7 +116,7 @@ check("05.6", answer)
 show("05.7")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. 31
+answer = ...  # your answer here: a number with its unit, e.g. 999
 check("05.7", answer)
 # hint("05.7")
 
@@ -127,7 +127,7 @@ check("05.7", answer)
 show("05.8")
 
 # %%
-answer = ...  # your answer here: every option that applies, e.g. "a, e"
+answer = ...  # your answer here: the letters of every option that applies, separated by commas (or "none")
 check("05.8", answer)
 # hint("05.8")
 
@@ -138,7 +138,7 @@ check("05.8", answer)
 show("05.9")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("05.9", answer)
 # hint("05.9")
 
@@ -161,3 +161,18 @@ mark("05.10", marks)
 
 # %%
 score("05")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("05")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("05", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

@@ -20,7 +20,7 @@
 # s², what recompute keeps, context parallelism's memory and ring traffic, what a long sequence costs
 # in FLOPs, the KV cache at 128k, and a layout that fits. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes. `check("06.k", answer)` grades an answer against a
-# value memlib computes now; numbers may carry units (`"123 GB"`, `"114.6 GiB"`; a plain number means
+# value memlib computes now; numbers may carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means
 # the unit the question names, else bytes). `hint("06.k")` shows the concept, then the formula, then
 # the first step. The open question is self-assessed: `check` shows a rubric and a model answer,
 # `mark` records your marks. Progress is saved in `.memlib_progress.json` beside the notebook;
@@ -33,7 +33,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 06.1 · The logits and loss of one 128k sequence
@@ -42,7 +42,7 @@ from memlib.grading import check, hint, mark, score, show, solution
 show("06.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("06.1", answer)
 # hint("06.1")  # stuck? each call shows one more hint; solution("06.1") shows the worked answer
 
@@ -53,7 +53,7 @@ check("06.1", answer)
 show("06.2")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("06.2", answer)
 # hint("06.2")
 
@@ -64,7 +64,7 @@ check("06.2", answer)
 show("06.3")
 
 # %%
-answer = ...  # your answer here: ([the wrong figures as written], the right value), e.g. (["99GB", "ZeRO-9"], "123 GB")
+answer = ...  # your answer here: ([the wrong figures as written], the right value), e.g. (["99GB", "ZeRO-9"], "987.6 GB")
 check("06.3", answer)
 # hint("06.3")
 
@@ -78,7 +78,7 @@ check("06.3", answer)
 show("06.4")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("06.4", answer)
 # hint("06.4")
 
@@ -89,7 +89,7 @@ check("06.4", answer)
 show("06.5")
 
 # %%
-answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+answer = ...  # your answer here: a pair ("option letter", reason number)
 check("06.5", answer)
 # hint("06.5")
 
@@ -103,7 +103,7 @@ show("06.6")
 # %%
 def seq_flops(T):
     ...  # TODO: your code here (until then it returns None: "not answered yet")
-answer = ...  # your answer here: a number with its unit, e.g. "12x" or 12
+answer = ...  # your answer here: a number with its unit, e.g. "98.7x" or 98.7
 check("06.6", answer)
 # hint("06.6")
 
@@ -130,7 +130,7 @@ check("06.7", ring_kv_bytes_per_layer)
 show("06.8")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("06.8", answer)
 # hint("06.8")
 
@@ -153,3 +153,18 @@ mark("06.9", marks)
 
 # %%
 score("06")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("06")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("06", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

@@ -21,7 +21,7 @@
 # 70B fine-tune, and what a MoE's published GPU-hours imply. Each exercise says its difficulty
 # (warm-up · interview · stretch) and about how long it takes.
 # `check("07.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"8.4e22 FLOPs"`, `"11 days"`, `"66k GPU-hours"`, `"40%"`; a plain number means the
+# carry units (`"9.87e25 FLOPs"`, `"987 days"`, `"987k GPU-hours"`, `"98.7%"`; a plain number means the
 # unit the question names). `hint("07.k")` shows the concept, then the formula, then the first
 # step. The open question is self-assessed: `check` shows a rubric and a model answer, `mark`
 # records your marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()`
@@ -34,7 +34,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 07.1 · Pretraining FLOPs of Llama-2-7B
@@ -43,7 +43,7 @@ from memlib.grading import check, hint, mark, score, show, solution
 show("07.1")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "8.4e22 FLOPs" or 8.4e22
+answer = ...  # your answer here: a number with its unit, e.g. "9.87e25 FLOPs" or 9.87e25
 check("07.1", answer)
 # hint("07.1")  # stuck? each call shows one more hint; solution("07.1") shows the worked answer
 
@@ -54,7 +54,7 @@ check("07.1", answer)
 show("07.2")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "12x" or 12
+answer = ...  # your answer here: a number with its unit, e.g. "98.7x" or 98.7
 check("07.2", answer)
 # hint("07.2")
 
@@ -65,7 +65,7 @@ check("07.2", answer)
 show("07.3")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "10.7 days" or 10.7
+answer = ...  # your answer here: a number with its unit, e.g. "987 days" or 987
 check("07.3", answer)
 # hint("07.3")
 
@@ -92,7 +92,7 @@ check("07.4", mfu)
 show("07.5")
 
 # %%
-answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "123 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("07.5", answer)
 # hint("07.5")
 
@@ -106,7 +106,7 @@ check("07.5", answer)
 show("07.6")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "123 GB" or 123 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
 check("07.6", answer)
 # hint("07.6")
 
@@ -117,7 +117,7 @@ check("07.6", answer)
 show("07.7")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "66k GPU-hours" or 66000
+answer = ...  # your answer here: a number with its unit, e.g. "987k GPU-hours" or 987000
 check("07.7", answer)
 # hint("07.7")
 
@@ -128,7 +128,7 @@ check("07.7", answer)
 show("07.8")
 
 # %%
-answer = ...  # your answer here: an option letter and a reason number, e.g. ("a", 1)
+answer = ...  # your answer here: a pair ("option letter", reason number)
 check("07.8", answer)
 # hint("07.8")
 
@@ -139,7 +139,7 @@ check("07.8", answer)
 show("07.9")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "42%" or 42
+answer = ...  # your answer here: a number with its unit, e.g. "98.7%" or 98.7
 check("07.9", answer)
 # hint("07.9")
 
@@ -162,3 +162,18 @@ mark("07.10", marks)
 
 # %%
 score("07")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("07")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("07", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

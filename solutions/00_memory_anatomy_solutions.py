@@ -20,7 +20,7 @@
 # activations, and the moment of the step where memory peaks. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("00.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"13.5 GB"`, `"12.6 GiB"`; a plain number means the unit the question names,
+# carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means the unit the question names,
 # else bytes). `hint("00.k")` shows the concept, then the formula, then the first step. The
 # open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
 # marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -38,7 +38,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 00.1 · Weights of LLaMA-7B in bf16
@@ -217,3 +217,18 @@ mark("00.9", marks)
 # %%
 # NBVAL_CHECK_OUTPUT
 score("00")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("00")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("00", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

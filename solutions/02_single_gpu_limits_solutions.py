@@ -20,7 +20,7 @@
 # 8-bit optimizers, what ZeRO does on one GPU, the KV cache, and LoRA on a 24GB card. Each
 # exercise says its difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("02.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"16 GB"`, `"15 GiB"`, `"5.4B"` parameters).
+# carry units (`"987.6 GB"`, `"919.8 GiB"`, `"9.87B"` parameters).
 # `hint("02.k")` shows the concept, then the formula, then the first step. The open question
 # is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
 # Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -38,7 +38,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 02.1 · The largest model an A100 80GB can fully fine-tune
@@ -242,3 +242,18 @@ solution("02.11")
 # %%
 # NBVAL_CHECK_OUTPUT
 score("02")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("02")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("02", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

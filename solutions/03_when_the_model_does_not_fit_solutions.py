@@ -20,7 +20,7 @@
 # ZeRO stages, recompute and offload, what each saves and what it costs. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("03.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"3.9 GB"`, `"3.6 GiB"`, `"40M"` parameters).
+# carry units (`"987.6 GB"`, `"919.8 GiB"`, `"98.7M"` parameters).
 # `hint("03.k")` shows the concept, then the formula, then the first step. The open question
 # is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
 # Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -38,7 +38,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 03.1 · A 4-bit LLaMA-7B, really
@@ -270,3 +270,18 @@ solution("03.12")
 # %%
 # NBVAL_CHECK_OUTPUT
 score("03")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("03")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("03", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

@@ -21,7 +21,7 @@
 # layout of eight GPUs and the decode speed limit. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("04.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"2.7 GB"`, `"4.8 GiB"`, `"23 ms"`; a plain number means the unit the question
+# carry units (`"987.6 GB"`, `"919.8 GiB"`, `"98.7 ms"`; a plain number means the unit the question
 # names, else bytes). `hint("04.k")` shows the concept, then the formula, then the first step. The
 # open question is self-assessed: `check` shows a rubric and a model answer, `mark` records your
 # marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -39,7 +39,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 04.1 · One token of Llama-3-70B's KV cache
@@ -237,3 +237,18 @@ mark("04.10", marks)
 # %%
 # NBVAL_CHECK_OUTPUT
 score("04")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("04")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("04", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

@@ -21,7 +21,7 @@
 # the states of full fine-tuning, what a decode step reads, expert parallelism's all-to-all, and
 # what LoRA saves. Each exercise says its difficulty (warm-up · interview · stretch) and about how
 # long it takes. `check("05.k", answer)` grades an answer against a value memlib computes now;
-# numbers may carry units (`"123 GB"`, `"70 KB"`; a plain number means the unit the question
+# numbers may carry units (`"987.6 GB"`, `"98.7 KB"`; a plain number means the unit the question
 # names). `hint("05.k")` shows the concept, then the formula, then the first step. The open
 # question is self-assessed: `check` shows a rubric and a model answer, `mark` records your marks.
 # Progress is saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -39,7 +39,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 05.1 · DeepSeek-V3's weights as released
@@ -235,3 +235,18 @@ mark("05.10", marks)
 # %%
 # NBVAL_CHECK_OUTPUT
 score("05")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("05")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("05", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

@@ -20,7 +20,7 @@
 # s², what recompute keeps, context parallelism's memory and ring traffic, what a long sequence costs
 # in FLOPs, the KV cache at 128k, and a layout that fits. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes. `check("06.k", answer)` grades an answer against a
-# value memlib computes now; numbers may carry units (`"123 GB"`, `"114.6 GiB"`; a plain number means
+# value memlib computes now; numbers may carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means
 # the unit the question names, else bytes). `hint("06.k")` shows the concept, then the formula, then
 # the first step. The open question is self-assessed: `check` shows a rubric and a model answer,
 # `mark` records your marks. Progress is saved in `.memlib_progress.json` beside the notebook;
@@ -39,7 +39,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 06.1 · The logits and loss of one 128k sequence
@@ -220,3 +220,18 @@ mark("06.9", marks)
 # %%
 # NBVAL_CHECK_OUTPUT
 score("06")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("06")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("06", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

@@ -21,7 +21,7 @@
 # 70B fine-tune, and what a MoE's published GPU-hours imply. Each exercise says its difficulty
 # (warm-up · interview · stretch) and about how long it takes.
 # `check("07.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"8.4e22 FLOPs"`, `"11 days"`, `"66k GPU-hours"`, `"40%"`; a plain number means the
+# carry units (`"9.87e25 FLOPs"`, `"987 days"`, `"987k GPU-hours"`, `"98.7%"`; a plain number means the
 # unit the question names). `hint("07.k")` shows the concept, then the formula, then the first
 # step. The open question is self-assessed: `check` shows a rubric and a model answer, `mark`
 # records your marks. Progress is saved in `.memlib_progress.json` beside the notebook; `score()`
@@ -40,7 +40,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, score, show, solution
+from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 07.1 · Pretraining FLOPs of Llama-2-7B
@@ -235,3 +235,18 @@ mark("07.10", marks)
 # %%
 # NBVAL_CHECK_OUTPUT
 score("07")
+
+# %% [markdown]
+# ## Practice: one more, never the same
+#
+# `practice("07")` draws a new question of this notebook's kinds with a fresh setup from memlib's
+# catalogs (models, GPUs, precisions, counts); a seed makes it reproducible for a class. Answer with
+# `check(q.id, answer)`; `hint(q.id)` and `solution(q.id)` work as above. Practice does not count in
+# `score()`.
+
+# %%
+q = practice("07", seed=1)  # drop the seed for a new question each time
+q
+
+# %%
+# check(q.id, "your answer")  # then hint(q.id), solution(q.id)

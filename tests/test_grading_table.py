@@ -94,7 +94,10 @@ DAYS_7B = (6 * N7 + 12 * 32 * 32 * 128 * 4096) * 2e12 / (256 * 989.4e12 * 0.4) /
 Z3_7B = 255 / 256 * 2 * (N7 + (N7 - 5 * 10**8) + N7)  # gather fwd, gather bwd less 0.5B kept, reduce-scatter
 FT_70B = (8 * N70_31 + 16 * 80 * 64 * 128 * 4096) * 1e9 / (989.4e12 * 0.4) / 3600  # full recompute: 426 GPU-hours
 FT_70B_NO_RC = (6 * N70_31 + 12 * 80 * 64 * 128 * 4096) * 1e9 / (989.4e12 * 0.4) / 3600
-DS_MFU = 100 * 6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 989.4e12)  # DeepSeek-V3's pretraining: 34.6%
+DS_MFU = 100 * 6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 989.4e12)  # DeepSeek-V3's pretraining, 6ND: 34.6%
+# DeepSeek's own count, the question's main convention: 250 GFLOP per training token (Zhao et al. 2025,
+# "Insights into DeepSeek-V3", Table 2): 39.0%
+DS_MFU_250 = 100 * 250e9 * 14.8e12 / (2.664e6 * 3600 * 989.4e12)
 assert N70_31 == 70_553_706_496
 
 # DeepSeek-V3 (notebook 05): transformers' parameter count (validation/param_counts.json); a token skips 248 of the
@@ -214,7 +217,7 @@ CASES = [
     ("00.6", "c", "incorrect", "pick the reason"),
     ("00.6", ("z", 1), "malformed", "not an option"),
     ("00.8", "34.36 GB", "correct", None),
-    ("00.8", "32 GiB", "correct", None),
+    ("00.8", "32 GiB", "incorrect", "GB (10⁹ bytes)"),  # the question fixes GB (issue 20)
     ("00.8", "32 GB", "incorrect", "unit is not"),
     ("01.2", ("780GB", GB(STATES_65)), "correct", None),
     ("01.2", ("780GB", GB(12 * N65)), "incorrect", "fp32 master copy"),
@@ -253,7 +256,7 @@ CASES = [
     ("02.10", "a, b, d", "correct", None),
     ("02.10", "abd", "correct", None),
     ("02.10", ["d", "a", "b"], "correct", None),
-    ("02.10", "a, b, c, d", "incorrect", "more training data needs more GPU memory"),
+    ("02.10", "a, b, c, d", "incorrect", "1 of your 4 picks"),  # how many, not which (issue 20)
     ("02.10", "a, b", "incorrect", "1 option that applies is missing"),
     ("02.10", "a, z", "malformed", "not an option"),
     ("02.11", GB((2 * 8 + 2) * N7), "correct", None),  # 16-bit grads down per micro-batch (8), weights up once
@@ -279,9 +282,9 @@ CASES = [
     ("03.10", GB(2 * N70 + KV_70B_TOKEN * 8 * 4096), "incorrect", "total over all 4 GPUs"),
     ("03.10", GB(2 * N70 / 4 + KV_70B_TOKEN * 8 * 4096), "incorrect", "splits the KV heads too"),
     ("03.11", "c, d", "correct", None),
-    ("03.11", "b, c, d", "incorrect", "70B x 1 byte = 70 GB < 80 GB"),
+    ("03.11", "b, c, d", "incorrect", "1 of your 3 picks"),
     ("03.12", "b, c, d", "correct", None),
-    ("03.12", "a, b, c, d, e", "incorrect", "recompute always lowers the peak"),
+    ("03.12", "a, b, c, d, e", "incorrect", "2 of your 5 picks"),
     # -- notebook 04: serving Llama-3-70B ------------------------------------------------------------
     ("04.1", f"{KV_70B_TOKEN} bytes", "correct", None),
     ("04.1", "0.33 MB", "correct", None),
@@ -317,8 +320,8 @@ CASES = [
     ("04.8", f"{DEC_W / 3.35e12 * 1e3:.1f} ms", "incorrect", "every chat's whole KV cache"),
     ("04.8", f"{(DEC_W + 8 * DEC_KV) / 3.35e12 * 1e3:.0f} ms", "incorrect", "1/8 of every chat's cache"),
     ("04.9", "a, c", "correct", None),
-    ("04.9", "a, b, c", "incorrect", "the KV cache's share of the GPU"),
-    ("04.9", "a, c, f", "incorrect", "twice the decode speed"),
+    ("04.9", "a, b, c", "incorrect", "1 of your 3 picks"),
+    ("04.9", "a, c, f", "incorrect", "1 of your 3 picks"),
     ("04.9", "c", "incorrect", "missing"),
     ("04.10", STUFFED, "submitted", "mark('04.10'"),
     # -- notebook 07: time and cost ----------------------------------------------------------------------
@@ -350,8 +353,11 @@ CASES = [
     ("07.8", ("a", 1), "incorrect", "compute budget alone"),
     ("07.8", ("c", 1), "incorrect", "GPU-hours stay fixed"),
     ("07.8", ("b", 2), "incorrect", "not for reason 2"),
-    ("07.9", f"{DS_MFU:.1f}%", "correct", None),
-    ("07.9", DS_MFU / 100, "correct", "read as a percentage"),
+    ("07.9", f"{DS_MFU_250:.1f}%", "correct", None),
+    ("07.9", DS_MFU_250 / 100, "correct", "read as a percentage"),
+    ("07.9", f"{DS_MFU:.1f}%", "correct", "6ND on the 37B activated parameters"),  # accepted, named
+    ("07.9", f"{DS_MFU_250 / 2:.1f}%", "incorrect", "fp8 peak"),
+    ("07.9", f"{DS_MFU_250 * 2.664 / 2.788:.1f}%", "incorrect", "post-training"),
     ("07.9", f"{DS_MFU * 671 / 37:.0f}%", "incorrect", "671B"),
     ("07.9", f"{DS_MFU / 2:.1f}%", "incorrect", "fp8 peak"),
     ("07.9", f"{DS_MFU * 2.664 / 2.788:.1f}%", "incorrect", "post-training"),
@@ -374,12 +380,12 @@ CASES = [
     ("05.6", ("c", 2), "correct", None),
     ("05.6", ("a", 1), "incorrect", "splits the KV cache as well"),
     ("05.7", math.ceil(16 * N_V3 / H200), "correct", None),
-    ("05.7", math.ceil(16 * N_V3 / 141e9), "incorrect", "141 GiB"),
+    ("05.7", math.ceil(16 * N_V3 / 141e9), "incorrect", "141 × 2³⁰ bytes"),
     ("05.7", math.ceil(12 * N_V3 / H200), "incorrect", "16"),
     ("05.7", math.ceil(16 * N_V3_ACTIVE / H200), "incorrect", "count all parameters"),
     ("05.8", "b, d", "correct", None),
-    ("05.8", "b, d, e", "incorrect", "divides the KV cache by the number of GPUs"),
-    ("05.8", "a, b, d", "incorrect", "LoRA makes a big model small"),
+    ("05.8", "b, d, e", "incorrect", "1 of your 3 picks"),
+    ("05.8", "a, b, d", "incorrect", "1 of your 3 picks"),
     ("05.9", GB(DISPATCH), "correct", None),
     ("05.9", f"{DISPATCH / 8 / 1e6:.1f} MB", "incorrect", "once per expert"),
     ("05.9", GB(DISPATCH * 8 / 7), "incorrect", "(ep - 1) / ep"),

@@ -60,14 +60,13 @@ def _answer_format(exercise_id: str, function: str = "check") -> str:
     if isinstance(ex, SpotError):
         if len(ex.errors) > 1:
             return ("your answer here: ([the wrong figures as written], the right value), e.g. "
-                    "([\"99GB\", \"ZeRO-9\"], \"123 GB\")")
-        return "your answer here: (the wrong figure as written, the right value), e.g. (\"99GB\", \"123 GB\")"
+                    "([\"99GB\", \"ZeRO-9\"], \"987.6 GB\")")
+        return "your answer here: (the wrong figure as written, the right value), e.g. (\"99GB\", \"987.6 GB\")"
     if isinstance(ex, MultiChoice):
-        return f"your answer here: every option that applies, e.g. \"{ex.options[0].key}, {ex.options[-1].key}\""
+        return "your answer here: the letters of every option that applies, separated by commas (or \"none\")"
     if isinstance(ex, Choice):
-        first = ex.options[0].key
-        return (f"your answer here: an option letter and a reason number, e.g. (\"{first}\", 1)" if ex.reasons
-                else f"your answer here: an option letter, e.g. \"{first}\"")
+        return ("your answer here: a pair (\"option letter\", reason number)" if ex.reasons
+                else "your answer here: one option letter in quotes")
     if isinstance(ex, SelfAssessed):
         return "your answer here: a few sentences in a string"
     if isinstance(ex, Implement):

@@ -24,16 +24,27 @@ import difflib
 import math
 import numbers
 import random
+import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from memlib.learn.exercises import (EXERCISES, NOTEBOOKS, Choice, Exercise, Implement, MultiChoice, Numeric, SelfAssessed,
                               SpotError, get_exercise, notebook_key, render)
 from memlib.learn.exercises import progress
+from memlib.learn.exercises.progress import export_progress, import_progress
 from memlib.learn.exercises.answers import (BINARY, BYTE_UNITS, DECIMAL, Malformed, Quantity, example, number_in,
-                                      parse_choice, parse_marks, parse_quantity, parse_selection, unanswered)
+                                      parse_choice, parse_marks, parse_quantity, parse_selection, plain, unanswered)
 from memlib.units import GB, GiB, fmt_bytes
 
+# words that say a named figure is right, or not the one meant ("28GB is fine", "not 40%", "不是 ZeRO-2")
+NEGATION = re.compile(r"\b(?:not|isn'?t|is\s+fine|fine|ok|okay|is\s+right|correct|no\s+error)\b|不是|没错|正确|没问题")
+
+
+def _normalise_text(text: str) -> str:
+    return unicodedata.normalize("NFKC", text[:200]).lower()
+
 __all__ = ["show", "check", "hint", "solution", "mark", "score", "grade", "reset", "Feedback", "Malformed",
+           "export_progress", "import_progress", "practice", "Practice",
            "parse_quantity", "example", "unanswered"]
 
 UNIT_SLIP_TOLERANCE = 0.005  # a GB/GiB mix-up is named only when the other reading matches this closely
@@ -118,10 +129,58 @@ def _unit_readings(ex: Numeric, q: Quantity) -> list[tuple[float, str]]:
     return out
 
 
+def _round_sig(x: float, sig: int) -> float:
+    if x == 0 or not math.isfinite(x):
+        return x
+    return round(x, sig - 1 - math.floor(math.log10(abs(x))))
+
+
+def _slip_values(ex: Numeric, expected: float) -> list[tuple[object, float]]:
+    """Each named slip with the value it gives for this setup (slips that cannot be computed are skipped)."""
+    out = []
+    for slip in ex.slips:
+        try:
+            value = float(slip.value())
+        except Exception:
+            continue
+        if not _close(value, expected, ex.tolerance, ex.abs_tol):
+            out.append((slip, value))
+    return out
+
+
+def _rounding(ex: Numeric, q: Quantity, expected: float) -> tuple[bool, str, tuple[str, ...]] | None:
+    """The human-rounding rule: right when the expected value, rounded to the learner's precision (at
+    least 2 significant figures), is the learner's figure, unless that figure also matches a named slip.
+    None when the rule does not apply (a count is exact; a percentage read as a factor)."""
+    if ex.unit == "count" or q.sig < 2 or q.number == 0 or q.value == 0 or (ex.unit == "x" and q.token == "%"):
+        return None
+    scale = q.value / q.number  # the learner's unit, in the exercise's base unit
+    if not math.isclose(_round_sig(expected / scale, q.sig), q.number, rel_tol=1e-9):
+        return None
+    if any(math.isclose(_round_sig(v / scale, q.sig), q.number, rel_tol=1e-9) for _, v in _slip_values(ex, expected)):
+        return False, (f"rounded to {q.sig} significant figures your figure could also be a common slip: give one "
+                       "more significant figure"), ()
+    return True, f"{fmt_value(expected, ex.unit)} (rounded as you wrote it).", ()
+
+
+def _unit_premise(ex: Numeric, q: Quantity) -> str:
+    """What is wrong when the question fixes the unit (\"in GB (10⁹ bytes)\") and the answer uses the other one."""
+    if ex.unit == "GB" and "GB (10⁹ bytes)" in ex.prompt and q.token in BINARY:
+        return (f"the question fixes the unit: GB (10⁹ bytes), and you answered in {q.token[:-2].upper()}iB (powers of "
+                "1024). GB and GiB differ by 7%: give the figure in GB")
+    if ex.unit == "GiB" and "GiB (2³⁰ bytes)" in ex.prompt and q.token in DECIMAL and q.token != "b":
+        return (f"the question fixes the unit: GiB (2³⁰ bytes), and you answered in {q.token.upper()} (powers of "
+                "1000). GB and GiB differ by 7%: give the figure in GiB")
+    return ""
+
+
 def _judge(ex: Numeric, q: Quantity, expected: float) -> tuple[bool, str, tuple[str, ...]]:
     """(correct, message, slips named) for one numeric value against `expected`."""
     tol, abs_tol = ex.tolerance, ex.abs_tol
     ok = lambda v: _close(v, expected, tol, abs_tol)  # noqa: E731
+    premise = _unit_premise(ex, q)
+    if premise:
+        return False, premise + ".", ("unit",)
     if ex.unit == "x" and q.token == "%":  # "98%" to "by what factor does it shrink": a 98% reduction
         # right when it is the reduction rounded as written ("98%" for 98.2%): a percentage this close to
         # 100 hides large differences in the factor, so the relative tolerance does not apply
@@ -129,11 +188,22 @@ def _judge(ex: Numeric, q: Quantity, expected: float) -> tuple[bool, str, tuple[
             return True, f"{fmt_value(expected, ex.unit)} (a {100 - 100 / expected:.1f}% reduction).", ()
         q = Quantity(100 / (100 - q.number) if q.number < 100 else math.inf, q.number, "x")
         if not math.isfinite(q.value):
-            return False, "a 100% reduction would leave nothing; give the factor, e.g. \"12x\"", ()
+            return False, "a 100% reduction would leave nothing; give the factor, e.g. \"98.7x\"", ()
     if ok(q.value):
         if ex.unit == "count" and not float(q.number).is_integer():
             return False, "give a whole number", ()
         return True, f"{fmt_value(expected, ex.unit)}.", ()
+    rounded = _rounding(ex, q, expected)
+    if rounded is not None:
+        return rounded
+    for alt in ex.accepts:  # another convention the question names as acceptable
+        try:
+            other = float(alt.value())
+        except Exception:
+            continue
+        if _close(q.value, other, tol, abs_tol):
+            return True, f"{fmt_value(other, ex.unit)} under {alt.message}; {fmt_value(expected, ex.unit)} under the " \
+                         "question's main convention.", ()
     # the same answer under a reading the question allows
     if ex.unit in ("GB", "GiB") and q.plain and q.number >= 1e5 and ok(q.number):
         return True, f"{fmt_value(expected, ex.unit)} (your plain number was read as bytes; write the unit next " \
@@ -185,22 +255,25 @@ def _grade_spot(ex: SpotError, answer) -> Feedback:
     if isinstance(answer, dict):
         answer = (answer.get("wrong"), answer.get("right"))
     if not isinstance(answer, (tuple, list)) or len(answer) != 2:
-        raise Malformed('answer with a pair: (the wrong figure as written, the right value), e.g. ("780GB", "1045 GB"); '
-                        'with several errors, a list of figures first: (["ZeRO-9", "99GB"], "1045 GB")')
+        raise Malformed('answer with a pair: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB"); '
+                        'with several errors, a list of figures first: (["ZeRO-9", "99GB"], "987.6 GB")')
     named_raw, right = answer
     if unanswered(named_raw) or unanswered(right):
         return Feedback(ex.id, "not answered", "answer both parts: the wrong figure(s) and the right value.")
     named_list = list(named_raw) if isinstance(named_raw, (tuple, list, set, frozenset)) else [named_raw]
     if not named_list or len(named_list) > 10:
-        raise Malformed("name the wrong figure(s) as they appear in the paragraph, e.g. \"780GB\"")
+        raise Malformed("name the wrong figure(s) as they appear in the paragraph, e.g. \"99GB\"")
     errors = ex.errors
     hit_groups, wrong_picks, inherited, unknown = set(), [], [], []
     for item in named_list:
         if isinstance(item, bool) or not isinstance(item, (str, numbers.Real)):
-            raise Malformed("each wrong figure is text or a number as it appears in the paragraph, e.g. \"780GB\"")
+            raise Malformed("each wrong figure is text or a number as it appears in the paragraph, e.g. \"99GB\"")
+        if isinstance(item, str) and NEGATION.search(_normalise_text(item)):
+            raise Malformed(f"{item[:40]!r} reads as a figure you think is right: list only the figures you think "
+                            "are wrong, as they appear in the paragraph")
         value = number_in(item)
         if value is None:
-            raise Malformed(f"could not find a number in {str(item)[:40]!r}; quote the figure, e.g. \"780GB\"")
+            raise Malformed(f"could not find a number in {str(item)[:40]!r}; quote the figure, e.g. \"99GB\"")
         match = next((f for f in ex.figures if math.isclose(number_in(f.text), value, rel_tol=1e-3)), None)
         if match is None:
             unknown.append(str(item)[:40])
@@ -217,7 +290,8 @@ def _grade_spot(ex: SpotError, answer) -> Feedback:
         notes = "; ".join(f"{figs[0].text!r}: {figs[0].note}" for figs in errors.values())
         return Feedback(ex.id, "correct", f"correct: {notes}. The right figure is {msg}")
     parts = [f"{u!r} is not one of the figures in the paragraph" for u in unknown]
-    parts += [f"{f.text!r} is not an error: {f.note}" for f in wrong_picks]
+    # only that it is not an error: its note (what the figure is) could give the corrected value away
+    parts += [f"{f.text!r} is not an error" for f in wrong_picks]
     if inherited and len(hit_groups) < len(errors):
         parts += [f"{f.text!r} is wrong only because an earlier error flows into it: name the figure where the error "
                   "starts" for f in inherited]
@@ -261,7 +335,9 @@ def _grade_multi(ex: MultiChoice, answer) -> Feedback:
         picked = ", ".join(f"({k})" for k in sorted(right)) or "none"
         return Feedback(ex.id, "correct", f"correct: {picked}. " + " ".join(
             f"({k}) {render(options[k].why)}." for k in sorted(right)))
-    parts = [f"({k}) does not apply: {_option_feedback(options[k])}" for k in sorted(chosen - right)]
+    wrong = len(chosen - right)  # how many, never which: naming them would let "all" reveal the answer
+    parts = [f"{wrong} of your {len(chosen)} pick{'s' if len(chosen) > 1 else ''} "
+             f"do{'es' if wrong == 1 else ''} not apply"] if wrong else []
     missed = len(right - chosen)
     if missed:
         parts.append(f"{missed} option{'s' if missed > 1 else ''} that appl{'y' if missed > 1 else 'ies'} "
@@ -321,8 +397,8 @@ def _grade_implement(ex: Implement, answer) -> Feedback:
                 return Feedback(ex.id, "incorrect", f"looks like a known slip: {slip.message}.", (slip.name,))
         except Exception:
             continue
-    lines = [f"{_case_label(k, s)}: {_direction(v, w)}" + (f" ({v / w:.3g}x the reference)" if w else "")
-             for k, s, v, w in bad[:3]]
+    # the direction only: a ratio to the reference (or its value) would let a function returning 1 read it back
+    lines = [f"{_case_label(k, s)}: {_direction(v, w)}" for k, s, v, w in bad[:3]]
     return Feedback(ex.id, "incorrect", f"{len(bad)} of {len(got)} inputs differ from {ex.reference_name}: "
                                         + "; ".join(lines) + ("; ..." if len(bad) > 3 else "") + ".")
 
@@ -355,6 +431,10 @@ def grade(exercise_id, answer) -> Feedback:
         ex = get_exercise(exercise_id)
     except KeyError as e:
         return Feedback(str(exercise_id)[:40], "unknown exercise", str(e.args[0]))
+    try:
+        answer = plain(answer)
+    except Malformed as e:
+        return Feedback(ex.id, "malformed", f"could not read that answer: {e}")
     if unanswered(answer):
         return Feedback(ex.id, "not answered", "not answered yet: replace the placeholder with your answer. "
                                                f"Stuck? hint({ex.id!r})")
@@ -479,6 +559,38 @@ def solution(exercise_id: str) -> None:
     ex = _lookup(exercise_id)
     if ex is not None:
         _emit(f"**Worked answer {ex.id}.** " + ex.worked())
+
+
+@dataclass(frozen=True)
+class Practice:
+    """A practice question: answer with check(q.id, answer); hint(q.id), solution(q.id) as for the others."""
+
+    id: str
+    topic: str
+    seed: int
+    title: str
+    prompt: str
+
+    def _repr_markdown_(self) -> str:
+        return f"**{self.id} · {self.title}** (practice, topic {self.topic}, seed {self.seed})\n\n{self.prompt}"
+
+    def __str__(self) -> str:
+        return f"{self.id} · {self.title}\n{self.prompt}\n(check({self.id!r}, answer); hint({self.id!r}))"
+
+
+def practice(topic, seed: int | None = None) -> Practice:
+    """A new question of one topic's kinds ("03", 3 or "03_when_...") with a setup drawn from memlib's catalogs.
+
+    The same seed gives the same question (for a class); no seed draws one. Graded by check(q.id, answer);
+    hint(q.id) and solution(q.id) work as for the fixed exercises; practice does not count in score()."""
+    from memlib.learn.exercises import practice as generator
+    key = notebook_key(topic)
+    if key is None or key not in generator.KINDS:
+        raise ValueError(f"unknown topic {str(topic)[:40]!r}; topics are {', '.join(generator.KINDS)}")
+    if seed is None:
+        seed = random.SystemRandom().randrange(generator.MAX_SEED + 1)
+    ex = generator.build(key, seed)
+    return Practice(ex.id, key, seed, ex.title, ex.render_prompt())
 
 
 _MARKS = {"correct": "✅ passed", "incorrect": "❌ not yet"}

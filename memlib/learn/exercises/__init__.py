@@ -63,6 +63,14 @@ def get_exercise(exercise_id) -> Exercise:
         key = f"{m.group(1).zfill(2)}.{int(m.group(2))}"
     if key in EXERCISES:
         return EXERCISES[key]
+    if key.lower().startswith("p"):  # a practice question ("p03.17"): rebuilt from its id
+        from memlib.learn.exercises import practice
+        try:
+            built = practice.from_id(key.lower())
+        except ValueError:
+            built = None
+        if built is not None:
+            return built
     close = difflib.get_close_matches(key, list(EXERCISES), n=3)
     raise KeyError(f"unknown exercise {key!r}" + (f"; did you mean {', '.join(close)}?" if close else
                                                   f"; ids look like '01.3' ({len(EXERCISES)} exist)"))

@@ -60,6 +60,21 @@ def llama_like(k: dict, gqa: bool = True) -> Model:
                  intermediate_size=k["intermediate"], vocab_size=k.get("vocab", 32000), num_kv_heads=kv_heads)
 
 
+def moments_table(first, second, first_label: str, second_label: str) -> str:
+    """Each moment of two estimates' steps, side by side (GB): the figures to find each peak from."""
+    rows: list[list[str]] = []
+    for col, est in ((0, first), (1, second)):
+        at = -1
+        for m in est.moments:
+            row = next((r for r in rows if r[:2] == [m.name, m.where]), None)
+            if row is None:  # a moment only this step has: after the one before it
+                row = [m.name, m.where, "—", "—"]
+                rows.insert(at + 1, row)
+            at = rows.index(row)
+            row[2 + col] = f"{m.total / 1e9:,.1f} GB"
+    return md_table(("phase", "moment", first_label, second_label), [tuple(r) for r in rows])
+
+
 def max_part(estimate, part: str) -> int:
     """The largest amount of one breakdown category alive at any moment of the step."""
     return max(m.parts.get(part, 0) for m in estimate.moments)

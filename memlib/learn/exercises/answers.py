@@ -36,7 +36,7 @@ _BYTE_WORDS = {"byte": "b", "bytes": "b", "kilobyte": "kb", "kilobytes": "kb", "
                "gibibyte": "gib", "gibibytes": "gib", "tebibyte": "tib", "tebibytes": "tib", "gbytes": "gb"}
 COUNT_SUFFIX = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6, "b": 1e9, "bn": 1e9,
                 "billion": 1e9, "billions": 1e9, "t": 1e12, "trillion": 1e12, "万": 1e4, "亿": 1e8}
-SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "秒": 1, "ms": 1e-3, "min": 60, "mins": 60,
+SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "秒": 1, "ms": 1e-3, "毫秒": 1e-3, "min": 60, "mins": 60,
            "minute": 60, "minutes": 60, "分钟": 60, "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
            "小时": 3600}
 BYTE_UNITS = ("bytes", "GB", "GiB")
@@ -49,24 +49,30 @@ _FLOP = re.compile(r"(?P<prefix>kilo|mega|giga|tera|peta|exa|zetta|yotta|[kmgtpe
                    r"(?P<rate>\s*/\s*s(?:ec)?|\s*per\s+second|ps)?")
 _PF_DAYS = re.compile(r"(?:pf|pflops?|petaflops?)(?:\s*/\s*s)?[-\s·]*days?|pfs[-\s·]*days?")
 _HOUR_SCALE = {"": 1.0, "k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6}
-_GPU_HOURS = re.compile(r"(?P<scale>k|thousand|m|mn|millions?)?\s*(?:(?:[a-z]+\d+[a-z]*|gpus?)[-\s·]*)*"
-                        r"(?:hours?|hrs?|h)?")
+_GPU_NAME = re.compile(r"[a-z]+\d+[a-z]*|gpus?")  # one word: "h100", "a100s", "gpu" (matched word by word)
+_HOUR_WORDS = ("hours", "hour", "hrs", "hr", "h")
 DAYS = {"": 1.0, "d": 1.0, "day": 1.0, "days": 1.0, "天": 1.0, "h": 1 / 24, "hr": 1 / 24, "hrs": 1 / 24,
         "hour": 1 / 24, "hours": 1 / 24, "小时": 1 / 24, "w": 7.0, "wk": 7.0, "week": 7.0, "weeks": 7.0, "周": 7.0}
 _PLAIN_SCALE = {"bytes": 1, "GB": 10**9, "GiB": 2**30}
 
 _APPROX = r"(?:~|≈|about|approx\.?|approximately|around|roughly|circa|ca\.|约|大约|大概)?"
+# a leading "per GPU" in Chinese ("每卡约 261 GB"): it does not change the figure
+_LEADING = r"(?i:每卡|每张卡|每个gpu|每gpu|每块卡|单卡)?"
+# a power of ten written out: "8.1×10^22", "8.1 x 10**22", "8.1*10^22" (read as 8.1e22)
+_TIMES_TEN = r"\s*[x×*·]\s*10\s*(?:\^|\*\*)\s*[-+]?\d{1,4}"
 _NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d(?:_?\d)*)(?:\.\d*)?|\.\d+"
-_QUANTITY = re.compile(rf"^{_APPROX}\s*(?P<sign>[-+]?)\s*(?P<num>{_NUMBER})(?P<exp>[eE][-+]?\d+)?\s*(?P<rest>.*?)$",
-                       re.S)
+_QUANTITY = re.compile(rf"^{_LEADING}\s*{_APPROX}\s*(?P<sign>[-+]?)\s*(?P<num>{_NUMBER})"
+                       rf"(?P<exp>[eE][-+]?\d{{1,4}}|{_TIMES_TEN})?\s*(?P<rest>.*?)$", re.S)
 # what may follow the unit without changing the figure: "per GPU", "in total", "每卡" ...
 _QUALIFIER = re.compile(r"\s*(?:(?:per|/|a|each|every|for\s+each|for\s+one|on\s+each|on\s+one)\s*(?:gpu|card|device|"
-                        r"rank|process|worker|node|sequence|layer)s?|each|in\s+total|total|overall|altogether|combined|"
+                        r"rank|process|worker|node|sequence|layer)s?|/\s*(?:卡|张卡|块卡)|each|in\s+total|total|overall|altogether|"
+                        r"combined|左右|上下|大约|约|"
                         r"together|of\s+(?:memory|ram|host\s+ram|cpu\s+ram|vram|gpu\s+memory|hbm)|on\s+the\s+host|"
                         r"每卡|每张卡|每个gpu|总共|总计|合计|一共)\s*$")
 _PARAM_WORD = r"(?:params?|parameters?|weights|参数|个参数)"
 # what a count may be a count of: GPUs ("31 V100s", "8 cards") or served sequences ("32 chats", notebook 04)
-_GPU_WORD = re.compile(r"^(?:(?:nvidia\s+)?(?:[a-z]+\s?\d{2,4}[a-z]*|gpu|card|device)s?(?:\s+\d+\s*gi?b)?|"
+_GPU_WORD = re.compile(r"^(?:(?:张|块|台|个)?\s*(?:nvidia\s+)?(?:[a-z]+\s?\d{2,4}[a-z]*|gpu|card|device)s?"
+                       r"(?:\s+\d+\s*gi?b)?|"
                        r"(?:chat|sequence|request|user|conversation)s?(?:\s+at\s+once)?|个对话|张卡?|块卡?|"
                        r"个|台|张gpu)$")
 PLACEHOLDERS = re.compile(r"^\s*(\.\.\.|…|todo|tbd|\?+|your (answer|reasoning|text)( here)?\.?|)\s*$", re.I)
@@ -83,6 +89,7 @@ class Quantity:
     number: float  # the number as written
     token: str  # the unit as written, normalised ("gb", "gib", "" when none)
     decimals: int = 0  # digits after the decimal point, as written (a typed number: 0)
+    sig: int = 0  # significant figures as written ("110" 2, "1.0" 2, "107.81" 5); 0 when unknown
 
     @property
     def plain(self) -> bool:
@@ -100,11 +107,16 @@ def unanswered(answer) -> bool:
     return False
 
 
+UNITS_EXAMPLE_KEYS = ("bytes", "GB", "GiB", "params", "count", "x", "bytes/param", "%", "s", "FLOPs", "GPU-hours",
+                      "days")
+
+
 def example(unit: str) -> str:
-    return {"bytes": '"123 GB" or "114.6 GiB"', "GB": '"123 GB" or 123 (GB)', "GiB": '"114.6 GiB" or 114.6 (GiB)',
-            "params": '"5.4B" or 5.4e9', "count": "31", "x": '"12x" or 12', "bytes/param": "16", "%": '"42%" or 42',
-            "s": '"12.5 s" or 12.5', "FLOPs": '"8.4e22 FLOPs" or 8.4e22', "GPU-hours": '"66k GPU-hours" or 66000',
-            "days": '"10.7 days" or 10.7'}.get(unit, "42")
+    # the format with figures that answer no exercise (tests/test_grading_issue20.py tries each one against all)
+    return {"bytes": '"987.6 GB" or "919.8 GiB"', "GB": '"987.6 GB" or 987.6 (GB)', "GiB": '"919.8 GiB" or 919.8 (GiB)',
+            "params": '"9.87B" or 9.87e9', "count": "999", "x": '"98.7x" or 98.7', "bytes/param": "987",
+            "%": '"98.7%" or 98.7', "s": '"98.7 s" or 98.7', "FLOPs": '"9.87e25 FLOPs" or 9.87e25',
+            "GPU-hours": '"987k GPU-hours" or 987000', "days": '"987 days" or 987'}.get(unit, "999")
 
 
 def _normalise(text: str) -> str:
@@ -117,6 +129,8 @@ def _to_float(number) -> float:
         value = float(number)
     except OverflowError:
         raise Malformed("that number is far too large to be an answer here") from None
+    except Exception:  # a number-like object whose __float__ raises
+        raise Malformed("could not read that answer as a number") from None
     if not math.isfinite(value):
         raise Malformed(f"{number!r} is not a finite number")
     return value
@@ -137,19 +151,35 @@ def parse_quantity(answer, unit: str) -> Quantity:
         if re.match(r"^,\d", rest) or re.match(r"^\d", rest):
             raise Malformed(f"{answer!r}: write decimals with a point (137.4, not 137,4); a comma may only group "
                             "thousands (1,044.6)")
-        number = _to_float(m.group("num").replace(",", "").replace("_", "") + (m.group("exp") or ""))
+        exp = re.sub(r"^[^-+\d]*?10\s*(?:\^|\*\*)\s*", "e", m.group("exp") or "")
+        number = _to_float(m.group("num").replace(",", "").replace("_", "") + exp)
         if m.group("sign") == "-":
             raise Malformed(f"{answer!r} is negative; an amount of memory, parameters or time is positive")
         token = _unit_token(rest)
         decimals = len(m.group("num").split(".")[1]) if "." in m.group("num") and not m.group("exp") else 0
+        sig = significant_figures(m.group("num"))
     else:
         number, token, decimals = _to_float(answer), "", 0
+        sig = significant_figures(str(answer) if isinstance(answer, numbers.Integral)
+                                  else repr(float(number)).removesuffix(".0"))  # repr(110.0): the whole number 110
         if number < 0:
             raise Malformed(f"{answer!r} is negative; an amount of memory, parameters or time is positive")
     value = _scale(number, token, unit)
     if not math.isfinite(value):
         raise Malformed("that number is far too large to be an answer here")
-    return Quantity(value, number, token, decimals)
+    return Quantity(value, number, token, decimals, sig)
+
+
+def significant_figures(digits: str) -> int:
+    """Significant figures of a number as written: "110" 2, "1.0" 2, "0.050" 2, "107.81" 5, "8.1e+22" 2.
+
+    Trailing zeros of a whole number are not significant (the learner rounded to them); after a
+    decimal point they are. Linear-time string handling, no regular expression backtracking."""
+    text = digits.lower().replace(",", "").replace("_", "").lstrip("+-")
+    mantissa = text.split("e")[0]
+    if "." in mantissa:
+        return max(len(mantissa.replace(".", "").lstrip("0")), 1)
+    return max(len(mantissa.lstrip("0").rstrip("0")), 1)
 
 
 def _unit_token(rest: str) -> str:
@@ -209,23 +239,44 @@ def _scale(number: float, token: str, unit: str) -> float:
     if unit == "GPU-hours":
         if "day" in token or "天" in token:
             raise Malformed(f"this asks for GPU-hours (GPUs x hours of each), not days; write it like {example(unit)}")
-        m = _GPU_HOURS.fullmatch(token)
-        if not m:
-            raise Malformed(f"unknown unit {token!r}; write GPU-hours, e.g. {example(unit)}")
-        return number * _HOUR_SCALE[m.group("scale") or ""]
+        scale = _gpu_hours_scale(token)
+        if scale is None:
+            raise Malformed(f"unknown unit {token[:30]!r}; write GPU-hours, e.g. {example(unit)}")
+        return number * scale
     if unit == "days":
         if "gpu" in token:
             raise Malformed(f"this asks for wall-clock days, not GPU-hours; write it like {example(unit)}")
         if token in DAYS:
             return number * DAYS[token]
         raise Malformed(f"unknown time unit {token!r}; write days, e.g. {example(unit)}")
-    allowed = {"x": ("", "x", "×", "times", "fold", "-fold", "倍", "x smaller", "x less", "times smaller"),
+    allowed = {"x": ("", "x", "×", "times", "fold", "-fold", "倍", "x smaller", "x less", "times smaller", "times fewer",
+                     "x fewer", "times less", "fold fewer", "fold smaller", "times as few"),
                "%": ("", "%"),
                "bytes/param": ("", "b", "b/param", "bytes/param", "byte/param", "b/p", "bytes per param",
                                "bytes per parameter", "byte per parameter", "bytes/parameter")}.get(unit, ("",))
     if token not in allowed:
         raise Malformed(f"unexpected unit {token!r}; write a plain number, e.g. {example(unit)}")
     return number
+
+
+def _gpu_hours_scale(token: str) -> float | None:
+    """Hours per unit of "66k GPU-hours", "1.7M H100 hours", "426 GPU小时"; None if unreadable.
+
+    Read word by word (split once, then one bounded match per word): linear in the text, so an
+    adversarial string cannot make it backtrack."""
+    text = token.replace("小时", " hours").replace("卡时", " gpu hours")
+    words = [w for w in re.split(r"[-\s·]+", text) if w]
+    if words and words[0] in _HOUR_SCALE:
+        scale = _HOUR_SCALE[words.pop(0)]
+    elif words and words[0][:1] in ("k", "m") and _GPU_NAME.fullmatch(words[0][1:] or "-"):  # "kgpu"
+        scale, words[0] = _HOUR_SCALE[words[0][0]], words[0][1:]
+    else:
+        scale = 1.0
+    if words and words[-1] in _HOUR_WORDS:
+        words.pop()
+    if len(words) > 4 or not all(_GPU_NAME.fullmatch(w) for w in words):
+        return None
+    return scale
 
 
 def _flops_scale(token: str) -> float:
@@ -264,20 +315,22 @@ def number_in(text) -> float | None:
     return float(m.group(0).replace(",", "").replace("_", ""))
 
 
-_CHOICE = re.compile(r"^\s*[\(\[]?\s*([a-zA-Z])\s*[\)\]]?\s*(?:[,;/ ]*\s*[\(\[]?\s*(\d)\s*[\)\]]?)?\s*$")
+_CHOICE = re.compile(r"^[(\[]?([a-z])[)\]]?(?:[,;/ ]*[(\[]?(\d)[)\]]?)?$")  # on text without spaces: linear
 
 
 def parse_choice(answer, keys: tuple[str, ...], reasons: tuple[str, ...]) -> tuple[str, str]:
     """(option key, reason key or "") from "e", "E, 3", ("e", 3), ["e", "3"]."""
-    fmt = (f'answer with an option letter ({"/".join(keys)}) and a reason number, e.g. ("{keys[0]}", 1)' if reasons
-           else f'answer with one option letter ({"/".join(keys)}), e.g. "{keys[0]}"')
+    # the format, never a sample pick (a sample pick would be right for some exercise)
+    fmt = (f'answer with a pair: an option letter ({"/".join(keys)}) and a reason number ({"/".join(reasons)})'
+           if reasons else f'answer with one option letter ({"/".join(keys)})')
     if isinstance(answer, (tuple, list)):
         if not 1 <= len(answer) <= 2 or any(isinstance(a, (tuple, list, dict, set)) for a in answer):
             raise Malformed(fmt)
-        key = str(answer[0]).strip().strip("()").lower()
-        reason = str(answer[1]).strip().strip("()") if len(answer) > 1 else ""
+        key = _normalise(_text(answer[0])).strip("()").lower()
+        reason = _normalise(_text(answer[1])).strip("()") if len(answer) > 1 else ""
     elif isinstance(answer, str):
-        m = _CHOICE.match(answer)
+        text = re.sub(r"\s+", "", _normalise(answer).lower())[:MAX_TEXT]  # full-width "（c）", "c，3" too
+        m = _CHOICE.match(text)
         if not m:
             raise Malformed(fmt)
         key, reason = m.group(1).lower(), m.group(2) or ""
@@ -292,6 +345,53 @@ def parse_choice(answer, keys: tuple[str, ...], reasons: tuple[str, ...]) -> tup
     return key, reason
 
 
+def plain(answer, depth: int = 0):
+    """The answer in built-in types (int, float, str, tuple, list, frozenset, dict), read once.
+
+    A learner's object whose __float__, __int__ or __str__ raises (or a numpy scalar) is read here,
+    so no grader meets it: Malformed("could not read that answer ...") instead of a crash."""
+    if depth > 20:
+        raise Malformed("it is nested too deeply")
+    if answer is None or answer is Ellipsis or type(answer) in (bool, int, float, str):
+        return answer
+    try:
+        if isinstance(answer, bool):
+            return bool(answer)
+        if isinstance(answer, numbers.Integral):
+            return int(answer)
+        if isinstance(answer, numbers.Real):
+            return float(answer)
+        if isinstance(answer, str):
+            return str.__str__(answer)[:]
+        if isinstance(answer, (tuple, list)):
+            if len(answer) > 100:
+                raise Malformed("it holds too many parts")
+            items = [plain(a, depth + 1) for a in answer]
+            return tuple(items) if isinstance(answer, tuple) else items
+        if isinstance(answer, (set, frozenset)):
+            return frozenset(plain(a, depth + 1) for a in list(answer)[:101])
+        if isinstance(answer, dict):
+            return {plain(k, depth + 1): plain(v, depth + 1) for k, v in list(answer.items())[:20]}
+    except Malformed:
+        raise
+    except OverflowError:
+        raise Malformed("that number is far too large to be an answer here") from None
+    except Exception:
+        raise Malformed("could not read that answer: its value cannot be read as a number or as text") from None
+    return answer  # a function (implement exercises) or another object: each grader says what it expects
+
+
+def _text(value) -> str:
+    """str() of a part of an answer; Malformed (not a crash) when its __str__ raises."""
+    try:
+        text = str(value)
+    except Exception:
+        raise Malformed("could not read that answer: one of its parts cannot be turned into text") from None
+    if not isinstance(text, str):
+        raise Malformed("could not read that answer: one of its parts cannot be turned into text")
+    return text[:4 * MAX_TEXT]
+
+
 def parse_selection(answer, keys: tuple[str, ...]) -> frozenset:
     """The set of option keys from "a, c", "a c", "(a)(c)", "ac", ["a", "c"], {"a", "c"}, "none" or "all"."""
     fmt = f'list every option that applies, e.g. "{keys[0]}, {keys[-1]}" (or "none")'
@@ -301,15 +401,20 @@ def parse_selection(answer, keys: tuple[str, ...]) -> frozenset:
             return frozenset()
         if text in ("all", "all of them", "everything", "全部"):
             return frozenset(keys)
-        if not re.fullmatch(r"[a-z\s,;/&+()\[\]]*(?:\band\b[a-z\s,;/&+()\[\]]*)*", text):
+        if len(text) > 4 * MAX_TEXT:
             raise Malformed(fmt)
-        items = [t for t in re.split(r"[\s,;/&+()\[\]]+|\band\b", text) if t]
+        # split once on separators (also "、", "和", "及", "与" and "and"): linear, no backtracking
+        items = [t for t in re.split(r"[\s,;/&+()\[\]、和及与]+", text) if t and t != "and"]
+        if not all(t.isascii() and t.isalpha() for t in items):
+            raise Malformed(fmt)
+        if len(items) == 1 and len(items[0]) > 1 and set(items[0]) <= set(keys):
+            items = list(items[0])  # "ac"
         if len(items) == 1 and len(items[0]) > 1 and set(items[0]) <= set(keys):
             items = list(items[0])  # "ac"
     elif isinstance(answer, (tuple, list, set, frozenset)):
         if any(not isinstance(a, str) for a in answer):
             raise Malformed(fmt)
-        items = [a.strip().strip("()").lower() for a in answer]
+        items = [_normalise(a).strip("()").lower() for a in answer]
     else:
         raise Malformed(fmt)
     unknown = [i for i in items if i not in keys]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from memlib.training.activations import korthikanti_layer_bytes
-from memlib.learn.exercises._common import b, max_part, md_table, n_params, states
+from memlib.learn.exercises._common import b, max_part, md_table, moments_table, n_params, states
 from memlib.learn.exercises.kinds import Choice, Figure, Implement, Numeric, Option, SelfAssessed, Slip, SpotError
 from memlib.hardware.gpus import get_gpu
 from memlib.models import Model, get_model
@@ -135,9 +135,10 @@ EXERCISES = [
         id="00.5", title="What full recompute saves at the peak", difficulty="interview", minutes=8,
         formula="peak = max over the moments of a step (memlib.estimate_training(...).moments)",
         prompt="LLaMA-7B, bf16-mixed AdamW, sequence 2048, micro-batch 4, one GPU. Turning on full activation "
-               "recompute shrinks the saved activations a lot. By how much does it lower the **peak**? Use "
-               "`memlib.estimate_training(..., recompute=\"none\")` and `(..., recompute=\"full\")`, and look at "
-               "`.moments` to see why. Answer in GB or GiB.",
+               "recompute shrinks the saved activations a lot. By how much does it lower the **peak**? The table "
+               "gives what is alive at each moment of the step, without and with recompute (memlib's "
+               "`estimate_training(...).moments`): reason from it. Answer in GB or GiB.",
+        table=lambda: moments_table(_7b_mb4(), _7b_mb4("full"), "no recompute", "full recompute"),
         expected=lambda: _7b_mb4().peak_bytes - _7b_mb4("full").peak_bytes, unit="GB", tolerance=0.03, abs_tol=0.01e9,
         slips=(Slip("the activations it removes", lambda: max_part(_7b_mb4(), "activations") - max_part(_7b_mb4("full"),
                                                                                                       "activations"),

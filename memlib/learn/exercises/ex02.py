@@ -357,8 +357,11 @@ EXERCISES = [
                 "(memlib.step_time(...).offload_bytes)",
         prompt="LLaMA-7B full fine-tuning on one A100 80GB with ZeRO-Offload (`zero_stage=2, offload=\"optimizer\"`: "
                "fp32 master weights, Adam states and fp32 gradients on the CPU), 8 micro-batches of one 2,048-token "
-               "sequence per optimizer step. How many bytes cross the PCIe link **per optimizer step** "
-               "(`memlib.step_time(...).offload_bytes`)?",
+               "sequence per optimizer step. Take the ZeRO-Offload paper's picture (Ren et al. 2021, Sec. 4) as the "
+               "premise: after each micro-batch's backward the 16-bit gradients go down once and the CPU accumulates "
+               "them in fp32 (nothing comes back up for accumulation); after the step the updated 16-bit weights come "
+               "up once. How many bytes cross the PCIe link **per optimizer step** (`memlib.step_time(...).offload_bytes`)? "
+               "(DeepSpeed's own stage_1_and_2.py moves more per micro-batch when accumulating; not asked here.)",
         expected=lambda: _offload7b()[1].offload_bytes, unit="GB", count=8, per="total",
         count_unit=("micro-batch", "micro-batches"),
         slips=(Slip("gradients once per step", lambda: 4 * n_params("llama-7b"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from memlib.training.activations import korthikanti_layer_bytes
-from memlib.learn.exercises._common import (b, fitting, llama_like, md_table, n_params, only_fitting, peak_rows,
+from memlib.learn.exercises._common import (b, fitting, llama_like, md_table, moments_table, n_params, only_fitting, peak_rows,
                                       states, verdict)
 from memlib.learn.exercises.kinds import (Choice, Figure, Implement, MultiChoice, Numeric, Option, SelfAssessed, Slip,
                                     SpotError)
@@ -259,8 +259,10 @@ EXERCISES = [
         formula="peak = max over the moments of a step, with offload (memlib.estimate_training(...).moments)",
         prompt="LLaMA-13B full fine-tuning on one GPU, bf16-mixed AdamW, sequence 2048, micro-batch 1, no recompute. "
                "Switching to DeepSpeed ZeRO-2 with the optimizer offloaded to CPU (`zero_stage=2, "
-               "offload=\"optimizer\"`), by how much does the GPU's **peak** drop? Use `memlib.estimate_training` for "
-               "both and look at where each peak sits (`.phase`, `.breakdown`). Answer in GB or GiB.",
+               "offload=\"optimizer\"`), by how much does the GPU's **peak** drop? The table gives what the GPU holds "
+               "at each moment of the step in both cases (memlib's `estimate_training(...).moments`): reason from it. "
+               "Answer in GB or GiB.",
+        table=lambda: moments_table(_13b(), _13b(zero_stage=2, offload="optimizer"), "plain", "ZeRO-2 + offload"),
         expected=lambda: _13b().peak_bytes - _13b(zero_stage=2, offload="optimizer").peak_bytes, unit="GB",
         slips=(Slip("the optimizer states", lambda: 12 * n_params("llama-13b"),
                     "12 bytes/param is what moves to the host, but the peak also changes moment: without offload it "

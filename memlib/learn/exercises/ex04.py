@@ -161,13 +161,13 @@ EXERCISES = [
         expected=lambda: estimate_inference(_M, weights="int4-awq", tp=2).weight_bytes, unit="GB", count=2, per="one",
         slips=(Slip("0.5 byte per parameter", lambda: get_model(_M).num_params * 0.5 / 2,
                     "half a byte for every parameter leaves out the 16-bit embedding and head and the group scales"),),
-        close_advice="count the embedding and the output head (128,256 x 8,192 each) in 16-bit, and 4.25 bits per "
-                     "projection weight",
+        close_advice="count the embedding and the output head (128,256 x 8,192 each) in 16-bit, and "
+                     "4 + 16/128 + 4/128 = 4.156 bits per projection weight",
         hints=("Quantization shrinks the projections only; what stays 16-bit is a large share of a 4-bit model.",
                "per GPU = [projections x (4 + 16/128 + 4/128) bits + (embedding + head) x 16 bits] / 2.",
                "Split the parameters into projections and embedding + head first (memlib.get_model(...).tensors())."),
         worked=lambda: (lambda e, e1: (
-            f"Projections at 4.25 bits plus the 16-bit embedding and head: {b(e1.weight_bytes)} for the model, "
+            f"Projections at 4 + 16/128 + 4/128 = {4 + 16 / 128 + 4 / 128:.3f} bits plus the 16-bit embedding and head: {b(e1.weight_bytes)} for the model, "
             f"**{b(e.weight_bytes)} per GPU** at tp 2 (`estimate_inference(..., weights='int4-awq', tp=2)`), not "
             f"{b(get_model(_M).num_params * 0.25)} (half a byte per parameter, halved)."))(
             estimate_inference(_M, weights="int4-awq", tp=2), estimate_inference(_M, weights="int4-awq")),
@@ -187,7 +187,7 @@ EXERCISES = [
         close_advice="take the headroom as 5% of the whole per-GPU peak and round down",
         hints=("The weights are fixed; what is left per GPU is cache room, and each chat takes a fixed slice of it.",
                "chats = (capacity - weights - context - prefill - headroom) / (KV bytes per token / 2 x 8,192).",
-               "Per GPU a chat costs 327,680 / 2 x 8,192 bytes; start from 79.15 GiB and subtract."),
+               "Per GPU a chat costs (your 04.1 figure) / 2 x 8,192 bytes; start from 79.15 GiB and subtract."),
         worked=lambda: (lambda e: (
             f"Per GPU: {gib(usable_bytes(get_gpu(A100))):.2f} GiB, weights {b(e.weight_bytes)}, cache "
             f"{b(e.kv_bytes_per_token * _CTX)} per chat: **{_chats(A100, 2, 'fp8-block')} chats** "

@@ -216,13 +216,12 @@ EXERCISES = [
         prompt="An answer to \"how many 8k-token chats does DeepSeek-V3 serve on 8 x H200 with tensor parallelism "
                "over 8?\" Find the error and give the right number of chats (count the per-GPU room the answer "
                "gives as right).",
-        quote="MLA 每 token 的 KV cache 为 70,272 字节；TP=8 时 KV cache 也按 8 卡切分，每卡每 token 只需 8.8 KB。权重每卡"
+        quote="MLA 每 token 只缓存一个 latent 向量；TP=8 时 KV cache 也按 8 卡切分，每卡每 token 只需 8.8 KB。权重每卡"
               "约 85 GB，每卡还剩约 55 GB 给 KV cache，所以能同时服务 55 GB / (8.8 KB × 8192) ≈ 760 个 8k 请求。",
         source="a composite of circulating answers (SGLang's docs warn: \"If you do not use DP attention, KV cache will "
                "be duplicated among all TP ranks\")",
-        figures=(Figure("70,272", "right", "(512 + 64) x 61 x 2 bytes: right"),
-                 Figure("8.8 KB", "error", "the latent is one vector per token, not per head: every tensor-parallel "
-                                           "GPU keeps all of it, 70,272 bytes, not an eighth"),
+        figures=(Figure("8.8 KB", "error", "the latent is one vector per token, not per head: every tensor-parallel "
+                                           "GPU keeps all of it (05.2's figure), not an eighth"),
                  Figure("85 GB", "right", "fp8 weights over 8 GPUs: right"),
                  Figure("55 GB", "right", "what is left per GPU after weights, prefill workspace and headroom: about "
                                           "right"),
@@ -232,7 +231,7 @@ EXERCISES = [
                     "that splits the latent 8 ways; under tensor parallelism every GPU caches all of it"),),
         hints=("Ask what tensor parallelism splits: heads. How many heads does the latent have?",
                "chats = free bytes per GPU / (bytes per token per GPU x 8192), with the whole latent on every GPU.",
-               "Redo the division with 70,272 bytes per token instead of 8.8 KB."),
+               "Redo the division with the whole latent per token (your answer to 05.2) instead of 8.8 KB."),
         worked=lambda: (f"The error is **8.8 KB**: MLA's cache has no head dimension, so tensor parallelism replicates "
                         f"it; **760** inherits it. 55 GB / (70,272 B x 8,192) ≈ 96; memlib "
                         f"(`memlib.parallel.plan.plan_serving`) finds **{_layout('a').sequences}** for tensor parallel 8, and "
@@ -246,11 +245,11 @@ EXERCISES = [
         prompt="DeepSeek-V3 in fp8 on one server of 8 H200s, 8,192-token chats, vLLM-style 8k prefill chunks. Which "
                "layout holds the most concurrent chats, and why?",
         options=(Option("a", "tensor parallel 8", lambda: (f"each GPU holds the fewest weights ({b(_layout('a').weight_bytes)}), "
-                                                           f"but every GPU caches every chat: {_layout('a').sequences} chats"),
+                                                           "but every GPU caches every chat (05.5 counts them)"),
                         misconception="splitting the matrices over more GPUs splits the KV cache as well"),
                  Option("b", "tensor parallel 8 with expert parallel 8", lambda: (
-                        f"whole experts per GPU instead of slices changes little: the latent is still replicated, "
-                        f"{_layout('b').sequences} chats"),
+                        "whole experts per GPU instead of slices changes little: the latent is still replicated on "
+                        "every GPU"),
                         misconception="expert parallelism alone frees the memory the cache needs"),
                  Option("c", "expert parallel 8 with data-parallel attention (each GPU its own attention and chats)",
                         lambda: f"each GPU caches only its own chats: {_layout('c').sequences} in all", "2"),
@@ -265,7 +264,7 @@ EXERCISES = [
                         "the KV cache belongs to attention; experts hold no cache")),
         right=_most_chats,
         hints=("Two things fill an H200 here: weights and the latent cache. Which layout replicates which?",
-               "chats = (GPU memory - weights per GPU - workspace) / (70,272 B x 8192) per attention group, x the "
+               "chats = (GPU memory - weights per GPU - workspace) / (05.2's bytes per token x 8192) per attention group, x the "
                "number of attention groups.",
                "Work out the weights per GPU under data-parallel attention: all attention and dense weights plus 1/8 "
                "of the experts."),
@@ -282,7 +281,8 @@ EXERCISES = [
         formula="model states of mixed-precision AdamW: 16 bytes/param of every expert (ZeRO paper, K = 12; memlib.parallel.zero)",
         prompt="Full fine-tuning of DeepSeek-V3 with ZeRO-3 and mixed-precision AdamW (bf16 weights and gradients, "
                "fp32 master, m and v). How many H200s would it take just to hold the model states? Count each H200 at "
-               "its nominal **141 GiB** (binary: vendors count HBM in GiB), ignore activations and everything else, "
+               "141 GiB = 141 × 2³⁰ bytes, memlib's reading of the datasheet's \"141GB\" (NVIDIA prints GB; the GPU "
+               "reports about 140 GiB, see memlib.hardware.gpus), ignore activations and everything else, "
                "and give a whole number of GPUs.",
         expected=lambda: float(_h200s_for_states()), unit="count", tolerance=0.0,
         slips=(Slip("active parameters only", lambda: float(_h200s_for_states(params=_m().num_active_params)),
@@ -290,7 +290,7 @@ EXERCISES = [
                Slip("forgot the fp32 master copy", lambda: float(_h200s_for_states(k=8)),
                     "12 bytes/param leaves out the fp32 master weights: mixed precision keeps 16"),
                Slip("GB for GiB", lambda: float(_h200s_for_states(capacity=141e9)),
-                    "you divided by 141 GB; an H200 holds 141 GiB"),
+                    "you divided by 141 × 10⁹ bytes; this question counts an H200 as 141 × 2³⁰ bytes"),
                Slip("rounded down", lambda: float(_h200s_for_states() - 1), "round up: the states would not fit")),
         close_advice="use all parameters, 16 bytes each, 141 x 2**30 bytes per GPU, and round up",
         hints=("Every parameter, expert or not, has a weight, a gradient and optimizer states during full fine-tuning.",
@@ -347,8 +347,10 @@ EXERCISES = [
                 "(memlib.cost.timing.all_to_all_bytes)",
         prompt="Fine-tuning DeepSeek-V3 with expert parallelism 8: each GPU has one 4,096-token sequence, the router "
                "sends every token to its top-8 experts (no token dropped), and the hidden states (7168 numbers) travel "
-               "in bf16. How many bytes does ONE dispatch all-to-all of ONE MoE layer send out of each GPU? (The rows "
-               "addressed to experts on the same GPU stay; assume they are an equal 1/8 share.)",
+               "in bf16. How many bytes does ONE dispatch all-to-all of ONE MoE layer send out of each GPU? Count one row "
+               "per (token, expert) pair, as Megatron-LM's all-to-all dispatcher sends them (DeepEP sends a token once "
+               "per destination GPU, fewer bytes: a different convention). The rows addressed to experts on the same "
+               "GPU stay; assume they are an equal 1/8 share.",
         expected=lambda: _dispatch_bytes(), unit="GB",
         slips=(Slip("one copy per token", lambda: _dispatch_bytes(top_k=False),
                     "each token goes to 8 experts: its hidden state is sent once per expert (tokens x top-k rows)"),

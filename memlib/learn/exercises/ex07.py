@@ -23,6 +23,9 @@ _FT_TOKENS = 1e9
 _DEADLINE_DAYS = 7
 # DeepSeek-V3 Technical Report (DeepSeek-AI 2024): Table 1 and Sec. 1
 _DS_ACTIVE, _DS_TOTAL, _DS_TOKENS, _DS_HOURS, _DS_ALL_HOURS = 37e9, 671e9, 14.8e12, 2.664e6, 2.788e6
+# DeepSeek's own count: 250 GFLOP of training per token at sequence length 4,096, attention included
+# (Zhao et al. 2025, "Insights into DeepSeek-V3", ISCA '25, Table 2)
+_DS_GFLOP_PER_TOKEN = 250e9
 
 
 def E(x: float) -> str:
@@ -112,11 +115,14 @@ def _what_decides() -> str:
 
 
 # --- 07.9: DeepSeek-V3 --------------------------------------------------------------------------------
-def _ds_mfu(params: float = _DS_ACTIVE, hours: float = _DS_HOURS, peak: str = "bf16") -> float:
-    """The MFU (in %) DeepSeek-V3's GPU-hours imply: 6ND / (GPU-seconds x dense peak)."""
+def _ds_mfu(params: float | None = None, hours: float = _DS_HOURS, peak: str = "bf16") -> float:
+    """The MFU (in %) DeepSeek-V3's GPU-hours imply: training FLOPs / (GPU-seconds x dense peak).
+
+    params=None: DeepSeek's own 250 GFLOP per token (attention included); a number: 6ND on it."""
     g = get_gpu(_H100)  # the H800 is the H100 SXM die with its NVLink cut: the same dense peaks
     tflops = g.bf16_tflops if peak == "bf16" else g.fp8_tflops
-    return 100 * cost.training_flops(params, _DS_TOKENS) / (hours * 3600 * tflops * 1e12)
+    flops = _DS_GFLOP_PER_TOKEN * _DS_TOKENS if params is None else cost.training_flops(params, _DS_TOKENS)
+    return 100 * flops / (hours * 3600 * tflops * 1e12)
 
 
 EXERCISES = [
@@ -337,23 +343,34 @@ EXERCISES = [
                 "(memlib.cost.reproduce_published)",
         prompt="DeepSeek-V3's report: \"At an economical cost of only 2.664M H800 GPU hours, we complete the "
                "pre-training of DeepSeek-V3 on 14.8T tokens\" (its full training, with context extension and "
-               "post-training, is 2.788M). The model activates 37B of its 671B parameters per token. With 6ND on "
-               "the active parameters (no attention term) against the H800's dense bf16 peak (the H100 SXM's "
-               f"{get_gpu(_H100).bf16_tflops} TFLOP/s), what MFU does the pretraining imply? Answer in %.",
+               "post-training, is 2.788M). Count the work the way DeepSeek does: **250 GFLOP of training per token** "
+               "(forward and backward at 4,096-token sequences, attention included; Zhao et al. 2025, \"Insights "
+               "into DeepSeek-V3\", Table 2), against the H800's dense bf16 peak (the H100 SXM's "
+               f"{get_gpu(_H100).bf16_tflops} TFLOP/s). What MFU does the pretraining imply? Answer in %. (6ND on "
+               "the 37B activated parameters, attention excluded, is accepted too and named.)",
         expected=lambda: _ds_mfu(), unit="%", tolerance=0.02,
+        accepts=(Slip("6ND on activated parameters", lambda: _ds_mfu(params=_DS_ACTIVE),
+                      "6ND on the 37B activated parameters, attention excluded"),),
         slips=(Slip("total parameters", lambda: _ds_mfu(params=_DS_TOTAL),
                     "you used all 671B parameters: over 100%, impossible. Each token passes through 37B; 6N counts "
                     "the active parameters of a mixture of experts"),
                Slip("fp8 peak", lambda: _ds_mfu(peak="fp8"),
                     "you divided by the fp8 peak; the question asks against the bf16 dense peak"),
                Slip("whole training", lambda: _ds_mfu(hours=_DS_ALL_HOURS),
+                    "2.788M GPU-hours include context extension and post-training; the 14.8T tokens took 2.664M"),
+               # the same slips made under the accepted 6ND convention
+               Slip("fp8 peak", lambda: _ds_mfu(params=_DS_ACTIVE, peak="fp8"),
+                    "you divided by the fp8 peak; the question asks against the bf16 dense peak"),
+               Slip("whole training", lambda: _ds_mfu(params=_DS_ACTIVE, hours=_DS_ALL_HOURS),
                     "2.788M GPU-hours include context extension and post-training; the 14.8T tokens took 2.664M")),
         hints=("MFU compares the model's FLOPs with what the GPUs could have done in the hours they ran.",
-               "MFU = 6 × 37e9 × 14.8e12 / (2.664e6 × 3600 × 989.4e12).",
-               "Compute the FLOPs first (6ND with N = 37e9), then the GPUs' capacity in FLOPs."),
-        worked=lambda: (f"6 × 37e9 × 14.8e12 = {E(cost.training_flops(_DS_ACTIVE, _DS_TOKENS))} FLOPs over "
-                        f"2.664e6 × 3600 × 989.4e12 = **{_ds_mfu():.1f}%**. With MLA's attention term memlib's "
-                        "`reproduce_published` finds more (validation/published_gpu_hours.json); against the fp8 peak "
+               "MFU = FLOPs per token × tokens / (GPU-hours × 3600 × dense peak FLOP/s).",
+               "Compute the FLOPs first (250e9 per token × 14.8e12 tokens), then the GPUs' capacity in FLOPs."),
+        worked=lambda: (f"DeepSeek's convention: 250e9 × 14.8e12 = {E(_DS_GFLOP_PER_TOKEN * _DS_TOKENS)} FLOPs over "
+                        f"2.664e6 × 3600 × {get_gpu(_H100).bf16_tflops}e12 = **{_ds_mfu():.1f}%**. 6ND on the 37B "
+                        f"activated parameters alone (attention excluded) gives {_ds_mfu(params=_DS_ACTIVE):.1f}%: "
+                        "say which convention you count in; memlib's `reproduce_published` uses its own per-layer "
+                        "count (validation/published_gpu_hours.json); against the fp8 peak "
                         f"the GEMMs ran at, {_ds_mfu(peak='fp8'):.0f}%. A dense 671B would have needed "
                         f"{_DS_TOTAL / _DS_ACTIVE:.0f}x the FLOPs."),
     ),

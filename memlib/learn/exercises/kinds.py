@@ -81,6 +81,7 @@ class Exercise:
     prompt: str
     worked: Callable[[], str]
     hints: tuple[str, ...] = ()  # graded: the concept, then the formula, then the first step
+    table: Callable[[], str] | None = None  # figures to reason from, rendered by memlib under the prompt
     kind: ClassVar[str] = ""
     kind_label: ClassVar[str] = ""
     auto_graded: ClassVar[bool] = True
@@ -96,7 +97,7 @@ class Exercise:
         return self.id.split(".")[0]
 
     def render_prompt(self) -> str:
-        return self.prompt
+        return self.prompt + (f"\n\n{self.table()}" if self.table is not None else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,6 +113,8 @@ class Numeric(Exercise):
     per: str = ""  # "one" | "total" (required when count > 1)
     count_unit: tuple[str, str] = ("GPU", "GPUs")  # singular, plural
     close_advice: str = ""  # said when an answer is close but outside the tolerance
+    # other conventions the question accepts as right, each named when it matches (Slip: name, value(), message)
+    accepts: tuple[Slip, ...] = ()
     kind: ClassVar[str] = "numeric"
     kind_label: ClassVar[str] = "numeric derivation"
 
@@ -147,7 +150,7 @@ class SpotError(Numeric):
         n = len(self.errors)
         count = ("It holds **one** error (figures computed from it inherit it): name the figure where it starts."
                  if n == 1 else f"It holds **{n} independent errors**: name the figure where each starts, "
-                                f"e.g. `([\"99GB\", \"ZeRO-9\"], \"123 GB\")`.")
+                                f"e.g. `([\"99GB\", \"ZeRO-9\"], \"987.6 GB\")`.")
         return f"{self.prompt}\n\n> {self.quote}\n>\n> — {self.source}\n\n{count}"
 
 
@@ -175,7 +178,7 @@ class MultiChoice(Exercise):
 
     def render_prompt(self) -> str:
         return (self.prompt + "\n\n" + "\n".join(f"- **({o.key})** {o.text}" for o in self.options)
-                + "\n\nSelect **every** option that applies (none, one or several), e.g. `\"a, c\"`.")
+                + "\n\nSelect **every** option that applies (none, one or several), as letters separated by commas (or `\"none\"`).")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,14 +5,22 @@
 The best attempt counts: once an exercise is passed it stays passed (a later slip is shown as the
 last attempt, never as a fail). Self-assessed points keep the best marking. Set the environment
 variable MEMLIB_PROGRESS to another path, or to "off" to keep progress in memory only. Writes
-re-read the file and merge, so two notebooks in one folder do not erase each other's progress;
-an unwritable folder falls back to memory with one warning.
+re-read the file and merge, so two notebooks in one folder do not erase each other's progress.
+
+Every field of every entry is validated when the file is read: a file that is not this JSON, or an
+entry with a field of the wrong type ({"exercises": []}, {"hints": null}, {"self_points": "3"},
+{"attempts": "three"}), is copied to `.memlib_progress.json.damaged` once, the readable entries are
+kept, and one message says so. An unwritable folder falls back to the user data folder
+($XDG_DATA_HOME/memlib, ~/.local/share/memlib; %APPDATA%\\memlib on Windows), and to memory only when
+that fails too. On Binder, progress ends with the session: export_progress() writes a file to
+download, import_progress(path) merges one back.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -21,6 +29,10 @@ FILENAME = ".memlib_progress.json"
 ENV = "MEMLIB_PROGRESS"
 VERSION = 1
 _RANK = {"": 0, "submitted": 1, "incorrect": 1, "correct": 2}
+_COUNTS = ("attempts", "hints", "self_points", "self_total")  # non-negative whole numbers
+_STATES = {"best": ("", "correct", "incorrect", "submitted"), "last": ("", "correct", "incorrect", "submitted", "marked")}
+_MAX_COUNT = 10**6
+_FALLBACK: dict[str, Path | None] = {}  # the unwritable path -> where progress goes instead
 
 _MEMORY: dict[str, dict] = {}  # path (or "") -> {exercise id -> entry}
 _WARNED: set[str] = set()
@@ -31,7 +43,63 @@ def path() -> Path | None:
     setting = os.environ.get(ENV, "").strip()
     if setting.lower() in ("off", "none", "0", "false"):
         return None
-    return Path(setting) if setting else Path.cwd() / FILENAME
+    chosen = Path(setting) if setting else Path.cwd() / FILENAME
+    return _FALLBACK.get(str(chosen), chosen)
+
+
+def user_data_dir() -> Path:
+    """The per-user data folder progress falls back to when the notebook's folder is read-only."""
+    if os.name == "nt" and os.environ.get("APPDATA"):
+        return Path(os.environ["APPDATA"]) / "memlib"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "memlib"
+
+
+def on_binder() -> bool:
+    return any(os.environ.get(k) for k in ("BINDER_SERVICE_HOST", "BINDER_LAUNCH_HOST", "BINDER_REQUEST"))
+
+
+def _say_once(key: str, text: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        print(f"ℹ️ {text}")
+
+
+def clean_entry(raw) -> tuple[dict, bool]:
+    """(the valid fields of one stored entry, whether anything had to be dropped)."""
+    if not isinstance(raw, dict):
+        return {}, True
+    out, dropped = {}, False
+    for name, value in raw.items():
+        if name in _COUNTS and type(value) is int and 0 <= value <= _MAX_COUNT:
+            out[name] = value
+        elif name in _STATES and isinstance(value, str) and value in _STATES[name]:
+            out[name] = value
+        elif name == "submitted" and isinstance(value, bool):
+            out[name] = value
+        else:
+            dropped = True
+    if out.get("self_points", 0) > out.get("self_total", _MAX_COUNT):
+        out.pop("self_points")
+        dropped = True
+    return out, dropped
+
+
+def parse(text: str) -> tuple[dict[str, dict], bool]:
+    """(the valid entries of a progress file's text, whether the file was damaged)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}, True
+    entries = data.get("exercises", {}) if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        return {}, True
+    out, damaged = {}, False
+    for key, raw in entries.items():
+        rec, dropped = clean_entry(raw)
+        damaged = damaged or dropped or not isinstance(key, str) or len(key) > 10
+        if rec and isinstance(key, str) and len(key) <= 10:
+            out[key] = rec
+    return out, damaged
 
 
 def _key() -> str:
@@ -40,25 +108,39 @@ def _key() -> str:
 
 
 def _read(p: Path | None) -> dict[str, dict]:
-    if p is None or not p.exists():
+    """The valid entries of the file; a damaged file is backed up once and said so, never a crash."""
+    if p is None:
         return {}
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-        entries = data.get("exercises", {}) if isinstance(data, dict) else {}
-        return {str(k): v for k, v in entries.items() if isinstance(v, dict)}
+        if not p.is_file():
+            return {}
+        text = p.read_text(encoding="utf-8")
     except (OSError, ValueError):
-        return {}  # a damaged file is ignored and rewritten, never a crash in the learner's notebook
+        text = "\0"  # unreadable (or not UTF-8): treated as damaged
+    entries, damaged = parse(text)
+    if damaged:
+        backup = p.with_name(p.name + ".damaged")
+        try:
+            if not backup.exists():
+                shutil.copyfile(p, backup)
+            where = f"a copy is in {backup.name}"
+        except OSError:
+            where = "it could not be copied"
+        _say_once(f"damaged:{p}", f"the exercise progress file {p.name} was damaged ({where}); the readable "
+                                  f"entries ({len(entries)}) are kept and the file is rewritten at the next check.")
+    return entries
 
 
 def _merge(a: dict, b: dict) -> dict:
     """One entry from two records of the same exercise: the best of each field."""
-    out = dict(a)
+    out, _ = clean_entry(a)
+    b, _ = clean_entry(b)
     for field, value in b.items():
         mine = out.get(field)
         if field == "best":
             out[field] = value if _RANK.get(value, 0) > _RANK.get(mine, 0) else (mine or value)
         elif field in ("attempts", "hints", "self_points", "self_total"):
-            out[field] = max(int(mine or 0), int(value or 0))
+            out[field] = max(mine or 0, value)
         elif field == "submitted":
             out[field] = bool(mine) or bool(value)
         else:  # "last" and anything else: the most recent writer (b) wins
@@ -88,6 +170,9 @@ def update(exercise_id: str, **fields) -> dict:
         for eid, rec in on_disk.items():
             mine[eid] = _merge(rec, mine[eid]) if eid in mine else rec
         _write(p, mine)
+    if on_binder():
+        _say_once("binder", "on Binder your progress ends with the session: export_progress() writes a file to "
+                            "download, import_progress(path) reads it back next time.")
     return dict(mine[exercise_id])
 
 
@@ -102,12 +187,55 @@ def _write(p: Path, data: dict) -> None:
     except OSError as e:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        fallback = user_data_dir() / FILENAME.lstrip(".")
+        if p != fallback and str(p) not in _FALLBACK.values():
+            _FALLBACK[str(p)] = fallback
+            try:
+                fallback.parent.mkdir(parents=True, exist_ok=True)
+                _MEMORY[str(fallback.resolve())] = {**_read(fallback), **data}
+                _write(fallback, _MEMORY[str(fallback.resolve())])
+                _say_once(f"fallback:{p}", f"could not save exercise progress beside the notebook ({e}); it is "
+                                           f"saved in {fallback} instead.")
+                return
+            except OSError:
+                pass
+        _FALLBACK[str(p)] = None
         if str(p) not in _WARNED:
             _WARNED.add(str(p))
             warnings.warn(f"could not save exercise progress to {p} ({e}); it is kept for this session only",
                           stacklevel=3)
 
 
+def export_progress(to: str | os.PathLike = "memlib_progress_export.json") -> Path:
+    """Write every exercise's record to a file (to download from Binder); returns its path."""
+    target = Path(to)
+    target.write_text(json.dumps({"version": VERSION, "exercises": entries()}, indent=1, sort_keys=True) + "\n",
+                      encoding="utf-8")
+    print(f"ℹ️ progress written to {target.resolve()}: download it, and next time import_progress({str(target)!r}).")
+    return target
+
+
+def import_progress(source: str | os.PathLike) -> int:
+    """Merge a file written by export_progress() into the current progress; returns how many entries it read."""
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except (OSError, ValueError) as e:
+        print(f"⚠️ could not read {source}: {e}")
+        return 0
+    incoming, damaged = parse(text)
+    mine = entries()
+    for eid, rec in incoming.items():
+        mine[eid] = _merge(mine.get(eid, {}), rec)
+    p = path()
+    if p is not None and incoming:
+        _write(p, mine)
+    print(f"ℹ️ read {len(incoming)} exercise record(s) from {source}"
+          + ("; some entries were damaged and skipped" if damaged else "") + ".")
+    return len(incoming)
+
+
 def forget() -> None:
     """Drop what this process remembers (the file stays)."""
     _MEMORY.clear()
+    _FALLBACK.clear()
+    _WARNED.clear()

@@ -1,0 +1,213 @@
+"""Unlimited practice: a fresh question of a topic's kinds, its setup drawn from memlib's catalogs.
+
+    build("03", 17)   # the same Numeric exercise for everyone who asks for topic 03 with seed 17
+
+Each topic (the notebooks 00-07) has a few kinds of question; a seed picks one kind and a setup
+(model, GPU, precision, counts) from the catalogs. The expected value, the worked answer and every
+figure in it are computed by memlib when asked for (the same callables as the fixed exercises); the
+question's id, "pNN.SEED", is enough to rebuild it after a kernel restart.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from typing import Callable
+
+from memlib.cost import compute_budget as cost
+from memlib.hardware.gpus import get_gpu
+from memlib.learn.exercises.kinds import Numeric, Slip
+from memlib.models import get_model
+from memlib.parallel import zero
+from memlib.serving.inference import estimate_inference, kv_bytes_per_token, kv_cache_bytes
+from memlib.units import fmt_bytes
+
+DENSE = ("llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3.1-70b", "mistral-7b", "qwen2.5-7b", "qwen2.5-72b",
+         "qwen3-8b", "qwen3-32b", "gemma-3-27b", "phi-4", "llama-2-70b", "llama-33b")
+MOE = ("mixtral-8x7b", "mixtral-8x22b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-20b",
+       "gpt-oss-120b", "llama-4-scout", "llama-4-maverick")
+LONG = ("llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-8b", "mistral-7b", "gemma-3-27b")
+GPUS = ("a100-40gb", "a100-80gb", "h100-80gb", "h200", "l40s", "rtx-4090", "v100-32gb", "b200", "mi300x")
+WEIGHTS = ("bf16", "fp32", "int8", "fp8-block", "int4-awq", "nf4")
+ID = re.compile(r"^p(\d\d)\.(\d{1,6})$")
+MAX_SEED = 999_999
+
+
+def _hints(concept: str, formula: str, first: str) -> tuple[str, str, str]:
+    return concept, formula, first
+
+
+def _q(qid: str, title: str, prompt: str, expected: Callable[[], float], unit: str, worked: Callable[[], str],
+       hints: tuple[str, ...], formula: str, slips: tuple[Slip, ...] = ()) -> Numeric:
+    return Numeric(id=qid, title=title, difficulty="interview", minutes=5, formula=formula, prompt=prompt,
+                   expected=expected, unit=unit, worked=worked, hints=hints, slips=slips, tolerance=0.02)
+
+
+def _weights(qid: str, rng: random.Random) -> Numeric:
+    m, w = rng.choice(DENSE), rng.choice(WEIGHTS)
+    value = lambda: float(estimate_inference(m, weights=w).weight_bytes)  # noqa: E731
+    return _q(qid, f"Weights of {m} in {w}", f"How many GB (10⁹ bytes) do the weights of **{m}** take stored as "
+              f"**{w}** (every tensor as memlib.estimate_inference(weights={w!r}) stores it)?", value, "GB",
+              lambda: f"`estimate_inference({m!r}, weights={w!r}).weight_bytes` = **{fmt_bytes(value())}** "
+                      f"({get_model(m).num_params:,} parameters).",
+              _hints("Weights are parameters x bytes per parameter; quantized formats add scales.",
+                     "bytes = num_params x bytes per parameter (+ scales and 16-bit tensors a format keeps)",
+                     f"Start from get_model({m!r}).num_params."),
+              "weights = parameters x bytes per parameter (memlib.estimate_inference)")
+
+
+def _states(qid: str, rng: random.Random) -> Numeric:
+    m, stage, dp = rng.choice(DENSE + MOE), rng.choice((0, 1, 2, 3)), rng.choice((2, 4, 8, 16, 32, 64))
+    n = lambda: get_model(m).num_params  # noqa: E731
+    value = lambda: float(zero.zero_model_state_bytes(n(), stage, dp))  # noqa: E731
+    return _q(qid, f"ZeRO-{stage} model states of {m} on {dp} GPUs",
+              f"Full fine-tuning of **{m}** with mixed-precision AdamW (16-bit weights and gradients, fp32 master, m "
+              f"and v: the ZeRO paper's K = 12) and **ZeRO stage {stage}** over **{dp}** data-parallel GPUs. How many "
+              "GB of model states does **each** GPU hold?", value, "GB",
+              lambda: f"`zero_model_state_bytes({n():,}, {stage}, {dp})` = **{fmt_bytes(value())}** per GPU.",
+              _hints("ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the weights.",
+                     "per GPU = (2 + 2 + 12) x N with the sharded terms divided by the data-parallel degree",
+                     "Write 2N (weights), 2N (gradients), 12N (optimizer) and divide the sharded ones."),
+              "ZeRO model states (Rajbhandari et al. 2020, Sec. 5; memlib.parallel.zero)",
+              (Slip("no master copy", lambda: float(zero.zero_model_state_bytes(n(), stage, dp, k=8)),
+                    "12 bytes of optimizer state per parameter: the fp32 master copy is one of them"),))
+
+
+def _gpus_for_states(qid: str, rng: random.Random) -> Numeric:
+    m, g = rng.choice(DENSE + MOE), rng.choice(GPUS)
+    value = lambda: float(math.ceil(zero.zero_model_state_bytes(get_model(m).num_params, 0, 1)  # noqa: E731
+                                    / get_gpu(g).memory_bytes))
+    return _q(qid, f"{g} GPUs for the states of {m}",
+              f"How many **{g}** GPUs (each at memlib's capacity, {fmt_bytes(get_gpu(g).memory_bytes)}) does it take just "
+              f"to hold the mixed-precision AdamW model states (16 bytes per parameter) of **{m}** fully sharded "
+              "(ZeRO-3)? Ignore activations; give a whole number.", value, "count",
+              lambda: f"16 x {get_model(m).num_params:,} bytes / {fmt_bytes(get_gpu(g).memory_bytes)} rounded up: "
+                      f"**{value():.0f}** GPUs.",
+              _hints("Sharded states divide evenly; the count is the total over one GPU's memory, rounded up.",
+                     "GPUs = ceil(16 x N / GPU bytes)", f"Compute 16 x get_model({m!r}).num_params first."),
+              "model states over GPU memory (memlib.parallel.zero)",
+              (Slip("rounded down", lambda: value() - 1, "round up: the states would not fit"),))
+
+
+def _kv_cache(qid: str, rng: random.Random, models=DENSE + LONG, tp_choices=(1,)) -> Numeric:
+    m, batch, ctx = rng.choice(models), rng.choice((1, 4, 8, 16, 32, 64)), rng.choice((2048, 4096, 8192, 32768))
+    tp = rng.choice([t for t in tp_choices if t == 1 or _splits(m, "bf16", t)] or [1])
+    value = lambda: float(kv_cache_bytes(get_model(m), batch, ctx, tp=tp))  # noqa: E731
+    where = "in total" if tp == 1 else f"on **each** GPU with tensor parallelism over {tp}"
+    return _q(qid, f"KV cache of {m}", f"Serving **{m}** with a bf16 KV cache: **{batch}** sequences of **{ctx:,}** "
+              f"tokens each. How many GB does the KV cache take {where}?", value, "GB",
+              lambda: f"{kv_bytes_per_token(get_model(m), tp=tp):,} bytes per token x {batch} x {ctx:,} = "
+                      f"**{fmt_bytes(value())}** (`memlib.kv_cache_bytes`).",
+              _hints("K and V are cached for every layer, every KV head and every token.",
+                     "bytes = 2 x layers x kv_heads x head_dim x 2 bytes x tokens (a latent cache for MLA)",
+                     f"Find the layers and KV heads of {m} in memlib.get_model({m!r})."),
+              "KV cache = 2 x layers x kv_heads x head_dim x bytes x tokens (memlib.serving.inference)",
+              (Slip("fp32 cache", lambda: 2 * value(), "the cache is bf16, 2 bytes per number"),))
+
+
+def _kv_token(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeric:
+    m = rng.choice(models)
+    value = lambda: float(kv_bytes_per_token(get_model(m)))  # noqa: E731
+    return _q(qid, f"KV bytes per token of {m}", f"How many **bytes** of bf16 KV cache does one token of **{m}** take "
+              "(all layers)?", value, "bytes",
+              lambda: f"`kv_bytes_per_token(get_model({m!r}))` = **{value():,.0f} bytes**.",
+              _hints("One token caches K and V in every layer.", "2 x layers x kv_heads x head_dim x 2 bytes",
+                     f"Read num_layers, num_kv_heads and head_dim of get_model({m!r})."),
+              "KV bytes per token (memlib.serving.inference.kv_bytes_per_token)",
+              (Slip("fp32", lambda: 2 * value(), "bf16 is 2 bytes per number"),))
+
+
+def _moe_ratio(qid: str, rng: random.Random) -> Numeric:
+    m = rng.choice(MOE)
+    model = lambda: get_model(m)  # noqa: E731
+    value = lambda: model().num_params / model().num_active_params  # noqa: E731
+    return _q(qid, f"Total over active parameters of {m}", f"**{m}** is a mixture of experts. By what factor do its "
+              "total parameters exceed the parameters one token activates?", value, "x",
+              lambda: f"{model().num_params:,} / {model().num_active_params:,} = **{value():.2f}x**: memory holds "
+                      "every expert, compute touches the active ones.",
+              _hints("Memory holds all experts; one token passes through top-k of them plus the shared parts.",
+                     "factor = num_params / num_active_params", f"Read both counts from get_model({m!r})."),
+              "total vs active parameters of a MoE (memlib.models)")
+
+
+def _flops(qid: str, rng: random.Random) -> Numeric:
+    m, tokens = rng.choice(DENSE), rng.choice((0.3e12, 1e12, 2e12, 5e12, 15e12))
+    value = lambda: float(cost.training_flops(m, tokens))  # noqa: E731
+    return _q(qid, f"Training FLOPs of {m}", f"Pretraining **{m}** on **{tokens / 1e12:g}T** tokens: how many FLOPs with "
+              "the 6ND rule (exact parameter count, no attention term)?", value, "FLOPs",
+              lambda: f"6 x {get_model(m).num_params:,} x {tokens:.3g} = **{value():.3g} FLOPs** "
+                      "(`memlib.cost.training_flops`).",
+              _hints("Forward is 2 FLOPs per parameter per token, backward twice that.", "FLOPs = 6 x N x D",
+                     f"Take N from get_model({m!r}).num_params."),
+              "training FLOPs 6ND (Kaplan et al. 2020; memlib.cost.training_flops)",
+              (Slip("2ND", lambda: value() / 3, "2ND is the forward only; training adds the backward (4ND)"),))
+
+
+def _gpu_hours(qid: str, rng: random.Random) -> Numeric:
+    m, tokens = rng.choice(DENSE), rng.choice((0.1e12, 0.5e12, 1e12, 2e12))
+    g, mfu = rng.choice(("a100-80gb", "h100-80gb", "h200", "b200", "mi300x")), rng.choice((0.3, 0.35, 0.4, 0.45, 0.5))
+    flops = lambda: cost.training_flops(m, tokens)  # noqa: E731
+    value = lambda: float(cost.gpu_hours(flops(), g, mfu))  # noqa: E731
+    return _q(qid, f"GPU-hours for {m} on {g}", f"Training **{m}** on **{tokens / 1e12:g}T** tokens (6ND) on **{g}** "
+              f"GPUs at **{mfu:.0%} MFU** against the dense bf16 peak: how many GPU-hours?", value, "GPU-hours",
+              lambda: f"{flops():.3g} FLOPs / ({mfu} x {get_gpu(g).bf16_tflops} TFLOP/s x 3600) = "
+                      f"**{value():,.0f} GPU-hours** (`memlib.cost.gpu_hours`).",
+              _hints("GPU-hours are work over the rate one GPU sustains.", "hours = 6ND / (MFU x peak x 3600)",
+                     "Compute 6ND first."),
+              "GPU-hours = FLOPs / (MFU x peak) (memlib.cost.gpu_hours)")
+
+
+def _splits(model: str, weights: str, tp: int) -> bool:
+    """Whether memlib accepts tensor parallelism `tp` for this model and format (heads divide evenly, ...)."""
+    try:
+        estimate_inference(model, weights=weights, tp=tp)
+    except ValueError:
+        return False
+    return True
+
+
+def _tp_weights(qid: str, rng: random.Random) -> Numeric:
+    m, w = rng.choice(DENSE), rng.choice(("bf16", "int4-awq", "fp8-block"))
+    tp = rng.choice([t for t in (2, 4, 8) if _splits(m, w, t)] or [1])
+    value = lambda: float(estimate_inference(m, weights=w, tp=tp).weight_bytes)  # noqa: E731
+    return _q(qid, f"{m} in {w} over tp {tp}", f"**{m}** served in **{w}** with tensor parallelism over **{tp}** GPUs. "
+              "How many GB of weights does **each** GPU hold (as memlib.estimate_inference lays them out)?", value, "GB",
+              lambda: f"`estimate_inference({m!r}, weights={w!r}, tp={tp}).weight_bytes` = **{fmt_bytes(value())}** "
+                      "per GPU.",
+              _hints("Tensor parallelism splits the projections; norms stay whole on every GPU.",
+                     "per GPU ≈ weights / tp (+ the replicated small tensors)", "Compute the whole model's bytes first."),
+              "weights per GPU under tensor parallelism (memlib.estimate_inference)",
+              (Slip("not divided", lambda: float(estimate_inference(m, weights=w).weight_bytes),
+                    "that is the whole model; each GPU holds about 1/tp of it"),))
+
+
+KINDS: dict[str, tuple[Callable, ...]] = {
+    "00": (_weights, _states),
+    "01": (_states, _gpus_for_states),
+    "02": (_kv_cache, _weights),
+    "03": (_tp_weights, _states),
+    "04": (_kv_token, lambda i, r: _kv_cache(i, r, tp_choices=(2, 4, 8))),
+    "05": (_moe_ratio, lambda i, r: _kv_token(i, r, MOE), _gpus_for_states),
+    "06": (lambda i, r: _kv_cache(i, r, LONG), lambda i, r: _kv_cache(i, r, LONG, (2, 4, 8))),
+    "07": (_flops, _gpu_hours),
+}
+
+
+def build(topic: str, seed: int) -> Numeric:
+    """The practice question of `topic` ("00".."07") for `seed` (0..999,999), reproducibly."""
+    if topic not in KINDS:
+        raise ValueError(f"unknown topic {topic!r}; topics are {', '.join(KINDS)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be a whole number from 0 to {MAX_SEED:,}, got {seed!r}")
+    rng = random.Random(f"{topic}:{seed}")
+    kind = rng.choice(KINDS[topic])
+    return kind(f"p{topic}.{seed}", rng)
+
+
+def from_id(exercise_id: str) -> Numeric | None:
+    """Rebuild a practice question from its id ("p03.17"); None if the id is not one."""
+    m = ID.match(str(exercise_id).strip())
+    if not m or m.group(1) not in KINDS:
+        return None
+    return build(m.group(1), int(m.group(2)))
