@@ -138,12 +138,65 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 base_dtype="auto", qlora_backend="bitsandbytes", double_quant=True, loss="full",
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False) -> TrainingSetup:
+    """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
+    the TrainingSetup that every term reads."""
+    model = _check_model(model)
+    seq_len, micro_batch, grad_accum, lora_dropout, cp, capacity_factor = _check_values(
+        model, seq_len, micro_batch, grad_accum, precision, optimizer, finetune, recompute, attention, offload,
+        offload_device, optimizer_impl, adapter_dtype, base_dtype, qlora_backend, loss,
+        (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
+         ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision),
+         ("gradient_as_bucket_view", gradient_as_bucket_view)),
+        lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor)
+    zero_stage_arg = zero_stage
+    zero_stage, fsdp = _zero_stage(zero_stage)
+    if offload == "none" and offload_device != "cpu":
+        raise ValueError(f"offload_device={offload_device!r} needs offload='optimizer' or 'optimizer+params' "
+                         "(nothing is offloaded with offload='none')")
+    lora_rank = _check_adapter_options(model, finetune, lora_rank, lora_targets, lora_dropout, adapter_dtype, base_dtype,
+                                       qlora_backend, double_quant)
+    sharding, fsdp_offload = _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, tp, pp, offload,
+                                       offload_device, qlora_backend)
+    _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel)
+    _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
+                    activation_offload, tp, pp)
+    attention, attention_note = _resolve_attention(model, attention, recompute)
+    targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
+                                                 adapter_dtype)
+    # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
+    # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
+    ddp = sharding == "none" and dp > 1 and not fsdp
+    if not ddp:
+        _not_for("gradient_as_bucket_view", gradient_as_bucket_view, False,
+                 "it is an option of torch's DistributedDataParallel: plain data parallelism (dp > 1, zero_stage=0, "
+                 "no tp/pp) only")
+    if cp > 1 or cp_rotate != "allgather":
+        _check_context_parallel(model, seq_len, cp, cp_rotate, attention, finetune, zero_stage, fsdp, offload,
+                                tp, sequence_parallel)
+    return TrainingSetup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, targets,
+                         recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
+                         sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
+                         qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
+                         ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
+                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
+                         gradient_as_bucket_view=gradient_as_bucket_view)
+
+
+def _check_model(model) -> Model:
+    """A catalog name or a Model, with a causal-LM head."""
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
     if model.head != "lm":
         raise ValueError(f"training estimates model a causal-LM head; {model.name} has a {model.head!r} head "
                          "(architectures *ForSequenceClassification / *Model); serving is modelled for it")
+    return model
+
+
+def _check_values(model, seq_len, micro_batch, grad_accum, precision, optimizer, finetune, recompute, attention,
+                  offload, offload_device, optimizer_impl, adapter_dtype, base_dtype, qlora_backend, loss, flags,
+                  lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor) -> tuple:
+    """Each option on its own: its type and its accepted values (memlib._checks); MoE options against the model."""
     seq_len = positive_int("seq_len", seq_len)
     micro_batch = positive_int("micro_batch", micro_batch)
     grad_accum = positive_int("grad_accum", grad_accum)
@@ -159,9 +212,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     choice("base_dtype", base_dtype, BASE_DTYPES)
     choice("qlora_backend", qlora_backend, QLORA_BACKENDS)
     choice("loss", loss, LOSSES)
-    for name, v in (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
-                    ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision),
-                    ("gradient_as_bucket_view", gradient_as_bucket_view)):
+    for name, v in flags:
         _flag(name, v)
     if isinstance(lora_dropout, bool) or not isinstance(lora_dropout, (int, float)) or not 0 <= lora_dropout < 1:
         raise ValueError(f"lora_dropout must be a probability in [0, 1), got {lora_dropout!r}")
@@ -175,11 +226,12 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                        dp_label=f"dp x cp = {dp} x {cp}" if cp > 1 else None)
     if capacity_factor is not None:
         capacity_factor = float(capacity_factor)
-    zero_stage_arg = zero_stage
-    zero_stage, fsdp = _zero_stage(zero_stage)
-    if offload == "none" and offload_device != "cpu":
-        raise ValueError(f"offload_device={offload_device!r} needs offload='optimizer' or 'optimizer+params' "
-                         "(nothing is offloaded with offload='none')")
+    return seq_len, micro_batch, grad_accum, lora_dropout, cp, capacity_factor
+
+
+def _check_adapter_options(model, finetune, lora_rank, lora_targets, lora_dropout, adapter_dtype, base_dtype,
+                           qlora_backend, double_quant) -> int:
+    """LoRA/QLoRA options are errors where they do not apply (peft's and bitsandbytes' options)."""
     # LoRA settings are checked even under full fine-tuning: a wrong one is an error, not a silent default.
     lora_rank = positive_int("lora_rank", lora_rank)
     if finetune == "full":
@@ -198,6 +250,12 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     elif qlora_backend == "torchao" and not double_quant:
         raise ValueError("double_quant=False does not apply to qlora_backend='torchao': torchao's NF4Tensor always "
                          "quantizes its block scalers (scaler_block_size=256)")
+    return lora_rank
+
+
+def _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, tp, pp, offload, offload_device,
+              qlora_backend) -> tuple[str, bool]:
+    """Whose memory layout applies (none, deepspeed, fsdp, megatron, device_map) and whether FSDP's CPU offload is on."""
     # FSDP's CPU offload: one switch moves the sharded parameters, their gradients and the optimizer step to the CPU
     fsdp_offload = fsdp and offload != "none"
     if fsdp_offload and (zero_stage != 3 or offload != "optimizer+params" or offload_device != "cpu"):
@@ -241,6 +299,11 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         # FSDP on one GPU still keeps sharded and unsharded copies apart (PyTorch's FSDP2
         # does; FSDPMemTracker shows it), so it is modelled as such even for dp=1.
         sharding = "fsdp" if fsdp else "deepspeed"
+    return sharding, fsdp_offload
+
+
+def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel) -> None:
+    """tp, pp and sequence parallelism against the model's shape (Megatron splits whole heads and widths)."""
     if model.mlp != "gated" and (tp > 1 or pp > 1 or sharding != "none"):
         raise ValueError(f"parallel layouts are modelled for LLaMA-style models; {model.name} is {model.model_type}")
     if model.num_heads % tp or model.num_kv_heads % tp:
@@ -262,6 +325,11 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if seq_len > model.max_position_embeddings and model.position == "learned":
         raise ValueError(f"seq_len {seq_len} exceeds {model.name}'s learned position table "
                          f"({model.max_position_embeddings})")
+
+
+def _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
+                    activation_offload, tp, pp) -> None:
+    """Optimizer implementation, FSDP mixed precision, loss and activation offload against the layout."""
     # optimizer implementation: torch.optim's choice; other stacks bring their own fused kernels
     if optimizer == "adamw-8bit":
         _not_for("optimizer_impl", optimizer_impl, "foreach", "bitsandbytes' 8-bit AdamW runs its own fused kernel")
@@ -286,6 +354,10 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if activation_offload and (tp > 1 or pp > 1 or sharding in ("deepspeed", "megatron")):
         raise ValueError("activation_offload (torchtune's OffloadActivations) is modelled on one GPU and with FSDP; "
                          f"not with tp={tp}, pp={pp}, sharding {sharding!r}")
+
+
+def _resolve_attention(model, attention, recompute) -> tuple[str, str]:
+    """The attention transformers runs (eager where the family needs it: activations.needs_eager), with the note why."""
     attention_note = ""
     if model.mlp == "gated":
         from memlib.training.activations import needs_eager
@@ -295,6 +367,11 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         if recompute == "selective" and not model.is_llama_layer:
             raise ValueError(f"recompute='selective' (torchtitan's op-level policy) is modelled for the LLaMA layer; "
                              f"{model.name} ({model.model_type}) has other ops: use recompute 'full' or 'none'")
+    return attention, attention_note
+
+
+def _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype, adapter_dtype) -> tuple:
+    """The LoRA targets, rank and frozen base dtype (peft's defaults; QLoRA computes in 16-bit)."""
     if finetune == "full":
         targets: tuple[str, ...] = ()
         lora_rank = 0
@@ -322,23 +399,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         if adapter_dtype not in ("fp32", base):
             raise ValueError(f"adapter_dtype={adapter_dtype!r} with a {base} base: peft keeps adapters in fp32 "
                              f"(autocast_adapter_dtype=True, its default) or in the base dtype ({base!r})")
-    # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
-    # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
-    ddp = sharding == "none" and dp > 1 and not fsdp
-    if not ddp:
-        _not_for("gradient_as_bucket_view", gradient_as_bucket_view, False,
-                 "it is an option of torch's DistributedDataParallel: plain data parallelism (dp > 1, zero_stage=0, "
-                 "no tp/pp) only")
-    if cp > 1 or cp_rotate != "allgather":
-        _check_context_parallel(model, seq_len, cp, cp_rotate, attention, finetune, zero_stage, fsdp, offload,
-                                tp, sequence_parallel)
-    return TrainingSetup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, targets,
-                         recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
-                         sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
-                         qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
-                         ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
-                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
-                         gradient_as_bucket_view=gradient_as_bucket_view)
+    return targets, lora_rank, base
 
 
 # Families whose transformers model adds the load-balancing loss when output_router_logits is on
