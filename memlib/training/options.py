@@ -6,7 +6,8 @@ that does not apply to the chosen setup is an error too (never silently ignored)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 from memlib.training import lora as lora_mod
 from memlib.training import optimizers as opt
@@ -35,6 +36,18 @@ LOSSES = ("full", "chunked", "chunked-head")
 # parallelism.context_parallel_rotate_method, default "allgather"): one all-gather of every rank's K/V, or
 # cp - 1 ring rotations of one block (all_to_all / permute_tensor).
 CP_ROTATES = ("allgather", "alltoall")
+# Whose memory layout: "auto" (DeepSpeed's for an integer zero_stage over dp > 1, Megatron's under tp/pp with a
+# *-mixed precision, FSDP's for its names, torch's otherwise) or "megatron" (Megatron-Core's on any parallelism:
+# 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed optimizer).
+LAYOUTS = ("auto", "megatron")
+# estimate_training's defaults (HF Trainer + PEFT: the common recipe), what a preset or a setup starts from
+DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="adamw", finetune="full", lora_rank=16,
+                lora_targets=None, recompute="none", attention="sdpa", zero_stage=0, dp=1, tp=1, pp=1, offload="none",
+                offload_device="cpu", grad_accum=1, sequence_parallel=False, optimizer_impl="foreach",
+                lora_dropout=0.0, adapter_dtype="fp32", base_dtype="auto", qlora_backend="bitsandbytes",
+                double_quant=True, loss="full", activation_offload=False, fsdp_mixed_precision=True, ep=1,
+                router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
+                gradient_as_bucket_view=False, layout="auto")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -80,6 +93,35 @@ class TrainingSetup:
     cp_shard: bool = False  # this is one GPU's view of a cp > 1 setup (context_parallel.local_setup)
     ddp: bool = False  # plain data parallelism over dp > 1 replicas with torch's DistributedDataParallel
     gradient_as_bucket_view: bool = False  # DDP's option: gradients as views into its all-reduce buckets
+    layout: str = "auto"  # LAYOUTS
+    # The options as given (every keyword of check_setup, defaults included): what replace() starts from
+    options: tuple = field(default=(), compare=False, repr=False)
+    recipe: str = ""  # the preset it came from (memlib.RECIPES), if any
+    recipe_set: tuple[tuple[str, object], ...] = field(default=(), compare=False, repr=False)  # what the preset set
+
+    def replace(self, **changes) -> "TrainingSetup":
+        """The same run with some options changed (a what-if), checked again: `setup.replace(dp=8, zero_stage=1)`;
+        `model=` swaps the model. Options a recipe set and that are changed here stop counting as the recipe's."""
+        model = changes.pop("model", self.model)
+        if not self.options:
+            raise ValueError("this TrainingSetup was not made from options (use TrainingSetup.create or "
+                             "estimate_training's keywords)")
+        given = dict(self.options)
+        unknown = sorted(set(changes) - set(given))
+        if unknown:
+            raise ValueError(f"unknown option(s) {', '.join(unknown)}; accepted: model, {', '.join(given)}")
+        given.update(changes)
+        new = check_setup(model, **given)
+        return dataclasses.replace(new, recipe=self.recipe,
+                                   recipe_set=tuple((k, v) for k, v in self.recipe_set if k not in changes))
+
+    @classmethod
+    def create(cls, model, recipe: str | None = None, **options) -> "TrainingSetup":
+        """A checked setup from estimate_training's keywords, optionally starting from a preset of memlib.RECIPES
+        (explicit options override it): `TrainingSetup.create("llama-2-7b", recipe="torchtune", finetune="lora")`."""
+        from memlib.training.recipes import resolve
+
+        return resolve(model, recipe, options)
 
     @property
     def tokens(self) -> int:
@@ -137,9 +179,12 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 sequence_parallel=False, *, optimizer_impl="foreach", lora_dropout=0.0, adapter_dtype="fp32",
                 base_dtype="auto", qlora_backend="bitsandbytes", double_quant=True, loss="full",
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
-                capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False) -> TrainingSetup:
+                capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
+                layout="auto") -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
+    given = dict(locals())
+    del given["model"]
     model = _check_model(model)
     seq_len, micro_batch, grad_accum, lora_dropout, cp, capacity_factor = _check_values(
         model, seq_len, micro_batch, grad_accum, precision, optimizer, finetune, recompute, attention, offload,
@@ -157,6 +202,9 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                                        qlora_backend, double_quant)
     sharding, fsdp_offload = _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, tp, pp, offload,
                                        offload_device, qlora_backend)
+    choice("layout", layout, LAYOUTS)
+    if layout == "megatron":
+        sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
                     activation_offload, tp, pp)
@@ -179,7 +227,21 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
                          ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
                          attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
-                         gradient_as_bucket_view=gradient_as_bucket_view)
+                         gradient_as_bucket_view=gradient_as_bucket_view, layout=layout,
+                         options=tuple(given.items()))
+
+
+def _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload) -> str:
+    """layout='megatron': Megatron-Core's mixed precision on any parallelism (NVIDIA/Megatron-LM
+    docs/source/api-guide/dist_optimizer.md); zero_stage=1 is its distributed optimizer (6 + 12/dp B/param)."""
+    if finetune != "full" or not precision.endswith("mixed") or model.mlp != "gated":
+        raise ValueError("layout='megatron' models Megatron-Core's pretraining layout: finetune='full', a *-mixed "
+                         f"precision and a LLaMA-style model; got finetune={finetune!r}, precision={precision!r}, "
+                         f"{model.name}")
+    if fsdp or zero_stage > 1 or offload != "none":
+        raise ValueError("layout='megatron' takes zero_stage=0 (optimizer states on every rank) or zero_stage=1 (its "
+                         f"distributed optimizer), no offload; got zero_stage={zero_stage!r}, offload={offload!r}")
+    return "megatron"
 
 
 def _check_model(model) -> Model:
