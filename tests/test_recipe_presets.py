@@ -137,3 +137,69 @@ def test_cli_recipe():
     out = subprocess.run([sys.executable, "-m", "memlib", "estimate", "llama-2-7b", "--recipe", "torchtune",
                           "--finetune", "lora", "--explain"], capture_output=True, text=True, check=True).stdout
     assert "recipe **torchtune**" in out
+
+
+# DeepSpeed's buckets. deepspeedai/DeepSpeed@cbf3d66 runtime/zero/config.py: reduce_bucket_size = 5e8 elements,
+# contiguous_gradients = True, overlap_comm None -> stage == 3. stage_1_and_2.py backward(): ipg_buffer of
+# reduce_bucket_size elements in the 16-bit dtype, a second one with overlap_comm; stage3.py: one flat buffer.
+def _backward_gradients(est):
+    return max(mo.parts.get("gradients", 0) for mo in est.moments if mo.name == "backward")
+
+
+@pytest.mark.parametrize("stage,overlap,buffers", [(2, None, 1), (2, True, 2), (1, False, 1), (3, None, 1)])
+def test_deepspeed_bucket_is_reduce_bucket_size_16bit(stage, overlap, buffers):
+    model = memlib.get_model("llama-2-7b")
+    kw = dict(zero_stage=stage, dp=8, overlap_comm=overlap)
+    with_bucket = memlib.estimate_training(model, **kw)
+    without = memlib.estimate_training(model, **kw, contiguous_gradients=False)
+    assert _backward_gradients(with_bucket) - _backward_gradients(without) == buffers * 500_000_000 * 2
+    terms = {t.name: t.nbytes for t in with_bucket.terms}
+    assert terms["deepspeed_bucket_bytes"] == buffers * 10**9
+    small = memlib.estimate_training(model, **kw, reduce_bucket_size=2 * 10**8)
+    assert _backward_gradients(with_bucket) - _backward_gradients(small) == buffers * 3 * 10**8 * 2
+
+
+def test_deepspeed_options_only_under_deepspeed():
+    with pytest.raises(ValueError, match="reduce_bucket_size"):
+        memlib.estimate_training("llama-2-7b", reduce_bucket_size=10**8)
+    with pytest.raises(ValueError, match="overlap_comm"):
+        memlib.estimate_training("llama-2-7b", zero_stage="FULL_SHARD", dp=8, overlap_comm=True)
+    with pytest.raises(ValueError):
+        memlib.estimate_training("llama-2-7b", zero_stage=2, dp=8, reduce_bucket_size=0)
+
+
+@pytest.mark.parametrize("k", [1, 2, 8])
+def test_zero_offload_traffic_per_micro_step(k):
+    """stage_1_and_2.py copy_grads_in_partition: micro-batches 1..k-1 send the 16-bit partition down, 2..k bring it
+    back up to add, the k-th sends the fp32 sum down; the 16-bit parameters come up after the CPU step."""
+    from memlib.cost.timing import zero_offload_traffic_bytes
+    psi = 1000
+    down16, up16, fp32_down, params_up = 2 * (k - 1), 2 * (k - 1), 4, 2
+    assert zero_offload_traffic_bytes(psi, k) == (down16 + up16 + fp32_down + params_up) * psi
+
+
+def test_megatron_fused_layer_ledger_by_hand():
+    """Korthikanti et al. 2022 Table 2 terms with Transformer Engine's fused modules, for Llama-2-7B (h = 4096,
+    GQA-free q = kv = 4096, SwiGLU f = 11008, a = 32), bytes per token of one layer:
+    attention: norm input 2h + fp32 1/rms 4 + normalized 2h + q, k, v 2(q + 2kv) + output 2q + fp32 lse 4a
+             = 8192 + 4 + 8192 + 24576 + 8192 + 128 = 49284
+    MLP:       2h + 4 + 2h + fc1 out 2 x 2f + SwiGLU out 2f = 8192 + 4 + 8192 + 44032 + 22016 = 82436."""
+    est = memlib.estimate_training("llama-2-7b", seq_len=2048, layout="megatron")
+    assert est.counts["layer_activation_bytes"] == (49284 + 82436) * 2048
+    selective = memlib.estimate_training("llama-2-7b", seq_len=2048, layout="megatron", recompute="selective")
+    assert est.counts["layer_activation_bytes"] - selective.counts["layer_activation_bytes"] == 4 * 32 * 2048
+    # tensor parallel with sequence parallelism: every saved tensor split over t (Korthikanti Sec. 4.2.2)
+    sp = memlib.estimate_training("llama-2-7b", seq_len=2048, layout="megatron", tp=2, sequence_parallel=True)
+    assert sp.counts["layer_activation_bytes"] == (49284 + 82436) * 2048 // 2
+
+
+def test_megatron_vocab_parallel_loss_and_persistent_grads():
+    """At the loss: the head's 16-bit logits over V/t and their fp32 copy (cross_entropy.py calculate_logits_max),
+    6 V s b / t bytes; Megatron's fp32 main-grad buffer is allocated at wrap time, so gradients are alive then."""
+    model = memlib.get_model("llama-2-7b")
+    est = memlib.estimate_training(model, seq_len=2048, layout="megatron", tp=2)
+    at_loss = next(mo for mo in est.moments if mo.name == "forward" and "loss" in mo.where)
+    assert at_loss.parts["logits_and_loss"] == 6 * 32000 * 2048 // 2
+    assert at_loss.parts.get("previous_output", 0) == 0
+    norms = (2 * 32 + 1) * 4096  # RMSNorm weights, whole on every tp rank; the rest split over t = 2
+    assert at_loss.parts["gradients"] == est.counts["grad_bytes"] == 4 * ((model.num_params - norms) // 2 + norms)

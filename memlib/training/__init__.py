@@ -38,7 +38,9 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       activation_offload: bool = False, fsdp_mixed_precision: bool = True, ep: int = 1,
                       router_aux_loss: bool = True, capacity_factor: float | None = None, cp: int = 1,
                       cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False, layout: str = "auto",
-                      recipe: str | None = None, setup: TrainingSetup | None = None) -> Estimate:
+                      reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
+                      contiguous_gradients: bool = True, recipe: str | None = None,
+                      setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
     precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
@@ -75,6 +77,10 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     layout:    "auto" (the layout the options imply) | "megatron" (Megatron-Core's mixed precision on any
                parallelism: 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed
                optimizer, 6 + 12/dp bytes per parameter).
+    reduce_bucket_size, overlap_comm, contiguous_gradients: DeepSpeed's zero_optimization options, with its
+               defaults (5e8 elements; overlap_comm None = on for stage 3 only; True): the contiguous gradient
+               bucket, 2 bytes x reduce_bucket_size, x2 with overlap_comm under ZeRO-1/2, alive through the backward
+               (terms.deepspeed_bucket_bytes).
     recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
                "deepspeed"): the options that framework uses by default; options given here override it.
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:

@@ -228,6 +228,32 @@ def _llama_attention_core(led: Ledger, model: Model, num: Numerics, tokens: int,
             led.items.insert(n, ("eager.out", c * q * tokens, "transposed contiguous attention output, o_proj's input"))
 
 
+def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none") -> Ledger:
+    """Saved tensors of one Megatron-Core decoder layer built from Transformer Engine's fused modules (LLaMA-style:
+    RMSNorm fused into the next linear, flash attention, SwiGLU, no dropout, no bias), bytes for `tokens`, before
+    the tensor-parallel split (the caller divides: Korthikanti et al. 2022 Sec. 4.2). Korthikanti's Table 2 terms
+    (34sbh + 5as^2b/t for GPT) with GQA and SwiGLU: each LayerNormLinear keeps its input, its fp32 1/rms and its
+    normalized output; the attention kernel keeps q, k, v, its output and the fp32 log-sum-exp (no s x s matrix);
+    fc1's gate+up output is kept by SwiGLU, SwiGLU's output by fc2. Selective recompute (Megatron's default
+    granularity) recomputes the attention core: its log-sum-exp is not kept."""
+    h, q, kv, a, f = model.hidden_size, model.q_size, model.kv_size, model.num_heads, model.intermediate_size
+    led = Ledger()
+    for half, targets in (("attn_norm", "QKV"), ("mlp_norm", "fc1")):
+        if half == "mlp_norm":
+            led.split = len(led.items)
+        led.add(f"{half}.input", 2 * h * tokens, f"the layer norm's 16-bit input, kept by TE's LayerNormLinear ({targets})")
+        led.add(f"{half}.rsigma", 4 * tokens, "the norm's fp32 1/rms per token")
+        led.add(f"{half}.out", 2 * h * tokens, f"the normalized output, kept for {targets}'s weight gradient")
+        if half == "attn_norm":
+            led.add("core_attn.qkv", 2 * (q + 2 * kv) * tokens, "rotated query, key and value, kept by flash attention")
+            led.add("core_attn.out", 2 * q * tokens, "the attention output (also linear_proj's input)")
+            if recompute != "selective":
+                led.add("core_attn.softmax_lse", 4 * a * tokens, "fp32 row log-sum-exp of the fused kernel")
+    led.add("mlp.fc1_out", 2 * 2 * f * tokens, "fc1's output (gate and up), kept by SwiGLU")
+    led.add("mlp.swiglu_out", 2 * f * tokens, "SwiGLU's output, kept by fc2")
+    return led
+
+
 # --- the newer families' parts of a layer ------------------------------------------------------
 # Families whose RMSNorm multiplies by its weight in fp32 before casting back to the input dtype:
 # Gemma's `output * (1.0 + self.weight.float())`, OLMo 2's and gpt-oss's `(self.weight * x).to(dtype)`

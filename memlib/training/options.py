@@ -47,7 +47,8 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 lora_dropout=0.0, adapter_dtype="fp32", base_dtype="auto", qlora_backend="bitsandbytes",
                 double_quant=True, loss="full", activation_offload=False, fsdp_mixed_precision=True, ep=1,
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
-                gradient_as_bucket_view=False, layout="auto")
+                gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
+                contiguous_gradients=True)
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -94,6 +95,11 @@ class TrainingSetup:
     ddp: bool = False  # plain data parallelism over dp > 1 replicas with torch's DistributedDataParallel
     gradient_as_bucket_view: bool = False  # DDP's option: gradients as views into its all-reduce buckets
     layout: str = "auto"  # LAYOUTS
+    # DeepSpeed's zero_optimization options (runtime/zero/config.py defaults): the gradient bucket in elements,
+    # double-buffered with overlap_comm (None: DeepSpeed's default, on for stage 3 only), contiguous_gradients
+    reduce_bucket_size: int = 500_000_000
+    overlap_comm: bool = False
+    contiguous_gradients: bool = True
     # The options as given (every keyword of check_setup, defaults included): what replace() starts from
     options: tuple = field(default=(), compare=False, repr=False)
     recipe: str = ""  # the preset it came from (memlib.RECIPES), if any
@@ -180,7 +186,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 base_dtype="auto", qlora_backend="bitsandbytes", double_quant=True, loss="full",
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
-                layout="auto") -> TrainingSetup:
+                layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
+                contiguous_gradients=True) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -206,6 +213,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if layout == "megatron":
         sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel)
+    overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
                     activation_offload, tp, pp)
     attention, attention_note = _resolve_attention(model, attention, recompute)
@@ -228,7 +236,24 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
                          attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
                          gradient_as_bucket_view=gradient_as_bucket_view, layout=layout,
-                         options=tuple(given.items()))
+                         reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
+                         contiguous_gradients=contiguous_gradients, options=tuple(given.items()))
+
+
+def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients) -> bool:
+    """DeepSpeed's bucket options, checked; they apply to its layout only. Returns overlap_comm resolved as
+    DeepSpeed does (runtime/zero/config.py overlap_comm_valid: None means stage == 3)."""
+    positive_int("reduce_bucket_size", reduce_bucket_size)
+    _flag("contiguous_gradients", contiguous_gradients)
+    if overlap_comm is not None:
+        _flag("overlap_comm", overlap_comm)
+    if sharding != "deepspeed":
+        why = "it is an option of DeepSpeed's ZeRO (an integer zero_stage >= 1 over dp > 1 GPUs, or offload)"
+        _not_for("reduce_bucket_size", reduce_bucket_size, 500_000_000, why)
+        _not_for("overlap_comm", overlap_comm, None, why)
+        _not_for("contiguous_gradients", contiguous_gradients, True, why)
+        return False
+    return zero_stage == 3 if overlap_comm is None else overlap_comm
 
 
 def _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload) -> str:

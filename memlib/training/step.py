@@ -184,6 +184,8 @@ def _context(p: _Step) -> None:
     trainable = sums.total if full_ft else layout.numel(tensors)
     c = T.Ctx(s, st, w, k, sums, tensors, trainable, sums.expert if full_ft else 0)
     pb, gb_ = w.param, w.grad
+    # Megatron-Core's fused layers and vocabulary-parallel loss (layout='megatron', dense LLaMA-style layers)
+    p.fused = s.layout == "megatron" and m.is_llama_layer and not m.is_moe
     p.V, p.b, p.c, p.dp, p.full_ft, p.gb_, p.h, p.k, p.m, p.notes = V, b, c, dp, full_ft, gb_, h, k, m, notes
     p.num, p.pb, p.seq, p.sums, p.tok, p.tp, p.trainable, p.w = num, pb, seq, sums, tok, tp, trainable, w
 
@@ -249,7 +251,7 @@ def _ledger_builder(p: _Step) -> None:
 
     def ledger(kind: tuple[str, bool], base_saves_input: bool = s.bnb_keeps_input) -> act.Ledger:
         layer_type, moe = kind
-        led = act.llama_layer_ledger(
+        led = act.megatron_layer_ledger(m, tok, recompute=s.recompute) if p.fused else act.llama_layer_ledger(
             m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
             lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
             # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
@@ -326,9 +328,10 @@ def _saved_activations(p: _Step) -> None:
     # A rebuilt layer under AMP/fp32 keeps its checkpointed input itself as the norm's fp32 input.
     rebuilt_shared = checkpoint if r == 4 else 0
     n_kept = st.layers * st.in_flight
-    recompute = s.recompute != "none"
+    # Megatron's selective recompute reruns the attention core only: its layer ledger already leaves it out
+    recompute = s.recompute == "full" if p.fused else s.recompute != "none"
     sac_saved = sac_shared = 0
-    if s.recompute == "selective":
+    if s.recompute == "selective" and not p.fused:
         sac_saved, sac_shared = act.selective_saved_bytes(
             m, num, tok, b, seq, attention=s.attention, adapters=adapters, lora_rank=s.lora_rank,
             adapter_bytes=pb if not full_ft else 2)
@@ -385,6 +388,11 @@ def _loss(p: _Step) -> None:
         logits = T.chunked_head_logits_bytes(c)
         loss_fwd = logits + T.chunked_head_log_softmax_bytes(c) + T.chunked_head_chunk_bytes(c)
         loss_bwd = loss_fwd
+        casts_all_bwd_less = 0
+    elif p.fused and st.head:  # Megatron's vocabulary-parallel cross entropy: in place, nothing kept past the step
+        logits = 0
+        loss_fwd = T.vocab_parallel_cross_entropy_bytes(c)
+        loss_bwd = T.vocab_parallel_cross_entropy_backward_bytes(c)
         casts_all_bwd_less = 0
     else:
         logits = T.logits_bytes(c, num)
@@ -791,6 +799,33 @@ def _ddp_buckets(p: _Step) -> None:
     p.ddp_buckets = ddp_buckets
 
 
+def _megatron_grad_buffer(p: _Step) -> None:
+    """Megatron-Core's DistributedDataParallel keeps every main gradient in one contiguous fp32 buffer allocated
+    when the model is wrapped (core/distributed/param_and_grad_buffer.py), whole on every data-parallel rank even
+    with the distributed optimizer (dist_optimizer.md): the gradients are alive at every moment."""
+    if p.s.layout != "megatron":
+        return
+    for mo in p.moments:
+        if mo.name in ("forward", "backward"):
+            mo.parts["gradients"] = p.grad_bytes
+
+
+def _deepspeed_buckets(p: _Step) -> None:
+    """DeepSpeed's gradient bucket (terms.deepspeed_bucket_bytes), counted with the gradients: ZeRO-3's at every
+    moment; ZeRO-1/2's from backward() on, released by the reduction epilogue at the end of each backward (ZeRO-1
+    reduces only at the step's last micro-batch: its bucket stays through the next forward)."""
+    p.ds_buckets = T.deepspeed_bucket_bytes(p.c)
+    if not p.ds_buckets:
+        return
+    kept_forward = p.k == 3 or (p.k == 1 and p.s.grad_accum > 1)
+    for mo in p.moments:
+        if mo.name == "backward" or (mo.name == "forward" and kept_forward) or p.k == 3:
+            mo.parts["gradients"] = mo.parts.get("gradients", 0) + p.ds_buckets
+    p.notes.append(f"DeepSpeed ZeRO-{p.k}: its contiguous gradient bucket, reduce_bucket_size = "
+                   f"{p.s.reduce_bucket_size:,} elements x {p.ds_buckets // (p.s.reduce_bucket_size * p.w.grad)} "
+                   f"({fmt_bytes(p.ds_buckets)}{', overlap_comm' if p.s.overlap_comm else ''})")
+
+
 def _result(p: _Step) -> Estimate:
     """The estimate: counts, the named terms with their sources (terms.source), the layer kinds."""
     c, m, num, s, st, aux, casts_all, checkpoint = p.c, p.m, p.num, p.s, p.st, p.aux, p.casts_all, p.checkpoint
@@ -817,6 +852,8 @@ def _result(p: _Step) -> Estimate:
         named.append((T.checkpoint_bytes, checkpoint))
     if ddp_buckets:
         named.append((T.ddp_bucket_bytes, ddp_buckets))
+    if p.ds_buckets:
+        named.append((T.deepspeed_bucket_bytes, p.ds_buckets))
     if s.finetune == "qlora":
         named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
                   (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]
@@ -829,6 +866,9 @@ def _result(p: _Step) -> Estimate:
                   (T.chunked_head_conversion_bytes, T.chunked_head_conversion_bytes(c, num)),
                   (T.chunked_head_log_softmax_bytes, T.chunked_head_log_softmax_bytes(c)),
                   (T.chunked_head_chunk_bytes, T.chunked_head_chunk_bytes(c))]
+    elif p.fused and st.head:
+        named += [(T.vocab_parallel_cross_entropy_bytes, loss_fwd),
+                  (T.vocab_parallel_cross_entropy_backward_bytes, loss_bwd)]
     elif st.head:
         named += [(T.logits_bytes, logits), (T.loss_upcast_bytes, T.loss_upcast_bytes(c, num)),
                   (T.log_softmax_bytes, T.log_softmax_bytes(c)), (T.loss_backward_bytes, T.loss_backward_bytes(c))]
@@ -854,7 +894,7 @@ def _result(p: _Step) -> Estimate:
 _PARTS = (_context, _model_states, _offload, _ledger_builder, _layer_kinds, _saved_activations, _loss,
           _gathered_parameters, _layout_notes, _forward_moments, _backward_start, _backward_state, _backward_top,
           _backward_bottom, _optimizer_moment, _gradient_accumulation, _input_leaf, _offloaded_gradients,
-          _ddp_buckets, _result)
+          _ddp_buckets, _deepspeed_buckets, _megatron_grad_buffer, _result)
 
 
 def _estimate_context_parallel(s: TrainingSetup) -> Estimate:
