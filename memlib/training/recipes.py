@@ -69,13 +69,15 @@ RECIPES = MappingProxyType({r.name: r for r in (
        "NVIDIA/Megatron-LM@50b073cc788271efb5d4fbc92d987aeed2384f4f:docs/source/api-guide/dist_optimizer.md",
        options={"precision": "bf16-mixed", "layout": "megatron", "zero_stage": 1},
        note="--bf16 with fp32 main grads and --use-distributed-optimizer: 6 + 12/dp bytes per parameter; "
-            "activations still follow transformers' ledger (Korthikanti's fused-layer 34sbh is not yet modelled "
-            "for LLaMA layers)"),
+            "Transformer Engine's fused layers (Korthikanti's terms), vocabulary-parallel cross entropy, the fp32 "
+            "main-grad buffer alive throughout; the interleaved schedule (virtual pipeline stages) and MoE layers' "
+            "own Megatron ledger are not modelled (MoE layers use transformers' ledger)"),
     _r("deepspeed", "DeepSpeed",
        "deepspeedai/DeepSpeed@cbf3d6616244b003b6c55e506f246b0e0cf00540:deepspeed/runtime/zero/config.py",
        options={"precision": "bf16-mixed", "zero_stage": 2},
-       note="ZeRO stage 2 (16-bit params and grads, fp32 master + Adam sharded); its persistent buckets "
-            "(reduce_bucket_size, allgather_bucket_size) are not yet separate terms"),
+       note="ZeRO stage 2 (16-bit params and grads, fp32 master + Adam sharded), contiguous_gradients with a "
+            "reduce_bucket_size of 5e8 elements, overlap_comm off below stage 3 (terms.deepspeed_bucket_bytes); "
+            "ZeRO-3's prefetch and max_live_parameters are modelled as two gathered layers"),
 )})
 
 
