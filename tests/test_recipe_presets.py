@@ -203,3 +203,19 @@ def test_megatron_vocab_parallel_loss_and_persistent_grads():
     assert at_loss.parts.get("previous_output", 0) == 0
     norms = (2 * 32 + 1) * 4096  # RMSNorm weights, whole on every tp rank; the rest split over t = 2
     assert at_loss.parts["gradients"] == est.counts["grad_bytes"] == 4 * ((model.num_params - norms) // 2 + norms)
+
+
+def test_deepspeed_bucket_against_measured_knobs():
+    """Measured ZeRO-2 peaks with DeepSpeed's bucket knobs (deepspeedai/DeepSpeed#1302, comment by syorami,
+    2023-01-09, "Memory" in MiB; same model and batch in every row):
+    | contiguous_gradients | overlap_comm | bucket_size | Memory |   0: True True 5e8 21152;  2: True False 5e8 20198;
+    3: True True 1e8 19625;  4: True True 1e7 19284.  The differences are the bucket's; memlib's term must match."""
+    measured = {(True, 5 * 10**8): 21152, (False, 5 * 10**8): 20198, (True, 10**8): 19625, (True, 10**7): 19284}
+
+    def bucket(overlap, size):
+        est = memlib.estimate_training("llama-2-7b", zero_stage=2, dp=8, overlap_comm=overlap, reduce_bucket_size=size)
+        return {t.name: t.nbytes for t in est.terms}["deepspeed_bucket_bytes"] / 2**20
+
+    for a, b in (((True, 5 * 10**8), (False, 5 * 10**8)), ((True, 5 * 10**8), (True, 10**8)),
+                 ((True, 10**8), (True, 10**7))):
+        assert bucket(*a) - bucket(*b) == pytest.approx(measured[a] - measured[b], rel=0.01)
