@@ -94,7 +94,10 @@ _SIGNATURE = inspect.signature(_documented)
 
 @functools.wraps(_documented)
 def estimate_training(*args, **kwargs) -> Estimate:
-    given = dict(_SIGNATURE.bind(*args, **kwargs).arguments)
+    try:
+        given = dict(_SIGNATURE.bind(*args, **kwargs).arguments)
+    except TypeError as e:  # as Python words it for an ordinary function
+        raise TypeError(f"estimate_training() {e}") from None
     model, setup, recipe = given.pop("model", None), given.pop("setup", None), given.pop("recipe", None)
     if isinstance(model, TrainingSetup):  # estimate_training(setup, ...)
         setup, model = model, None
@@ -112,3 +115,6 @@ def estimate_training(*args, **kwargs) -> Estimate:
     if model is not None and model != setup.model:
         given["model"] = model
     return estimate(setup.replace(**given) if given else setup)
+
+
+estimate_training.__name__ = estimate_training.__qualname__ = "estimate_training"
