@@ -462,6 +462,10 @@ def _layout_notes(p: _Step) -> None:
     (DeepSeek-V2, Sec. 2.1)."""
     c, m, s, notes, param_live, state_bytes = p.c, p.m, p.s, p.notes, p.param_live, p.state_bytes
     base = {"parameters": param_live, "optimizer": state_bytes}
+    if s.layout == "megatron":
+        notes.append("Megatron-Core layout: the fp32 main-grad buffer alive through the step"
+                     + ("; Transformer Engine's fused layers (Korthikanti et al. 2022 Table 2 terms) and the "
+                        "vocabulary-parallel cross entropy" if p.fused else ""))
     if s.attention_note:
         notes.append(f"attention estimated as eager: {s.attention_note}")
     if m.is_moe:

@@ -60,9 +60,11 @@ def widths(s: TrainingSetup, k: int) -> Widths:
         # Megatron-LM's mixed precision (NVIDIA/Megatron-LM theoretical_memory_usage.py: 18 bytes
         # per parameter without the distributed optimizer): 16-bit parameters, fp32 main
         # gradients, fp32 master weights + Adam moments; 16-bit compute, no autocast copies.
+        dist = (f"; its distributed optimizer shards the 12 bytes over dp={s.dp}: 6 + 12/{s.dp} = "
+                f"{6 + 12 / s.dp:g} bytes/param" if k == 1 and s.dp > 1 else "")
         return Widths(2, 4, 4, 4, NUMERICS["bf16"],
                       "Megatron-LM mixed precision: 2-byte params, 4-byte fp32 main grads, 12-byte fp32 master "
-                      "+ Adam states = 18 bytes/param", base=2, gathered=2, reduce=4)
+                      "+ Adam states = 18 bytes/param" + dist, base=2, gathered=2, reduce=4)
     if s.sharding == "deepspeed":
         # DeepSpeed's mixed precision (Rajbhandari et al. 2020, Sec. 3.1): 16-bit working
         # parameters and gradients; fp32 master weights + fp32 optimizer states (K = 12 for Adam).
