@@ -364,7 +364,7 @@ EXERCISES = [
         count_unit=("micro-batch", "micro-batches"),
         slips=(Slip("gradients once per step", lambda: 6 * n_params("llama-7b"),
                     "with 8 micro-batches DeepSpeed does not keep the gradients on the GPU between micro-batches: "
-                    "each micro-batch's 16-bit gradient goes to a pinned CPU buffer and comes back to be added"),
+                    "each micro-batch's 16-bit gradient goes to a pinned 16-bit CPU buffer and comes back to be added"),
                Slip("16-bit gradients down, accumulated on the CPU", lambda: 8 * 2 * n_params("llama-7b")
                     + 2 * n_params("llama-7b"),
                     "DeepSpeed adds on the GPU (async_accumulate_grad_in_cpu_via_gpu): the running sum comes back up "
