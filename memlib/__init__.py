@@ -21,7 +21,8 @@ from memlib.hardware.gpus import GPU, get_gpu, list_gpus
 from memlib.models import Model, get_model, list_models
 from memlib.parallel import zero
 from memlib.serving.inference import InferenceEstimate, estimate_inference, max_batch, max_context
-from memlib.training import Estimate, estimate_training
+from memlib.parallel.megatron import megatron_bytes_per_param
+from memlib.training import RECIPES, Estimate, TrainingSetup, estimate_training
 from memlib.units import GB, GiB, fmt_bytes, gb, gib
 
 _compat.install()
@@ -36,7 +37,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "Model", "get_model", "list_models", "GPU", "get_gpu", "list_gpus",
-    "Estimate", "estimate_training", "InferenceEstimate", "estimate_inference", "max_batch", "max_context",
+    "Estimate", "estimate_training", "TrainingSetup", "RECIPES", "megatron_bytes_per_param", "InferenceEstimate", "estimate_inference", "max_batch", "max_context",
     "Verdict", "fits", "StepTime", "step_time", "flops_per_token", "zero",
     "GB", "GiB", "fmt_bytes", "gb", "gib",
 ]

@@ -63,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
                                    "common GPUs. Sizes are shown in GB (1e9) and GiB (2**30).")
     e.add_argument("model", nargs="?", help=f"catalog name ({', '.join(list_models())})")
     e.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of a name")
+    e.add_argument("--recipe", choices=tuple(training.RECIPES), default=None,
+                   help="start from a framework's defaults (memlib.RECIPES); flags set away from their default override it")
     e.add_argument("--seq-len", type=int, default=2048, help="tokens per sequence (default 2048)")
     e.add_argument("--micro-batch", type=int, default=1, help="sequences per step on one GPU (default 1)")
     e.add_argument("--precision", default="bf16-mixed", choices=training.PRECISIONS, help="default bf16-mixed")
@@ -243,12 +245,13 @@ def cmd_estimate(a) -> int:
         options["cp"] = a.cp
     if a.cp_rotate is not None:
         options["cp_rotate"] = a.cp_rotate
-    est = training.estimate_training(
-        model, seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
-        finetune=a.finetune, recompute=a.recompute, attention=a.attention,
-        zero_stage=_zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,
-        grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload,
-        **_estimate_options(a), **options)
+    flags = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
+                 finetune=a.finetune, recompute=a.recompute, attention=a.attention,
+                 zero_stage=_zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,
+                 grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload)
+    if a.recipe:  # a flag left at its default leaves the preset's value
+        flags = {k: v for k, v in flags.items() if v != training.options.DEFAULTS[k]}
+    est = training.estimate_training(model, recipe=a.recipe, **flags, **_estimate_options(a), **options)
     verdicts = _verdicts(est, a.gpu or COMMON_GPUS, a.allocator_headroom)
     if a.json:
         print(json.dumps({**est.to_dict(), "verdicts": verdicts}, indent=2))

@@ -436,7 +436,8 @@ display(Markdown(
     f"On an A100 80GB, where plain AMP does not fit 7B, ZeRO-Offload takes **{slow[(A100, 1)]:.1f}x** its own compute "
     f"time at one sequence per step (pencil {pencil_slowdown}x) and **{slow[(A100, 8)]:.1f}x** with 8 sequences "
     f"accumulated. The CPU Adam step ({t1.cpu_optimizer_s:.2f} s) and the weight upload are paid once per optimizer "
-    f"step; the gradients go down after **every** micro-batch, so the PCIe time grows with accumulation "
+    f"step; the running gradient sum crosses PCIe down and back up with **every** micro-batch (DeepSpeed adds on "
+    f"the GPU through a pinned 16-bit CPU buffer), so the PCIe time grows with accumulation "
     f"({t1.offload_s:.2f} s → {t8.offload_s:.2f} s). On an H200, where plain AMP fits, offload costs "
     f"{slow[('h200', 1)]:.1f}x and {slow[('h200', 8)]:.1f}x against it. The model is simple (nominal PCIe, no "
     f"overlap); a slower host CPU moves these factors up (`step_time(..., cpu_adam_params_per_s=)`)."))

@@ -344,6 +344,9 @@ print("bubble: " + ", ".join(f"p={p} m={m}: {b:.1%}" for (p, m), b in bubbles.it
 tp_per_seq = lay_t["TP=8"].tp_comm_bytes / GBS
 pencil_tp = 3.8e9  # the pencil's TP traffic per sequence above
 print(f"TP=8 all-reduces per sequence: {GB(tp_per_seq, 2)} (pencil {gb(pencil_tp):.1f} GB)")
+meg = {d: memlib.megatron_bytes_per_param(distributed_optimizer=d > 1, dp=d) for d in (1, 8)}  # Megatron-LM's table
+print(f"Megatron's states at TP=8: {float(meg[1]):g} B/param x {P7:,} / 8 = {GB(int(P7 * meg[1] / 8))} per GPU; "
+      f"with its distributed optimizer over dp=8: {float(meg[8]):g} B/param = {GB(int(P7 * meg[8] / 8))}")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_layouts))

@@ -86,9 +86,11 @@ def _closest(result, model, extra: dict):
 
 
 def training_answer(model, gpu: str, count: int, task: str, precision: str, seq_len: int, batch: int,
-                    allow_offload: bool) -> dict:
+                    allow_offload: bool, recipe: str | None = None) -> dict:
     notes = []
-    extra = LORA if task in ("lora", "qlora") else {}
+    extra = dict(LORA) if task in ("lora", "qlora") else {}
+    if recipe:  # the framework's defaults (memlib.RECIPES); the layout searched and the controls override them
+        extra["recipe"] = recipe
     result = plan(model, gpu, count, task, seq_len=seq_len, micro_batch=batch, precisions=(precision,),
                   allow_offload=allow_offload, **extra)
     answer = {"result": result, "notes": notes, "best": result.best, "time": None, "time_error": None,
@@ -224,11 +226,13 @@ class Calculator:
         self.seq_len = w.Dropdown(options=SEQ_LENS, value=seq_len, description="sequence length", style=style,
                                   layout=lay())
         self.batch = w.Dropdown(options=BATCHES, value=batch, description="micro-batch", style=style, layout=lay())
+        self.recipe = w.Dropdown(options=[("(memlib defaults)", None)] + [(r, r) for r in memlib.RECIPES],
+                                 value=None, description="recipe", style=style, layout=lay())
         self.offload = w.Checkbox(value=True, description="allow CPU offload (ZeRO-Offload)", indent=False,
                                   layout=lay())
         for c, cls in ((self.model, "model"), (self.config_text, "config"), (self.gpu, "gpu"),
                        (self.count, "count"), (self.task, "task"), (self.precision, "precision"),
-                       (self.seq_len, "seq-len"), (self.batch, "batch")):
+                       (self.seq_len, "seq-len"), (self.batch, "batch"), (self.recipe, "recipe")):
             c.add_class(f"memlib-{cls}")
 
         self.verdict = w.HTML().add_class("memlib-verdict")
@@ -240,7 +244,7 @@ class Calculator:
         details = w.Accordion(children=[self.derivation], selected_index=None)
         details.set_title(0, "How the peak is computed (memlib's derivation)")
         controls = w.VBox([self.source, self.model, self.config_text, self.gpu, self.count, self.task,
-                           self.precision, self.kv_cache, self.seq_len, self.batch, self.offload],
+                           self.precision, self.kv_cache, self.seq_len, self.batch, self.recipe, self.offload],
                           layout=w.Layout(width="380px"))
         results = w.VBox([self.verdict, self.breakdown, self.time, self.download],
                          layout=w.Layout(width="540px", padding="0 0 0 16px"))
@@ -250,7 +254,7 @@ class Calculator:
         self.widget = w.VBox([style_tag, w.HBox([controls, results]), self.plans, details]).add_class("memlib-app")
         self._holding = False
         for c in (self.source, self.model, self.config_text, self.gpu, self.count, self.task, self.precision,
-                  self.kv_cache, self.seq_len, self.batch, self.offload):
+                  self.kv_cache, self.seq_len, self.batch, self.recipe, self.offload):
             c.observe(self._changed, names="value")
         self.answer = None
         self.error = None
@@ -278,6 +282,7 @@ class Calculator:
             self.precision.description = "weights" if serving else "precision"
             self.kv_cache.layout.display = None if serving else "none"
             self.offload.layout.display = "none" if serving else None
+            self.recipe.layout.display = "none" if serving else None
             self.seq_len.description = "context length" if serving else "sequence length"
             self.batch.description = "batch" if serving else "micro-batch"
         finally:
@@ -305,7 +310,7 @@ class Calculator:
                                self.batch.value)
         else:
             a = training_answer(model, gpu, count, task, self.precision.value, self.seq_len.value,
-                                self.batch.value, self.offload.value)
+                                self.batch.value, self.offload.value, self.recipe.value)
         self.answer = a
         v, est = a["verdict"], a["estimate"]
         ok = v.fits
@@ -404,5 +409,8 @@ if not any(k in os.environ for k in ("VOILA_BASE_URL", "VOILA_KERNEL_ID")):
     _probe.model.value, _probe.gpu.value, _probe.count.value = "mixtral-8x7b", "h100-80gb", 16  # a MoE, trained
     assert _probe.error is None and "ep=" in _probe.plans.value
     assert "deepspeed_config.json" in _probe.download.value or "fit" in _probe.verdict.value
+    _probe.model.value, _probe.gpu.value, _probe.count.value, _probe.task.value = "llama-2-7b", "a100-80gb", 1, "LoRA"
+    _probe.recipe.value = "torchtune"  # the framework's defaults, the layout still searched
+    assert _probe.error is None and "recipe **torchtune**" in _probe.answer["estimate"].explain()
     _probe.close()
     del _probe

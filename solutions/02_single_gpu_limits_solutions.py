@@ -228,7 +228,7 @@ show("02.11")
 # %%
 # BEGIN SOLUTION
 n = memlib.get_model("llama-7b").num_params
-answer = f"{(2 * n * 8 + 2 * n) / 1e9:.1f} GB"  # 16-bit gradients down 8 times, 16-bit weights up once
+answer = f"{(2 * n * 7 + 2 * n * 7 + 4 * n + 2 * n) / 1e9:.1f} GB"  # sums down/up 7 times, fp32 sum down, weights up
 # END SOLUTION
 check("02.11", answer)
 # hint("02.11")

@@ -259,10 +259,12 @@ CASES = [
     ("02.10", "a, b, c, d", "incorrect", "1 of your 4 picks"),  # how many, not which (issue 20)
     ("02.10", "a, b", "incorrect", "1 option that applies is missing"),
     ("02.10", "a, z", "malformed", "not an option"),
-    ("02.11", GB((2 * 8 + 2) * N7), "correct", None),  # 16-bit grads down per micro-batch (8), weights up once
-    ("02.11", GB(4 * N7), "incorrect", "after every micro-batch"),
-    ("02.11", GB((4 * 8 + 2) * N7), "incorrect", "16-bit gradients"),
-    ("02.11", GB((2 * 8 + 2) * N7 / 8), "incorrect", "one micro-batch's share"),
+    # DeepSpeed stage_1_and_2.py copy_grads_in_partition: the 16-bit sum down after micro-batches 1..7 and back up
+    # before 2..8 (2 B each way), the fp32 sum down at the 8th (4 B), the weights up once (2 B)
+    ("02.11", GB((2 * 7 + 2 * 7 + 4 + 2) * N7), "correct", None),
+    ("02.11", GB((4 + 2) * N7), "incorrect", "pinned 16-bit CPU buffer"),
+    ("02.11", GB((2 * 8 + 2) * N7), "incorrect", "adds on the GPU"),
+    ("02.11", GB((2 * 7 + 2 * 7 + 4 + 2) * N7 / 8), "incorrect", "one micro-batch's share"),
     ("03.2", ("56GB", GB(16 * N7 / 8)), "correct", None),
     ("03.2", ("10GB", GB(16 * N7 / 8)), "correct", None),
     ("03.2", ("1.75GB", GB(16 * N7 / 8)), "incorrect", "is not an error"),

@@ -41,8 +41,9 @@ with every term named. The model is deliberately simple and stated:
   dp x cp (torchtitan's dp_shard_cp mesh); ring attention sends each layer's K/V block to the other cp - 1
   ranks in the forward and again in the backward, plus the fp32 dK/dV around the ring (cp_kv_bytes), hidden
   behind the attention blocks' compute as the implementation overlaps it (cp_exposed_seconds);
-* offload: 16-bit gradients down every micro-batch and parameters up once per step over the
-  host link (ZeRO-Offload, Ren et al. 2021); with ZeRO-Infinity the parameters also come up
+* offload: the gradient partition through a 16-bit CPU buffer every micro-batch, down in fp32 at the
+  step's last one, and the 16-bit parameters up once per step over the host link (ZeRO-Offload, Ren et
+  al. 2021, as DeepSpeed runs it: zero_offload_traffic_bytes); with ZeRO-Infinity the parameters also come up
   for every micro-batch's forward and backward; NVMe traffic at `nvme_bytes_per_s`; the CPU
   Adam step at `cpu_adam_params_per_s`, a rate of one server's CPUs shared by the offloading
   processes on that node (see step_time).
@@ -502,6 +503,17 @@ def _dp_time(collectives: list[Collective], bytes_per_s: float, m: int, fwd_s: f
     return total, total / bytes_per_s, exposed
 
 
+def zero_offload_traffic_bytes(partition_numel: int, micro_batches: int) -> int:
+    """Host-link bytes per GPU per step of DeepSpeed's ZeRO-Offload (deepspeedai/DeepSpeed@7dee2e0
+    runtime/zero/stage_1_and_2.py, copy_grads_in_partition): with k > 1 micro-batches each one's 16-bit gradient
+    partition goes down to a pinned 16-bit CPU buffer except at the boundary, and comes back up to be added
+    from the second micro-batch on (async_accumulate_grad_in_cpu_via_gpu); at the boundary the sum goes down in
+    fp32 into the optimizer's gradient partition (async_inplace_copy_grad_to_fp32_buffer_from_gpu); the updated
+    16-bit parameters come up once: 2 + 2(k-1) + 2(k-2) + 4 + 2 = 4k + 2 bytes per element (k = 1: 4 + 2)."""
+    k = micro_batches
+    return (2 + 2 * (k - 1) + 2 * (k - 2) + 4 + 2) * partition_numel
+
+
 def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
               internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, nvme_bytes_per_s: float = NVME_BYTES_PER_S,
               cpu_adam_params_per_s: float = CPU_ADAM_PARAMS_PER_S, peak_tflops: float | None = None) -> StepTime:
@@ -574,9 +586,7 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     off_bytes, nvme_s, cpu_s, procs = 0, 0.0, 0.0, 0
     if s.offload != "none":
         part = trainable // s.dp
-        # 16-bit gradients go down every micro-batch (accumulated in fp32 on the CPU), the
-        # updated 16-bit parameters come up once per step
-        off_bytes = 2 * part * s.grad_accum + 2 * part
+        off_bytes = zero_offload_traffic_bytes(part, s.grad_accum)
         if s.offload == "optimizer+params":  # fetched for every micro-batch's forward and backward
             off_bytes += 2 * 2 * part * s.grad_accum
         if s.sharding == "fsdp":  # FSDP's CPU offload: every shard (frozen ones too) up for the forward's and the

@@ -514,8 +514,10 @@ def to_deepspeed_config(plan_: Plan) -> dict:
         zero["offload_optimizer"] = dict(target)
         if s["offload"] == "optimizer+params":
             zero["offload_param"] = dict(target)
-    if s["zero_stage"] >= 2:
-        zero.update({"overlap_comm": True, "contiguous_gradients": True})
+    setup = plan_.estimate.setup
+    if s["zero_stage"] >= 1 and setup.sharding == "deepspeed":  # the buffers the estimate counted
+        zero.update({"overlap_comm": setup.overlap_comm, "contiguous_gradients": setup.contiguous_gradients,
+                     "reduce_bucket_size": setup.reduce_bucket_size})
     cfg["zero_optimization"] = zero
     return cfg
 

@@ -13,18 +13,22 @@ allocated. Where to look:
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 from memlib.training.estimate import BREAKDOWN_KEYS, Estimate, Moment
 from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, CP_ROTATES, FINETUNES, FSDP_ALIASES, LOSSES,
                                      OFFLOAD_DEVICES, OFFLOADS, OPTIMIZER_IMPLS, PRECISIONS, QLORA_BACKENDS,
-                                     RECOMPUTES, TrainingSetup, check_setup)
+                                     RECOMPUTES, LAYOUTS, TrainingSetup, check_setup)
+from memlib.training.recipes import RECIPES, Recipe, resolve
 from memlib.training.step import estimate
 
 __all__ = ["Estimate", "Moment", "TrainingSetup", "estimate_training", "PRECISIONS", "FINETUNES", "RECOMPUTES",
            "ATTENTIONS", "OFFLOADS", "OFFLOAD_DEVICES", "FSDP_ALIASES", "BREAKDOWN_KEYS", "OPTIMIZER_IMPLS",
-           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "CP_ROTATES"]
+           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "CP_ROTATES", "RECIPES", "Recipe", "LAYOUTS"]
 
 
-def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
+def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
                       optimizer: str = "adamw", finetune: str = "full", lora_rank: int = 16, lora_targets=None,
                       recompute: str = "none", attention: str = "sdpa", zero_stage=0, dp: int = 1,
                       tp: int = 1, pp: int = 1, offload: str = "none", offload_device: str = "cpu",
@@ -33,7 +37,10 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
                       qlora_backend: str = "bitsandbytes", double_quant: bool = True, loss: str = "full",
                       activation_offload: bool = False, fsdp_mixed_precision: bool = True, ep: int = 1,
                       router_aux_loss: bool = True, capacity_factor: float | None = None, cp: int = 1,
-                      cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False) -> Estimate:
+                      cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False, layout: str = "auto",
+                      reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
+                      contiguous_gradients: bool = True, recipe: str | None = None,
+                      setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
     precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
@@ -67,13 +74,47 @@ def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precisio
     gradient_as_bucket_view: plain data parallelism (dp > 1 with zero_stage=0 and no tp/pp) is torch's
                DistributedDataParallel, whose all-reduce buckets hold a second copy of every gradient unless
                gradient_as_bucket_view=True (default False in torch, HF Trainer and Accelerate).
+    layout:    "auto" (the layout the options imply) | "megatron" (Megatron-Core's mixed precision on any
+               parallelism: 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed
+               optimizer, 6 + 12/dp bytes per parameter).
+    reduce_bucket_size, overlap_comm, contiguous_gradients: DeepSpeed's zero_optimization options, with its
+               defaults (5e8 elements; overlap_comm None = on for stage 3 only; True): the contiguous gradient
+               bucket, 2 bytes x reduce_bucket_size, x2 with overlap_comm under ZeRO-1/2, alive through the backward
+               (terms.deepspeed_bucket_bytes).
+    recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
+               "deepspeed"): the options that framework uses by default; options given here override it.
+    setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:
+               estimate_training(setup), estimate_training(model, setup); keywords given with it change it
+               (setup.replace).
     """
-    s = check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
-                    recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
-                    sequence_parallel, optimizer_impl=optimizer_impl, lora_dropout=lora_dropout,
-                    adapter_dtype=adapter_dtype, base_dtype=base_dtype, qlora_backend=qlora_backend,
-                    double_quant=double_quant, loss=loss, activation_offload=activation_offload,
-                    fsdp_mixed_precision=fsdp_mixed_precision, ep=ep, router_aux_loss=router_aux_loss,
-                    capacity_factor=capacity_factor, cp=cp, cp_rotate=cp_rotate,
-                    gradient_as_bucket_view=gradient_as_bucket_view)
-    return estimate(s)
+
+
+_SIGNATURE = inspect.signature(_documented)
+
+
+@functools.wraps(_documented)
+def estimate_training(*args, **kwargs) -> Estimate:
+    try:
+        given = dict(_SIGNATURE.bind(*args, **kwargs).arguments)
+    except TypeError as e:  # as Python words it for an ordinary function
+        raise TypeError(f"estimate_training() {e}") from None
+    model, setup, recipe = given.pop("model", None), given.pop("setup", None), given.pop("recipe", None)
+    if isinstance(model, TrainingSetup):  # estimate_training(setup, ...)
+        setup, model = model, None
+    if isinstance(given.get("seq_len"), TrainingSetup):  # estimate_training(model, setup, ...)
+        setup = given.pop("seq_len")
+    if setup is None:
+        if model is None:
+            raise ValueError("estimate_training needs a model (a catalog name or a memlib.Model) or a setup")
+        return estimate(resolve(model, recipe, given))
+    if not isinstance(setup, TrainingSetup):
+        raise ValueError(f"setup must be a memlib.TrainingSetup, got {type(setup).__name__}")
+    if recipe is not None:
+        raise ValueError("a setup already carries its options; start from a recipe with "
+                         "TrainingSetup.create(model, recipe=...), or change options with setup.replace(...)")
+    if model is not None and model != setup.model:
+        given["model"] = model
+    return estimate(setup.replace(**given) if given else setup)
+
+
+estimate_training.__name__ = estimate_training.__qualname__ = "estimate_training"

@@ -113,41 +113,16 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
     `routed_rows` (token, expert) rows (tokens x top-k without a capacity limit); the q/k norms,
     post-norms, fused projections, MLA and the eager variants follow from the model's fields.
     """
-    h, I, q, kv, a = model.hidden_size, model.intermediate_size, model.q_size, model.kv_size, model.num_heads
-    r, c = num.residual, num.compute
-    cm = mlp_bytes or c
-    full = trainable_linears
+    h, r, cm, full = model.hidden_size, num.residual, mlp_bytes or num.compute, trainable_linears
     keeps_input = full or base_saves_input
     led = Ledger()
     # Norms that multiply by their weight in fp32 before casting back keep an fp32 normalized tensor
     # (Gemma: x * (1 + w.float()); OLMo 2, gpt-oss: (w * x).to(dtype)); LLaMA's casts first: w * x.to(dtype).
     fp32_norm = model.model_type in FP32_NORM_TYPES
 
-    def consumers(x_bytes: int, targets: tuple[str, ...]) -> tuple[bool, int]:
-        """(is the shared input saved itself, how many base matmuls keep a 16-bit cast of it), and the adapters'
-        own copies, masks and lora_A outputs added to the ledger."""
-        direct, base_casts = False, 0
-        for t in targets:
-            if keeps_input:  # the base matmul keeps its input; under autocast an fp32 input is cast per matmul
-                if num.autocast and x_bytes == 4:
-                    base_casts += 1
-                else:
-                    direct = True
-            if t not in adapters:
-                continue
-            copy = adapter_input_bytes(x_bytes, adapter_bytes, autocast=num.autocast, cast_input=adapter_casts_input,
-                                       dropout=lora_dropout > 0)
-            fan_in = {"o_proj": q, "down_proj": I}.get(t, h)
-            if copy:
-                led.add(f"lora.{t}.input", copy * fan_in * tokens,
-                        f"lora_A's own {copy}-byte copy of its input (peft's dtype cast / dropout / autocast)")
-            else:
-                direct = True
-            if lora_dropout > 0:
-                led.add(f"lora.{t}.dropout_mask", fan_in * tokens, "dropout's bool mask, 1 byte per element (CUDA)")
-            led.add(f"lora.{t}.A_out", (2 if num.autocast else adapter_bytes) * lora_rank * tokens,
-                    "lora_A output, kept by lora_B")
-        return direct, base_casts
+    consumers = _consumers(led, model, num, tokens, keeps_input=keeps_input, adapters=adapters,
+                           adapter_bytes=adapter_bytes, adapter_casts_input=adapter_casts_input,
+                           lora_dropout=lora_dropout, lora_rank=lora_rank)
 
     def norm(prefix: str, targets: tuple[str, ...]) -> None:
         # RMSNorm: x32 = x.float(); x32 * rsqrt(mean(x32^2)+eps) -> .to(x.dtype) -> weight * y.
@@ -186,6 +161,53 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
             norm("attn_norm_post", ())
         _mlp_block(led, norm, consumers, model, num, tokens, cm, moe=moe, routed_rows=routed_rows, full=full)
         return led
+    _llama_attention_core(led, model, num, tokens, b, s, attention=attention, gqa_native=gqa_native,
+                          consumers=consumers)
+    # --- MLP block ------------------------------------------------------------------------
+    _mlp_block(led, norm, consumers, model, num, tokens, cm, moe=moe, routed_rows=routed_rows, full=full)
+    return led
+
+
+def _consumers(led: Ledger, model: Model, num: Numerics, tokens: int, *, keeps_input: bool, adapters: frozenset,
+               adapter_bytes: int, adapter_casts_input: bool, lora_dropout: float, lora_rank: int):
+    """The layer's `consumers(x_bytes, targets)`: what the projections reading one shared input keep of it (the base
+    matmuls' inputs, peft's LoRA copies, dropout masks and lora_A outputs, added to `led`)."""
+    h, I, q = model.hidden_size, model.intermediate_size, model.q_size
+
+    def consumers(x_bytes: int, targets: tuple[str, ...]) -> tuple[bool, int]:
+        """(is the shared input saved itself, how many base matmuls keep a 16-bit cast of it), and the adapters'
+        own copies, masks and lora_A outputs added to the ledger."""
+        direct, base_casts = False, 0
+        for t in targets:
+            if keeps_input:  # the base matmul keeps its input; under autocast an fp32 input is cast per matmul
+                if num.autocast and x_bytes == 4:
+                    base_casts += 1
+                else:
+                    direct = True
+            if t not in adapters:
+                continue
+            copy = adapter_input_bytes(x_bytes, adapter_bytes, autocast=num.autocast, cast_input=adapter_casts_input,
+                                       dropout=lora_dropout > 0)
+            fan_in = {"o_proj": q, "down_proj": I}.get(t, h)
+            if copy:
+                led.add(f"lora.{t}.input", copy * fan_in * tokens,
+                        f"lora_A's own {copy}-byte copy of its input (peft's dtype cast / dropout / autocast)")
+            else:
+                direct = True
+            if lora_dropout > 0:
+                led.add(f"lora.{t}.dropout_mask", fan_in * tokens, "dropout's bool mask, 1 byte per element (CUDA)")
+            led.add(f"lora.{t}.A_out", (2 if num.autocast else adapter_bytes) * lora_rank * tokens,
+                    "lora_A output, kept by lora_B")
+        return direct, base_casts
+
+    return consumers
+
+
+def _llama_attention_core(led: Ledger, model: Model, num: Numerics, tokens: int, b: int, s: int, *, attention: str,
+                          gqa_native: bool, consumers) -> None:
+    """LLaMA's attention core as transformers runs it: sdpa's fused kernel (q, k, v, output and the fp32
+    log-sum-exp; no s x s matrix) or eager_attention_forward (the fp32 softmax and its 16-bit cast, b*a*s*s each)."""
+    q, kv, a, c = model.q_size, model.kv_size, model.num_heads, num.compute
     kv_kept = kv if (attention == "sdpa" and gqa_native) else q  # repeat_kv copies K and V to all heads
     if attention == "sdpa":
         led.add("sdpa.q", c * q * tokens, "rotated query, kept by the fused attention kernel")
@@ -205,8 +227,30 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
         if consumers(c, ("o_proj",))[0]:
             led.items.insert(n, ("eager.out", c * q * tokens, "transposed contiguous attention output, o_proj's input"))
 
-    # --- MLP block ------------------------------------------------------------------------
-    _mlp_block(led, norm, consumers, model, num, tokens, cm, moe=moe, routed_rows=routed_rows, full=full)
+
+def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none") -> Ledger:
+    """Saved tensors of one Megatron-Core decoder layer built from Transformer Engine's fused modules (LLaMA-style:
+    RMSNorm fused into the next linear, flash attention, SwiGLU, no dropout, no bias), bytes for `tokens`, before
+    the tensor-parallel split (the caller divides: Korthikanti et al. 2022 Sec. 4.2). Korthikanti's Table 2 terms
+    (34sbh + 5as^2b/t for GPT) with GQA and SwiGLU: each LayerNormLinear keeps its input, its fp32 1/rms and its
+    normalized output; the attention kernel keeps q, k, v, its output and the fp32 log-sum-exp (no s x s matrix);
+    fc1's gate+up output is kept by SwiGLU, SwiGLU's output by fc2. Selective recompute (Megatron's default
+    granularity) recomputes the attention core: its log-sum-exp is not kept."""
+    h, q, kv, a, f = model.hidden_size, model.q_size, model.kv_size, model.num_heads, model.intermediate_size
+    led = Ledger()
+    for half, targets in (("attn_norm", "QKV"), ("mlp_norm", "fc1")):
+        if half == "mlp_norm":
+            led.split = len(led.items)
+        led.add(f"{half}.input", 2 * h * tokens, f"the layer norm's 16-bit input, kept by TE's LayerNormLinear ({targets})")
+        led.add(f"{half}.rsigma", 4 * tokens, "the norm's fp32 1/rms per token")
+        led.add(f"{half}.out", 2 * h * tokens, f"the normalized output, kept for {targets}'s weight gradient")
+        if half == "attn_norm":
+            led.add("core_attn.qkv", 2 * (q + 2 * kv) * tokens, "rotated query, key and value, kept by flash attention")
+            led.add("core_attn.out", 2 * q * tokens, "the attention output (also linear_proj's input)")
+            if recompute != "selective":
+                led.add("core_attn.softmax_lse", 4 * a * tokens, "fp32 row log-sum-exp of the fused kernel")
+    led.add("mlp.fc1_out", 2 * 2 * f * tokens, "fc1's output (gate and up), kept by SwiGLU")
+    led.add("mlp.swiglu_out", 2 * f * tokens, "SwiGLU's output, kept by fc2")
     return led
 
 
@@ -254,34 +298,7 @@ def _family_attention(led: Ledger, model: Model, num: Numerics, tokens: int, b: 
     eager = attention == "eager" or bool(needs_eager(model))
     fp32_norm = model.model_type in FP32_NORM_TYPES
     if model.is_mla:  # DeepSeek-V2 Sec. 2.1; HF DeepseekV3Attention.forward
-        rq, rkv, nope, rope, v = (model.q_lora_rank, model.kv_lora_rank, model.qk_nope_head_dim,
-                                  model.qk_rope_head_dim, model.v_head_dim)
-        if rq:
-            led.add("mla.q_a_norm.x_fp32", 4 * rq * tokens, "q_a_layernorm keeps its fp32 input (q_lora_rank wide)")
-            if full:
-                led.add("mla.q_a_norm.normalized", c * rq * tokens, "q_a_layernorm's normalized query latent")
-            led.add("mla.q_latent", c * rq * tokens, "the normed query latent, q_b_proj's input")
-        led.add("mla.kv_a_norm.x_fp32", 4 * rkv * tokens, "kv_a_layernorm keeps its fp32 input (kv_lora_rank wide)")
-        if full:
-            led.add("mla.kv_a_norm.normalized", c * rkv * tokens, "kv_a_layernorm's normalized KV latent")
-        led.add("mla.kv_latent", c * rkv * tokens, "the normed KV latent, kv_b_proj's input")
-        qk = a * (nope + rope)
-        led.add("mla.q", c * qk * tokens, "query rebuilt from its nope and rope parts (torch.cat), kept by attention")
-        led.add("mla.k", c * qk * tokens, "key per head: kv_b's nope part and the shared rope key copied in")
-        led.add("mla.kv_b_out", c * a * (nope + v) * tokens,
-                "kv_b_proj's output (k_nope and value of every head); the value is a view of it, so it stays whole")
-        if eager:
-            led.add("eager.probs_fp32", 4 * a * s * s * b, "softmax output in fp32 (b*a*s*s), kept by softmax")
-            if c != 4:
-                led.add("eager.probs", c * a * s * s * b, "probabilities cast back to 16-bit, kept by P V")
-            if consumers(c, ("o_proj",))[0]:
-                led.add("eager.out", c * a * v * tokens, "attention output, o_proj's input")
-        else:
-            # CUDA's sdpa runs the memory-efficient kernel: flash needs equal q/k/v head dims and MLA's value
-            # head is narrower (pytorch sdp_utils.cpp check_head_dim_size_flash)
-            led.add("sdpa.out", c * a * v * tokens, "attention output (also o_proj's input)")
-            led.add("sdpa.logsumexp", 4 * a * tokens, "fp32 row log-sum-exp of the memory-efficient kernel")
-            consumers(c, ("o_proj",))  # o_proj's input is the kernel's saved output
+        _mla_attention(led, model, num, tokens, b, s, eager=eager, full=full, consumers=consumers)
         return
     if model.fused_qkv:  # Phi-3: q, k, v are views of one qkv_proj output, kept whole by the value's use
         led.add("attn.qkv_out", c * (q + 2 * kv) * tokens, "qkv_proj's output: the value is a view of it (Phi-3)")
@@ -326,6 +343,41 @@ def _family_attention(led: Ledger, model: Model, num: Numerics, tokens: int, b: 
     led.add("sdpa.logsumexp", 4 * a * tokens, "fp32 row log-sum-exp, instead of the s x s matrix")
     if consumers(c, ("o_proj",))[0] and model.fused_qkv:
         led.add("attn.o_proj_input", c * q * tokens, "o_proj's input, a contiguous copy of the attention output")
+
+
+def _mla_attention(led: Ledger, model: Model, num: Numerics, tokens: int, b: int, s: int, *, eager: bool, full: bool,
+                   consumers) -> None:
+    """Multi-head latent attention (DeepSeek-V2 Sec. 2.1; HF DeepseekV3Attention.forward): the query/KV latents and
+    their norms, the per-head key and value rebuilt from the latent, and the attention kernel's tensors."""
+    a, c = model.num_heads, num.compute
+    rq, rkv, nope, rope, v = (model.q_lora_rank, model.kv_lora_rank, model.qk_nope_head_dim,
+                              model.qk_rope_head_dim, model.v_head_dim)
+    if rq:
+        led.add("mla.q_a_norm.x_fp32", 4 * rq * tokens, "q_a_layernorm keeps its fp32 input (q_lora_rank wide)")
+        if full:
+            led.add("mla.q_a_norm.normalized", c * rq * tokens, "q_a_layernorm's normalized query latent")
+        led.add("mla.q_latent", c * rq * tokens, "the normed query latent, q_b_proj's input")
+    led.add("mla.kv_a_norm.x_fp32", 4 * rkv * tokens, "kv_a_layernorm keeps its fp32 input (kv_lora_rank wide)")
+    if full:
+        led.add("mla.kv_a_norm.normalized", c * rkv * tokens, "kv_a_layernorm's normalized KV latent")
+    led.add("mla.kv_latent", c * rkv * tokens, "the normed KV latent, kv_b_proj's input")
+    qk = a * (nope + rope)
+    led.add("mla.q", c * qk * tokens, "query rebuilt from its nope and rope parts (torch.cat), kept by attention")
+    led.add("mla.k", c * qk * tokens, "key per head: kv_b's nope part and the shared rope key copied in")
+    led.add("mla.kv_b_out", c * a * (nope + v) * tokens,
+            "kv_b_proj's output (k_nope and value of every head); the value is a view of it, so it stays whole")
+    if eager:
+        led.add("eager.probs_fp32", 4 * a * s * s * b, "softmax output in fp32 (b*a*s*s), kept by softmax")
+        if c != 4:
+            led.add("eager.probs", c * a * s * s * b, "probabilities cast back to 16-bit, kept by P V")
+        if consumers(c, ("o_proj",))[0]:
+            led.add("eager.out", c * a * v * tokens, "attention output, o_proj's input")
+    else:
+        # CUDA's sdpa runs the memory-efficient kernel: flash needs equal q/k/v head dims and MLA's value
+        # head is narrower (pytorch sdp_utils.cpp check_head_dim_size_flash)
+        led.add("sdpa.out", c * a * v * tokens, "attention output (also o_proj's input)")
+        led.add("sdpa.logsumexp", 4 * a * tokens, "fp32 row log-sum-exp of the memory-efficient kernel")
+        consumers(c, ("o_proj",))  # o_proj's input is the kernel's saved output
 
 
 # Routers (transformers 5.24): what each family's top-k router keeps for its backward, per token.

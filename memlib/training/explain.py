@@ -78,6 +78,9 @@ def explain_training(est) -> str:
 def _recipe(s) -> str:
     """The recipe options that differ from a plain single-step loop, in words."""
     bits = []
+    if getattr(s, "recipe", ""):
+        bits.append(f"recipe **{s.recipe}**" + (" (it set " + ", ".join(f"{k}={v!r}" for k, v in s.recipe_set) + ")"
+                                                 if s.recipe_set else " (memlib's defaults)"))
     if getattr(s, "optimizer_impl", None) and s.optimizer in ("adamw", "sgd", "sgd-momentum", "adafactor"):
         bits.append(f"torch.optim **{s.optimizer_impl}**")
     if s.finetune != "full":

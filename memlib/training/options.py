@@ -6,7 +6,8 @@ that does not apply to the chosen setup is an error too (never silently ignored)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 from memlib.training import lora as lora_mod
 from memlib.training import optimizers as opt
@@ -35,6 +36,19 @@ LOSSES = ("full", "chunked", "chunked-head")
 # parallelism.context_parallel_rotate_method, default "allgather"): one all-gather of every rank's K/V, or
 # cp - 1 ring rotations of one block (all_to_all / permute_tensor).
 CP_ROTATES = ("allgather", "alltoall")
+# Whose memory layout: "auto" (DeepSpeed's for an integer zero_stage over dp > 1, Megatron's under tp/pp with a
+# *-mixed precision, FSDP's for its names, torch's otherwise) or "megatron" (Megatron-Core's on any parallelism:
+# 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed optimizer).
+LAYOUTS = ("auto", "megatron")
+# estimate_training's defaults (HF Trainer + PEFT: the common recipe), what a preset or a setup starts from
+DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="adamw", finetune="full", lora_rank=16,
+                lora_targets=None, recompute="none", attention="sdpa", zero_stage=0, dp=1, tp=1, pp=1, offload="none",
+                offload_device="cpu", grad_accum=1, sequence_parallel=False, optimizer_impl="foreach",
+                lora_dropout=0.0, adapter_dtype="fp32", base_dtype="auto", qlora_backend="bitsandbytes",
+                double_quant=True, loss="full", activation_offload=False, fsdp_mixed_precision=True, ep=1,
+                router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
+                gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
+                contiguous_gradients=True)
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -80,6 +94,40 @@ class TrainingSetup:
     cp_shard: bool = False  # this is one GPU's view of a cp > 1 setup (context_parallel.local_setup)
     ddp: bool = False  # plain data parallelism over dp > 1 replicas with torch's DistributedDataParallel
     gradient_as_bucket_view: bool = False  # DDP's option: gradients as views into its all-reduce buckets
+    layout: str = "auto"  # LAYOUTS
+    # DeepSpeed's zero_optimization options (runtime/zero/config.py defaults): the gradient bucket in elements,
+    # double-buffered with overlap_comm (None: DeepSpeed's default, on for stage 3 only), contiguous_gradients
+    reduce_bucket_size: int = 500_000_000
+    overlap_comm: bool = False
+    contiguous_gradients: bool = True
+    # The options as given (every keyword of check_setup, defaults included): what replace() starts from
+    options: tuple = field(default=(), compare=False, repr=False)
+    recipe: str = ""  # the preset it came from (memlib.RECIPES), if any
+    recipe_set: tuple[tuple[str, object], ...] = field(default=(), compare=False, repr=False)  # what the preset set
+
+    def replace(self, **changes) -> "TrainingSetup":
+        """The same run with some options changed (a what-if), checked again: `setup.replace(dp=8, zero_stage=1)`;
+        `model=` swaps the model. Options a recipe set and that are changed here stop counting as the recipe's."""
+        model = changes.pop("model", self.model)
+        if not self.options:
+            raise ValueError("this TrainingSetup was not made from options (use TrainingSetup.create or "
+                             "estimate_training's keywords)")
+        given = dict(self.options)
+        unknown = sorted(set(changes) - set(given))
+        if unknown:
+            raise ValueError(f"unknown option(s) {', '.join(unknown)}; accepted: model, {', '.join(given)}")
+        given.update(changes)
+        new = check_setup(model, **given)
+        return dataclasses.replace(new, recipe=self.recipe,
+                                   recipe_set=tuple((k, v) for k, v in self.recipe_set if k not in changes))
+
+    @classmethod
+    def create(cls, model, recipe: str | None = None, **options) -> "TrainingSetup":
+        """A checked setup from estimate_training's keywords, optionally starting from a preset of memlib.RECIPES
+        (explicit options override it): `TrainingSetup.create("llama-2-7b", recipe="torchtune", finetune="lora")`."""
+        from memlib.training.recipes import resolve
+
+        return resolve(model, recipe, options)
 
     @property
     def tokens(self) -> int:
@@ -137,13 +185,105 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 sequence_parallel=False, *, optimizer_impl="foreach", lora_dropout=0.0, adapter_dtype="fp32",
                 base_dtype="auto", qlora_backend="bitsandbytes", double_quant=True, loss="full",
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
-                capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False) -> TrainingSetup:
+                capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
+                layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
+                contiguous_gradients=True) -> TrainingSetup:
+    """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
+    the TrainingSetup that every term reads."""
+    given = dict(locals())
+    del given["model"]
+    model = _check_model(model)
+    seq_len, micro_batch, grad_accum, lora_dropout, cp, capacity_factor = _check_values(
+        model, seq_len, micro_batch, grad_accum, precision, optimizer, finetune, recompute, attention, offload,
+        offload_device, optimizer_impl, adapter_dtype, base_dtype, qlora_backend, loss,
+        (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
+         ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision),
+         ("gradient_as_bucket_view", gradient_as_bucket_view)),
+        lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor)
+    zero_stage_arg = zero_stage
+    zero_stage, fsdp = _zero_stage(zero_stage)
+    if offload == "none" and offload_device != "cpu":
+        raise ValueError(f"offload_device={offload_device!r} needs offload='optimizer' or 'optimizer+params' "
+                         "(nothing is offloaded with offload='none')")
+    lora_rank = _check_adapter_options(model, finetune, lora_rank, lora_targets, lora_dropout, adapter_dtype, base_dtype,
+                                       qlora_backend, double_quant)
+    sharding, fsdp_offload = _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, tp, pp, offload,
+                                       offload_device, qlora_backend)
+    choice("layout", layout, LAYOUTS)
+    if layout == "megatron":
+        sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
+    _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel)
+    overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients)
+    _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
+                    activation_offload, tp, pp)
+    attention, attention_note = _resolve_attention(model, attention, recompute)
+    targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
+                                                 adapter_dtype)
+    # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
+    # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
+    ddp = sharding == "none" and dp > 1 and not fsdp
+    if not ddp:
+        _not_for("gradient_as_bucket_view", gradient_as_bucket_view, False,
+                 "it is an option of torch's DistributedDataParallel: plain data parallelism (dp > 1, zero_stage=0, "
+                 "no tp/pp) only")
+    if cp > 1 or cp_rotate != "allgather":
+        _check_context_parallel(model, seq_len, cp, cp_rotate, attention, finetune, zero_stage, fsdp, offload,
+                                tp, sequence_parallel)
+    return TrainingSetup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, targets,
+                         recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
+                         sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
+                         qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
+                         ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
+                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
+                         gradient_as_bucket_view=gradient_as_bucket_view, layout=layout,
+                         reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
+                         contiguous_gradients=contiguous_gradients, options=tuple(given.items()))
+
+
+def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients) -> bool:
+    """DeepSpeed's bucket options, checked; they apply to its layout only. Returns overlap_comm resolved as
+    DeepSpeed does (runtime/zero/config.py overlap_comm_valid: None means stage == 3)."""
+    positive_int("reduce_bucket_size", reduce_bucket_size)
+    _flag("contiguous_gradients", contiguous_gradients)
+    if overlap_comm is not None:
+        _flag("overlap_comm", overlap_comm)
+    if sharding != "deepspeed":
+        why = "it is an option of DeepSpeed's ZeRO (an integer zero_stage >= 1 over dp > 1 GPUs, or offload)"
+        _not_for("reduce_bucket_size", reduce_bucket_size, 500_000_000, why)
+        _not_for("overlap_comm", overlap_comm, None, why)
+        _not_for("contiguous_gradients", contiguous_gradients, True, why)
+        return False
+    return zero_stage == 3 if overlap_comm is None else overlap_comm
+
+
+def _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload) -> str:
+    """layout='megatron': Megatron-Core's mixed precision on any parallelism (NVIDIA/Megatron-LM
+    docs/source/api-guide/dist_optimizer.md); zero_stage=1 is its distributed optimizer (6 + 12/dp B/param)."""
+    if finetune != "full" or not precision.endswith("mixed") or model.mlp != "gated":
+        raise ValueError("layout='megatron' models Megatron-Core's pretraining layout: finetune='full', a *-mixed "
+                         f"precision and a LLaMA-style model; got finetune={finetune!r}, precision={precision!r}, "
+                         f"{model.name}")
+    if fsdp or zero_stage > 1 or offload != "none":
+        raise ValueError("layout='megatron' takes zero_stage=0 (optimizer states on every rank) or zero_stage=1 (its "
+                         f"distributed optimizer), no offload; got zero_stage={zero_stage!r}, offload={offload!r}")
+    return "megatron"
+
+
+def _check_model(model) -> Model:
+    """A catalog name or a Model, with a causal-LM head."""
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
     if model.head != "lm":
         raise ValueError(f"training estimates model a causal-LM head; {model.name} has a {model.head!r} head "
                          "(architectures *ForSequenceClassification / *Model); serving is modelled for it")
+    return model
+
+
+def _check_values(model, seq_len, micro_batch, grad_accum, precision, optimizer, finetune, recompute, attention,
+                  offload, offload_device, optimizer_impl, adapter_dtype, base_dtype, qlora_backend, loss, flags,
+                  lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor) -> tuple:
+    """Each option on its own: its type and its accepted values (memlib._checks); MoE options against the model."""
     seq_len = positive_int("seq_len", seq_len)
     micro_batch = positive_int("micro_batch", micro_batch)
     grad_accum = positive_int("grad_accum", grad_accum)
@@ -159,9 +299,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     choice("base_dtype", base_dtype, BASE_DTYPES)
     choice("qlora_backend", qlora_backend, QLORA_BACKENDS)
     choice("loss", loss, LOSSES)
-    for name, v in (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
-                    ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision),
-                    ("gradient_as_bucket_view", gradient_as_bucket_view)):
+    for name, v in flags:
         _flag(name, v)
     if isinstance(lora_dropout, bool) or not isinstance(lora_dropout, (int, float)) or not 0 <= lora_dropout < 1:
         raise ValueError(f"lora_dropout must be a probability in [0, 1), got {lora_dropout!r}")
@@ -175,11 +313,12 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                        dp_label=f"dp x cp = {dp} x {cp}" if cp > 1 else None)
     if capacity_factor is not None:
         capacity_factor = float(capacity_factor)
-    zero_stage_arg = zero_stage
-    zero_stage, fsdp = _zero_stage(zero_stage)
-    if offload == "none" and offload_device != "cpu":
-        raise ValueError(f"offload_device={offload_device!r} needs offload='optimizer' or 'optimizer+params' "
-                         "(nothing is offloaded with offload='none')")
+    return seq_len, micro_batch, grad_accum, lora_dropout, cp, capacity_factor
+
+
+def _check_adapter_options(model, finetune, lora_rank, lora_targets, lora_dropout, adapter_dtype, base_dtype,
+                           qlora_backend, double_quant) -> int:
+    """LoRA/QLoRA options are errors where they do not apply (peft's and bitsandbytes' options)."""
     # LoRA settings are checked even under full fine-tuning: a wrong one is an error, not a silent default.
     lora_rank = positive_int("lora_rank", lora_rank)
     if finetune == "full":
@@ -198,6 +337,12 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     elif qlora_backend == "torchao" and not double_quant:
         raise ValueError("double_quant=False does not apply to qlora_backend='torchao': torchao's NF4Tensor always "
                          "quantizes its block scalers (scaler_block_size=256)")
+    return lora_rank
+
+
+def _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, tp, pp, offload, offload_device,
+              qlora_backend) -> tuple[str, bool]:
+    """Whose memory layout applies (none, deepspeed, fsdp, megatron, device_map) and whether FSDP's CPU offload is on."""
     # FSDP's CPU offload: one switch moves the sharded parameters, their gradients and the optimizer step to the CPU
     fsdp_offload = fsdp and offload != "none"
     if fsdp_offload and (zero_stage != 3 or offload != "optimizer+params" or offload_device != "cpu"):
@@ -241,6 +386,11 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         # FSDP on one GPU still keeps sharded and unsharded copies apart (PyTorch's FSDP2
         # does; FSDPMemTracker shows it), so it is modelled as such even for dp=1.
         sharding = "fsdp" if fsdp else "deepspeed"
+    return sharding, fsdp_offload
+
+
+def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel) -> None:
+    """tp, pp and sequence parallelism against the model's shape (Megatron splits whole heads and widths)."""
     if model.mlp != "gated" and (tp > 1 or pp > 1 or sharding != "none"):
         raise ValueError(f"parallel layouts are modelled for LLaMA-style models; {model.name} is {model.model_type}")
     if model.num_heads % tp or model.num_kv_heads % tp:
@@ -262,6 +412,11 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if seq_len > model.max_position_embeddings and model.position == "learned":
         raise ValueError(f"seq_len {seq_len} exceeds {model.name}'s learned position table "
                          f"({model.max_position_embeddings})")
+
+
+def _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
+                    activation_offload, tp, pp) -> None:
+    """Optimizer implementation, FSDP mixed precision, loss and activation offload against the layout."""
     # optimizer implementation: torch.optim's choice; other stacks bring their own fused kernels
     if optimizer == "adamw-8bit":
         _not_for("optimizer_impl", optimizer_impl, "foreach", "bitsandbytes' 8-bit AdamW runs its own fused kernel")
@@ -286,6 +441,10 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if activation_offload and (tp > 1 or pp > 1 or sharding in ("deepspeed", "megatron")):
         raise ValueError("activation_offload (torchtune's OffloadActivations) is modelled on one GPU and with FSDP; "
                          f"not with tp={tp}, pp={pp}, sharding {sharding!r}")
+
+
+def _resolve_attention(model, attention, recompute) -> tuple[str, str]:
+    """The attention transformers runs (eager where the family needs it: activations.needs_eager), with the note why."""
     attention_note = ""
     if model.mlp == "gated":
         from memlib.training.activations import needs_eager
@@ -295,6 +454,11 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         if recompute == "selective" and not model.is_llama_layer:
             raise ValueError(f"recompute='selective' (torchtitan's op-level policy) is modelled for the LLaMA layer; "
                              f"{model.name} ({model.model_type}) has other ops: use recompute 'full' or 'none'")
+    return attention, attention_note
+
+
+def _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype, adapter_dtype) -> tuple:
+    """The LoRA targets, rank and frozen base dtype (peft's defaults; QLoRA computes in 16-bit)."""
     if finetune == "full":
         targets: tuple[str, ...] = ()
         lora_rank = 0
@@ -322,23 +486,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         if adapter_dtype not in ("fp32", base):
             raise ValueError(f"adapter_dtype={adapter_dtype!r} with a {base} base: peft keeps adapters in fp32 "
                              f"(autocast_adapter_dtype=True, its default) or in the base dtype ({base!r})")
-    # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
-    # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
-    ddp = sharding == "none" and dp > 1 and not fsdp
-    if not ddp:
-        _not_for("gradient_as_bucket_view", gradient_as_bucket_view, False,
-                 "it is an option of torch's DistributedDataParallel: plain data parallelism (dp > 1, zero_stage=0, "
-                 "no tp/pp) only")
-    if cp > 1 or cp_rotate != "allgather":
-        _check_context_parallel(model, seq_len, cp, cp_rotate, attention, finetune, zero_stage, fsdp, offload,
-                                tp, sequence_parallel)
-    return TrainingSetup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, targets,
-                         recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
-                         sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
-                         qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
-                         ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
-                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
-                         gradient_as_bucket_view=gradient_as_bucket_view)
+    return targets, lora_rank, base
 
 
 # Families whose transformers model adds the load-balancing loss when output_router_logits is on

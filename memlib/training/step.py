@@ -145,9 +145,30 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics, moe: bool = Fal
     return out
 
 
+class _Step:
+    """The figures of one stage's step as its parts compute them, in order (_PARTS): each part reads what the
+    earlier ones set and sets its own (the names are those of the formulas' terms)."""
+
+    root_bytes = root_grads = grad_bucket = None  # set only under FSDP FULL_SHARD / offload
+
+    def __init__(self, s: TrainingSetup, st: Stage, per_kind: dict | None) -> None:
+        self.s, self.st, self.per_kind = s, st, per_kind
+
+
 def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -> Estimate:
     """One GPU's estimate: the stage `st` of setup `s`. per_kind: a dict shared by the stages of one setup, where
-    each kind of layer's ledger, retained inputs and halves (which do not depend on the stage) are kept."""
+    each kind of layer's ledger, retained inputs and halves (which do not depend on the stage) are kept.
+    The moments of the step in order, each a short function below with its source."""
+    p = _Step(s, st, per_kind)
+    for part in _PARTS[:-1]:
+        part(p)
+    return _result(p)
+
+
+def _context(p: _Step) -> None:
+    """What this GPU holds of the setup: numerics and widths (terms.widths), the stage's parameter sums
+    (layout.stage_sums), the trainable tensors; the terms' shared context (terms.Ctx)."""
+    s, st = p.s, p.st
     m = s.model
     b, seq, tok = s.micro_batch, s.seq_len, s.tokens
     h, V, tp, dp = m.hidden_size, m.vocab_size, s.tp, s.dp
@@ -163,7 +184,16 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
     trainable = sums.total if full_ft else layout.numel(tensors)
     c = T.Ctx(s, st, w, k, sums, tensors, trainable, sums.expert if full_ft else 0)
     pb, gb_ = w.param, w.grad
+    # Megatron-Core's fused layers and vocabulary-parallel loss (layout='megatron', dense LLaMA-style layers)
+    p.fused = s.layout == "megatron" and m.is_llama_layer and not m.is_moe
+    p.V, p.b, p.c, p.dp, p.full_ft, p.gb_, p.h, p.k, p.m, p.notes = V, b, c, dp, full_ft, gb_, h, k, m, notes
+    p.num, p.pb, p.seq, p.sums, p.tok, p.tp, p.trainable, p.w = num, pb, seq, sums, tok, tp, trainable, w
 
+
+def _model_states(p: _Step) -> None:
+    """Parameters, gradients and optimizer states on this GPU, sharded by the ZeRO stage or FSDP strategy
+    (Rajbhandari et al. 2020, Sec. 5; terms.sharded)."""
+    c, s, dp, k, notes = p.c, p.s, p.dp, p.k, p.notes
     # --- model states on this GPU ----------------------------------------------------------
     param_full = T.parameter_bytes(c)
     if s.finetune == "qlora":
@@ -181,7 +211,16 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
     param_live = param_full if (s.sharding == "fsdp" and k == 2) else param_rest
     param_step = param_full // dp if (s.sharding == "fsdp" and k == 2) else param_rest
     opt_tmp = T.optimizer_step_temporaries(c)
+    p.grad_bytes, p.grad_full, p.opt_tmp, p.param_full = grad_bytes, grad_full, opt_tmp, param_full
+    p.param_live, p.param_rest, p.param_step, p.state_bytes = param_live, param_rest, param_step, state_bytes
+    p.state_full = state_full
 
+
+def _offload(p: _Step) -> None:
+    """ZeRO-Offload / ZeRO-Infinity (Ren et al. 2021, Sec. 4; terms.offload) or FSDP's CPU offload
+    (terms.fsdp_cpu_offload): what leaves the GPU."""
+    c, s, grad_bucket, grad_bytes, notes, opt_tmp = p.c, p.s, p.grad_bucket, p.grad_bytes, p.notes, p.opt_tmp
+    param_live, param_rest, param_step, state_bytes = p.param_live, p.param_rest, p.param_step, p.state_bytes
     host_bytes = nvme_bytes = 0
     if s.offload != "none":
         fsdp_offload = s.sharding == "fsdp"
@@ -197,14 +236,22 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
         else:
             notes.append(f"offload {s.offload} to {s.offload_device}: {fmt_bytes(off.offloaded)} per GPU leave the "
                          "GPU; the optimizer steps on the CPU")
+    p.grad_bucket, p.host_bytes, p.nvme_bytes, p.opt_tmp = grad_bucket, host_bytes, nvme_bytes, opt_tmp
+    p.param_live, p.param_rest, p.param_step, p.state_bytes = param_live, param_rest, param_step, state_bytes
 
+
+def _ledger_builder(p: _Step) -> None:
+    """The per-layer activation ledger (activations.llama_layer_ledger), split by tp in the tensor-parallel region
+    (Korthikanti et al. 2022, Sec. 4.2)."""
+    c, m, num, s, b, full_ft, pb, seq, tok, tp = p.c, p.m, p.num, p.s, p.b, p.full_ft, p.pb, p.seq, p.tok, p.tp
+    w = p.w
     # --- activations -------------------------------------------------------------------------
     adapters = frozenset(s.lora_targets)
     qlora_bnb = s.finetune == "qlora" and s.qlora_backend != "torchao"
 
     def ledger(kind: tuple[str, bool], base_saves_input: bool = s.bnb_keeps_input) -> act.Ledger:
         layer_type, moe = kind
-        led = act.llama_layer_ledger(
+        led = act.megatron_layer_ledger(m, tok, recompute=s.recompute) if p.fused else act.llama_layer_ledger(
             m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
             lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
             # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
@@ -219,7 +266,13 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
             led = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(REPLICATED)) else v, why)
                               for n, v, why in led.items], led.split)
         return led
+    p.adapters, p.ledger = adapters, ledger
 
+
+def _layer_kinds(p: _Step) -> None:
+    """One ledger per kind of layer (MoE and sliding-window layers differ), computed once per setup; the 4-bit
+    matmuls' retained inputs (bitsandbytes < 0.43.2, terms.bnb_retained_input_bytes); the model-level saves."""
+    c, m, num, s, st, ledger, per_kind, tp = p.c, p.m, p.num, p.s, p.st, p.ledger, p.per_kind, p.tp
     # Layers differ in MoE models and in models with sliding-window layers: a ledger per kind of layer.
     kinds = layout.layer_kinds(m, st.first_layer, st.layers)
     per_kind = {} if per_kind is None else per_kind
@@ -255,13 +308,30 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
             dataclasses.replace(c, s=dataclasses.replace(s, qlora_backend="bitsandbytes<0.43.2")), plain)
     retained_head = T.bnb_retained_head_input_bytes(c, num, sp)
     final_norm += retained_head
+    p.all_layers_act, p.bottom_kind, p.bottom_layer = all_layers_act, bottom_kind, bottom_layer
+    p.final_norm, p.frozen_input, p.fwd_model_act, p.kinds = final_norm, frozen_input, fwd_model_act, kinds
+    p.layer, p.layer0_unkept, p.layer_act, p.layer_kind = layer, layer0_unkept, layer_act, layer_kind
+    p.ledgers, p.per_kind, p.r, p.retained_all = ledgers, per_kind, r, retained_all
+    p.retained_bottom, p.retained_head, p.retained_mlp_of = retained_bottom, retained_head, retained_mlp_of
+    p.retained_top, p.saved_model_act, p.sp, p.top_kind = retained_top, saved_model_act, sp, top_kind
+    p.top_layer = top_layer
+
+
+def _saved_activations(p: _Step) -> None:
+    """What the forward keeps per stage: every layer's ledger, or under recompute each layer's input
+    (Chen et al. 2016; torchtitan's selective policy); torchtune's activation offloading (terms.offload_brought_back)."""
+    c, m, num, s, st, adapters, all_layers_act, b = p.c, p.m, p.num, p.s, p.st, p.adapters, p.all_layers_act, p.b
+    frozen_input, full_ft, layer0_unkept, notes, pb = p.frozen_input, p.full_ft, p.layer0_unkept, p.notes, p.pb
+    r, retained_all, retained_head, seq, sp, tok = p.r, p.retained_all, p.retained_head, p.seq, p.sp, p.tok
+    tp = p.tp
     checkpoint = T.checkpoint_bytes(c, num, sp)
     # A rebuilt layer under AMP/fp32 keeps its checkpointed input itself as the norm's fp32 input.
     rebuilt_shared = checkpoint if r == 4 else 0
     n_kept = st.layers * st.in_flight
-    recompute = s.recompute != "none"
+    # Megatron's selective recompute reruns the attention core only: its layer ledger already leaves it out
+    recompute = s.recompute == "full" if p.fused else s.recompute != "none"
     sac_saved = sac_shared = 0
-    if s.recompute == "selective":
+    if s.recompute == "selective" and not p.fused:
         sac_saved, sac_shared = act.selective_saved_bytes(
             m, num, tok, b, seq, attention=s.attention, adapters=adapters, lora_rank=s.lora_rank,
             adapter_bytes=pb if not full_ft else 2)
@@ -290,7 +360,14 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
         host_acts = kept - on_gpu
         kept = on_gpu
         notes.append(f"activation offloading: {fmt_bytes(host_acts)} of saved activations in host memory")
+    p.checkpoint, p.host_acts, p.kept, p.rebuilt_shared = checkpoint, host_acts, kept, rebuilt_shared
+    p.recompute, p.retained_prev, p.sac_saved, p.sac_shared = recompute, retained_prev, sac_saved, sac_shared
 
+
+def _loss(p: _Step) -> None:
+    """The head and the loss at the top of the step: logits, fp32 log-softmax and the loss gradient
+    (terms.logits_bytes), Liger's fused linear cross-entropy, LitGPT's chunked head (terms.chunked_head_*)."""
+    c, num, s, st, final_norm, full_ft, sp = p.c, p.num, p.s, p.st, p.final_norm, p.full_ft, p.sp
     casts_all = T.autocast_weight_copies(c)
     casts_layer = T.autocast_layer_copies(c)
     lm_head_cast = T.autocast_head_copy(c)
@@ -312,6 +389,11 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
         loss_fwd = logits + T.chunked_head_log_softmax_bytes(c) + T.chunked_head_chunk_bytes(c)
         loss_bwd = loss_fwd
         casts_all_bwd_less = 0
+    elif p.fused and st.head:  # Megatron's vocabulary-parallel cross entropy: in place, nothing kept past the step
+        logits = 0
+        loss_fwd = T.vocab_parallel_cross_entropy_bytes(c)
+        loss_bwd = T.vocab_parallel_cross_entropy_backward_bytes(c)
+        casts_all_bwd_less = 0
     else:
         logits = T.logits_bytes(c, num)
         loss_fwd = logits + T.loss_upcast_bytes(c, num) + T.log_softmax_bytes(c)
@@ -322,7 +404,17 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
     loss_fwd += softcap + aux
     loss_bwd += softcap + aux
     chunked_head = s.loss == "chunked-head" and st.head
+    p.aux, p.casts_all, p.casts_all_bwd_less, p.casts_layer = aux, casts_all, casts_all_bwd_less, casts_layer
+    p.chunked_head, p.final_norm, p.lm_head_cast, p.logits = chunked_head, final_norm, lm_head_cast, logits
+    p.loss_bwd, p.loss_fwd, p.softcap = loss_bwd, loss_fwd, softcap
 
+
+def _gathered_parameters(p: _Step) -> None:
+    """ZeRO-3 / FSDP gathering each layer just in time, with the next prefetched (Rajbhandari et al. 2020,
+    Sec. 5.3; FSDP2's fully_shard per layer as FSDPMemTracker shows it)."""
+    c, s, st, V, bottom_kind, dp, full_ft, gb_, h = p.c, p.s, p.st, p.V, p.bottom_kind, p.dp, p.full_ft, p.gb_, p.h
+    k, kinds, pb, per_kind, root_bytes, root_grads = p.k, p.kinds, p.pb, p.per_kind, p.root_bytes, p.root_grads
+    top_kind, tp, w = p.top_kind, p.tp, p.w
     # ZeRO-3 / FULL_SHARD gather each layer's parameters just in time: the layer in use and
     # the next one, prefetched (DeepSpeed's prefetch bucket, FSDP's forward/backward prefetch).
     halves_of = {kind: per_kind[kind][3] for kind, _ in kinds}
@@ -358,8 +450,22 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
         root_grads = g * T.root_numel(c) if full_ft else 0
     # Gradients of the layer in backward exist unsharded until reduce-scattered (ZeRO-2/3, FSDP).
     unsharded_layer_grads = (attn.grad + mlp.grad) * (g if fsdp3 else gb_) // gb_ if k >= 2 else 0
+    p.attn, p.bottom_halves, p.fsdp3, p.g, p.gathered_bottom = attn, bottom_halves, fsdp3, g, gathered_bottom
+    p.gathered_head, p.gathered_layers, p.halves, p.halves_of = gathered_head, gathered_layers, halves, halves_of
+    p.head_param_bytes, p.layer_param_bytes, p.layer_rs, p.mlp = head_param_bytes, layer_param_bytes, layer_rs, mlp
+    p.root_bytes, p.root_grads, p.unsharded_layer_grads = root_bytes, root_grads, unsharded_layer_grads
+    p.zero_shard = zero_shard
 
+
+def _layout_notes(p: _Step) -> None:
+    """What is alive at every moment (parameters, optimizer states) and the notes on MoE and MLA layouts
+    (DeepSeek-V2, Sec. 2.1)."""
+    c, m, s, notes, param_live, state_bytes = p.c, p.m, p.s, p.notes, p.param_live, p.state_bytes
     base = {"parameters": param_live, "optimizer": state_bytes}
+    if s.layout == "megatron":
+        notes.append("Megatron-Core layout: the fp32 main-grad buffer alive through the step"
+                     + ("; Transformer Engine's fused layers (Korthikanti et al. 2022 Table 2 terms) and the "
+                        "vocabulary-parallel cross entropy" if p.fused else ""))
     if s.attention_note:
         notes.append(f"attention estimated as eager: {s.attention_note}")
     if m.is_moe:
@@ -376,7 +482,18 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
         notes.append("MLA: the query/KV latents and their norms, the per-head key and value rebuilt from the latent "
                      "(kv_b_proj's output) and the attention kernel's tensors are saved per layer; the compressed "
                      "cache is a serving saving, not a training one")
+    p.base = base
 
+
+def _forward_moments(p: _Step) -> None:
+    """Forward: at the loss (log-softmax over the vocabulary) with the previous step's output alive, inside
+    the last decoder layer, or at the end of a pipeline stage's forward (Narayanan et al. 2021, 1F1B)."""
+    c, num, s, st, V, aux, b, base, casts_all = p.c, p.num, p.s, p.st, p.V, p.aux, p.b, p.base, p.casts_all
+    chunked_head, final_norm, fsdp3, fwd_model_act = p.chunked_head, p.final_norm, p.fsdp3, p.fwd_model_act
+    gathered_head, gathered_layers, h, k, kept = p.gathered_head, p.gathered_layers, p.h, p.k, p.kept
+    layer, layer_kind, lm_head_cast, logits, loss_fwd = p.layer, p.layer_kind, p.lm_head_cast, p.logits, p.loss_fwd
+    r, recompute, retained_head, retained_prev = p.r, p.recompute, p.retained_head, p.retained_prev
+    saved_model_act, seq, softcap, sp, tok = p.saved_model_act, p.seq, p.softcap, p.sp, p.tok
     # forward, at log_softmax inside the loss of step N, with step N-1's output still alive
     moments = []
     if st.head:
@@ -429,7 +546,16 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
             **base, "autocast_copies": casts_all - lm_head_cast, "previous_output": logits if st.head else 0,
             "gathered_parameters": gathered_layers if fsdp3 else (gathered_layers // 2 if k == 3 else 0)},
             kept + fwd_model_act, 2 * r * h * tok // sp, recompute))
+    p.moments = moments
 
+
+def _backward_start(p: _Step) -> None:
+    """Backward, top: the loss gradient over the vocabulary (torch's log_softmax backward keeps its fp32
+    output); the autocast weight copies the head's matmul still holds."""
+    c, num, st, base, casts_all, casts_all_bwd_less = p.c, p.num, p.st, p.base, p.casts_all, p.casts_all_bwd_less
+    chunked_head, final_norm, gathered_head, kept = p.chunked_head, p.final_norm, p.gathered_head, p.kept
+    lm_head_cast, logits, loss_bwd, moments = p.lm_head_cast, p.logits, p.loss_bwd, p.moments
+    recompute, saved_model_act = p.recompute, p.saved_model_act
     # backward (a): the first nodes: NLL grad, log-softmax grad and its saved output (fp32)
     # Under checkpointing the layers' weight copies died with the autocast cache at the end
     # of the forward (nothing saved them); only the head's copy is still held by its matmul.
@@ -452,6 +578,19 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
             "temporaries": T.dequantized_weight_bytes(c, T.quantized_head_numel(c)),
         }))
 
+
+def _backward_state(p: _Step) -> None:
+    """What the backward walks down with: gradients of the head, layers and embedding, and the activations
+    still saved at the top and at the bottom layer (recompute: Chen et al. 2016)."""
+    m, s, st, V, all_layers_act, attn = p.m, p.s, p.st, p.V, p.all_layers_act, p.attn
+    bottom_halves, bottom_kind, bottom_layer = p.bottom_halves, p.bottom_kind, p.bottom_layer
+    casts_all, casts_layer, checkpoint, dp = p.casts_all, p.casts_layer, p.checkpoint, p.dp
+    frozen_input, fsdp3, full_ft, g, gb_, grad_bytes = p.frozen_input, p.fsdp3, p.full_ft, p.g, p.gb_, p.grad_bytes
+    h, halves_of, k, kept, kinds, layer = p.h, p.halves_of, p.k, p.kept, p.kinds, p.layer
+    layer0_unkept, lm_head_cast, mlp, rebuilt_shared = p.layer0_unkept, p.lm_head_cast, p.mlp, p.rebuilt_shared
+    recompute, retained_bottom, retained_mlp_of = p.recompute, p.retained_bottom, p.retained_mlp_of
+    retained_prev, root_grads, sac_saved, sac_shared = p.retained_prev, p.root_grads, p.sac_saved, p.sac_shared
+    top_kind, top_layer, tp, zero_shard = p.top_kind, p.top_layer, p.tp, p.zero_shard
     # backward (b): the decoder layers, top to bottom. Each layer runs its MLP backward,
     # then its attention backward; gradients appear as saved tensors are released, so the
     # high points are the first layer reached (everything still saved) and the last one
@@ -489,6 +628,20 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
         bottom_acts = {key: v + (st.in_flight - 1) * (all_layers_act if not recompute
                                                       else st.layers * (checkpoint + sac_saved))
                        for key, v in bottom_acts.items()}
+    p.bottom_acts, p.embed_grad, p.head_grad, p.layers_grad = bottom_acts, embed_grad, head_grad, layers_grad
+    p.per_layer_grad, p.top_acts, p.top_casts = per_layer_grad, top_acts, top_casts
+
+
+def _backward_top(p: _Step) -> None:
+    """Backward through the top decoder layer, MLP then attention (layer_halves: each half's temporaries);
+    under recompute the layer rebuilt first; FSDP2 one layer further down."""
+    c, num, s, st, attn, base, bottom_halves = p.c, p.num, p.s, p.st, p.attn, p.base, p.bottom_halves
+    casts_layer, fsdp3, gathered_layers, h, halves = p.casts_layer, p.fsdp3, p.gathered_layers, p.h, p.halves
+    head_grad, layer_rs, logits, mlp, moments = p.head_grad, p.layer_rs, p.logits, p.mlp, p.moments
+    per_layer_grad, recompute, retained_mlp_of = p.per_layer_grad, p.recompute, p.retained_mlp_of
+    retained_top, saved_model_act, sp, tok, top_acts = p.retained_top, p.saved_model_act, p.sp, p.tok, p.top_acts
+    top_casts, top_kind, top_layer = p.top_casts, p.top_kind, p.top_layer
+    unsharded_layer_grads, zero_shard = p.unsharded_layer_grads, p.zero_shard
     bottom_casts = {"mlp": casts_layer, "attn": bottom_halves["attn"].casts}
     cb_h_grad = num.compute * h * tok // sp  # the gradient arriving at the layer's output
     if recompute and st.head:  # the top layer rebuilt for its backward, at its last projection
@@ -527,6 +680,19 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
             "temporaries": mlp.tmp + unsharded_layer_grads,
             "gathered_parameters": gathered_layers + layer_rs,
         }))
+    p.bottom_casts = bottom_casts
+
+
+def _backward_bottom(p: _Step) -> None:
+    """Backward at the bottom: the first decoder layer's halves with nearly every gradient present, then the
+    embedding's gradient (tied: added into the head's); ring attention's buffers (context_parallel.py)."""
+    c, m, num, s, st, V, base, bottom_acts = p.c, p.m, p.num, p.s, p.st, p.V, p.base, p.bottom_acts
+    bottom_casts, bottom_halves, dp, embed_grad = p.bottom_casts, p.bottom_halves, p.dp, p.embed_grad
+    fsdp3, full_ft, g, gathered_bottom, gb_ = p.fsdp3, p.full_ft, p.g, p.gathered_bottom, p.gb_
+    grad_bytes, h, head_grad, head_param_bytes, k = p.grad_bytes, p.h, p.head_grad, p.head_param_bytes, p.k
+    layer_rs, layers_grad, logits, moments = p.layer_rs, p.layers_grad, p.logits, p.moments
+    retained_prev, root_grads, saved_model_act, tp = p.retained_prev, p.root_grads, p.saved_model_act, p.tp
+    unsharded_layer_grads, w, zero_shard = p.unsharded_layer_grads, p.w, p.zero_shard
     b_attn, b_mlp = bottom_halves["attn"], bottom_halves["mlp"]
     for half, missing in (("mlp", zero_shard(b_attn.grad + b_mlp.grad, b_mlp.expert_grad)),
                           ("attn", zero_shard(b_attn.grad))):
@@ -568,12 +734,23 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
     if s.cp > 1:  # ring attention's buffers in every attention backward (context_parallel.py)
         CP.add_ring_backward(s, num, moments, layer_rs if (fsdp3 and st.layers > 2) else 0)
 
+
+def _optimizer_moment(p: _Step) -> None:
+    """optimizer.step(): everything persistent plus the optimizer's temporaries (optimizers.step_transient_bytes)."""
+    grad_bytes, logits, moments, opt_tmp, param_step = p.grad_bytes, p.logits, p.moments, p.opt_tmp, p.param_step
+    retained_prev, state_bytes = p.retained_prev, p.state_bytes
     # optimizer step: everything persistent plus the optimizer's temporaries
     moments.append(Moment("optimizer", "optimizer.step()", {
         "parameters": param_step, "optimizer": state_bytes, "gradients": grad_bytes, "logits_and_loss": logits,
         "temporaries": opt_tmp, "activations": retained_prev,
     }))
 
+
+def _gradient_accumulation(p: _Step) -> None:
+    """Gradient accumulation: the accumulated .grad alive through every micro-batch's forward and backward
+    (torch's AccumulateGrad adds in place)."""
+    m, s, V, full_ft, gb_, grad_bytes, h, moments = p.m, p.s, p.V, p.full_ft, p.gb_, p.grad_bytes, p.h, p.moments
+    tp = p.tp
     if s.grad_accum > 1:
         # Gradient accumulation: the gradients of the earlier micro-batches stay in .grad through
         # this micro-batch's forward and backward; each new gradient is added in place
@@ -585,6 +762,11 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
                 if mo.where == "embedding backward" and full_ft and not m.tie_word_embeddings:
                     mo.parts["temporaries"] = mo.parts.get("temporaries", 0) + V * h // tp * gb_
 
+
+def _input_leaf(p: _Step) -> None:
+    """The embedding output made to require grad under HF's gradient checkpointing (enable_input_require_grads):
+    alive with the graph (terms.input_leaf_bytes)."""
+    c, num, moments, sp = p.c, p.num, p.moments, p.sp
     leaf = T.input_leaf_bytes(c, num, sp)
     if leaf:  # the embedding output made to require grad (HF checkpointing): alive with the graph
         for mo in moments:
@@ -596,19 +778,70 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
             else:
                 mo.parts["activations"] = mo.parts.get("activations", 0) + 2 * leaf
 
+
+def _offloaded_gradients(p: _Step) -> None:
+    """ZeRO-Offload: gradients leave the GPU per bucket, never more than the bucket on it (Ren et al. 2021)."""
+    s, grad_bucket, grad_bytes, moments = p.s, p.grad_bucket, p.grad_bytes, p.moments
     if s.offload != "none":  # gradients leave the GPU per bucket: never more than the bucket on it
         for mo in moments:
             if "gradients" in mo.parts:
                 mo.parts["gradients"] = min(max(mo.parts["gradients"], 0), grad_bucket)
         grad_bytes = grad_bucket
+    p.grad_bytes = grad_bytes
 
+
+def _ddp_buckets(p: _Step) -> None:
+    """DDP's all-reduce buckets, a second copy of the gradients at every moment (torch DDP, bucket_cap_mb;
+    terms.ddp_bucket_bytes)."""
+    c, dp, moments, notes = p.c, p.dp, p.moments, p.notes
     ddp_buckets = T.ddp_bucket_bytes(c)
     if ddp_buckets:  # allocated when DDP wraps the model: alive at every moment
         for mo in moments:  # counted with the gradients: the buckets are their second copy
             mo.parts["gradients"] = mo.parts.get("gradients", 0) + ddp_buckets
         notes.append(f"DDP over {dp} GPUs: its all-reduce buckets hold a second copy of the gradients "
                      f"({fmt_bytes(ddp_buckets)}); gradient_as_bucket_view=True makes the gradients views into them")
+    p.ddp_buckets = ddp_buckets
 
+
+def _megatron_grad_buffer(p: _Step) -> None:
+    """Megatron-Core's DistributedDataParallel keeps every main gradient in one contiguous fp32 buffer allocated
+    when the model is wrapped (core/distributed/param_and_grad_buffer.py), whole on every data-parallel rank even
+    with the distributed optimizer (dist_optimizer.md): the gradients are alive at every moment."""
+    if p.s.layout != "megatron":
+        return
+    for mo in p.moments:
+        if mo.name in ("forward", "backward"):
+            mo.parts["gradients"] = p.grad_bytes
+
+
+def _deepspeed_buckets(p: _Step) -> None:
+    """DeepSpeed's gradient bucket (terms.deepspeed_bucket_bytes), counted with the gradients: ZeRO-3's at every
+    moment; ZeRO-1/2's from backward() on, released by the reduction epilogue at the end of each backward (ZeRO-1
+    reduces only at the step's last micro-batch: its bucket stays through the next forward)."""
+    p.ds_buckets = T.deepspeed_bucket_bytes(p.c)
+    if not p.ds_buckets:
+        return
+    kept_forward = p.k == 3 or (p.k == 1 and p.s.grad_accum > 1)
+    for mo in p.moments:
+        if mo.name == "backward" or (mo.name == "forward" and kept_forward) or p.k == 3:
+            mo.parts["gradients"] = mo.parts.get("gradients", 0) + p.ds_buckets
+    p.notes.append(f"DeepSpeed ZeRO-{p.k}: its contiguous gradient bucket, reduce_bucket_size = "
+                   f"{p.s.reduce_bucket_size:,} elements x {p.ds_buckets // (p.s.reduce_bucket_size * p.w.grad)} "
+                   f"({fmt_bytes(p.ds_buckets)}{', overlap_comm' if p.s.overlap_comm else ''})")
+
+
+def _result(p: _Step) -> Estimate:
+    """The estimate: counts, the named terms with their sources (terms.source), the layer kinds."""
+    c, m, num, s, st, aux, casts_all, checkpoint = p.c, p.m, p.num, p.s, p.st, p.aux, p.casts_all, p.checkpoint
+    chunked_head, ddp_buckets, final_norm = p.chunked_head, p.ddp_buckets, p.final_norm
+    frozen_input, fsdp3, full_ft, fwd_model_act = p.frozen_input, p.fsdp3, p.full_ft, p.fwd_model_act
+    grad_bytes, grad_full, host_acts, host_bytes, k = p.grad_bytes, p.grad_full, p.host_acts, p.host_bytes, p.k
+    kinds, layer, layer_act, layer_param_bytes = p.kinds, p.layer, p.layer_act, p.layer_param_bytes
+    ledgers, logits, loss_bwd, loss_fwd, moments = p.ledgers, p.logits, p.loss_bwd, p.loss_fwd, p.moments
+    notes, nvme_bytes, opt_tmp, param_full = p.notes, p.nvme_bytes, p.opt_tmp, p.param_full
+    param_rest, recompute, retained_prev, root_bytes = p.param_rest, p.recompute, p.retained_prev, p.root_bytes
+    saved_model_act, softcap, sp, state_bytes = p.saved_model_act, p.softcap, p.sp, p.state_bytes
+    state_full, sums, tp, trainable = p.state_full, p.sums, p.tp, p.trainable
     counts = {"trainable": trainable, "param_bytes": param_rest, "grad_bytes": grad_bytes,
               "optimizer_bytes": state_bytes, "layer_activation_bytes": layer_act,
               "optimizer_temporary_bytes": opt_tmp, "adapter_params": trainable if not full_ft else 0,
@@ -623,6 +856,8 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
         named.append((T.checkpoint_bytes, checkpoint))
     if ddp_buckets:
         named.append((T.ddp_bucket_bytes, ddp_buckets))
+    if p.ds_buckets:
+        named.append((T.deepspeed_bucket_bytes, p.ds_buckets))
     if s.finetune == "qlora":
         named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
                   (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]
@@ -635,6 +870,9 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
                   (T.chunked_head_conversion_bytes, T.chunked_head_conversion_bytes(c, num)),
                   (T.chunked_head_log_softmax_bytes, T.chunked_head_log_softmax_bytes(c)),
                   (T.chunked_head_chunk_bytes, T.chunked_head_chunk_bytes(c))]
+    elif p.fused and st.head:
+        named += [(T.vocab_parallel_cross_entropy_bytes, loss_fwd),
+                  (T.vocab_parallel_cross_entropy_backward_bytes, loss_bwd)]
     elif st.head:
         named += [(T.logits_bytes, logits), (T.loss_upcast_bytes, T.loss_upcast_bytes(c, num)),
                   (T.log_softmax_bytes, T.log_softmax_bytes(c)), (T.loss_backward_bytes, T.loss_backward_bytes(c))]
@@ -655,6 +893,12 @@ def _estimate_stage(s: TrainingSetup, st: Stage, per_kind: dict | None = None) -
         (f"{'MoE' if moe else 'dense'} layer, {layer_type.replace('_', ' ')}", n, ledgers[(layer_type, moe)])
         for (layer_type, moe), n in kinds]
     return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes, terms, kinds_out)
+
+
+_PARTS = (_context, _model_states, _offload, _ledger_builder, _layer_kinds, _saved_activations, _loss,
+          _gathered_parameters, _layout_notes, _forward_moments, _backward_start, _backward_state, _backward_top,
+          _backward_bottom, _optimizer_moment, _gradient_accumulation, _input_leaf, _offloaded_gradients,
+          _ddp_buckets, _deepspeed_buckets, _megatron_grad_buffer, _result)
 
 
 def _estimate_context_parallel(s: TrainingSetup) -> Estimate:

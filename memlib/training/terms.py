@@ -60,9 +60,11 @@ def widths(s: TrainingSetup, k: int) -> Widths:
         # Megatron-LM's mixed precision (NVIDIA/Megatron-LM theoretical_memory_usage.py: 18 bytes
         # per parameter without the distributed optimizer): 16-bit parameters, fp32 main
         # gradients, fp32 master weights + Adam moments; 16-bit compute, no autocast copies.
+        dist = (f"; its distributed optimizer shards the 12 bytes over dp={s.dp}: 6 + 12/{s.dp} = "
+                f"{6 + 12 / s.dp:g} bytes/param" if k == 1 and s.dp > 1 else "")
         return Widths(2, 4, 4, 4, NUMERICS["bf16"],
                       "Megatron-LM mixed precision: 2-byte params, 4-byte fp32 main grads, 12-byte fp32 master "
-                      "+ Adam states = 18 bytes/param", base=2, gathered=2, reduce=4)
+                      "+ Adam states = 18 bytes/param" + dist, base=2, gathered=2, reduce=4)
     if s.sharding == "deepspeed":
         # DeepSpeed's mixed precision (Rajbhandari et al. 2020, Sec. 3.1): 16-bit working
         # parameters and gradients; fp32 master weights + fp32 optimizer states (K = 12 for Adam).
@@ -184,6 +186,19 @@ def gradient_bytes(c: Ctx) -> int:
     return c.trainable * c.w.grad
 
 
+def deepspeed_bucket_bytes(c: Ctx) -> int:
+    """DeepSpeed's gradient bucket with contiguous_gradients (deepspeedai/DeepSpeed@7dee2e0 runtime/zero): ZeRO-1/2's
+    ipg_buffer, reduce_bucket_size 16-bit elements allocated in backward(), two with overlap_comm
+    (stage_1_and_2.py backward), one under pipeline parallelism; ZeRO-3's __ipg_bucket_flat_buffer, one, allocated
+    with the optimizer and alive from then on (stage3.py). With offload the gradients pass through it instead
+    (offload's grad_bucket)."""
+    s = c.s
+    if s.sharding != "deepspeed" or not s.contiguous_gradients or s.offload != "none" or c.k == 0:
+        return 0
+    buffers = 2 if (s.overlap_comm and c.k < 3 and s.pp == 1) else 1
+    return buffers * s.reduce_bucket_size * c.w.grad
+
+
 def ddp_bucket_bytes(c: Ctx) -> int:
     """torch DistributedDataParallel's all-reduce buckets: a flat copy of every trainable gradient, in the gradient
     dtype, allocated when the model is wrapped and alive from then on; none with gradient_as_bucket_view=True
@@ -282,7 +297,7 @@ def offload(c: Ctx, state_bytes: int, param_bytes: int, grad_bytes: int) -> Offl
     else:
         host, nvme = staging + 4 * c.trainable // s.dp, offloaded
     # gradients leave the GPU bucket by bucket during the backward (reduce_bucket_size)
-    return Offload(offloaded, host, nvme, min(grad_bytes, DEEPSPEED_REDUCE_BUCKET * c.w.grad))
+    return Offload(offloaded, host, nvme, min(grad_bytes, s.reduce_bucket_size * c.w.grad))
 
 
 def fsdp_cpu_offload(c: Ctx, state_bytes: int, param_bytes: int, grad_bytes: int) -> Offload:
@@ -628,6 +643,20 @@ def loss_backward_bytes(c: Ctx) -> int:
     """Start of backward: the NLL gradient, the log-softmax gradient and its saved output, fp32 over the vocabulary."""
     m = c.s.model
     return 3 * 4 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+
+
+def vocab_parallel_cross_entropy_bytes(c: Ctx) -> int:
+    """Megatron's vocabulary-parallel cross entropy at the loss: the head's 16-bit logits over V/tp and their fp32
+    copy (megatron/core/tensor_parallel/cross_entropy.py, calculate_logits_max: `vocab_parallel_logits.float()`;
+    the max subtraction, exp and normalisation then work in place). Nothing is kept to the next step."""
+    m = c.s.model
+    return 6 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+
+
+def vocab_parallel_cross_entropy_backward_bytes(c: Ctx) -> int:
+    """Its backward: the saved fp32 softmax becomes the gradient in place, then the 16-bit copy the head's backward
+    takes (cross_entropy.py backward; the .float() node casts back)."""
+    return vocab_parallel_cross_entropy_bytes(c)
 
 
 # --- the chunked head: LitGPT's loss under Lightning Fabric -----------------------------------

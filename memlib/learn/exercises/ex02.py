@@ -353,34 +353,36 @@ EXERCISES = [
     ),
     Numeric(
         id="02.11", title="What ZeRO-Offload sends over PCIe", difficulty="interview", minutes=6,
-        formula="offload traffic: 16-bit gradients down every micro-batch, 16-bit weights up once per step "
-                "(memlib.step_time(...).offload_bytes)",
+        formula="ZeRO-Offload traffic per step, k micro-batches: the 16-bit gradient partition down after micro-batches "
+                "1..k-1 and back up before 2..k, the fp32 sum down at the k-th, 16-bit weights up once: 4k + 2 "
+                "bytes/param (memlib.cost.timing.zero_offload_traffic_bytes; DeepSpeed stage_1_and_2.py)",
         prompt="LLaMA-7B full fine-tuning on one A100 80GB with ZeRO-Offload (`zero_stage=2, offload=\"optimizer\"`: "
                "fp32 master weights, Adam states and fp32 gradients on the CPU), 8 micro-batches of one 2,048-token "
-               "sequence per optimizer step. Take the ZeRO-Offload paper's picture (Ren et al. 2021, Sec. 4) as the "
-               "premise: after each micro-batch's backward the 16-bit gradients go down once and the CPU accumulates "
-               "them in fp32 (nothing comes back up for accumulation); after the step the updated 16-bit weights come "
-               "up once. How many bytes cross the PCIe link **per optimizer step** (`memlib.step_time(...).offload_bytes`)? "
-               "(DeepSpeed's own stage_1_and_2.py moves more per micro-batch when accumulating; not asked here.)",
+               "sequence per optimizer step, as DeepSpeed runs it (stage_1_and_2.py, gradient accumulation on). How many "
+               "bytes cross the PCIe link **per optimizer step** (`memlib.step_time(...).offload_bytes`)?",
         expected=lambda: _offload7b()[1].offload_bytes, unit="GB", count=8, per="total",
         count_unit=("micro-batch", "micro-batches"),
-        slips=(Slip("gradients once per step", lambda: 4 * n_params("llama-7b"),
-                    "the gradients go down after every micro-batch's backward (the CPU accumulates them in fp32), "
-                    "not once per optimizer step; only the updated weights come up once"),
-               Slip("fp32 gradients", lambda: 8 * 4 * n_params("llama-7b") + 2 * n_params("llama-7b"),
-                    "the GPU sends its 16-bit gradients; the fp32 copy lives on the CPU"),
-               Slip("gradients only", lambda: 8 * 2 * n_params("llama-7b"),
+        slips=(Slip("gradients once per step", lambda: 6 * n_params("llama-7b"),
+                    "with 8 micro-batches DeepSpeed does not keep the gradients on the GPU between micro-batches: "
+                    "each micro-batch's 16-bit gradient goes to a pinned 16-bit CPU buffer and comes back to be added"),
+               Slip("16-bit gradients down, accumulated on the CPU", lambda: 8 * 2 * n_params("llama-7b")
+                    + 2 * n_params("llama-7b"),
+                    "DeepSpeed adds on the GPU (async_accumulate_grad_in_cpu_via_gpu): the running sum comes back up "
+                    "before each later micro-batch's gradient is added, and the last sum goes down in fp32"),
+               Slip("gradients only", lambda: 32 * n_params("llama-7b"),
                     "the updated 16-bit weights also come back up to the GPU once per step")),
-        hints=("Ask what crosses the link and how often: gradients after each backward, weights after each "
-               "optimizer step.",
-               "bytes per step = 2 bytes x params x micro-batches (gradients down) + 2 bytes x params (weights up).",
+        hints=("Ask what crosses the link and how often, as DeepSpeed's copy_grads_in_partition does it: the running "
+               "gradient sum after each backward, and the weights after each optimizer step.",
+               "Micro-batches 1..7: 16-bit sum down (2 B); micro-batches 2..8: the sum back up to add to (2 B); "
+               "micro-batch 8: the sum down in fp32 (4 B); weights up (2 B).",
                "Take the exact count from memlib.get_model('llama-7b').num_params; there are 8 micro-batches."),
         worked=lambda: (lambda e, t: (
-            f"16-bit gradients down after each of the 8 backwards and the updated 16-bit weights up once: "
-            f"(2 x 8 + 2) bytes x {n_params('llama-7b'):,} = **{b(t.offload_bytes)}** per step "
-            f"(`memlib.step_time(...).offload_bytes`), {t.offload_s:.2f} s at the A100 host link. The CPU-Adam step "
+            f"(2 x 7 down + 2 x 7 up + 4 fp32 down + 2 weights up) = 34 bytes x {n_params('llama-7b'):,} = "
+            f"**{b(t.offload_bytes)}** per step (`memlib.step_time(...).offload_bytes`; DeepSpeed's "
+            f"async_accumulate_grad_in_cpu_via_gpu and async_inplace_copy_grad_to_fp32_buffer_from_gpu), "
+            f"{t.offload_s:.2f} s at the A100 host link. The CPU-Adam step "
             f"({t.cpu_optimizer_s:.2f} s) is paid once per optimizer step and shrinks relative to compute as the "
             f"micro-batches grow; the gradient traffic does not: at one micro-batch the link carries "
-            f"{b(_offload7b(1)[1].offload_bytes)}."))(*_offload7b()),
+            f"{b(_offload7b(1)[1].offload_bytes)} (6 bytes/param: fp32 gradients down, weights up)."))(*_offload7b()),
     ),
 ]

@@ -1,0 +1,41 @@
+"""Megatron-LM's model states per parameter, with and without its distributed optimizer.
+
+Source: NVIDIA/Megatron-LM docs/source/api-guide/dist_optimizer.md (commit 50b073cc), the table of
+"theoretical number of bytes per parameter (where 'd' is the data parallel size)", and
+megatron/training/theoretical_memory_usage.py: ``18 if not args.use_distributed_optimizer else 6 + (12 / dp)``.
+The distributed optimizer shards only the fp32 main parameters and Adam's two moments (12 bytes, or 16
+when the main parameters are separate from fp16 gradients); model parameters and gradients stay whole.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from memlib._checks import choice, positive_int
+
+# (param dtype, main-grad dtype) -> (bytes kept whole on every rank, bytes sharded over dp by the distributed
+# optimizer). Without the distributed optimizer everything is whole: the sum.
+#   fp16/bf16 params + fp16/bf16 grads: 2 + 2 whole; fp32 main params 4 + fp32 main grads 4 + Adam 8 = 16 sharded
+#   fp16/bf16 params + fp32 grads:      2 + 4 whole; fp32 main params 4 + Adam 8 = 12 sharded
+#   fp32 params + fp32 grads:           4 + 4 whole; Adam 8 sharded
+MEGATRON_LAYOUTS = {
+    "fp16-grads": (4, 16),   # --fp16 / --bf16 with --accumulate-allreduce-grads-in-fp32 off
+    "fp32-grads": (6, 12),   # --bf16 (grads accumulated and all-reduced in fp32: Megatron's bf16 default)
+    "fp32": (8, 8),          # fp32 training
+}
+
+
+def megatron_bytes_per_param(grads: str = "fp32-grads", distributed_optimizer: bool = False,
+                             dp: int = 1) -> Fraction:
+    """Bytes of model states per parameter on one GPU under Megatron-LM's mixed-precision Adam.
+
+    grads: "fp32-grads" (16-bit params, fp32 main grads: 18 B, or 6 + 12/dp with the distributed optimizer),
+    "fp16-grads" (16-bit params and grads: 20 B, or 4 + 16/dp) or "fp32" (16 B, or 8 + 8/dp).
+    Megatron-LM dist_optimizer.md's table; theoretical_memory_usage.py. Exact, as a Fraction.
+    """
+    choice("grads", grads, tuple(MEGATRON_LAYOUTS))
+    if not isinstance(distributed_optimizer, bool):
+        raise ValueError(f"distributed_optimizer must be True or False, got {distributed_optimizer!r}")
+    dp = positive_int("dp", dp)
+    whole, sharded = MEGATRON_LAYOUTS[grads]
+    return Fraction(whole) + Fraction(sharded, dp if distributed_optimizer else 1)

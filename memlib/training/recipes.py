@@ -1,0 +1,97 @@
+"""Recipe presets: the options each training framework uses by default, each with its source at a commit.
+
+Users know their framework, not thirty options. `estimate_training(model, recipe="torchtune", ...)` starts
+from the preset; any option given explicitly overrides it; `est.explain()` names the preset and what it set.
+A preset's `lora` options apply only under finetune='lora'/'qlora', its `qlora` options only under 'qlora'
+(an option that does not apply to a setup is an error in memlib, so a preset never sets one there).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from memlib.training.options import DEFAULTS, TrainingSetup, check_setup
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    framework: str
+    source: str  # repository@commit:path of the defaults read
+    options: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # always
+    lora: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # finetune 'lora' or 'qlora'
+    qlora: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # finetune 'qlora'
+    note: str = ""  # what the preset does not (yet) express
+
+    def applied(self, finetune: str) -> dict:
+        """The options this preset sets for a run with `finetune`."""
+        out = dict(self.options)
+        if finetune in ("lora", "qlora"):
+            out.update(self.lora)
+        if finetune == "qlora":
+            out.update(self.qlora)
+        return out
+
+
+def _r(name, framework, source, options=None, lora=None, qlora=None, note="") -> Recipe:
+    mp = MappingProxyType
+    return Recipe(name, framework, source, mp(options or {}), mp(lora or {}), mp(qlora or {}), note)
+
+
+RECIPES = MappingProxyType({r.name: r for r in (
+    _r("hf-trainer", "Hugging Face Trainer + PEFT",
+       "huggingface/peft@6b2556e6ff971c85b2b3d919ba7e67d41bf2c813:src/peft/tuners/lora/config.py",
+       note="memlib's defaults are this recipe: torch AdamW (foreach), fp32 adapters "
+            "(autocast_adapter_dtype=True), lora_dropout 0.0, bitsandbytes NF4 with double quantization"),
+    _r("torchtune", "torchtune",
+       "pytorch/torchtune@2943c61e7e4b73b1823e1518a32a24390446099f:recipes/configs/llama3_1/8B_lora_single_device.yaml",
+       options={"precision": "bf16", "optimizer_impl": "fused", "recompute": "full"},
+       lora={"adapter_dtype": "bf16", "lora_dropout": 0.0}, qlora={"qlora_backend": "torchao"},
+       note="dtype: bf16 (the whole model, adapters too), torch.optim.AdamW fused: True, "
+            "enable_activation_checkpointing: True; its LinearCrossEntropyLoss (chunked output) is estimated as "
+            "the full loss (an overestimate)"),
+    _r("litgpt", "LitGPT",
+       "Lightning-AI/litgpt@56ac240732139626f6ab0e8191c15d396fda32c8:config_hub/finetune/llama-2-7b/lora.yaml",
+       options={"precision": "bf16", "loss": "chunked-head"},
+       lora={"adapter_dtype": "bf16", "lora_dropout": 0.05}, qlora={"qlora_backend": "lightning-bitsandbytes"},
+       note="precision: bf16-true, lora_dropout: 0.05, the head in 128-token chunks (chunked_cross_entropy), "
+            "quantize: bnb.nf4 through Lightning's BitsandbytesPrecision"),
+    _r("torchtitan", "torchtitan",
+       "pytorch/torchtitan@6404b932421f5ce382e7dac5ad381b2c17b1373c:torchtitan/config/job_config.py",
+       options={"precision": "bf16-mixed", "zero_stage": "FULL_SHARD", "optimizer_impl": "fused",
+                "recompute": "selective"},
+       note="FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), Optimizer.implementation "
+            "'fused'; ActivationCheckpoint.mode 'selective' (memlib models the op-level policy its llama3 configs "
+            "choose, selective_ac_option='op'; the default option '2' checkpoints every second layer)"),
+    _r("megatron", "Megatron-LM / Megatron-Core",
+       "NVIDIA/Megatron-LM@50b073cc788271efb5d4fbc92d987aeed2384f4f:docs/source/api-guide/dist_optimizer.md",
+       options={"precision": "bf16-mixed", "layout": "megatron", "zero_stage": 1},
+       note="--bf16 with fp32 main grads and --use-distributed-optimizer: 6 + 12/dp bytes per parameter; "
+            "Transformer Engine's fused layers (Korthikanti's terms), vocabulary-parallel cross entropy, the fp32 "
+            "main-grad buffer alive throughout; the interleaved schedule (virtual pipeline stages) and MoE layers' "
+            "own Megatron ledger are not modelled (MoE layers use transformers' ledger)"),
+    _r("deepspeed", "DeepSpeed",
+       "deepspeedai/DeepSpeed@cbf3d6616244b003b6c55e506f246b0e0cf00540:deepspeed/runtime/zero/config.py",
+       options={"precision": "bf16-mixed", "zero_stage": 2},
+       note="ZeRO stage 2 (16-bit params and grads, fp32 master + Adam sharded), contiguous_gradients with a "
+            "reduce_bucket_size of 5e8 elements, overlap_comm off below stage 3 (terms.deepspeed_bucket_bytes); "
+            "ZeRO-3's prefetch and max_live_parameters are modelled as two gathered layers"),
+)})
+
+
+def resolve(model, recipe: str | None, options: dict) -> TrainingSetup:
+    """check_setup on a preset's options overridden by `options`; the setup remembers the preset and what it set."""
+    unknown = sorted(set(options) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)}; accepted: {', '.join(DEFAULTS)}")
+    if recipe is None:
+        return check_setup(model, **{**DEFAULTS, **options})
+    if recipe not in RECIPES:
+        raise ValueError(f"unknown recipe {recipe!r}; accepted: {', '.join(RECIPES)}")
+    r = RECIPES[recipe]
+    finetune = options.get("finetune", r.options.get("finetune", "full"))
+    preset = {k: v for k, v in r.applied(finetune).items() if k not in options}
+    s = check_setup(model, **{**DEFAULTS, **preset, **options})
+    return dataclasses.replace(s, recipe=recipe, recipe_set=tuple(preset.items()))
