@@ -74,8 +74,7 @@
 # keeps the outputs so you can read without running anything. Open this page with the README's
 # first command (JupyterLab at the repository root), so that every link here works.
 
-# %% tags=["hide-input"]
-# NBVAL_CHECK_OUTPUT
+# %% tags=["hide-input", "nbval-check-output"]
 import memlib
 
 print(f"memlib {memlib.__version__}: {len(memlib.list_models())} models, {len(memlib.list_gpus())} GPUs in the catalog")
