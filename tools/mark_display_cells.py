@@ -16,9 +16,13 @@ edit and gives the same answer (idempotent); the markers it writes are the rule'
   part of the sentence it renders.
   -> tags `hide-input` (myst-nb and the slides hide the code behind a toggle / drop it) and
      `jupyter.source_hidden` (JupyterLab shows the cell collapsed; click to expand).
+* inline values: every statement assigns f-strings (`total = f"{gib(b):,.0f} GiB"`), the formatted
+  figures a markdown cell shows through `{eval}` roles (tools/inline_values.py); computes nothing
+  outside the f-strings. Marked as display-only (collapsed, folded, off the slides).
 * setup: the notebook's first code cell when it imports something (imports, constants, small
   formatting helpers).
-  -> tag `hide-input` only: hidden in the book and the slides, visible in JupyterLab.
+  -> tag `hide-input` and `jupyter.source_hidden` (issue 19, answer first): collapsed in JupyterLab
+     too, so the first screen shows the question and the answer, not the imports.
 * everything else (a memlib call that computes a figure, a widget, a loop over estimates) is a
   computation cell and stays visible: the tool removes the two markers from it.
 
@@ -184,9 +188,20 @@ def classify(source: str, imports: dict[str, str], local: dict[str, bool], first
     renders = [q for q, _ in v.calls if q and (q.startswith(RENDER_ROOTS) or
                                                (q.split(".")[0] == "memlib" and q.split(".")[-1] in RENDER_MEMLIB))]
     # a chart drawn on axes the cell made (fig, ax = plt.subplots()) also goes through matplotlib
+    if not renders and _formats_prose(tree):
+        return Verdict("display", "only formats the prose's inline values (f-strings for {eval} names)")
     if not renders:
         return Verdict("compute", "renders nothing (no display() or chart call)")
     return Verdict("display", f"renders with {renders[0]} and computes nothing outside its f-strings")
+
+
+def _formats_prose(tree: ast.Module) -> bool:
+    """Every statement binds names to f-strings (or tuples of them): the values a markdown cell's
+    `{eval}` roles show (tools/inline_values.py). Calls inside the f-strings were already found
+    to compute nothing outside them."""
+    def fstring(v):
+        return isinstance(v, ast.JoinedStr) or (isinstance(v, ast.Tuple) and all(fstring(e) for e in v.elts))
+    return bool(tree.body) and all(isinstance(st, ast.Assign) and fstring(st.value) for st in tree.body)
 
 
 def classify_notebook(cells: list[tuple[str, str]]) -> list[Verdict | None]:
@@ -216,7 +231,7 @@ def wanted_metadata(metadata: dict, verdict: Verdict) -> dict:
     else:
         md.pop("tags", None)
     jup = dict(md.get("jupyter", {}))
-    if verdict.kind == "display":
+    if verdict.kind in ("display", "setup"):
         jup["source_hidden"] = True
     else:
         jup.pop("source_hidden", None)
@@ -233,7 +248,7 @@ def markers(metadata: dict) -> tuple[bool, bool]:
 
 
 def expected_markers(verdict: Verdict) -> tuple[bool, bool]:
-    return verdict.kind in ("display", "setup"), verdict.kind == "display"
+    return verdict.kind in ("display", "setup"), verdict.kind in ("display", "setup")
 
 
 def _sorted_dict(d: dict) -> dict:
