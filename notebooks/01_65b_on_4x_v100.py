@@ -123,20 +123,13 @@ a_mfu = f"{dm.time.mfu:.0%}"
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Words we use · 术语
 #
-# - **Model states**: parameters, gradients and optimizer states (everything sized by the parameter count).
-# - **Mixed precision (fp16 AMP)**: matmuls in fp16, master weights and optimizer in fp32.
-# - **Loss scaling**: multiply the loss by S before backward so small fp16 gradients do not underflow; divide by S before the step.
-# - **AdamW moments m, v**: the running mean and mean square of each gradient, fp32, 4 bytes each per parameter.
-# - **DDP**: data parallel, a full replica per GPU; **ZeRO-1/2/3** (DeepSpeed): shard the optimizer states (P_os), also the gradients (P_os+g), also the parameters (P_os+g+p) over the data-parallel GPUs.
-# - **FSDP**: PyTorch's sharded data parallel; FULL_SHARD is ZeRO-3, SHARD_GRAD_OP ZeRO-2.
-# - **TP / PP**: tensor parallel (each matmul split over GPUs, Megatron) / pipeline parallel (consecutive layers per GPU).
-# - **1F1B, bubble**: the pipeline schedule (one forward, one backward); the bubble is the idle share (p-1)/(m+p-1) for p stages and m micro-batches.
-# - **Offload** (ZeRO-Offload, ZeRO-Infinity): states kept in host RAM or NVMe, moved over PCIe.
-# - **Activations, recompute**: tensors the forward saves for the backward; full recompute (gradient checkpointing) keeps only each layer's input and runs the forward again.
-# - **QLoRA**: LoRA adapters (rank r matrices beside each linear layer) trained on a frozen base stored in **NF4** (4-bit NormalFloat); **double quantization** also quantizes the per-block scales.
-# - **device_map**: the 4-bit layers spread over GPUs, one GPU working at a time; **FSDP-QLoRA**: the 4-bit base sharded FSDP style, all GPUs working.
-# - **MFU**: model FLOPs utilisation, the share of the GPU's peak FLOP/s a run achieves.
-# - **GB / GiB**: 1e9 / 2**30 bytes; a V100 "32GB" has 32 GiB.
+# - **Model states**: parameters, gradients and optimizer states (AdamW's fp32 moments m, v), all sized by the parameter count.
+# - **Mixed precision (fp16 AMP), loss scaling**: matmuls in fp16, master weights and optimizer in fp32; the loss is scaled up so small fp16 gradients do not underflow.
+# - **DDP / ZeRO-1/2/3 / FSDP**: a replica per GPU / shard the optimizer states, also the gradients, also the parameters (DeepSpeed) / PyTorch's sharding (FULL_SHARD = ZeRO-3).
+# - **TP / PP, bubble**: each layer's matrices split over GPUs (Megatron) / consecutive layers per GPU; the bubble is the time a stage waits.
+# - **Offload**: states kept in host RAM or NVMe (ZeRO-Offload, ZeRO-Infinity); **recompute**: keep each layer's input only and redo its forward in the backward.
+# - **QLoRA, NF4, device_map, FSDP-QLoRA**: LoRA adapters on a 4-bit NormalFloat base; the layers spread over GPUs one working at a time / the 4-bit base sharded, all working.
+# - **MFU**: the share of the GPU's peak FLOP/s a run achieves. **GB / GiB**: 1e9 / 2**30 bytes.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
@@ -153,7 +146,7 @@ P = m.num_params
 cap = usable_bytes(g)  # memlib.fit.usable_bytes: what torch.cuda reports as the card's total
 print(f"{fmt_count(P)} parameters; {g.name}: torch total {G(cap)}, bf16: {g.supports_bf16}")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
 s1_p, s1_low = f"{fmt_count(P)}", f"{1 - 65e9 / P:.1%}"
 s1_cap, s1_four = f"{G(cap)}", f"{G(N * cap)} = {GB(N * cap)}"
 s1_driver, s1_bf16 = f"{1 - cap / g.memory_bytes:.1%}", f"{'yes' if g.supports_bf16 else 'no'}"
@@ -166,8 +159,8 @@ s1_driver, s1_bf16 = f"{1 - cap / g.memory_bytes:.1%}", f"{'yes' if g.supports_b
 # %% [markdown]
 # ### Step 2 · Full fine-tuning keeps 16 bytes per parameter
 #
-# ✏️ **Back of the envelope.** fp16 weights 2 + fp16 gradients 2 + fp32 master copy 4 + Adam m 4
-# + Adam v 4 = 16 bytes. 65e9 × 16 B = **1.04 TB**, about 8× the 137 GB of the four cards. The
+# ✏️ **Back of the envelope.** fp16 weights 2 + fp16 gradients 2 + fp32 master copy 4 + Adam m
+# 4 + Adam v 4 = 16 bytes. 65e9 × 16 B = **1.04 TB**, about 8× the 137 GB of the four cards. The
 # seed's 780 GB is 12 bytes per parameter: it forgot the master copy.
 
 # %% tags=["nbval-check-output"]
@@ -175,7 +168,7 @@ states = zero_model_state_bytes(P, stage=0, dp=1)          # memlib.zero: (2 + 2
 seed_sum = zero_model_state_bytes(P, stage=0, dp=1, k=8)   # the seed's sum: K = 8 (m, v only)
 print(f"model states {fmt_bytes(states)} ({states // P} B/param); seed's sum {fmt_bytes(seed_sum)}")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
 s2_states, s2_bpp, s2_x = f"{fmt_bytes(states)}", f"{states // P}", f"{states / (N * cap):.1f}"
 s2_seed, s2_master = f"{GB(seed_sum)}", f"{GB(states - seed_sum)}"
 
@@ -203,7 +196,7 @@ for name, e in split.items():
     print(f"{name}: peak {G(e.peak_bytes)} per GPU, margin {fits(e, g).margin_gib:+,.0f} GiB")
 print(f"Megatron fp16 params + fp16 grads: {meg_fp16} B/param -> {G(meg_tp4)} per GPU at TP=4")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
 s3_z3 = f"{fmt_bytes(z3_states)}"
 s3_meg, s3_meg_gpu = f"{meg_fp16}", f"{G(meg_tp4)}"
 s3_tp_bpp = f"{split['TP=4'].model_state_bytes / (P / N):.0f}"
@@ -233,7 +226,7 @@ nv = nvme_plan.best
 print(f"{len(full_plan.feasible)} layouts fit, all offloading: {not no_offload_fits}; best peak "
       f"{G(best.estimate.peak_bytes)}/GPU, host {fmt_bytes(host)}; NVMe {G(N * nv.estimate.nvme_bytes)}")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
 s4_n, s4_peak, s4_host = f"{len(full_plan.feasible)}", f"{G(best.estimate.peak_bytes)}", f"{fmt_bytes(host)}"
 s4_bpp, s4_nvme = f"{host / P:.1f}", f"{G(N * nv.estimate.nvme_bytes)}"
 s4_tps = f"{nv.tokens_per_s_per_gpu:.0f}"
@@ -259,7 +252,7 @@ for p in qlora_plan.feasible:   # memlib.plan.plan(task="qlora") in the setup ce
     print(f"{p.describe().split(',')[0]}: peak {G(p.estimate.peak_bytes)}, margin {p.verdict.margin_gib:+.1f} GiB")
 print(f"adapters {adapters:,}; NF4 model {fmt_bytes(nf4)}")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
 s5_ad, s5_nf4 = f"{fmt_count(adapters)}", f"{fmt_bytes(nf4)}"
 s5_dm, s5_fsdp = f"{G(dm.estimate.peak_bytes)}", f"{G(fsdp.estimate.peak_bytes)}"
 s5_pencil, s5_over = f"{GB((nf4 + 16 * adapters) / N)}", f"{dm.estimate.peak_bytes / ((nf4 + 16 * adapters) / N) - 1:+.0%}"
@@ -289,7 +282,7 @@ print(f"{fpt / 1e9:.0f} GFLOP/token at {t_dm.mfu:.0%} MFU; job: device_map {N * 
       f"FSDP {N * t_fsdp.tokens_per_s_per_gpu:.0f} tokens/s; 10M tokens: {ten_m['device_map'].days * 24:.0f} h, "
       f"{ten_m['FSDP'].days * 24:.0f} h")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
 s6_fpt, s6_fpt_over = f"{fpt / 1e9:.0f}", f"{fpt / (6 * 65e9) - 1:+.0%}"
 s6_mfu, s6_bubble = f"{t_dm.mfu:.0%}", f"{t_dm.bubble_fraction:.0%}"
 s6_dm_job, s6_fsdp_job = f"{N * t_dm.tokens_per_s_per_gpu:.0f}", f"{N * t_fsdp.tokens_per_s_per_gpu:.0f}"
@@ -371,8 +364,8 @@ LAYOUT_NAME = {"device_map": "device_map", "fsdp": "FSDP-QLoRA"}
 mmb = {LAYOUT_NAME[p.estimate.setup.sharding]: max_micro_batch(p, GPU) for p in qlora_plan.feasible}  # memlib.plan
 print(mmb)
 
-# %%
-f1_mmb = "; ".join(f"{k} **{v}**" for k, v in mmb.items())
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f1_mmb = f"{'; '.join(f'{k} **{v}**' for k, v in mmb.items())}"
 f1_accum = f"{ACCUM}"
 
 # %% [markdown]
@@ -390,7 +383,7 @@ a100_min = min_gpus(MODEL, "a100-80gb")                               # memlib.p
 print(len(a100_plan.feasible), all(p.settings["offload"] != "none" for p in a100_plan.feasible), a100_min.count,
       f"{a100_min.best.verdict.margin_gib:+.1f} GiB")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
 f2_host = f"{fmt_bytes(N * a100_plan.best.estimate.host_bytes)}"
 f2_min, f2_margin = f"{a100_min.count}", f"{a100_min.best.verdict.margin_gib:+.1f} GiB"
 f2_range = f"{a100_min.count - 1}–{a100_min.count + 1}"

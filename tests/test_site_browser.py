@@ -180,12 +180,14 @@ def expected_pages() -> list[dict]:
         first_md = next(c.source for c in nb.cells if c.cell_type == "markdown")
         code = [c for c in nb.cells if c.cell_type == "code"]
         folded = sum(1 for c in code if "hide-input" in c.metadata.get("tags", []))
+        removed = sum(1 for c in code if "remove-input" in c.metadata.get("tags", []) and not c.get("outputs"))
         pages.append({
             "path": f"{nb_path.parent.name}/{nb_path.stem}.html",
             "title": _title_of_markdown(first_md),
             "charts": sum(1 for c in code for o in c.get("outputs", []) if "image/png" in o.get("data", {})),
-            "folded": folded, "open": len(code) - folded,
-            "topic": bool(re.match(r"\d\d_", nb_path.name)) and nb_path.parent.name == "notebooks",
+            "folded": folded, "open": len(code) - folded - removed,
+            "topic": bool(re.match(r"\d\d_", nb_path.name)) and nb_path.parent.name == "notebooks"
+                     and not nb_path.stem.endswith("_deep_dive"),
         })
     calc = nbformat.read(ROOT / "notebooks" / "calculator.ipynb", as_version=4)
     pages.append({"path": "notebooks/calculator.html",
@@ -386,13 +388,17 @@ def test_core_path_fits_twelve_screens_answer_first(stem, browser, site_url):
                        && /(auto|scroll)/.test(cs.overflowX);
             }).map(e => e.tagName + '.' + e.className);
             const top = art.getBoundingClientRect().top + scrollY;
-            return {height: art.getBoundingClientRect().bottom + scrollY - top, articleTop: top,
+            // the core path: question, answer, steps, charts, playground, follow-ups, pitfalls;
+            // it ends where section 10 (the deep dive) starts
+            const deep = h2.find(h => /^\s*10\.|Deep dive/.test(h.innerText));
+            const end = deep ? deep.getBoundingClientRect().top : art.getBoundingClientRect().bottom;
+            return {height: end + scrollY - top, articleTop: top,
                     answerTop: quote ? quote.getBoundingClientRect().top : null, scrollers,
                     pageWide: document.documentElement.scrollWidth > innerWidth};
         }""")
         problems = []
         if m["height"] > MAX_SCREENS * SCREEN_H:
-            problems.append(f"page is {m['height']:.0f} px tall ({m['height'] / SCREEN_H:.1f} screens, at most {MAX_SCREENS})")
+            problems.append(f"core path is {m['height']:.0f} px tall ({m['height'] / SCREEN_H:.1f} screens, at most {MAX_SCREENS})")
         if m["answerTop"] is None or m["answerTop"] > SCREEN_H - 40:
             problems.append(f"the 30-second answer starts at y={m['answerTop']}, not on the first screen")
         if m["scrollers"] or m["pageWide"]:

@@ -30,7 +30,7 @@ def _stored(nb_path: Path) -> dict:
 def _code_cells(nb: dict) -> tuple[int, int]:
     """(code cells tagged hide-input that show an output, other code cells)."""
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    hidden = [c for c in code if "hide-input" in c.get("metadata", {}).get("tags", [])]
+    hidden = [c for c in code if {"hide-input", "remove-input"} & set(c.get("metadata", {}).get("tags", []))]
     return sum(1 for c in hidden if c.get("outputs")), len(code) - len(hidden)
 
 

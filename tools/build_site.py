@@ -144,9 +144,9 @@ def deck_notebook(nb: dict) -> dict:
     for cell in deck["cells"]:
         md = cell.setdefault("metadata", {})
         slide_type = md.get("slideshow", {}).get("slide_type", "-")
-        if cell["cell_type"] == "code" and "hide-input" in md.get("tags", []):
+        if cell["cell_type"] == "code" and {"hide-input", "remove-input"} & set(md.get("tags", [])):
             if not cell.get("outputs") and slide_type in ("-", ""):
-                continue  # the setup cell: nothing to show
+                continue  # the setup cell, an inline-values cell: nothing to show
         if cell["cell_type"] == "markdown" and slide_type in ("-", "") and \
                 re.match(r"#{1,3} ", _md_source(cell).lstrip()):
             md.setdefault("slideshow", {})["slide_type"] = "subslide"
