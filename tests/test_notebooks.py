@@ -428,6 +428,11 @@ def test_fact_check_quotes_sources(py):
     minimum = 10 if py.stem[:2] in ("00", "01", "02", "03") else 8
     problems = fact_check_problems(tables, minimum)
     assert not problems, f"{py.name}: " + "; ".join(problems[:5])
+    if deep.exists():  # issue 19: a verdict reads without an emoji font ("✅ right", "❌ wrong")
+        for header, rows in tables:
+            v = [h.lower() for h in header].index("verdict")
+            bare = [r[0][:40] for r in rows if not re.search(r"[A-Za-z]{4,}", r[v])]
+            assert not bare, f"{deep.name}: verdicts without a word: {bare[:3]}"
 
 
 # --- the index ----------------------------------------------------------------------------------
