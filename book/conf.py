@@ -27,7 +27,7 @@ author = "memlib contributors"
 copyright = "memlib contributors"  # noqa: A001 (Sphinx's name)
 language = "en"
 
-extensions = ["myst_nb", "memlib_site"]
+extensions = ["myst_nb", "memlib_site", "memlib_inline"]
 root_doc = "index"
 exclude_patterns = ["**/.ipynb_checkpoints"]
 suppress_warnings = ["mystnb.unknown_mime_type"]

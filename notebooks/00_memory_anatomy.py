@@ -23,7 +23,7 @@
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
-# %% tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
 import json
 import statistics
@@ -131,8 +131,7 @@ display(Markdown(
 # ✏️ **Back of the envelope.** LLaMA-7B: about 7e9 parameters. One bf16 copy: 7e9 × 2 B = 14 GB;
 # one fp32 copy: 28 GB.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 model = memlib.get_model(MODEL)     # memlib.get_model: counts the parameters tensor by tensor
 N = model.num_params
 est_bf16 = memlib.estimate_training(MODEL, seq_len=SEQ, precision="bf16")   # memlib.estimate_training
@@ -152,8 +151,7 @@ display(Markdown(
 # ✏️ **Back of the envelope.** fp32 weights 4 + fp32 gradients 4 + Adam m 4 + Adam v 4 = 16 B.
 # 7e9 × 16 B = **112 GB**, more than an 80 GB card before a single activation.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 SETUPS = {
     "bf16-mixed AdamW (PyTorch AMP)": dict(precision="bf16-mixed"),
     "fp32 AdamW": dict(precision="fp32"),
@@ -196,8 +194,7 @@ display(Markdown(
 # attention kernel drops the 5as²b term. s = 2048, b = 1, h = 4096: 34 × 2048 × 4096 ≈ 290 MB per
 # layer, × 32 layers ≈ **9 GB**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 tokens = est.setup.tokens
 sbh = tokens * model.hidden_size
 k_sel = activations.korthikanti_layer_bytes(SEQ, 1, model.hidden_size, model.num_heads, recompute="selective")
@@ -221,8 +218,7 @@ display(Markdown(
 # backward: about 6.5e9 × 2 B = **13 GB**. The logits: 2048 tokens × 32,000 words × 4 B (fp32) =
 # **0.26 GB** per copy; the loss keeps a few.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print({k: fmt_bytes(v) for k, v in at_loss.items() if v})   # memlib: what is alive at the end of the forward
 print(f"logits and loss at the start of the backward: "
       f"{fmt_bytes(next(mo for mo in est.moments if mo.where.startswith('start')).parts['logits_and_loss'])}")
@@ -243,8 +239,7 @@ display(Markdown(
 # activations 15 + copies 13 = **109 GB**. Optimizer step: all 16 B (108 GB) + torch's default
 # (foreach) AdamW, which holds a temporary copy of v: 4 B × 6.7e9 = 27 GB, **135 GB**. The step wins.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 SHORT = {"at the loss (log-softmax over the vocabulary)": "forward: loss",
          "inside the last decoder layer": "forward: last layer",
          "start: gradient of the loss over the vocabulary": "backward: loss grad",
@@ -290,8 +285,7 @@ display(Markdown(
 # peak of 135 GB is 126 GiB: it does not fit. Pure bf16 AdamW (2 + 2 + 4 + 2 for the foreach copy =
 # 10 B) is 67 GB = 63 GiB: it does.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 a100, v100 = memlib.get_gpu("a100-80gb"), memlib.get_gpu("v100-32gb")
 card = usable_bytes(a100)   # memlib.fit.usable_bytes: what torch reports as total
 print(f"A100 80GB: nominal {fmt_bytes(a100.memory_bytes)}, torch {fmt_bytes(card)}")
@@ -385,8 +379,7 @@ Playground(model="llama-7b", gpu="a100-80gb")
 #
 # ### What changes with pure bf16 AdamW? With 8-bit AdamW? With SGD?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 e7_8 = bar_estimates["bf16-mixed\n8-bit AdamW"]
 alts = {"bf16-mixed AdamW": est, "pure bf16 AdamW": est_bf16,
         "bf16-mixed 8-bit AdamW": e7_8, "pure bf16 8-bit AdamW": bar_estimates["bf16\n8-bit AdamW"],
@@ -409,8 +402,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why is the peak sometimes in the backward, sometimes in the optimizer step?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 def bwd_vs_opt(e):
     bwd = max((mo for mo in e.moments if mo.name == "backward"), key=lambda mo: mo.total)
     opt = next(mo for mo in e.moments if mo.name == "optimizer")
@@ -438,8 +430,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How much does sequence length matter?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 eager = {s: memlib.estimate_training(MODEL, seq_len=s, precision="bf16", attention="eager").layer.total
          for s in (SEQ, 2 * SEQ)}
 sdpa = {s: memlib.estimate_training(MODEL, seq_len=s, precision="bf16").layer.total for s in (SEQ, 2 * SEQ)}
@@ -456,8 +447,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 梯度检查点具体节省多少显存？ How much does checkpointing save? (seed 001's follow-up)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 acts7, acts7_rc = at_loss["activations"], est_rc.moments[0].parts["activations"]
 print(f"activations at the loss: none {gb(acts7):.2f} GB, full {gb(acts7_rc):.2f} GB; peak {gb(est.peak_bytes):.1f} "
       f"-> {gb(est_rc.peak_bytes):.1f} GB ({est_rc.phase})")
@@ -473,8 +463,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why does LLaMA-3-8B need more than LLaMA-7B beyond its parameters?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 l3 = memlib.estimate_training("llama-3-8b", seq_len=SEQ)
 print(f"logits and loss at the loss: llama-7b {gb(at_loss['logits_and_loss']):.2f} GB, "
       f"llama-3-8b {gb(l3.moments[0].parts['logits_and_loss']):.2f} GB")
@@ -509,8 +498,7 @@ display(Markdown(
 # parameter counts (LLaMA-7B; LLaMA-65B for seed 000's "Vicuna-65B", a Vicuna-style SFT of it),
 # sequence 2048, micro-batch 1.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 m65 = memlib.get_model("llama-65b")
 N65 = m65.num_params
 e65 = memlib.estimate_training(m65, seq_len=SEQ)                       # PyTorch AMP
@@ -606,8 +594,7 @@ display(Markdown(markdown_table(rows, ["claim (as written)", "source", "memlib",
 # Both numbers circulate. Each is a real count of something, just not of mixed-precision AdamW's
 # model states.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 momentum = per_param["bf16-mixed SGD + momentum"]
 twelve = {
     "16-bit weights + 16-bit grads + Adam m, v (forgets the fp32 master; seed 000's 2+2+8)":
@@ -657,8 +644,7 @@ display(Markdown(
 # (`memlib.activations.llama_layer_ledger`); `memlib.activations.korthikanti_layer_bytes` is the
 # classic GPT-layer formula (Korthikanti et al. 2022, Sec. 4), 16-bit activations with dropout masks.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 rows = [(f"`{name}`", why, f"{nbytes / 1e6:.1f}", f"{nbytes / sbh:.2f}") for name, nbytes, why in est.layer.items]
 rows.append(("**one layer**", "sum", f"**{est.layer.total / 1e6:.1f}**", f"**{est.layer.total / sbh:.2f}**"))
 table_layer = markdown_table(rows, ["tensor kept for backward", "why", "MB", "bytes per token per hidden unit (x sbh)"])
@@ -709,8 +695,7 @@ display(Markdown(
 # `validation/results.json` holds peaks measured from real PyTorch training steps of transformers'
 # own model classes; `memlib.measured.estimate_case` turns each recorded case into the matching estimate.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 results = json.loads(Path("../validation/results.json").read_text())
 errors = []
 for case in results["cases"]:

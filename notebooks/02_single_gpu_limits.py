@@ -21,7 +21,7 @@
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
-# %% tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
@@ -199,8 +199,7 @@ display(Markdown(
 # ✏️ **Back of the envelope.** 80 GiB = 80 × 1.074 = 86 GB. Keep ~0.5 GB for the CUDA context and
 # ~5% for the allocator: a tensor peak of about **80 GB** fits.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.get_gpu: the nominal capacity and what torch reports (torch.cuda.get_device_properties().total_memory);
 # memlib.fit.max_peak_bytes: the largest tensor peak memlib.fits accepts (CUDA context + allocator headroom)
 pencil_peak = 80e9  # the pencil's figure above
@@ -233,8 +232,7 @@ display(Markdown(
 # + m 4 + v 4 = **16 B/param** (PyTorch AMP stores 4 + 4 + 8: the same 16). 7e9 × 16 B = **112 GB**:
 # more than the 80 GB of step 1 before a single activation.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.estimate_training(llama-7b): PyTorch AMP (bf16-mixed) with torch's default foreach AdamW
 amp7 = estimate("full · AdamW", M7)
 N7 = M7.num_params
@@ -271,8 +269,7 @@ display(Markdown(
 # (Korthikanti et al.): 34 × 2048 × 1 × 4096 ≈ 0.29 GB, × 32 layers ≈ **9 GB**. Full recompute keeps
 # each layer's input (2·s·b·h = 17 MB × 32 = 0.5 GB) plus one rebuilt layer (0.29 GB): **≈ 0.8 GB**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib's LLaMA layer ledger (Estimate.layer, memlib.activations) against Korthikanti et al.'s GPT layer
 # (memlib.activations.korthikanti_layer_bytes; "selective" drops the 5as^2b scores, as sdpa does)
 rc7 = estimate_training(M7, SEQ, MB, recompute="full")
@@ -314,8 +311,7 @@ display(Markdown(
 # = 10 B/param → 7e9 × 10 = 70 GB, + ~1 GB of recomputed activations ≈ **71 GB < 80 GB: fits**.
 # ZeRO-1 on one GPU divides the optimizer by dp = 1: nothing.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # one memlib.estimate_training per item; the verdict is memlib.fits on an A100 80GB
 pencil_8bit = 71e9  # the pencil's figure above
 MENU = {
@@ -364,8 +360,7 @@ display(Markdown(
 # full AdamW 20 → **4B**; 8-bit AdamW 10 → **8B**; ZeRO-Offload and LoRA, 16-bit weights 2 → **40B**;
 # QLoRA, NF4 ≈ 0.55 → **145B**; serving bf16 2 → **40B**, int4 ≈ 0.55 → **145B**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.models.llama_like.largest_size_that_fits: the largest interpolated shape memlib.fits (to 1%)
 PENCIL_LARGEST = {"full · AdamW": 4e9, "full · 8-bit AdamW + recompute": 8e9, "full · ZeRO-Offload + recompute": 40e9,
                   "LoRA + recompute": 40e9, "QLoRA + recompute": 145e9, "serve · bf16": 40e9,
@@ -410,8 +405,7 @@ display(Markdown(
 # ~0.9 s; Adam on the CPU at ~5e9 parameters/s: ~1.4 s. Compute with recompute: 8 × 7e9 × 2048
 # ≈ 1.1e14 FLOP at 40% of 312 TFLOP/s ≈ 0.9 s. Total ≈ 3.2 s: **≈ 3.5× the compute**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.step_time: compute at memlib.timing.DEFAULT_MFU, PCIe at the catalog's host link, CPU Adam at
 # memlib.timing.CPU_ADAM_PARAMS_PER_S (one node's rate), no overlap. Baseline: plain AMP where it fits, else compute.
 pencil_slowdown = 3.5  # the pencil's figure above
@@ -492,8 +486,7 @@ Playground(model="llama-7b", gpu=A100)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 1: 如果我用 RTX 4090（24GB），能训多大的模型？48 GB、80 GB 的卡呢？ (24, 48 and 80 GB cards)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.models.llama_like.largest_size_that_fits per card, against what torch reports (memlib.gpus torch_total_mib)
 CARDS = ["rtx-4090", "rtx-a6000", "l40s", "a100-80gb", "h100-80gb", "h200"]
 SHOW = ["full · 8-bit AdamW + recompute", "full · ZeRO-Offload + recompute", "LoRA + recompute", "QLoRA + recompute",
@@ -519,8 +512,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2: 单卡场景下 ZeRO-3 有用吗？ (Does ZeRO-3 help on one GPU?)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 same = [estimate_training(M7, SEQ, MB, zero_stage=z, dp=1).peak_bytes for z in (0, 1, 2, 3)]
 inf = estimate_training(M7, SEQ, MB, recompute="full", zero_stage=3, offload="optimizer+params")
 print("ZeRO-0..3 on one GPU, peaks equal:", len(set(same)) == 1, fmt_bytes(same[0]))
@@ -537,8 +529,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 3: 梯度检查点具体节省多少显存？代价是什么？ (What does checkpointing save at the peak, and cost?)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 f_none = memlib.flops_per_token(M7, SEQ, "none")
 f_full = memlib.flops_per_token(M7, SEQ, "full")
 e8_norc = estimate_training(M7, SEQ, MB, optimizer="adamw-8bit")
@@ -561,8 +552,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How long a sequence can llama-7b LoRA/QLoRA take on an RTX 4090?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 longest = {}
 for label, recipe in (("LoRA", "LoRA + recompute"), ("QLoRA", "QLoRA + recompute")):
     kw = dict(seq_len=SEQ, micro_batch=MB, finetune=recipe.split()[0].lower(), recompute="full", **LORA)
@@ -581,8 +571,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How many users can an RTX 4090 serve llama-2-7b to at a 4k context?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 serve = {w: memlib.max_batch("llama-2-7b", "rtx-4090", context_len=4096, weights=w) for w in ("bf16", "int4-awq")}
 l2 = memlib.get_model("llama-2-7b")
 kv_tok = estimate_inference(l2, batch=1, context_len=4096).kv_bytes_per_token
@@ -600,8 +589,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Which single GPU fully fine-tunes llama-13b, and how?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 m13 = memlib.get_model("llama-13b")
 opts13 = {
     "AMP AdamW + recompute": dict(recompute="full"),
@@ -632,8 +620,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### LoRA with checkpointing: what must you set, and what does sequence packing save?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.estimate_training: llama-7b LoRA on an RTX 4090, with and without recompute; four 512-token samples
 # padded to 2,048 each (micro-batch 4) against packed into one 2,048-token row (micro-batch 1)
 lora_norc = estimate_training(M7, SEQ, MB, finetune="lora", **LORA)
@@ -656,8 +643,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Memory is not the only limit: how long does one GPU take, and which GPUs run bf16?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.cost.training_run: 6N + attention FLOPs per token (memlib.flops_per_token) / (dense peak x MFU)
 from memlib import cost  # noqa: E402
 
@@ -679,8 +665,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### nvidia-smi says 81,920 MiB, torch says less, and my job OOMs below both: why?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 rows = [(g.display_name, f"{g.memory_gib:.0f} GiB", f"{g.reported_total_mib:,} MiB" if g.reported_total_mib else "—",
          f"{g.torch_total_mib:,} MiB", f"{gib(max_peak_bytes(g)):.1f} GiB")
         for g in map(memlib.get_gpu, ("rtx-4090", "l40s", "a100-80gb", "h100-80gb", "h200"))]
@@ -740,8 +725,7 @@ display(Markdown("\n".join([
 # ✅ within 10% of memlib's figure (or the same yes/no), ⚠️ within 30%, ❌ beyond; a claim with a
 # figure and a conclusion is ⚠️ when one part is right and another is not (`memlib.claims.overall`).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 eight7 = e8.counts["optimizer_bytes"]
 e13 = estimate_training(m13, SEQ, MB)
 h200_13 = fits(estimate_training(m13, SEQ, MB, optimizer="adamw-8bit", recompute="full"), "h200")
@@ -876,8 +860,7 @@ display(Markdown(fact_table))
 # ZeRO paper's, which memlib uses for any integer `zero_stage` over more than one GPU) keeps 16-bit
 # weights and gradients and counts the fp32 master copy with the optimizer (K = 12). Same total.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 rows = [(label, *(f"{gb(x):.1f} GB ({x / N7:.0f} B/param)" for x in trio), f"{gb(sum(trio)):.1f} GB")
         for label, trio in (("PyTorch AMP (bf16-mixed)", (P_amp, G_amp, O_amp)),
                             ("DeepSpeed (16-bit + fp32 master)", (P_ds, G_ds, O_ds)))]
@@ -903,8 +886,7 @@ sweep(seqs, seq_series, gpu=A100, xlabel="sequence length (tokens), batch 1", ax
       title="llama-7b full fine-tuning, AMP + 8-bit AdamW")
 plt.show()
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 longest8 = {}
 for rc in ("none", "full"):
     kw = dict(seq_len=SEQ, micro_batch=MB, optimizer="adamw-8bit", recompute=rc)

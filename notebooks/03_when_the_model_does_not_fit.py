@@ -21,7 +21,7 @@
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
-# %% tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
@@ -162,8 +162,7 @@ display(Markdown(
 # circulating answer's "14 + 14 + 28 = 56 GB" is pure 16-bit training, 8 B/param × 7e9 = **56 GB**,
 # which almost nobody runs (small updates vanish in 16-bit weights).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.estimate_training: the seed's pure-fp16 layout and PyTorch AMP (bf16-mixed, foreach AdamW)
 pencil_amp, pencil_fp16 = 112e9, 56e9  # the pencil's figures above
 fp16_pure = train7(precision="fp16")
@@ -192,8 +191,7 @@ display(Markdown(
 # (fp32 master, m, v) bytes per parameter. On 8 GPUs: DDP 16 B → 112 GB; ZeRO-1 2 + 2 + 12/8 = 5.5 B →
 # **39 GB**; ZeRO-2 2 + 14/8 = 3.75 B → **26 GB**; ZeRO-3 16/8 = 2 B → **14 GB** per GPU.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.zero.zero_model_state_bytes (ZeRO paper, Figure 1) and the per-GPU peak of memlib.estimate_training
 N = 8
 pencil_zero = {0: 112e9, 1: 39e9, 2: 26e9, 3: 14e9}  # the pencil's figures above
@@ -230,8 +228,7 @@ display(Markdown(
 # (12 GB each) and all-gathers the updated weights once per step (12 GB): 24 GB at 1 micro-batch, ~110 GB
 # at 8. ZeRO-1 reduces once per step: 24 GB whatever the accumulation.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.timing.dp_collectives: each scheme's collectives per optimizer step, per GPU (ring volumes);
 # ds_bucket_allreduce=True is DeepSpeed's default since v0.12.4 (an all-reduce of each gradient bucket),
 # False the ZeRO paper's reduce-scatter
@@ -279,8 +276,7 @@ display(Markdown(
 # × 32 layers ≈ **9 GB**. Full recompute keeps 2·s·b·h per layer plus one rebuilt layer: **≈ 0.8 GB**, for
 # one extra forward: 8Ψ instead of 6Ψ FLOPs per token, **+33%**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.estimate_training(recompute=...) on 8 GPUs under ZeRO-3 (where activations are what is left);
 # memlib.timing.flops_per_token (PaLM's 6N + 12LHQT; a second forward adds 2N + 4LHQT)
 pencil_act = {"none": 9e9, "full": 0.8e9}  # the pencil's figures above
@@ -314,8 +310,7 @@ display(Markdown(
 # 2,048-token sequence, on the critical path. PP = 8 gives each GPU 4 layers; with 64 micro-batches the
 # bubble is 7/(64 + 7) ≈ **10%**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # the same global batch of 64 sequences on 8 A100s: ZeRO-3 (dp=8, 8 micro-batches each), TP=8, PP=8 (64 micro-batches)
 GBS = 64
 lay = {
@@ -376,8 +371,7 @@ display(Markdown(
 # updates all 7e9 parameters: **~1.4 s per step**, whatever the number of GPUs on the node. Compute
 # of one 2k sequence per GPU ≈ 0.7 s, so ~3× at one micro-batch.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.estimate_training(offload=..., offload_device=...) and memlib.step_time on 8 A100s at 1 and 8 micro-batches
 off_kw = {
     "ZeRO-3": dict(),
@@ -431,8 +425,7 @@ display(Markdown(
 # K and V × 32 layers × 4096 × 2 B = **0.5 MB**; a 4k-token sequence **2.1 GB**; batch 8 **17 GB**, more than
 # the int4 weights.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.estimate_inference per weight format (7B, batch 1 and 8, context 4096); memlib.fits on an RTX 4090
 pencil_int4, pencil_kv_tok = 3.5e9, 0.5e6  # the pencil's figures above
 serve = {w: memlib.estimate_inference(M7, batch=1, context_len=CTX, weights=w)
@@ -477,8 +470,7 @@ display(Markdown(
 # no. ZeRO-Offload leaves the 16-bit weights, 14 GB, + activations: yes. LoRA: 14 GB of frozen 16-bit base:
 # yes. QLoRA: ~4 GB of NF4 base: yes, with room to spare.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # Recipe: full fine-tuning of 7B on one RTX 4090 (24 GB), sequence 2048, micro-batch 1
 recipe_1gpu = {
     "1. bf16 mixed precision": dict(),
@@ -583,8 +575,7 @@ Playground(model="llama-13b", gpu="a100-80gb", count=4)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 1: ZeRO-3 和模型并行（TP/PP）有什么区别？什么时候该用哪个？ (seed)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # 13B on 8 A100s, global batches of 8 and 64 sequences: memory, traffic and time of each layout
 fu1 = {"ZeRO-3": lambda g: dict(zero_stage=3, dp=8, grad_accum=g // 8), "TP=8": lambda g: dict(tp=8, grad_accum=g),
        "PP=8": lambda g: dict(pp=8, grad_accum=g), "TP=2 × ZeRO-3 dp=4": lambda g: dict(tp=2, zero_stage=3, dp=4,
@@ -618,8 +609,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Under ZeRO-3, a bigger micro-batch or more accumulation?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # 13B on 8 A100s, 8 sequences per GPU per step, split as micro-batch x accumulation
 rows, mb_fits = [], {}
 for mb, ga in ((1, 8), (2, 4), (4, 2), (8, 1)):
@@ -646,8 +636,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How do FSDP's strategies map to ZeRO stages?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # 7B on 8 A100s, 8 micro-batches per step: DeepSpeed stages vs FSDP2 strategies (memlib.estimate_training, step_time)
 pairs = [("DDP", 0, "NO_SHARD"), ("ZeRO-2 ≈ SHARD_GRAD_OP", 2, "SHARD_GRAD_OP"), ("ZeRO-3 ≈ FULL_SHARD", 3, "FULL_SHARD")]
 rows, peaks = [], {}
@@ -674,8 +663,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How few A100 80GB can fully fine-tune 13B, or 70B, without offload?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.plan.min_gpus: the fewest GPUs with a feasible layout (tp, pp, ZeRO, recompute), and how it searched
 need = {m: min_gpus(m, A100) for m in (M13, M70)}
 for m, r in need.items():
@@ -703,8 +691,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 3: 只有单卡 12GB 显存，要训练 7B 模型，具体怎么做？延迟多少？ (seed)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.plan on one RTX 3080 12GB (Ampere: bf16), then QLoRA as the alternative
 r3080 = plan(M7, RTX3080, 1, seq_len=SEQ, grad_accum=1)
 best3080 = r3080.best
@@ -738,8 +725,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### QLoRA of a 70B on two 24 GB cards?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.plan(task="qlora"): DDP replicas, device_map over the GPUs (the QLoRA reference code), FSDP-QLoRA (with and
 # without FSDP's CPU offload)
 q70 = plan(M70, RTX4090, 2, task="qlora", lora_targets="all-linear")
@@ -769,8 +755,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 5: 重计算、ZeRO、offload 分别在峰值时刻省了多少显存，花了多少时间？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # 7B on 8 A100s, 8 micro-batches per step: each technique's peak moment and what is alive there (est.moments)
 base8 = train7(zero_stage=2, dp=8, grad_accum=8)
 techniques = {
@@ -836,8 +821,7 @@ display(Markdown("\n".join([
 # ❌ beyond; `memlib.claims.overall` for claims with several parts), except the two rows marked ➖,
 # which memlib does not compute.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 cv = claim_verdict
 P13 = memlib.get_model(M13).num_params
 z3_per_mb = {m: memlib.step_time(memlib.estimate_training(m, seq_len=SEQ, zero_stage=3, dp=8), A100).dp_comm_bytes
@@ -970,8 +954,7 @@ display(Markdown(fact_table))
 # 32k tokens = 10.7 GB) ≈ 81 GB: no. int4 ≈ 35 + 11 = **46 GB: yes**. bf16 over TP = 2: 70 + 5 = **75 GB:
 # barely**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # Serving LLaMA-2-70B on A100 80GB, batch 8 × 4096: memlib.estimate_inference per GPU, memlib.max_batch
 pencil_int4_70, pencil_tp2_70 = 46e9, 75e9  # the pencil's figures above
 recipe_serve = {
@@ -1008,8 +991,7 @@ display(Markdown(
 # default and the ZeRO paper's reduce-scatter: each collective, its bytes per GPU, how often, and whether
 # the compute can hide it.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for st in (1, 2, 3):
     e = train7(zero_stage=st, dp=8, grad_accum=8)
     for label, flag_ in (("default", True), ("paper", False)):

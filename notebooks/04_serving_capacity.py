@@ -23,7 +23,7 @@
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
-# %% tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
@@ -152,8 +152,7 @@ display(Markdown(
 # of which the process sees a bit less. A100: ~2 TB/s of HBM bandwidth; H100 SXM: ~3.35 TB/s (the
 # H100 of an 8-GPU HGX server; the PCIe card has 2 TB/s).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 m = get_model(MODEL)                            # memlib.get_model: Meta's config.json shapes
 a100, h100 = get_gpu(A100), get_gpu(H100)       # memlib.get_gpu
 cap_a100, cap_h100 = usable_bytes(a100), usable_bytes(h100)  # memlib.fit.usable_bytes: what torch reports
@@ -178,8 +177,7 @@ display(Markdown(
 # or int8; × ½ byte = **35 GB** in int4. Already: bf16 does not fit one 80 GB card; fp8 or int8
 # barely does, with ~15 GB left for everything else.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.inference.quantized_linear_bytes: one MLP matrix (8192 -> 28672), every buffer of each format
 mlp_numel = m.hidden_size * m.intermediate_size
 per_param = {k: quantized_linear_bytes(m.hidden_size, m.intermediate_size, f) / mlp_numel for k, f in FORMATS.items()}
@@ -210,8 +208,7 @@ display(Markdown(
 # = **327,680 B ≈ 0.33 MB**. One 8k chat: 0.33 MB × 8,192 ≈ **2.7 GB**. The common slip is to use
 # the 64 query heads (or the hidden size 8,192): 8× too much, 2.6 MB per token.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 kv_tok = kv_bytes_per_token(m)                              # memlib.inference.kv_bytes_per_token (bf16)
 kv_tok_fp8 = kv_bytes_per_token(m, kv_cache="fp8")          # vLLM --kv-cache-dtype fp8
 kv_mha = gqa_kv_bytes_per_token(m.num_layers, m.num_heads, m.head_dim)  # as if every head had its own K, V
@@ -234,8 +231,7 @@ display(Markdown(
 # reserves the full 8k for every chat instead wastes everything the chat does not use: a chat that ends
 # at 2,000 tokens leaves 6,192 / 8,192 ≈ **76%** of its reservation empty.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 worst = paged_kv_waste_bytes(CTX - VLLM_BLOCK_SIZE + 1, kv_tok)  # memlib.serving.paged_kv_waste_bytes: 15 empty slots
 short = paged_kv_waste_bytes(100, kv_tok)                         # a 100-token chat: 7 blocks, 12 empty slots
 reserved, used = kv_cache_bytes(m, 1, CTX), kv_cache_bytes(m, 1, 2000)  # contiguous pre-allocation
@@ -259,8 +255,7 @@ display(Markdown(
 # 141 / 8 ≈ **17.6 GB** and **41 KB per token** per GPU. tp cannot exceed the 8 KV heads without
 # copying them.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 tp_est = {tp: estimate_inference(m, 1, CTX, weights="bf16", tp=tp) for tp in (1, 2, 4, 8)}  # memlib.estimate_inference
 for tp, e in tp_est.items():
     print(f"tp={tp}: weights per GPU {GB(e.weight_bytes, 2)}, KV per token per GPU {e.kv_bytes_per_token:,} B; "
@@ -285,8 +280,7 @@ display(Markdown(
 # once (T = 57,344, what HF `generate` does) would be 28× that, ≈ **7 GB**. A decode step has one token
 # per chat: negligible.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 chunk_a100, chunk_h100 = vllm_default_max_num_batched_tokens(A100), vllm_default_max_num_batched_tokens(H100)
 chunked = estimate_inference(m, 7, CTX, weights="bf16", tp=2, prefill_tokens=chunk_a100)  # vLLM: chunked prefill
 whole = estimate_inference(m, 7, CTX, weights="bf16", tp=2)                              # HF generate: all at once
@@ -311,8 +305,7 @@ display(Markdown(
 # 1.34 GB per GPU: **≈ 7 chats**. With fp8 or int8 weights (~36 GB per GPU) ≈ **32**; with an fp8 cache
 # on top, ≈ **65**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.max_batch: the largest batch whose estimate memlib.fits() both GPUs (peak + 0.5 GiB context + 5%)
 a100_rows = {(k, kv): chats(A100, 2, f, kv) for k, f in FORMATS.items() for kv in ("bf16", "fp8")}
 for (k, kv), n in a100_rows.items():
@@ -341,8 +334,7 @@ display(Markdown(
 # ≈ **4 chats** in bf16. The 10% it leaves is twice memlib's 5% headroom, and on a tight fit that is
 # half the chats.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.serving: vLLM's Worker.determine_available_memory and its "Maximum concurrency" log
 budget = {k: vllm_kv_cache_budget_bytes(m, A100, weights=f, tp=2) for k, f in FORMATS.items()}
 conc = {k: vllm_max_concurrency(m, A100, CTX, weights=f, tp=2) for k, f in FORMATS.items()}
@@ -381,8 +373,7 @@ display(Markdown(
 # of context, prefill and headroom leave ≈ 500 GB: ÷ 2.7 GB per chat ≈ **185 chats**. Two replicas store the
 # weights twice: 680 − 282 − 40 ≈ 360 GB ≈ **130 chats**. Memory says tp = 8.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 h100_rows = {}
 for k, f, kv in (("bf16", "bf16", "bf16"), ("bf16", "bf16", "fp8"), ("fp8", "fp8-block", "fp8")):
     one_group = chats(H100, 8, f, kv)            # memlib.max_batch, tp=8 over all eight GPUs
@@ -413,8 +404,7 @@ display(Markdown(
 # GPU reads 17.6 + 185 × 2.7 / 8 ≈ 80 GB per step ≈ 24 ms → **≈ 42 tokens/s per chat**, 185 × 42 ≈
 # **7,800 tokens/s** in all. On 2 × A100 (bf16, 7 chats): ≈ 80 GB ÷ 2.04 TB/s ≈ 39 ms → **≈ 25 tokens/s**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 dec = {
     "2 x A100, tp=2, bf16, 1 chat": decode_bound(m, A100, 1, CTX, weights="bf16", tp=2),  # memlib.serving.decode_bound
     f"2 x A100, tp=2, bf16, {n_bf16} chats": decode_bound(m, A100, n_bf16, CTX, weights="bf16", tp=2),
@@ -446,8 +436,7 @@ display(Markdown(
 # **Per-GPU memory at the largest batch that fits.** Look at how small the cache slice is on the A100s
 # in bf16, and how the weights shrink from left to right while the cache grows into the room.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 layouts_a100 = {"bf16": ("bf16", "bf16"), "fp8": ("fp8-block", "bf16"), "fp8 + fp8 KV": ("fp8-block", "fp8")}
 at_max_a100 = {lab: estimate_inference(m, max(chats(A100, 2, w, kv), 1), CTX, weights=w, kv_cache=kv, tp=2,
                                        prefill_tokens=chunk_a100) for lab, (w, kv) in layouts_a100.items()}
@@ -469,8 +458,7 @@ plt.show()
 # Look at the slope: the count halves each time the context doubles, and at 128k even eight H100s hold
 # only a dozen chats in bf16.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 contexts = [2**k for k in range(10, 18)]
 sweep_setups = {"8×H100 tp8 bf16": (H100, 8, "bf16", "bf16"), "8×H100 tp8 fp8+fp8KV": (H100, 8, "fp8-block", "fp8"),
                 "2×A100 tp2 fp8+fp8KV": (A100, 2, "fp8-block", "fp8"), "2×A100 tp2 bf16": (A100, 2, "bf16", "bf16")}
@@ -490,8 +478,7 @@ plt.show()
 # curves of total tokens/s: both rise with the batch because the weights are read once per step for
 # everyone; the tp = 8 group goes further because it holds more chats.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 batches = [1, 2, 4, 8, 16, 32, 64, 128, t8]
 b4 = chats(H100, 4, "bf16")  # each tp=4 replica holds at most this many: the pair stops at 2 x b4
 
@@ -531,8 +518,7 @@ ServingPlayground(model=MODEL, gpu=A100, tp=2)
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why does GQA matter so much here? · 为什么 GQA 这么重要？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 mha = m.with_(name="llama-3-70b with 64 KV heads", num_kv_heads=m.num_heads)  # the same model, one K, V per head
 mha_chats = chats(H100, 8, "bf16", model=mha)
 print(f"KV per token {kv_bytes_per_token(mha):,} B; chats on 8 x H100 tp=8: {mha_chats} (GQA: {t8})")
@@ -547,8 +533,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What changes at 128k context? · 上下文到 128k 会怎样？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 long = 131072
 per_long = kv_cache_bytes(m31, 1, long)
 long_rows = {lab: chats(g, tp, w, kv, context=long, model=m31) for lab, (g, tp, w, kv) in sweep_setups.items()}
@@ -565,8 +550,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What does speculative decoding cost in memory? · 投机解码要多少显存？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 draft = get_model("llama-3.1-8b")  # a typical draft model for Llama-3.x-70B
 draft_w = estimate_inference(draft, 1, CTX, weights="bf16", tp=8).weight_bytes   # its weights per GPU at tp=8
 draft_kv = kv_bytes_per_token(draft, tp=8) / kv_bytes_per_token(m, tp=8)          # its cache per token, relative
@@ -582,8 +566,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What does prefix caching buy? · 前缀缓存能省多少？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 PREFIX = 2048  # a system prompt every chat shares
 plain = vllm_max_concurrency(m, H100, CTX, weights="bf16", tp=8)
 shared = vllm_max_concurrency(m, H100, CTX - PREFIX, weights="bf16", tp=8)  # each chat stores only its own part
@@ -599,8 +582,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Worst case or average: how many users does the server really take?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # worst case: every chat reserves 8k tokens (chats); average: chats of 2k tokens; memlib.serving.decode_bound for
 # the speed, memlib.cost.conventions.littles_law_arrival_rate for the requests per second (L = λ·W)
 from memlib.cost.conventions import littles_law_arrival_rate  # noqa: E402
@@ -661,8 +643,7 @@ display(Markdown("\n".join([
 # against memlib (✅ right within 3% · ⚠️ partly right or within 25% · ❌ wrong). The verdict is computed
 # from the two figures.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 def verdict(claimed, actual, close=0.03, partly=0.25):
     """✅ within `close`, ⚠️ within `partly`, ❌ beyond (relative to memlib's figure)."""
     off = abs(claimed / actual - 1)
@@ -747,8 +728,7 @@ display(Markdown(markdown_table(facts, ["claim (source)", "memlib", "verdict", "
 # Per GPU, at 8k context: weights, cache per chat, the chats memlib.max_batch fits, what vLLM's default
 # reservation admits, and the decode limit at that many chats.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ledger = []
 for (g, tp, label) in ((A100, 2, "2 × A100, tp 2"), (H100, 8, "8 × H100, tp 8"), (H100, 4, "8 × H100, 2 × tp 4")):
     replicas = 2 if label.endswith("2 × tp 4") else 1

@@ -21,7 +21,7 @@
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
-# %% tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
 import json
 import math
@@ -149,8 +149,7 @@ display(Markdown(
 # 671e9. A token uses 8 of 256 routed experts: 654e9 x 8 / 256 ≈ 20e9, plus the ~17e9 everything
 # else has, ≈ **37e9** active.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 m = get_model(MODEL)            # memlib.get_model: counted tensor by tensor, equal to transformers' count
 experts = routed_expert_params(m)  # memlib.moe.routed_expert_params
 pencil = {"routed": 654e9, "rest": 17e9, "active": 37e9}   # the round numbers above
@@ -180,8 +179,7 @@ display(Markdown(
 # Over 8 GPUs: 671 / 8 ≈ **84 GB per GPU**, well under an H200's ~150 GB. Upcast to bf16 it doubles:
 # 1.34 TB, 168 GB per GPU: over the H200.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 w = {fmt: estimate_inference(m, batch=1, context_len=CTX, weights=fmt, tp=N, prefill_tokens=CTX)  # memlib.estimate_inference
      for fmt in ("auto", "bf16")}      # "auto": the checkpoint's own format (config.json: block-wise fp8)
 fp8_total = estimate_inference(m, batch=1, context_len=1).weight_bytes   # all weights, one copy
@@ -210,8 +208,7 @@ display(Markdown(
 # 6 x 37e9 ≈ **222 GFLOP per token**, against 6 x 671e9 ≈ **4.0 TFLOP** for a dense model of the
 # same total size: **18x** fewer. Serving a token costs the forward only: 2 x 37e9 ≈ 74 GFLOP.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 six_n_active = cost.training_flops(m, 1)        # memlib.cost.training_flops: 6N, N = the active parameters
 six_n_dense = cost.training_flops(m.num_params, 1)   # 6N for a dense model of the same total
 with_attention = flops_per_token(m, FT_SEQ)      # memlib.timing.flops_per_token: + 12·L·H·Q·T (PaLM, App. B)
@@ -251,8 +248,7 @@ display(Markdown(
 # 128 heads x (192 + 128) x 61 x 2 B ≈ **5.0 MB**, 71x more. Llama-3.1-405B with GQA: 2 x 126
 # layers x 8 KV heads x 128 x 2 B ≈ **516 KB**. An 8k chat with MLA: 70 KB x 8192 ≈ **0.58 GB**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 per_token = {"MLA latent (vLLM, SGLang)": kv_bytes_per_token(m),            # memlib.inference.kv_bytes_per_token
              "MLA as full K/V (transformers)": kv_bytes_per_token(m, mla_cache="full"),
              f"{GQA_PEER} (GQA)": kv_bytes_per_token(get_model(GQA_PEER))}
@@ -286,8 +282,7 @@ display(Markdown(
 # attention and dense weights (~19 GB) and 32 of 256 experts (654 / 8 ≈ 82 GB), ≈ 101 GB, leaving
 # ~49 GB for its **own** chats: 49 / 0.58 ≈ 85 per GPU, **~680** on the server.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 serve = plan_serving(m, g, N, context_len=CTX)   # memlib.plan.plan_serving: every tp/ep layout, fp8 as released
 for p in serve.feasible:
     print(f"{p.describe()}: weights {GB(p.weight_bytes)}/GPU, KV {GB(p.kv_cache_bytes)}/GPU, "
@@ -323,8 +318,7 @@ display(Markdown(
 # / 85 GB ≈ **127 H100s**. Expert parallelism does not divide it further: it changes *who* holds which
 # expert, not how many bytes there are.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 states = zero_model_state_bytes(m.num_params, 0, 1)   # memlib.zero: (2 + 2 + 12) x psi
 ft = {gpu: min_gpus_sharded(m, gpu, seq_len=FT_SEQ) for gpu in (GPU, "h100-80gb")}   # memlib.moe.min_gpus_sharded
 for gpu, r in ft.items():
@@ -358,8 +352,7 @@ display(Markdown(
 # GPUs: 671e9 x 2 B ≈ **1.34 TB** in bf16 (the weights LoRA recipes load), 1.34 TB / 85 GB ≈
 # **16 H100s** before a single adapter or activation. A 4-bit base: 671e9 x 0.5 B ≈ 336 GB, 4 H100s.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 try:
     estimate_training(m, finetune="lora", lora_rank=16)   # memlib.estimate_training
     refusal = "accepted"
@@ -448,8 +441,7 @@ MoEServingPlayground(model=MODEL, gpu=GPU, count=N, context=CTX)
 #
 # ### Why does expert parallelism need an all-to-all?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 t = h2.time   # memlib.step_time of the fine-tuning layout of step 6 (memlib.timing.ep_all_to_all_bytes)
 tokens = FT_SEQ * h2.estimate.setup.micro_batch
 a2a_per_layer = 6 if h2.estimate.setup.recompute == "full" else 4  # all-to-alls per MoE layer and micro-batch
@@ -473,8 +465,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Capacity factor and dropped tokens
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 cf = {c: estimate_training(m, seq_len=FT_SEQ, zero_stage=3, dp=h2.count, ep=h2.ep, capacity_factor=c)
       for c in (None, 1.25, 2.0)}   # no recompute: the routed activations show
 for c, e in cf.items():
@@ -496,8 +487,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Router load balancing: what happens if the router is skewed?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 touched = {t_: expected_experts_touched(m.num_experts, m.num_experts_per_tok, t_) for t_ in (1, 8, 32, 128, 1024)}
 print({t_: round(v, 1) for t_, v in touched.items()})   # memlib.moe.expected_experts_touched, uniform routing
 
@@ -514,8 +504,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Expert load at inference, and DeepSeek's bf16 optimizer moments
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # tokens each expert gets per decode step: batch x top-k / experts; an fp8 expert matmul does 2 FLOP per weight
 # byte per token, so it reaches the H100's fp8 ridge (memlib.cost.conventions.ridge_flop_per_byte) at ridge / 2 tokens
 per_expert = {b: b * m.num_experts_per_tok / m.num_experts for b in (serve.best.sequences, 32 * 256)}
@@ -544,8 +533,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Is MoE decode cheap in memory bandwidth too?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 read = {b: decode_weight_bytes(m, b) for b in (1, 8, 32, 128, 512)}   # memlib.moe.decode_weight_bytes (fp8 weights)
 for b, r in read.items():
     print(f"batch {b}: {GB(r)} of weights read per decode step, {GB(r / b)} per token")
@@ -562,8 +550,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Can you offload the experts to CPU memory?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 q = estimate_inference(m, batch=1, context_len=CTX, weights="int4-gptq").weight_parts   # 4-bit: the local-inference case
 host = q["experts"]
 gpu_side = sum(q.values()) - host
@@ -582,8 +569,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### And on other GPUs?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 other = {(gpu, n, fmt): plan_serving(m, gpu, n, context_len=CTX, weights=fmt).best   # memlib.plan.plan_serving
          for gpu, n, fmt in (("h100-80gb", 8, "auto"), ("h100-80gb", 16, "auto"), ("h200", 16, "bf16"),
                              ("a100-80gb", 8, "int4-awq"), ("b200", 8, "auto"), ("mi300x", 8, "auto"))}
@@ -635,8 +621,7 @@ display(Markdown("\n".join([
 # Circulating figures about DeepSeek-V3 and MoE memory, each quoted from its source, against memlib
 # (✅ right · ⚠️ partly · ❌ wrong).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # DeepSeek-V2 (deepseek-ai/DeepSeek-V2 config.json) and DeepSeek LLM 67B (95 layers, 8 KV heads of 128: DeepSeek LLM
 # report, Table 2), for the "93.3% smaller KV cache" claim
 v2 = memlib.Model.from_hf_config({
@@ -751,8 +736,7 @@ display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", 
 # %% [markdown]
 # ### Where the 671B live
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 parts_fp8 = estimate_inference(m, batch=1, context_len=1).weight_parts   # memlib.estimate_inference, by tensor kind
 parts_bf16 = estimate_inference(m, batch=1, context_len=1, weights="bf16").weight_parts
 print({k: GB(v) for k, v in parts_fp8.items()})
@@ -769,8 +753,7 @@ display(Markdown(markdown_table(rows, ["weights", "fp8 as released (block-wise; 
 # %% [markdown]
 # ### Every serving layout on 8 × H200, at 8k, 32k and 128k
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 by_ctx = {c: plan_serving(m, g, N, context_len=c) for c in CONTEXTS}   # memlib.plan.plan_serving
 print({c: [p.sequences for p in r.feasible] for c, r in by_ctx.items()})
 
@@ -787,8 +770,7 @@ display(Markdown("Layouts with tensor parallel 1 and expert parallel below 8 hol
 # %% [markdown]
 # ### Full fine-tuning on other GPUs
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ft_all = {(gpu, z): min_gpus_sharded(m, gpu, zero_stage=z, seq_len=FT_SEQ)   # memlib.moe.min_gpus_sharded
           for gpu in ("h100-80gb", "h200", "b200", "mi300x") for z in (3, "FULL_SHARD")}
 print({f"{k[0]} {k[1]}": (r.count, r.ep) for k, r in ft_all.items()})
@@ -811,8 +793,7 @@ display(Markdown(
 # shared experts, dense first layers) built from transformers' own classes under FakeTensorMode and
 # trained for two steps; memlib's estimate of each against the measured peak:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 cases = json.loads((Path("..") / "validation" / "results_families.json").read_text())["cases"]
 mla = [c for c in cases if "measured" in c and c["family"].startswith(("deepseek", "mixtral", "qwen3-moe"))]
 for c in mla:

@@ -24,7 +24,7 @@
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
-# %% tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
 import math
 
@@ -182,8 +182,7 @@ display(Markdown(
 # Activations: about 200 KB per token per layer (step 2), x 32 layers x 8,192 tokens = **52 GB** per
 # GPU at 8k; x 16 at 128k = **840 GB**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 base_short = estimate_training(m, seq_len=SHORT, dp=N_GPU, **FSDP)   # memlib.estimate_training
 states = base_short.model_state_bytes                               # params + grads + AdamW, this GPU's shard
 acts = {s: estimate_training(m, seq_len=s, dp=N_GPU, **FSDP).counts["layer_activation_bytes"] * m.num_layers
@@ -213,8 +212,7 @@ display(Markdown(
 # per token per layer, the same at any length**. Eager attention also keeps a·s probabilities per
 # token, in fp32 and again in bf16: 32 x 131,072 x 6 B ≈ **25 MB per token per layer** at 128k.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 per_token = {(s, att): estimate_training(m, seq_len=s, dp=N_GPU, attention=att, **FSDP).counts[
     "layer_activation_bytes"] // s for s in SEQS for att in ("sdpa", "eager")}   # one layer, bytes per token
 for s in SEQS:
@@ -243,8 +241,7 @@ display(Markdown(
 # same size. Per token that is 128,256 x (2 + 12) B ≈ **1.8 MB**, nine times a layer's 200 KB, and
 # x 131,072 tokens ≈ **235 GB**. A chunked loss keeps none of it.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 chunked_long = estimate_training(m, seq_len=LONG, dp=N_GPU, loss="chunked", **FSDP)   # Liger's fused CE
 vocab_bytes = max(mo.parts.get("logits_and_loss", 0) for mo in base_long.moments)
 print(f"logits and loss at their largest {GB(vocab_bytes)}; peak full loss {G(base_long.peak_bytes)} "
@@ -269,8 +266,7 @@ display(Markdown(
 # Selective keeps about half the matmul outputs and the attention output: roughly a third of the
 # 200 KB. Both cost FLOPs: full reruns the forward (+33%).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 rec = {rc: estimate_training(m, seq_len=LONG, dp=N_GPU, loss="chunked", recompute=rc, **FSDP)
        for rc in ("none", "selective", "full")}
 ff = {rc: flops_per_token(m, LONG, rc) for rc in rec}   # memlib.timing.flops_per_token: what recompute costs
@@ -299,8 +295,7 @@ display(Markdown(
 # layer being rebuilt (26 GB) plus states and buffers: about **45 GB** per GPU, and 34 GB of pinned
 # host RAM per GPU process. The copies cross PCIe (about 50 GB/s per H100) once each way.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 off = estimate_training(m, seq_len=LONG, dp=N_GPU, loss="chunked", recompute="full", activation_offload=True,
                         **FSDP)
 print(f"offload: peak {G(off.peak_bytes)} at {off.peak_moment.where}, host {GB(off.host_bytes)} per GPU, "
@@ -325,8 +320,7 @@ display(Markdown(
 # 7 blocks of 16,384 x 2,048 x 2 B = 67 MB each, sent in the forward and again in the backward, plus
 # fp32 dK/dV around the ring: about **2 GB per layer, 64 GB per GPU per step** over NVLink.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 cps = (1, 2, 4, 8)
 by_cp = {c: estimate_training(m, seq_len=LONG, dp=N_GPU // c, cp=c, **FSDP) for c in cps}   # 8 GPUs each
 t_cp8 = step_time(by_cp[8], g)
@@ -359,8 +353,7 @@ display(Markdown(
 # recompute keeps about a third (35 GB), the logits and loss 29 GB, states 16 GB: about **80 GB**,
 # borderline on an 80 GB H100. With a chunked loss and full recompute: 16 + 4 + 3 ≈ **25 GB**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 best = r8.best                                   # memlib.plan.plan: every cp/tp/FSDP/recompute layout on 8 H100s
 v_sel, v_min = fits(cp8_sel, g), fits(cp8_min, g)
 print(f"plan: {len(r8.feasible)} of {len(r8.feasible) + len(r8.infeasible)} layouts fit; best {best.describe()}, "
@@ -391,8 +384,7 @@ display(Markdown(
 # states; over 64 GPUs with FSDP, 18 GB each. Activations: about 2.5x the 8B's per token (h = 8,192, 80 layers);
 # split 64 ways by cp x tp, selective recompute: tens of GB per GPU.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 r70 = plan("llama-3.1-70b", g, 64, seq_len=LONG, grad_accum=1, cps=(8, 16), recomputes=("selective", "full"))
 tp8cp8 = next(p for p in r70.feasible if p.settings["tp"] == 8 and p.settings["cp"] == 8)
 print(f"70B on 64 H100: {len(r70.feasible)} fit; best {r70.best.describe()} {G(r70.best.estimate.peak_bytes)}; "
@@ -414,8 +406,7 @@ display(Markdown(
 # 12·L·H·Q·T = 12 x 32 x 4,096 x T: 13 GFLOPs at 8k (a quarter of 6N), 206 GFLOPs at 128k (**4x 6N**).
 # A 128k sequence therefore costs about 16 x (48 + 206) / (48 + 13) ≈ 66x an 8k one, not 16x.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 fpt = {s: flops_per_token(m, s) for s in SEQS}                # memlib.timing.flops_per_token (PaLM App. B)
 attn = {s: attention_flops_per_token(m, s) for s in SEQS}
 t_short = step_time(estimate_training(m, seq_len=SHORT, dp=N_GPU, recompute="selective", **FSDP), g)
@@ -491,8 +482,7 @@ LongContextPlayground(model=MODEL, gpu=GPU, seq_len=LONG, cp=N_GPU, recompute="s
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why do the logits weigh so much at 128k? · 为什么 128k 时 logits 这么大？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 per_tok_vocab = vocab_bytes // LONG
 per_tok_layers = per_token[LONG, "sdpa"] * m.num_layers
 print(f"vocabulary terms {per_tok_vocab:,} B/token vs all layers {per_tok_layers:,} B/token; V/h = "
@@ -510,8 +500,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Megatron sequence parallelism or context parallelism? · 序列并行和上下文并行有什么区别？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 sp = estimate_training(m, seq_len=LONG, tp=N_GPU, sequence_parallel=True, recompute="selective")
 t_sp, t_cp = step_time(sp, g), step_time(cp8_sel, g)
 print(f"tp8+SP: peak {G(sp.peak_bytes)}, TP traffic {t_sp.tp_comm_bytes / 1e9:.0f} GB/step; "
@@ -530,8 +519,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### And serving at 128k? · 128k 推理要多少 KV cache？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 inf = estimate_inference(m, batch=1, context_len=LONG)          # memlib.estimate_inference
 mb = memlib.max_batch(m, g, context_len=LONG)
 print(f"KV cache per token {inf.kv_bytes_per_token:,} B; one 128k sequence {GB(inf.breakdown['kv_cache'])}; "
@@ -549,8 +537,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### All-gather or ring? · K/V 用 all-gather 还是环形传递？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 a2a = estimate_training(m, seq_len=LONG, cp=N_GPU, recompute="selective", cp_rotate="alltoall", **FSDP)
 ring_term = {e.setup.cp_rotate: term(e, "ring_kv_buffer_bytes") for e in (cp8_sel, a2a)}
 print(f"K/V buffers in flight: allgather {GB(ring_term['allgather'])}, alltoall {GB(ring_term['alltoall'])}; "
@@ -568,8 +555,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Ulysses, ring or all-gather? And why extend the context in stages?
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.cost.conventions.ulysses_all_to_all_bytes (DeepSpeed-Ulysses) against memlib.timing.cp_kv_bytes (ring /
 # all-gather) for one layer at 128k over 8 GPUs; sequence_flops_ratio for Llama 3's stages (8k -> 128k)
 uly = ulysses_all_to_all_bytes(m, LONG, N_GPU)
@@ -623,8 +609,7 @@ display(Markdown("\n".join([
 #
 # Claims that circulate about long-context training, each quoted from its source, against memlib.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 attn_half = {}
 for s in (2048, 4096):
     for att in ("sdpa", "eager"):

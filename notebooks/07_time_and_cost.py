@@ -21,7 +21,7 @@
 #
 # **Reading time:** core path ~15 min (sections 1-9); section 10 is a deep dive you can skip.
 
-# %% tags=["hide-input"]
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
 import json
 from pathlib import Path
@@ -168,8 +168,7 @@ display(Markdown(
 # ✏️ **Back of the envelope.** Each token costs 2 FLOPs per parameter forward and 4 backward:
 # 6 × 7e9 × 2e12 = **8.4e22 FLOPs**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 m7 = get_model(PRE_MODEL)
 six_nd = cost.training_flops(PRE_MODEL, PRE_TOKENS)                     # 6ND with the exact N
 flops = cost.training_flops(PRE_MODEL, PRE_TOKENS, seq_len=PRE_SEQ)     # + 12·L·H·Q·T per token (PaLM App. B)
@@ -192,8 +191,7 @@ display(Markdown(
 # ✏️ **Back of the envelope.** An H100's dense bf16 peak is ~1e15 FLOP/s; at 40% MFU, 4e14 per GPU;
 # 256 GPUs sustain 1e17 FLOP/s. 8.4e22 / 1e17 = 8.4e5 s ≈ **10 days**, and 256 × 10 × 24 ≈ **60k GPU-hours**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 h100 = get_gpu(GPU)
 run = cost.training_run(PRE_MODEL, PRE_TOKENS, GPU, PRE_GPUS, mfu=MFU, seq_len=PRE_SEQ)  # FLOPs / (peak x MFU)
 print(f"{h100.display_name}: {h100.bf16_tflops} TFLOP/s dense bf16; at {MFU:.0%}: {h100.bf16_tflops * MFU:.1f}")
@@ -219,8 +217,7 @@ display(Markdown(
 # reduce-scatter the gradients); with 2 micro-batches, 84 GB at 50 GB/s ≈ 1.7 s: it hides only if it
 # overlaps the compute.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 layouts = plan(PRE_MODEL, GPU, PRE_GPUS, seq_len=PRE_SEQ, micro_batch=2, grad_accum=BATCH_SEQS // PRE_GPUS // 2,
                recomputes=RECOMPUTES, allow_offload=False, mfu=MFU, internode_bytes_per_s=LINK)  # memlib.plan
 best = layouts.best
@@ -266,8 +263,7 @@ display(Markdown(
 # ✏️ **Back of the envelope.** Compute-optimal is ~20 tokens per parameter: 20 × 7e9 = **140B tokens**.
 # Llama 2 used 2T: about 14× more.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 chin = cost.chinchilla_tokens(PRE_MODEL)                 # 20 x N (Hoffmann et al. 2022)
 n_opt, d_opt = cost.chinchilla_optimal(six_nd)           # the model the same FLOPs would buy at 20 tokens/param
 l3_8b = get_model("llama-3.1-8b")
@@ -293,8 +289,7 @@ display(Markdown(
 # ✏️ **Back of the envelope.** 6 × 70e9 × 1e9 = **4.2e20 FLOPs**, 1/200 of step 1. At 4e14 FLOP/s per GPU:
 # 4.2e20 / 4e14 ≈ 1.05e6 GPU-seconds ≈ **290 GPU-hours**. LoRA skips the weights' gradients: 4N instead of 6N.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 m70 = get_model(FT_MODEL)
 ft_flops = {(task, rc): cost.training_flops(FT_MODEL, FT_TOKENS, seq_len=FT_SEQ, recompute=rc, finetune=task)
             for task in ("full", "lora") for rc in ("none", "full")}
@@ -323,8 +318,7 @@ display(Markdown(
 # 16 × 70e9 = 1.1 TB, / 80 GB ≈ **14 H100s** before any activation. LoRA keeps the bf16 base, 140 GB:
 # **2 GPUs**. QLoRA's 4-bit base, ~35 GB: **1 GPU**.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ft = {task: min_gpus(FT_MODEL, GPU, task=task, seq_len=FT_SEQ, grad_accum=FT_ACCUM, recomputes=RECOMPUTES,
                      mfu=MFU, internode_bytes_per_s=LINK) for task in ("full", "lora", "qlora")}  # memlib.plan.min_gpus
 ft_runs = {task: cost.training_run_from_step(r.best.time, FT_TOKENS, GPU) for task, r in ft.items()}
@@ -359,8 +353,7 @@ display(Markdown(
 # ✏️ **Back of the envelope.** Llama-2-7B: 8.1e22 FLOPs; an A100 at ~50% MFU sustains 156 TFLOP/s:
 # 8.1e22 / 1.56e14 / 3600 ≈ **144k GPU-hours**; the paper says 184k.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 repro = [r for r in cost.reproduce_published(DATA) if r["asserted"]]   # 6ND + attention at the published MFU
 rows_by_id = {r["id"]: r for r in DATA["rows"]}
 via_step = {}
@@ -398,8 +391,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 mfus = [0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60]
 hours_vs_mfu = {f"{get_gpu(g).display_name}": [cost.training_run(PRE_MODEL, PRE_TOKENS, g, PRE_GPUS, mfu=u,
                                                                    seq_len=PRE_SEQ).gpu_hours / 1e3 for u in mfus]
@@ -474,8 +466,7 @@ CostPlayground(model=PRE_MODEL, tokens=PRE_TOKENS, gpu=GPU, gpus=PRE_GPUS, mfu=M
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why does MFU fall as you add GPUs? · 为什么卡越多 MFU 越低？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 mfu_at = {(name, n): cost.mfu_from_throughput(PRE_MODEL, PRE_SEQ, scaling[name, n][1].tokens_per_s_per_gpu, GPU)
           for name, n in scaling}
 small = {r["id"]: r["implied_mfu"] for r in cost.reproduce_published(DATA) if r["id"].startswith("llama-3.1")}
@@ -498,8 +489,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How does sequence length change the FLOPs? · 序列长度如何影响算力？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 seqs = [2048, 4096, 8192, 32768, 131072]
 share = {name: [attention_flops_per_token(get_model(name), s) / (6 * active_params(get_model(name))) for s in seqs]
          for name in (PRE_MODEL, "llama-3.1-405b")}
@@ -517,8 +507,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### ZeRO-1/2 or ZeRO-3 across InfiniBand, and goodput · 跨节点用哪种分片？有效训练时间？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # memlib.step_time of the 7B's layout at each ZeRO stage, 256 H100s, 400 Gb/s: how busy the link is
 ga = best.settings["grad_accum"]
 busy = {}
@@ -549,8 +538,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What does activation recompute cost? · 重计算要多花多少算力？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 rc = {r: flops_per_token(m70, FT_SEQ, recompute=r) / flops_per_token(m70, FT_SEQ) - 1 for r in RECOMPUTES}
 rc7 = {r: flops_per_token(m7, PRE_SEQ, recompute=r) / flops_per_token(m7, PRE_SEQ) - 1 for r in RECOMPUTES}
 # HF's gradient_checkpointing_enable and torchtitan checkpoint the decoder blocks, not the head:
@@ -576,8 +564,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What does an H100 change against an A100? · H100 与 A100 差多少？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 a100 = get_gpu("a100-80gb")
 run_a100 = cost.training_run(PRE_MODEL, PRE_TOKENS, "a100-80gb", PRE_GPUS, mfu=MFU, seq_len=PRE_SEQ)
 print(f"A100 {a100.bf16_tflops} vs H100 {h100.bf16_tflops} TFLOP/s: {run_a100.days:.1f} vs {run.days:.1f} days")
@@ -595,8 +582,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### And a mixture of experts? · MoE 怎么算？
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ds = get_model("deepseek-v3")
 ds_row = next(r for r in cost.reproduce_published(DATA) if r["id"] == "deepseek-v3")
 ds_dense = cost.training_flops(float(ds.num_params), 14.8e12) / cost.training_flops(ds, 14.8e12)
@@ -650,8 +636,7 @@ display(Markdown("\n".join([
 # Rules of thumb and published figures about training time and cost, each quoted with its source, against
 # memlib (✅ right · ⚠️ partly · ❌ wrong).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 fpt7 = flops_per_token(m7, PRE_SEQ)
 rc_full = flops_per_token(m7, PRE_SEQ, recompute="full") / fpt7 - 1
 l2 = {r["id"]: r for r in cost.reproduce_published(DATA)}

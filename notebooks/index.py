@@ -29,7 +29,8 @@
 #    moment of the step, GB vs GiB.
 # 1. [01 · Can 4× V100 32GB train Vicuna-65B?](01_65b_on_4x_v100.ipynb) (seed 000) Full
 #    fine-tuning against ZeRO, TP, PP and offload; QLoRA split over the four cards; serving,
-#    FlashAttention on Volta, fp16 loss scaling.
+#    FlashAttention on Volta, fp16 loss scaling. Its [deep dive](01_65b_on_4x_v100_deep_dive.ipynb):
+#    the fact-check of seed 000 and every layout.
 # 2. [02 · One GPU: how large a model can you train, fine-tune or serve?](02_single_gpu_limits.ipynb)
 #    (seed 001) The largest model per GPU and recipe.
 # 3. [03 · When the model does not fit](03_when_the_model_does_not_fit.ipynb) (seed 003)
@@ -75,8 +76,7 @@
 # keeps the outputs so you can read without running anything. Open this page with the README's
 # first command (JupyterLab at the repository root), so that every link here works.
 
-# %% tags=["hide-input"]
-# NBVAL_CHECK_OUTPUT
+# %% jupyter={"source_hidden": true} tags=["nbval-check-output", "hide-input"]
 import memlib
 
 print(f"memlib {memlib.__version__}: {len(memlib.list_models())} models, {len(memlib.list_gpus())} GPUs in the catalog")

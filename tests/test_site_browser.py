@@ -52,6 +52,9 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-d
                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 FIRST_SCREEN = {"width": 1280, "height": 800}  # a laptop
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+RAW_ROLE = re.compile(r"\{eval\}|\{glue(?::\w+)?\}")  # an inline value not rendered (tools/inline_values.py)
+SCREEN_H = FIRST_SCREEN["height"]
+MAX_SCREENS = 12  # issue 19: a topic's core path, question to follow-ups, in at most 12 screens of the book
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|-{20,}\s*\n?\s*\w+(Error|Exception)\b")
 
 
@@ -177,12 +180,14 @@ def expected_pages() -> list[dict]:
         first_md = next(c.source for c in nb.cells if c.cell_type == "markdown")
         code = [c for c in nb.cells if c.cell_type == "code"]
         folded = sum(1 for c in code if "hide-input" in c.metadata.get("tags", []))
+        removed = sum(1 for c in code if "remove-input" in c.metadata.get("tags", []) and not c.get("outputs"))
         pages.append({
             "path": f"{nb_path.parent.name}/{nb_path.stem}.html",
             "title": _title_of_markdown(first_md),
             "charts": sum(1 for c in code for o in c.get("outputs", []) if "image/png" in o.get("data", {})),
-            "folded": folded, "open": len(code) - folded,
-            "topic": bool(re.match(r"\d\d_", nb_path.name)) and nb_path.parent.name == "notebooks",
+            "folded": folded, "open": len(code) - folded - removed,
+            "topic": bool(re.match(r"\d\d_", nb_path.name)) and nb_path.parent.name == "notebooks"
+                     and not nb_path.stem.endswith("_deep_dive"),
         })
     calc = nbformat.read(ROOT / "notebooks" / "calculator.ipynb", as_version=4)
     pages.append({"path": "notebooks/calculator.html",
@@ -238,7 +243,8 @@ def test_every_page_is_built(site_url):
     assert "SIL OPEN FONT LICENSE Version 1.1" in licence and "General Public License" not in licence
     assert (site / "_static" / "fonts" / "memlib-cjk-regular.woff2").stat().st_size > 10_000
     decks = sorted(p.name for p in (site / "slides").glob("*.slides.html"))
-    assert decks == sorted(f"{p.stem}.slides.html" for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert decks == sorted(f"{p.stem}.slides.html" for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
+                           if not p.stem.endswith("_deep_dive"))
     assert (site / "slides" / "reveal.js" / "dist" / "reveal.js").is_file()
 
 
@@ -264,6 +270,7 @@ def test_page(spec, browser, site_url, links):
         # 3. no traceback
         body = page.locator("article").inner_text()
         assert not TRACEBACK.search(body), "a Python traceback is on the page"
+        assert not RAW_ROLE.search(body), f"raw MyST role text on the page: {RAW_ROLE.search(body).group(0)!r}"
         assert page.locator("div.output.traceback, div.output.error, .cell_output .traceback").count() == 0
 
         # 4. display code folded, computation code open
@@ -351,6 +358,56 @@ def test_notebook_01_first_screen_shows_the_30_second_answer(browser, site_url):
         page.close()
 
 
+def _topics() -> list:
+    """Every topic page; those not yet converted to the chapter skeleton are expected to fail (listed)."""
+    params = []
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        if nb.stem.endswith("_deep_dive"):
+            continue
+        converted = (nb.parent / f"{nb.stem}_deep_dive.ipynb").exists()
+        marks = () if converted else pytest.mark.xfail(
+            strict=True, reason="issue 19: not yet converted to the chapter skeleton (core path > 12 screens)")
+        params.append(pytest.param(nb.stem, marks=marks, id=nb.stem))
+    return params
+
+
+@pytest.mark.parametrize("stem", _topics())
+def test_core_path_fits_twelve_screens_answer_first(stem, browser, site_url):
+    page, _, _ = open_page(browser, urljoin(site_url, f"notebooks/{stem}.html"))
+    try:
+        page.screenshot(path=str(artifacts() / f"site-{stem}-first-screen.png"))
+        m = page.evaluate("""() => {
+            const art = document.querySelector('article');
+            const h2 = [...art.querySelectorAll('h2')];
+            const answer = h2.find(h => /30-second answer/.test(h.innerText));
+            const quote = answer && [...art.querySelectorAll('blockquote')]
+                .find(b => b.compareDocumentPosition(answer) & Node.DOCUMENT_POSITION_PRECEDING);
+            const scrollers = [...art.querySelectorAll('*')].filter(e => {
+                const cs = getComputedStyle(e);
+                return e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0 && e.checkVisibility()
+                       && /(auto|scroll)/.test(cs.overflowX);
+            }).map(e => e.tagName + '.' + e.className);
+            const top = art.getBoundingClientRect().top + scrollY;
+            // the core path: question, answer, steps, charts, playground, follow-ups, pitfalls;
+            // it ends where section 10 (the deep dive) starts
+            const deep = h2.find(h => /^\s*10\.|Deep dive/.test(h.innerText));
+            const end = deep ? deep.getBoundingClientRect().top : art.getBoundingClientRect().bottom;
+            return {height: end + scrollY - top, articleTop: top,
+                    answerTop: quote ? quote.getBoundingClientRect().top : null, scrollers,
+                    pageWide: document.documentElement.scrollWidth > innerWidth};
+        }""")
+        problems = []
+        if m["height"] > MAX_SCREENS * SCREEN_H:
+            problems.append(f"core path is {m['height']:.0f} px tall ({m['height'] / SCREEN_H:.1f} screens, at most {MAX_SCREENS})")
+        if m["answerTop"] is None or m["answerTop"] > SCREEN_H - 40:
+            problems.append(f"the 30-second answer starts at y={m['answerTop']}, not on the first screen")
+        if m["scrollers"] or m["pageWide"]:
+            problems.append(f"horizontal scroll in the main column: {m['scrollers'][:5]}")
+        assert not problems, f"{stem}: " + "; ".join(problems)
+    finally:
+        page.close()
+
+
 def test_deck_steps_through_offline_in_the_browser(browser, site_url):
     url = urljoin(site_url, "slides/01_65b_on_4x_v100.slides.html")
     page, external, errors = open_page(browser, url)
@@ -413,7 +470,7 @@ def test_jupyterlab_collapses_display_only_cells(browser, tmp_path):
             except OSError:
                 assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "lab.log").read_text()[-2000:]
                 time.sleep(0.3)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         try:
             page.goto(f"http://127.0.0.1:{port}/lab/tree/notebooks/{name}", timeout=90_000)
             page.wait_for_function(f"document.querySelectorAll('.jp-Notebook .jp-Cell').length === {len(nb.cells)}",
@@ -421,6 +478,11 @@ def test_jupyterlab_collapses_display_only_cells(browser, tmp_path):
             page.wait_for_timeout(1000)
             got = page.locator(".jp-Notebook .jp-CodeCell .jp-InputPlaceholder").count()
             assert got == collapsed, f"JupyterLab collapsed {got} code cells; {collapsed} carry jupyter.source_hidden"
+            page.screenshot(path=str(artifacts() / "lab-01-first-screen.png"))
+            # jupyterlab-myst renders the stored {eval} values on a fresh, untrusted open
+            answer = page.locator(".jp-Notebook .jp-MarkdownCell", has_text="30-second answer").first.inner_text()
+            assert "Full fine-tuning" in answer and "{eval}" not in answer and "a_states" not in answer, answer[:400]
+            assert "GiB" in answer, answer[:400]
         finally:
             page.close()
     finally:

@@ -17,7 +17,7 @@ import pytest
 from test_site_browser import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
-TOPICS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+TOPICS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb") if not p.stem.endswith("_deep_dive"))
 build_site = load_tool("build_site")
 
 
@@ -30,7 +30,7 @@ def _stored(nb_path: Path) -> dict:
 def _code_cells(nb: dict) -> tuple[int, int]:
     """(code cells tagged hide-input that show an output, other code cells)."""
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    hidden = [c for c in code if "hide-input" in c.get("metadata", {}).get("tags", [])]
+    hidden = [c for c in code if {"hide-input", "remove-input"} & set(c.get("metadata", {}).get("tags", []))]
     return sum(1 for c in hidden if c.get("outputs")), len(code) - len(hidden)
 
 

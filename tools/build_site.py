@@ -39,6 +39,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from inline_values import substitute  # noqa: E402
+
 BOOK = ROOT / "book"
 REVEAL_VERSION = "5.2.1"  # MIT licence; its LICENSE file is unpacked with it
 FONT_DIRS = ["/usr/share/fonts/opentype/noto", "/usr/share/fonts/truetype/noto", "/usr/local/share/fonts",
@@ -136,13 +139,14 @@ def deck_notebook(nb: dict) -> dict:
     """The notebook as a deck shows it: the setup cell gone (it shows nothing), a sub-slide at each
     heading that does not start a slide already. deck_exporter() drops the code of hide-input cells."""
     deck = copy.deepcopy(nb)
+    substitute(deck)  # the {eval} roles' stored values (tools/inline_values.py), as in the book
     cells = []
     for cell in deck["cells"]:
         md = cell.setdefault("metadata", {})
         slide_type = md.get("slideshow", {}).get("slide_type", "-")
-        if cell["cell_type"] == "code" and "hide-input" in md.get("tags", []):
+        if cell["cell_type"] == "code" and {"hide-input", "remove-input"} & set(md.get("tags", [])):
             if not cell.get("outputs") and slide_type in ("-", ""):
-                continue  # the setup cell: nothing to show
+                continue  # the setup cell, an inline-values cell: nothing to show
         if cell["cell_type"] == "markdown" and slide_type in ("-", "") and \
                 re.match(r"#{1,3} ", _md_source(cell).lstrip()):
             md.setdefault("slideshow", {})["slide_type"] = "subslide"
@@ -203,6 +207,8 @@ def slides(src: Path, out: Path, cache: Path) -> list[Path]:
     exporter = deck_exporter()
     written = []
     for path in topic_notebooks():
+        if path.stem.endswith("_deep_dive"):  # a deep dive is for reading, not for the classroom
+            continue
         target = out / f"{path.stem}.slides.html"
         target.write_text(deck_html(_read(src / "notebooks" / path.name), path.stem, exporter), encoding="utf-8")
         written.append(target)

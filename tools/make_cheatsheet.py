@@ -49,6 +49,8 @@ def notebook_titles() -> dict[str, str]:
     from the first heading of its paired .py ("# # 00 · English · 中文")."""
     titles = {}
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        if path.stem.endswith("_deep_dive"):  # a topic's second page (issue 19), not a topic
+            continue
         heading = next(line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("# # "))
         titles[path.name[:2]] = heading[4:].split(" · ")[1].strip()
     return titles

@@ -16,9 +16,14 @@ edit and gives the same answer (idempotent); the markers it writes are the rule'
   part of the sentence it renders.
   -> tags `hide-input` (myst-nb and the slides hide the code behind a toggle / drop it) and
      `jupyter.source_hidden` (JupyterLab shows the cell collapsed; click to expand).
+* inline values: every statement assigns f-strings (`total = f"{gib(b):,.0f} GiB"`), the formatted
+  figures a markdown cell shows through `{eval}` roles (tools/inline_values.py); computes nothing
+  outside the f-strings. -> tags `remove-input` (the book and the slides show nothing of it: it
+  has no output) and `jupyter.source_hidden` (collapsed in JupyterLab).
 * setup: the notebook's first code cell when it imports something (imports, constants, small
   formatting helpers).
-  -> tag `hide-input` only: hidden in the book and the slides, visible in JupyterLab.
+  -> tag `hide-input` and `jupyter.source_hidden` (issue 19, answer first): collapsed in JupyterLab
+     too, so the first screen shows the question and the answer, not the imports.
 * everything else (a memlib call that computes a figure, a widget, a loop over estimates) is a
   computation cell and stays visible: the tool removes the two markers from it.
 
@@ -41,6 +46,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HIDE_TAG = "hide-input"
+REMOVE_TAG = "remove-input"  # inline-value cells: no output, nothing to unfold in the book
 
 # Presentation helpers, by the name they are imported under (leaf of the qualified name).
 MEMLIB_PRESENTATION = {"markdown_table", "fmt_bytes", "fmt_count", "gib", "gb", "breakdown_bars", "sweep",
@@ -55,7 +61,7 @@ BUILTINS = set(dir(builtins))
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str     # "display" | "setup" | "compute"
+    kind: str     # "display" | "setup" | "values" | "compute"
     reason: str   # one line a person can check against the code
 
 
@@ -184,9 +190,20 @@ def classify(source: str, imports: dict[str, str], local: dict[str, bool], first
     renders = [q for q, _ in v.calls if q and (q.startswith(RENDER_ROOTS) or
                                                (q.split(".")[0] == "memlib" and q.split(".")[-1] in RENDER_MEMLIB))]
     # a chart drawn on axes the cell made (fig, ax = plt.subplots()) also goes through matplotlib
+    if not renders and _formats_prose(tree):
+        return Verdict("values", "only formats the prose's inline values (f-strings for {eval} names)")
     if not renders:
         return Verdict("compute", "renders nothing (no display() or chart call)")
     return Verdict("display", f"renders with {renders[0]} and computes nothing outside its f-strings")
+
+
+def _formats_prose(tree: ast.Module) -> bool:
+    """Every statement binds names to f-strings (or tuples of them): the values a markdown cell's
+    `{eval}` roles show (tools/inline_values.py). Calls inside the f-strings were already found
+    to compute nothing outside them."""
+    def fstring(v):
+        return isinstance(v, ast.JoinedStr) or (isinstance(v, ast.Tuple) and all(fstring(e) for e in v.elts))
+    return bool(tree.body) and all(isinstance(st, ast.Assign) and fstring(st.value) for st in tree.body)
 
 
 def classify_notebook(cells: list[tuple[str, str]]) -> list[Verdict | None]:
@@ -208,15 +225,17 @@ def classify_notebook(cells: list[tuple[str, str]]) -> list[Verdict | None]:
 def wanted_metadata(metadata: dict, verdict: Verdict) -> dict:
     """The cell's metadata with the rule's markers (other keys and tags kept, in their order)."""
     md = json.loads(json.dumps(metadata))
-    tags = [t for t in md.get("tags", []) if t != HIDE_TAG]
+    tags = [t for t in md.get("tags", []) if t not in (HIDE_TAG, REMOVE_TAG)]
     if verdict.kind in ("display", "setup"):
         tags.append(HIDE_TAG)
+    elif verdict.kind == "values":
+        tags.append(REMOVE_TAG)
     if tags:
         md["tags"] = tags
     else:
         md.pop("tags", None)
     jup = dict(md.get("jupyter", {}))
-    if verdict.kind == "display":
+    if verdict.kind in ("display", "setup", "values"):
         jup["source_hidden"] = True
     else:
         jup.pop("source_hidden", None)
@@ -227,13 +246,15 @@ def wanted_metadata(metadata: dict, verdict: Verdict) -> dict:
     return md
 
 
-def markers(metadata: dict) -> tuple[bool, bool]:
-    """(tagged hide-input, source_hidden in JupyterLab) as stored."""
-    return HIDE_TAG in metadata.get("tags", []), bool(metadata.get("jupyter", {}).get("source_hidden"))
+def markers(metadata: dict) -> tuple[bool, bool, bool]:
+    """(tagged hide-input, tagged remove-input, source_hidden in JupyterLab) as stored."""
+    tags = metadata.get("tags", [])
+    return HIDE_TAG in tags, REMOVE_TAG in tags, bool(metadata.get("jupyter", {}).get("source_hidden"))
 
 
-def expected_markers(verdict: Verdict) -> tuple[bool, bool]:
-    return verdict.kind in ("display", "setup"), verdict.kind == "display"
+def expected_markers(verdict: Verdict) -> tuple[bool, bool, bool]:
+    return (verdict.kind in ("display", "setup"), verdict.kind == "values",
+            verdict.kind in ("display", "setup", "values"))
 
 
 def _sorted_dict(d: dict) -> dict:

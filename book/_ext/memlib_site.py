@@ -44,7 +44,7 @@ def _bar(app, pagename: str, context) -> str:
     parts = [f'<strong>Run {what}:</strong> <a class="memlib-binder reference external" href="{html.escape(url)}">'
              f"on Binder</a>{note}",
              f'locally, from the repository root (after the README\'s set-up): <code class="memlib-local">{html.escape(command)}</code>']
-    if TOPIC.match(pagename):
+    if TOPIC.match(pagename) and not pagename.endswith("_deep_dive"):  # a deep dive has no deck
         slides = context["pathto"](f"slides/{pagename.split('/')[1]}.slides.html", 1)
         parts.append(f'<a class="memlib-slides reference internal" href="{html.escape(slides)}">slides</a>')
     return '<div class="memlib-launch">' + " · ".join(parts) + "</div>\n"

@@ -39,3 +39,11 @@ def megatron_bytes_per_param(grads: str = "fp32-grads", distributed_optimizer: b
     dp = positive_int("dp", dp)
     whole, sharded = MEGATRON_LAYOUTS[grads]
     return Fraction(whole) + Fraction(sharded, dp if distributed_optimizer else 1)
+
+
+def megatron_model_state_bytes(num_params: int, grads: str = "fp32-grads", distributed_optimizer: bool = False,
+                               dp: int = 1) -> int:
+    """Model-state bytes on one GPU (rounded up) for num_params parameters: megatron_bytes_per_param x N."""
+    num_params = positive_int("num_params", num_params)
+    b = megatron_bytes_per_param(grads, distributed_optimizer, dp) * num_params
+    return -(-b.numerator // b.denominator)
