@@ -237,3 +237,47 @@ def test_documented_import_path_resolves(where, dotted):
         old = ".".join(parts[: len(parts) - len(rest)])
         assert importlib.import_module(old) is importlib.import_module(_compat.new_name(old)), (where, dotted)
         assert name == _compat.new_name(old), (where, dotted, name)
+
+
+# --- the public API, documented once --------------------------------------------------------------
+def _usage_api_section() -> str:
+    text = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+    return text.split("## The public API", 1)[1].split("\n## ", 1)[0]
+
+
+def test_package_top_exports_only_the_public_api():
+    import memlib
+    assert len(set(memlib.__all__)) == len(memlib.__all__)
+    assert all(hasattr(memlib, n) for n in memlib.__all__)
+    # anything else public at the top is a subpackage or module, never a stray helper
+    stray = [n for n in vars(memlib) if not n.startswith("_") and n not in memlib.__all__
+             and not isinstance(getattr(memlib, n), type(memlib))]
+    assert stray == []
+
+
+def test_usage_lists_the_public_api():
+    import memlib
+    table = _usage_api_section().split("\n\n")[2]  # the table after the section's first paragraph
+    listed = re.findall(r"`memlib\.(\w+)`", table)
+    assert sorted(listed) == sorted(memlib.__all__), "docs/usage.md 'The public API' and memlib.__all__ differ"
+
+
+_ARCH_CELL = re.compile(r"`(memlib(?:\.\w+)+):([\w.]+)`((?:, `[\w.]+`)*)")
+
+
+def test_architecture_table_names_real_functions():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    found = 0
+    for module, first, rest in _ARCH_CELL.findall(text):
+        mod = importlib.import_module(module)
+        for name in [first, *re.findall(r"`([\w.]+)`", rest)]:
+            obj = mod
+            if "." in name and not hasattr(mod, name.split(".")[0]):  # Model.num_params after Model.tensors
+                name = f"{first.split('.')[0]}.{name}"
+            for attr in name.split("."):
+                if dataclasses.is_dataclass(obj) and attr in {f.name for f in dataclasses.fields(obj)}:
+                    break  # a field of the dataclass (GPU.memory_bytes)
+                assert hasattr(obj, attr), f"docs/architecture.md: {module}:{name}"
+                obj = getattr(obj, attr)
+            found += 1
+    assert found >= 60
