@@ -283,3 +283,17 @@ def test_catalog_is_built_from_the_files_in_order():
     assert list(catalog.CATALOG) == [r["name"] for r in MODEL_DOC["models"]]
     assert catalog.ALIASES == MODEL_DOC["aliases"]
     assert [g.name for g in gpus.list_gpus()] == [r["name"] for r in GPU_DOC["gpus"]]
+
+
+def test_a_wheel_carries_the_catalogs():
+    # pyproject's package-data must name the data files, or an installed (non-editable) memlib has no catalog
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    package_data = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["package-data"]
+    for package, name in (("memlib.models", "models.json"), ("memlib.hardware", "gpus.json")):
+        folder = root.joinpath(*package.split("."))
+        assert any(p.name == name for glob in package_data.get(package, []) for p in folder.glob(glob)), package
