@@ -116,8 +116,8 @@ def tmp_config(data: bytes) -> str:
     return d
 
 
-TRAINING_OWNER = "memlib/training.py"
-MODELS_OWNER = "memlib/models.py"
+TRAINING_OWNER = "memlib/training/"
+MODELS_OWNER = "memlib/models/catalog.py"
 
 # ---- estimate_training -----------------------------------------------------------------------------------
 add("estimate seq_len=0", lambda: est(seq_len=0), Err("seq_len", ">= 1"))
@@ -142,9 +142,9 @@ add("estimate pp=33 (32 layers)", lambda: est(pp=33), Err("pp=33", "32 layers"))
 add("estimate lora_rank=-5 with finetune=full", lambda: est(lora_rank=-5), Err("lora_rank"), TRAINING_OWNER)
 add("estimate lora_targets='garbage' with full", lambda: est(lora_targets="garbage"), Err("LoRA target", "accepted"), TRAINING_OWNER)
 add("estimate lora_targets=5", lambda: est(finetune="lora", lora_targets=5), Err("lora_targets"),
-    "memlib/lora.py (training helper)")
+    "memlib/training/lora.py (training helper)")
 add("estimate lora_targets=b'q_proj'", lambda: est(finetune="lora", lora_targets=b"q_proj"), Err("b'q_proj'"),
-    "memlib/lora.py (training helper)")
+    "memlib/training/lora.py (training helper)")
 add("estimate offload_device='nvme', no offload", lambda: est(offload_device="nvme"), Err("offload"), TRAINING_OWNER)
 add("estimate grad_accum=0", lambda: est(grad_accum=0), Err("grad_accum"))
 add("estimate sequence_parallel='yes'", lambda: est(sequence_parallel="yes", tp=2), Err("sequence_parallel"))
@@ -170,10 +170,10 @@ add("serve tp=3 on llama-2-70b", lambda: estimate_inference("llama-2-70b", tp=3)
 add("serve group_size=0", lambda: estimate_inference("llama-7b", weights="int4-gptq", group_size=0),
     Err("group_size"))
 add("serve llama-2-7b context 100000 (25x window)", lambda: estimate_inference("llama-2-7b", context_len=100_000),
-    Either(lambda e: any("exceeds" in n for n in e.notes), "context"), "memlib/inference.py")
+    Either(lambda e: any("exceeds" in n for n in e.notes), "context"), "memlib/serving/inference.py")
 add("serve mistral-7b 32k (sliding window 4096)", lambda: estimate_inference("mistral-7b", context_len=32768),
     Ok(lambda e: e.kv_cache_bytes == e.kv_bytes_per_token * 4096 or any("sliding" in n.lower() for n in e.notes)),
-    "memlib/inference.py / models.py")
+    "memlib/serving/inference.py / models/catalog.py")
 # ---- Model and config.json ---------------------------------------------------------------------------------
 add("Model numpy int32 sizes (65B)", lambda: Model("n", **{k: np.int32(v) for k, v in LLAMA_65B.items()}).num_params,
     Ok(lambda n: n == LLAMA_65B_PARAMS), MODELS_OWNER)

@@ -56,7 +56,16 @@ HEADROOM_HELP = ("allocator headroom on top of the peak, a fraction of it (defau
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="memlib", description="GPU memory to train, fine-tune or serve an LLM.")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_estimate(sub)
+    _add_serve(sub)
+    _add_fit(sub)
+    sub.add_parser("models", help="list catalog models with exact parameter counts")
+    sub.add_parser("gpus", help="list catalog GPUs with capacity in GB and GiB")
+    return p
 
+
+def _add_estimate(sub) -> None:
+    """`memlib estimate`: the training options of estimate_training, one flag each."""
     e = sub.add_parser("estimate", help="peak training memory on one GPU, its breakdown and per-GPU verdicts",
                        description="Peak memory of one training step on one GPU (the max over forward, "
                                    "backward and optimizer step), what is alive then, and whether it fits "
@@ -116,6 +125,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
 
+
+def _add_serve(sub) -> None:
+    """`memlib serve`: the serving options of estimate_inference."""
     v = sub.add_parser("serve", help="serving memory per GPU: weights, KV cache, prefill workspace; largest batch/context",
                        description="Memory to serve a model with tensor parallelism over --count GPUs: the per-GPU "
                                    "breakdown, whether it fits, KV cache bytes per token, and the largest batch "
@@ -148,6 +160,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
 
+
+def _add_fit(sub) -> None:
+    """`memlib fit`: the plan search (memlib.parallel.plan) for training or serving on COUNT GPUs."""
     f = sub.add_parser("fit", help="ranked ways to train (or serve) a model on COUNT GPUs, and why the others fail",
                        description="Search tensor/pipeline/expert parallelism, ZeRO stage, offload, recompute and "
                                    "precision for MODEL on COUNT GPUs of one kind; print the feasible layouts "
@@ -179,10 +194,6 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--min-gpus", action="store_true", help="also find the fewest GPUs of this kind (no offload)")
     f.add_argument("--deepspeed", action="store_true", help="print the DeepSpeed config of the best plan")
     f.add_argument("--json", action="store_true", help="machine-readable output")
-
-    sub.add_parser("models", help="list catalog models with exact parameter counts")
-    sub.add_parser("gpus", help="list catalog GPUs with capacity in GB and GiB")
-    return p
 
 
 def _zero_stage(text: str):

@@ -252,7 +252,7 @@ JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 5000)
                                                                                     max_size=3), max_leaves=6)
 SIZE_FIELDS = ["hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers", "vocab_size",
                "num_key_value_heads", "head_dim", "max_position_embeddings"]
-# Kept out (memlib/models.py's items, xfail below and in test_regressions_issue11.py): a
+# Kept out (memlib/models/catalog.py's items, xfail below and in test_regressions_issue11.py): a
 # non-string model_type or _name_or_path (TypeError), non-bool booleans (read as truthy),
 # architectures, MoE fields and quantization_config (ignored).
 OTHER_FIELDS = {"model_type": st.sampled_from(["llama", "mistral", "qwen2", "gpt2", "LLAMA", ""]),

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
-pytest.importorskip("peft")  # validation.harness reports peft's version
+pytest.importorskip("peft")  # validation.measure reports peft's version
 
 from validation.cases import TINY_LLAMA  # noqa: E402
 from validation.context_parallel import _cp, measure_cp_case  # noqa: E402

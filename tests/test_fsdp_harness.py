@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
-pytest.importorskip("peft")  # validation.harness reports peft's version
+pytest.importorskip("peft")  # validation.measure reports peft's version
 
 from validation.cases import TINY_LLAMA  # noqa: E402
 from validation.sharded import measure_sharded_case  # noqa: E402

@@ -15,7 +15,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 from validation import recipes  # noqa: E402
 from validation.cases import TINY_LLAMA_GQA  # noqa: E402
-from validation.harness import LiveBytesTracker, measure_case  # noqa: E402
+from validation.measure import LiveBytesTracker, measure_case  # noqa: E402
 
 
 def _tiny_case(**over):

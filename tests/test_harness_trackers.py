@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 from validation.cases import TINY_LLAMA_GQA  # noqa: E402
-from validation.harness import measure_case  # noqa: E402
+from validation.measure import measure_case  # noqa: E402
 
 
 def _tiny_case(**over):

@@ -30,7 +30,7 @@ def test_every_catalog_model_is_recorded():
 
 @pytest.mark.parametrize("name", sorted(HF_CONFIGS))
 def test_recorded_config_is_the_catalog_config(name):
-    # a changed config in memlib/hf_configs.py must be re-measured, not silently compared to an old count
+    # a changed config in memlib/models/data/models.json must be re-measured, not silently compared to an old count
     assert ROWS[name]["config"] == json.loads(json.dumps(HF_CONFIGS[name]["config"]))
 
 

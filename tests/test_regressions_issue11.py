@@ -122,7 +122,7 @@ def test_model_numpy_int64_sizes_json_round_trip():
 
 
 def test_model_numpy_int64_sizes_fits():
-    """fits() takes any integral peak (mine: memlib/fit.py)."""
+    """fits() takes any integral peak (mine: memlib/hardware/fit.py)."""
     np = pytest.importorskip("numpy")
     m = Model("np64", **{k: np.int64(v) for k, v in LLAMA_65B.items()})
     v = memlib.fits(estimate_training(m, seq_len=512), "a100-80gb")

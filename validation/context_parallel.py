@@ -46,7 +46,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from validation import harness as H
+from validation import measure as H
 from validation import sharded as S
 from validation.cases import LLAMA_7B_4L, TINY_LLAMA, _sharded
 

@@ -4,7 +4,7 @@
     /work/venvs/validate/bin/python -m validation.harness --families --all --write   # results_families.json
     /work/venvs/validate/bin/python -m validation.harness --families --case fam-mixtral-bf16
 
-Same reference loop and trackers as results.json (validation.harness.measure_case: two
+Same reference loop and trackers as results.json (validation.measure.measure_case: two
 AdamW steps under FakeTensorMode on a fake CPU device, step 2's peak, MemTracker's
 per-phase breakdowns, the dispatch tracker as a cross-check). Each family keeps its
 structure at small size: 4 layers (6 for Gemma 3, so one layer is global), hidden 512,
@@ -157,7 +157,7 @@ def _implementations(case: dict) -> dict:
 
 
 def main_families(args) -> int:
-    from validation.harness import _summary_line, _versions, measure_case
+    from validation.measure import _summary_line, _versions, measure_case
 
     if args.list:
         for c in FAMILY_CASES:

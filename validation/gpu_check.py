@@ -7,7 +7,7 @@
 
 Two kinds of job:
   harness    every unsharded case of validation/cases.py, built and trained exactly as the
-             fake-tensor harness does (validation.harness._build and _train_steps: its
+             fake-tensor harness does (validation.measure._build and _train_steps: its
              reference semantics), on real CUDA tensors;
   published  every row of validation/published.jsonl that memlib can express and one GPU can
              run, rebuilt in the reference stack (transformers from_config + PEFT +
@@ -388,11 +388,11 @@ def run_job(job: dict, device: str = "cuda") -> dict:
         rec.begin(name)
 
     if job["kind"] == "harness":
-        from validation import harness
+        from validation import measure
         case = job["spec"]
-        model, opt, ids, rs = harness._build(case, device)
+        model, opt, ids, rs = measure._build(case, device)
         ids = torch.randint(0, case["config"]["vocab_size"], ids.shape, device=device)
-        facts = harness._model_facts(model, case, rs)
+        facts = measure._model_facts(model, case, rs)
         fw_end: dict = {}
 
         def on_fw_end(step, out):
@@ -400,7 +400,7 @@ def run_job(job: dict, device: str = "cuda") -> dict:
                 torch.cuda.synchronize()
                 fw_end["live_at_forward_end"] = torch.cuda.memory_allocated()
 
-        out = harness._train_steps(model, opt, ids, case, device, on_phase, lambda step: None, on_fw_end)
+        out = measure._train_steps(model, opt, ids, case, device, on_phase, lambda step: None, on_fw_end)
         del out
     else:
         model, opt, ids = build_published(job["spec"], device)

@@ -7,7 +7,7 @@ RMSNorm), Lightning Fabric and Lightning's bitsandbytes plugin, not from transfo
 To tell memlib's error from what the framework does differently, this runs LitGPT's code at the
 row's pinned commit (extracted with `git archive` from a clone of Lightning-AI/litgpt given as
 --litgpt-git; nothing of it is stored here) under FakeTensorMode, with the harness's dispatch
-tracker (validation.harness.LiveBytesTracker), the way the row's script runs it:
+tracker (validation.measure.LiveBytesTracker), the way the row's script runs it:
 
 - the model built in bf16 (Fabric's bf16-true init), `mark_only_lora_as_trainable`, the rope cache
   rebuilt outside the forward when train() sets `model.max_seq_length`;
@@ -167,7 +167,7 @@ def run(args: dict, git_dir: str, work: Path, first_iteration: bool) -> int:
     """Peak bytes of LitGPT's step for `args` (see the module docstring)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from validation import harness, recipes
+    from validation import measure, recipes
 
     pkg, where = _extract(git_dir, args["commit"], work)
     stubs = work / "stubs"
@@ -187,15 +187,15 @@ def run(args: dict, git_dir: str, work: Path, first_iteration: bool) -> int:
     full = args["method"] == "full"
     mb, seq = args["micro_batch"], args["seq_len"]
     accum, steps = (1, 1) if first_iteration else (2, 2)
-    tr = harness.LiveBytesTracker()
-    with FakeTensorMode(), harness._fake_safe_module_to():
+    tr = measure.LiveBytesTracker()
+    with FakeTensorMode(), measure._fake_safe_module_to():
         cfg = (M.Config if full else L.Config).from_name(args["name"], **({} if full else kw))
         linear = torch.nn.Linear
         if args["quantize"]:  # Lightning's init context: torch.nn.Linear replaced while the model is built
             torch.nn.Linear = _bnb_041(torch, args["quantize"])
         torch.set_default_dtype(torch.bfloat16)
         try:
-            with harness._SkipRandomInit():
+            with measure._SkipRandomInit():
                 model = (M.GPT if full else L.GPT)(cfg)
         finally:
             torch.set_default_dtype(torch.float32)
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
         rows = [r for r in rows if r["id"] in a.row]
     import torch
     out = {"metadata": {"torch": torch.__version__, "date": _dt.datetime.now(_dt.timezone.utc).isoformat(
-        timespec="seconds"), "tracker": "validation.harness.LiveBytesTracker on fake CPU tensors",
+        timespec="seconds"), "tracker": "validation.measure.LiveBytesTracker on fake CPU tensors",
         "semantics": " ".join(" ".join(__doc__.split("\n\n")[i].split()) for i in (2, 3)),
         "git": "Lightning-AI/litgpt at each row's source.code.commit (args.commit)"}, "rows": {}}
     with tempfile.TemporaryDirectory() as tmp:

@@ -6,7 +6,7 @@ decoder layer and then on the root (default options: non-root layers reshard aft
 forward, the root does not; *-mixed cases with torchtitan's MixedPrecisionPolicy unless
 they say otherwise), FakeTensorMode, and
 `FSDPMemTracker` for rank 0. The training loop, inputs and precision handling are the
-harness's own (`validation.harness._train_steps`); see validation/README.md.
+harness's own (`validation.measure._train_steps`); see validation/README.md.
 
     python -m validation.harness --sharded --list
     python -m validation.harness --sharded --case fsdp4-tiny-llama-bf16
@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from validation import harness as H
+from validation import measure as H
 from validation.cases import SHARDED_CASES, SHARDED_CHECK_DEFAULT, get_sharded_case
 
 RESULTS_FSDP_PATH = Path(__file__).with_name("results_fsdp.json")
@@ -75,7 +75,7 @@ def _make_optimizer(case: dict, params):
 def _build_sharded(case: dict, mesh):
     """Model (sharded), optimizer over the sharded params, inputs. Call under FakeTensorMode.
 
-    Order as in torchtitan: dtype cast ("bf16": model.to(bf16) in harness._build), then
+    Order as in torchtitan: dtype cast ("bf16": model.to(bf16) in measure._build), then
     activation checkpointing of each decoder layer (checkpoint_wrapper, non-reentrant,
     preserve_rng_state=False), then fully_shard per layer, then fully_shard(root).
     """

@@ -361,126 +361,187 @@ def dp_collectives(estimate, ds_bucket_allreduce: bool = True) -> tuple[str, lis
     this GPU's tensor/pipeline slice, in the dtype the implementation sends. m = grad_accum.
     ds_bucket_allreduce=False models DeepSpeed ZeRO-1/2 with use_multi_rank_bucket_allreduce off
     (a reduce of each slice to its owner: (n-1)/n·B per GPU, the ZeRO paper's reduce-scatter).
-
-    - DDP (torch DistributedDataParallel under HF Trainer/accelerate): gradient accumulation runs
-      under no_sync (accelerate's Accelerator.accumulate), so one all-reduce of the gradients
-      per step, in the last micro-batch's backward, overlapped by the Reducer's bucket hooks
-      (torch/nn/parallel/distributed.py). AMP gradients are fp32: 4 bytes.
-    - Megatron DP (tensor/pipeline parallel layouts): one all-reduce of the fp32 main gradients
-      per step after the last backward, not overlapped (Megatron-LM arguments.py:
-      --overlap-grad-reduce defaults to False).
-    - DeepSpeed ZeRO-1/2 (stage_1_and_2.py): gradients are reduced with an all-reduce of each
-      bucket (average_tensor: use_multi_rank_bucket_allreduce=True, the zero/config.py default
-      since v0.12.4, PR #4695), each rank keeping its partition; ZeRO-1 only at the accumulation
-      boundary, ZeRO-2 after every micro-batch's backward (engine.py allreduce_gradients: "ZeRO
-      stage >= 2 communicates during non gradient accumulation boundaries as well";
-      reduce_ready_partitions_and_remove_grads). overlap_comm defaults to False for stages 1-2
-      (zero/config.py overlap_comm_valid); memlib's to_deepspeed_config and HF's ZeRO-2 example
-      set it for stage 2, so ZeRO-2's reduction overlaps the backward and ZeRO-1's does not.
-      After the optimizer step each rank's updated 16-bit partition is all-gathered once
-      (step(): all_gather_dp_groups), before the next forward: not overlapped.
-    - DeepSpeed ZeRO-3 (stage3.py, partitioned_param_coordinator.py): parameters all-gathered
-      in every micro-batch's forward (prefetched, overlapped) and again in its backward, except
-      the ~DS_MAX_REUSE_DISTANCE / 2 parameters used last in the forward and first in the
-      backward, which are kept; gradients reduce-scattered after every backward
-      (__avg_scatter_grads: reduce_scatter_coalesced), overlapped (overlap_comm defaults to
-      True for stage 3). All in 16 bits. With m = 1 and no reuse this is 3(n-1)/n·2Ψ bytes,
-      the ZeRO paper's 1.5x of data parallelism's 2Ψ (Rajbhandari et al. 2020, Sec. 7).
-    - FSDP2 FULL_SHARD (torch/distributed/fsdp/_fully_shard, torchtitan's recipe):
-      reshard_after_forward=True all-gathers each group in every forward (pre_forward) and again
-      in the backward (pre_backward), except the root module, which lazy_init keeps unsharded
-      after forward (_fsdp_state.py); post_backward reduce-scatters the gradients after every
-      micro-batch (reduce_grads=True by default; torchtitan does not call
-      set_requires_gradient_sync, pytorch/torchtitan#292, #1710). Gathers in the
-      MixedPrecisionPolicy param_dtype (bf16), reduce-scatters in reduce_dtype (fp32 for
-      "-mixed"). Overlapped (separate all-gather and reduce-scatter streams).
-    - FSDP2 SHARD_GRAD_OP (reshard_after_forward=False): one all-gather per micro-batch
-      (reshard_after_backward=True frees the parameters after each backward), reduce-scatter
-      after every backward.
+    One function per scheme, each with the implementation it models: _ddp_collectives (torch DDP),
+    _megatron_dp_collectives (Megatron-LM), _zero12_collectives and _zero3_collectives (DeepSpeed),
+    _fsdp_collectives and _fsdp_adapter_collectives (FSDP2, FSDP-QLoRA). With m = 1 and no reuse
+    ZeRO-3 moves 3(n-1)/n·2Ψ bytes, the ZeRO paper's 1.5x of data parallelism's 2Ψ
+    (Rajbhandari et al. 2020, Sec. 7).
     """
     estimate = _training_estimate(estimate)
     ds_bucket_allreduce = flag("ds_bucket_allreduce", ds_bucket_allreduce)
     s = estimate.setup
     scheme = _dp_scheme(s)
-    n, m = s.dp * s.cp, s.grad_accum  # context parallelism: FSDP / gradient reduction over dp x cp (torchtitan)
     if scheme == "none":
         return scheme, []
+    dp = _dp_context(estimate)
+    if scheme == "DDP":
+        return scheme, _ddp_collectives(dp)
+    if scheme == "Megatron DP":
+        return scheme, _megatron_dp_collectives(dp)
+    if scheme.startswith("DeepSpeed"):
+        return scheme, _zero12_collectives(dp, ds_bucket_allreduce) if s.zero_stage <= 2 else _zero3_collectives(dp)
+    if dp.adapters:
+        return scheme, _fsdp_adapter_collectives(dp)
+    return scheme, _fsdp_collectives(dp, full_shard=scheme == "FSDP FULL_SHARD")
+
+
+@dataclass(frozen=True)
+class _DPContext:
+    """What every scheme's collectives are computed from: the estimate, its setup, n = dp x cp GPUs
+    (context parallelism: FSDP / gradient reduction over dp x cp, torchtitan), m = grad_accum, and
+    the ring volume functions (split by expert group under MoE with ep > 1)."""
+
+    estimate: Estimate
+    n: int
+    m: int
+    all_reduce: object
+    reduce_scatter: object
+    all_gather: object
+
+    @property
+    def s(self):
+        return self.estimate.setup
+
+    @property
+    def trainable(self) -> int:
+        return self.estimate.counts["trainable"]
+
+    @property
+    def mixed(self) -> bool:
+        return self.s.precision.endswith("-mixed")
+
+    @property
+    def wide(self) -> bool:
+        return self.s.precision == "fp32"
+
+    @property
+    def adapters(self) -> bool:
+        return self.s.finetune != "full"
+
+    @property
+    def grad_w(self):
+        """LoRA/QLoRA: only the adapters have gradients, in the adapters' own dtype (bytes each); else None."""
+        return self.estimate.counts["grad_bytes_unsharded"] / max(self.trainable, 1) if self.adapters else None
+
+
+def _dp_context(estimate) -> _DPContext:
+    s = estimate.setup
     trainable = estimate.counts["trainable"]
     expert_share = estimate.counts.get("expert_params", 0) / max(trainable, 1) if s.ep > 1 else 0.0
+    ops = all_reduce_bytes, reduce_scatter_bytes, all_gather_bytes
     if expert_share:
         # MoE with ep > 1: the routed experts' gradients and parameters travel only among the dp / ep GPUs that
         # hold the same experts (DeepSpeed-MoE's expert data-parallel group); the dense rest over all dp GPUs
         def split(fn):
             return lambda nbytes, group: (fn(nbytes * (1 - expert_share), group)
                                           + fn(nbytes * expert_share, group // s.ep))
-        all_reduce, reduce_scatter, all_gather = (split(all_reduce_bytes), split(reduce_scatter_bytes),
-                                                  split(all_gather_bytes))
+        ops = tuple(split(fn) for fn in ops)
+    return _DPContext(estimate, s.dp * s.cp, s.grad_accum, *ops)
+
+
+def _ddp_collectives(dp: _DPContext) -> list[Collective]:
+    """torch DistributedDataParallel under HF Trainer/accelerate: gradient accumulation runs under
+    no_sync (accelerate's Accelerator.accumulate), so one all-reduce of the gradients per step, in
+    the last micro-batch's backward, overlapped by the Reducer's bucket hooks
+    (torch/nn/parallel/distributed.py). AMP gradients are fp32: 4 bytes."""
+    g = dp.grad_w or (4 if dp.mixed or dp.wide else 2)
+    return [Collective("all-reduce", "gradients", dp.all_reduce(dp.trainable * g, dp.n), 1, "last backward",
+                       True, "torch DDP under no_sync, bucketed all-reduce")]
+
+
+def _megatron_dp_collectives(dp: _DPContext) -> list[Collective]:
+    """Megatron DP (tensor/pipeline parallel layouts): one all-reduce of the fp32 main gradients per
+    step after the last backward, not overlapped (Megatron-LM arguments.py: --overlap-grad-reduce
+    defaults to False)."""
+    return [Collective("all-reduce", "gradients", dp.all_reduce(dp.trainable * 4, dp.n), 1, "last backward",
+                       False, "Megatron-LM DDP, fp32 main grads, --overlap-grad-reduce off")]
+
+
+def _zero12_collectives(dp: _DPContext, bucket_allreduce: bool) -> list[Collective]:
+    """DeepSpeed ZeRO-1/2 (stage_1_and_2.py): gradients are reduced with an all-reduce of each
+    bucket (average_tensor: use_multi_rank_bucket_allreduce=True, the zero/config.py default
+    since v0.12.4, PR #4695), each rank keeping its partition; ZeRO-1 only at the accumulation
+    boundary, ZeRO-2 after every micro-batch's backward (engine.py allreduce_gradients: "ZeRO
+    stage >= 2 communicates during non gradient accumulation boundaries as well";
+    reduce_ready_partitions_and_remove_grads). overlap_comm defaults to False for stages 1-2
+    (zero/config.py overlap_comm_valid); memlib's to_deepspeed_config and HF's ZeRO-2 example
+    set it for stage 2, so ZeRO-2's reduction overlaps the backward and ZeRO-1's does not.
+    After the optimizer step each rank's updated 16-bit partition is all-gathered once
+    (step(): all_gather_dp_groups), before the next forward: not overlapped. DeepSpeed
+    communicates in the model's 16-bit dtype."""
+    w = 4 if dp.wide else 2
+    every = dp.s.zero_stage == 2
+    per_step, phase = (dp.m if every else 1), ("backward" if every else "last backward")
+    when = " after every backward" if every else " at the accumulation boundary"
+    if bucket_allreduce:
+        red = Collective("all-reduce", "gradients", dp.all_reduce(dp.trainable * w, dp.n), per_step, phase, every,
+                         "stage_1_and_2.py average_tensor, multi-rank bucket all-reduce" + when)
     else:
-        all_reduce, reduce_scatter, all_gather = all_reduce_bytes, reduce_scatter_bytes, all_gather_bytes
-    mixed = s.precision.endswith("-mixed")
-    wide = s.precision == "fp32"
-    adapters = s.finetune != "full"
-    # LoRA/QLoRA: only the adapters have gradients, in the adapters' own dtype
-    grad_w = estimate.counts["grad_bytes_unsharded"] / max(trainable, 1) if adapters else None
-    if scheme == "DDP":
-        g = grad_w or (4 if mixed or wide else 2)
-        return scheme, [Collective("all-reduce", "gradients", all_reduce(trainable * g, n), 1, "last backward",
-                                   True, "torch DDP under no_sync, bucketed all-reduce")]
-    if scheme == "Megatron DP":
-        return scheme, [Collective("all-reduce", "gradients", all_reduce(trainable * 4, n), 1, "last backward",
-                                   False, "Megatron-LM DDP, fp32 main grads, --overlap-grad-reduce off")]
-    if scheme.startswith("DeepSpeed"):
-        w = 4 if wide else 2  # DeepSpeed communicates in the model's 16-bit dtype
-        stored = estimate.counts["param_bytes_unsharded"] // (4 if wide else 2)  # elements of this slice
-        if s.zero_stage <= 2:
-            every = s.zero_stage == 2
-            if ds_bucket_allreduce:
-                red = Collective("all-reduce", "gradients", all_reduce(trainable * w, n), m if every else 1,
-                                 "backward" if every else "last backward", every,
-                                 "stage_1_and_2.py average_tensor, multi-rank bucket all-reduce")
-            else:
-                red = Collective("reduce-scatter", "gradients", reduce_scatter(trainable * w, n),
-                                 m if every else 1, "backward" if every else "last backward", every,
-                                 "stage_1_and_2.py average_tensor, a reduce of each slice to its owner")
-            when = " after every backward" if every else " at the accumulation boundary"
-            return scheme, [
-                Collective(red.op, red.of, red.bytes_per_gpu, red.per_step, red.phase, red.hidden, red.source + when),
-                Collective("all-gather", "parameters", all_gather(trainable * w, n), 1, "optimizer step", False,
-                           "stage_1_and_2.py step(): all_gather_dp_groups of the updated 16-bit partitions")]
-        kept = min(stored, DS_MAX_REUSE_DISTANCE // 2)
-        return scheme, [
-            Collective("all-gather", "parameters", all_gather(stored * w, n), m, "forward", True,
-                       "stage3.py fetch in every forward (prefetched)"),
-            Collective("all-gather", "parameters", all_gather((stored - kept) * w, n), m, "backward", True,
-                       f"stage3.py fetch again in every backward, less {kept:.3g} kept (max_reuse_distance)"),
-            Collective("reduce-scatter", "gradients", reduce_scatter(trainable * w, n), m, "backward", True,
-                       "stage3.py __avg_scatter_grads after every backward")]
-    # FSDP2
-    if adapters:  # FSDP(-QLoRA): the frozen base is gathered as stored (NF4 packed in a 16-bit
-        # quant_storage for QLoRA) in every forward and again in every backward; adapters' grads reduce-scattered
-        stored_bytes = estimate.counts["param_bytes_unsharded"]
-        return scheme, [
-            Collective("all-gather", "parameters", all_gather(stored_bytes, n), m, "forward", True,
-                       "FSDP2 pre_forward unshard of the frozen base (Answer.AI fsdp_qlora)"),
-            Collective("all-gather", "parameters", all_gather(stored_bytes, n), m, "backward", True,
-                       "FSDP2 pre_backward unshard"),
-            Collective("reduce-scatter", "gradients", reduce_scatter(trainable * grad_w, n), m, "backward",
-                       True, "FSDP2 post_backward reduce-scatter of the adapters' gradients")]
-    gather_w = 4 if wide else 2  # param_dtype: bf16/fp16 under the mixed-precision policy
-    reduce_w = 4 if mixed or wide else 2  # reduce_dtype fp32 for "-mixed"
-    stored = estimate.counts["param_bytes_unsharded"] // PARAM_BYTES[s.precision]
-    out = [Collective("all-gather", "parameters", all_gather(stored * gather_w, n), m, "forward", True,
+        red = Collective("reduce-scatter", "gradients", dp.reduce_scatter(dp.trainable * w, dp.n), per_step, phase,
+                         every, "stage_1_and_2.py average_tensor, a reduce of each slice to its owner" + when)
+    return [red, Collective("all-gather", "parameters", dp.all_gather(dp.trainable * w, dp.n), 1, "optimizer step",
+                            False, "stage_1_and_2.py step(): all_gather_dp_groups of the updated 16-bit partitions")]
+
+
+def _zero3_collectives(dp: _DPContext) -> list[Collective]:
+    """DeepSpeed ZeRO-3 (stage3.py, partitioned_param_coordinator.py): parameters all-gathered in
+    every micro-batch's forward (prefetched, overlapped) and again in its backward, except the
+    ~DS_MAX_REUSE_DISTANCE / 2 parameters used last in the forward and first in the backward,
+    which are kept; gradients reduce-scattered after every backward (__avg_scatter_grads:
+    reduce_scatter_coalesced), overlapped (overlap_comm defaults to True for stage 3). All in 16 bits."""
+    w = 4 if dp.wide else 2
+    stored = dp.estimate.counts["param_bytes_unsharded"] // (4 if dp.wide else 2)  # elements of this slice
+    kept = min(stored, DS_MAX_REUSE_DISTANCE // 2)
+    return [
+        Collective("all-gather", "parameters", dp.all_gather(stored * w, dp.n), dp.m, "forward", True,
+                   "stage3.py fetch in every forward (prefetched)"),
+        Collective("all-gather", "parameters", dp.all_gather((stored - kept) * w, dp.n), dp.m, "backward", True,
+                   f"stage3.py fetch again in every backward, less {kept:.3g} kept (max_reuse_distance)"),
+        Collective("reduce-scatter", "gradients", dp.reduce_scatter(dp.trainable * w, dp.n), dp.m, "backward", True,
+                   "stage3.py __avg_scatter_grads after every backward")]
+
+
+def _fsdp_adapter_collectives(dp: _DPContext) -> list[Collective]:
+    """FSDP(-QLoRA): the frozen base is gathered as stored (NF4 packed in a 16-bit quant_storage for
+    QLoRA) in every forward and again in every backward; the adapters' gradients reduce-scattered."""
+    stored_bytes = dp.estimate.counts["param_bytes_unsharded"]
+    return [
+        Collective("all-gather", "parameters", dp.all_gather(stored_bytes, dp.n), dp.m, "forward", True,
+                   "FSDP2 pre_forward unshard of the frozen base (Answer.AI fsdp_qlora)"),
+        Collective("all-gather", "parameters", dp.all_gather(stored_bytes, dp.n), dp.m, "backward", True,
+                   "FSDP2 pre_backward unshard"),
+        Collective("reduce-scatter", "gradients", dp.reduce_scatter(dp.trainable * dp.grad_w, dp.n), dp.m,
+                   "backward", True, "FSDP2 post_backward reduce-scatter of the adapters' gradients")]
+
+
+def _fsdp_collectives(dp: _DPContext, full_shard: bool) -> list[Collective]:
+    """FSDP2 (torch/distributed/fsdp/_fully_shard, torchtitan's recipe). FULL_SHARD:
+    reshard_after_forward=True all-gathers each group in every forward (pre_forward) and again
+    in the backward (pre_backward), except the root module, which lazy_init keeps unsharded
+    after forward (_fsdp_state.py); post_backward reduce-scatters the gradients after every
+    micro-batch (reduce_grads=True by default; torchtitan does not call
+    set_requires_gradient_sync, pytorch/torchtitan#292, #1710). Gathers in the
+    MixedPrecisionPolicy param_dtype (bf16), reduce-scatters in reduce_dtype (fp32 for
+    "-mixed"). Overlapped (separate all-gather and reduce-scatter streams).
+    SHARD_GRAD_OP (reshard_after_forward=False): one all-gather per micro-batch
+    (reshard_after_backward=True frees the parameters after each backward), reduce-scatter
+    after every backward."""
+    s = dp.s
+    gather_w = 4 if dp.wide else 2  # param_dtype: bf16/fp16 under the mixed-precision policy
+    reduce_w = 4 if dp.mixed or dp.wide else 2  # reduce_dtype fp32 for "-mixed"
+    stored = dp.estimate.counts["param_bytes_unsharded"] // PARAM_BYTES[s.precision]
+    out = [Collective("all-gather", "parameters", dp.all_gather(stored * gather_w, dp.n), dp.m, "forward", True,
                       "FSDP2 pre_forward unshard")]
-    if scheme == "FSDP FULL_SHARD":
+    if full_shard:
         from memlib.training.layout import layer_indices
         root = sum(t.numel * t.count for t in s.model.tensors()  # embeddings, final norm, head
                    if layer_indices(s.model, t) is None) // s.tp
         again = max(0, stored - root)
-        out.append(Collective("all-gather", "parameters", all_gather(again * gather_w, n), m, "backward", True,
-                              "FSDP2 pre_backward unshard (the root stays unsharded after forward)"))
-    out.append(Collective("reduce-scatter", "gradients", reduce_scatter(trainable * reduce_w, n), m,
+        out.append(Collective("all-gather", "parameters", dp.all_gather(again * gather_w, dp.n), dp.m, "backward",
+                              True, "FSDP2 pre_backward unshard (the root stays unsharded after forward)"))
+    out.append(Collective("reduce-scatter", "gradients", dp.reduce_scatter(dp.trainable * reduce_w, dp.n), dp.m,
                           "backward", True, "FSDP2 post_backward reduce-scatter every micro-batch"))
-    return scheme, out
+    return out
 
 
 def _dp_time(collectives: list[Collective], bytes_per_s: float, m: int, fwd_s: float, bwd_s: float) -> tuple:
@@ -522,6 +583,9 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     cpu_adam_params_per_s is the CPU-Adam rate of one node's CPUs (Ren et al. 2021 Table 2 measures
     a whole server), shared by the processes that offload on that node: each of the
     min(dp·tp·pp, gpus_per_node) processes updates its partition at rate / that count.
+    The terms, each a function of its own: _compute_seconds (FLOPs and the pipeline bubble),
+    _dp_time (the data-parallel collectives), _tp_pp_traffic, ep_all_to_all_bytes, _cp_traffic and
+    _offload_traffic.
     """
     estimate = _training_estimate(estimate)
     gpu: GPU = get_gpu(gpu)
@@ -533,25 +597,12 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     cpu_adam_params_per_s = positive_float("cpu_adam_params_per_s", cpu_adam_params_per_s,
                                            maximum=MAX_PARAMS_PER_S, unit=" parameters/s")
     s = estimate.setup
-    m = s.model
-    if peak_tflops is None:
-        if s.precision == "fp32":
-            raise ValueError(f"the catalog has no fp32 throughput for {gpu.name}; pass peak_tflops=")
-        peak_tflops = gpu.bf16_tflops if s.precision.startswith("bf16") else gpu.fp16_tflops
-        if peak_tflops is None:
-            raise ValueError(f"{gpu.name} has no bf16 tensor cores; use precision 'fp16-mixed' or pass peak_tflops=")
+    peak_tflops = _peak_tflops(s, gpu, peak_tflops)
     peak = positive_float("peak_tflops", peak_tflops, maximum=MAX_PEAK_TFLOPS, unit=" TFLOP/s") * 1e12
     n_gpus = s.dp * s.tp * s.pp * s.cp
     tokens = s.seq_len * s.micro_batch * s.grad_accum * s.dp
-    fpt = flops_per_token(m, s.seq_len, s.recompute, s.finetune)
-    if s.sharding == "device_map":  # naive model parallelism: the GPUs work one after another
-        bubble = (s.pp - 1) / s.pp
-    else:
-        bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
-    work = fpt * tokens / n_gpus / (peak * mfu)  # busy seconds per GPU, without the bubble
-    compute = work / (1 - bubble)
-    fwd_s = work / s.grad_accum * forward_flops_per_token(m, s.seq_len) / fpt
-    bwd_s = work / s.grad_accum - fwd_s
+    fpt = flops_per_token(s.model, s.seq_len, s.recompute, s.finetune)
+    bubble, compute, fwd_s, bwd_s = _compute_seconds(s, fpt, tokens, n_gpus, peak * mfu)
 
     def link(group: int, stride: int) -> float:
         """Bandwidth of a group of `group` GPUs spaced `stride` apart: in-node or not."""
@@ -561,45 +612,13 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     scheme, colls = dp_collectives(estimate)
     dp_bytes, dp_s, dp_exposed = _dp_time(colls, link(s.dp * s.cp, s.tp * s.pp), s.grad_accum, fwd_s, bwd_s)
     gather = sum(c.bytes_per_gpu * c.per_step for c in colls if c.of == "parameters")
-    # tensor parallel: activations all-reduced per layer
-    act_bytes = s.tokens_per_gpu * m.hidden_size * 2  # this GPU's tokens: seq_len / cp of each sequence
-    layers_here = -(-m.num_layers // s.pp)
-    per_layer = 6 if s.recompute == "full" else 4
-    tp_bytes = _ring(act_bytes, s.tp) * per_layer * layers_here * s.grad_accum
-    tp_s = tp_bytes / link(s.tp, 1) if s.tp > 1 else 0.0
-    # pipeline: activations forward and gradients backward per micro-batch and boundary
-    pp_bytes = 2 * act_bytes * s.grad_accum // s.tp if s.pp > 1 else 0
-    pp_s = pp_bytes / link(2, s.tp) if s.pp > 1 else 0.0
+    tp_bytes, tp_s, pp_bytes, pp_s = _tp_pp_traffic(s, link)
     # expert parallelism: the MoE layers' all-to-alls over the ep group (consecutive data-parallel ranks)
     ep_bytes = ep_all_to_all_bytes(estimate)
     ep_s = ep_bytes / link(s.ep, s.tp * s.pp) if ep_bytes else 0.0
-    # context parallelism: ring attention's K/V and dK/dV, hidden behind the attention blocks' compute
-    cp_bytes, cp_s, cp_exposed = 0.0, 0.0, 0.0
-    if s.cp > 1:
-        cp_bw = link(s.cp, s.tp)  # torchtitan's mesh [pp, dp_replicate, dp_shard, cp, tp]: cp ranks tp apart
-        attn_fwd_s = attention_flops_per_token(m, s.seq_len) / 3 * s.tokens_per_gpu / s.tp / (peak * mfu)
-        cp_bytes = cp_kv_bytes(estimate) * layers_here * s.grad_accum
-        cp_s = cp_bytes / cp_bw
-        cp_exposed = cp_exposed_seconds(estimate, cp_bw, attn_fwd_s) * layers_here * s.grad_accum
-    # offload traffic
-    trainable = estimate.counts["trainable"]
-    off_bytes, nvme_s, cpu_s, procs = 0, 0.0, 0.0, 0
-    if s.offload != "none":
-        part = trainable // s.dp
-        off_bytes = zero_offload_traffic_bytes(part, s.grad_accum)
-        if s.offload == "optimizer+params":  # fetched for every micro-batch's forward and backward
-            off_bytes += 2 * 2 * part * s.grad_accum
-        if s.sharding == "fsdp":  # FSDP's CPU offload: every shard (frozen ones too) up for the forward's and the
-            # backward's all-gather of every micro-batch, every gradient shard down (in the parameters' dtype)
-            c = estimate.counts
-            off_bytes = s.grad_accum * (2 * c["param_bytes_unsharded"] // s.dp + c["grad_bytes_unsharded"] // s.dp)
-        # CPU-Adam: one node's rate shared by the processes offloading on that node
-        procs = min(n_gpus, gpus_per_node)
-        cpu_s = part / (cpu_adam_params_per_s / procs)
-        if s.sharding == "fsdp":  # torch's CPU AdamW, not DeepSpeed's CPU-Adam
-            cpu_s *= TORCH_CPU_ADAM_SLOWDOWN
-        if s.offload_device == "nvme":  # the optimizer states stream through: read and write once
-            nvme_s = 2 * estimate.nvme_bytes / nvme_bytes_per_s
+    cp_bytes, cp_s, cp_exposed = _cp_traffic(estimate, link, peak * mfu)
+    off_bytes, nvme_s, cpu_s, procs = _offload_traffic(estimate, min(n_gpus, gpus_per_node), nvme_bytes_per_s,
+                                                       cpu_adam_params_per_s)
     off_s = off_bytes / gpu.host_link_bytes_per_s
     t = StepTime(fpt, tokens, compute, bubble, int(dp_bytes), dp_s, dp_exposed, int(tp_bytes), tp_s,
                  int(pp_bytes), pp_s, off_bytes, off_s, nvme_s, cpu_s, n_gpus,
@@ -612,3 +631,87 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
         raise ValueError(f"these rates give a step time of {t.step_s!r} s; check mfu={mfu!r}, "
                          f"peak_tflops={peak_tflops!r} and the link rates")
     return t
+
+
+def _peak_tflops(s, gpu: GPU, peak_tflops):
+    """The given peak, else the GPU's dense 16-bit tensor peak for the setup's precision."""
+    if peak_tflops is not None:
+        return peak_tflops
+    if s.precision == "fp32":
+        raise ValueError(f"the catalog has no fp32 throughput for {gpu.name}; pass peak_tflops=")
+    peak_tflops = gpu.bf16_tflops if s.precision.startswith("bf16") else gpu.fp16_tflops
+    if peak_tflops is None:
+        raise ValueError(f"{gpu.name} has no bf16 tensor cores; use precision 'fp16-mixed' or pass peak_tflops=")
+    return peak_tflops
+
+
+def _compute_seconds(s, fpt: float, tokens: int, n_gpus: int, flops_per_s: float) -> tuple:
+    """(bubble, compute seconds with the bubble, forward and backward seconds of one micro-batch).
+
+    Pipeline bubble (p - 1) / (m + p - 1) (Narayanan et al. 2021, Sec. 2.2); a device_map split
+    runs the GPUs one after another: (p - 1) / p."""
+    if s.sharding == "device_map":  # naive model parallelism: the GPUs work one after another
+        bubble = (s.pp - 1) / s.pp
+    else:
+        bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
+    work = fpt * tokens / n_gpus / flops_per_s  # busy seconds per GPU, without the bubble
+    compute = work / (1 - bubble)
+    fwd_s = work / s.grad_accum * forward_flops_per_token(s.model, s.seq_len) / fpt
+    bwd_s = work / s.grad_accum - fwd_s
+    return bubble, compute, fwd_s, bwd_s
+
+
+def _tp_pp_traffic(s, link) -> tuple:
+    """(tensor-parallel bytes, seconds, pipeline bytes, seconds) of one step. Tensor parallel: 4
+    all-reduces of this GPU's b·s·h activations per layer per micro-batch (Shoeybi et al. 2019
+    Sec. 3), 6 with full recompute; pipeline: activations forward and gradients back per micro-batch."""
+    m = s.model
+    act_bytes = s.tokens_per_gpu * m.hidden_size * 2  # this GPU's tokens: seq_len / cp of each sequence
+    layers_here = -(-m.num_layers // s.pp)
+    per_layer = 6 if s.recompute == "full" else 4
+    tp_bytes = _ring(act_bytes, s.tp) * per_layer * layers_here * s.grad_accum
+    tp_s = tp_bytes / link(s.tp, 1) if s.tp > 1 else 0.0
+    pp_bytes = 2 * act_bytes * s.grad_accum // s.tp if s.pp > 1 else 0
+    pp_s = pp_bytes / link(2, s.tp) if s.pp > 1 else 0.0
+    return tp_bytes, tp_s, pp_bytes, pp_s
+
+
+def _cp_traffic(estimate, link, flops_per_s: float) -> tuple:
+    """(bytes, seconds on the link, exposed seconds) of context parallelism in one step: ring
+    attention's K/V and dK/dV, hidden behind the attention blocks' compute (cp_exposed_seconds)."""
+    s = estimate.setup
+    if s.cp == 1:
+        return 0.0, 0.0, 0.0
+    m = s.model
+    layers_here = -(-m.num_layers // s.pp)
+    cp_bw = link(s.cp, s.tp)  # torchtitan's mesh [pp, dp_replicate, dp_shard, cp, tp]: cp ranks tp apart
+    attn_fwd_s = attention_flops_per_token(m, s.seq_len) / 3 * s.tokens_per_gpu / s.tp / flops_per_s
+    cp_bytes = cp_kv_bytes(estimate) * layers_here * s.grad_accum
+    cp_s = cp_bytes / cp_bw
+    cp_exposed = cp_exposed_seconds(estimate, cp_bw, attn_fwd_s) * layers_here * s.grad_accum
+    return cp_bytes, cp_s, cp_exposed
+
+
+def _offload_traffic(estimate, procs: int, nvme_bytes_per_s: float, cpu_adam_params_per_s: float) -> tuple:
+    """(host-link bytes, NVMe seconds, CPU-Adam seconds, offloading processes per node) of one step
+    (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity; FSDP's CPU offload). `procs` is
+    min(GPUs, gpus_per_node): the processes sharing one node's CPU-Adam rate."""
+    s = estimate.setup
+    if s.offload == "none":
+        return 0, 0.0, 0.0, 0
+    part = estimate.counts["trainable"] // s.dp
+    # DeepSpeed's gradient round trips per micro-batch and the 16-bit parameters up once per step
+    off_bytes = zero_offload_traffic_bytes(part, s.grad_accum)
+    if s.offload == "optimizer+params":  # fetched for every micro-batch's forward and backward
+        off_bytes += 2 * 2 * part * s.grad_accum
+    if s.sharding == "fsdp":  # FSDP's CPU offload: every shard (frozen ones too) up for the forward's and the
+        # backward's all-gather of every micro-batch, every gradient shard down (in the parameters' dtype)
+        c = estimate.counts
+        off_bytes = s.grad_accum * (2 * c["param_bytes_unsharded"] // s.dp + c["grad_bytes_unsharded"] // s.dp)
+    cpu_s = part / (cpu_adam_params_per_s / procs)  # CPU-Adam: one node's rate shared by its processes
+    if s.sharding == "fsdp":  # torch's CPU AdamW, not DeepSpeed's CPU-Adam
+        cpu_s *= TORCH_CPU_ADAM_SLOWDOWN
+    nvme_s = 0.0
+    if s.offload_device == "nvme":  # the optimizer states stream through: read and write once
+        nvme_s = 2 * estimate.nvme_bytes / nvme_bytes_per_s
+    return off_bytes, nvme_s, cpu_s, procs

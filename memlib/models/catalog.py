@@ -36,6 +36,7 @@ import os
 import re
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
+from importlib import resources
 
 from memlib._checks import positive_int
 
@@ -940,76 +941,25 @@ _FAMILY_READERS = {
 }
 
 
-# --- the catalog --------------------------------------------------------------------------------
-def _llama(name, h, L, a, I, V=32000, kv=0, ctx=2048, source="", **kw):
-    return Model(name, hidden_size=h, num_layers=L, num_heads=a, intermediate_size=I, vocab_size=V,
-                 num_kv_heads=kv, max_position_embeddings=ctx, source=source, **kw)
+# --- the catalog: memlib/models/data/models.json -----------------------------------------------
+# One record per model with its source: either Model fields ("architecture") or the published
+# config.json ("hf_config", read by Model.from_hf_config like any pasted config); then "aliases".
+# tests/test_catalog_schema.py checks every record.
+def _read_catalog() -> dict:
+    """The parsed data file (memlib/models/data/models.json), shipped inside the package."""
+    return json.loads(resources.files("memlib.models").joinpath("data", "models.json").read_text(encoding="utf-8"))
 
 
-_LLAMA1 = "Touvron et al. 2023, LLaMA, Table 2; HF config.json of huggyllama/llama-*"
-_LLAMA2 = "Touvron et al. 2023, Llama 2, Table 1; HF config.json of meta-llama/Llama-2-*-hf"
-_LLAMA3 = "Meta Llama 3 model card; HF config.json of meta-llama/Meta-Llama-3-*"
-_VICUNA = "LMSYS Vicuna (LLaMA fine-tune, same architecture as the LLaMA base); lmsys/vicuna-*-v1.3 config.json"
+def _model_from_record(rec: dict) -> Model:
+    """One catalog record -> Model; a config.json record is read exactly as a pasted config.json."""
+    if "hf_config" in rec:
+        return replace(Model.from_hf_config(rec["hf_config"], name=rec["name"]), source=rec["source"])
+    return Model(rec["name"], source=rec["source"], **rec["architecture"])
 
 
-def _from_catalog_config(name: str) -> Model:
-    from memlib.models.hf_configs import HF_CONFIGS
-    entry = HF_CONFIGS[name]
-    m = Model.from_hf_config(entry["config"], name=name)
-    return replace(m, source=entry["source"])
-
-
-CATALOG: dict[str, Model] = {m.name: m for m in [
-    _llama("llama-7b", 4096, 32, 32, 11008, source=_LLAMA1),
-    _llama("llama-13b", 5120, 40, 40, 13824, source=_LLAMA1),
-    _llama("llama-33b", 6656, 60, 52, 17920, source=_LLAMA1),
-    _llama("llama-65b", 8192, 80, 64, 22016, source=_LLAMA1),
-    # Vicuna-65B was never released by LMSYS; the seed's model is LLaMA-65B fine-tuned, same shape.
-    _llama("vicuna-7b", 4096, 32, 32, 11008, source=_VICUNA),
-    _llama("vicuna-13b", 5120, 40, 40, 13824, source=_VICUNA),
-    _llama("vicuna-33b", 6656, 60, 52, 17920, source=_VICUNA),
-    _llama("vicuna-65b", 8192, 80, 64, 22016,
-           source="not a released model: LMSYS released Vicuna 7B/13B/33B only; this is LLaMA-65B's shape "
-                  "(Touvron et al. 2023, LLaMA, Table 2) for a Vicuna-style SFT of LLaMA-65B, as seed 000 asks"),
-    _llama("llama-2-7b", 4096, 32, 32, 11008, ctx=4096, source=_LLAMA2),
-    _llama("llama-2-13b", 5120, 40, 40, 13824, ctx=4096, source=_LLAMA2),
-    _llama("llama-2-70b", 8192, 80, 64, 28672, kv=8, ctx=4096, source=_LLAMA2),
-    _llama("llama-3-8b", 4096, 32, 32, 14336, V=128256, kv=8, ctx=8192, source=_LLAMA3),
-    _llama("llama-3-70b", 8192, 80, 64, 28672, V=128256, kv=8, ctx=8192, source=_LLAMA3),
-    # v0.1: every layer attends to (and caches) at most the last 4,096 tokens (config.json sliding_window).
-    _llama("mistral-7b", 4096, 32, 32, 14336, kv=8, ctx=32768, model_type="mistral", sliding_window=4096,
-           source="Jiang et al. 2023, Mistral 7B, Table 1 (window_size 4096); mistralai/Mistral-7B-v0.1 config.json"),
-    _llama("qwen2-0.5b", 896, 24, 14, 4864, V=151936, kv=2, ctx=32768, tie_word_embeddings=True, qkv_bias=True,
-           model_type="qwen2", source="Qwen2 Technical Report 2024, Table 1; Qwen/Qwen2-0.5B config.json"),
-    _llama("qwen2-7b", 3584, 28, 28, 18944, V=152064, kv=4, ctx=32768, qkv_bias=True, model_type="qwen2",
-           source="Qwen2 Technical Report 2024, Table 1; Qwen/Qwen2-7B config.json"),
-    Model("gpt-3-175b", hidden_size=12288, num_layers=96, num_heads=96, intermediate_size=4 * 12288,
-          vocab_size=50257, tie_word_embeddings=True, qkv_bias=True, o_bias=True, mlp="standard", mlp_bias=True,
-          norm="layernorm", position="learned", max_position_embeddings=2048, model_type="gpt",
-          source="Brown et al. 2020, GPT-3, Table 2.1 (d_model 12288, 96 layers, 96 heads, context 2048)"),
-]}
-
-
-def _add_config_catalog() -> None:
-    from memlib.models.hf_configs import HF_CONFIGS
-    for name in HF_CONFIGS:
-        CATALOG[name] = _from_catalog_config(name)
-
-
-_add_config_catalog()
-
-ALIASES = {"vicuna-65b-v1": "vicuna-65b", "llama2-7b": "llama-2-7b", "llama2-13b": "llama-2-13b",
-           "llama2-70b": "llama-2-70b", "llama3-8b": "llama-3-8b", "llama3-70b": "llama-3-70b",
-           "gpt3": "gpt-3-175b", "gpt-3": "gpt-3-175b", "mistral-7b-v0.1": "mistral-7b",
-           "meta-llama-3-8b": "llama-3-8b", "meta-llama-3-70b": "llama-3-70b", "llama-30b": "llama-33b",
-           "llama3.1-8b": "llama-3.1-8b", "llama3.1-70b": "llama-3.1-70b", "llama3.1-405b": "llama-3.1-405b",
-           "meta-llama-3.1-8b": "llama-3.1-8b", "meta-llama-3.1-70b": "llama-3.1-70b",
-           "meta-llama-3.1-405b": "llama-3.1-405b", "qwen3-30b": "qwen3-30b-a3b", "qwen3-235b": "qwen3-235b-a22b",
-           "mixtral-8x7b-v0.1": "mixtral-8x7b", "mixtral-8x22b-v0.1": "mixtral-8x22b",
-           "deepseek-r1": "deepseek-v3", "deepseek-v3-0324": "deepseek-v3", "gemma3-27b": "gemma-3-27b",
-           "phi4": "phi-4", "gptoss-20b": "gpt-oss-20b", "gptoss-120b": "gpt-oss-120b",
-           "llama-4-scout-17b-16e": "llama-4-scout", "llama-4-maverick-17b-128e": "llama-4-maverick",
-           "llama4-scout": "llama-4-scout", "llama4-maverick": "llama-4-maverick"}
+_RAW = _read_catalog()
+CATALOG: dict[str, Model] = {r["name"]: _model_from_record(r) for r in _RAW["models"]}
+ALIASES: dict[str, str] = dict(_RAW["aliases"])
 
 
 def _family(key: str) -> str:

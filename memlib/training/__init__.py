@@ -8,7 +8,7 @@ allocated. Where to look:
     terms.py     the named terms, one function each with its source
     step.py      the moments of a step (forward at the loss, backward top and bottom, optimizer)
     estimate.py  Estimate and Moment: the result
-    memlib/activations.py  the per-layer ledger of saved activations
+    memlib/training/activations.py  the per-layer ledger of saved activations
 """
 
 from __future__ import annotations
