@@ -8,6 +8,7 @@ outputs, never executed.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -15,11 +16,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
 
 # --- the one place for the repository's public path -------------------------------------------
-# The repository has no public URL yet: Binder links use these placeholders until it does.
-# Set MEMLIB_SITE_REPO=owner/name (and MEMLIB_SITE_BRANCH) when building, or edit the defaults.
-SITE_REPO = os.environ.get("MEMLIB_SITE_REPO", "OWNER/REPO")
-SITE_BRANCH = os.environ.get("MEMLIB_SITE_BRANCH", "main")
+# Binder needs a public repository: set MEMLIB_SITE_REPO=owner/name (and MEMLIB_SITE_BRANCH, default
+# main) when building, e.g. `MEMLIB_SITE_REPO=alice/memlib python tools/build_site.py`. Unset (the
+# default), every page links to the JupyterLite site built beside the book and to no Binder at all.
+SITE_REPO = os.environ.get("MEMLIB_SITE_REPO", "").strip().strip("/")
+SITE_BRANCH = os.environ.get("MEMLIB_SITE_BRANCH", "").strip() or "main"
 BINDER_URL = "https://mybinder.org"
+if SITE_REPO and not re.fullmatch(r"[\w.-]+/[\w.-]+", SITE_REPO):
+    raise ValueError(f"MEMLIB_SITE_REPO={SITE_REPO!r}: expected owner/name, e.g. alice/memlib")
 # ------------------------------------------------------------------------------------------------
 
 project = "memlib: GPU memory for LLMs"
@@ -49,16 +53,19 @@ html_show_sourcelink = False
 html_copy_source = False
 html_last_updated_fmt = None
 html_theme_options = {
-    "repository_url": f"https://github.com/{SITE_REPO}",
-    "repository_branch": SITE_BRANCH,
     "path_to_docs": "",              # the staged sources mirror the repository's layout
-    "use_repository_button": False,  # no public repository yet
     "use_download_button": True,
     "use_fullscreen_button": False,
-    "launch_buttons": {"binderhub_url": BINDER_URL, "notebook_interface": "jupyterlab"},
     "show_toc_level": 2,
     "home_page_in_toc": True,
 }
+if SITE_REPO:  # the theme's repository and Binder buttons only where there is a public repository
+    html_theme_options.update({
+        "repository_url": f"https://github.com/{SITE_REPO}",
+        "repository_branch": SITE_BRANCH,
+        "use_repository_button": True,
+        "launch_buttons": {"binderhub_url": BINDER_URL, "notebook_interface": "jupyterlab"},
+    })
 
 # read by the memlib_site extension (the launch bar on every page)
 memlib_site_repo = SITE_REPO

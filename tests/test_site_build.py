@@ -42,19 +42,22 @@ def test_stage_lays_out_the_collection_without_solutions(tmp_path):
 
 def test_launch_links_follow_the_readme_patterns():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    voila = re.search(r"https://mybinder\.org/v2/gh/OWNER/REPO/main\?urlpath=voila\S+", readme).group(0)
+    assert "OWNER/REPO" not in readme, "no placeholder links in the README"
+    assert "?urlpath=voila%2Frender%2Fnotebooks%2Fcalculator.ipynb" in readme
     path, urlpath, command = memlib_site.launch_target("notebooks/calculator")
-    assert memlib_site.binder_url("OWNER/REPO", "main", "https://mybinder.org", urlpath) == voila
+    assert memlib_site.binder_url("alice/memlib", "main", "https://mybinder.org", urlpath) == \
+        "https://mybinder.org/v2/gh/alice/memlib/main?urlpath=voila%2Frender%2Fnotebooks%2Fcalculator.ipynb"
     assert command == "voila notebooks/calculator.ipynb"
-    lab = re.search(r"https://mybinder\.org/v2/gh/OWNER/REPO/main\?urlpath=lab/tree/\S+?\.ipynb", readme).group(0)
     _, urlpath, command = memlib_site.launch_target("notebooks/index")
-    url = memlib_site.binder_url("OWNER/REPO", "main", "https://mybinder.org", urlpath)
-    assert url.replace("%2F", "/") == lab and command == "jupyter lab --LabApp.default_url=/lab/tree/notebooks/index.ipynb"
+    assert urlpath == "lab/tree/notebooks/index.ipynb"
+    assert command == "jupyter lab --LabApp.default_url=/lab/tree/notebooks/index.ipynb"
     assert memlib_site.launch_target("exercises/01_65b_on_4x_v100_exercises")[0] == \
         "exercises/01_65b_on_4x_v100_exercises.ipynb"
     assert memlib_site.launch_target("docs/cheatsheet")[0] == "notebooks/index.ipynb"
+    assert memlib_site.lite_url("exercises/01_65b_on_4x_v100_exercises.ipynb") == \
+        "lite/notebooks/index.html?path=exercises/01_65b_on_4x_v100_exercises.ipynb"
     conf = (ROOT / "book" / "conf.py").read_text(encoding="utf-8")
-    assert conf.count('"OWNER/REPO"') == 1, "the placeholder lives in one place"
+    assert "OWNER" not in conf and conf.count('os.environ.get("MEMLIB_SITE_REPO"') == 1, "one setting, no placeholder"
 
 
 def test_font_subset_ranges_match_the_css():

@@ -53,8 +53,8 @@ CJK_RANGES = [(0x2E80, 0x2FDF), (0x3000, 0x303F), (0x3100, 0x312F), (0x31A0, 0x3
               (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF)]
 WIDGET_REPR = re.compile(r"^(VBox|HBox|Box|GridBox|Tab|Accordion|Output|[A-Z]\w*Widget)\(|^\(interactive widget")
 WIDGET_NOTE = ('<div class="memlib-widget-note"><strong>Interactive:</strong> this widget needs a running '
-               "notebook. Open it live with the <em>Run this notebook</em> link at the top of the page "
-               "(Binder, or <code>jupyter lab</code> on your machine) and move the controls.</div>")
+               "notebook. Open it live with the <em>Try it live</em> link at the top of the page "
+               "(in your browser), or with <code>jupyter lab</code> on your machine, and move the controls.</div>")
 
 
 def log(msg: str) -> None:
@@ -300,6 +300,201 @@ def _ofl_text(font_path: Path) -> str:
     return "See https://openfontlicense.org for the licence text.\n"
 
 
+# --- JupyterLite: the notebooks, the exercises and the calculator, run in the reader's browser -------
+# JupyterLite (jupyterlite-core + jupyterlite-pyodide-kernel) serves JupyterLab from static files; the
+# kernel is Pyodide (CPython compiled to WebAssembly) in a web worker. The build bundles everything the
+# kernel needs to start and to run memlib, so the site works from any static host, and offline:
+#   * Pyodide's core from the npm registry (`npm pack pyodide@<the version the kernel is built for>`)
+#     in lite/static/pyodide/ (the kernel's pyodideUrl), with a rewritten pyodide-lock.json;
+#   * the kernel's own pure-Python packages (IPython and its dependencies, jedi, micropip, comm) as the
+#     wheels PyPI publishes (`pip download`, exact versions from Pyodide's lock; the lock's sha256 is set
+#     to the downloaded file's, as Pyodide repacks its copies);
+#   * memlib, a wheel built from this tree, in the lock and loaded when the kernel starts
+#     (loadPyodideOptions.packages). memlib's core imports nothing outside the standard library, so its
+#     lock entry lists no dependencies: numpy and matplotlib (the topic notebooks' charts) are fetched
+#     from Pyodide's CDN when a cell imports them (every other lock entry points there).
+LITE_COMM_VERSION = "0.2.3"  # ipykernel's comm: not in Pyodide's lock, so piplite installs it from the site
+LITE_KERNEL_ROOTS = ["micropip", "ipython", "jedi"]  # what the kernel loads at start (its worker's initKernel)
+LITE_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
+
+
+def lite_pyodide_version() -> str:
+    from jupyterlite_pyodide_kernel.constants import PYODIDE_VERSION
+
+    return PYODIDE_VERSION
+
+
+def lite_cdn(version: str) -> str:
+    return f"https://cdn.jsdelivr.net/pyodide/v{version}/full/"
+
+
+def lite_contents(dest: Path) -> list[str]:
+    """The files JupyterLite opens, in the repository's layout (relative links between them resolve)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    files = ([ROOT / "notebooks" / "index.ipynb", ROOT / "notebooks" / "calculator.ipynb"] + topic_notebooks()
+             + sorted((ROOT / "exercises").glob("*.ipynb")))
+    for path in files:
+        target = dest / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    return [str(p.relative_to(ROOT)) for p in files]
+
+
+def lite_memlib_wheel(dest: Path) -> Path:
+    """memlib as a wheel, built from this tree (pip wheel, no dependencies)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(ROOT)],
+                   check=True, stdout=subprocess.DEVNULL)
+    (wheel,) = dest.glob("memlib-*-py3-none-any.whl")
+    return wheel
+
+
+def lite_pyodide_core(version: str, cache: Path) -> Path:
+    """Pyodide's core (pyodide.mjs, the WebAssembly, the standard library, the lock) from the npm package."""
+    tarball = cache / f"pyodide-{version}.tgz"
+    if not tarball.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise SystemExit("npm is needed to fetch Pyodide for the JupyterLite site (or build with --no-lite)")
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run([npm, "pack", f"pyodide@{version}", "--silent", "--pack-destination", str(cache)],
+                       check=True, stdout=subprocess.DEVNULL)
+    core = cache / f"pyodide-{version}"
+    if not (core / "pyodide.mjs").is_file():
+        with tarfile.open(tarball) as tar:
+            members = [m for m in tar.getmembers() if m.isfile() and not m.name.endswith((".map", ".d.ts", ".html"))]
+            for m in members:
+                m.name = m.name[len("package/"):]
+            tar.extractall(core, members=members, filter="data")
+    return core
+
+
+def lite_closure(lock: dict, roots: list[str]) -> list[str]:
+    """The lock's packages that `roots` need, dependencies included (names as the lock spells them)."""
+    packages = lock["packages"]
+    norm = {re.sub(r"[-_.]+", "-", name).lower(): name for name in packages}
+    seen, todo = [], list(roots)
+    while todo:
+        name = norm.get(re.sub(r"[-_.]+", "-", todo.pop()).lower())
+        if name is None or name in seen:
+            continue
+        seen.append(name)
+        todo += packages[name]["depends"]
+    return sorted(seen)
+
+
+def lite_download(specs: list[str], dest: Path) -> None:
+    """Pure-Python wheels from PyPI (exact versions), cached in `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    want = [s for s in specs if not any(dest.glob(re.sub(r"[-_.]+", "_", s.split("==")[0]) + "-" + s.split("==")[1] + "-*.whl"))]
+    if want:
+        env = {**os.environ, "PIP_CONSTRAINT": ""}  # the exact versions Pyodide's lock names, whatever pins the host has
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                        "--python-version", "3.14", "-d", str(dest), *want], check=True, env=env)
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def lite_lock(lock: dict, local: dict[str, Path], memlib_wheel: Path, cdn: str) -> dict:
+    """Pyodide's lock with `local` packages (name -> wheel beside the lock) and memlib served by the site,
+    every other package fetched from Pyodide's CDN (absolute file_name)."""
+    out = copy.deepcopy(lock)
+    for name, spec in out["packages"].items():
+        if name in local:
+            spec["file_name"] = local[name].name
+            spec["sha256"] = _sha256(local[name])
+        else:
+            spec["file_name"] = cdn + spec["file_name"]
+    version = memlib_wheel.name.split("-")[1]
+    out["packages"]["memlib"] = {
+        "name": "memlib", "version": version, "file_name": memlib_wheel.name, "install_dir": "site",
+        "sha256": _sha256(memlib_wheel), "package_type": "package", "imports": ["memlib"],
+        "depends": [], "unvendored_tests": False}
+    return out
+
+
+def lite_config(lite_dir: Path) -> dict:
+    """The lite dir's jupyter-lite.json (read by `jupyter lite build`)."""
+    cfg = {"jupyter-lite-schema-version": 0, "jupyter-config-data": {
+        "appName": "memlib · JupyterLite",
+        "disabledExtensions": ["@jupyterlite/application-extension:announcements"],
+        # window.jupyterapp, as JupyterLab's own UI tests use it: tests/test_lite_browser.py runs cells with it
+        "exposeAppInBrowser": True,
+    }}
+    lite_dir.mkdir(parents=True, exist_ok=True)
+    (lite_dir / "jupyter-lite.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
+    return cfg
+
+
+def lite_settings(path: Path) -> None:
+    """The built jupyter-lite.json: the kernel loads Pyodide from the site and memlib at start (added after the
+    build: its piplite step writes the kernel's settings whole, pipliteUrls only)."""
+    cfg = json.loads(path.read_text(encoding="utf-8"))
+    plugins = cfg["jupyter-config-data"].setdefault("litePluginSettings", {})
+    plugins.setdefault(LITE_PLUGIN, {}).update({
+        "pyodideUrl": "./static/pyodide/pyodide.mjs",
+        "loadPyodideOptions": {"packages": ["memlib"]},
+    })
+    path.write_text(json.dumps(cfg, indent=2), encoding="utf-8")
+
+
+def lite_digest(root: Path = ROOT) -> dict[str, str]:
+    """sha256 of what the JupyterLite site bundles beyond the book's sources: memlib (its wheel)."""
+    import hashlib
+
+    files = sorted((root / "memlib").rglob("*.py")) + [root / "pyproject.toml"]
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+def lite(html: Path, out: Path) -> dict:
+    """Build the JupyterLite site into html/lite. Returns what it holds (for the log and the stamp)."""
+    cache = out / "cache" / "lite"
+    work = out / "lite-src"
+    version = lite_pyodide_version()
+    files = lite_contents(work / "files")
+    wheel = lite_memlib_wheel(work / "wheels")
+    core = lite_pyodide_core(version, cache)
+    lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
+    kernel = lite_closure(lock, LITE_KERNEL_ROOTS)
+    specs = [f"{lock['packages'][n]['name']}=={lock['packages'][n]['version']}" for n in kernel]
+    lite_download(specs + [f"comm=={LITE_COMM_VERSION}"], cache / "wheels")
+    comm = next((cache / "wheels").glob(f"comm-{LITE_COMM_VERSION}-*.whl"))
+    lite_config(work / "lite-dir")
+    target = html / "lite"
+    if target.exists():
+        shutil.rmtree(target)
+    cmd = [sys.executable, "-m", "jupyterlite_core", "build", "--lite-dir", str(work / "lite-dir"),
+           "--contents", str(work / "files"), "--output-dir", str(target), "--piplite-wheels", str(comm),
+           "--no-sourcemaps", "--no-unused-shared-packages"]
+    r = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    if r.returncode:
+        sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
+        raise SystemExit(f"jupyter lite build failed (exit {r.returncode})")
+    lite_settings(target / "jupyter-lite.json")
+    pyo = target / "static" / "pyodide"
+    shutil.copytree(core, pyo, dirs_exist_ok=True)
+    local = {}
+    for name in kernel:
+        spec = lock["packages"][name]
+        stem = re.sub(r"[-_.]+", "_", spec["name"]) + "-" + spec["version"] + "-"
+        whl = next(p for p in (cache / "wheels").glob("*.whl") if p.name.lower().startswith(stem.lower()))
+        shutil.copy2(whl, pyo / whl.name)
+        local[name] = pyo / whl.name
+    shutil.copy2(wheel, pyo / wheel.name)
+    (pyo / "pyodide-lock.json").write_text(json.dumps(lite_lock(lock, local, pyo / wheel.name, lite_cdn(version))),
+                                           encoding="utf-8")
+    size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+    return {"files": files, "pyodide": version, "kernel_wheels": len(local) + 1, "memlib_wheel": wheel.name,
+            "bytes": size, "sources": lite_digest()}
+
+
 def source_digest(root: Path = ROOT) -> dict[str, str]:
     """sha256 of every file the site is built from (the browser tests compare it with the build's stamp)."""
     import hashlib
@@ -319,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "_build", help="build folder (default: _build)")
     ap.add_argument("--no-slides", action="store_true", help="skip the reveal.js decks (no npm needed)")
     ap.add_argument("-j", "--jobs", default="1", help="sphinx-build -j (default 1)")
+    ap.add_argument("--no-lite", action="store_true", help="skip the JupyterLite site (no npm or PyPI needed)")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     out = args.out.resolve()
@@ -342,8 +538,15 @@ def main(argv: list[str] | None = None) -> int:
     log(f"CJK font: {font['chars']} characters, " + (", ".join(f"{w} {b / 1024:.0f} KiB" for w, b in
                                                               font["files"].items()) or "no font file")
         + f" ({time.monotonic() - t3:.1f} s)")
+    lite_info = None
+    if not args.no_lite:
+        t4 = time.monotonic()
+        lite_info = lite(html, out)
+        log(f"lite: JupyterLite with {len(lite_info['files'])} notebooks, Pyodide {lite_info['pyodide']} (npm) and "
+            f"{lite_info['kernel_wheels']} kernel wheels local, {lite_info['memlib_wheel']}; "
+            f"{lite_info['bytes'] / 2**20:.0f} MiB in {time.monotonic() - t4:.1f} s")
     elapsed = time.monotonic() - t0
-    (html / STAMP).write_text(json.dumps({"seconds": round(elapsed, 1), "slides": not args.no_slides,
+    (html / STAMP).write_text(json.dumps({"seconds": round(elapsed, 1), "slides": not args.no_slides, "lite": lite_info,
                                           "pages": len(pages), "sources": source_digest()}, indent=1))
     log(f"done in {elapsed:.1f} s: open {html / 'index.html'}")
     return 0

@@ -1,8 +1,9 @@
 """The book's own Sphinx extension: a launch bar at the top of every page.
 
-Each page says how to run what it shows: the Binder link (JupyterLab on the notebook, or Voila
-for the calculator) and the local command, plus the classroom slides for a topic notebook.
-The repository's public path comes from conf.py (SITE_REPO, one place).
+Each page says how to run what it shows: "Try it live" (the page's notebook in the JupyterLite site
+built beside the book, lite/; an exercise page opens the learner's copy), the Binder link (JupyterLab on
+the notebook, or Voila for the calculator) where conf.py names a public repository (SITE_REPO, one
+place; unset: no Binder link), and the local command, plus the classroom slides for a topic notebook.
 """
 
 from __future__ import annotations
@@ -32,18 +33,24 @@ def binder_url(repo: str, branch: str, binder: str, urlpath: str) -> str:
     return f"{binder.rstrip('/')}/v2/gh/{repo}/{branch}?urlpath={quote(urlpath, safe='')}"
 
 
+def lite_url(path: str) -> str:
+    """The JupyterLite site's address (relative to the book's root) that opens `path` of the repository."""
+    return f"lite/notebooks/index.html?path={quote(path, safe='/')}"
+
+
 def _bar(app, pagename: str, context) -> str:
     cfg = app.config
     path, urlpath, command = launch_target(pagename)
-    url = binder_url(cfg.memlib_site_repo, cfg.memlib_site_branch, cfg.memlib_site_binder, urlpath)
-    placeholder = "OWNER/REPO" in cfg.memlib_site_repo
-    note = ' <span class="memlib-launch-note">(OWNER/REPO: placeholder until the repository is public)</span>' \
-        if placeholder else ""
     what = "the calculator" if pagename == "notebooks/calculator" else (
         "this notebook" if path.startswith(pagename) else "the notebooks")
-    parts = [f'<strong>Run {what}:</strong> <a class="memlib-binder reference external" href="{html.escape(url)}">'
-             f"on Binder</a>{note}",
-             f'locally, from the repository root (after the README\'s set-up): <code class="memlib-local">{html.escape(command)}</code>']
+    lite = context["pathto"](lite_url(path), 1)
+    parts = [f'<strong>Run {what}:</strong> <a class="memlib-lite reference internal" href="{html.escape(lite)}">'
+             "Try it live</a> (in your browser, nothing to install)"]
+    if cfg.memlib_site_repo:  # Binder only where the build names a public repository (book/conf.py)
+        url = binder_url(cfg.memlib_site_repo, cfg.memlib_site_branch, cfg.memlib_site_binder, urlpath)
+        parts.append(f'<a class="memlib-binder reference external" href="{html.escape(url)}">on Binder</a>')
+    parts.append(f'locally, from the repository root (after the README\'s set-up): '
+                 f'<code class="memlib-local">{html.escape(command)}</code>')
     if TOPIC.match(pagename) and not pagename.endswith("_deep_dive"):  # a deep dive has no deck
         slides = context["pathto"](f"slides/{pagename.split('/')[1]}.slides.html", 1)
         parts.append(f'<a class="memlib-slides reference internal" href="{html.escape(slides)}">slides</a>')
@@ -57,7 +64,7 @@ def add_launch_bar(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
-    app.add_config_value("memlib_site_repo", "OWNER/REPO", "html")
+    app.add_config_value("memlib_site_repo", "", "html")
     app.add_config_value("memlib_site_branch", "main", "html")
     app.add_config_value("memlib_site_binder", "https://mybinder.org", "html")
     app.connect("html-page-context", add_launch_bar)
