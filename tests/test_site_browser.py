@@ -379,7 +379,7 @@ def test_core_path_fits_twelve_screens_answer_first(stem, browser, site_url):
     page, _, _ = open_page(browser, urljoin(site_url, f"notebooks/{stem}.html"))
     try:
         page.screenshot(path=str(artifacts() / f"site-{stem}-first-screen.png"))
-        m = page.evaluate("""() => {
+        m = page.evaluate(r"""() => {
             const art = document.querySelector('article');
             const h2 = [...art.querySelectorAll('h2')];
             const answer = h2.find(h => /30-second answer/.test(h.innerText));
