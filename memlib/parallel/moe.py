@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib._checks import choice, positive_int, show
+from memlib._checks import choice, positive_int, show, plain_args
 from memlib.hardware.fit import Verdict, fits
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.inference import AUTO, estimate_inference
@@ -43,6 +43,7 @@ def routed_expert_params(model) -> int:
     return sum(t.numel * t.count for t in m.tensors() if t.experts)
 
 
+@plain_args
 def expected_experts_touched(num_experts: int, top_k: int, tokens: int) -> float:
     """Distinct experts of one MoE layer that `tokens` tokens are routed to, in expectation, when each
     token picks its top_k experts uniformly at random and independently: E x (1 - (1 - k/E)^T).
@@ -60,6 +61,7 @@ def expected_experts_touched(num_experts: int, top_k: int, tokens: int) -> float
     return e * (1.0 - (1.0 - k / e) ** t)
 
 
+@plain_args
 def weight_bytes_read(other_bytes: float, expert_bytes: float, num_experts: int, top_k: int, tokens: int) -> float:
     """Weight bytes a decode step of `tokens` tokens reads: every non-expert byte once, and the routed experts'
     bytes in the share the batch touches, expected_experts_touched / num_experts (uniform routing).
@@ -73,6 +75,7 @@ def weight_bytes_read(other_bytes: float, expert_bytes: float, num_experts: int,
     return float(other_bytes + expert_bytes * expected_experts_touched(num_experts, top_k, tokens) / num_experts)
 
 
+@plain_args
 def decode_weight_bytes(model, tokens: int, weights: str = AUTO) -> float:
     """Weight bytes one decode step reads from HBM (the whole model, one copy) when `tokens` tokens are
     in flight: every non-expert weight once, and of each MoE layer's routed experts only those the
@@ -115,6 +118,7 @@ def _ep_degrees(m: Model, count: int) -> list[int]:
     return [e for e in range(1, min(count, m.num_experts) + 1) if count % e == 0 and m.num_experts % e == 0]
 
 
+@plain_args
 def min_gpus_sharded(model, gpu, zero_stage=3, seq_len: int = 4096, micro_batch: int = 1,
                      recompute: str = "full", gpus_per_node: int = 8, max_count: int = 4096, mfu: float = DEFAULT_MFU,
                      **estimate_kw) -> ShardedFit | None:

@@ -13,9 +13,10 @@ momentum, variance). Over N data-parallel GPUs:
 
 from __future__ import annotations
 
-from memlib._checks import positive_int
+from memlib._checks import positive_int, plain_args
 
 
+@plain_args
 def partitioned(nbytes: int, state: str, stage: int, dp: int) -> int:
     """Bytes of one kind of model state ('optimizer', 'gradients', 'parameters') on one GPU
     under ZeRO `stage` over `dp` GPUs: stage 1 partitions optimizer states, stage 2 also
@@ -24,6 +25,7 @@ def partitioned(nbytes: int, state: str, stage: int, dp: int) -> int:
     return nbytes // dp if stage >= first else nbytes
 
 
+@plain_args
 def zero_model_state_bytes(num_params: int, stage: int, dp: int, k: int = 12, working_bytes: int = 2) -> int:
     """Per-GPU model states of ZeRO-`stage` over `dp` GPUs (Rajbhandari et al. 2020, Figure 1)."""
     num_params = positive_int("num_params", num_params)
@@ -35,6 +37,7 @@ def zero_model_state_bytes(num_params: int, stage: int, dp: int, k: int = 12, wo
             + partitioned(k * num_params, "optimizer", stage, dp))
 
 
+@plain_args
 def deepspeed_zero2_estimate(total_params: int, num_gpus_per_node: int = 1, num_nodes: int = 1,
                              cpu_offload: bool = True, additional_buffer_factor: float = 1.5) -> tuple[int, int]:
     """(cpu_bytes, gpu_bytes) per DeepSpeed's documented ZeRO-2 estimator
@@ -49,6 +52,7 @@ def deepspeed_zero2_estimate(total_params: int, num_gpus_per_node: int = 1, num_
     return int(cpu), int(gpu)
 
 
+@plain_args
 def deepspeed_zero3_estimate(total_params: int, largest_layer_params: int, num_gpus_per_node: int = 1,
                              num_nodes: int = 1, cpu_offload: bool = True, cpu_offload_params: bool = True,
                              zero_init: bool = True, additional_buffer_factor: float = 1.5) -> tuple[int, int]:

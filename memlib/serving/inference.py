@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memlib._checks import choice, flag, positive_int
+from memlib._checks import choice, flag, positive_int, plain_args
 from memlib.models.hf_readers import checkpoint_group_size
 from memlib.hardware.fit import Verdict, fits
 from memlib.training.lora import nf4_bytes
@@ -70,6 +70,7 @@ ROW_PARALLEL = ("o_proj", "down_proj", "fc_out")
 
 
 # --- quantized storage of one linear layer --------------------------------------------------
+@plain_args
 def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_size: int = 128,
                            double_quant: bool = True) -> int:
     """Bytes one (in_features -> out_features) weight matrix occupies in `fmt`, every buffer counted.
@@ -159,6 +160,7 @@ def gqa_kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, kv
     return 2 * num_layers * (num_kv_heads // tp) * (head_dim * KV_ELEMENT_BYTES[kv_cache] + scale)
 
 
+@plain_args
 def kv_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_cache: str = "latent") -> int:
     """KV cache bytes of one token over all layers on one GPU, before any window cap (sliding and
     chunked layers stop growing at their window: kv_cache_bytes). Per layer:
@@ -194,6 +196,7 @@ def kv_cap(model: Model, layer_type: str) -> int | None:
     return None
 
 
+@plain_args
 def kv_cache_bytes(model: Model, batch: int, context_len: int, kv_cache: str = "bf16", tp: int = 1,
                    mla_cache: str = "latent") -> int:
     """Bytes of the cache holding `batch` sequences of `context_len` tokens on one GPU:
@@ -410,6 +413,7 @@ def _weight_parts(model: Model, weights: str = "bf16", tp: int = 1, group_size: 
     return parts
 
 
+@plain_args
 def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: str = AUTO,
                        kv_cache: str = "bf16", tp: int = 1, group_size: int | None = None,
                        logits: str = "last", mla_cache: str = "latent", ep: int = 1,
@@ -627,6 +631,7 @@ def _largest(make, gpu, cap: int | None, what: str, fits_kw: dict) -> Limit:
     return Limit(lo, f"{what} {lo + 1:,} would not fit on {verdict.gpu.name}", verdict)
 
 
+@plain_args
 def max_batch(model, gpu, context_len: int = 4096, cuda_context_bytes: int | None = None,
               allocator_headroom: float | None = None, **kwargs) -> Limit:
     """Largest batch whose estimate at `context_len` still fits() `gpu` (binary search).
@@ -640,6 +645,7 @@ def max_batch(model, gpu, context_len: int = 4096, cuda_context_bytes: int | Non
     return _largest(lambda n: estimate_inference(model, n, context_len, **kwargs), gpu, None, "batch", fkw)
 
 
+@plain_args
 def max_context(model, gpu, batch: int = 1, cuda_context_bytes: int | None = None,
                 allocator_headroom: float | None = None, **kwargs) -> Limit:
     """Largest context_len (up to the model's max_position_embeddings) that still fits() `gpu`.

@@ -13,6 +13,8 @@ allocated. Where to look:
 
 from __future__ import annotations
 
+from memlib._checks import plain_args
+
 from memlib.training.estimate import BREAKDOWN_KEYS, Estimate, Moment
 from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, CP_ROTATES, FINETUNES, FSDP_ALIASES, LOSSES,
                                      OFFLOAD_DEVICES, OFFLOADS, OPTIMIZER_IMPLS, PRECISIONS, QLORA_BACKENDS,
@@ -24,6 +26,7 @@ __all__ = ["Estimate", "Moment", "TrainingSetup", "estimate_training", "PRECISIO
            "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "CP_ROTATES"]
 
 
+@plain_args
 def estimate_training(model, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
                       optimizer: str = "adamw", finetune: str = "full", lora_rank: int = 16, lora_targets=None,
                       recompute: str = "none", attention: str = "sdpa", zero_stage=0, dp: int = 1,
