@@ -34,8 +34,10 @@ def positive_int(name: str, value, *, allow_zero: bool = False, maximum: int = M
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and value.is_integer():
-            if abs(value) <= maximum:
+            if (value > 0 or (allow_zero and value == 0)) and value <= maximum:
                 raise ValueError(f"{name} must be an integer count, got the float {value!r}; pass {int(value)}")
+            if value < 0 or (value == 0 and not allow_zero):
+                raise ValueError(f"{name} must be {'>= 0' if allow_zero else '>= 1'}, got {value!r}")
         raise ValueError(f"{name} must be an integer, got {show(value)} ({type(value).__name__})")
     value = int(value)  # numpy and other integral types become a Python int here
     if value < 0 or (value == 0 and not allow_zero):

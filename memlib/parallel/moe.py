@@ -70,8 +70,8 @@ def weight_bytes_read(other_bytes: float, expert_bytes: float, num_experts: int,
     experts of all MoE layers (one layer's share scales the same way in every layer).
     """
     for name, v in (("other_bytes", other_bytes), ("expert_bytes", expert_bytes)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v:
-            raise ValueError(f"{name} must be a number of bytes >= 0, got {show(v)}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v or v == float("inf"):
+            raise ValueError(f"{name} must be a finite number of bytes >= 0, got {show(v)}")
     return float(other_bytes + expert_bytes * expected_experts_touched(num_experts, top_k, tokens) / num_experts)
 
 
@@ -140,6 +140,10 @@ def min_gpus_sharded(model, gpu, zero_stage=3, seq_len: int = 4096, micro_batch:
     node = positive_int("gpus_per_node", gpus_per_node)
     limit = positive_int("max_count", max_count)
     estimate_training(m, seq_len=seq_len, micro_batch=micro_batch, recompute=recompute, **estimate_kw)  # options once
+    from memlib.parallel.count_bound import nothing_fits
+    if nothing_fits(m, g, "full", dict(estimate_kw, seq_len=seq_len, micro_batch=micro_batch,
+                                       recomputes=(recompute,)), [1]):
+        return None  # analytical: no count can fit, so none up to max_count is searched
     searched = []
     for count in range(node, limit + 1, node):
         searched.append(count)
