@@ -40,7 +40,7 @@ from functools import cached_property
 from memlib._checks import positive_int
 from memlib.models import hf_defaults
 from memlib.models.hf_readers import (_check_layer_count, _check_quantization_options, dense_if_no_moe,
-                                      moe_layer_set, quantization_options)
+                                      moe_layer_set, parse_int, quantization_options, refuse_long_ints)
 
 MLP_KINDS = ("gated", "standard")  # gated: SwiGLU, 3 matrices (LLaMA); standard: 2 matrices + GELU (GPT)
 NORM_KINDS = ("rmsnorm", "layernorm")  # layernorm has a bias, rmsnorm does not
@@ -521,7 +521,7 @@ def _flag(name: str, value) -> bool:
 def _read_json(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            return refuse_long_ints(json.load(f, parse_int=parse_int), path)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path!r} is not valid JSON: {e}") from None
     except UnicodeDecodeError as e:

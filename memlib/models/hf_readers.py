@@ -113,3 +113,33 @@ def checkpoint_group_size(model, weights: str, group_size) -> int:
         own = model.quantization_group_size if weights == model.quantization else 0
         return own or GROUP_SIZE_DEFAULT
     return positive_int("group_size", group_size)
+
+
+# --- integers too long to be a size -----------------------------------------------------------------
+_LONG_DIGITS = 100  # no config.json size has anywhere near 100 digits (Python refuses to parse > 4300)
+
+
+class _LongInt:
+    def __init__(self, text: str):
+        self.digits = len(text.lstrip("-"))
+
+
+def parse_int(text: str):
+    """json's parse_int: an integer of over 100 digits becomes a marker instead of Python's "Exceeds the
+    limit (4300 digits)" error, so refuse_long_ints can name the field holding it."""
+    return _LongInt(text) if len(text) > _LONG_DIGITS else int(text)
+
+
+def refuse_long_ints(data, path: str, where: str = ""):
+    """A ValueError naming the file and the field of the first over-long integer; `data` unchanged otherwise."""
+    stack = [(where, data)]
+    while stack:
+        key, v = stack.pop()
+        if isinstance(v, _LongInt):
+            raise ValueError(f"{path!r}: field {key or '(top level)'} holds an integer of {v.digits:,} digits, "
+                             "far beyond any model size")
+        if isinstance(v, dict):
+            stack += [(f"{key}.{k}" if key else str(k), x) for k, x in v.items()]
+        elif isinstance(v, list):
+            stack += [(f"{key}[{i}]", x) for i, x in enumerate(v)]
+    return data
