@@ -34,8 +34,10 @@ def positive_int(name: str, value, *, allow_zero: bool = False, maximum: int = M
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and value.is_integer():
-            if abs(value) <= maximum:
+            if (value > 0 or (allow_zero and value == 0)) and value <= maximum:
                 raise ValueError(f"{name} must be an integer count, got the float {value!r}; pass {int(value)}")
+            if value < 0 or (value == 0 and not allow_zero):
+                raise ValueError(f"{name} must be {'>= 0' if allow_zero else '>= 1'}, got {value!r}")
         raise ValueError(f"{name} must be an integer, got {show(value)} ({type(value).__name__})")
     value = int(value)  # numpy and other integral types become a Python int here
     if value < 0 or (value == 0 and not allow_zero):
@@ -116,3 +118,36 @@ def lookup(kind: str, name, table: dict, aliases: dict | None = None):
     close = difflib.get_close_matches(key, list(table) + list(aliases), n=4, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     raise ValueError(f"unknown {kind} {show(name)}.{hint} Known: {', '.join(sorted(table))}")
+
+
+# --- numpy scalars at the public boundary ------------------------------------------------------------
+def plain(value):
+    """A numpy scalar (or 0-d array) as the Python bool/int/float of the same value; lists and tuples
+    element by element; anything else unchanged. np.int32(2) * 10**10 overflows and np.int64 is not
+    JSON-serialisable: from here on memlib computes with Python numbers only (issue 23)."""
+    t = type(value)
+    if t in (int, float, str, bool) or value is None:
+        return value
+    if t in (list, tuple):
+        return t(plain(v) for v in value) if any(type(v).__module__ == "numpy" for v in value) else value
+    if t.__module__ != "numpy" or getattr(value, "shape", None) != ():
+        return value
+    kind = getattr(getattr(value, "dtype", None), "kind", "")
+    if kind == "b":
+        return bool(value)
+    if kind in "iu" and kind:
+        return int(value)
+    if kind == "f":
+        return float(value)
+    return value
+
+
+def plain_args(fn):
+    """Decorator for a public entry point: every numpy scalar argument becomes a Python number before the
+    function (and any cache it keys) sees it; validation then runs on plain values."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
+    return wrapper

@@ -540,3 +540,159 @@ def test_model_numpy_int32_fields_are_python_ints():
     m = Model("np", hidden_size=np.int32(8192), num_layers=np.int32(80), num_heads=np.int32(64),
               intermediate_size=np.int32(22016), vocab_size=np.int32(32000))
     assert type(m.num_params) is int and m.num_params > 0
+
+
+# ==== issue 23: the classes, not only the examples ===========================================================
+import copy  # noqa: E402
+import dataclasses  # noqa: E402
+
+from memlib import get_gpu  # noqa: E402
+from memlib.models.hf_configs import HF_CONFIGS  # noqa: E402
+from memlib.models.hf_defaults import HF_DEFAULTS, HEADS  # noqa: E402
+from memlib.parallel import moe as moe_helpers, zero as zero_helpers  # noqa: E402
+from memlib.parallel.plan import plan_serving  # noqa: E402
+from memlib.serving.capacity import decode_bound  # noqa: E402
+
+NUMPY_INTS = st.sampled_from([np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64])
+NUMPY_FLOATS = st.sampled_from([np.float16, np.float32, np.float64])
+
+
+@FEW
+@given(dtype=NUMPY_INTS, field=st.sampled_from(["dp", "tp", "pp", "seq_len", "micro_batch", "grad_accum"]),
+       value=st.sampled_from([1, 2, 4, 8]), zero=st.sampled_from([0, 3]))
+def test_numpy_integer_options_equal_plain_ones(dtype, field, value, zero):
+    """Any numpy integer type holding a valid value gives the plain int's estimate, JSON-serialisable, and leaves
+    no cache poisoned for the plain call that follows."""
+    plain_kw = {field: value, "zero_stage": zero if field == "dp" else 0}
+    got = call("estimate_training", estimate_training, "llama-7b", **{**plain_kw, field: dtype(value)})
+    want = call("estimate_training", estimate_training, "llama-7b", **plain_kw)
+    assert got[0] == want[0]
+    if got[0] == "ok":
+        assert type(got[1].peak_bytes) is int and got[1].peak_bytes == want[1].peak_bytes
+        json_round_trips(got[1].to_dict())
+
+
+@FEW
+@given(dtype=NUMPY_FLOATS, headroom=st.sampled_from([0.0, 0.05, 0.1, 0.3]), ints=NUMPY_INTS)
+def test_numpy_scalars_through_fits_plan_serving_and_step_time(dtype, headroom, ints):
+    e = estimate_training("llama-7b", seq_len=512)
+    h = dtype(headroom)
+    v = call("fits", fits, e, "a100-80gb", allocator_headroom=h)
+    assert v == call("fits", fits, e, "a100-80gb", allocator_headroom=float(h))
+    if v[0] == "ok":
+        assert type(v[1].margin_bytes) is int
+    t = call("step_time", step_time, e, "a100-80gb", gpus_per_node=ints(8), mfu=dtype(0.375))
+    assert t[0] == "ok" and math.isfinite(t[1].step_s) and t[1].step_s > 0
+    i = call("estimate_inference", estimate_inference, "llama-7b", batch=ints(2), context_len=ints(64), tp=ints(2))
+    assert i[0] == "ok" and type(i[1].peak_bytes) is int
+    json_round_trips(i[1].to_dict())
+    p = call("plan", plan, "llama-7b", "a100-80gb", ints(8), seq_len=ints(64), allocator_headroom=h)
+    assert p[0] == "ok" and p[1].feasible
+    json_round_trips(p[1].to_dict())
+    s = call("plan_serving", plan_serving, "llama-7b", "a100-80gb", ints(2), context_len=ints(64))
+    assert s[0] in ("ok", "error")
+    b = call("max_batch", max_batch, "llama-7b", "a100-80gb", context_len=ints(64))
+    assert b[0] == "ok" and type(int(b[1])) is int
+
+
+def _user(name: str):
+    return dataclasses.replace(get_gpu(name), name="user-" + name, display_name="mine")
+
+
+@FEW
+@given(family=st.sampled_from(sorted(HF_CONFIGS)), field=st.sampled_from(["num_key_value_heads", "head_dim",
+                                                                          "vocab_size"]))
+def test_dropping_a_field_that_equals_transformers_default_changes_nothing(family, field):
+    """hf_defaults transcribes each transformers config class: a catalog config.json with a field equal to its
+    family's default counts the same model without it; with another value, the default is what is read."""
+    cfg = copy.deepcopy(HF_CONFIGS[family]["config"])
+    text = cfg.get("text_config", cfg)
+    mt = text.get("model_type", cfg["model_type"])
+    assume(field in text)
+    full = Model.from_hf_config(cfg)
+    text.pop(field)
+    got = call("from_hf_config", Model.from_hf_config, cfg)
+    default = HF_DEFAULTS[mt][field]
+    if default == HEADS:
+        default = text["num_attention_heads"]
+    if field == "head_dim" and default == 0:
+        default = text["hidden_size"] // text["num_attention_heads"]
+    equal = default == HF_CONFIGS[family]["config"].get("text_config", HF_CONFIGS[family]["config"])[field]
+    if got[0] == "ok":
+        attr = {"num_key_value_heads": "num_kv_heads", "head_dim": "head_dim", "vocab_size": "vocab_size"}[field]
+        if not (field == "head_dim" and full.is_mla):
+            assert getattr(got[1], attr) == default
+        assert (got[1].num_params == full.num_params) == equal or full.is_mla
+    else:
+        assert "num_key_value_heads" in got[1]  # a default that does not divide the heads is refused, named
+
+
+@FEW
+@given(family=st.sampled_from(["deepseek-v3", "llama-4-scout", "llama-4-maverick", "qwen3-30b-a3b"]),
+       layers=st.integers(1, 70), step=st.integers(1, 80), first=st.integers(0, 80))
+def test_moe_layer_sets_follow_transformers_and_empty_is_dense(family, layers, step, first):
+    cfg = copy.deepcopy(HF_CONFIGS[family]["config"])
+    text = cfg.get("text_config", cfg)
+    text["num_hidden_layers"] = layers
+    text.pop("layer_types", None)
+    if family == "deepseek-v3":
+        text["first_k_dense_replace"] = first
+        expected = list(range(first, layers))
+    elif family.startswith("llama-4"):
+        text["interleave_moe_layer_step"] = step
+        expected = list(range(step - 1, layers, step))
+    else:
+        text["decoder_sparse_step"] = step
+        expected = [i for i in range(layers) if (i + 1) % step == 0]
+    got = call("from_hf_config", Model.from_hf_config, cfg)
+    assert got[0] == "ok", got
+    m = got[1]
+    assert m.is_moe == bool(expected)
+    assert list(m.moe_layers) == (expected if expected else [])
+
+
+@FEW
+@given(layers=st.one_of(st.integers(1, 200), st.integers(10**5 - 2, 10**5 + 2), st.integers(10**6, 10**18)),
+       how=st.sampled_from(["config", "Model", "with_"]))
+def test_any_layer_count_answers_fast(layers, how):
+    small = dict(hidden_size=64, num_heads=4, intermediate_size=128, vocab_size=100)
+    if how == "config":
+        got = call("from_hf_config", Model.from_hf_config, {"model_type": "llama", "hidden_size": 64,
+                                                            "intermediate_size": 128, "num_attention_heads": 4,
+                                                            "num_hidden_layers": layers, "vocab_size": 100})
+    elif how == "Model":
+        got = call("Model", Model, "m", num_layers=layers, **small)
+    else:
+        got = call("with_", lambda: memlib.get_model("gemma-3-27b").with_(num_layers=layers))
+    assert got[0] == ("ok" if layers <= 10**5 else "error"), (layers, got)
+    if got[0] == "ok":
+        assert got[1].num_layers == layers and got[1].num_params > 0
+
+
+@FEW
+@given(model=st.sampled_from(["deepseek-v3", "llama-65b", "mixtral-8x7b", "llama-7b"]),
+       gpu=st.sampled_from(["t4", "rtx-4090", "a100-80gb"]), seq_len=st.sampled_from([2**12, 2**16, 2**20]),
+       max_count=st.sampled_from([64, 2**20, 2**40, 2**53]))
+def test_min_gpus_answers_within_the_hang_bound(model, gpu, seq_len, max_count):
+    assume(seq_len == 2**20 or max_count <= 64)  # a feasible search of 2**53 GPUs is not the class probed here
+    got = call("min_gpus", min_gpus, model, gpu, seq_len=seq_len, max_count=max_count)
+    assert got[0] in ("ok", "error")
+
+
+@SETTINGS
+@given(which=st.sampled_from(["zero_model_state_bytes", "deepspeed_zero2_estimate", "deepspeed_zero3_estimate",
+                              "partitioned", "weight_bytes_read", "expected_experts_touched"]),
+       a=odd_or(st.integers(-10, 10**12)), b=odd_or(st.integers(-2, 64)), c=odd_or(st.integers(-2, 64)))
+def test_parallel_helpers_return_non_negative_finite_or_value_error(which, a, b, c):
+    fns = {
+        "zero_model_state_bytes": lambda: zero_helpers.zero_model_state_bytes(a, 3, b, k=c),
+        "deepspeed_zero2_estimate": lambda: zero_helpers.deepspeed_zero2_estimate(a, b, c),
+        "deepspeed_zero3_estimate": lambda: zero_helpers.deepspeed_zero3_estimate(a, 10, b, c),
+        "partitioned": lambda: zero_helpers.partitioned(a, "optimizer", 1, b),
+        "weight_bytes_read": lambda: moe_helpers.weight_bytes_read(a, a, 8, 2, c),
+        "expected_experts_touched": lambda: moe_helpers.expected_experts_touched(b, 2, c),
+    }
+    got = call(which, fns[which])
+    if got[0] == "ok":
+        values = got[1] if isinstance(got[1], tuple) else (got[1],)
+        assert all(math.isfinite(v) and v >= 0 for v in values), got

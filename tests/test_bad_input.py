@@ -205,11 +205,11 @@ GOOD = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, 
 
 
 def test_config_missing_fields_named(tmp_path):
-    cfg = {k: v for k, v in GOOD.items() if k not in ("num_hidden_layers", "vocab_size")}
+    cfg = {k: v for k, v in GOOD.items() if k not in ("num_hidden_layers", "intermediate_size")}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(ValueError, match="missing") as e:
         Model.from_hf_config(tmp_path / "config.json")
-    assert "num_hidden_layers" in str(e.value) and "vocab_size" in str(e.value)
+    assert "num_hidden_layers" in str(e.value) and "intermediate_size" in str(e.value)
     assert "hidden_size" not in str(e.value).replace("num_hidden_layers", "")
 
 

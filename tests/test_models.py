@@ -216,17 +216,23 @@ def test_tied_vs_untied(cfg):
 
 
 @pytest.mark.parametrize("field", ["hidden_size", "num_hidden_layers", "num_attention_heads",
-                                   "intermediate_size", "vocab_size"])
+                                   "intermediate_size"])
 def test_missing_field_named(field):
     cfg = {k: v for k, v in LLAMA_7B_CFG.items() if k != field}
     with pytest.raises(ValueError, match=field):
         Model.from_hf_config(cfg)
 
 
+def test_missing_vocab_size_is_the_family_default():
+    # transformers' LlamaConfig / MistralConfig: vocab_size defaults to 32000 (issue 23: defaults as transformers reads them)
+    for cfg in (LLAMA_7B_CFG, MISTRAL_7B_CFG):
+        assert Model.from_hf_config({k: v for k, v in cfg.items() if k != "vocab_size"}).vocab_size == 32000
+
+
 def test_missing_field_in_file(tmp_path):
-    cfg = {k: v for k, v in MISTRAL_7B_CFG.items() if k != "vocab_size"}
+    cfg = {k: v for k, v in MISTRAL_7B_CFG.items() if k != "hidden_size"}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(ValueError, match="vocab_size"):
+    with pytest.raises(ValueError, match="hidden_size"):
         Model.from_hf_config(tmp_path)
 
 

@@ -209,7 +209,7 @@ def test_multimodal_config_reads_text_config():
 
 
 def test_mistral_sliding_window_default_and_null():
-    cfg = {**BASE, "model_type": "mistral"}
+    cfg = {**BASE, "model_type": "mistral", "num_key_value_heads": 4}  # MistralConfig's default 8 needs >= 8 heads
     assert Model.from_hf_config(cfg).sliding_window == 4096  # MistralConfig's default (v0.1)
     assert Model.from_hf_config({**cfg, "sliding_window": None}).sliding_window == 0  # v0.2+
     assert get_model("mistral-7b").layer_counts() == {"sliding_attention": 32}

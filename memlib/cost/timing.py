@@ -56,7 +56,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memlib._checks import choice, flag, fraction, positive_float, positive_int, show
+from memlib._checks import choice, flag, fraction, positive_float, positive_int, show, plain_args
 from memlib.hardware.gpus import GPU, get_gpu
 from memlib.models import Model, get_model
 from memlib.training import FINETUNES, RECOMPUTES, Estimate
@@ -175,6 +175,7 @@ def attention_flops_per_token(model, seq_len: int) -> float:
     return float(12 * model.num_layers * model.num_heads * model.head_dim * seq_len)
 
 
+@plain_args
 def flops_per_token(model, seq_len: int, recompute: str = "none", finetune: str = "full") -> float:
     """Training FLOPs per token: 6N + 12·L·H·Q·T (Chowdhery et al. 2022, PaLM, App. B), with a
     second forward under full recompute (+2N + 4·L·H·Q·T), and no weight gradients (-2N) for a
@@ -575,6 +576,7 @@ def zero_offload_traffic_bytes(partition_numel: int, micro_batches: int) -> int:
     return (2 + 2 * (k - 1) + 2 * (k - 2) + 4 + 2) * partition_numel
 
 
+@plain_args
 def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
               internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, nvme_bytes_per_s: float = NVME_BYTES_PER_S,
               cpu_adam_params_per_s: float = CPU_ADAM_PARAMS_PER_S, peak_tflops: float | None = None) -> StepTime:
@@ -619,7 +621,7 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     cp_bytes, cp_s, cp_exposed = _cp_traffic(estimate, link, peak * mfu)
     off_bytes, nvme_s, cpu_s, procs = _offload_traffic(estimate, min(n_gpus, gpus_per_node), nvme_bytes_per_s,
                                                        cpu_adam_params_per_s)
-    off_s = off_bytes / gpu.host_link_bytes_per_s
+    off_s = off_bytes / gpu.host_link_bytes_per_s if off_bytes else 0.0  # no offload: no host link needed
     t = StepTime(fpt, tokens, compute, bubble, int(dp_bytes), dp_s, dp_exposed, int(tp_bytes), tp_s,
                  int(pp_bytes), pp_s, off_bytes, off_s, nvme_s, cpu_s, n_gpus,
                  dp_scheme=scheme, dp_collectives="\n".join(c.describe() for c in colls),

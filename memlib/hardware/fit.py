@@ -27,7 +27,7 @@ import numbers
 from fractions import Fraction
 from dataclasses import dataclass
 
-from memlib._checks import MAX_INT, positive_int, show
+from memlib._checks import MAX_INT, positive_int, show, plain_args
 from memlib.hardware.gpus import GPU, get_gpu
 from memlib.units import fmt_bytes, gib
 
@@ -69,6 +69,7 @@ class Verdict:
                 f"margin {self.margin_gib:+.2f} GiB")
 
 
+@plain_args
 def required_bytes(peak_bytes: int, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
                    allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> int:
     """What a process with this tensor peak needs from the GPU: peak + context + headroom."""
@@ -82,6 +83,7 @@ def usable_bytes(gpu: GPU) -> int:
     return gpu.torch_total_bytes or gpu.reported_total_bytes or gpu.memory_bytes
 
 
+@plain_args
 def fits(estimate, gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
          allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> Verdict:
     """Verdict for one GPU: `.fits`, `.margin_bytes` (int), `.margin_gib`; str() explains it.
@@ -115,6 +117,7 @@ def _headroom_bytes(peak: int, allocator_headroom: float) -> int:
     return int(peak * allocator_headroom) if peak <= MAX_INT else int(Fraction(allocator_headroom) * peak)
 
 
+@plain_args
 def max_peak_bytes(gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
                    allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> int:
     """The largest tensor peak (bytes, per GPU) that `fits` accepts on `gpu`: the inverse of

@@ -32,7 +32,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib import resources
 
 __all__ = ["GPU", "get_gpu", "list_gpus"]
@@ -102,8 +102,8 @@ class GPU:
 
     @property
     def host_link_bytes_per_s(self) -> int:
-        """GPU<->CPU link, one direction (what offload traffic crosses); see HOST_LINK."""
-        return HOST_LINK[self.name][1]
+        """GPU<->CPU link, one direction (what offload traffic crosses); see HOST_LINK and _host_link."""
+        return _host_link(self)[1]
 
     @property
     def interconnect_bytes_per_s_per_direction(self) -> int:
@@ -245,3 +245,20 @@ HOST_LINK: dict[str, tuple[str, int]] = {
     r["name"]: (r["host_link"], _RAW["host_links"][r["host_link"]]["gb_per_s_per_direction"] * GB)
     for r in _RAW["gpus"]
 }
+
+
+_NAMING_FIELDS = ("name", "display_name", "source", "torch_total_source")
+
+
+def _host_link(gpu: GPU) -> tuple[str, int]:
+    """HOST_LINK of the GPU's name; for a user-defined GPU (e.g. dataclasses.replace of a catalog entry
+    under a new name), that of the catalog entry it equals in every figure; else a clear error."""
+    if gpu.name in HOST_LINK:
+        return HOST_LINK[gpu.name]
+    figures = [f.name for f in fields(GPU) if f.name not in _NAMING_FIELDS]
+    for known in _CATALOG:
+        if all(getattr(known, f) == getattr(gpu, f) for f in figures) and known.name in HOST_LINK:
+            return HOST_LINK[known.name]
+    raise ValueError(f"GPU {gpu.name!r} is not in the catalog and matches no catalog entry's figures, so its "
+                     "host link (PCIe generation) is unknown; offload timing needs it: build it with "
+                     "dataclasses.replace of the catalog GPU it is (same figures) or add it to HOST_LINK")

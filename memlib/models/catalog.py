@@ -39,6 +39,9 @@ from functools import cached_property
 from importlib import resources
 
 from memlib._checks import positive_int
+from memlib.models import hf_defaults
+from memlib.models.hf_readers import (_check_layer_count, _check_quantization_options, dense_if_no_moe,
+                                      moe_layer_set, parse_int, quantization_options, refuse_long_ints)
 
 MLP_KINDS = ("gated", "standard")  # gated: SwiGLU, 3 matrices (LLaMA); standard: 2 matrices + GELU (GPT)
 NORM_KINDS = ("rmsnorm", "layernorm")  # layernorm has a bias, rmsnorm does not
@@ -123,6 +126,8 @@ class Model:
     head: str = "lm"
     num_labels: int = 0  # score head width (sequence classification)
     quantization: str = ""  # the weight format the checkpoint is released in ("" : 16-bit)
+    quantization_group_size: int = 0  # int4-gptq/int4-awq: quantization_config group_size (0: the default 128)
+    quantization_double_quant: bool = True  # nf4: bnb_4bit_use_double_quant (False: fp32 absmax per block)
     source: str = field(default="", compare=False)
     omitted: str = field(default="", compare=False)  # what the config describes but is not counted
 
@@ -137,10 +142,10 @@ class Model:
         for f in ("num_kv_heads", "head_dim", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                   "qk_rope_head_dim", "v_head_dim", "num_experts", "num_experts_per_tok",
                   "moe_intermediate_size", "num_shared_experts", "shared_expert_intermediate_size",
-                  "sliding_window", "attention_chunk_size", "num_labels"):
+                  "sliding_window", "attention_chunk_size", "num_labels", "quantization_group_size"):
             object.__setattr__(self, f, positive_int(f, getattr(self, f), allow_zero=True))
         for f in ("tie_word_embeddings", "qkv_bias", "o_bias", "mlp_bias", "fused_qkv", "fused_gate_up",
-                  "attention_sinks", "router_bias", "expert_bias"):
+                  "attention_sinks", "router_bias", "expert_bias", "quantization_double_quant"):
             object.__setattr__(self, f, _flag(f, getattr(self, f)))
         for f in ("attn_logit_softcap", "final_logit_softcap"):
             v = getattr(self, f)
@@ -154,6 +159,8 @@ class Model:
                 raise ValueError(f"unknown {f} {getattr(self, f)!r}; accepted: {', '.join(repr(k) for k in kinds)}")
         if not isinstance(self.model_type, str):
             raise ValueError(f"model_type must be a string, got {self.model_type!r}")
+        _check_quantization_options(self)
+        _check_layer_count(self.num_layers)
         if self.num_kv_heads == 0:
             object.__setattr__(self, "num_kv_heads", self.num_heads)
         if self.kv_lora_rank:
@@ -438,6 +445,7 @@ class Model:
         where they were (all layers if all were), e.g. a 4-layer DeepSeek keeps its 3 dense layers."""
         n = changes.get("num_layers", self.num_layers)
         if n != self.num_layers and isinstance(n, numbers.Integral) and n > 0:
+            _check_layer_count(n)  # before the per-layer pattern is repeated n times
             if "layer_types" not in changes:
                 changes["layer_types"] = tuple(self.layer_types[i % self.num_layers] for i in range(n))
             if "moe_layers" not in changes and self.is_moe:
@@ -514,7 +522,7 @@ def _flag(name: str, value) -> bool:
 def _read_json(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            return refuse_long_ints(json.load(f, parse_int=parse_int), path)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path!r} is not valid JSON: {e}") from None
     except UnicodeDecodeError as e:
@@ -629,7 +637,7 @@ def _from_config(cls, config: dict, name):
         raise ValueError(f"unsupported model_type {shown!r}; supported: {', '.join(HF_TYPES)}")
     fam = HF_TYPES[model_type]
     head, num_labels = _head(c, model_type, fam["prefix"])
-    quant = _quantization(c)
+    quant, quant_options = quantization_options(c)
     omitted = ""
     if "wraps" in fam:
         text = config.get("text_config")
@@ -651,7 +659,7 @@ def _from_config(cls, config: dict, name):
     if not isinstance(default_name, str) or not default_name:
         default_name = model_type
     return cls(name=name or default_name, model_type=model_type, head=head, num_labels=num_labels,
-               quantization=quant, source="Hugging Face config.json", omitted=omitted, **kw)
+               quantization=quant, source="Hugging Face config.json", omitted=omitted, **quant_options, **kw)
 
 
 def _head(c: _Cfg, model_type: str, prefix: str) -> tuple[str, int]:
@@ -677,41 +685,6 @@ def _head(c: _Cfg, model_type: str, prefix: str) -> tuple[str, int]:
                      f"{prefix}ForSequenceClassification (score head) and {prefix}Model (no head)")
 
 
-def _quantization(c: _Cfg) -> str:
-    """The weight format a config.json's quantization_config describes ('' when there is none)."""
-    q = c.d.get("quantization_config")
-    if q is None:
-        return ""
-    if not isinstance(q, dict):
-        raise ValueError(f"config.json field 'quantization_config' must be an object, got {q!r}")
-    qc = _Cfg(q, "config.json quantization_config")
-    method = qc.str("quant_method", "")
-    if method == "gptq" or method == "awq":
-        bits = qc.int("bits", 4)
-        if bits != 4:
-            raise ValueError(f"{method} with {bits} bits is not modelled; memlib counts 4-bit {method}")
-        return "int4-" + method
-    if method == "bitsandbytes":
-        if qc.bool("load_in_4bit", False):
-            qtype = qc.str("bnb_4bit_quant_type", "fp4")
-            if qtype != "nf4":
-                raise ValueError(f"bitsandbytes 4-bit {qtype!r} is not modelled; memlib counts nf4")
-            return "nf4"
-        if qc.bool("load_in_8bit", False):
-            return "int8"
-        raise ValueError("bitsandbytes quantization_config with neither load_in_4bit nor load_in_8bit")
-    if method == "fp8":
-        block = q.get("weight_block_size")
-        if block != [128, 128] and block != (128, 128):
-            raise ValueError(f"fp8 with weight_block_size {block!r} is not modelled; memlib counts "
-                             "128x128 block-wise fp8 (DeepSeek-V3's layout)")
-        return "fp8-block"
-    if method == "mxfp4":
-        return "mxfp4"
-    raise ValueError(f"quantization_config quant_method {method!r} is not modelled; supported: "
-                     f"{', '.join(QUANT_METHODS)} (remove quantization_config to count the architecture in 16-bit)")
-
-
 def _refuse_foreign_fields(c: _Cfg, model_type: str, moe: bool, mla: bool):
     if not moe:
         for k in MOE_FIELDS:
@@ -729,21 +702,29 @@ def _refuse_foreign_fields(c: _Cfg, model_type: str, moe: bool, mla: bool):
                                  f"{model_type!r} has ordinary attention; use deepseek_v2 or deepseek_v3")
 
 
-def _common(c: _Cfg, fam: dict, head_dim_default=0, vocab_default=_MISSING) -> dict:
+def _common(c: _Cfg, fam: dict, head_dim_default=None, vocab_default=None) -> dict:
+    # Defaults of the family's transformers config class (memlib/models/hf_defaults.py); the
+    # readers' own head_dim_default / vocab_default arguments are kept for callers, unused.
+    mt = c.d["model_type"]
     required = ["hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"]
-    required += ["vocab_size"] if vocab_default is _MISSING else []
     missing = [k for k in required if c.d.get(k) is None]
     if missing:
         raise ValueError(f"{c.where} for {c.d.get('model_type')} is missing {', '.join(missing)}")
     heads = c.int("num_attention_heads")
+    _check_layer_count(c.int("num_hidden_layers"))  # before any per-layer list is built
+    kv_default = hf_defaults.kv_heads_default(mt, heads)
+    if c.d.get("num_key_value_heads") is None and heads % kv_default:
+        raise ValueError(f"{c.where} has no num_key_value_heads: transformers' {fam['prefix']}Config defaults it "
+                         f"to {kv_default}, which does not divide num_attention_heads {heads}; give "
+                         "num_key_value_heads")
     return dict(
         hidden_size=c.int("hidden_size"),
         num_layers=c.int("num_hidden_layers"),
         num_heads=heads,
-        num_kv_heads=c.int("num_key_value_heads", heads),
-        head_dim=c.int("head_dim", head_dim_default, allow_zero=True),
+        num_kv_heads=c.int("num_key_value_heads", kv_default),
+        head_dim=c.int("head_dim", hf_defaults.head_dim_default(mt), allow_zero=True),
         intermediate_size=c.int("intermediate_size"),
-        vocab_size=c.int("vocab_size", vocab_default),
+        vocab_size=c.int("vocab_size", hf_defaults.vocab_default(mt)),
         max_position_embeddings=c.int("max_position_embeddings", fam["max_position_embeddings"]),
         tie_word_embeddings=c.bool("tie_word_embeddings", False),
     )
@@ -810,8 +791,7 @@ def _read_qwen3(c, fam, moe=False):
         out.update(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 8),
                    moe_intermediate_size=c.int("moe_intermediate_size", 768),
                    moe_layers=tuple(i for i in range(n) if i not in dense and (i + 1) % step == 0))
-        if not out["moe_layers"]:
-            raise ValueError("config.json (qwen3_moe) leaves no MoE layer (decoder_sparse_step/mlp_only_layers)")
+        out = dense_if_no_moe(out)  # every layer in mlp_only_layers: transformers builds a dense model
     return out
 
 
@@ -872,19 +852,21 @@ def _read_deepseek(c, fam, v: int):
                qk_nope_head_dim=c.int("qk_nope_head_dim", 128), qk_rope_head_dim=c.int("qk_rope_head_dim", 64),
                v_head_dim=c.int("v_head_dim", 128))
     bias = c.bool("attention_bias", False)
-    return dict(**kw, **mla, o_bias=bias, mlp_bias=c.bool("mlp_bias", False) if v == 2 else False,
-                activation=_act(c, "hidden_act", "silu", _SILU),
-                num_experts=c.int("n_routed_experts", 256 if v == 3 else 64),
-                num_experts_per_tok=c.int("num_experts_per_tok", 8 if v == 3 else _MISSING),
-                moe_intermediate_size=moe_I, num_shared_experts=shared,
-                shared_expert_intermediate_size=moe_I * shared, moe_layers=tuple(range(first, n)))
+    out = dict(**kw, **mla, o_bias=bias, mlp_bias=c.bool("mlp_bias", False) if v == 2 else False,
+               activation=_act(c, "hidden_act", "silu", _SILU),
+               num_experts=c.int("n_routed_experts", 256 if v == 3 else 64),
+               num_experts_per_tok=c.int("num_experts_per_tok", 8 if v == 3 else _MISSING),
+               moe_intermediate_size=moe_I, num_shared_experts=shared,
+               shared_expert_intermediate_size=moe_I * shared, moe_layers=tuple(range(first, n)))
+    return dense_if_no_moe(out)  # num_hidden_layers <= first_k_dense_replace: every layer dense
 
 
 def _read_llama4(c, fam):
     kw = _common(c, fam, head_dim_default=128)
     n = kw["num_layers"]
     step = c.int("interleave_moe_layer_step", 1)
-    moe_layers = c.int_list("moe_layers", tuple(range(step - 1, n, step)))
+    # Llama4TextConfig: moe_layers (even []) overrides interleave_moe_layer_step; no MoE layer is a dense model
+    moe_layers = moe_layer_set(c.int_list("moe_layers", tuple(range(step - 1, n, step))), n, "moe_layers")
     expert_I = kw["intermediate_size"]
     kw["intermediate_size"] = c.int("intermediate_size_mlp", 16384)  # the dense layers' MLP
     chunk = c.int("attention_chunk_size", 8192, allow_zero=True)
@@ -892,17 +874,18 @@ def _read_llama4(c, fam):
     rope = c.int_list("no_rope_layers", ()) or tuple(int((i + 1) % interval != 0) for i in range(n))
     types = _layer_types(c, n, tuple("chunked_attention" if r and chunk else "full_attention" for r in rope))
     bias = c.bool("attention_bias", False)
-    return dict(**kw, qkv_bias=bias, o_bias=bias, activation=_act(c, "hidden_act", "silu", _SILU),
-                num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 1),
-                moe_intermediate_size=expert_I, num_shared_experts=1, shared_expert_intermediate_size=expert_I,
-                moe_layers=moe_layers, attention_chunk_size=chunk, layer_types=types)
+    return dense_if_no_moe(dict(
+        **kw, qkv_bias=bias, o_bias=bias, activation=_act(c, "hidden_act", "silu", _SILU),
+        num_experts=c.int("num_local_experts", 16), num_experts_per_tok=c.int("num_experts_per_tok", 1),
+        moe_intermediate_size=expert_I, num_shared_experts=1, shared_expert_intermediate_size=expert_I,
+        moe_layers=moe_layers, attention_chunk_size=chunk, layer_types=types))
 
 
 def _read_gpt_oss(c, fam):
     kw = _common(c, fam, head_dim_default=64)
     n = kw["num_layers"]
     bias = c.bool("attention_bias", True)
-    k = c.int("num_experts_per_tok", 0, allow_zero=True) or c.int("experts_per_token", 4)
+    k = c.int("num_experts_per_tok", 4)  # GptOssConfig's field; config.json's "experts_per_token" is unread there
     types = _layer_types(c, n, tuple("sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)))
     return dict(**kw, qkv_bias=bias, o_bias=bias, attention_sinks=True, activation="silu",
                 num_experts=c.int("num_local_experts", 128), num_experts_per_tok=k, router_bias=True,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib._checks import choice, positive_int, show
+from memlib._checks import choice, positive_int, show, plain_args
 from memlib.hardware.fit import Verdict, fits
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.inference import AUTO, estimate_inference
@@ -43,6 +43,7 @@ def routed_expert_params(model) -> int:
     return sum(t.numel * t.count for t in m.tensors() if t.experts)
 
 
+@plain_args
 def expected_experts_touched(num_experts: int, top_k: int, tokens: int) -> float:
     """Distinct experts of one MoE layer that `tokens` tokens are routed to, in expectation, when each
     token picks its top_k experts uniformly at random and independently: E x (1 - (1 - k/E)^T).
@@ -60,6 +61,7 @@ def expected_experts_touched(num_experts: int, top_k: int, tokens: int) -> float
     return e * (1.0 - (1.0 - k / e) ** t)
 
 
+@plain_args
 def weight_bytes_read(other_bytes: float, expert_bytes: float, num_experts: int, top_k: int, tokens: int) -> float:
     """Weight bytes a decode step of `tokens` tokens reads: every non-expert byte once, and the routed experts'
     bytes in the share the batch touches, expected_experts_touched / num_experts (uniform routing).
@@ -68,11 +70,12 @@ def weight_bytes_read(other_bytes: float, expert_bytes: float, num_experts: int,
     experts of all MoE layers (one layer's share scales the same way in every layer).
     """
     for name, v in (("other_bytes", other_bytes), ("expert_bytes", expert_bytes)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v:
-            raise ValueError(f"{name} must be a number of bytes >= 0, got {show(v)}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v or v == float("inf"):
+            raise ValueError(f"{name} must be a finite number of bytes >= 0, got {show(v)}")
     return float(other_bytes + expert_bytes * expected_experts_touched(num_experts, top_k, tokens) / num_experts)
 
 
+@plain_args
 def decode_weight_bytes(model, tokens: int, weights: str = AUTO) -> float:
     """Weight bytes one decode step reads from HBM (the whole model, one copy) when `tokens` tokens are
     in flight: every non-expert weight once (less the untied input embedding table, as decode_bound), and of each MoE layer's routed experts only those the
@@ -118,6 +121,7 @@ def _ep_degrees(m: Model, count: int) -> list[int]:
     return [e for e in range(1, min(count, m.num_experts) + 1) if count % e == 0 and m.num_experts % e == 0]
 
 
+@plain_args
 def min_gpus_sharded(model, gpu, zero_stage=3, seq_len: int = 4096, micro_batch: int = 1,
                      recompute: str = "full", gpus_per_node: int = 8, max_count: int = 4096, mfu: float = DEFAULT_MFU,
                      **estimate_kw) -> ShardedFit | None:
@@ -139,6 +143,10 @@ def min_gpus_sharded(model, gpu, zero_stage=3, seq_len: int = 4096, micro_batch:
     node = positive_int("gpus_per_node", gpus_per_node)
     limit = positive_int("max_count", max_count)
     estimate_training(m, seq_len=seq_len, micro_batch=micro_batch, recompute=recompute, **estimate_kw)  # options once
+    from memlib.parallel.count_bound import nothing_fits
+    if nothing_fits(m, g, "full", dict(estimate_kw, seq_len=seq_len, micro_batch=micro_batch,
+                                       recomputes=(recompute,)), [1]):
+        return None  # analytical: no count can fit, so none up to max_count is searched
     searched = []
     for count in range(node, limit + 1, node):
         searched.append(count)

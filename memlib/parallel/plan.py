@@ -15,7 +15,7 @@ import inspect
 from dataclasses import dataclass, field
 
 from memlib import training
-from memlib._checks import choice, choices, flag, fraction, positive_int, show
+from memlib._checks import choice, choices, flag, fraction, positive_int, show, plain_args
 from memlib.hardware.fit import DEFAULT_ALLOCATOR_HEADROOM, Verdict, check_allocator_headroom, fits
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.engines import DEFAULT_ENGINE, ENGINES, kv_formats
@@ -190,6 +190,7 @@ def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisio
                                            pp=pp, offload=offload, finetune=task, **extra)
 
 
+@plain_args
 def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_batch: int = 1,
          grad_accum: int = 8, precisions=None, recomputes=("none", "full"), allow_offload: bool = True,
          gpus_per_node: int = 8, mfu: float = 0.4, host_bytes_per_node: int | None = None,
@@ -347,6 +348,17 @@ class MinGpusResult(PlanResult):
         return {**super().to_dict(top), "searched": list(self.searched), "method": self.method}
 
 
+def _min_gpus_bounds(max_count, exhaustive_up_to, plan_kw) -> tuple[int, int, int]:
+    """(max_count, gpus_per_node, the exhaustive window) of min_gpus, checked."""
+    max_count = positive_int("max_count", max_count)
+    if "count" in plan_kw:
+        raise ValueError("min_gpus() searches count itself; give max_count= to bound it")
+    per_node = positive_int("gpus_per_node", plan_kw.get("gpus_per_node", 8))
+    exhaustive = 2 * per_node if exhaustive_up_to is None else positive_int("exhaustive_up_to", exhaustive_up_to)
+    return max_count, per_node, exhaustive
+
+
+@plain_args
 def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offload: bool = False,
              exhaustive_up_to: int | None = None, **plan_kw) -> MinGpusResult | None:
     """The fewest GPUs of one kind with a feasible plan, or None up to max_count.
@@ -360,12 +372,11 @@ def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offloa
     result says which (MinGpusResult.method, .searched). Offload is off by default: with it
     almost anything "fits" one GPU if the host has terabytes.
     """
-    max_count = positive_int("max_count", max_count)
-    if "count" in plan_kw:
-        raise ValueError("min_gpus() searches count itself; give max_count= to bound it")
-    per_node = positive_int("gpus_per_node", plan_kw.get("gpus_per_node", 8))
-    exhaustive = 2 * per_node if exhaustive_up_to is None else positive_int("exhaustive_up_to", exhaustive_up_to)
+    max_count, per_node, exhaustive = _min_gpus_bounds(max_count, exhaustive_up_to, plan_kw)
     plan_kw["allow_offload"] = allow_offload
+    floor_says = _nothing_fits(model, gpu, task, plan_kw, per_node)  # analytical: no search when no count fits
+    if floor_says:
+        return None
     searched: list[int] = []
     results: dict[int, PlanResult] = {}
 
@@ -428,6 +439,18 @@ def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offloa
                          f"planned: {count} is the fewest")
 
 
+def _nothing_fits(model, gpu, task, plan_kw, per_node) -> str | None:
+    """memlib.parallel.count_bound.nothing_fits over the tp degrees plan() tries (after plan's own checks)."""
+    from memlib.parallel.count_bound import nothing_fits
+    try:
+        m = get_model(model) if isinstance(model, str) else model
+        plan(m, gpu, 1, task, **plan_kw)  # the options are checked here, as the search's first plan would
+    except ValueError:
+        return None  # let the search raise or answer as before
+    tps = [t for t in range(1, min(per_node, m.num_heads) + 1) if m.num_heads % t == 0 and _tp_ok(m, t)]
+    return nothing_fits(m, gpu, task, plan_kw, tps or [1])
+
+
 def _largest(check, start: int, limit: int) -> int:
     """Largest n in [1, limit] with check(n) true, assuming monotone; 0 if none."""
     if not check(1):
@@ -452,6 +475,7 @@ def _plan_arg(fn: str, plan_) -> Plan:
     return plan_
 
 
+@plain_args
 def max_micro_batch(plan_: Plan, gpu, limit: int = 4096) -> int:
     """Largest micro-batch that still fits the plan's GPU (0 if none), with the plan's allocator headroom."""
     _plan_arg("max_micro_batch", plan_)
@@ -464,6 +488,7 @@ def max_micro_batch(plan_: Plan, gpu, limit: int = 4096) -> int:
                                    allocator_headroom=room).fits, 1, limit)
 
 
+@plain_args
 def max_seq_len(plan_: Plan, gpu, limit: int | None = None) -> int:
     """Longest sequence that still fits the plan's GPU (0 if none), with the plan's allocator headroom; at most
     the model's learned position table where it has one."""
@@ -630,6 +655,7 @@ def _serving_layouts(model: Model, count: int, gpus_per_node: int):
             yield tp, ep
 
 
+@plain_args
 def plan_serving(model, gpu, count: int, context_len: int = 8192, weights=AUTO, kv_cache: str = "bf16",
                  mla_cache: str = "latent", prefill_tokens: int | None = SERVE_PREFILL_TOKENS,
                  gpus_per_node: int = 8, allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib._checks import choice, fraction, positive_int
+from memlib._checks import choice, fraction, positive_int, plain_args
 from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.inference import AUTO, estimate_inference, kv_bytes_per_token
@@ -42,6 +42,7 @@ USAGES = ("api", "offline")
 
 
 # --- PagedAttention blocks -------------------------------------------------------------------
+@plain_args
 def paged_kv_blocks(tokens: int, block_size: int = VLLM_BLOCK_SIZE) -> int:
     """Blocks a sequence of `tokens` tokens occupies: ceil(tokens / block_size) (Kwon et al. 2023, Sec. 4.2)."""
     tokens = positive_int("tokens", tokens, allow_zero=True)
@@ -49,6 +50,7 @@ def paged_kv_blocks(tokens: int, block_size: int = VLLM_BLOCK_SIZE) -> int:
     return -(-tokens // block_size)
 
 
+@plain_args
 def paged_kv_waste_bytes(tokens: int, kv_bytes_per_token: int, block_size: int = VLLM_BLOCK_SIZE) -> int:
     """Bytes of the last, partly filled block that hold no token: (ceil(n/B) x B - n) x bytes per token.
 
@@ -73,6 +75,7 @@ def vllm_default_max_num_batched_tokens(gpu, usage: str = "api") -> int:
     return 2048 if usage == "api" else 8192
 
 
+@plain_args
 def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = "bf16", tp: int = 1,
                                max_num_batched_tokens: int | None = None,
                                gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
@@ -111,6 +114,7 @@ def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = 
     return int(total * util) - peak - non_torch
 
 
+@plain_args
 def vllm_max_concurrency(model, gpu, max_model_len: int, weights: str = AUTO, kv_cache: str = "bf16", tp: int = 1,
                          block_size: int = VLLM_BLOCK_SIZE, **budget_kw) -> float:
     """vLLM's startup log "Maximum concurrency for L tokens per request: X": the KV blocks the budget
@@ -176,6 +180,7 @@ class DecodeBound:
         return self.batch / self.step_s
 
 
+@plain_args
 def decode_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = AUTO, kv_cache: str = "bf16",
                  tp: int = 1) -> DecodeBound:
     """The memory-bound roofline of one decode step on one GPU of `tp`: step >= bytes read / HBM bandwidth
@@ -196,10 +201,14 @@ def decode_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: s
         weight_bytes += est.weight_parts["embedding"]
     flops = s.batch * forward_flops_per_token(m, s.context_len) / s.tp
     tflops = g.fp8_tflops if s.weights.startswith("fp8") and g.fp8_tflops else (g.bf16_tflops or g.fp16_tflops)
+    if not tflops:
+        raise ValueError(f"GPU {g.name!r} has no 16-bit tensor peak (fp16_tflops and bf16_tflops are None): the "
+                         "decode roofline needs one; give fp16_tflops")
     return DecodeBound(s.batch, s.context_len, s.tp, weight_bytes, est.kv_cache_bytes, flops,
                        g.memory_bandwidth_bytes_per_s, tflops * 1e12)
 
 
+@plain_args
 def decode_tokens_per_s_upper_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = AUTO,
                                     kv_cache: str = "bf16", tp: int = 1) -> float:
     """Output tokens per second of the whole tp group, at best: batch / decode_bound(...).step_s."""

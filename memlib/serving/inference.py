@@ -32,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memlib._checks import choice, positive_int
+from memlib._checks import choice, flag, positive_int, plain_args
+from memlib.models.hf_readers import checkpoint_group_size
 from memlib.hardware.fit import Verdict, fits
 from memlib.training.lora import nf4_bytes
 from memlib.models import Model, Tensor, get_model
@@ -73,7 +74,9 @@ ROW_PARALLEL = ("o_proj", "down_proj", "fc_out")
 
 
 # --- quantized storage of one linear layer --------------------------------------------------
-def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_size: int = 128) -> int:
+@plain_args
+def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_size: int = 128,
+                           double_quant: bool = True) -> int:
     """Bytes one (in_features -> out_features) weight matrix occupies in `fmt`, every buffer counted.
 
     int8      in*out + 4*out: int8 weight CB plus one fp32 absmax per output row (SCB)
@@ -83,7 +86,8 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
               (Frantar et al. 2022, GPTQ; AutoGPTQ qlinear QuantLinear buffers).
     int4-awq  qweight int32 [in, out//8] + qzeros int32 [in//g, out//8] + scales fp16 [in//g, out]
               (Lin et al. 2023, AWQ; AutoAWQ WQLinear_GEMM buffers; no g_idx).
-    nf4       memlib.training.lora.nf4_bytes: QLoRA NF4 with double quantization (Dettmers et al. 2023).
+    nf4       memlib.training.lora.nf4_bytes: QLoRA NF4 with double quantization (Dettmers et al. 2023);
+              double_quant=False (bnb_4bit_use_double_quant false): an fp32 absmax per 64 weights.
     fp8-block in*out fp8 (e4m3) + 4*ceil(out/128)*ceil(in/128): one fp32 weight_scale_inv per
               128x128 block (DeepSeek-V3 Technical Report Sec. 3.3.2; transformers
               finegrained_fp8 FP8Linear, vLLM block-wise fp8 Fp8LinearMethod).
@@ -101,7 +105,7 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
     if fmt == "int8":
         return i * o + 4 * o
     if fmt == "nf4":
-        return nf4_bytes(i * o)
+        return nf4_bytes(i * o, double_quant=flag("double_quant", double_quant))
     if fmt == "fp8-block":
         return i * o + 4 * -(-o // FP8_BLOCK) * -(-i // FP8_BLOCK)
     if fmt == "mxfp4":
@@ -174,6 +178,7 @@ def gqa_kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, kv
     return 2 * num_layers * (num_kv_heads // tp) * (head_dim * KV_ELEMENT_BYTES[kv_cache] + scale)
 
 
+@plain_args
 def kv_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_cache: str = "latent",
                        kv_cache_v: str | None = None) -> int:
     """KV cache bytes of one token over all layers on one GPU, before any window cap (sliding and
@@ -213,6 +218,7 @@ def kv_cap(model: Model, layer_type: str) -> int | None:
     return None
 
 
+@plain_args
 def kv_cache_bytes(model: Model, batch: int, context_len: int, kv_cache: str = "bf16", tp: int = 1,
                    mla_cache: str = "latent", engine: str = DEFAULT_ENGINE, kv_cache_v: str | None = None) -> int:
     """Bytes of the cache holding `batch` sequences of `context_len` tokens on one GPU:
@@ -360,7 +366,7 @@ def _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits,
     choice("mla_cache", mla_cache, MLA_CACHES)
     tp = positive_int("tp", tp)
     ep = positive_int("ep", ep)
-    group_size = positive_int("group_size", group_size)
+    group_size = checkpoint_group_size(model, weights, group_size)
     if prefill_tokens is not None:
         prefill_tokens = positive_int("prefill_tokens", prefill_tokens)
     divisible = [("num_heads", model.num_heads), ("num_kv_heads", model.num_kv_heads)]
@@ -437,7 +443,8 @@ def _weight_parts(model: Model, weights: str = "bf16", tp: int = 1, group_size: 
             elif t.tp == "row":
                 fan_in //= split
             if _quantized(t, weights, model.is_moe):
-                one = quantized_linear_bytes(fan_in, fan_out, weights, group_size)
+                one = quantized_linear_bytes(fan_in, fan_out, weights, group_size,
+                                             double_quant=weights != model.quantization or model.quantization_double_quant)
             else:
                 one = fan_in * fan_out * fmt16
             parts["experts" if t.experts else "linear"] += one * (experts or 1) * t.count
@@ -456,8 +463,9 @@ def _weight_parts(model: Model, weights: str = "bf16", tp: int = 1, group_size: 
     return parts
 
 
+@plain_args
 def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: str = AUTO,
-                       kv_cache: str = "bf16", tp: int = 1, group_size: int = 128,
+                       kv_cache: str = "bf16", tp: int = 1, group_size: int | None = None,
                        logits: str = "last", mla_cache: str = "latent", ep: int = 1,
                        prefill_tokens: int | None = None, engine: str = DEFAULT_ENGINE,
                        kv_cache_v: str | None = None) -> InferenceEstimate:
@@ -481,7 +489,8 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
               over tp) | "full" (transformers' cache: full K and V per head). MLA models only.
     prefill_tokens: tokens in one prefill forward (vLLM's max_num_batched_tokens, e.g. 8192, with
               chunked prefill); default None: the whole batch x context at once (HF generate).
-    group_size: GPTQ/AWQ quantization group (default 128).
+    group_size: GPTQ/AWQ quantization group (default None: the checkpoint's quantization_config
+              group_size when weights is its own format, else 128).
     logits:   "last" (HF generate with logits_to_keep=1, vLLM: the head runs on the last
               position only) | "all" (a plain forward: logits for every position).
     """
@@ -681,6 +690,7 @@ def _largest(make, gpu, cap: int | None, what: str, fits_kw: dict) -> Limit:
     return Limit(lo, f"{what} {lo + 1:,} would not fit on {verdict.gpu.name}", verdict)
 
 
+@plain_args
 def max_batch(model, gpu, context_len: int = 4096, cuda_context_bytes: int | None = None,
               allocator_headroom: float | None = None, **kwargs) -> Limit:
     """Largest batch whose estimate at `context_len` still fits() `gpu` (binary search).
@@ -694,6 +704,7 @@ def max_batch(model, gpu, context_len: int = 4096, cuda_context_bytes: int | Non
     return _largest(lambda n: estimate_inference(model, n, context_len, **kwargs), gpu, None, "batch", fkw)
 
 
+@plain_args
 def max_context(model, gpu, batch: int = 1, cuda_context_bytes: int | None = None,
                 allocator_headroom: float | None = None, **kwargs) -> Limit:
     """Largest context_len (up to the model's max_position_embeddings) that still fits() `gpu`.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from memlib._checks import plain_args
 
 from memlib.training.estimate import BREAKDOWN_KEYS, Estimate, Moment
 from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, CP_ROTATES, FINETUNES, FSDP_ALIASES, LOSSES,
@@ -118,3 +119,4 @@ def estimate_training(*args, **kwargs) -> Estimate:
 
 
 estimate_training.__name__ = estimate_training.__qualname__ = "estimate_training"
+estimate_training = plain_args(estimate_training)  # numpy scalars become Python numbers first (issue 23)
