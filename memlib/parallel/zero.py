@@ -68,7 +68,7 @@ def deepspeed_zero3_estimate(total_params: int, largest_layer_params: int, num_g
     (deepspeed.runtime.zero.stage3.estimate_zero3_model_states_mem_needs): 18 bytes/param
     of model states spread over the GPUs, plus the largest layer gathered in fp32 (4 B/param)."""
     total_params, num_gpus_per_node, num_nodes = _ds_counts(total_params, num_gpus_per_node, num_nodes)
-    largest_layer_params = positive_int("largest_layer_params", largest_layer_params)
+    largest_layer_params = positive_int("largest_layer_params", largest_layer_params, allow_zero=True)  # 0 isolates the per-parameter term
     if largest_layer_params > total_params:
         raise ValueError(f"largest_layer_params {largest_layer_params:,} exceeds total_params {total_params:,}")
     for name, v in (("cpu_offload", cpu_offload), ("cpu_offload_params", cpu_offload_params), ("zero_init", zero_init)):
