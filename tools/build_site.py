@@ -107,7 +107,10 @@ def stage(src: Path) -> dict:
         if path.name == "index.ipynb":  # the calculator is a static page in the book
             for cell in nb["cells"]:
                 if cell["cell_type"] == "markdown":
-                    cell["source"] = _md_source(cell).replace("(calculator.ipynb)", "(calculator.md)")
+                    # the mock interview runs a timer and widgets: JupyterLab only, not a book page
+                    cell["source"] = (_md_source(cell).replace("(calculator.ipynb)", "(calculator.md)")
+                                      .replace("[A mock interview](mock_interview.ipynb)",
+                                               "A mock interview (`notebooks/mock_interview.ipynb`, in JupyterLab)"))
         _write(src / "notebooks" / path.name, nb)
     exercises = sorted((ROOT / "exercises").glob("*.ipynb"))
     for path in exercises:
