@@ -35,7 +35,7 @@ import memlib
 from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
-# ## 01.1 · What do 4x V100 32GB hold?
+# ## 01.1 · What does a DGX A100 40GB hold?
 
 # %%
 show("01.1")
@@ -120,7 +120,7 @@ check("01.7", train_flops_per_token)
 # hint("01.7")
 
 # %% [markdown]
-# ## 01.8 · Host RAM for ZeRO-Infinity
+# ## 01.8 · Host RAM for ZeRO-Infinity, one size down
 
 # %%
 show("01.8")

@@ -41,14 +41,14 @@ import memlib
 from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
-# ## 01.1 · What do 4x V100 32GB hold?
+# ## 01.1 · What does a DGX A100 40GB hold?
 
 # %%
 show("01.1")
 
 # %%
 # BEGIN SOLUTION
-answer = f"{4 * 32 * 2**30 / 1e9:.1f} GB"  # each "32GB" is 32 GiB
+answer = f"{8 * 40 * 2**30 / 1e9:.1f} GB"  # each "40GB" is 40 GiB
 # END SOLUTION
 check("01.1", answer)
 # hint("01.1")  # stuck? each call shows one more hint; solution("01.1") shows the worked answer
@@ -168,14 +168,14 @@ check("01.7", train_flops_per_token)
 # hint("01.7")
 
 # %% [markdown]
-# ## 01.8 · Host RAM for ZeRO-Infinity
+# ## 01.8 · Host RAM for ZeRO-Infinity, one size down
 
 # %%
 show("01.8")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("llama-65b").num_params
+n = memlib.get_model("llama-33b").num_params
 host_per_param = 12 + 4 + 2  # fp32 master, m, v; fp32 gradient; fp16 parameters
 answer = f"{n * host_per_param / 1e9:.0f} GB"  # summed over the four processes' shards
 # END SOLUTION

@@ -230,7 +230,7 @@ def test_numeric_slips_are_named_and_the_answer_never_shown(ex):
 def test_close_message_fits_the_exercise():
     fb = grade("01.5", 32)  # a count: no tolerance to quote, no parameter count to use
     assert "0%" not in fb.message and "parameter count" not in fb.message and "round" in fb.message
-    fb = grade("01.8", "1100 GB")  # a host-RAM total: the parameter-count advice does not apply
+    fb = grade("01.8", "570 GB")  # a host-RAM total: the parameter-count advice does not apply
     assert "close" in fb.message and "parameter count" not in fb.message
     assert "parameter count" in grade("01.3", "250 GB").message  # it does here
 
@@ -274,8 +274,8 @@ def test_spot_the_error_needs_every_error(ex):
 
 def test_the_capacity_convention_is_stated_in_the_question():
     """01.5 used to say "nominal capacity" only, inviting 32 GB (33 GPUs); the GiB convention was in a hint."""
-    for eid in ("01.1", "01.5"):
-        assert "32 GiB" in EXERCISES[eid].prompt and "binary" in EXERCISES[eid].prompt
+    assert "32 GiB" in EXERCISES["01.5"].prompt and "binary" in EXERCISES["01.5"].prompt
+    assert "40 GiB" in EXERCISES["01.1"].prompt and "binary" in EXERCISES["01.1"].prompt
     assert "GiB" in grade("01.5", 33).message  # the 32 GB reading is named as the slip
 
 

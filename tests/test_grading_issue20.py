@@ -35,8 +35,8 @@ TABLE = [
     ("02.6", "21 GB", "correct", ""),  # 2 x 80 x 8 x 128 x 2 B x 4096 x 16 = 21.47 GB
     ("02.6", "22 GB", "incorrect", ""),
     ("06.2", "110 GB", "correct", ""),  # 105.29 GB
-    ("01.8", "1.2 TB", "correct", ""),  # 18 B x 65.29B = 1,175.1 GB
-    ("01.8", "1.1 TB", "incorrect", ""),
+    ("01.8", "0.59 TB", "correct", ""),  # 18 B x 32.53B (LLaMA-33B) = 585.5 GB
+    ("01.8", "0.55 TB", "incorrect", ""),
     ("01.2", ("780GB", "1.0 TB"), "correct", ""),  # 16 x 65.29B = 1,044.6 GB
     ("01.2", ("780GB", "1 TB"), "incorrect", ""),  # 1 significant figure
     ("07.3", "11 days", "correct", ""),  # 10.7 days
@@ -76,8 +76,8 @@ TABLE = [
     # a question that fixes the unit refuses the premise restated in the other unit, naming both
     ("00.8", "32 GiB", "incorrect", "GB (10⁹ bytes)"),
     ("00.8", "34.4 GB", "correct", ""),
-    ("01.1", "128 GiB", "incorrect", "GiB"),
-    ("01.1", "137.4 GB", "correct", ""),
+    ("01.1", "320 GiB", "incorrect", "GiB"),
+    ("01.1", "343.6 GB", "correct", ""),
 ]
 
 

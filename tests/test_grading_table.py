@@ -27,15 +27,18 @@ N7 = llama_params(4096, 32, 11008)  # LLaMA-7B: 6,738,415,616 ("6.7B" in Touvron
 N65 = llama_params(8192, 80, 22016)  # LLaMA-65B / Vicuna-65B: 65,285,660,672
 N70 = llama_params(8192, 80, 28672, kv=1024)  # Llama-2-70B, 8 KV heads: 68,976,648,192
 N8 = llama_params(4096, 32, 14336, vocab=128256, kv=1024)  # Llama-3-8B: 8,030,261,248
+N33 = llama_params(6656, 60, 17920)  # LLaMA-33B (Touvron et al. 2023, Table 2: d 6656, 60 layers): 32,528,943,616
 GiB = 2**30
 V100 = 32 * GiB
+A100_40 = 40 * GiB  # 01.1 asks for a DGX A100 40GB node: 8 x 40 GiB
 assert (N7, N65, N70, N8) == (6_738_415_616, 65_285_660_672, 68_976_648_192, 8_030_261_248)
+assert N33 == 32_528_943_616
 
 # hand derivations (bytes unless noted)
 STATES_65 = 16 * N65  # 2 + 2 + 12 bytes/param (ZeRO paper, Sec. 3.1)
 ZERO3_65 = STATES_65 / 4
 ZERO1_65 = (2 + 2 + 12 / 4) * N65
-HOST_INFINITY_65 = 18 * N65  # 12 (fp32 master, m, v) + 4 (fp32 grads) + 2 (fp16 params)
+HOST_INFINITY_33 = 18 * N33  # 12 (fp32 master, m, v) + 4 (fp32 grads) + 2 (fp16 params); 01.8 asks for 33B
 V100S = math.ceil(STATES_65 / V100)  # 31
 KOR_LAYER = 2048 * 1 * 4096 * (34 + 5 * 32 * 2048 / 4096)  # Korthikanti et al. 2022, eq. (2)
 LORA_7B_ALL = 32 * 16 * (4 * (4096 + 4096) + 2 * (4096 + 11008) + (11008 + 4096))  # r (in + out), 7 projections
@@ -154,10 +157,10 @@ V100_BF16 = ("Use bf16 everywhere on V100 and it will be fine, no more thoughts 
 
 CASES = [
     # -- issue 13: the per GPU vs total message points the right way (answers that are totals) --------
-    ("01.8", "4700 GB", "incorrect", ("once too often", "asks for the total")),
-    ("01.8", GB(HOST_INFINITY_65 / 4), "incorrect", "one process's share"),
+    ("01.8", "2342 GB", "incorrect", ("once too often", "asks for the total")),
+    ("01.8", GB(HOST_INFINITY_33 / 4), "incorrect", "one process's share"),
     ("00.4", GB(KOR_LAYER), "incorrect", "one layer's share; the question asks for the total over all 32 layers"),
-    ("01.1", GB(V100), "incorrect", "one GPU's share"),
+    ("01.1", GB(A100_40), "incorrect", "one GPU's share"),
     ("02.6", GB(KV_70B_TOKEN * 4096), "incorrect", "one sequence's share"),
     ("03.3", f"{LORA_7B_ALL / 32 / 1e6:.3f}M", "incorrect", "one layer's share"),
     ("01.3", GB(STATES_65), "incorrect", "total over all 4 GPUs; the question asks per GPU"),
@@ -174,10 +177,10 @@ CASES = [
     ("01.2", ("780GB", "1000 GB"), "incorrect", ("close", "too low")),
     ("01.2", ("780GB", "1 TB"), "incorrect", ("close", "too low")),
     # -- parsing --------------------------------------------------------------------------------------
-    ("01.1", "137,4 GB", "malformed", "decimals with a point"),
+    ("01.1", "343,6 GB", "malformed", "decimals with a point"),
     ("01.3", "-137.4 GB", "malformed", "negative"),
-    ("01.1", 4 * V100, "correct", "read as bytes"),
-    ("01.1", "137.4 gigabytes", "correct", None),
+    ("01.1", 8 * A100_40, "correct", "read as bytes"),
+    ("01.1", "343.6 gigabytes", "correct", None),
     ("01.3", f"{ZERO3_65 / 1e9:.0f} GB per GPU", "correct", None),
     ("03.3", f"{LORA_7B_ALL / 1e6:.0f}M params", "correct", None),
     ("01.5", f"{V100S} V100s", "correct", None),
@@ -233,9 +236,9 @@ CASES = [
     ("01.6", ("e", 3), "correct", None),
     ("01.6", ("a", 1), "incorrect", "a common belief"),
     ("01.6", ("e", 1), "incorrect", "not for reason 1"),
-    ("01.8", GB(HOST_INFINITY_65), "correct", None),
-    ("01.8", GB(16 * N65), "incorrect", "optimizer offload alone"),
-    ("01.8", GB(12 * N65), "incorrect", "12 bytes/param"),
+    ("01.8", GB(HOST_INFINITY_33), "correct", None),
+    ("01.8", GB(16 * N33), "incorrect", "optimizer offload alone"),
+    ("01.8", GB(12 * N33), "incorrect", "12 bytes/param"),
     ("01.9", f"{STEP_65:.1f} s", "correct", None),
     ("01.9", f"{STEP_65 / 60:.3f} min", "correct", None),
     ("01.9", f"{STEP_65 * 0.75:.1f} s", "incorrect", "6N + 12"),

@@ -19,13 +19,18 @@ NOTEBOOK = "01_65b_on_4x_v100"
 _65 = "llama-65b"  # seed 000's "Vicuna-65B": LMSYS released no 65B Vicuna; a Vicuna-style SFT of LLaMA-65B
 
 
-def _v100_layout(**kw):
-    return lambda: estimate_training(_65, precision="fp16-mixed", recompute="full", **kw)
+_33 = "llama-33b"  # a second size, so that 01.8 asks for a figure notebook 01 does not print
+
+
+def _v100_layout(model: str = _65, **kw):
+    return lambda: estimate_training(model, precision="fp16-mixed", recompute="full", **kw)
 
 
 _LAYOUTS = {"a": _v100_layout(zero_stage=3, dp=4), "b": _v100_layout(tp=4), "c": _v100_layout(pp=4),
             "d": _v100_layout(zero_stage=3, dp=4, offload="optimizer"),
             "e": _v100_layout(zero_stage=3, dp=4, offload="optimizer+params")}
+_LAYOUTS_33 = {"d": _v100_layout(_33, zero_stage=3, dp=4, offload="optimizer"),
+               "e": _v100_layout(_33, zero_stage=3, dp=4, offload="optimizer+params")}
 
 
 def _gpus_for_states(gpu_bytes: float, **kw) -> int:
@@ -63,17 +68,20 @@ def _compute_s_with_flops(fpt: float) -> float:
 
 EXERCISES = [
     Numeric(
-        id="01.1", title="What do 4x V100 32GB hold?", difficulty="warm-up", minutes=3,
+        id="01.1", title="What does a DGX A100 40GB hold?", difficulty="warm-up", minutes=3,
         formula="GPU capacity: a vendor's \"GB\" of HBM is GiB (memlib.get_gpu(...).memory_bytes)",
-        prompt="A \"V100 32GB\" has 32 GiB of memory (vendors count HBM in binary units). What do four of them hold "
-               "together, in GB (10⁹ bytes)? (The circulating answer says \"4×32GB=128GB\".)",
-        expected=lambda: 4 * get_gpu("v100-32gb").memory_bytes, unit="GB", tolerance=0.005, count=4, per="total",
+        prompt="The circulating answer says four V100 32GB hold \"4×32GB=128GB\". Your other option is a DGX A100 "
+               "node: eight A100 40GB cards, each with 40 GiB (vendors count HBM in binary units). What do the "
+               "eight hold together, in GB (10⁹ bytes)?",
+        expected=lambda: 8 * get_gpu("a100-40gb").memory_bytes, unit="GB", tolerance=0.005, count=8, per="total",
         hints=("GB means 10⁹ bytes and GiB 2³⁰: the same memory is a larger number in GB.",
-               "total = 4 x 32 GiB = 4 x 32 x 2³⁰ bytes.",
-               "Compute 4 * 32 * 2**30 and divide by 1e9."),
-        worked=lambda: (f"4 x 32 GiB = 128 GiB = **{gb(4 * get_gpu('v100-32gb').memory_bytes):.1f} GB**: more than the "
-                        f"fp16 weights of LLaMA-65B ({b(2 * n_params(_65))}), so the seed's \"short by 2GB\" has the "
-                        "wrong sign; the real obstacle is everything else a training step keeps."),
+               "total = 8 x 40 GiB = 8 x 40 x 2³⁰ bytes.",
+               "Compute 8 * 40 * 2**30 and divide by 1e9."),
+        worked=lambda: (f"8 x 40 GiB = 320 GiB = **{gb(8 * get_gpu('a100-40gb').memory_bytes):.1f} GB**, not 320 GB: "
+                        f"the binary unit adds {8 * get_gpu('a100-40gb').memory_bytes / 320e9 - 1:.1%}. The same "
+                        f"reading gives four V100 32GB {gb(4 * get_gpu('v100-32gb').memory_bytes):.1f} GB, more than "
+                        f"the fp16 weights of LLaMA-65B ({b(2 * n_params(_65))}), so the seed's \"short by 2GB\" has "
+                        "the wrong sign; the real obstacle is everything else a training step keeps."),
     ),
     SpotError(
         id="01.2", title="780GB: what is missing?", difficulty="interview", minutes=8,
@@ -246,24 +254,27 @@ EXERCISES = [
                         f"token, {_flops(_flops_case(_65, 2048, 'full')) / 1e9:,.0f} with full recompute."),
     ),
     Numeric(
-        id="01.8", title="Host RAM for ZeRO-Infinity", difficulty="stretch", minutes=10,
+        id="01.8", title="Host RAM for ZeRO-Infinity, one size down", difficulty="stretch", minutes=10,
         formula="offload host bytes: fp32 master, m, v, fp32 gradients (+ 16-bit params) (memlib.estimate_training"
                 "(...).host_bytes)",
-        prompt="The layout that fits (ZeRO-3 with optimizer states and parameters offloaded to CPU, 4 GPUs, fp16 mixed "
-               "precision) moves the fp32 master weights, momentum and variance, an fp32 gradient partition and the "
-               "16-bit parameters to host memory. How much host RAM do the **four** processes need together?",
-        expected=lambda: 4 * _LAYOUTS["e"]().host_bytes, count=4, per="total", count_unit=("process", "processes"),
-        slips=(Slip("ZeRO-Offload only", lambda: 4 * _LAYOUTS["d"]().host_bytes,
+        prompt="The layout that fits LLaMA-65B (ZeRO-3 with optimizer states and parameters offloaded to CPU, 4 GPUs, "
+               "fp16 mixed precision) moves the fp32 master weights, momentum and variance, an fp32 gradient "
+               "partition and the 16-bit parameters to host memory. Your team runs the same layout for "
+               "**LLaMA-33B** (32.5 billion parameters; `memlib.get_model('llama-33b').num_params` is exact). How "
+               "much host RAM do the **four** processes need together?",
+        expected=lambda: 4 * _LAYOUTS_33["e"]().host_bytes, count=4, per="total", count_unit=("process", "processes"),
+        slips=(Slip("ZeRO-Offload only", lambda: 4 * _LAYOUTS_33["d"]().host_bytes,
                     "that is optimizer offload alone (16 bytes/param); the 16-bit parameters live on the host too"),
-               Slip("states only", lambda: states(_65, working_bytes=0),
+               Slip("states only", lambda: states(_33, working_bytes=0),
                     "you counted the optimizer states (12 bytes/param) but not the fp32 gradients and 16-bit "
                     "parameters")),
         hints=("List what each offload option puts on the host, in bytes per parameter.",
                "Per parameter on the host: 12 (fp32 master, m, v) + 4 (fp32 gradient) + 2 (fp16 weights).",
                "The four processes hold disjoint shards: the total is bytes/param x num_params."),
-        worked=lambda: (f"18 bytes/param over all processes: **{b(4 * _LAYOUTS['e']().host_bytes)}** "
-                        f"(`estimate_training(..., offload='optimizer+params').host_bytes` is per process: "
-                        f"{b(_LAYOUTS['e']().host_bytes)}). A server with 1.5 TB of RAM is the real requirement."),
+        worked=lambda: (f"18 bytes/param over all processes: **{b(4 * _LAYOUTS_33['e']().host_bytes)}** "
+                        f"(`estimate_training('llama-33b', ..., offload='optimizer+params').host_bytes` is per "
+                        f"process: {b(_LAYOUTS_33['e']().host_bytes)}). A server with 768 GB of RAM is the real "
+                        "requirement; LLaMA-65B needs twice that."),
     ),
     Numeric(
         id="01.9", title="How long is one step?", difficulty="interview", minutes=10,
