@@ -59,7 +59,7 @@ check("07.2", answer)
 # hint("07.2")
 
 # %% [markdown]
-# ## 07.3 · Days on 256 H100s
+# ## 07.3 · Days on 256 B200s
 
 # %%
 show("07.3")

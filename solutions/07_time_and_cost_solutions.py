@@ -67,14 +67,14 @@ show("07.2")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("llama-2-7b").num_params
-answer = f"{2e12 / (20 * n):.2f}x"  # Llama 2's tokens over Chinchilla's 20 per parameter
+n = memlib.get_model("llama-3-8b").num_params
+answer = f"{15e12 / (20 * n):.2f}x"  # Llama 3's tokens over Chinchilla's 20 per parameter
 # END SOLUTION
 check("07.2", answer)
 # hint("07.2")
 
 # %% [markdown]
-# ## 07.3 · Days on 256 H100s
+# ## 07.3 · Days on 256 B200s
 
 # %%
 show("07.3")
@@ -84,7 +84,7 @@ show("07.3")
 from memlib import cost
 
 flops = cost.training_flops("llama-2-7b", 2e12, seq_len=4096)  # 6ND + attention
-sustained = 256 * 989.4e12 * 0.40  # FLOP/s all GPUs deliver at 40% of the dense peak
+sustained = 256 * memlib.get_gpu("b200").bf16_tflops * 1e12 * 0.40  # FLOP/s at 40% of the dense peak
 answer = f"{flops / sustained / 86400:.2f} days"
 # END SOLUTION
 check("07.3", answer)

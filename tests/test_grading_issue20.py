@@ -39,8 +39,9 @@ TABLE = [
     ("01.8", "0.55 TB", "incorrect", ""),
     ("01.2", ("780GB", "1.0 TB"), "correct", ""),  # 16 x 65.29B = 1,044.6 GB
     ("01.2", ("780GB", "1 TB"), "incorrect", ""),  # 1 significant figure
-    ("07.3", "11 days", "correct", ""),  # 10.7 days
-    ("07.3", "12 days", "incorrect", ""),
+    ("07.3", "4.7 days", "correct", ""),  # 4.71 days on 256 B200s
+    ("07.3", "5 days", "incorrect", ""),  # one significant figure is not an answer's precision here
+    ("07.3", "5.0 days", "incorrect", ""),
     ("00.1", 13.0, "correct", ""),  # a typed number keeps its precision: 13 (2 sf) of 13.48 GB
     # Chinese units and qualifiers
     ("00.1", "13.5GB左右", "correct", ""),  # 2 x 6,738,415,616 B = 13.48 GB

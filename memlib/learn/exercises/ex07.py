@@ -20,6 +20,9 @@ NOTEBOOK = "07_time_and_cost"
 _7B, _70B, _H100 = "llama-2-7b", "llama-3.1-70b", "h100-80gb"
 _TOKENS, _SEQ, _GPUS, _MFU = 2e12, 4096, 256, 0.40
 _FT_TOKENS = 1e9
+# 07.2 and 07.3 ask about a run notebook 07 does not print: Llama 3 8B's "over 15T tokens" (Llama 3 paper,
+# arXiv:2407.21783, Sec. 1) and the Llama-2-7B run on B200s instead of H100s
+_L3_8B, _L3_TOKENS, _B200 = "llama-3-8b", 15e12, "b200"
 _DEADLINE_DAYS = 7
 # DeepSeek-V3 Technical Report (DeepSeek-AI 2024): Table 1 and Sec. 1
 _DS_ACTIVE, _DS_TOTAL, _DS_TOKENS, _DS_HOURS, _DS_ALL_HOURS = 37e9, 671e9, 14.8e12, 2.664e6, 2.788e6
@@ -44,8 +47,8 @@ def _run(**kw):
     return cost.training_run(_7B, _TOKENS, args.pop("gpu", _H100), _GPUS, **args)
 
 
-def _days_at_peak(tflops: float) -> float:
-    return cost.training_run(_7B, _TOKENS, _H100, _GPUS, mfu=_MFU, seq_len=_SEQ, peak_tflops=tflops).days
+def _days_at_peak(tflops: float, gpu: str = _H100) -> float:
+    return cost.training_run(_7B, _TOKENS, gpu, _GPUS, mfu=_MFU, seq_len=_SEQ, peak_tflops=tflops).days
 
 
 # --- 07.4: MFU from a throughput ----------------------------------------------------------------------
@@ -150,46 +153,50 @@ EXERCISES = [
     Numeric(
         id="07.2", title="How far past Chinchilla?", difficulty="warm-up", minutes=3,
         formula="compute-optimal tokens ~20 per parameter (Hoffmann et al. 2022; memlib.cost.chinchilla_tokens)",
-        prompt="Chinchilla's rule: about 20 training tokens per parameter is compute-optimal. How many times that "
-               "many tokens did Llama-2-7B (exact parameter count) train on, with its 2.0T tokens? Answer as a factor, "
-               "e.g. `\"3.5x\"`.",
-        expected=lambda: _TOKENS / cost.chinchilla_tokens(_7B), unit="x", tolerance=0.02,
-        slips=(Slip("nominal 7B", lambda: _TOKENS / cost.chinchilla_tokens(7e9),
-                    "you used the nominal 7B; use the exact parameter count"),
-               Slip("inverted", lambda: cost.chinchilla_tokens(_7B) / _TOKENS,
-                    "you divided the wrong way round: Llama 2's tokens over Chinchilla's"),
-               Slip("tokens per parameter", lambda: _TOKENS / n_params(_7B),
+        prompt="Chinchilla's rule: about 20 training tokens per parameter is compute-optimal. Llama 3 8B was "
+               "pretrained on about 15T tokens (Llama 3 paper, Sec. 1). How many times Chinchilla's token count is "
+               "that, with the model's exact parameter count (`memlib.get_model('llama-3-8b').num_params`)? Answer "
+               "as a factor, e.g. `\"3.5x\"`.",
+        expected=lambda: _L3_TOKENS / cost.chinchilla_tokens(_L3_8B), unit="x", tolerance=0.02,
+        slips=(Slip("inverted", lambda: cost.chinchilla_tokens(_L3_8B) / _L3_TOKENS,
+                    "you divided the wrong way round: Llama 3's tokens over Chinchilla's"),
+               Slip("tokens per parameter", lambda: _L3_TOKENS / n_params(_L3_8B),
                     "that is tokens per parameter; compare it with Chinchilla's ~20 per parameter")),
         hints=("Chinchilla minimises training compute for a loss by balancing parameters and tokens.",
                "factor = tokens / (20 × N).",
-               "Compute 20 × N with N = memlib.get_model('llama-2-7b').num_params first."),
-        worked=lambda: (f"20 × {n_params(_7B):,} = {cost.chinchilla_tokens(_7B) / 1e9:.0f}B tokens; 2e12 / that = "
-                        f"**{_TOKENS / cost.chinchilla_tokens(_7B):.1f}x** (`memlib.cost.chinchilla_tokens`). On "
-                        "purpose: a small model trained long is cheaper to serve, and Llama 2's loss was still "
-                        "falling at 2T tokens."),
+               "Compute 20 × N with N = memlib.get_model('llama-3-8b').num_params first."),
+        worked=lambda: (f"20 × {n_params(_L3_8B):,} = {cost.chinchilla_tokens(_L3_8B) / 1e9:.0f}B tokens; 15e12 / "
+                        f"that = **{_L3_TOKENS / cost.chinchilla_tokens(_L3_8B):.1f}x** "
+                        "(`memlib.cost.chinchilla_tokens`). On purpose: a small model trained far past the optimum "
+                        "costs more to train but less to serve, and Meta reports the 8B's loss still falling "
+                        "log-linearly at 15T tokens."),
     ),
     Numeric(
-        id="07.3", title="Days on 256 H100s", difficulty="interview", minutes=6,
+        id="07.3", title="Days on 256 B200s", difficulty="interview", minutes=6,
         formula="wall-clock = FLOPs / (GPUs x dense peak x MFU) (memlib.cost.training_run)",
         prompt=f"Take Llama-2-7B's pretraining FLOPs **with** the attention term at 4,096-token sequences "
-               f"(`memlib.cost.training_flops('llama-2-7b', 2e12, seq_len=4096)`). On {_GPUS} H100 SXM GPUs, whose "
-               f"dense bf16 tensor peak is {get_gpu(_H100).bf16_tflops} TFLOP/s, at {_MFU:.0%} MFU, how many days "
-               f"of wall-clock does the run take? Write it like `\"12.5 days\"`.",
-        expected=lambda: _run().days, unit="days", tolerance=0.02,
-        slips=(Slip("sparse peak", lambda: _days_at_peak(2 * get_gpu(_H100).bf16_tflops),
+               f"(`memlib.cost.training_flops('llama-2-7b', 2e12, seq_len=4096)`). Notebook 07 runs it on H100s; "
+               f"you have {_GPUS} B200 GPUs instead, whose dense bf16 tensor peak is "
+               f"{get_gpu(_B200).bf16_tflops:,.0f} TFLOP/s. At the same {_MFU:.0%} MFU, how many days of wall-clock "
+               f"does the run take? Write it like `\"12.5 days\"`.",
+        expected=lambda: _run(gpu=_B200).days, unit="days", tolerance=0.02,
+        slips=(Slip("sparse peak", lambda: _days_at_peak(2 * get_gpu(_B200).bf16_tflops, _B200),
                     "you used the datasheet's figure \"with sparsity\", twice the dense peak"),
-               Slip("peak, not MFU", lambda: _run(mfu=1.0).days,
+               Slip("peak, not MFU", lambda: _run(gpu=_B200, mfu=1.0).days,
                     "you assumed the GPUs run at 100% of their peak; they sustain the MFU"),
-               Slip("GPU-days", lambda: _run().days * _GPUS,
+               Slip("GPU-days", lambda: _run(gpu=_B200).days * _GPUS,
                     "that is GPU-days (GPUs × days); the question asks how long the run takes"),
-               Slip("no attention term", lambda: _run(seq_len=None).days,
-                    "you left out the attention term the question includes")),
+               Slip("no attention term", lambda: _run(gpu=_B200, seq_len=None).days,
+                    "you left out the attention term the question includes"),
+               Slip("H100s", lambda: _run().days, "that is the H100 run of notebook 07; use the B200's peak")),
         hints=("Time = work / rate: the rate is what all the GPUs sustain, not what the datasheet promises.",
                "days = FLOPs / (GPUs × peak × MFU) / 86,400.",
-               "Compute the sustained rate first: 256 × 989.4e12 × 0.4 FLOP/s."),
-        worked=lambda: (f"{E(_run().flops)} FLOPs / ({_GPUS} × {get_gpu(_H100).bf16_tflops}e12 × {_MFU}) = "
-                        f"{_run().wall_clock_s:,.0f} s = **{_run().days:.1f} days** "
-                        f"({_run().gpu_hours:,.0f} GPU-hours; `memlib.cost.training_run`)."),
+               "Compute the sustained rate first: 256 × the B200's dense bf16 peak × 0.4 FLOP/s."),
+        worked=lambda: (f"{E(_run(gpu=_B200).flops)} FLOPs / ({_GPUS} × {get_gpu(_B200).bf16_tflops:,.0f}e12 × "
+                        f"{_MFU}) = {_run(gpu=_B200).wall_clock_s:,.0f} s = **{_run(gpu=_B200).days:.1f} days** "
+                        f"({_run(gpu=_B200).gpu_hours:,.0f} GPU-hours; `memlib.cost.training_run`): the B200's "
+                        f"{get_gpu(_B200).bf16_tflops / get_gpu(_H100).bf16_tflops:.2f}x peak shortens notebook 07's "
+                        f"{_run().days:.1f} days in proportion, if the MFU holds."),
     ),
     Implement(
         id="07.4", title="MFU from a measured throughput", difficulty="stretch", minutes=12,
