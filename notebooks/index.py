@@ -48,8 +48,9 @@
 #    layouts at 128k, attention FLOPs.
 # 7. [07 · How long, and how much, to train?](07_time_and_cost.ipynb) FLOPs (6ND plus attention),
 #    MFU, what data-parallel communication costs and when it hides, the Chinchilla ratio, GPU-hours
-#    and cost of pretraining a 7B on 256 H100s and of fine-tuning a 70B, checked against Llama 2/3's
-#    published GPU-hours.
+#    and cost of pretraining a 7B on 256 H100s and of fine-tuning a 70B, how often to checkpoint a run
+#    that fails every few hours. Its [deep dive](07_time_and_cost_deep_dive.ipynb): Llama 2/3's
+#    published GPU-hours reproduced, the fact-check of the rules of thumb.
 #
 # ## Then
 #

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from memlib.cost import (checkpoint_size_bytes, checkpoint_waste, checkpoint_write_s, job_mtbf_s,
+from memlib.cost import (async_interval_s, checkpoint_size_bytes, checkpoint_waste, checkpoint_write_s, job_mtbf_s,
                          young_interval_s)
 
 # Llama-3.1-70B, tensor by tensor: 80 layers of q, o (8192 x 8192), k, v (8192 x 1024), gate, up, down
@@ -49,6 +49,15 @@ def test_young_interval_balances_the_two_losses():
     assert checkpoint_waste(tau / 2, 60, 10800) > waste and checkpoint_waste(tau * 2, 60, 10800) > waste
     # a restart of 10 minutes per failure adds 600 / 10,800 = 5.6 points
     assert checkpoint_waste(tau, 60, 10800, restart_s=600) - waste == pytest.approx(600 / 10800)
+
+
+def test_async_saves_are_bounded_by_the_background_write():
+    # stall 5 ms, MTBF 3 h: Young alone says sqrt(2 x 0.005 x 10,800) = 10.4 s, but a 57 s background write
+    # must finish first: every 57 s, losing 0.005 / 57 + 28.5 / 10,800 = 0.27%
+    assert async_interval_s(0.005, 57, 10800) == 57
+    assert checkpoint_waste(57, 0.005, 10800) == pytest.approx(0.005 / 57 + 28.5 / 10800)
+    # a fast write: the stall's own Young interval governs
+    assert async_interval_s(0.5, 2, 10800) == pytest.approx(math.sqrt(2 * 0.5 * 10800))
 
 
 @pytest.mark.parametrize("call", [

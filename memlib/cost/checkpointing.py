@@ -79,3 +79,10 @@ def checkpoint_waste(interval_s: float, write_s: float, mtbf_s: float, restart_s
     mtbf = positive_float("mtbf_s", mtbf_s, unit=" s")
     restart = 0.0 if restart_s == 0 else positive_float("restart_s", restart_s, unit=" s")
     return stall / interval + (interval / 2 + restart) / mtbf
+
+
+def async_interval_s(stall_s: float, write_s: float, mtbf_s: float) -> float:
+    """Checkpoint interval with asynchronous saves (PyTorch DCP async_save: copy to host RAM, write in the
+    background): Young's interval for the stall alone, but never shorter than the background write, since
+    the next save cannot start before the last one is on storage: max(sqrt(2 x stall x MTBF), write_s)."""
+    return max(young_interval_s(stall_s, mtbf_s), positive_float("write_s", write_s, unit=" s"))
