@@ -158,6 +158,17 @@ marks = ...  # your marks here, after check() shows the rubric: one True/False p
 mark("07.10", marks)
 
 # %% [markdown]
+# ## 07.11 · How often to checkpoint a 4,096-GPU run
+
+# %%
+show("07.11")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7 s" or 98.7
+check("07.11", answer)
+# hint("07.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

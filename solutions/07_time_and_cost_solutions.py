@@ -230,6 +230,25 @@ marks = [True, True, True, True, True, True]  # every rubric point is covered ab
 mark("07.10", marks)
 
 # %% [markdown]
+# ## 07.11 · How often to checkpoint a 4,096-GPU run
+
+# %%
+show("07.11")
+
+# %%
+# BEGIN SOLUTION
+n = memlib.get_model("llama-3.1-70b").num_params
+write_s = 14 * n / 200e9                      # bf16 weights 2 + fp32 master, m, v 12 bytes per parameter
+mtbf_s = 54 * 86400 / 419 * 16384 / 4096      # Llama 3's failure rate, a quarter of its GPUs
+answer = f"{(2 * write_s * mtbf_s) ** 0.5:.0f} s"  # Young 1974
+# END SOLUTION
+check("07.11", answer)
+# hint("07.11")
+
+# %% tags=["solution"]
+solution("07.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

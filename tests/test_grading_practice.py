@@ -13,7 +13,8 @@ from memlib.learn.grading import grade, practice
 def _written(value: float, unit: str) -> str:
     """How a learner writes the worked answer's figure (5 significant figures, the unit named)."""
     return {"GB": f"{value / 1e9:.5g} GB", "bytes": f"{value:.0f} bytes", "count": f"{value:.0f}",
-            "x": f"{value:.4g}x", "FLOPs": f"{value:.4g} FLOPs", "GPU-hours": f"{value:.6g} GPU-hours"}[unit]
+            "x": f"{value:.4g}x", "FLOPs": f"{value:.4g} FLOPs", "GPU-hours": f"{value:.6g} GPU-hours",
+            "s": f"{value:.5g} s", "days": f"{value:.5g} days", "%": f"{value:.4g}%"}[unit]
 
 
 @pytest.fixture(autouse=True)

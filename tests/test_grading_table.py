@@ -33,6 +33,7 @@ V100 = 32 * GiB
 A100_40 = 40 * GiB  # 01.1 asks for a DGX A100 40GB node: 8 x 40 GiB
 assert (N7, N65, N70, N8) == (6_738_415_616, 65_285_660_672, 68_976_648_192, 8_030_261_248)
 assert N33 == 32_528_943_616
+assert llama_params(8192, 80, 28672, vocab=128256, kv=1024) == 70_553_706_496
 
 # hand derivations (bytes unless noted)
 STATES_65 = 16 * N65  # 2 + 2 + 12 bytes/param (ZeRO paper, Sec. 3.1)
@@ -91,11 +92,16 @@ def paged_waste_by_hand(tokens, kv_bytes_per_token, block_size):
 
 def paged_waste_one_block_too_many(tokens, kv_bytes_per_token, block_size):
     return ((tokens // block_size + 1) * block_size - tokens) * kv_bytes_per_token
-N70_31 = llama_params(8192, 80, 28672, vocab=128256, kv=1024)  # Llama-3.1-70B: 70,553,706,496
 # notebook 07: PaLM's FLOPs per token 6N + 12·L·H·Q·T (Chowdhery et al. 2022, App. B); H100 dense bf16 989.4 TFLOP/s
 DAYS_7B = (6 * N7 + 12 * 32 * 32 * 128 * 4096) * 2e12 / (256 * 989.4e12 * 0.4) / 86400  # 10.7 days on H100s
 # 07.3 asks for the same run on 256 B200s: dense bf16 2,250 TFLOP/s (NVIDIA DGX B200 datasheet: 72 PFLOPS FP8
 # with sparsity for 8 GPUs = 4.5 PFLOPS dense FP8 = 2.25 PFLOPS dense bf16 per GPU)
+# 07.11: Young's interval for Llama-3.1-70B's checkpoint (2 + 12 B/param) written at 200 GB/s on 4,096 GPUs,
+# MTBF = 54 days x 86,400 / 419 interruptions (Llama 3 paper, Sec. 3.3.4) x 16,384 / 4,096 = 44,540 s
+N70_31 = llama_params(8192, 80, 28672, vocab=128256, kv=1024)  # Llama-3.1-70B: 70,553,706,496
+CK_WRITE = 14 * N70_31 / 200e9  # 4.94 s
+CK_MTBF = 54 * 86400 / 419 * 16384 / 4096
+CK_YOUNG = math.sqrt(2 * CK_WRITE * CK_MTBF)  # 663 s
 DAYS_7B_B200 = (6 * N7 + 12 * 32 * 32 * 128 * 4096) * 2e12 / (256 * 2250e12 * 0.4) / 86400  # 4.71 days
 Z3_7B = 255 / 256 * 2 * (N7 + (N7 - 5 * 10**8) + N7)  # gather fwd, gather bwd less 0.5B kept, reduce-scatter
 FT_70B = (8 * N70_31 + 16 * 80 * 64 * 128 * 4096) * 1e9 / (989.4e12 * 0.4) / 3600  # full recompute: 426 GPU-hours
@@ -347,6 +353,11 @@ CASES = [
     ("07.3", f"{DAYS_7B_B200 * 256:.0f} days", "incorrect", "GPU-days"),
     ("07.3", f"{DAYS_7B_B200 * 0.4:.2f}", "incorrect", "100% of their peak"),
     ("07.3", f"{DAYS_7B:.2f} days", "incorrect", "H100 run"),
+    ("07.11", f"{CK_YOUNG:.0f} s", "correct", None),
+    ("07.11", f"{CK_YOUNG / 60:.1f} minutes", "correct", None),
+    ("07.11", f"{math.sqrt(2 * CK_WRITE * CK_MTBF / 4):.0f} s", "incorrect", "16,384-GPU job"),
+    ("07.11", f"{math.sqrt(2 * 16 * N70_31 / 200e9 * CK_MTBF):.0f} s", "incorrect", "no gradients"),
+    ("07.11", f"{math.sqrt(CK_WRITE * CK_MTBF):.0f} s", "incorrect", "sqrt(2"),
     ("07.3", "66k GPU-hours", "malformed", "not GPU-hours"),
     ("07.5", ("40%", "33.3%"), "correct", None),
     ("07.5", ("80", "33.3%"), "incorrect", "is not an error"),

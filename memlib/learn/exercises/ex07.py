@@ -15,6 +15,7 @@ from memlib.models import get_model
 from memlib.parallel.plan import min_gpus
 from memlib.cost.timing import dp_collectives, flops_per_token, palm_flops_per_token
 from memlib.training import estimate_training
+from memlib.cost import checkpointing
 
 NOTEBOOK = "07_time_and_cost"
 _7B, _70B, _H100 = "llama-2-7b", "llama-3.1-70b", "h100-80gb"
@@ -126,6 +127,23 @@ def _ds_mfu(params: float | None = None, hours: float = _DS_HOURS, peak: str = "
     tflops = g.bf16_tflops if peak == "bf16" else g.fp8_tflops
     flops = _DS_GFLOP_PER_TOKEN * _DS_TOKENS if params is None else cost.training_flops(params, _DS_TOKENS)
     return 100 * flops / (hours * 3600 * tflops * 1e12)
+
+
+# --- 07.11: how often to checkpoint (a run notebook 07 does not print: the 70B pretrained on 4,096 GPUs) ------
+_CK_GPUS, _CK_RATE = 4096, 200e9
+
+
+def _ck(layout: str = "deepspeed", gpus: int = _CK_GPUS, two: float = 2.0) -> float:
+    """Young's interval (s) for Llama-3.1-70B's checkpoint at 200 GB/s, MTBF from Llama 3's failure rate."""
+    write = checkpointing.checkpoint_write_s(checkpointing.checkpoint_size_bytes(_70B, layout), _CK_RATE)
+    mtbf = checkpointing.job_mtbf_s(419, 54, gpus=16384, at_gpus=gpus)
+    return math.sqrt(two * write * mtbf)
+
+
+def _ck_bytes(bytes_per_param: int) -> float:
+    """Young's interval if the checkpoint held `bytes_per_param` bytes per parameter."""
+    write = bytes_per_param * n_params(_70B) / _CK_RATE
+    return math.sqrt(2 * write * checkpointing.job_mtbf_s(419, 54, gpus=16384, at_gpus=_CK_GPUS))
 
 
 EXERCISES = [
@@ -408,5 +426,34 @@ EXERCISES = [
             f"(+33% FLOPs), about ${2.0 * ft:,.0f}. Add a margin for failures, restarts, evaluation and checkpoints "
             f"(published runs come out 5-15% above 6ND at their MFU) and for a lower MFU at scale."))(
             _run(), _ft_hours()),
+    ),
+    Numeric(
+        id="07.11", title="How often to checkpoint a 4,096-GPU run", difficulty="interview", minutes=8,
+        formula="Young's interval sqrt(2 x write time x MTBF) (Young 1974; memlib.cost.checkpointing)",
+        prompt="You pretrain Llama-3.1-70B (`memlib.get_model('llama-3.1-70b').num_params`) on 4,096 H100s with bf16 "
+               "mixed-precision AdamW. A checkpoint holds what a restart needs (bf16 weights, fp32 master copy, Adam "
+               "m and v) and is written at 200 GB/s, blocking training while it writes. Your GPUs fail at the rate "
+               "Llama 3 saw: 419 unexpected interruptions in 54 days on 16,384 GPUs, a rate that grows with the "
+               "GPU count. With Young's first-order rule, how many **seconds** apart should the checkpoints be?",
+        expected=lambda: _ck(), unit="s", tolerance=0.03,
+        slips=(Slip("MTBF not scaled", lambda: _ck(gpus=16384),
+                    "that is the MTBF of a 16,384-GPU job; with a quarter of the GPUs failures come 4x less often"),
+               Slip("gradients saved", lambda: _ck_bytes(16),
+                    "a checkpoint needs no gradients: 2 + 12 bytes per parameter, not 16"),
+               Slip("no factor 2", lambda: _ck(two=1.0), "Young's rule is sqrt(2 x write time x MTBF)")),
+        hints=("Save too often and the stalls add up; too rarely and each failure redoes more work: balance them.",
+               "interval = sqrt(2 x write x MTBF); write = 14 B x N / 200 GB/s; MTBF = 54 days / 419 x 16,384 / "
+               "4,096.",
+               "Start with the checkpoint's bytes: 14 x memlib.get_model('llama-3.1-70b').num_params."),
+        worked=lambda: (
+            f"Checkpoint: 14 B x {n_params(_70B):,} = "
+            f"{checkpointing.checkpoint_size_bytes(_70B) / 1e9:,.0f} GB, written in "
+            f"{checkpointing.checkpoint_size_bytes(_70B) / _CK_RATE:.2f} s. MTBF: 54 x 86,400 / 419 = "
+            f"{checkpointing.job_mtbf_s(419, 54):,.0f} s at 16,384 GPUs, x 4 = "
+            f"{checkpointing.job_mtbf_s(419, 54, gpus=16384, at_gpus=_CK_GPUS):,.0f} s at 4,096. Interval: "
+            f"sqrt(2 x write x MTBF) = **{_ck():,.0f} s** (about {_ck() / 60:.0f} minutes; "
+            f"`memlib.cost.young_interval_s`), losing "
+            f"{checkpointing.checkpoint_waste(_ck(), checkpointing.checkpoint_size_bytes(_70B) / _CK_RATE, checkpointing.job_mtbf_s(419, 54, gpus=16384, at_gpus=_CK_GPUS)):.1%} "
+            f"of the run; asynchronous saves shrink the stall and the loss."),
     ),
 ]

@@ -15,6 +15,7 @@ import random
 import re
 from typing import Callable
 
+from memlib.cost import checkpointing
 from memlib.cost import compute_budget as cost
 from memlib.hardware.gpus import get_gpu
 from memlib.learn.exercises.kinds import Numeric, Slip
@@ -182,6 +183,29 @@ def _tp_weights(qid: str, rng: random.Random) -> Numeric:
                     "that is the whole model; each GPU holds about 1/tp of it"),))
 
 
+def _checkpoint_interval(qid: str, rng: random.Random) -> Numeric:
+    m, gpus, rate = rng.choice(DENSE), rng.choice((1024, 2048, 4096, 8192)), rng.choice((50e9, 100e9, 200e9, 500e9))
+    write = lambda: checkpointing.checkpoint_write_s(checkpointing.checkpoint_size_bytes(m), rate)  # noqa: E731
+    mtbf = lambda: checkpointing.job_mtbf_s(419, 54, gpus=16384, at_gpus=gpus)  # noqa: E731
+    value = lambda: checkpointing.young_interval_s(write(), mtbf())  # noqa: E731
+    return _q(qid, f"Checkpoint interval of {m} on {gpus:,} GPUs",
+              f"You pretrain **{m}** on **{gpus:,}** GPUs with bf16 mixed-precision AdamW. Each checkpoint holds the "
+              f"bf16 weights and the fp32 master copy and Adam moments (14 bytes per parameter) and is written at "
+              f"**{rate / 1e9:g} GB/s**. Your GPUs fail at Llama 3's per-GPU rate (419 unexpected interruptions in "
+              "54 days on 16,384 GPUs). With Young's first-order rule, how many **seconds** apart should the "
+              "(blocking) checkpoints be?", value, "s",
+              lambda: (f"size {fmt_bytes(checkpointing.checkpoint_size_bytes(m))}, write {write():.1f} s; MTBF "
+                       f"54 x 86,400 / 419 x 16,384 / {gpus:,} = {mtbf():,.0f} s; sqrt(2 x {write():.1f} x "
+                       f"{mtbf():,.0f}) = **{value():,.0f} s** (`memlib.cost.young_interval_s`)."),
+              _hints("Save too often and the stalls add up; too rarely and each failure redoes more work.",
+                     "interval = sqrt(2 x write time x MTBF); MTBF scales as 1 / the GPU count",
+                     "Write time first: 14 x parameters / bandwidth."),
+              "Young's checkpoint interval sqrt(2 x write x MTBF) (Young 1974; memlib.cost.checkpointing)",
+              (Slip("MTBF not scaled", lambda: checkpointing.young_interval_s(write(), checkpointing.job_mtbf_s(419, 54)),
+                    "that is the MTBF of a 16,384-GPU job; fewer GPUs fail less often"),
+               Slip("no factor 2", lambda: value() / math.sqrt(2), "Young's rule is sqrt(2 x write x MTBF)")))
+
+
 KINDS: dict[str, tuple[Callable, ...]] = {
     "00": (_weights, _states),
     "01": (_states, _gpus_for_states),
@@ -190,7 +214,7 @@ KINDS: dict[str, tuple[Callable, ...]] = {
     "04": (_kv_token, lambda i, r: _kv_cache(i, r, tp_choices=(2, 4, 8))),
     "05": (_moe_ratio, lambda i, r: _kv_token(i, r, MOE), _gpus_for_states),
     "06": (lambda i, r: _kv_cache(i, r, LONG), lambda i, r: _kv_cache(i, r, LONG, (2, 4, 8))),
-    "07": (_flops, _gpu_hours),
+    "07": (_flops, _gpu_hours, _checkpoint_interval),
 }
 
 
