@@ -26,7 +26,7 @@ from memlib.parallel.plan import plan_serving
 from memlib.training import context_parallel
 from memlib.training import terms as training_terms
 from memlib.units import fmt_bytes
-from memlib.cost import conventions
+from memlib.cost import checkpointing, conventions
 from memlib.models import llama_like
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -278,6 +278,14 @@ def rows() -> list[tuple[str, str, str, str, str]]:
         ("07", "Implied MFU of a published run", doc(conventions.implied_mfu) + " "
          + doc(conventions.deepseek_v3_implied_mfu), "memlib.cost.conventions.implied_mfu, deepseek_v3_implied_mfu",
          f"DeepSeek-V3 pre-training: {conventions.deepseek_v3_implied_mfu():.1%}"),
+        # --- issue 26: checkpointing a large run ---------------------------------------------------------------
+        ("07", "Checkpoint size and interval", doc(checkpointing.checkpoint_size_bytes) + " "
+         + doc(checkpointing.job_mtbf_s) + " " + doc(checkpointing.young_interval_s),
+         "memlib.cost.checkpointing (checkpoint_size_bytes, checkpoint_write_s, job_mtbf_s, young_interval_s, "
+         "checkpoint_waste, async_interval_s)",
+         f"Llama-3.1-405B: {fmt_bytes(checkpointing.checkpoint_size_bytes('llama-3.1-405b'))}; written at 2 TB/s "
+         f"on 16,384 GPUs failing every {checkpointing.job_mtbf_s(419, 54) / 3600:.1f} h: every "
+         f"{checkpointing.young_interval_s(checkpointing.checkpoint_size_bytes('llama-3.1-405b') / 2e12, checkpointing.job_mtbf_s(419, 54)):.0f} s"),
     ]
 
 
