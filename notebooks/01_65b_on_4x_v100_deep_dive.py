@@ -142,6 +142,84 @@ display(Markdown(
     "softmax. The cost is speed: the fallback kernel is slower than FlashAttention on newer cards."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### V100 PCIe or SXM2: does it change the answer?
+
+# %% tags=["nbval-check-output"]
+pcie = get_gpu("v100-pcie-32gb")   # 112 TFLOP/s fp16, no NVLink: GPU-to-GPU over PCIe 3.0 x16 (datasheet)
+form = {"device_map": dm, "FSDP-QLoRA": fsdp, "ZeRO-Infinity": best}
+speed = {name: (step_time(p.estimate, g), step_time(p.estimate, pcie)) for name, p in form.items()}
+for name, (sxm, pc) in speed.items():
+    print(f"{name}: {sxm.tokens_per_s_per_gpu:.0f} vs {pc.tokens_per_s_per_gpu:.0f} tokens/s per GPU; "
+          f"offload {pc.offload_s:.0f} s/step")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+v_sxm, v_pcie = f"{g.fp16_tflops:g}", f"{pcie.fp16_tflops:g}"
+v_nvl, v_pci = f"{g.interconnect_bytes_per_s / 1e9:.0f} GB/s", f"{pcie.interconnect_bytes_per_s / 1e9:.0f} GB/s"
+v_dm = f"{speed['device_map'][0].tokens_per_s_per_gpu:.0f} vs {speed['device_map'][1].tokens_per_s_per_gpu:.0f}"
+v_fsdp = f"{speed['FSDP-QLoRA'][0].tokens_per_s_per_gpu:.0f} vs {speed['FSDP-QLoRA'][1].tokens_per_s_per_gpu:.0f}"
+v_off, v_host = f"{speed['ZeRO-Infinity'][1].offload_s:.0f} s", f"{pcie.host_link_bytes_per_s / 1e9:.0f} GB/s"
+v_off2 = f"{2 * speed['ZeRO-Infinity'][1].offload_s:.0f} s"
+
+# %% [markdown]
+# Memory: no difference, both hold 32 GB. Speed: the PCIe card's tensor peak is {eval}`v_pcie` TFLOP/s
+# against the SXM2's {eval}`v_sxm` (lower clocks at 250 W), and its cards talk over PCIe 3.0 x16
+# ({eval}`v_pci`, both directions) instead of NVLink ({eval}`v_nvl`). For QLoRA the compute dominates:
+# `memlib.step_time` gives {eval}`v_dm` tokens/s per GPU with device_map (SXM2 vs PCIe) and
+# {eval}`v_fsdp` with FSDP-QLoRA, whose gathers of the 4-bit layers still hide behind a 2,048-token
+# micro-batch. Offload is the same on both (the host link is PCIe 3.0, {eval}`v_host` each way):
+# {eval}`v_off` of transfers per ZeRO-Infinity step. The catch is the chassis: PCIe servers often put two
+# cards behind one switch with one x16 uplink, so concurrent offload halves per card and that becomes
+# {eval}`v_off2` (ask `nvidia-smi topo -m`).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### How much CPU RAM to load and quantize the 130 GB checkpoint?
+
+# %% tags=["nbval-check-output"]
+ckpt16 = estimate_inference(m, weights="fp16").weight_bytes   # the fp16 checkpoint on disk
+ckpt32 = estimate_inference(m, weights="fp32").weight_bytes   # what torch builds without torch_dtype
+print(f"fp16 checkpoint {fmt_bytes(ckpt16)}; fp32 model {fmt_bytes(ckpt32)}; NF4 on the GPUs {fmt_bytes(nf4)}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+h_16, h_2x, h_32 = f"{fmt_bytes(ckpt16)}", f"{GB(2 * ckpt16)}", f"{GB(ckpt32 + ckpt16)}"
+h_nf4 = f"{GB(nf4)}"
+
+# %% [markdown]
+# The checkpoint is {eval}`h_16` of fp16 tensors. How much of it sits in host RAM depends on how you load
+# it. `from_pretrained(..., load_in_4bit=True, device_map="auto")` builds the model on the meta device
+# (`device_map` turns `low_cpu_mem_usage` on), reads the safetensors shards by memory map one at a time and
+# quantizes each weight as it is moved to its GPU: the host needs a shard in flight and page cache, and the
+# GPUs end with {eval}`h_nf4` of NF4. A plain load (no `device_map`, no `low_cpu_mem_usage`) first builds the
+# whole model in CPU RAM and then copies the state dict into it: about twice the model, {eval}`h_2x` with
+# `torch_dtype=torch.float16`, and {eval}`h_32` if the model is built in fp32 (the default dtype) while an
+# fp16 state dict is read. Offline GPTQ/AWQ quantization (AutoGPTQ, AutoAWQ) loads the fp16 model into CPU
+# RAM and moves one layer at a time to the GPU: plan for {eval}`h_16` of host RAM plus the calibration
+# activations. A 256 GB server is enough for QLoRA's streamed load and too small for either plain load.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What MFU should you expect from QLoRA on a V100?
+
+# %% tags=["nbval-check-output"]
+mfus = (0.40, 0.25, 0.15)     # the plan's assumption, then two lower ones a practitioner should budget for
+job = {u: N * step_time(dm.estimate, g, mfu=u).tokens_per_s_per_gpu for u in mfus}    # device_map: whole job
+days_1b = {u: 1e9 / job[u] / 86400 for u in mfus}                                       # a billion tokens
+print({f"{u:.0%}": f"{job[u]:.0f} tokens/s, {days_1b[u]:.0f} days per 1B tokens" for u in mfus})
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+q_40, q_25, q_15 = f"{job[0.40]:.0f}", f"{job[0.25]:.0f}", f"{job[0.15]:.0f}"
+q_d40, q_d15 = f"{days_1b[0.40]:.0f}", f"{days_1b[0.15]:.0f}"
+
+# %% [markdown]
+# Less than the 40% the core page assumes; treat its figure as an upper bound. Three things pull a V100's
+# QLoRA run down: bitsandbytes dequantizes every NF4 weight to fp16 before each matmul, in the forward, the
+# recomputed forward and the backward (extra memory traffic and kernel launches); FlashAttention 2 does not
+# run on sm70, so attention uses PyTorch's slower memory-efficient kernel; and fp16 with loss scaling skips
+# the steps whose gradients overflow. memlib does not model these kernels, so this is a sensitivity, not a
+# measurement: the whole device_map job makes {eval}`q_40` tokens/s at 40% MFU, {eval}`q_25` at 25% and
+# {eval}`q_15` at 15% (`memlib.step_time(..., mfu=...)`); a billion tokens takes {eval}`q_d40` days at best
+# and {eval}`q_d15` at 15%. Say "about a hundred tokens per second for the whole job, at best" and measure
+# the first 20 steps.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What do QLoRA's paged optimizers and double quantization save?
 
 # %% tags=["nbval-check-output"]
