@@ -36,8 +36,7 @@ import memlib
 from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib
 from memlib.fit import usable_bytes
 from memlib.inference import kv_bytes_per_token, kv_cache_bytes
-from memlib.moe import (decode_weight_bytes, expert_ridge_tokens, min_gpus_sharded, routed_expert_params,
-                        tokens_per_expert)
+from memlib.moe import expert_ridge_tokens, min_gpus_sharded, routed_expert_params, tokens_per_expert
 from memlib.moe_playground import MoEServingPlayground
 from memlib.plan import plan_serving
 from memlib.timing import flops_per_token, forward_flops_per_token
@@ -98,32 +97,21 @@ a_fp8, a_chats, a_states = f"{R(fp8_total / 1e9)}", f"{R(serve.best.sequences)}"
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. What the interviewer is probing · 考察意图
 #
-# - **Total vs active.** Memory is sized by the total parameters (every expert is resident),
-#   compute by the active ones. Sizing the GPUs from "37B" is off by more than ten times.
-# - **The KV cache of MLA.** DeepSeek caches a 576-number latent per token and layer, not 128
-#   heads of keys and values; under tensor parallelism that latent is *replicated*, not split.
-# - **Expert vs tensor parallelism.** Why SGLang and vLLM serve DeepSeek with data-parallel
-#   attention and expert parallelism, and the all-to-all that costs.
-# - **Formats.** The checkpoint is released in block-wise fp8; upcasting to bf16 doubles it.
-# - **Fine-tuning realism.** Full fine-tuning keeps 16 bytes per parameter of all 671B; expert
-#   parallelism does not shrink that, and LoRA does not remove the frozen base.
+# - **Total vs active.** Memory follows the total parameters, compute the active ones.
+# - **MLA's cache.** A 576-number latent per token and layer, *replicated* under tensor parallelism.
+# - **Expert vs tensor parallelism.** Why engines serve DeepSeek with data-parallel attention + EP.
+# - **Formats and realism.** fp8 as released; full fine-tuning keeps 16 B/param of all 671B; LoRA
+#   keeps the frozen base.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Words we use · 术语
 #
-# - **MoE, router, top-k**: each MoE layer has many MLPs ("experts"); a router sends each token to its top-k of them.
-# - **Routed / shared expert**: routed experts are chosen per token (256 per layer, top-8); a shared expert sees every token.
-# - **Active parameters**: those one token passes through: attention, shared expert, its k routed experts, embeddings.
-# - **MLA**: multi-head latent attention; keys and values are rebuilt from a 512-number **latent** plus a 64-number rope key per token and layer, and engines cache only those. **Absorbed** MLA folds the up-projections into the query and output at decode.
-# - **KV cache, MHA, GQA**: past keys and values kept for decoding, for every head (MHA) or a few shared key/value heads (GQA).
-# - **TP / EP**: every matrix split over GPUs / whole experts spread over GPUs. **Data-parallel attention**: each GPU runs attention for its own chats (its own cache); the experts are shared by EP.
-# - **All-to-all**: the collective that sends each token's hidden state to the GPUs holding its experts, and back.
-# - **Block-wise fp8**: 1-byte weights with one fp32 scale per 128 × 128 block (DeepSeek-V3's release format).
-# - **ZeRO-3 / FSDP**: parameters, gradients and optimizer states sharded over all GPUs; **recompute**: keep each layer's input only.
-# - **LoRA / QLoRA**: small low-rank adapters trained on a frozen base (QLoRA: the base in 4-bit).
-# - **EPLB, redundant experts**: DeepSeek's expert-parallel load balancer, which copies hot experts to more GPUs.
-# - **6N, MFU, ridge**: training FLOPs per token (N active); the share of peak FLOP/s achieved; the FLOP per byte where a kernel stops being bandwidth-bound.
-# - **GB / GiB**: 1e9 / 2**30 bytes. This notebook speaks GB; torch sees 150 GB of an H200.
+# - **MoE, routed / shared expert, top-k**: many MLPs ("experts") per layer; a router sends each token to its top-k routed experts (256, top-8); a shared expert sees every token. **Active parameters**: those one token passes through.
+# - **MLA**: keys and values rebuilt from a 512-number **latent** and a 64-number rope key per token and layer, the only things cached; **absorbed** at decode (up-projections folded into query and output). **GQA**: a few shared key/value heads.
+# - **TP / EP / data-parallel attention**: matrices split over GPUs / whole experts spread over GPUs / each GPU runs attention, and caches, for its own chats. **All-to-all**: tokens sent to their experts' GPUs and back.
+# - **Block-wise fp8**: 1-byte weights, an fp32 scale per 128 × 128 block. **ZeRO-3**: states sharded over all GPUs; **recompute**: keep each layer's input only. **LoRA**: adapters on a frozen base.
+# - **EPLB, redundant experts**: DeepSeek's load balancer copies hot experts to more GPUs. **6N, ridge**: training FLOPs per token (N active); the FLOP per byte where a kernel stops being bandwidth-bound.
+# - **GB / GiB**: 1e9 / 2**30 bytes; this notebook speaks GB (torch sees 150 GB of an H200).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
@@ -149,12 +137,11 @@ s1_routed_off, s1_active_off = f"{abs(experts / 654e9 - 1):.2%}", f"{37e9 / A - 
 s1_noemb = f"{fmt_count(m.active_params_without_embedding)}"
 
 # %% [markdown]
-# memlib: **{eval}`s1_total` parameters**, **{eval}`s1_active` active per token** ({eval}`s1_share`).
-# The routed experts are {eval}`s1_experts` ({eval}`s1_eshare` of the model); the rest (MLA, shared
-# experts, three dense layers, router, embeddings) is {eval}`s1_rest`. The pencil's expert count is off by
-# {eval}`s1_routed_off`, its active total by {eval}`s1_active_off`. DeepSeek's "37B activated" matches the
-# count without the input embedding ({eval}`s1_noemb`), an inference the report does not state. The
-# multi-token-prediction module is not counted: transformers does not build it.
+# memlib: **{eval}`s1_total` parameters**, **{eval}`s1_active` active per token** ({eval}`s1_share`);
+# routed experts {eval}`s1_experts` ({eval}`s1_eshare`), the rest (MLA, shared experts, three dense layers,
+# router, embeddings) {eval}`s1_rest`. The pencil is off by {eval}`s1_routed_off` and {eval}`s1_active_off`.
+# DeepSeek's "37B activated" matches the count without the input embedding ({eval}`s1_noemb`); the
+# multi-token-prediction module is not counted (transformers does not build it).
 
 # %% [markdown]
 # ### Step 2 · Weights: every expert resident, fp8 as released
@@ -179,11 +166,10 @@ s2_fit = f"{'fit' if fits(w['bf16'], g).fits else 'do not fit'}"
 s2_e, s2_k = f"{m.num_experts}", f"{m.num_experts_per_tok}"
 
 # %% [markdown]
-# memlib: **{eval}`s2_fp8`** in the released format, **{eval}`s2_fp8_gpu` per GPU** over eight. The
-# pencil left out {eval}`s2_over`: one fp32 scale per 128 × 128 block, and the embeddings, head, norms and
-# router kept in bf16. In bf16 it is {eval}`s2_bf16`, {eval}`s2_bf16_gpu` per GPU: eight H200s
-# **{eval}`s2_fit`** it. All {eval}`s2_e` experts of every MoE layer are resident although a token uses
-# {eval}`s2_k`: the router decides per token and per layer, so any expert may be needed next.
+# memlib: **{eval}`s2_fp8`** in the released format, **{eval}`s2_fp8_gpu` per GPU** over eight; the
+# pencil left out {eval}`s2_over` (an fp32 scale per 128 × 128 block; embeddings, head, norms and router in
+# bf16). In bf16: {eval}`s2_bf16`, {eval}`s2_bf16_gpu` per GPU, and eight H200s **{eval}`s2_fit`** it. All
+# {eval}`s2_e` experts are resident although a token uses {eval}`s2_k`: any may be needed next.
 
 # %% [markdown]
 # ### Step 3 · FLOPs follow the active parameters
@@ -200,29 +186,27 @@ peer = flops_per_token(GQA_PEER, FT_SEQ)
 serve_mha = forward_flops_per_token(m, CTX)           # 2N + 4·L·H·Q·T over decompressed K and V
 attn_absorbed = mla_absorbed_attention_flops(m, CTX)  # memlib.cost.conventions: 2·L·H·(2·d_c + d_r)·T
 mla_ai, h100_ridge = mla_absorbed_intensity(m, CTX), ridge_flop_per_byte("h100-80gb")
-print(f"6N: active {six_n_active / 1e9:,.0f} GFLOP/token, dense {six_n_dense / 1e12:.2f} TFLOP/token")
-print(f"with attention at {FT_SEQ}: {with_attention / 1e9:,.0f} GFLOP; {GQA_PEER} {peer / 1e9:,.0f} GFLOP")
-print(f"absorbed MLA at {CTX}: {attn_absorbed / 1e9:,.0f} GFLOP of attention alone, "
-      f"{(2 * A + attn_absorbed) / 1e9:,.0f} GFLOP/token")
-print(f"{mla_ai:,.0f} FLOP per byte of latent read; H100 ridge {h100_ridge:,.0f} FLOP/B")
+print(f"6N {six_n_active / 1e9:,.0f} GFLOP/token (dense {six_n_dense / 1e12:.2f} TFLOP); + attention at 4k "
+      f"{with_attention / 1e9:,.0f}; {GQA_PEER} {peer / 1e9:,.0f}")
+print(f"absorbed MLA at 8k: {attn_absorbed / 1e9:,.0f} GFLOP of attention alone, {mla_ai:,.0f} FLOP/B "
+      f"(H100 ridge {h100_ridge:,.0f})")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s3_active, s3_x = f"{six_n_active / 1e9:,.0f}", f"{six_n_dense / six_n_active:.1f}"
-s3_attn_pct, s3_with = f"{with_attention / six_n_active - 1:+.0%}", f"{with_attention / 1e9:,.0f}"
+s3_attn_pct = f"{with_attention / six_n_active - 1:+.0%}"
 s3_peer, s3_peer_x = f"{peer / 1e9:,.0f}", f"{peer / with_attention:.1f}"
 s3_mha, s3_absorbed = f"{serve_mha / 1e9:,.0f}", f"{attn_absorbed / 1e9:,.0f}"
 s3_fwd, s3_ai, s3_ridge = f"{(2 * A + attn_absorbed) / 1e9:,.0f}", f"{mla_ai:,.0f}", f"{h100_ridge:,.0f}"
 
 # %% [markdown]
-# memlib: **{eval}`s3_active` GFLOP per training token**, **{eval}`s3_x`×** fewer than a dense 671B. The
-# pencil left out the attention scores: at 4k tokens they add {eval}`s3_attn_pct` ({eval}`s3_with` GFLOP);
-# Llama-3.1-405B (dense, GQA) costs {eval}`s3_peer` GFLOP, {eval}`s3_peer_x`× more. **Decode with MLA weight
-# absorption** (DeepSeek-V2, Sec. 2.1.2): the key up-projection folds into the query and the value
-# up-projection into the output, so all 128 heads attend over the cached latent and rope key directly.
-# That costs {eval}`s3_absorbed` GFLOP of attention alone at 8k tokens ({eval}`s3_fwd` per token with the
-# weights, against {eval}`s3_mha` counted MHA-style), but reads only the latent: **{eval}`s3_ai` FLOP per
-# byte**, near an H100's ridge of {eval}`s3_ridge`. Absorbed MLA decode is close to compute-bound, where
-# GQA decode reads bytes.
+# memlib: **{eval}`s3_active` GFLOP per training token**, **{eval}`s3_x`×** fewer than a dense 671B; the
+# pencil left out attention, {eval}`s3_attn_pct` at 4k tokens. Llama-3.1-405B costs {eval}`s3_peer` GFLOP,
+# {eval}`s3_peer_x`× more. **At decode, MLA absorbs its weights** (DeepSeek-V2, Sec. 2.1.2): the key
+# up-projection folds into the query, the value up-projection into the output, and all 128 heads attend
+# over the cached latent directly: {eval}`s3_absorbed` GFLOP of attention alone at 8k tokens
+# ({eval}`s3_fwd` per token with the weights; {eval}`s3_mha` counted MHA-style), at **{eval}`s3_ai` FLOP
+# per byte** of cache, near an H100's ridge of {eval}`s3_ridge`: close to compute-bound, where GQA decode
+# reads bytes.
 
 # %% [markdown]
 # ### Step 4 · The KV cache: MLA's latent vs full K/V vs GQA
@@ -236,7 +220,8 @@ s3_fwd, s3_ai, s3_ridge = f"{(2 * A + attn_absorbed) / 1e9:,.0f}", f"{mla_ai:,.0
 caches = {"MLA latent": (m, "latent"), "MLA full K/V": (m, "full"),
           "GQA 405B": (get_model(GQA_PEER), "latent")}   # mla_cache does not apply to a GQA model
 per_token = {k: kv_bytes_per_token(mod, mla_cache=mla) for k, (mod, mla) in caches.items()}  # memlib
-per_seq = {k: {c: kv_cache_bytes(mod, 1, c, mla_cache=mla) for c in CONTEXTS}   # memlib.inference
+lengths = [2 ** k for k in range(10, 18)]   # 1k ... 128k tokens, for the chart in section 6
+per_seq = {k: {c: kv_cache_bytes(mod, 1, c, mla_cache=mla) for c in lengths}   # memlib.inference
            for k, (mod, mla) in caches.items()}
 for k, v in per_token.items():
     print(f"{k:<12} {v:>9,} B/token; one sequence: "
@@ -251,10 +236,9 @@ s4_tp = f"{kv_bytes_per_token(m, tp=N):,}"
 
 # %% [markdown]
 # memlib: **{eval}`s4_lat` bytes per token** (the pencil was exact), {eval}`s4_full_x`× less than full
-# K/V and {eval}`s4_gqa_x`× less than Llama-3.1-405B's GQA cache; {eval}`s4_8k` per 8k chat. A 128k
-# conversation holds {eval}`s4_128k` of latent, against {eval}`s4_gqa_128k` for the dense model. The cache
-# is one vector per token, not per head, so **tensor parallelism does not split it**: at tensor parallel 8
-# each GPU still keeps {eval}`s4_tp` bytes per token. Step 5 turns on that fact.
+# K/V and {eval}`s4_gqa_x`× less than Llama-3.1-405B's GQA; {eval}`s4_8k` per 8k chat, {eval}`s4_128k` per
+# 128k one ({eval}`s4_gqa_128k` for the dense model). The cache is one vector per token, not per head, so
+# **tensor parallelism does not split it**: at tensor parallel 8 each GPU keeps {eval}`s4_tp` bytes per token.
 
 # %% [markdown]
 # ### Step 5 · Serving on 8 × H200: tensor or expert parallelism
@@ -282,14 +266,12 @@ s5_act = f"{GB(serve.best.estimate.breakdown['activations'])}"
 s5_verdict = f"{'Eight H200s serve it' if serve.feasible else 'Eight H200s cannot serve it'}"
 
 # %% [markdown]
-# memlib: **{eval}`s5_layout`** holds **{eval}`s5_best` chats of 8k**
-# ({eval}`s5_per_gpu` per GPU, each GPU with {eval}`s5_w` of weights and {eval}`s5_kv` of cache); tensor
-# parallel 8 holds **{eval}`s5_tp`**, each replicated on all eight GPUs. The pencil ({eval}`s5_off_tp` and
-# {eval}`s5_off_ep` off) left out what `memlib.fits` keeps free: the CUDA context, 5% allocator headroom
-# and one 8,192-token prefill chunk ({eval}`s5_act` of activations per GPU). **{eval}`s5_verdict`**, the way
-# this ranking says: SGLang `--tp 8 --dp 8 --enable-dp-attention --ep 8` (without `--ep 8` the MoE layers
-# stay tensor-parallel) or vLLM `--data-parallel-size 8 --enable-expert-parallel` for throughput; plain
-# tensor parallel 8 for the lowest latency at a small batch.
+# memlib: **{eval}`s5_layout`** holds **{eval}`s5_best` chats of 8k** ({eval}`s5_per_gpu` per GPU, with
+# {eval}`s5_w` of weights and {eval}`s5_kv` of cache each); tensor parallel 8 holds **{eval}`s5_tp`**, each
+# replicated on all eight GPUs. The pencil ({eval}`s5_off_tp`, {eval}`s5_off_ep`) left out the CUDA
+# context, 5% allocator headroom and one 8k prefill chunk ({eval}`s5_act` per GPU). **{eval}`s5_verdict`**:
+# SGLang `--tp 8 --dp 8 --enable-dp-attention --ep 8` or vLLM `--data-parallel-size 8
+# --enable-expert-parallel` for throughput; plain tensor parallel 8 for the lowest latency.
 
 # %% [markdown]
 # ### Step 6 · Full fine-tuning: 16 bytes per parameter, all of them
@@ -320,14 +302,12 @@ s6_off = f"{h2.count / 72 - 1:+.0%} and {ft['h100-80gb'].count / 127 - 1:+.0%}"
 s6_no_rc = f"{GB(no_rc.breakdown['activations'])}"
 
 # %% [markdown]
-# memlib: **{eval}`s6_states`** of model states; the fewest whole nodes that fit are **{eval}`s6_h200`
-# H200s** (ZeRO-3, expert parallel {eval}`s6_ep`, full recompute, 4k sequences) or **{eval}`s6_h100`
-# H100s** (expert parallel {eval}`s6_h100_ep`). The pencil ({eval}`s6_off` off) left out what each GPU
-# holds besides its {eval}`s6_share` share of the states: the MoE layer ZeRO-3 gathers ({eval}`s6_gather`),
-# the backward's temporaries ({eval}`s6_tmp`), checkpointed activations ({eval}`s6_act`), the CUDA context
-# and headroom. Expert parallelism matters for the gather, not the states: each GPU gathers 1/ep of a
-# layer's experts. Full recompute is required: without it one 4k sequence keeps {eval}`s6_no_rc` of
-# activations per GPU. The deep dive checks these estimates against measured DeepSeek-shaped runs.
+# memlib: **{eval}`s6_states`** of states; the fewest whole nodes that fit are **{eval}`s6_h200` H200s**
+# (ZeRO-3, expert parallel {eval}`s6_ep`, full recompute, 4k sequences) or **{eval}`s6_h100` H100s**
+# (expert parallel {eval}`s6_h100_ep`). The pencil ({eval}`s6_off` off) left out what each GPU holds besides
+# its {eval}`s6_share` of states: the MoE layer ZeRO-3 gathers ({eval}`s6_gather`; ep shrinks it to 1/ep of
+# the experts), the backward's temporaries ({eval}`s6_tmp`), checkpointed activations ({eval}`s6_act`), the
+# CUDA context and headroom. Without recompute one 4k sequence keeps {eval}`s6_no_rc` of activations.
 
 # %% [markdown]
 # ### Step 7 · LoRA and QLoRA: what memlib refuses, and the honest answer
@@ -338,31 +318,25 @@ s6_no_rc = f"{GB(no_rc.breakdown['activations'])}"
 
 # %% tags=["nbval-check-output"]
 try:
-    estimate_training(m, finetune="lora", lora_rank=16)   # memlib.estimate_training
-    refusal = "accepted"
+    estimate_training(m, finetune="lora", lora_rank=16)   # memlib.estimate_training refuses it
 except ValueError as err:
-    refusal = str(err)
-h100 = get_gpu("h100-80gb")
+    print(textwrap.shorten(str(err), 88))
 nf4_total = estimate_inference(m, batch=1, context_len=1, weights="nf4").weight_bytes
-floors = {fmt: math.ceil(nbytes / usable_bytes(h100)) for fmt, nbytes in
+floors = {fmt: math.ceil(nbytes / usable_bytes(get_gpu("h100-80gb"))) for fmt, nbytes in
           (("bf16", bf16_total), ("fp8", fp8_total), ("nf4", nf4_total))}
-print(textwrap.fill(refusal, 88))
-print(f"frozen base: bf16 {GB(bf16_total)}, fp8 {GB(fp8_total)}, nf4 {GB(nf4_total)}")
-print(f"H100s for the weights alone: bf16 {floors['bf16']}, fp8 {floors['fp8']}, nf4 {floors['nf4']}")
+print(f"frozen base: bf16 {GB(bf16_total)}, nf4 {GB(nf4_total)}; H100s for its weights: "
+      f"bf16 {floors['bf16']}, nf4 {floors['nf4']}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s7_bf16_h100, s7_bf16_h200 = f"{floors['bf16']}", f"{math.ceil(bf16_total / usable_bytes(g))}"
 s7_nf4_h100, s7_nf4 = f"{floors['nf4']}", f"{GB(nf4_total)}"
 
 # %% [markdown]
-# memlib **refuses** LoRA and QLoRA on this model: it has no measured run to stand on, and the layout
-# differs from a LLaMA's. transformers stores a layer's 256 routed experts as stacked 3-D parameters,
-# which peft's usual `target_modules` (nn.Linear layers) does not reach (its newer `target_parameters`
-# does, with its own buffers), and MLA's low-rank projections are not q/k/v/o. memlib *can* give the
-# floor: the bf16 base needs **at least {eval}`s7_bf16_h100` H100s** ({eval}`s7_bf16_h200` H200s) for its
-# weights alone, a 4-bit base ({eval}`s7_nf4`) {eval}`s7_nf4_h100` H100s. LoRA saves the optimizer states
-# and gradients, not the base; practitioners load the bf16 base over a few nodes with expert and pipeline
-# parallelism (Colossal-AI's recipe: 24 H100s, short sequences).
+# memlib **refuses** LoRA on this model: no measured run, and transformers stores the 256 experts as
+# stacked 3-D parameters that peft's usual `target_modules` does not reach. It *can* give the floor: the
+# bf16 base needs **at least {eval}`s7_bf16_h100` H100s** ({eval}`s7_bf16_h200` H200s) for its weights
+# alone, a 4-bit base ({eval}`s7_nf4`) {eval}`s7_nf4_h100`. LoRA saves the optimizer states and gradients,
+# not the base (Colossal-AI's recipe: 24 H100s, short sequences).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图
@@ -374,7 +348,7 @@ s7_nf4_h100, s7_nf4 = f"{floors['nf4']}", f"{GB(nf4_total)}"
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 bars = {"tensor par. 8,\nfp8": tp_only.estimate, "expert par. 8 +\nDP attention, fp8": serve.best.estimate,
         "tensor par. 8,\nbf16 (1 chat)": w["bf16"]}
-fig, ax = plt.subplots(figsize=(7.5, 3.6))
+fig, ax = plt.subplots(figsize=(7.5, 3.2))
 breakdown_bars(bars, gpu=GPU, ax=ax, title=f"DeepSeek-V3 on 8 x H200, {CTX:,}-token chats: per-GPU memory")
 ax.set_ylim(top=185)  # room for the labels under the title
 plt.show()
@@ -384,10 +358,9 @@ plt.show()
 # stored as full keys and values outgrows a whole H200 on its own.** KV cache of one sequence against
 # its length (`memlib.viz.sweep`, lines on log axes; the dotted line marks where a curve crosses the card).
 
-# %%
-lengths = [2 ** k for k in range(10, 18)]   # 1k ... 128k tokens
-curves = {k: [kv_cache_bytes(mod, 1, n, mla_cache=mla) for n in lengths] for k, (mod, mla) in caches.items()}
-fig, ax = plt.subplots(figsize=(7, 3.4))
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+curves = {k: list(v.values()) for k, v in per_seq.items()}   # step 4's caches, 1k ... 128k tokens
+fig, ax = plt.subplots(figsize=(7, 3.0))
 sweep(lengths, curves, gpu=GPU, ax=ax, logx=True, xlabel="tokens in one sequence",
       title="KV cache of one sequence: MLA latent vs full K/V vs GQA")
 ax.set_yscale("log")
@@ -419,13 +392,12 @@ f1_k, f1_bytes, f1_layers = f"{m.num_experts_per_tok}", f"{GB(t.ep_comm_bytes)}"
 f1_n, f1_exposed, f1_step = f"{a2a_per_layer}", f"{t.ep_comm_s:.2f} s", f"{t.step_s:.1f} s"
 
 # %% [markdown]
-# Each GPU holds 1/8 of the experts but computes attention for its own tokens. Once the router picks a
-# token's {eval}`f1_k` experts, its hidden state travels to the GPUs that hold them (*dispatch*) and the
-# results come back (*combine*): {eval}`f1_n` all-to-alls per MoE layer with the backward and the
-# recomputed forward. In step 6's layout that is **{eval}`f1_bytes` per GPU per step** over
-# {eval}`f1_layers` MoE layers, {eval}`f1_exposed` of a {eval}`f1_step` step that compute cannot hide.
-# DeepSeek limits each token to experts on at most 4 nodes and sends the dispatch in fp8 (report, Secs.
-# 2.1.2 and 3.3).
+# Each GPU holds 1/8 of the experts but runs attention for its own tokens: once the router picks a
+# token's {eval}`f1_k` experts, its hidden state travels to their GPUs (*dispatch*) and back (*combine*),
+# {eval}`f1_n` all-to-alls per MoE layer with the backward and the recomputed forward. In step 6's layout:
+# **{eval}`f1_bytes` per GPU per step** over {eval}`f1_layers` MoE layers, {eval}`f1_exposed` of a
+# {eval}`f1_step` step that compute cannot hide. DeepSeek sends the dispatch in fp8 and limits each token
+# to 4 nodes (report, Secs. 2.1.2, 3.3).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Expert load at inference: why does DeepSeek decode with large expert parallelism?
@@ -443,13 +415,12 @@ f2_unit, f2_unit_t, f2_ridge = f"{unit_batch:,}", f"{per_expert[unit_batch]:.0f}
 
 # %% [markdown]
 # A decode step gives each expert batch × {eval}`f1_k` / 256 tokens: **{eval}`f2_node_t`** at the
-# {eval}`f2_node` chats of one H200 node, far below the ~{eval}`f2_ridge` tokens an fp8 expert matmul needs
-# on an H200 to be compute-bound, so each expert's weights are read for a handful of tokens. DeepSeek
-# therefore decodes with expert parallelism over 320 GPUs (report, Sec. 3.4.2: one expert per GPU, 64
-# GPUs for redundant and shared experts): {eval}`f2_unit` sequences in flight (an assumed 32 per expert GPU)
-# give each expert **{eval}`f2_unit_t`** tokens per step. Routing is never uniform, and the GPU holding a hot expert sets the step; DeepSeek's
-# load balancer (EPLB) copies hot experts to more GPUs as *redundant experts* and reshuffles them from
-# observed load.
+# {eval}`f2_node` chats of one H200 node, far below the ~{eval}`f2_ridge` an fp8 expert matmul needs on an
+# H200 to be compute-bound. So DeepSeek decodes with expert parallelism over 320 GPUs (report, Sec. 3.4.2:
+# one expert per GPU, 64 GPUs for redundant and shared experts): {eval}`f2_unit` sequences in flight (an
+# assumed 32 per expert GPU) give each expert **{eval}`f2_unit_t`** tokens per step. Routing is never
+# uniform, and the GPU with a hot expert sets the step: DeepSeek's load balancer (EPLB) copies hot experts
+# to more GPUs as *redundant experts*, re-placed from observed load.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### DeepSeek trained with bf16 AdamW moments: how many bytes per parameter?
@@ -463,30 +434,13 @@ print(f"{TB(states)} at 16 B/param; {TB(states_bf16_moments)} at {states_bf16_mo
 f3_bpp, f3_tb, f3_16 = f"{states_bf16_moments / P:.0f}", f"{TB(states_bf16_moments)}", f"{TB(states)}"
 
 # %% [markdown]
-# **{eval}`f3_bpp` B/param, not 16**: bf16 weights and gradients (2 + 2), an fp32 master copy (4) and bf16
-# m and v (2 + 2), {eval}`f3_tb` for DeepSeek-V3 instead of {eval}`f3_16`. The report keeps the gradients
-# it accumulates in fp32 too, which adds 2 B/param to that count; ZeRO-1 over the data-parallel ranks
-# divides the optimizer part.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Is MoE decode cheap in memory bandwidth too?
-
-# %% tags=["nbval-check-output"]
-read = {b: decode_weight_bytes(m, b) for b in (1, 32, 512)}   # memlib.moe.decode_weight_bytes, fp8
-for b, r in read.items():
-    print(f"batch {b}: {GB(r)} of weights read per decode step, {GB(r / b)} per token")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f4_1, f4_512, f4_tok = f"{GB(read[1])}", f"{GB(read[512])}", f"{GB(read[512] / 512)}"
+# **{eval}`f3_bpp` B/param, not 16**: bf16 weights and gradients (2 + 2), an fp32 master copy (4), bf16 m
+# and v (2 + 2): {eval}`f3_tb` instead of {eval}`f3_16`. (The report also accumulates gradients in fp32.)
 
 # %% [markdown]
-# Only at small batches. A step reads every weight it uses once: with one chat, the active share,
-# **{eval}`f4_1`**, so it decodes like a 37B model. At 512 chats the batch touches nearly every expert and
-# reads **{eval}`f4_512`** ({eval}`f4_tok` per token), what a dense model of the same size reads. At a
-# large batch MoE saves FLOPs, not bandwidth; its capacity need is always the total.
-#
-# More follow-ups (capacity factor and dropped tokens, router load balancing, experts in CPU memory,
-# other GPUs) are on the [deep-dive page](05_moe_memory_deep_dive.ipynb).
+# More follow-ups (is MoE decode cheap in bandwidth, capacity factor and dropped tokens, router load
+# balancing, experts in CPU memory, other GPUs) are on the [deep-dive page](05_moe_memory_deep_dive.ipynb).
+
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 p_other, p_full_x = f"{fmt_count(P - A)}", f"{per_token['MLA full K/V'] // per_token['MLA latent']}"
@@ -495,19 +449,13 @@ p_bf16, p_ratio = f"{TB(bf16_total)}", f"{R(flops_ratio)}"
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑
 #
-# - Sizing a MoE by its active parameters: "37B in fp8 fits one H100" forgets the other
-#   {eval}`p_other`; every expert is resident ({eval}`s2_fp8`).
+# - Sizing a MoE by its active parameters: every expert is resident ({eval}`s2_fp8`), not only the
+#   active share; the other {eval}`p_other` parameters are there too.
 # - Upcasting the fp8 checkpoint to bf16 without need: {eval}`s2_bf16`, no longer one H200 node.
-# - Dividing MLA's cache by the tensor-parallel degree: the latent is replicated on every
-#   tensor-parallel GPU (SGLang: "KV cache will be duplicated among all TP ranks").
-# - Measuring MLA with transformers' cache and concluding it saves nothing: that cache stores full
-#   K/V, {eval}`p_full_x`× the latent.
-# - Expecting expert parallelism to shrink the fine-tuning states: ZeRO-3 already divides them by
-#   every GPU; ep shrinks what a layer gathers.
-# - Assuming LoRA makes a 671B model small: the frozen base is still {eval}`p_bf16` in bf16.
-# - Expecting MoE decode to read only the active parameters at production batches.
-# - Quoting "{eval}`p_ratio`× cheaper" for everything: it is FLOPs; memory, checkpoint size and load
-#   time follow the total.
+# - Dividing MLA's cache by the tensor-parallel degree: the latent is replicated on every TP GPU.
+# - Measuring MLA with transformers' cache: it stores full K/V, {eval}`p_full_x`× the latent.
+# - Expecting ep to shrink the fine-tuning states, or LoRA the base ({eval}`p_bf16` in bf16).
+# - Quoting "{eval}`p_ratio`× cheaper" for everything: it is FLOPs; memory and checkpoint follow the total.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10. Deep dive (skip on first read) · 深入（可跳过）

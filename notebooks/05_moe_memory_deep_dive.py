@@ -79,6 +79,24 @@ floors = {fmt: math.ceil(nbytes / usable_bytes(get_gpu("h100-80gb"))) for fmt, n
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## More follow-up questions · 更多追问
 #
+# ### Is MoE decode cheap in memory bandwidth too?
+
+
+# %% tags=["nbval-check-output"]
+read = {b: decode_weight_bytes(m, b) for b in (1, 8, 32, 128, 512)}   # memlib.moe.decode_weight_bytes, fp8
+for b, r in read.items():
+    print(f"batch {b}: {GB(r)} of weights read per decode step, {GB(r / b)} per token")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f4_1, f4_512, f4_tok = f"{GB(read[1])}", f"{GB(read[512])}", f"{GB(read[512] / 512)}"
+
+# %% [markdown]
+# Only at small batches. A step reads every weight it uses once: with one chat, the active share,
+# **{eval}`f4_1`**, so it decodes like a 37B model. At 512 chats the batch touches nearly every expert and
+# reads **{eval}`f4_512`** ({eval}`f4_tok` per token), what a dense model of the same size reads. At a
+# large batch MoE saves FLOPs, not bandwidth; its capacity need is always the total.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Capacity factor and dropped tokens
 
 # %% tags=["nbval-check-output"]
