@@ -39,7 +39,7 @@ from memlib.inference import kv_bytes_per_token, kv_cache_bytes
 from memlib.moe import expert_ridge_tokens, min_gpus_sharded, routed_expert_params, tokens_per_expert
 from memlib.moe_playground import MoEServingPlayground
 from memlib.plan import plan_serving
-from memlib.timing import flops_per_token, forward_flops_per_token
+from memlib.timing import flops_per_token
 from memlib.cost.conventions import mla_absorbed_attention_flops, mla_absorbed_intensity, ridge_flop_per_byte
 from memlib.units import fmt_count
 from memlib.viz import breakdown_bars, sweep
@@ -183,7 +183,6 @@ six_n_active = cost.training_flops(m, 1)              # memlib.cost.training_flo
 six_n_dense = cost.training_flops(m.num_params, 1)    # 6N of a dense model of the same total
 with_attention = flops_per_token(m, FT_SEQ)           # memlib.timing: + 12·L·H·Q·T (PaLM, App. B)
 peer = flops_per_token(GQA_PEER, FT_SEQ)
-serve_mha = forward_flops_per_token(m, CTX)           # 2N + 4·L·H·Q·T over decompressed K and V
 attn_absorbed = mla_absorbed_attention_flops(m, CTX)  # memlib.cost.conventions: 2·L·H·(2·d_c + d_r)·T
 mla_ai, h100_ridge = mla_absorbed_intensity(m, CTX), ridge_flop_per_byte("h100-80gb")
 print(f"6N {six_n_active / 1e9:,.0f} GFLOP/token (dense {six_n_dense / 1e12:.2f} TFLOP); + attention at 4k "
@@ -195,7 +194,7 @@ print(f"absorbed MLA at 8k: {attn_absorbed / 1e9:,.0f} GFLOP of attention alone,
 s3_active, s3_x = f"{six_n_active / 1e9:,.0f}", f"{six_n_dense / six_n_active:.1f}"
 s3_attn_pct = f"{with_attention / six_n_active - 1:+.0%}"
 s3_peer, s3_peer_x = f"{peer / 1e9:,.0f}", f"{peer / with_attention:.1f}"
-s3_mha, s3_absorbed = f"{serve_mha / 1e9:,.0f}", f"{attn_absorbed / 1e9:,.0f}"
+s3_absorbed = f"{attn_absorbed / 1e9:,.0f}"
 s3_fwd, s3_ai, s3_ridge = f"{(2 * A + attn_absorbed) / 1e9:,.0f}", f"{mla_ai:,.0f}", f"{h100_ridge:,.0f}"
 
 # %% [markdown]
@@ -204,7 +203,7 @@ s3_fwd, s3_ai, s3_ridge = f"{(2 * A + attn_absorbed) / 1e9:,.0f}", f"{mla_ai:,.0
 # {eval}`s3_peer_x`× more. **At decode, MLA absorbs its weights** (DeepSeek-V2, Sec. 2.1.2): the key
 # up-projection folds into the query, the value up-projection into the output, and all 128 heads attend
 # over the cached latent directly: {eval}`s3_absorbed` GFLOP of attention alone at 8k tokens
-# ({eval}`s3_fwd` per token with the weights; {eval}`s3_mha` counted MHA-style), at **{eval}`s3_ai` FLOP
+# ({eval}`s3_fwd` per token with the weights), at **{eval}`s3_ai` FLOP
 # per byte** of cache, near an H100's ridge of {eval}`s3_ridge`: close to compute-bound, where GQA decode
 # reads bytes.
 
@@ -266,12 +265,12 @@ s5_act = f"{GB(serve.best.estimate.breakdown['activations'])}"
 s5_verdict = f"{'Eight H200s serve it' if serve.feasible else 'Eight H200s cannot serve it'}"
 
 # %% [markdown]
-# memlib: **{eval}`s5_layout`** holds **{eval}`s5_best` chats of 8k** ({eval}`s5_per_gpu` per GPU, with
-# {eval}`s5_w` of weights and {eval}`s5_kv` of cache each); tensor parallel 8 holds **{eval}`s5_tp`**, each
-# replicated on all eight GPUs. The pencil ({eval}`s5_off_tp`, {eval}`s5_off_ep`) left out the CUDA
-# context, 5% allocator headroom and one 8k prefill chunk ({eval}`s5_act` per GPU). **{eval}`s5_verdict`**:
-# SGLang `--tp 8 --dp 8 --enable-dp-attention --ep 8` or vLLM `--data-parallel-size 8
-# --enable-expert-parallel` for throughput; plain tensor parallel 8 for the lowest latency.
+# memlib: with **{eval}`s5_layout`** the server holds **{eval}`s5_best` chats of 8k** ({eval}`s5_per_gpu`
+# per GPU, with {eval}`s5_w` of weights and {eval}`s5_kv` of cache each); tensor parallel 8 holds
+# **{eval}`s5_tp`**, each replicated on all eight GPUs. memlib is {eval}`s5_off_tp` and {eval}`s5_off_ep` off
+# the pencil, which left out the CUDA context, 5% allocator headroom and one 8k prefill chunk ({eval}`s5_act`
+# per GPU). **{eval}`s5_verdict`**: SGLang `--tp 8 --dp 8 --enable-dp-attention --ep 8` or vLLM
+# `--data-parallel-size 8 --enable-expert-parallel` for throughput; tensor parallel 8 for the lowest latency.
 
 # %% [markdown]
 # ### Step 6 · Full fine-tuning: 16 bytes per parameter, all of them
@@ -290,8 +289,10 @@ for gpu, r in ft.items():
           f"margin {GB(r.verdict.margin_bytes)}")
 h2 = ft[GPU]
 no_rc = estimate_training(m, seq_len=FT_SEQ, zero_stage=3, dp=h2.count, ep=h2.ep)   # the same, no recompute
-print(f"model states {TB(states)} ({states // m.num_params} B/param); without recompute "
-      f"{GB(no_rc.breakdown['activations'])} of activations")
+# DeepSeek-V3 report, Sec. 3.3.3: AdamW's m and v in bf16, K = 4 (fp32 master) + 2 + 2 = 8
+states_bf16_moments = zero_model_state_bytes(P, 0, 1, k=8)
+print(f"states {TB(states)} ({states // P} B/param), {TB(states_bf16_moments)} with bf16 moments "
+      f"({states_bf16_moments // P} B/param)")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s6_states, s6_h200, s6_ep = f"{TB(states)}", f"{h2.count}", f"{h2.ep}"
@@ -300,14 +301,17 @@ s6_share, s6_gather = f"{GB(states / h2.count)}", f"{GB(h2.estimate.breakdown['g
 s6_tmp, s6_act = f"{GB(h2.estimate.breakdown['temporaries'])}", f"{GB(h2.estimate.breakdown['activations'])}"
 s6_off = f"{h2.count / 72 - 1:+.0%} and {ft['h100-80gb'].count / 127 - 1:+.0%}"
 s6_no_rc = f"{GB(no_rc.breakdown['activations'])}"
+s6_bpp12, s6_tb12 = f"{states_bf16_moments // P}", f"{TB(states_bf16_moments)}"
 
 # %% [markdown]
 # memlib: **{eval}`s6_states`** of states; the fewest whole nodes that fit are **{eval}`s6_h200` H200s**
 # (ZeRO-3, expert parallel {eval}`s6_ep`, full recompute, 4k sequences) or **{eval}`s6_h100` H100s**
-# (expert parallel {eval}`s6_h100_ep`). The pencil ({eval}`s6_off` off) left out what each GPU holds besides
+# (expert parallel {eval}`s6_h100_ep`), {eval}`s6_off` over the pencil, which left out what a GPU holds beside
 # its {eval}`s6_share` of states: the MoE layer ZeRO-3 gathers ({eval}`s6_gather`; ep shrinks it to 1/ep of
 # the experts), the backward's temporaries ({eval}`s6_tmp`), checkpointed activations ({eval}`s6_act`), the
 # CUDA context and headroom. Without recompute one 4k sequence keeps {eval}`s6_no_rc` of activations.
+# **DeepSeek trained with bf16 AdamW moments** (report, Sec. 3.3.3): 2 + 2 + 4 (fp32 master) + 2 + 2 =
+# **{eval}`s6_bpp12` B/param, not 16**, {eval}`s6_tb12` of states (it also accumulates gradients in fp32).
 
 # %% [markdown]
 # ### Step 7 · LoRA and QLoRA: what memlib refuses, and the honest answer
@@ -421,21 +425,6 @@ f2_unit, f2_unit_t, f2_ridge = f"{unit_batch:,}", f"{per_expert[unit_batch]:.0f}
 # assumed 32 per expert GPU) give each expert **{eval}`f2_unit_t`** tokens per step. Routing is never
 # uniform, and the GPU with a hot expert sets the step: DeepSeek's load balancer (EPLB) copies hot experts
 # to more GPUs as *redundant experts*, re-placed from observed load.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### DeepSeek trained with bf16 AdamW moments: how many bytes per parameter?
-
-# %% tags=["nbval-check-output"]
-# DeepSeek-V3 report, Sec. 3.3.3: AdamW's m and v in bf16, so K = 4 (fp32 master) + 2 + 2 = 8
-states_bf16_moments = zero_model_state_bytes(P, 0, 1, k=8)   # memlib.zero, plus 16-bit weights, grads
-print(f"{TB(states)} at 16 B/param; {TB(states_bf16_moments)} at {states_bf16_moments / P:.0f} B/param")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f3_bpp, f3_tb, f3_16 = f"{states_bf16_moments / P:.0f}", f"{TB(states_bf16_moments)}", f"{TB(states)}"
-
-# %% [markdown]
-# **{eval}`f3_bpp` B/param, not 16**: bf16 weights and gradients (2 + 2), an fp32 master copy (4), bf16 m
-# and v (2 + 2): {eval}`f3_tb` instead of {eval}`f3_16`. (The report also accumulates gradients in fp32.)
 
 # %% [markdown]
 # More follow-ups (is MoE decode cheap in bandwidth, capacity factor and dropped tokens, router load
