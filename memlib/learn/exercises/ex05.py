@@ -1,7 +1,9 @@
 """Exercises for notebook 05: DeepSeek-V3's memory to serve and to fine-tune. Every expert resident,
 the active share in FLOPs, MLA's latent cache (and that tensor parallelism replicates it), the serving
 layout that holds the most chats, the states of full fine-tuning, what a decode step reads, the
-all-to-all of expert parallelism, and what LoRA can and cannot save."""
+all-to-all of expert parallelism, and what LoRA can and cannot save. Issue 20 (reason, not recall): the
+numeric exercises change the model (Mixtral-8x22B, Qwen3-235B-A22B) or the precision (bf16 AdamW moments)
+so the learner applies notebook 05's method to a figure its pages do not print."""
 
 from __future__ import annotations
 
