@@ -36,7 +36,7 @@ import memlib
 from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
-# ## 05.1 · DeepSeek-V3's weights as released
+# ## 05.1 · Mixtral-8x22B's weights on the serving GPUs
 
 # %%
 show("05.1")
@@ -110,7 +110,7 @@ check("05.6", answer)
 # hint("05.6")
 
 # %% [markdown]
-# ## 05.7 · H200s for the model states alone
+# ## 05.7 · H200s for the model states alone, with bf16 moments
 
 # %%
 show("05.7")

@@ -41,7 +41,8 @@
 # 5. [05 · DeepSeek-V3: serve and fine-tune a 671B MoE](05_moe_memory.ipynb) Every expert resident
 #    (fp8 weights), FLOPs from the 37B active, MLA's latent cache vs full K/V vs GQA, tensor vs expert
 #    parallelism with data-parallel attention on 8 × H200, full fine-tuning with ZeRO-3 + expert
-#    parallelism, what LoRA saves.
+#    parallelism, what LoRA saves. Its [deep dive](05_moe_memory_deep_dive.ipynb): the fact-check,
+#    every serving layout, fine-tuning on other GPUs.
 # 6. [06 · What changes when you train at 128k tokens?](06_long_context.ipynb) Activations per token
 #    with a fused kernel vs eager's s², the logits of a 128k vocabulary and the chunked loss, recompute,
 #    activation offload, context parallelism (ring attention) and its traffic, the Llama-3.1 8B/70B

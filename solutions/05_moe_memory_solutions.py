@@ -42,15 +42,15 @@ import memlib
 from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
-# ## 05.1 · DeepSeek-V3's weights as released
+# ## 05.1 · Mixtral-8x22B's weights on the serving GPUs
 
 # %%
 show("05.1")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("deepseek-v3").num_params
-answer = f"{n * 1 / 1e9:.0f} GB"  # every expert resident, 1 byte per weight in fp8 (scales add ~0.3%)
+n = memlib.get_model("mixtral-8x22b").num_params
+answer = f"{n * 2 / 1e9:.0f} GB"  # every expert resident, 2 bytes per weight in bf16
 # END SOLUTION
 check("05.1", answer)
 # hint("05.1")  # stuck? each call shows one more hint; solution("05.1") shows the worked answer
@@ -102,7 +102,7 @@ show("05.4")
 
 # %%
 # BEGIN SOLUTION
-m = memlib.get_model("deepseek-v3")
+m = memlib.get_model("qwen3-235b-a22b")
 answer = f"{m.num_params / m.num_active_params:.1f}x"  # 6N / 6N_active: the 6s cancel
 # END SOLUTION
 check("05.4", answer)
@@ -110,9 +110,9 @@ check("05.4", answer)
 
 # %% [markdown]
 # <!-- BEGIN SOLUTION -->
-# **Why not 32x.** 256 / 8 compares the routed experts only. Every token also passes through MLA
-# attention, the shared expert, the three dense layers and the embeddings, about 17B parameters that
-# no routing skips.
+# **Why not 16x.** 128 / 8 compares the routed experts only. Every token also passes through the
+# attention, the routers, the embeddings and the output head, about 8B parameters that no routing
+# skips, so the ratio is lower. DeepSeek-V3's 18x (notebook 05) is the same method on other counts.
 # <!-- END SOLUTION -->
 
 # %% [markdown]
@@ -149,7 +149,7 @@ check("05.6", answer)
 solution("05.6")
 
 # %% [markdown]
-# ## 05.7 · H200s for the model states alone
+# ## 05.7 · H200s for the model states alone, with bf16 moments
 
 # %%
 show("05.7")
@@ -159,7 +159,7 @@ show("05.7")
 import math
 
 n = memlib.get_model("deepseek-v3").num_params
-answer = math.ceil(16 * n / (141 * 2**30))  # all 671B, 16 bytes each, over whole 141 GiB GPUs
+answer = math.ceil((2 + 2 + 4 + 2 + 2) * n / (141 * 2**30))  # all 671B, 12 bytes each (bf16 m, v), whole GPUs
 # END SOLUTION
 check("05.7", answer)
 # hint("05.7")

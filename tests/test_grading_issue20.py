@@ -63,8 +63,8 @@ TABLE = [
     ("03.11", "c 和 d", "correct", ""),
     ("03.11", "c and d", "correct", ""),
     # words and notation
-    ("05.4", "18 times fewer", "correct", ""),  # 671B / 37.6B activated
-    ("05.4", "18x fewer", "correct", ""),
+    ("05.4", "10.6 times fewer", "correct", ""),  # Qwen3-235B-A22B: 235.09B / 22.19B activated
+    ("05.4", "10.6x fewer", "correct", ""),
     ("07.1", "8.1×10^22 FLOPs", "correct", ""),  # 6 x 6.74B x 2T = 8.09e22
     ("07.1", "8.1 x 10^22", "correct", ""),
     ("07.1", "8.1*10**22 FLOPs", "correct", ""),

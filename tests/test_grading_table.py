@@ -122,6 +122,23 @@ V3_TP8_CHATS = 55e9 / (KV_V3 * 8192)  # ~55 GB free per GPU, the whole latent on
 H200 = 141 * GiB
 DISPATCH = 4096 * 8 * 7168 * 2 * 7 / 8  # rows x hidden x bf16, 7/8 leave the GPU: 411,041,792 bytes
 assert N_V3_ACTIVE == 37_552_282_624 and KV_V3 == 70_272 and math.ceil(16 * N_V3 / H200) == 71
+# 05.7 with DeepSeek's bf16 AdamW moments (report, Sec. 3.3.3): bf16 weights 2 + bf16 gradients 2 + fp32 master 4
+# + bf16 m 2 + bf16 v 2 = 12 B/param; 12 x 671,026,404,352 = 8.052e12 B / (141 x 2^30 = 1.514e11 B) = 53.2 -> 54
+assert math.ceil(12 * N_V3 / H200) == 54 and math.ceil(8 * N_V3 / H200) == 36
+# Mixtral-8x22B (05.1; config.json: 56 layers, hidden 6144, 48 heads and 8 KV heads of 128, 8 experts of 16384,
+# vocab 32000, untied): per layer q and o 2 x 6144^2, k and v 2 x 6144 x 1024, experts 8 x 3 x 6144 x 16384, router
+# 6144 x 8, two norms 2 x 6144; plus embedding and head 2 x 32000 x 6144 and the final norm
+MIX22_LAYER = 2 * 6144**2 + 2 * 6144 * 1024 + 8 * 3 * 6144 * 16384 + 6144 * 8 + 2 * 6144
+N_MIX22 = 56 * MIX22_LAYER + 2 * 32000 * 6144 + 6144  # 140,620,634,112
+N_MIX22_ACTIVE = N_MIX22 - 56 * 6 * 3 * 6144 * 16384  # a token skips 6 of 8 experts: 39,152,031,744
+# Qwen3-235B-A22B (05.4; config.json: 94 layers, hidden 4096, 64 heads and 4 KV heads of 128, 128 experts of 1536,
+# top-8, q/k norms of 128, vocab 151936, untied): per layer q 4096 x 8192, k and v 2 x 4096 x 512, o 8192 x 4096,
+# q/k norms 2 x 128, experts 128 x 3 x 4096 x 1536, router 4096 x 128, two norms 2 x 4096
+Q235_LAYER = 4096 * 8192 + 2 * 4096 * 512 + 8192 * 4096 + 2 * 128 + 128 * 3 * 4096 * 1536 + 4096 * 128 + 2 * 4096
+N_Q235 = 94 * Q235_LAYER + 2 * 151936 * 4096 + 4096  # 235,093,634,560
+N_Q235_ACTIVE = N_Q235 - 94 * 120 * 3 * 4096 * 1536  # a token skips 120 of 128 experts: 22,190,763,520
+assert N_MIX22 == 140_620_634_112 and N_MIX22_ACTIVE == 39_152_031_744
+assert N_Q235 == 235_093_634_560 and N_Q235_ACTIVE == 22_190_763_520
 
 
 def touched_bytes(other_bytes, expert_bytes, num_experts, top_k, tokens):
@@ -382,9 +399,10 @@ CASES = [
     ("07.9", f"{DS_MFU / 2:.1f}%", "incorrect", "fp8 peak"),
     ("07.9", f"{DS_MFU * 2.664 / 2.788:.1f}%", "incorrect", "post-training"),
     ("07.10", "Rent more H100s.", "not answered", "at least 25 words"),
-    ("05.1", GB(N_V3), "correct", None),  # 1 byte per fp8 weight; the block scales add 0.3%
-    ("05.1", GB(N_V3_ACTIVE), "incorrect", "keeps every expert resident"),
-    ("05.1", GB(2 * N_V3), "incorrect", "bf16 copy"),
+    ("05.1", GB(2 * N_MIX22), "correct", None),  # every expert resident, 2 bytes per bf16 weight
+    ("05.1", GB(2 * N_MIX22_ACTIVE), "incorrect", "keeps every expert resident"),
+    ("05.1", GB(2 * 8 * 22e9), "incorrect", "the name is not the count"),
+    ("05.1", GB(N_MIX22), "incorrect", "fp8 copy"),
     ("05.2", f"{KV_V3} bytes", "correct", None),
     ("05.2", "70.3 KB", "correct", None),
     ("05.2", f"{KV_V3_FULL} bytes", "incorrect", "transformers' eager cache"),
@@ -392,17 +410,19 @@ CASES = [
     ("05.2", f"{512 * 61 * 2} bytes", "incorrect", "rope key"),
     ("05.3", touched_bytes, "correct", None),
     ("05.3", lambda other_bytes, expert_bytes, **kw: other_bytes + expert_bytes, "incorrect", "does not touch every"),
-    ("05.4", f"{N_V3 / N_V3_ACTIVE:.1f}x", "correct", None),
-    ("05.4", "32x", "incorrect", "routed experts only"),
+    ("05.4", f"{N_Q235 / N_Q235_ACTIVE:.1f}x", "correct", None),  # 10.6x
+    ("05.4", "16x", "incorrect", "routed experts only"),
+    ("05.4", f"{N_V3 / N_V3_ACTIVE:.1f}x", "incorrect", "DeepSeek-V3's ratio"),
     ("05.5", ("8.8 KB", f"{V3_TP8_CHATS:.0f}"), "correct", None),
     ("05.5", ("760", f"{V3_TP8_CHATS:.0f}"), "incorrect", "flows into it"),
     ("05.5", ("8.8 KB", f"{8 * V3_TP8_CHATS:.0f}"), "incorrect", "every GPU caches all of it"),
     ("05.6", ("c", 2), "correct", None),
     ("05.6", ("a", 1), "incorrect", "splits the KV cache as well"),
-    ("05.7", math.ceil(16 * N_V3 / H200), "correct", None),
-    ("05.7", math.ceil(16 * N_V3 / 141e9), "incorrect", "141 × 2³⁰ bytes"),
-    ("05.7", math.ceil(12 * N_V3 / H200), "incorrect", "16"),
-    ("05.7", math.ceil(16 * N_V3_ACTIVE / H200), "incorrect", "count all parameters"),
+    ("05.7", math.ceil(12 * N_V3 / H200), "correct", None),  # 54
+    ("05.7", math.ceil(12 * N_V3 / 141e9), "incorrect", "141 × 2³⁰ bytes"),
+    ("05.7", math.ceil(16 * N_V3 / H200), "incorrect", "bf16, 2 bytes each"),
+    ("05.7", math.ceil(8 * N_V3 / H200), "incorrect", "fp32 master weights"),
+    ("05.7", math.ceil(12 * N_V3_ACTIVE / H200), "incorrect", "count all parameters"),
     ("05.8", "b, d", "correct", None),
     ("05.8", "b, d, e", "incorrect", "1 of your 3 picks"),
     ("05.8", "a, b, d", "incorrect", "1 of your 3 picks"),

@@ -135,3 +135,22 @@ def test_moe_playground_updates_and_reports_bad_combinations():
     p.controls["kv_cache"].value = "bf16"
     p.controls["count"].value = 1  # 671 GB of fp8 weights on one H200
     assert "no layout holds one sequence" in p.summary_html.value
+
+
+def test_tokens_per_expert_and_the_expert_ridge_by_hand():
+    from memlib.parallel.moe import expert_ridge_tokens, tokens_per_expert
+    # DeepSeek-V3 decode, 544 sequences on one node (256 experts, top-8): 544 x 8 / 256 = 17 tokens per expert;
+    # DeepSeek's decode unit (report Sec. 3.4.2) with 32 sequences per GPU on 256 expert GPUs: 8192 x 8 / 256 = 256
+    assert tokens_per_expert(544, 8, 256) == 17.0
+    assert tokens_per_expert(32 * 256, 8, 256) == 256.0
+    # H100 SXM: 1978.9 TFLOP/s fp8 dense, 3.35 TB/s -> ridge 590.7 FLOP/B; fp8 weights (1 B): 2T FLOP/B -> T = 295.4
+    assert expert_ridge_tokens("h100-80gb") == pytest.approx(1978.9e12 / 3.35e12 / 2, rel=1e-12)
+    assert expert_ridge_tokens("h100-80gb") == pytest.approx(295.4, abs=0.05)
+    # bf16 weights on the bf16 peak: 989.4e12 / 3.35e12 x 2 B / 2 = 295.3 tokens
+    assert expert_ridge_tokens("h100-80gb", weight_bytes=2, precision="bf16") == pytest.approx(989.4e12 / 3.35e12,
+                                                                                                rel=1e-12)
+    for bad in (dict(batch=0, top_k=8, num_experts=256), dict(batch=8, top_k=9, num_experts=8)):
+        with pytest.raises(ValueError):
+            tokens_per_expert(**bad)
+    with pytest.raises(ValueError):
+        expert_ridge_tokens("h100-80gb", weight_bytes=0)

@@ -22,7 +22,7 @@ from memlib.serving.inference import quantized_linear_bytes
 ROOT = Path(__file__).resolve().parents[1]
 NB = ROOT / "notebooks"
 sys.path.insert(0, str(Path(__file__).parent))
-from test_notebooks import thirty_second_answers  # noqa: E402
+from test_notebooks import _rendered_markdown, thirty_second_answers  # noqa: E402
 
 LORA = dict(lora_targets="all-linear", lora_rank=16)
 SEQ = 2048
@@ -249,14 +249,19 @@ def test_answers_quote_the_corrected_figures():
 
 
 def _text(stem):
-    nb = nbformat.read(NB / f"{stem}.ipynb", as_version=4)
+    """What a reader sees of a topic: its core page and its deep dive (a converted chapter, issue 19), each
+    markdown cell with its stored {eval} values in place, the code and its outputs."""
     out = []
-    for c in nb.cells:
-        out.append(c.source)
-        for o in c.get("outputs", []):
-            out.append(o.get("text", ""))
-            md = o.get("data", {}).get("text/markdown", "")
-            out.append("".join(md) if isinstance(md, list) else md)
+    for path in (NB / f"{stem}.ipynb", NB / f"{stem}_deep_dive.ipynb"):
+        if not path.exists():
+            continue
+        nb = nbformat.read(path, as_version=4)
+        for c in nb.cells:
+            out.extend(_rendered_markdown([c]) if c.cell_type == "markdown" else [c.source])
+            for o in c.get("outputs", []):
+                out.append(o.get("text", ""))
+                md = o.get("data", {}).get("text/markdown", "")
+                out.append("".join(md) if isinstance(md, list) else md)
     return "\n".join(out)
 
 

@@ -62,6 +62,33 @@ def expected_experts_touched(num_experts: int, top_k: int, tokens: int) -> float
 
 
 @plain_args
+def tokens_per_expert(batch: int, top_k: int, num_experts: int) -> float:
+    """Tokens each routed expert of a layer receives per step, on average, when `batch` tokens each pick
+    top_k of num_experts experts: B·k/E (balanced routing). At decode B is the sequences in flight across
+    the expert-parallel group, which is why DeepSeek decodes with expert parallelism over 320 GPUs
+    (DeepSeek-V3 report, arXiv:2412.19437, Sec. 3.4.2): a larger group gathers more tokens per expert."""
+    b = positive_int("batch", batch)
+    k = positive_int("top_k", top_k)
+    e = positive_int("num_experts", num_experts)
+    if k > e:
+        raise ValueError(f"top_k {k} exceeds num_experts {e}: a token picks top_k distinct experts")
+    return b * k / e
+
+
+@plain_args
+def expert_ridge_tokens(gpu, weight_bytes: float = 1.0, precision: str = "fp8") -> float:
+    """Tokens per step an expert's matmul needs to be compute-bound on `gpu`: T tokens do 2·T FLOP per
+    weight, read once at weight_bytes bytes, an intensity of 2·T / weight_bytes FLOP/B; it reaches the
+    roofline's ridge (memlib.cost.conventions.ridge_flop_per_byte, Williams et al. 2009) at
+    T = ridge x weight_bytes / 2 (fp8 weights on an fp8 peak by default)."""
+    from memlib.cost.conventions import ridge_flop_per_byte  # the roofline lives with the FLOP conventions
+
+    if isinstance(weight_bytes, bool) or not isinstance(weight_bytes, (int, float)) or not 0 < weight_bytes < 1e3:
+        raise ValueError(f"weight_bytes must be a positive number of bytes per weight, got {show(weight_bytes)}")
+    return ridge_flop_per_byte(gpu, precision) * weight_bytes / 2
+
+
+@plain_args
 def weight_bytes_read(other_bytes: float, expert_bytes: float, num_experts: int, top_k: int, tokens: int) -> float:
     """Weight bytes a decode step of `tokens` tokens reads: every non-expert byte once, and the routed experts'
     bytes in the share the batch touches, expected_experts_touched / num_experts (uniform routing).

@@ -1,7 +1,9 @@
 """Exercises for notebook 05: DeepSeek-V3's memory to serve and to fine-tune. Every expert resident,
 the active share in FLOPs, MLA's latent cache (and that tensor parallelism replicates it), the serving
 layout that holds the most chats, the states of full fine-tuning, what a decode step reads, the
-all-to-all of expert parallelism, and what LoRA can and cannot save."""
+all-to-all of expert parallelism, and what LoRA can and cannot save. Issue 20 (reason, not recall): the
+numeric exercises change the model (Mixtral-8x22B, Qwen3-235B-A22B) or the precision (bf16 AdamW moments)
+so the learner applies notebook 05's method to a figure its pages do not print."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from memlib.parallel.zero import zero_model_state_bytes
 
 NOTEBOOK = "05_moe_memory"
 _V3 = "deepseek-v3"
+_MIX = "mixtral-8x22b"       # 05.1: a MoE the notebook does not print
+_QWEN = "qwen3-235b-a22b"    # 05.4: the same
 _CTX = 8192
 _FT_SEQ = 4096
 
@@ -32,9 +36,14 @@ def _m():
     return get_model(_V3)
 
 
-def _weights(weights: str = "auto") -> int:
-    """All of DeepSeek-V3's weights, one copy (memlib.estimate_inference)."""
-    return estimate_inference(_V3, batch=1, context_len=1, weights=weights).weight_bytes
+def _flops_ratio(name: str) -> float:
+    """6N of a dense model of the same total over 6N of the active parameters (memlib.cost.training_flops)."""
+    return cost.training_flops(get_model(name).num_params, 1) / cost.training_flops(name, 1)
+
+
+def _weights(weights: str = "auto", model: str = _V3) -> int:
+    """All of a model's weights, one copy (memlib.estimate_inference); DeepSeek-V3 by default."""
+    return estimate_inference(model, batch=1, context_len=1, weights=weights).weight_bytes
 
 
 def _serve():
@@ -104,27 +113,31 @@ def _facts():
 
 EXERCISES = [
     Numeric(
-        id="05.1", title="DeepSeek-V3's weights as released", difficulty="warm-up", minutes=3,
-        formula="MoE weights: every expert resident, at the release format's bytes per parameter "
-                "(memlib.estimate_inference, weights='auto')",
-        prompt="DeepSeek-V3 is released with its matrices in block-wise fp8 (1 byte per weight plus one fp32 scale per "
-               "128 x 128 block; embeddings, head, norms and router in bf16). How many GB do all of its weights take "
-               "on the GPUs of a server that serves it? (`memlib.get_model('deepseek-v3')` has the parameter counts.)",
-        expected=lambda: _weights(), unit="GB",
-        slips=(Slip("active parameters only", lambda: float(_m().num_active_params),
-                    "that is the 37B a token uses; a server keeps every expert resident, because the router may pick "
-                    "any of them for the next token"),
-               Slip("upcast to bf16", lambda: _weights("bf16"),
-                    "that is the bf16 copy (2 bytes per weight); the release format is fp8, 1 byte")),
+        id="05.1", title="Mixtral-8x22B's weights on the serving GPUs", difficulty="warm-up", minutes=3,
+        formula="MoE weights: every expert resident, at the served format's bytes per parameter "
+                "(memlib.estimate_inference)",
+        prompt="Mixtral-8x22B (56 layers, hidden 6144, 8 experts of intermediate size 16384 in every layer, top-2 "
+               "routing) is served from its bf16 checkpoint. How many GB do all of its weights take on the GPUs of "
+               "a server that serves it? (`memlib.get_model('mixtral-8x22b')` has the parameter counts; notebook 05 "
+               "does the same for DeepSeek-V3's fp8 release.)",
+        expected=lambda: _weights("bf16", _MIX), unit="GB",
+        slips=(Slip("active parameters only", lambda: 2.0 * get_model(_MIX).num_active_params,
+                    "that is what a token uses (two of eight experts); a server keeps every expert resident, because "
+                    "the router may pick any of them for the next token"),
+               Slip("8 x 22B", lambda: 2.0 * 8 * 22e9,
+                    "the name is not the count: the eight experts of a layer share its attention, and the model "
+                    "shares one embedding and head, so it has far fewer than 8 x 22B parameters"),
+               Slip("1 byte per weight", lambda: float(get_model(_MIX).num_params),
+                    "that is an fp8 copy; the checkpoint is bf16, 2 bytes per weight")),
         hints=("Memory holds every parameter the router might need, not only the ones a token uses.",
-               "weights ≈ num_params x 1 byte (fp8), plus a little for the scales and the bf16 embeddings.",
-               "Take num_params from memlib.get_model('deepseek-v3') and multiply by 1 byte."),
-        worked=lambda: (f"All {_m().num_params:,} parameters are resident: about 1 byte each in fp8, "
-                        f"**{b(_weights())}** (`memlib.estimate_inference(..., weights='auto').weight_bytes`: the "
-                        f"block scales and the bf16 embeddings, head and norms add "
-                        f"{_weights() / _m().num_params - 1:.1%} to 1 byte per parameter). Upcast to bf16 it would be "
-                        f"{b(_weights('bf16'))}; counted from the active parameters alone it would be "
-                        f"{b(_m().num_active_params)}, which is what a token uses, not what the server holds."),
+               "weights = num_params x 2 bytes (bf16).",
+               "Take num_params from memlib.get_model('mixtral-8x22b') and multiply by 2 bytes."),
+        worked=lambda: (f"All {get_model(_MIX).num_params:,} parameters are resident, 2 bytes each in bf16: "
+                        f"**{b(_weights('bf16', _MIX))}** (`memlib.estimate_inference(..., weights='bf16')"
+                        f".weight_bytes`). Counted from the {get_model(_MIX).num_active_params:,} active parameters "
+                        f"it would be {b(2 * get_model(_MIX).num_active_params)}, what a token uses, not what the "
+                        f"server holds; read from the name, 8 x 22B, it would be {b(2 * 8 * 22e9)}. DeepSeek-V3's fp8 "
+                        f"release, by the same method at about 1 byte per weight, is {b(_weights())}."),
     ),
     Numeric(
         id="05.2", title="MLA's KV cache per token", difficulty="warm-up", minutes=4,
@@ -192,23 +205,26 @@ EXERCISES = [
         id="05.4", title="How many times fewer FLOPs?", difficulty="interview", minutes=5,
         formula="6N training FLOPs, N the active parameters (memlib.cost.training_flops)",
         prompt="Training costs about 6 FLOPs per parameter a token passes through (forward 2, backward 4). How many "
-               "times fewer FLOPs per token does DeepSeek-V3 need than a dense model with the same total parameter "
-               "count? Leave the attention term out. (Answer like `\"12x\"`.)",
-        expected=lambda: cost.training_flops(_m().num_params, 1) / cost.training_flops(_m(), 1), unit="x",
-        slips=(Slip("experts ratio", lambda: 256 / 8,
-                    "256 / 8 counts the routed experts only; attention, the shared expert, the dense layers and the "
-                    "embeddings are used by every token"),
-               Slip("experts ratio with the shared expert", lambda: 257 / 9,
-                    "attention, the three dense layers and the embeddings are outside the experts: use the active "
-                    "parameter count")),
+               "times fewer FLOPs per token does Qwen3-235B-A22B (94 layers, 128 routed experts per layer of which "
+               "a token uses 8, no shared expert) need than a dense model with the same total parameter count? "
+               "Leave the attention term out. (Answer like `\"12x\"`; `memlib.get_model('qwen3-235b-a22b')` has the "
+               "counts.)",
+        expected=lambda: _flops_ratio(_QWEN), unit="x",
+        slips=(Slip("experts ratio", lambda: 128 / 8,
+                    "128 / 8 counts the routed experts only; attention, the embeddings, the head and the routers are "
+                    "used by every token"),
+               Slip("DeepSeek-V3's ratio", lambda: _flops_ratio(_V3),
+                    "that is DeepSeek-V3's ratio (notebook 05); this question is Qwen3-235B-A22B's, with its own "
+                    "total and active counts")),
         hints=("FLOPs follow the parameters a token passes through: the active ones.",
                "ratio = 6 x num_params / (6 x num_active_params) = num_params / num_active_params.",
-               "Read both counts from memlib.get_model('deepseek-v3')."),
-        worked=lambda: (f"{_m().num_params:,} / {_m().num_active_params:,} = "
-                        f"**{_m().num_params / _m().num_active_params:.1f}x** (`memlib.cost.training_flops`: "
-                        f"{cost.training_flops(_m(), 1) / 1e9:,.0f} GFLOP per token against "
-                        f"{cost.training_flops(_m().num_params, 1) / 1e12:.2f} TFLOP). Not 256/8 = 32: a token passes "
-                        f"through attention, the shared expert and the dense layers too. Memory does not shrink at all."),
+               "Read both counts from memlib.get_model('qwen3-235b-a22b')."),
+        worked=lambda: (f"{get_model(_QWEN).num_params:,} / {get_model(_QWEN).num_active_params:,} = "
+                        f"**{_flops_ratio(_QWEN):.1f}x** (`memlib.cost.training_flops`: "
+                        f"{cost.training_flops(_QWEN, 1) / 1e9:,.0f} GFLOP per token against "
+                        f"{cost.training_flops(get_model(_QWEN).num_params, 1) / 1e12:.2f} TFLOP). Not 128/8 = 16: a "
+                        f"token passes through attention, the embeddings and the head too. DeepSeek-V3, by the same "
+                        f"method, is {_flops_ratio(_V3):.1f}x. Memory does not shrink at all."),
     ),
     SpotError(
         id="05.5", title="\"Tensor parallelism splits the latent cache\"", difficulty="interview", minutes=8,
@@ -277,31 +293,38 @@ EXERCISES = [
                           "`--data-parallel-size 8 --enable-expert-parallel`."),
     ),
     Numeric(
-        id="05.7", title="H200s for the model states alone", difficulty="interview", minutes=6,
-        formula="model states of mixed-precision AdamW: 16 bytes/param of every expert (ZeRO paper, K = 12; memlib.parallel.zero)",
-        prompt="Full fine-tuning of DeepSeek-V3 with ZeRO-3 and mixed-precision AdamW (bf16 weights and gradients, "
-               "fp32 master, m and v). How many H200s would it take just to hold the model states? Count each H200 at "
-               "141 GiB = 141 × 2³⁰ bytes, memlib's reading of the datasheet's \"141GB\" (NVIDIA prints GB; the GPU "
-               "reports about 140 GiB, see memlib.hardware.gpus), ignore activations and everything else, "
-               "and give a whole number of GPUs.",
-        expected=lambda: float(_h200s_for_states()), unit="count", tolerance=0.0,
-        slips=(Slip("active parameters only", lambda: float(_h200s_for_states(params=_m().num_active_params)),
+        id="05.7", title="H200s for the model states alone, with bf16 moments", difficulty="interview", minutes=6,
+        formula="model states of mixed-precision AdamW with bf16 moments: 2 + 2 + 4 + 2 + 2 = 12 bytes/param of every "
+                "expert (ZeRO paper's K = 8; memlib.parallel.zero.zero_model_state_bytes)",
+        prompt="DeepSeek-V3 was trained with AdamW's moments m and v in bf16 (its report, Sec. 3.3.3). Fine-tune all of "
+               "it the same way with ZeRO-3: bf16 weights and gradients, an fp32 master copy, bf16 m and v. How many "
+               "H200s would it take just to hold the model states? Count each H200 at 141 GiB = 141 × 2³⁰ bytes, "
+               "memlib's reading of the datasheet's \"141GB\" (NVIDIA prints GB; the GPU reports about 140 GiB, see "
+               "memlib.hardware.gpus), ignore activations and everything else, and give a whole number of GPUs.",
+        expected=lambda: float(_h200s_for_states(k=8)), unit="count", tolerance=0.0,
+        slips=(Slip("fp32 moments", lambda: float(_h200s_for_states(k=12)),
+                    "that is 16 bytes per parameter, with fp32 m and v; here they are bf16, 2 bytes each"),
+               Slip("active parameters only", lambda: float(_h200s_for_states(k=8, params=_m().num_active_params)),
                     "every expert is trained and keeps its gradients and optimizer states: count all parameters"),
-               Slip("forgot the fp32 master copy", lambda: float(_h200s_for_states(k=8)),
-                    "12 bytes/param leaves out the fp32 master weights: mixed precision keeps 16"),
-               Slip("GB for GiB", lambda: float(_h200s_for_states(capacity=141e9)),
+               Slip("forgot the fp32 master copy", lambda: float(_h200s_for_states(k=4)),
+                    "bf16 moments do not remove the fp32 master weights: 4 bytes of the 12"),
+               Slip("GB for GiB", lambda: float(_h200s_for_states(k=8, capacity=141e9)),
                     "you divided by 141 × 10⁹ bytes; this question counts an H200 as 141 × 2³⁰ bytes"),
-               Slip("rounded down", lambda: float(_h200s_for_states() - 1), "round up: the states would not fit")),
-        close_advice="use all parameters, 16 bytes each, 141 x 2**30 bytes per GPU, and round up",
-        hints=("Every parameter, expert or not, has a weight, a gradient and optimizer states during full fine-tuning.",
-               "GPUs = ceil(16 bytes x num_params / (141 x 2³⁰ bytes)).",
-               "Compute 16 x num_params in TB first, then divide by one H200's bytes."),
-        worked=lambda: (f"16 x {_m().num_params:,} = {b(zero_model_state_bytes(_m().num_params, 0, 1))}; / 141 GiB = "
-                        f"{zero_model_state_bytes(_m().num_params, 0, 1) / get_gpu('h200').memory_bytes:.1f}, rounded "
-                        f"up **{_h200s_for_states()} H200s**. A real run needs more: "
-                        f"`memlib.parallel.moe.min_gpus_sharded` finds {min_gpus_sharded(_V3, 'h200', seq_len=_FT_SEQ).count} "
-                        "(whole nodes, ZeRO-3 with expert parallelism, full recompute, the gathered layer, CUDA context "
-                        "and headroom)."),
+               Slip("rounded down", lambda: float(_h200s_for_states(k=8) - 1), "round up: the states would not fit")),
+        close_advice="use all parameters, 12 bytes each, 141 x 2**30 bytes per GPU, and round up",
+        hints=("Every parameter, expert or not, has a weight, a gradient and optimizer states during full fine-tuning; "
+               "list their bytes one by one.",
+               "GPUs = ceil((2 + 2 + 4 + 2 + 2) bytes x num_params / (141 x 2³⁰ bytes)).",
+               "Compute 12 x num_params in TB first, then divide by one H200's bytes."),
+        worked=lambda: (f"(2 + 2 + 4 + 2 + 2) = 12 bytes x {_m().num_params:,} = "
+                        f"{b(zero_model_state_bytes(_m().num_params, 0, 1, k=8))}; / 141 GiB = "
+                        f"{zero_model_state_bytes(_m().num_params, 0, 1, k=8) / get_gpu('h200').memory_bytes:.1f}, "
+                        f"rounded up **{_h200s_for_states(k=8)} H200s** (`memlib.parallel.zero.zero_model_state_bytes"
+                        f"(..., k=8)`). With fp32 moments, 16 bytes per parameter, it would be "
+                        f"{_h200s_for_states()}. A real run needs more: `memlib.parallel.moe.min_gpus_sharded` finds "
+                        f"{min_gpus_sharded(_V3, 'h200', seq_len=_FT_SEQ).count} at 16 bytes per parameter (whole "
+                        "nodes, ZeRO-3 with expert parallelism, full recompute, the gathered layer, CUDA context and "
+                        "headroom)."),
     ),
     MultiChoice(
         id="05.8", title="LoRA, expert parallelism, decode, MLA: what is true?", difficulty="stretch", minutes=10,
