@@ -90,6 +90,31 @@ display(Markdown(
     f"tensor parallelism) is the fix."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Activation offload: what stays on the GPU? · 激活卸载
+#
+# ✏️ **Back of the envelope.** Offloading the 34 GB of checkpoints to host memory leaves the one
+# layer being rebuilt (26 GB) plus states and buffers: about **45 GB** per GPU, and 34 GB of pinned
+# host RAM per GPU process. The copies cross PCIe (about 50 GB/s per H100) once each way.
+
+# %% tags=["nbval-check-output"]
+off = estimate_training(m, seq_len=LONG, dp=N_GPU, loss="chunked", recompute="full",
+                        activation_offload=True, **FSDP)
+print(f"offload: peak {G(off.peak_bytes)} at {off.peak_moment.where}")
+print(f"host {GB(off.host_bytes)} per GPU, fits {fits(off, g).fits}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+s5_peak, s5_host = f"{G(off.peak_bytes)}", f"{GB(off.host_bytes)}"
+s5_fit, s5_margin = f"{'fits' if fits(off, g).fits else 'does not fit'}", f"{fits(off, g).margin_gib:+.1f} GiB"
+s5_saves = f"{GB(rec['full'].peak_bytes - off.peak_bytes)}"
+
+# %% [markdown]
+# memlib: with checkpoints offloaded the peak is **{eval}`s5_peak`** and the host holds **{eval}`s5_host`**
+# per GPU process: it **{eval}`s5_fit`** an H100 (margin {eval}`s5_margin`), each GPU still running a whole
+# 128k sequence. The pencil left out the two most recent checkpoints, on the GPU until their copy
+# completes, and the backward's gradients and gathered layers. Offload saves {eval}`s5_saves` at the
+# peak; time over PCIe is the price.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### FlashAttention's memory and HBM accesses at every length · FlashAttention 的显存与访存
 
 # %% tags=["nbval-check-output"]
