@@ -63,7 +63,6 @@ COINCIDENCES = {
     ("03.10", "37e9"): "07.9: DeepSeek-V3's activated parameters; 03.10 is a 70B's per-GPU weights under tp",
     ("04.2", "1e9"): "the definition of a GB (10⁹ bytes); 04.2's answer happens to be about 1 GB",
     ("05.1", "671e9"): "05.10 (after 05.1): DeepSeek-V3's parameter count, which 05.1 turns into fp8 bytes",
-    ("06.4", "170 GB"): "04.9: a 70B figure; 06.4 is what full recompute keeps at 128k",
 }
 
 
