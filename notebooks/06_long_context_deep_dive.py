@@ -328,8 +328,8 @@ facts = [
      f"at 2k, {attn_half[4096, 'eager'] / attn_half[4096, 'sdpa']:.0f}x at 4k", PART,
      "linear vs quadratic holds and the ratio doubles with s; 10x and 20x are the attention op alone on the "
      "README's benchmark shapes, a whole attention block (norm, Q, K, V, output) saves less"],
-    ["\"Standard attention requires Θ(Nd + N²) HBM accesses, while FlashAttention requires Θ(N²d²M⁻¹) HBM "
-     "accesses\"", "Dao et al. 2022, Theorem 2",
+    ["\"Standard attention (Algorithm 0) requires Θ(Nd + N²) HBM accesses, while FlashAttention (Algorithm 1) "
+     "requires Θ(N²d²M⁻¹) HBM accesses.\"", "Dao et al. 2022, arXiv:2205.14135, Theorem 2",
      f"32k, d = 128, M = 100 KB: {fa[32768][1]:.2e} vs {fa[32768][2]:.2e} accesses per head", OK,
      "fewer accesses by about M/d², with the same FLOPs: FlashAttention saves memory and traffic, not FLOPs"],
     ["Activations per layer = sbh(34 + 5as/h)", "Korthikanti et al. 2022, eq. 1-2 (16-bit, with dropout)",
