@@ -16,9 +16,10 @@
 # %% [markdown]
 # # 06 · Exercises: what changes when you train at 128k tokens?
 #
-# Companion to `notebooks/06_long_context.ipynb`: the logits of a 128k vocabulary, eager attention's
+# Companion to `notebooks/06_long_context.ipynb`: the logits of a large vocabulary, eager attention's
 # s², what recompute keeps, context parallelism's memory and ring traffic, what a long sequence costs
-# in FLOPs, the KV cache at 128k, and a layout that fits. Each exercise says its difficulty (warm-up ·
+# in FLOPs, the KV cache at 128k, a layout that fits, what FlashAttention and a sliding window save.
+# Most setups differ from the notebook's (another model, length or cp degree): use its method. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes. `check("06.k", answer)` grades an answer against a
 # value memlib computes now; numbers may carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means
 # the unit the question names, else bytes). `hint("06.k")` shows the concept, then the formula, then
@@ -36,7 +37,7 @@ import memlib
 from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
-# ## 06.1 · The logits and loss of one 128k sequence
+# ## 06.1 · The logits and loss of a 152k vocabulary
 
 # %%
 show("06.1")
@@ -72,7 +73,7 @@ check("06.3", answer)
 # *Your reasoning here.*
 
 # %% [markdown]
-# ## 06.4 · What full recompute keeps at 128k
+# ## 06.4 · What full recompute keeps for a 70B at 96k
 
 # %%
 show("06.4")
@@ -124,7 +125,7 @@ check("06.7", ring_kv_bytes_per_layer)
 # hint("06.7")
 
 # %% [markdown]
-# ## 06.8 · The KV cache of one 128k conversation
+# ## 06.8 · The KV cache of one 128k conversation with the 405B
 
 # %%
 show("06.8")
@@ -147,6 +148,28 @@ check("06.9", answer)
 # %%
 marks = ...  # your marks here, after check() shows the rubric: one True/False per point (7 in order)
 mark("06.9", marks)
+
+# %% [markdown]
+# ## 06.10 · What a sliding window saves in attention FLOPs
+
+# %%
+show("06.10")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7x" or 98.7
+check("06.10", answer)
+# hint("06.10")
+
+# %% [markdown]
+# ## 06.11 · What does FlashAttention save?
+
+# %%
+show("06.11")
+
+# %%
+answer = ...  # your answer here: a pair ("option letter", reason number)
+check("06.11", answer)
+# hint("06.11")
 
 # %% [markdown]
 # ## Your score

@@ -46,7 +46,8 @@
 # 6. [06 · What changes when you train at 128k tokens?](06_long_context.ipynb) Activations per token
 #    with a fused kernel vs eager's s², the logits of a 128k vocabulary and the chunked loss, recompute,
 #    activation offload, context parallelism (ring attention) and its traffic, the Llama-3.1 8B/70B
-#    layouts at 128k, attention FLOPs.
+#    layouts at 128k, attention FLOPs, FlashAttention's principle and the other remedies for O(s²). Its
+#    [deep dive](06_long_context_deep_dive.ipynb): the fact-check, the ledger tables, more follow-ups.
 # 7. [07 · How long, and how much, to train?](07_time_and_cost.ipynb) FLOPs (6ND plus attention),
 #    MFU, what data-parallel communication costs and when it hides, the Chinchilla ratio, GPU-hours
 #    and cost of pretraining a 7B on 256 H100s and of fine-tuning a 70B, how often to checkpoint a run

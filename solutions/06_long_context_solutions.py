@@ -16,9 +16,10 @@
 # %% [markdown]
 # # 06 · Exercises: what changes when you train at 128k tokens?
 #
-# Companion to `notebooks/06_long_context.ipynb`: the logits of a 128k vocabulary, eager attention's
+# Companion to `notebooks/06_long_context.ipynb`: the logits of a large vocabulary, eager attention's
 # s², what recompute keeps, context parallelism's memory and ring traffic, what a long sequence costs
-# in FLOPs, the KV cache at 128k, and a layout that fits. Each exercise says its difficulty (warm-up ·
+# in FLOPs, the KV cache at 128k, a layout that fits, what FlashAttention and a sliding window save.
+# Most setups differ from the notebook's (another model, length or cp degree): use its method. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes. `check("06.k", answer)` grades an answer against a
 # value memlib computes now; numbers may carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means
 # the unit the question names, else bytes). `hint("06.k")` shows the concept, then the formula, then
@@ -42,14 +43,14 @@ import memlib
 from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
-# ## 06.1 · The logits and loss of one 128k sequence
+# ## 06.1 · The logits and loss of a 152k vocabulary
 
 # %%
 show("06.1")
 
 # %%
 # BEGIN SOLUTION
-V, T = 128_256, 131_072
+V, T = 152_064, 24_576  # Qwen2.5-7B's vocabulary, one 24k sequence
 answer = f"{T * V * (2 + 3 * 4) / 1e9:.1f} GB"  # bf16 logits + fp32 log-softmax output and two fp32 gradients
 # END SOLUTION
 check("06.1", answer)
@@ -67,7 +68,7 @@ show("06.2")
 # %%
 # BEGIN SOLUTION
 per_token_layer = 200_832  # bytes, one layer (the notebook's ledger)
-answer = f"{per_token_layer * (131_072 // 8) * 32 / 1e9:.1f} GB"  # 16,384 tokens on each GPU, 32 layers
+answer = f"{per_token_layer * (98_304 // 2) * 32 / 1e9:.1f} GB"  # 49,152 tokens on each GPU, 32 layers
 # END SOLUTION
 check("06.2", answer)
 # hint("06.2")
@@ -97,14 +98,14 @@ check("06.3", answer)
 # <!-- END SOLUTION -->
 
 # %% [markdown]
-# ## 06.4 · What full recompute keeps at 128k
+# ## 06.4 · What full recompute keeps for a 70B at 96k
 
 # %%
 show("06.4")
 
 # %%
 # BEGIN SOLUTION
-answer = f"{131_072 * 8192 * 2 * 80 / 1e9:.1f} GB"  # each layer's bf16 input, 80 layers
+answer = f"{98_304 * 8192 * 2 * 80 / 1e9:.1f} GB"  # each layer's bf16 input, 80 layers
 # END SOLUTION
 check("06.4", answer)
 # hint("06.4")
@@ -172,14 +173,14 @@ check("06.7", ring_kv_bytes_per_layer)
 # hint("06.7")
 
 # %% [markdown]
-# ## 06.8 · The KV cache of one 128k conversation
+# ## 06.8 · The KV cache of one 128k conversation with the 405B
 
 # %%
 show("06.8")
 
 # %%
 # BEGIN SOLUTION
-answer = f"{2 * 32 * 8 * 128 * 2 * 131_072 / 1e9:.2f} GB"  # K and V, 32 layers, 8 K/V heads of 128, bf16
+answer = f"{2 * 126 * 8 * 128 * 2 * 131_072 / 1e9:.2f} GB"  # K and V, 126 layers, 8 K/V heads of 128, bf16
 # END SOLUTION
 check("06.8", answer)
 # hint("06.8")
@@ -213,6 +214,41 @@ check("06.9", answer)
 marks = [True, True, True, True, True, True, True]  # every rubric point is covered above
 # END SOLUTION
 mark("06.9", marks)
+
+# %% [markdown]
+# ## 06.10 · What a sliding window saves in attention FLOPs
+
+# %%
+show("06.10")
+
+# %%
+# BEGIN SOLUTION
+T, w = 65_536, 4_096
+full = T / 2                     # causal: a query sees the tokens before it, T/2 on average
+window = w - w * w / (2 * T)     # the first w queries form a triangle, the rest see w keys each
+answer = f"{full / window:.2f}x"
+# END SOLUTION
+check("06.10", answer)
+# hint("06.10")
+
+# %% tags=["solution"]
+solution("06.10")
+
+# %% [markdown]
+# ## 06.11 · What does FlashAttention save?
+
+# %%
+show("06.11")
+
+# %%
+# BEGIN SOLUTION
+answer = ("b", 1)
+# END SOLUTION
+check("06.11", answer)
+# hint("06.11")
+
+# %% tags=["solution"]
+solution("06.11")
 
 # %% [markdown]
 # ## Your score

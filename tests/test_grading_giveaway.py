@@ -60,7 +60,6 @@ COINCIDENCES = {
     ("03.8", "122.00 GB"): "05.8: the same figure in GB",
     ("03.10", "37e9"): "07.9: DeepSeek-V3's activated parameters; 03.10 is a 70B's per-GPU weights under tp",
     ("04.2", "1e9"): "the definition of a GB (10⁹ bytes); 04.2's answer happens to be about 1 GB",
-    ("06.4", "170 GB"): "04.9: a 70B figure; 06.4 is what full recompute keeps at 128k",
     ("05.1", "258 GiB"): "06.5: a Llama-3.1-8B layout's peak at 128k; 05.1 is Mixtral-8x22B's bf16 weights (262 GiB)",
 }
 

@@ -152,11 +152,19 @@ LOGITS_128K = T128 * V8 * (2 + 3 * 4)  # bf16 logits; fp32 log-softmax output an
 # SiLU, up and product (4 x 2 x 14336)
 LAYER_TOKEN_8B = 2 * (4 + 2 + 2) * 4096 + 2 * 2 * 4096 + 2 * 2 * 1024 + 4 * 32 + 4 * 2 * 14336
 assert LAYER_TOKEN_8B == 200_832
-CP8_ACTS = LAYER_TOKEN_8B * (T128 // 8) * 32
+# issue 20: the exercises ask for figures the notebook does not print (another model, length or cp degree)
+V_QWEN, T24, T96 = 152_064, 24_576, 98_304  # Qwen2.5-7B's vocabulary; 24k; 96k = 12 x 8,192
+LOGITS_QWEN_24K = T24 * V_QWEN * (2 + 3 * 4)  # bf16 logits; fp32 log-softmax output and two fp32 gradients
+CP2_ACTS_96K = LAYER_TOKEN_8B * (T96 // 2) * 32  # 49,152 tokens per GPU, 32 layers
 EAGER_PROBS_128K = 32 * T128**2 * (4 + 2)  # fp32 softmax and its bf16 copy, 32 heads
-CKPT_70B = T128 * 8192 * 2 * 80  # Llama-3.1-70B: each layer's bf16 input, 80 layers
+CKPT_70B = T96 * 8192 * 2 * 80  # Llama-3.1-70B at 96k: each layer's bf16 input, 80 layers
 SEQ_RATIO = T128 * (6 * N8 + 12 * 32 * 32 * 128 * T128) / (8192 * (6 * N8 + 12 * 32 * 32 * 128 * 8192))
-KV_128K = 2 * 32 * 8 * 128 * 2 * T128  # K and V, 32 layers, 8 KV heads of 128, bf16
+KV_405B_128K = 2 * 126 * 8 * 128 * 2 * T128  # Llama-3.1-405B: K and V, 126 layers, 8 KV heads of 128, bf16
+KV_70B_128K = 2 * 80 * 8 * 128 * 2 * T128  # the 70B's 80 layers (a slip)
+# Mistral 7B's window w = 4,096 at T = 65,536, causal: a full query sees T/2 = 32,768 keys on average, a windowed
+# one (w²/2 + (T - w)·w) / T = w - w²/(2T) = 4,096 - 128 = 3,968
+WINDOW_RATIO = (65_536 / 2) / (4_096 - 4_096**2 / (2 * 65_536))
+assert LOGITS_QWEN_24K == 52_319_748_096 and abs(WINDOW_RATIO - 8.258) < 1e-3
 
 
 def ring_hand(kv_heads, head_dim, seq_len, cp, micro_batch, recompute):
@@ -430,12 +438,13 @@ CASES = [
     ("05.9", f"{DISPATCH / 8 / 1e6:.1f} MB", "incorrect", "once per expert"),
     ("05.9", GB(DISPATCH * 8 / 7), "incorrect", "(ep - 1) / ep"),
     ("05.10", SOUND, "submitted", "mark('05.10'"),
-    ("06.1", GB(LOGITS_128K), "correct", None),
-    ("06.1", GB(T128 * V8 * 2), "incorrect", "bf16 logits alone"),
-    ("06.1", f"{LOGITS_128K / GiB:.1f} GB", "incorrect", "unit is not"),
-    ("06.2", GB(CP8_ACTS), "correct", None),
-    ("06.2", GB(CP8_ACTS * 8), "incorrect", "the whole sequence"),
-    ("06.2", GB(CP8_ACTS / 8), "incorrect", "divide by cp once"),
+    ("06.1", GB(LOGITS_QWEN_24K), "correct", None),
+    ("06.1", GB(T24 * V_QWEN * 2), "incorrect", "bf16 logits alone"),
+    ("06.1", GB(T24 * V8 * 14), "incorrect", "Qwen2.5's has 152,064"),
+    ("06.1", f"{LOGITS_QWEN_24K / GiB:.1f} GB", "incorrect", "unit is not"),
+    ("06.2", GB(CP2_ACTS_96K), "correct", None),
+    ("06.2", GB(CP2_ACTS_96K * 2), "incorrect", "the whole sequence"),
+    ("06.2", GB(CP2_ACTS_96K / 2), "incorrect", "divide by cp once"),
     ("06.3", (["2 bytes", "~32 GB"], GB(EAGER_PROBS_128K)), "correct", None),
     ("06.3", (["2 bytes"], GB(EAGER_PROBS_128K)), "incorrect", "1 of the paragraph's 2"),
     ("06.3", (["2 bytes", "~32 GB"], GB(EAGER_PROBS_128K / 3)), "incorrect", "one bf16 copy"),
@@ -451,9 +460,16 @@ CASES = [
     ("06.6", "256x", "incorrect", "every FLOP as attention"),
     ("06.7", ring_hand, "correct", None),
     ("06.7", ring_forward_only, "incorrect", "the backward fetches K/V again"),
-    ("06.8", GB(KV_128K), "correct", None),
-    ("06.8", GB(4 * KV_128K), "incorrect", "GQA"),
+    ("06.8", GB(KV_405B_128K), "correct", None),
+    ("06.8", GB(16 * KV_405B_128K), "incorrect", "GQA"),
+    ("06.8", GB(KV_70B_128K), "incorrect", "the 405B has 126"),
     ("06.9", SOUND, "submitted", "mark('06.9'"),
+    ("06.10", f"{WINDOW_RATIO:.2f}x", "correct", None),
+    ("06.10", f"{2 * WINDOW_RATIO:.1f}x", "incorrect", "T/2 on average"),
+    ("06.10", "8.0x", "incorrect", "a little under w"),
+    ("06.11", ("b", 1), "correct", None),
+    ("06.11", ("a", 1), "incorrect", "as eager attention does"),
+    ("06.11", ("b", 2), "incorrect", "not for reason 2"),
     ("99.9", "1 GB", "unknown exercise", None),
     ("1.3", GB(ZERO3_65), "correct", None),
 ]

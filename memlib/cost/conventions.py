@@ -84,6 +84,42 @@ def ridge_flop_per_byte(gpu, precision: str = "bf16") -> float:
     return tflops * 1e12 / g.memory_bandwidth_bytes_per_s
 
 
+def mean_attended_keys(seq_len: int, window: int = 0, causal: bool = True) -> float:
+    """Keys one query attends to, averaged over a sequence of T tokens: T (bidirectional), T/2 (causal,
+    the triangle; causal_attention_flops_per_token), and with a causal sliding window of w tokens
+    (Beltagy et al. 2020, Longformer, Sec. 3.1; Mistral 7B, arXiv:2310.06825, Sec. 2: w = 4,096) the
+    triangle's first w rows then w per row: w - w²/(2T) for T >= w. window=0: no window."""
+    t = positive_int("seq_len", seq_len)
+    w = positive_int("window", window, allow_zero=True)
+    if not causal:
+        return float(min(w, t) if w else t)
+    if not w or w >= t:
+        return t / 2
+    return w - w * w / (2 * t)
+
+
+def windowed_attention_flops_per_token(model, seq_len: int, window: int = 0, causal: bool = True) -> float:
+    """12·L·H·Q·K̄: PaLM's attention count (App. B; attention_flops_per_token charges K̄ = T) with K̄ the
+    keys a query actually attends to (mean_attended_keys). Full causal: T/2; a sliding window of w << T:
+    about w, so attention per token stops growing with T, and per sequence grows as T·w, not T²."""
+    full = attention_flops_per_token(model, seq_len)
+    return full * mean_attended_keys(seq_len, window, causal) / seq_len
+
+
+def attention_hbm_accesses(seq_len: int, head_dim: int, sram_elements: int) -> tuple[float, float]:
+    """HBM accesses (elements) of one head's attention forward, as Dao et al. 2022 count them
+    (FlashAttention, arXiv:2205.14135, Theorem 2; orders, constants dropped): standard attention
+    writes and reads the N x N scores, Θ(N·d + N²); FlashAttention streams Q, K, V through an SRAM of
+    M elements, Θ(N²·d²/M), for d <= M <= N·d. Returns (standard, flash)."""
+    n = positive_int("seq_len", seq_len)
+    d = positive_int("head_dim", head_dim)
+    m = positive_int("sram_elements", sram_elements)
+    if not d <= m <= n * d:
+        raise ValueError(f"Theorem 2 holds for head_dim <= sram_elements <= seq_len x head_dim; got d={d}, "
+                         f"M={m}, N·d={n * d}")
+    return float(n * d + n * n), n * n * d * d / m
+
+
 # Bytes one update reads and writes per parameter, for fp32 weights and gradients (PyTorch AMP):
 # AdamW reads w, g, m, v (4 B each) and writes w, m, v; bitsandbytes' 8-bit AdamW keeps m, v in 1 B each
 # plus one fp32 absmax per 256-value block (Dettmers et al. 2021, arXiv:2110.02861, Sec. 2: blocks are
@@ -151,6 +187,7 @@ def deepseek_v3_implied_mfu(precision: str = "bf16") -> float:
 __all__ = ["causal_attention_flops_per_token", "attention_to_weights_flops", "sequence_flops_ratio", "head_params",
            "recompute_overhead", "mla_absorbed_attention_flops", "mla_absorbed_intensity", "ridge_flop_per_byte",
            "optimizer_step_hbm_bytes", "littles_law_arrival_rate",
-           "ulysses_all_to_all_bytes",
+           "ulysses_all_to_all_bytes", "mean_attended_keys", "windowed_attention_flops_per_token",
+           "attention_hbm_accesses",
            "DEEPSEEK_V3_FLOPS_PER_TOKEN", "DEEPSEEK_V3_PRETRAIN_GPU_HOURS", "DEEPSEEK_V3_PRETRAIN_TOKENS",
            "implied_mfu", "deepseek_v3_implied_mfu"]

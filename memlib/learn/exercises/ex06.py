@@ -1,6 +1,8 @@
-"""Exercises for notebook 06: what changes when you train at 128k tokens? The logits of a 128k vocabulary,
+"""Exercises for notebook 06: what changes when you train at 128k tokens? The logits of a large vocabulary,
 eager attention's s², what recompute keeps, context parallelism's memory and ring traffic, the cost of a long
-sequence in FLOPs, the KV cache at 128k, and a layout that fits."""
+sequence in FLOPs, the KV cache at 128k, a layout that fits, what FlashAttention saves and what a sliding
+window saves. Most numeric setups differ from the notebook's (another model, length or cp degree): the
+notebook teaches the method, the exercise asks for a figure it does not print (issue 20)."""
 
 from __future__ import annotations
 
@@ -14,24 +16,28 @@ from memlib.serving.inference import estimate_inference
 from memlib.models import Model, get_model
 from memlib.parallel.plan import plan
 from memlib.cost.timing import attention_flops_per_token, cp_kv_bytes, flops_per_token
+from memlib.cost.conventions import windowed_attention_flops_per_token
 from memlib.training import estimate_training
 from memlib.units import gb, gib
 
 NOTEBOOK = "06_long_context"
 _8B, _GPU, _LONG, _SHORT = "llama-3.1-8b", "h100-80gb", 131072, 8192
+_70B, _405B, _QWEN, _MISTRAL = "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-7b", "mistral-7b"
+_96K = 98304  # a 96k-token sequence (12 x 8,192): a multiple of 2 x cp for cp up to 8
+_QWEN_SEQ, _70B_SEQ, _WIN_SEQ, _FA_SEQ = 24576, _96K, 65536, 32768
 
 
-def _est(seq_len: int = _LONG, **kw):
-    """Llama-3.1-8B on one 8 x H100 node with FSDP (bf16 compute under FSDP2's mixed precision)."""
+def _est(seq_len: int = _LONG, model: str = _8B, **kw):
+    """Llama-3.1-8B (or `model`) on one 8 x H100 node with FSDP (bf16 compute under FSDP2's mixed precision)."""
     base = dict(seq_len=seq_len, zero_stage="FULL_SHARD")
     if kw.get("cp", 1) == 1:
         base["dp"] = 8
-    return estimate_training(_8B, **{**base, **kw})
+    return estimate_training(model, **{**base, **kw})
 
 
 def _est70(**kw):
-    """Llama-3.1-70B, one 128k sequence per GPU, FSDP over 8 GPUs."""
-    return estimate_training("llama-3.1-70b", **{**dict(seq_len=_LONG, zero_stage="FULL_SHARD", dp=8), **kw})
+    """Llama-3.1-70B, one sequence per GPU (96k unless told), FSDP over 8 GPUs."""
+    return estimate_training(_70B, **{**dict(seq_len=_70B_SEQ, zero_stage="FULL_SHARD", dp=8), **kw})
 
 
 def _term(e, name: str) -> int:
@@ -57,12 +63,31 @@ def _seq_cost(seq_len: int) -> float:
     return flops_per_token(get_model(_8B), seq_len) * seq_len
 
 
-def _kv_cache(kv_heads: int | None = None) -> int:
-    m = get_model(_8B)
+def _kv_cache(kv_heads: int | None = None, model: str = _405B) -> int:
+    """One 128k sequence's bf16 KV cache (Llama-3.1-405B unless told), optionally with another K/V head count."""
+    m = get_model(model)
     if kv_heads is not None:  # the same model with another number of K/V heads
-        m = Model("llama-3.1-8b-kv", m.hidden_size, m.num_layers, m.num_heads, m.intermediate_size, m.vocab_size,
-                  num_kv_heads=kv_heads)
+        m = m.with_(name=f"{m.name}-kv{kv_heads}", num_kv_heads=kv_heads)
     return estimate_inference(m, batch=1, context_len=_LONG).breakdown["kv_cache"]
+
+
+def _window_ratio(seq_len: int = _WIN_SEQ, window: int | None = None) -> float:
+    """Mistral 7B's causal attention FLOPs per token, full over windowed (memlib.cost.conventions)."""
+    m = get_model(_MISTRAL)
+    w = m.sliding_window if window is None else window
+    return windowed_attention_flops_per_token(m, seq_len) / windowed_attention_flops_per_token(m, seq_len, w)
+
+
+def _fa_layer(attention: str) -> int:
+    """One Llama-3.1-8B layer's saved activations at 32k (memlib's ledger), sdpa or eager."""
+    return _est(_FA_SEQ, attention=attention).counts["layer_activation_bytes"]
+
+
+def _fa_right() -> str:
+    """(b) when memlib's ledgers say the fused kernel drops the s x s tensors while the FLOPs model has no
+    attention-implementation term (FlashAttention is exact: same FLOPs)."""
+    drops_s2 = _probs(_est(_FA_SEQ, attention="eager")) > 0 and _fa_layer("sdpa") < _fa_layer("eager") / 10
+    return "b" if drops_s2 else "a"
 
 
 _LAYOUTS = {"a": lambda: _est(recompute="selective"), "b": lambda: _est(recompute="full"),
@@ -106,49 +131,53 @@ def _kv_block(k: dict) -> int:
 
 EXERCISES = [
     Numeric(
-        id="06.1", title="The logits and loss of one 128k sequence", difficulty="warm-up", minutes=4,
+        id="06.1", title="The logits and loss of a 152k vocabulary", difficulty="warm-up", minutes=4,
         formula="logits and loss: b·s·V x (2 bytes of 16-bit logits + 12 bytes of fp32 loss tensors) at the start of "
                 "the backward (memlib.training.terms logits_bytes, loss_backward_bytes)",
-        prompt="Llama-3.1-8B (vocabulary 128,256) trains on one sequence of 131,072 tokens with transformers' loss "
+        prompt="Qwen2.5-7B (vocabulary 152,064) trains on one sequence of 24,576 tokens with transformers' loss "
                "(bf16 logits, cast to fp32, log-softmax in fp32). At the start of the backward the bf16 logits, the "
-               "fp32 log-softmax output and two fp32 gradients of the same shape are alive. How many GB is that?",
-        expected=lambda: _vocab_peak(_est()), unit="GB",
-        slips=(Slip("bf16 logits only", lambda: _term(_est(), "logits_bytes"),
+               "fp32 log-softmax output and two fp32 gradients of the same shape are alive. How many GB is that? "
+               "(Notebook 06, step 3, does this for Llama-3.1-8B at 128k.)",
+        expected=lambda: _vocab_peak(_est(_QWEN_SEQ, model=_QWEN)), unit="GB",
+        slips=(Slip("bf16 logits only", lambda: _term(_est(_QWEN_SEQ, model=_QWEN), "logits_bytes"),
                     "that is the bf16 logits alone; the loss works in fp32 and keeps three vocabulary-sized fp32 "
                     "tensors at the start of the backward"),
-               Slip("fp32 logits only", lambda: 2 * _term(_est(), "logits_bytes"),
+               Slip("fp32 logits only", lambda: 2 * _term(_est(_QWEN_SEQ, model=_QWEN), "logits_bytes"),
                     "one fp32 copy is not all: the bf16 logits stay, and the log-softmax output and its gradients "
-                    "are fp32 too")),
+                    "are fp32 too"),
+               Slip("Llama's vocabulary", lambda: _vocab_peak(_est(_QWEN_SEQ)),
+                    "that is Llama 3's 128,256-word vocabulary; Qwen2.5's has 152,064")),
         hints=("Every token gets a score for every word of the vocabulary; count how many copies of that b·s·V "
                "tensor exist at once, and their widths.",
                "bytes = tokens x V x (2 + 3 x 4).",
-               "Compute 131,072 x 128,256 first: the number of scores."),
-        worked=lambda: (f"131,072 x 128,256 scores x (2 + 12) bytes = **{b(_vocab_peak(_est()))}** "
+               "Compute 24,576 x 152,064 first: the number of scores."),
+        worked=lambda: (f"24,576 x 152,064 scores x (2 + 12) bytes = **{b(_vocab_peak(_est(_QWEN_SEQ, model=_QWEN)))}** "
                         f"(`estimate_training(...).moments`, the part `logits_and_loss` at the backward's start): "
-                        f"{gb(_vocab_peak(_est())) / gb(_all_layers(_est())):.0%} of all 32 layers' saved "
-                        "activations, and a chunked (fused) loss keeps none of it."),
+                        f"{gb(_vocab_peak(_est(_QWEN_SEQ, model=_QWEN))) / gb(_all_layers(_est(_QWEN_SEQ, model=_QWEN))):.0%} "
+                        "of all 28 layers' saved activations (hidden size 3,584: V/h = 42), and a chunked (fused) "
+                        "loss keeps none of it."),
     ),
     Numeric(
         id="06.2", title="Activations per GPU with context parallelism", difficulty="warm-up", minutes=5,
         formula="per-GPU activations under context parallelism: the per-token ledger x seq_len / cp tokens x layers "
                 "(memlib.estimate_training(..., cp=))",
         prompt="One layer of Llama-3.1-8B keeps 200,832 bytes per token for the backward (sdpa, bf16; notebook 06, "
-               "step 2). With context parallelism over 8 GPUs, each GPU runs 131,072 / 8 tokens of the sequence. How "
-               "many GB of saved activations do the 32 layers hold on **one** GPU at the end of the forward "
-               "(no recompute)?",
-        expected=lambda: _all_layers(_est(cp=8)), unit="GB",
-        slips=(Slip("cp ignored", lambda: _all_layers(_est()),
+               "step 2). A 98,304-token (96k) sequence is split by context parallelism over 2 GPUs: each GPU runs "
+               "98,304 / 2 tokens of it. How many GB of saved activations do the 32 layers hold on "
+               "**one** GPU at the end of the forward (no recompute)?",
+        expected=lambda: _all_layers(_est(_96K, cp=2)), unit="GB",
+        slips=(Slip("cp ignored", lambda: _all_layers(_est(_96K)),
                     "that is the whole sequence: context parallelism gives each GPU 1/cp of the tokens, and every "
                     "per-token activation with them"),
-               Slip("divided by cp squared", lambda: _all_layers(_est(cp=8)) // 8,
+               Slip("divided by cp squared", lambda: _all_layers(_est(_96K, cp=2)) // 2,
                     "the saved tensors grow linearly with the tokens (the fused kernel keeps no s x s matrix): "
                     "divide by cp once")),
         hints=("Which tensors does context parallelism split? Every activation belongs to a token.",
-               "bytes = 200,832 x (131,072 / 8) x 32.",
-               "Tokens per GPU first: 131,072 / 8."),
-        worked=lambda: (f"200,832 B x 16,384 tokens x 32 layers = **{b(_all_layers(_est(cp=8)))}** per GPU, against "
-                        f"{b(_all_layers(_est()))} without CP (`estimate_training(..., cp=8).counts"
-                        "['layer_activation_bytes'] x 32`)."),
+               "bytes = 200,832 x (98,304 / 2) x 32.",
+               "Tokens per GPU first: 98,304 / 2."),
+        worked=lambda: (f"200,832 B x 49,152 tokens x 32 layers = **{b(_all_layers(_est(_96K, cp=2)))}** per GPU, "
+                        f"against {b(_all_layers(_est(_96K)))} without CP (`estimate_training(..., cp=2).counts"
+                        "['layer_activation_bytes'] x 32`): still far over an H100: cp = 2 needs recompute, or cp = 8 and recompute (notebook 06, step 6)."),
     ),
     SpotError(
         id="06.3", title="\"~32 GB * num_heads\"", difficulty="interview", minutes=8,
@@ -181,10 +210,10 @@ EXERCISES = [
                         "with eager attention."),
     ),
     Numeric(
-        id="06.4", title="What full recompute keeps at 128k", difficulty="interview", minutes=6,
+        id="06.4", title="What full recompute keeps for a 70B at 96k", difficulty="interview", minutes=6,
         formula="full recompute keeps each layer's input: b·s·h x 2 bytes (bf16) per layer (memlib.training.terms "
                 "checkpoint_bytes)",
-        prompt="Llama-3.1-70B (hidden 8,192, 80 layers), one 131,072-token sequence per GPU, bf16 compute under FSDP, "
+        prompt="Llama-3.1-70B (hidden 8,192, 80 layers), one 98,304-token sequence per GPU, bf16 compute under FSDP, "
                "full activation recompute (non-reentrant checkpointing of every decoder layer). How many GB of "
                "checkpoints do the 80 layers keep until the backward reaches them?",
         expected=lambda: _term(_est70(recompute="full"), "checkpoint_bytes") * 80, unit="GB", count=80, per="total",
@@ -195,13 +224,13 @@ EXERCISES = [
                Slip("recompute keeps everything", lambda: _all_layers(_est70()),
                     "that is what the layers keep without recompute; full recompute keeps only each layer's input")),
         hints=("Full recompute reruns a layer in backward from one saved tensor per layer: which one?",
-               "bytes = 131,072 tokens x 8,192 x 2 bytes x 80 layers.",
-               "One layer's input: 131,072 x 8,192 values."),
-        worked=lambda: (f"131,072 x 8,192 x 2 B = {b(_term(_est70(recompute='full'), 'checkpoint_bytes'))} per layer, "
+               "bytes = 98,304 tokens x 8,192 x 2 bytes x 80 layers.",
+               "One layer's input: 98,304 x 8,192 values."),
+        worked=lambda: (f"98,304 x 8,192 x 2 B = {b(_term(_est70(recompute='full'), 'checkpoint_bytes'))} per layer, "
                         f"x 80 = **{b(_term(_est70(recompute='full'), 'checkpoint_bytes') * 80)}**: the checkpoints "
-                        f"alone are {gib(_term(_est70(recompute='full'), 'checkpoint_bytes') * 80) / gib(usable_bytes(get_gpu(_GPU))):.1f}x "
+                        f"alone are {gib(_term(_est70(recompute='full'), 'checkpoint_bytes') * 80) / gib(usable_bytes(get_gpu(_GPU))):.2f}x "
                         f"what an H100 offers, before the rebuilt layer ({b(_est70().counts['layer_activation_bytes'])}). "
-                        f"Without recompute the layers keep {b(_all_layers(_est70()))}: at 128k a 70B needs its sequence "
+                        f"Without recompute the layers keep {b(_all_layers(_est70()))}: at 96k a 70B needs its sequence "
                         "split (context parallelism) even with full recompute."),
     ),
     Choice(
@@ -304,20 +333,24 @@ EXERCISES = [
                         "hidden behind the attention blocks (`memlib.step_time`)."),
     ),
     Numeric(
-        id="06.8", title="The KV cache of one 128k conversation", difficulty="warm-up", minutes=4,
+        id="06.8", title="The KV cache of one 128k conversation with the 405B", difficulty="warm-up", minutes=4,
         formula="KV cache per token: 2 (K, V) x layers x KV heads x head_dim x bytes (memlib.estimate_inference)",
-        prompt="Serving Llama-3.1-8B (32 layers, 8 key/value heads of 128: GQA) with a bf16 KV cache, how many GB of "
-               "cache does one 131,072-token sequence need?",
+        prompt="Serving Llama-3.1-405B (126 layers, 128 query heads and 8 key/value heads of 128: GQA) with a bf16 "
+               "KV cache, how many GB of cache does one 131,072-token sequence need? (Notebook 06's deep dive does "
+               "it for the 8B.)",
         expected=lambda: _kv_cache(), unit="GB",
-        slips=(Slip("no GQA", lambda: _kv_cache(32),
-                    "Llama 3 shares each key/value head among 4 query heads (GQA): 8 K/V heads, not 32"),
+        slips=(Slip("no GQA", lambda: _kv_cache(128),
+                    "Llama 3.1 405B shares each key/value head among 16 query heads (GQA): 8 K/V heads, not 128"),
+               Slip("the 70B's layers", lambda: _kv_cache(model=_70B),
+                    "that is the 70B's 80 layers; the 405B has 126, with the same 8 K/V heads of 128"),
                Slip("K only", lambda: _kv_cache() // 2, "the cache keeps both K and V")),
         hints=("The cache keeps, for every token and every layer, the keys and values of the K/V heads.",
-               "bytes = 2 x 32 x 8 x 128 x 2 bytes x 131,072 tokens.",
-               "Per token first: 2 x 32 x 8 x 128 x 2."),
-        worked=lambda: (f"2 x 32 x 8 x 128 x 2 B = 131,072 B per token, x 131,072 tokens = **{b(_kv_cache())}** "
-                        f"(`memlib.estimate_inference(...).breakdown['kv_cache']`); training the same sequence keeps "
-                        f"{gb(_all_layers(_est())) / gb(_kv_cache()):.0f}x more in activations."),
+               "bytes = 2 x 126 x 8 x 128 x 2 bytes x 131,072 tokens.",
+               "Per token first: 2 x 126 x 8 x 128 x 2."),
+        worked=lambda: (f"2 x 126 x 8 x 128 x 2 B = 516,096 B per token, x 131,072 tokens = **{b(_kv_cache())}** "
+                        f"(`memlib.estimate_inference(...).breakdown['kv_cache']`): most of an H100 for one "
+                        f"conversation, beside {b(_kv_cache(model=_8B))} for the 8B ({_kv_cache() / _kv_cache(model=_8B):.1f}x, the ratio of "
+                        "their layers: both have 8 K/V heads of 128)."),
     ),
     SelfAssessed(
         id="06.9", title="Train Llama-3.1-70B at 128k", difficulty="stretch", minutes=15,
@@ -353,5 +386,72 @@ EXERCISES = [
             "before scaling out."))(
             plan("llama-3.1-70b", _GPU, 64, seq_len=_LONG, grad_accum=1, cps=(8, 16),
                  recomputes=("selective", "full"))),
+    ),
+    Numeric(
+        id="06.10", title="What a sliding window saves in attention FLOPs", difficulty="interview", minutes=8,
+        formula="keys a causal query attends to, averaged over T tokens: T/2 (full), w - w²/(2T) (sliding window w); "
+                "attention FLOPs per token 12·L·H·Q x that (memlib.cost.conventions.windowed_attention_flops_per_token)",
+        prompt="Mistral 7B (32 layers, 32 query heads of 128) attends with a sliding window of 4,096 tokens on every "
+               "layer. Training on 65,536-token sequences with a causal kernel that skips every masked block, how "
+               "many times fewer attention FLOPs per token does it spend than the same model with full causal "
+               "attention? Count the keys each query attends to, averaged over the sequence. Answer as a ratio, "
+               "e.g. `\"3x\"`.",
+        expected=lambda: _window_ratio(), unit="x", tolerance=0.02,
+        slips=(Slip("no causal mask", lambda: 2 * _window_ratio(),
+                    "under a causal mask a query of the full model sees the tokens before it, T/2 on average, not T"),
+               Slip("w for every query", lambda: _WIN_SEQ / 2 / get_model(_MISTRAL).sliding_window,
+                    "the first 4,096 queries see fewer than w keys (a triangle, w²/2 keys in all): the window's "
+                    "average is a little under w")),
+        hints=("The attention FLOPs of a token are proportional to the number of keys its query is scored against; "
+               "the weights' FLOPs do not change.",
+               "full: T/2 keys on average; window: (w²/2 + (T - w)·w) / T = w - w²/(2T). ratio = (T/2) / (w - w²/(2T)).",
+               "w²/(2T) = 4,096² / 131,072 = 128."),
+        worked=lambda: (f"Full causal: 65,536 / 2 = 32,768 keys per query on average; window: 4,096 - 4,096²/(2 x 65,536) "
+                        f"= 3,968. Ratio **{_window_ratio():.2f}x** (`windowed_attention_flops_per_token`), "
+                        f"{_window_ratio(131072):.1f}x at 128k: per token the window's cost stops growing, so per "
+                        "sequence attention grows as T·w, not T². The weights' 6N is the same, and information "
+                        "beyond w travels only layer by layer (32 x 4,096 = 131,072 tokens at the last layer)."),
+    ),
+    Choice(
+        id="06.11", title="What does FlashAttention save?", difficulty="interview", minutes=6,
+        formula="a layer's saved tensors with eager attention (the s x s probabilities) and with a fused kernel "
+                "(Q, K, V, output, logsumexp) (memlib.training.activations.llama_layer_ledger); FLOPs per token "
+                "6N + 12·L·H·Q·T for both",
+        prompt="Llama-3.1-8B trains at 32,768 tokens. You switch attention from eager (softmax(QKᵀ)V as separate "
+               "ops) to FlashAttention-2 through `scaled_dot_product_attention`. What changes, and why?",
+        options=(Option("a", "the attention FLOPs fall from O(s²) to O(s) per sequence",
+                        lambda: ("FlashAttention computes every score of QKᵀ, as eager attention does, and more in the "
+                                 "backward (it recomputes them): "
+                                 f"{attention_flops_per_token(_8B, _FA_SEQ) / 1e9:.0f} GFLOPs of attention per token "
+                                 "either way"),
+                        misconception="FlashAttention is a cheaper approximation of attention"),
+                 Option("b", "the s x s matrices are no longer stored (memory linear in s) and HBM traffic falls; "
+                             "the FLOPs stay the same", "", "1"),
+                 Option("c", "the result changes slightly: the softmax is approximated block by block",
+                        "the online softmax rescales each partial sum by exp(old max - new max): the result is exact",
+                        misconception="online softmax is an approximation"),
+                 Option("d", "the KV cache a server keeps shrinks",
+                        "the KV cache holds K and V of every past token, which FlashAttention also reads; it changes "
+                        "what training saves for the backward, not what inference caches",
+                        misconception="FlashAttention and KV-cache compression are the same thing")),
+        reasons=(Option("1", "tiling with an online softmax (running max and sum) computes exact attention block by "
+                             "block in SRAM, and the backward rebuilds the blocks from Q, K, V and each row's "
+                             "logsumexp"),
+                 Option("2", "it skips the keys far from each query, as a sliding window does",
+                        "that is sliding-window attention; FlashAttention attends to every key"),
+                 Option("3", "it keeps the probabilities in fp8 instead of fp32",
+                        "it keeps no probabilities at all; fp8 is FlashAttention-3's option for the matmuls")),
+        right=_fa_right,
+        hints=("Ask separately what is computed, what is stored for the backward, and what is read and written "
+               "to HBM.",
+               "eager keeps a·s² probabilities per layer (fp32 and bf16: 6 bytes each); the fused kernel keeps "
+               "Q, K, V, the output and one fp32 logsumexp per row.",
+               "Compute 32 x 32,768² x 6 bytes: one eager layer's probabilities."),
+        worked=lambda: (f"**(b), because 1.** One eager layer at 32k keeps {b(_fa_layer('eager'))} "
+                        f"({b(_probs(_est(_FA_SEQ, attention='eager')))} of it the probabilities); with the fused "
+                        f"kernel {b(_fa_layer('sdpa'))}, {_fa_layer('eager') / _fa_layer('sdpa'):.0f}x less, and linear "
+                        "in s. The FLOPs are PaLM's 12·L·H·Q·T either way (plus the recompute in the backward): "
+                        "FlashAttention saves memory and HBM traffic (Dao et al. 2022, Theorem 2: Θ(s²d²/M) accesses "
+                        "instead of Θ(sd + s²)), not FLOPs."),
     ),
 ]
