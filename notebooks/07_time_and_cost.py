@@ -87,24 +87,20 @@ def pct(x):
 _pre = cost.training_run(PRE_MODEL, PRE_TOKENS, GPU, PRE_GPUS, mfu=MFU, seq_len=PRE_SEQ)
 _ft = min_gpus(FT_MODEL, GPU, task="full", seq_len=FT_SEQ, grad_accum=FT_ACCUM, recomputes=RECOMPUTES, mfu=MFU,
                internode_bytes_per_s=LINK)
-_ft_run = cost.training_run_from_step(_ft.best.time, FT_TOKENS, GPU)
-a_flops, a_days, a_hours, a_wan = E(_pre.flops), sig(_pre.days), k(_pre.gpu_hours), wan(_pre.gpu_hours)
-a_mfu, a_ft, a_ft_days = f"{MFU:.0%}", f"{_ft.count}", sig(_ft_run.days)
-a_ft_hours = k(_ft_run.gpu_hours)
+a_days, a_hours, a_wan = sig(_pre.days), k(_pre.gpu_hours), wan(_pre.gpu_hours)
+a_mfu, a_ft = f"{MFU:.0%}", f"{_ft.count}"
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
 # > **EN** **About {eval}`a_days` days and {eval}`a_hours` GPU-hours for the 7B.** Time is FLOPs over
-# > sustained FLOP/s: 6 × parameters × tokens plus attention, {eval}`a_flops` FLOPs, over 256 H100s × the
-# > dense peak × an assumed {eval}`a_mfu` MFU. Levers: more GPUs, a higher MFU, fewer tokens. **The 70B
-# > fine-tune is a memory problem:** its FLOPs are small, but it needs {eval}`a_ft` H100s to fit, then
-# > about {eval}`a_ft_days` days.
+# > sustained FLOP/s: 6 × parameters × tokens plus attention, over GPUs × the dense peak × MFU.
+# > Levers: more GPUs, a higher MFU, fewer tokens. Caveat: the {eval}`a_mfu` MFU is an assumption that
+# > moves every figure, and the 70B fine-tune is a memory problem: few FLOPs, but {eval}`a_ft` H100s to fit.
 #
 # > **中文** **7B 约 {eval}`a_days` 天、{eval}`a_wan` GPU 小时。** 时间 = 总 FLOPs ÷ 实际算力：6 × 参数量 ×
-# > token 数再加注意力，约 {eval}`a_flops` FLOPs，除以 256 张 H100 × 稠密峰值 × 假设的 {eval}`a_mfu` MFU。
-# > 手段：加卡、提高 MFU、减少 token。**70B 微调是显存问题：** FLOPs 不多，但要 {eval}`a_ft` 张 H100
-# > 才放得下，约 {eval}`a_ft_days` 天。
+# > token 数再加注意力项，除以卡数 × 稠密峰值 × MFU。手段：加卡、提高 MFU、减少 token。注意：
+# > {eval}`a_mfu` 的 MFU 是假设，决定所有数字；70B 微调是显存问题：FLOPs 不多，却要 {eval}`a_ft` 张 H100 才放得下。
 #
 # The long answer follows: every figure above is derived in section 5.
 
