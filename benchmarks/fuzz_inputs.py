@@ -284,6 +284,89 @@ add("gb('5')", lambda: gb("5"), Err("number"))
 add("fmt_count(nan)", lambda: fmt_count(math.nan), Ok(lambda s: s == "nan"))
 
 
+# ---- issue 23's classes, widened beyond its examples (each expected figure derived by hand below) -------------
+import copy  # noqa: E402
+import dataclasses  # noqa: E402
+
+from memlib.learn.grading import grade  # noqa: E402
+from memlib.models.hf_configs import HF_CONFIGS  # noqa: E402
+from memlib.parallel.plan import plan_serving  # noqa: E402
+from memlib.serving.capacity import decode_bound  # noqa: E402
+from memlib.serving.inference import max_batch  # noqa: E402
+
+# numpy scalars: every integer knob, every width that holds the value, equals the plain-int answer
+for _knob, _v in (("seq_len", 2048), ("micro_batch", 2), ("grad_accum", 4), ("tp", 2), ("pp", 2), ("dp", 8)):
+    for _t in (np.int16, np.uint32, np.int64):
+        _extra = {"zero_stage": 3} if _knob == "dp" else {}
+        add(f"estimate {_knob}=np.{_t.__name__}({_v})",
+            lambda k=_knob, v=_v, t=_t, x=_extra: est(**{k: t(v)}, **x),
+            Ok(lambda e, k=_knob, v=_v, x=_extra: type(e.peak_bytes) is int
+               and e.peak_bytes == est(**{k: v}, **x).peak_bytes and json.dumps(e.to_dict()) is not None))
+add("fits allocator_headroom=np.float16(0.25)", lambda: fits(est(), "a100", allocator_headroom=np.float16(0.25)),
+    Ok(lambda v: type(v.margin_bytes) is int))
+
+
+# user-defined GPUs: a catalog entry under a new name answers as the entry, at every entry point
+def _twin(name="a100-80gb", **kw):
+    return dataclasses.replace(get_gpu(name), name="my-gpu", **kw)
+
+
+add("user GPU: step_time", lambda: step_time(est(), _twin()).step_s,
+    Ok(lambda v: v == step_time(est(), "a100-80gb").step_s))
+add("user GPU: max_batch", lambda: max_batch("llama-3-8b", _twin(), context_len=4096).value,
+    Ok(lambda v: v == max_batch("llama-3-8b", "a100-80gb", context_len=4096).value))
+add("user GPU: decode_bound", lambda: decode_bound("llama-3-8b", _twin("h100-80gb"), batch=8).tokens_per_s,
+    Ok(lambda v: v == decode_bound("llama-3-8b", "h100-80gb", batch=8).tokens_per_s))
+add("user GPU: plan_serving", lambda: plan_serving("llama-3-8b", _twin(), 2, context_len=4096).best.settings,
+    Ok(lambda v: v == plan_serving("llama-3-8b", "a100-80gb", 2, context_len=4096).best.settings))
+add("user GPU: min_gpus", lambda: min_gpus("llama-7b", _twin(), max_count=64).count,
+    Ok(lambda v: v == min_gpus("llama-7b", "a100-80gb", max_count=64).count))
+add("user GPU: 40 GiB keeping the 80 GB card's totals", lambda: _twin(memory_bytes=40 * 2**30),
+    Err("is more than memory_bytes"))
+add("user GPU: v100 without fp16 peak, decode_bound",
+    lambda: decode_bound("llama-7b", _twin("v100-32gb", fp16_tflops=None)), Err("16-bit tensor peak"))
+
+# config defaults per family and empty MoE layer sets
+_MISTRAL = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+            "num_hidden_layers": 32, "vocab_size": 32000}
+# MistralConfig defaults to 8 KV heads: 32 x (2 x 4096² + 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096)
+# + 2 x 32000 x 4096 + 4096 = 7,241,732,096
+add("config mistral without num_key_value_heads", lambda: Model.from_hf_config(_MISTRAL).num_params,
+    Ok(lambda n: n == 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 2 * 32000 * 4096 + 4096))
+add("config mixtral without num_key_value_heads",
+    lambda: Model.from_hf_config({k: v for k, v in HF_CONFIGS["mixtral-8x7b"]["config"].items()
+                                  if k != "num_key_value_heads"}).num_kv_heads, Ok(lambda n: n == 8))
+add("config qwen3_moe with every layer mlp_only",
+    lambda: Model.from_hf_config(dict(HF_CONFIGS["qwen3-30b-a3b"]["config"],
+                                      mlp_only_layers=list(range(HF_CONFIGS["qwen3-30b-a3b"]["config"]
+                                                                 ["num_hidden_layers"])))).is_moe,
+    Ok(lambda moe: moe is False))
+add("config llama4 moe_layers=[]", lambda: Model.from_hf_config(
+    {**copy.deepcopy(HF_CONFIGS["llama-4-scout"]["config"]),
+     "text_config": {**HF_CONFIGS["llama-4-scout"]["config"]["text_config"], "moe_layers": []}}).num_params,
+    # 48 dense layers of 5120: attention 2 x 5120 x 40 x 128 + 2 x 5120 x 8 x 128, MLP 3 x 5120 x 16384, 2 norms
+    Ok(lambda n: n == 48 * (2 * 5120 * 5120 + 2 * 5120 * 1024 + 3 * 5120 * 16384 + 2 * 5120)
+       + 2 * 202048 * 5120 + 5120))
+add("config num_hidden_layers=10**12", lambda: Model.from_hf_config({**GOOD, "num_hidden_layers": 10**12}),
+    Err("100,000"))
+add("config num_hidden_layers=100001", lambda: Model.from_hf_config({**GOOD, "num_hidden_layers": 100_001}),
+    Err("100,000"))
+
+# bounded searches and linear-time parsing
+add("min_gpus deepseek-v3 on t4, 2**20 tokens, max_count 2**53",
+    lambda: min_gpus("deepseek-v3", "t4", seq_len=2**20, max_count=2**53), Ok(lambda r: r is None))
+add("min_gpus llama-405b on rtx-4090, max_count 2**40",
+    lambda: min_gpus("llama-3.1-405b", "rtx-4090", max_count=2**40),
+    # 16 B/param over at most 2**40 cards always fits the states; the answer is a count or None, fast
+    Ok(lambda r: r is None or r.count >= 16 * get_model("llama-3.1-405b").num_params / (24 * 2**30)))
+add("grade 02.10, 'a and ' x 200", lambda: grade("02.10", "a and " * 200 + "!").status,
+    Ok(lambda st: st in ("incorrect", "malformed")))
+add("grade 07.7, '5 ' + 'a1aa' x 400", lambda: grade("07.7", "5 " + "a1aa" * 400 + "!").status,
+    Ok(lambda st: st in ("incorrect", "malformed")))
+add("grade 01.3, 10,000 digits", lambda: grade("01.3", "9" * 10_000 + " GB").status,
+    Ok(lambda st: st in ("incorrect", "malformed")))
+
+
 # ---- CLI ------------------------------------------------------------------------------------------------------
 def one_line(r, *words):
     return r["rc"] == 2 and len(r["err"].strip().splitlines()) == 1 and all(w in r["err"] for w in words)

@@ -66,6 +66,14 @@ class GPU:
             raise ValueError(f"{self.name}: memory_bytes must be a positive int")
         if self.supports_bf16 != (self.bf16_tflops is not None):
             raise ValueError(f"{self.name}: bf16_tflops must be None exactly when bf16 is unsupported")
+        # a card reports at most its capacity; a replace() of memory_bytes that keeps a catalog entry's
+        # reported totals would otherwise size every fit by the old card (issue 23, user-defined GPUs)
+        for field_name in ("reported_total_mib", "torch_total_mib"):
+            mib = getattr(self, field_name)
+            if mib is not None and mib * 2**20 > self.memory_bytes:
+                raise ValueError(f"{self.name}: {field_name} ({mib:,} MiB) is more than memory_bytes "
+                                 f"({self.memory_bytes / 2**20:,.0f} MiB); a GPU reports at most its capacity. If you "
+                                 f"changed memory_bytes, also set {field_name}=None (or what your card reports)")
 
     # -- units -------------------------------------------------------------------------
     @property
