@@ -174,7 +174,7 @@ s2_ratio = f"{16 / bpw['int4 g128 + zero (AWQ)']:.2f}"
 # memlib: AWQ-style int4 g128 costs **{eval}`s2_awq` bits** per weight, so bf16 → int4 divides the projections
 # by {eval}`s2_ratio`, not 4. NF4 is {eval}`s2_nf4` bits with double quantization ({eval}`s2_nf4_nodq` with an
 # fp32 absmax per 64 weights); per-channel int8 {eval}`s2_ch`. Smaller groups track the weights more closely
-# and cost more bits: the GPTQ paper measures g128 at "≈ 0.15 extra bits" and about 0.1 perplexity better.
+# and cost more bits: the GPTQ paper puts g128 at "≈ 0.15 extra bits", worth about 0.1 perplexity over g1024.
 
 # %% [markdown]
 # ### Step 3 · Llama-2-70B on one or two 80 GB cards
