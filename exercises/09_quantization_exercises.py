@@ -142,6 +142,22 @@ marks = ...  # your marks here, after check() shows the rubric: one True/False p
 mark("09.9", marks)
 
 # %% [markdown]
+# ## 09.10 · Quantize and dequantize one value
+
+# %%
+show("09.10")
+
+
+# %%
+def round_trip(x, absmax, bits):
+    """x after symmetric (absmax) quantization to `bits`-bit signed codes and back."""
+    ...  # TODO: your code here (until then it returns None: "not answered yet")
+
+
+check("09.10", round_trip)
+# hint("09.10")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -200,6 +200,28 @@ marks = [True, True, True, True, True]  # every rubric point is covered above
 mark("09.9", marks)
 
 # %% [markdown]
+# ## 09.10 · Quantize and dequantize one value
+
+# %%
+show("09.10")
+
+
+# %%
+# BEGIN SOLUTION
+def round_trip(x, absmax, bits):
+    """x after symmetric (absmax) quantization to `bits`-bit signed codes and back."""
+    scale = absmax / (2 ** (bits - 1) - 1)  # 127 steps each side for int8
+    return scale * round(x / scale)  # the nearest code, times the step
+# END SOLUTION
+
+
+check("09.10", round_trip)
+# hint("09.10")
+
+# %% tags=["solution"]
+solution("09.10")
+
+# %% [markdown]
 # ## Your score
 
 # %%

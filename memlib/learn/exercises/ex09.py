@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from memlib.hardware.gpus import get_gpu
 from memlib.models import get_model
-from memlib.learn.exercises.kinds import (Choice, Figure, MultiChoice, Numeric, Option, SelfAssessed, Slip,
-                                          SpotError)
+from memlib.learn.exercises.kinds import (Choice, Figure, Implement, MultiChoice, Numeric, Option, SelfAssessed,
+                                          Slip, SpotError)
 from memlib.serving.capacity import decode_bound
 from memlib.serving.inference import estimate_inference
-from memlib.serving.quantization import affine_params, bits_per_weight, decode_crossover_batch, decode_speedup
+from memlib.serving.quantization import (affine_params, bits_per_weight, decode_crossover_batch, decode_speedup,
+                                         dequantize, quantize)
 from memlib.units import fmt_bytes
 
 NOTEBOOK = "09_quantization"
@@ -53,6 +54,21 @@ def _step(weights: str) -> float:
 
 def _w(model: str, weights: str) -> float:
     return float(estimate_inference(model, weights=weights).weight_bytes)
+
+
+# --- 09.10: the round trip ----------------------------------------------------------------------
+def _round_trip(k: dict) -> float:
+    """What x comes back as after symmetric (absmax) quantization to `bits` (memlib.serving.quantization)."""
+    p = affine_params([k["absmax"], -k["absmax"]], bits=k["bits"], symmetric=True)
+    return dequantize(quantize([k["x"]], p), p)[0]
+
+
+def _round_trip_case(rng) -> dict:
+    bits = rng.choice((3, 4, 8))
+    absmax = round(rng.uniform(0.05, 20.0), 4)
+    step = absmax / (2 ** (bits - 1) - 1)
+    x = round(rng.choice((-1, 1)) * rng.uniform(1.3 * step, absmax), 6)  # at least one step from 0: never 0
+    return dict(x=x, absmax=absmax, bits=bits)
 
 
 EXERCISES = [
@@ -209,7 +225,7 @@ EXERCISES = [
                                        "16-bit", group="bits"),
                  Figure("6.5GB", "inherits", "13e9 × 0.5 byte; the error above carries into it"),
                  Figure("16GB", "right", "a T4 has 16 GB; the weights fit with room for the KV cache")),
-        expected=lambda: _w(_13B, "int4-awq"), unit="GB",
+        expected=lambda: _w(_13B, "int4-awq"), unit="GB", tolerance=0.02,
         slips=(Slip("13e9 x 0.5", lambda: 13e9 * 0.5, "that is the note's own product"),
                Slip("bf16", lambda: _w(_13B, "bf16"), "that is the bf16 checkpoint")),
         hints=("Count what a 4-bit format stores besides the 4-bit codes, and what it does not quantize.",
@@ -278,5 +294,34 @@ EXERCISES = [
                         "but more sequences fit. Accuracy: AWQ's Table 4 has Llama-2-70B at 3.41 vs 3.32 perplexity; "
                         "run the team's evals before switching. Next: an fp8 KV cache for long chats; W8A8 or fp8 if "
                         "the load is compute-bound."),
+    ),
+    Implement(
+        id="09.10", title="Quantize and dequantize one value", difficulty="stretch", minutes=10,
+        formula="symmetric (absmax) quantization: S = absmax / (2^(b−1) − 1), x̂ = S · clamp(round(x / S)) "
+                "(LLM.int8() Sec. 2.1; memlib.serving.quantization.quantize, dequantize)",
+        prompt="Write `round_trip(x, absmax, bits)` returning the value x comes back as after symmetric (absmax) "
+               "quantization to `bits`-bit signed integers and back: the scale S = absmax / (2^(bits−1) − 1) (127 "
+               "for 8 bits: the codes run from −127 to 127), the code round(x / S) (Python's round), the result "
+               "S × code. Tested against `memlib.serving.quantization` on four values and on values drawn at random "
+               "each time you check.",
+        function_name="round_trip", reference_name="memlib.serving.quantization.dequantize(quantize(...))",
+        cases=lambda: [dict(x=0.5, absmax=1.0, bits=8), dict(x=-0.37, absmax=2.54, bits=8),
+                       dict(x=1.1, absmax=3.0, bits=4), dict(x=-0.9, absmax=1.5, bits=3)],
+        held_out=lambda rng: [_round_trip_case(rng) for _ in range(4)],
+        reference=_round_trip,
+        slips=(Slip("2^bits levels", lambda k, w: (k["absmax"] / 2 ** (k["bits"] - 1)) * round(
+                        k["x"] / (k["absmax"] / 2 ** (k["bits"] - 1))),
+                    "a signed b-bit symmetric code runs to 2^(b−1) − 1 (127 for int8), so S = absmax / 127, not / 128"),
+               Slip("truncated", lambda k, w: (k["absmax"] / (2 ** (k["bits"] - 1) - 1)) * int(
+                        k["x"] / (k["absmax"] / (2 ** (k["bits"] - 1) - 1))),
+                    "int() truncates toward zero; quantization rounds to the nearest code")),
+        hints=("The code is the nearest multiple of the step S; dequantizing multiplies it back.",
+               "S = absmax / (2^(bits−1) − 1); return S * round(x / S).",
+               "Write S = absmax / (2 ** (bits - 1) - 1) first."),
+        worked=lambda: ("```python\ndef round_trip(x, absmax, bits):\n"
+                        "    scale = absmax / (2 ** (bits - 1) - 1)\n"
+                        "    return scale * round(x / scale)\n```\n\n"
+                        f"0.5 at 8 bits with absmax 1 comes back as **{_round_trip(dict(x=0.5, absmax=1.0, bits=8)):.5f}**"
+                        " (63.5 rounds to 64, half to even); the error is at most S/2."),
     ),
 ]
