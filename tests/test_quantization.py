@@ -177,3 +177,12 @@ def test_llm_int8_quoted_figures_show_the_slowdown():
     assert LLM_INT8_MATMUL_SPEEDUP[12288][3] == 1.81
     assert SMOOTHQUANT_LATENCY_MS["LLM.int8()"][0] > SMOOTHQUANT_LATENCY_MS["FP16"][0]
     assert SMOOTHQUANT_LATENCY_MS["SmoothQuant-O3"][0] < SMOOTHQUANT_LATENCY_MS["FP16"][0]
+
+
+def test_numpy_inputs_are_read_as_python_numbers():
+    import numpy as np
+    p = affine_params(np.array([-1.0, 0.5, 1.0], dtype=np.float32), bits=np.int64(8))
+    assert quantize(np.array([0.5, 1.0]), p) == [64, 127] and p.scale == pytest.approx(1 / 127)
+    assert dequantize(np.array([64], dtype=np.int8), p) == pytest.approx([64 / 127])
+    assert bits_per_weight(np.int32(4), np.int64(128), np.int8(16), np.int8(4)) == 4.15625
+    assert decode_crossover_batch("h100-80gb", np.float32(16)) == pytest.approx(989.4e12 / 3.35e12)

@@ -36,7 +36,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from memlib._checks import choice, positive_float, positive_int
+from memlib._checks import choice, plain, plain_args, positive_float, positive_int
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.capacity import DecodeBound, decode_bound
 from memlib.training.lora import NF4_BITS_PER_PARAM
@@ -84,6 +84,7 @@ def _values(values) -> list[float]:
         raise ValueError(f"values must be a list of numbers, got {type(values).__name__}")
     out = []
     for v in values:
+        v = plain(v)  # numpy scalars (a row of a numpy array) as Python numbers
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise ValueError(f"values must be finite numbers, got {v!r}")
         out.append(float(v))
@@ -92,6 +93,7 @@ def _values(values) -> list[float]:
     return out
 
 
+@plain_args
 def affine_params(values, bits: int = 8, symmetric: bool = True) -> AffineParams:
     """Scale and zero point for `values` at `bits` (module docstring: Jacob et al. 2018; LLM.int8() Sec. 2.1).
 
@@ -130,6 +132,7 @@ def dequantize(codes, params: AffineParams) -> list[float]:
         raise ValueError(f"codes must be a list of integers, got {type(codes).__name__}")
     out = []
     for q in codes:
+        q = plain(q)
         if isinstance(q, bool) or not isinstance(q, int) or not params.qmin <= q <= params.qmax:
             raise ValueError(f"codes must be integers in [{params.qmin}, {params.qmax}], got {q!r}")
         out.append(params.scale * (q - params.zero_point))
@@ -143,6 +146,7 @@ def max_rounding_error(params: AffineParams) -> float:
     return params.max_error
 
 
+@plain_args
 def bits_per_weight(bits: int, group_size: int, scale_bits: int = 16, zero_bits: int = 0,
                     scale_group_size: int | None = None, scale_scale_bits: int = 32) -> float:
     """Storage bits per weight: bits + (scale_bits + zero_bits) / group_size (module docstring).
@@ -172,6 +176,7 @@ def _peak_tflops(gpu, activations: str) -> float:
     return float(peak)
 
 
+@plain_args
 def decode_crossover_batch(gpu, bits: float, activations: str = "16-bit") -> float:
     """The batch at which a decode step's weight matmuls turn compute-bound: ridge · bits / 16 (module docstring).
 
@@ -185,6 +190,7 @@ def decode_crossover_batch(gpu, bits: float, activations: str = "16-bit") -> flo
     return ridge * bits / 16
 
 
+@plain_args
 def quantized_decode_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = "bf16",
                            activations: str = "16-bit", kv_cache: str = "bf16", tp: int = 1) -> DecodeBound:
     """decode_bound with the matmuls' compute roof set by `activations`: 16-bit (weight-only formats), or the
@@ -196,6 +202,7 @@ def quantized_decode_bound(model, gpu, batch: int = 1, context_len: int = 4096, 
     return dataclasses.replace(b, peak_flops=_peak_tflops(gpu, activations) * 1e12)
 
 
+@plain_args
 def decode_speedup(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = "int4-awq",
                    activations: str = "16-bit", baseline: str = "bf16", kv_cache: str = "bf16", tp: int = 1) -> float:
     """How much shorter the decode step's roofline gets: baseline step / quantized step (upper bound: the
