@@ -70,8 +70,8 @@ need = {w: cards(w) for w in FORMATS}                                           
 x1 = decode_speedup(m, GPU, 1, SHORT, "int4-awq", tp=need["bf16"])                          # step 4
 cross = decode_crossover_batch(GPU, bits_per_weight(4, 128, scale_bits=16, zero_bits=4))   # step 5
 a_bf16, a_int8, a_int4 = (f"{R(weights[w] / 1e9)} GB" for w in FORMATS)
-a_cards = f"{need['int4-awq']}" if need["int4-awq"] > 1 else "one"
-a_from = f"{need['bf16']}"
+WORDS = {1: "one", 2: "two", 4: "four", 8: "eight"}
+a_cards, a_from = f"{WORDS[need['int4-awq']]}", f"{WORDS[need['bf16']]}"
 a_x1, a_cross = f"{x1:.1f}", f"{R(cross, 1)}"
 a_ppl = f"{AWQ_T4_70B['INT4 g128 AWQ'] - AWQ_T4_70B['FP16']:.2f}"
 
