@@ -100,7 +100,7 @@ a_ppl = f"{AWQ_T4_70B['INT4 g128 AWQ'] - AWQ_T4_70B['FP16']:.2f}"
 #   usually stay 16-bit. "4 bits" is about 4.16 bits of the projections, not a quarter of the model.
 # - **The roofline.** Decode at small batch is bound by HBM bandwidth, so fewer bytes mean faster
 #   steps; at large batch it is bound by compute, where weight-only formats do nothing and W8A8 needs
-#   int8 tensor cores. LLM.int8() is slower than fp16.
+#   int8 tensor cores. LLM.int8() is usually slower than fp16.
 # - **Why accuracy survives.** Group-wise scales, error compensation (GPTQ), protecting salient
 #   channels (AWQ), and the activation outliers that break naive int8 past ~6.7B (SmoothQuant, LLM.int8()).
 
@@ -143,8 +143,8 @@ s1_acodes = f"{quantize([-0.5, 0.0, 1.5], asym)}"
 
 # %% [markdown]
 # memlib: S = {eval}`s1_scale`, codes {eval}`s1_codes`, 0.5 comes back as {eval}`s1_half`; no value inside the
-# range is off by more than **{eval}`s1_err`**. A skewed range wastes half of the symmetric codes, so
-# asymmetric quantization shifts it with a zero-point: [−0.5, 0, 1.5] at 4 bits gets S = {eval}`s1_as`,
+# range is off by more than **{eval}`s1_err`**. A skewed range wastes the symmetric codes on the side it never
+# reaches, so asymmetric quantization shifts it with a zero-point: [−0.5, 0, 1.5] at 4 bits gets S = {eval}`s1_as`,
 # Z = {eval}`s1_az`, codes {eval}`s1_acodes`, and 0 stays exact. The pencil left out nothing; the catch is
 # the range: **one outlier sets S for every value that shares it** (follow-up 3), which is why scales are
 # kept per row or per small group.
@@ -259,7 +259,7 @@ s5_int8_tops, s5_short = f"{g.int8_tops:,.0f}", f"{SHORT}"
 # {eval}`s5_big` sequences of {eval}`s5_short` tokens the int4 roofline is **{eval}`s5_g4`×** bf16's: the weights
 # are read once per step either way, and the FLOPs are the same. **W8A8** changes the compute roof instead:
 # SmoothQuant's int8 matmuls run on the {eval}`s5_int8_tops` TOPS int8 tensor cores, twice the bf16 peak,
-# so it keeps **{eval}`s5_g8a8`×** there, and it speeds up prefill, which is compute-bound at any batch.
+# so it keeps **{eval}`s5_g8a8`×** there, and it speeds up prefill, compute-bound even for one long prompt.
 # The pencil left out the KV cache: it is read every step too, unquantized, and at long contexts it is
 # most of the bytes (the deep dive's KV-cache follow-up).
 
@@ -326,8 +326,9 @@ f1_67, f1_13, f1_175 = f"{llm_int8['6.7B']:.2f}", f"{llm_int8['13B']:.2f}", f"{l
 # {eval}`s5_g4`× at batch {eval}`s5_big`, and its dequantization can make it slower than bf16. (2) **Kernels
 # that do extra work**: LLM.int8() splits out the outlier columns into an fp16 matmul; its own paper measures
 # the first feed-forward matmul at {eval}`f1_67`× fp16 for the 6.7B shape, {eval}`f1_13`× for 13B and
-# {eval}`f1_175`× for 175B (arXiv:2208.07339, Table 5), and SmoothQuant's Table 10 has it slower than FP16 at
-# most lengths. (3) **No fast kernel on the GPU**: int8 tensor cores are missing on a V100, fp8 before Hopper.
+# {eval}`f1_175`× for 175B (arXiv:2208.07339, Table 5), and SmoothQuant's Table 10 has it slower than FP16 in
+# three of its four settings. (3) **No fast kernel on the GPU**: a V100 has no int8 tensor cores, and fp8 ones
+# arrived with Ada and Hopper.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2 · GPTQ, AWQ, SmoothQuant: what does each one do?
@@ -364,8 +365,8 @@ f3_s2 = f"{p_rest.scale:.4f}"
 # all information gone. Dettmers et al. (LLM.int8(), arXiv:2208.07339, Sec. 4) find such features in about
 # 25% of layers at smaller scale and, **at around 6.7B parameters, in every layer**, concentrated in about 6
 # hidden dimensions, with magnitudes up to 20× the others. Their fix keeps those columns in fp16 (S drops to
-# {eval}`f3_s2` for the rest); SmoothQuant moves them into the weights; weight-only formats avoid the problem,
-# because weights have no such outliers.
+# {eval}`f3_s2` for the rest); SmoothQuant moves them into the weights; weight-only formats (GPTQ, AWQ) avoid the
+# problem by leaving the activations in 16-bit.
 #
 # More follow-ups (PTQ vs QAT, NF4 vs int4, quantizing the KV cache, the bigger batch that quantization
 # buys, LLM.int8()'s end-to-end speed) are on the [deep-dive page](09_quantization_deep_dive.ipynb).
