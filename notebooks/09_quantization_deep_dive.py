@@ -153,22 +153,23 @@ facts = [
     ["int4 makes the model 4× smaller", "common interview answer", f"{W['bf16'] / W['int4-awq']:.2f}× "
      "(weights of Llama-2-70B)", "⚠️ partly", "the scales cost bits and the embeddings and head stay 16-bit; "
      "the KV cache does not shrink at all"],
-    ["int8 halves the weight memory", "HF blog, *A Gentle Introduction to 8-bit Matrix Multiplication*",
+    ["\"cut the memory needed for inference by half\"", "LLM.int8() abstract (arXiv:2208.07339)",
      f"int8 / bf16 = {W['int8'] / W['bf16']:.3f}", "✅ right", "one fp32 scale per row adds 0.4%"],
     ["A 70B model at 4 bits runs on one 24 GB gaming GPU", "forum answers", f"{on_4090.margin_gib:+.1f} GiB on an "
      "RTX 4090", "❌ wrong", f"the weights alone are {GB(W['int4-awq'])}; it takes two 24 GB cards"],
     ["Quantization always makes inference faster", "common interview answer", f"int4 W4A16 {x_b1:.2f}× at batch 1, "
      f"{x_big:.2f}× at batch 1,024", "❌ wrong", "only while decode is memory-bound; LLM.int8() is slower than fp16 "
      "below the 13B shape (Table 5)"],
-    ["W4A16 decode is up to ~4× faster at batch 1", "AWQ/TinyChat README (3.4× on RTX 4090)", f"roofline {x_b1:.2f}×",
-     "✅ right", "the bytes ratio is the ceiling; TinyChat's kernels measure 3.4×"],
+    ["\"TinyChat on RTX 4090 (3.4x faster than FP16)\"", "mit-han-lab/llm-awq README", f"roofline {x_b1:.2f}× "
+     "(Llama-2-70B, batch 1)", "✅ right", "below the bytes-ratio ceiling of W4A16, as a measured kernel should be"],
     ["W8A8 speeds up large batches and prefill, weight-only does not", "SmoothQuant, Sec. 5.3", f"W8A8 {x_w8a8:.2f}× "
      f"vs W4A16 {x_big:.2f}× at batch 1,024", "✅ right", "int8 tensor cores double the compute roof; weight-only "
      "formats still compute in 16-bit"],
-    ["LLM.int8() is 15-23% slower than fp16", "HF blog (BLOOM-176B)", f"quoted: paper Table 6, 253 vs 239 ms/token on "
+    ["\"BLOOM-176B with LLM.int8() is about 15% to 23% slower than the fp16 version\"",
+     "Hugging Face blog, *A Gentle Introduction to 8-bit Matrix Multiplication* (2022)", f"quoted: paper Table 6, 253 vs 239 ms/token on "
      f"8 A100s ({ratios[0]:.0%})", "⚠️ partly", f"the blog's figure; the paper's own end to end on 8 cards is {slow[0]:.0%}-{slow[1]:.0%} "
      "slower, and its matmuls run at 0.14×-0.86× of fp16 below the 13B shape"],
-    ["g128 grouping costs about 0.15 extra bits", "GPTQ paper, Sec. 5", f"+{g128:.3f} bits (scale + 4-bit zero)",
+    ["\"group-size 128 (≈ 0.15 extra bits)\"", "GPTQ (arXiv:2210.17323), Sec. 5", f"+{g128:.3f} bits (scale + 4-bit zero)",
      "✅ right", "16/128 for the fp16 scale, 4/128 for the zero-point"],
     ["NF4 stores exactly 4 bits per weight", "common reading of QLoRA", f"{NF4_DOUBLE_QUANT_BITS:.3f} bits "
      "(double quantization), 4.5 without", "⚠️ partly", "one absmax per 64 weights; double quantization cuts "
