@@ -484,7 +484,7 @@ def test_score_accepts_any_spelling_of_the_notebook(spelling):
 
 
 def test_unknown_notebook_is_reported(capsys):
-    assert score("9").total == 0 and "unknown notebook" in capsys.readouterr().out
+    assert score("99").total == 0 and "unknown notebook" in capsys.readouterr().out
 
 
 def test_progress_survives_a_kernel_restart(tmp_path):

@@ -17,6 +17,7 @@ import memlib
 from memlib import cost, serving
 from memlib.training import activations
 from memlib.serving import inference
+from memlib.serving import quantization
 from memlib.training import lora
 from memlib.parallel import moe
 from memlib.training import optimizers
@@ -246,6 +247,23 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          + doc(timing.all_gather_bytes), "memlib.cost.timing.all_reduce_bytes, reduce_scatter_bytes, all_gather_bytes",
          f"LLaMA-7B's bf16 gradients ({fmt_bytes(2 * m7.num_params)}) over 8 GPUs: "
          f"{fmt_bytes(int(timing.all_reduce_bytes(2 * m7.num_params, 8)))} sent per GPU per step"),
+        # --- 09 · quantization: scale and zero-point, bits per weight, when decode gets faster ----------------
+        ("09", "Affine quantization: scale, zero-point, error", doc(quantization.affine_params) + " "
+         + doc(quantization.max_rounding_error), "memlib.serving.quantization.affine_params, quantize, dequantize, "
+         "max_rounding_error",
+         (lambda p: f"symmetric int8 of [-1, 0.5, 1]: S = {p.scale:.5f}, codes {quantization.quantize([-1, 0.5, 1], p)}, "
+                    f"error at most {p.max_error:.5f}")(quantization.affine_params([-1.0, 0.5, 1.0]))),
+        ("09", "Bits per weight by group", doc(quantization.bits_per_weight), "memlib.serving.quantization.bits_per_weight",
+         f"AWQ int4 g128 with fp16 scale and 4-bit zero: {quantization.bits_per_weight(4, 128, 16, 4):.3f} bits; NF4 "
+         f"with double quantization {quantization.NF4_DOUBLE_QUANT_BITS:.3f}"),
+        ("09", "Decode turns compute-bound", doc(quantization.decode_crossover_batch) + " "
+         + doc(quantization.decode_speedup), "memlib.serving.quantization.decode_crossover_batch, "
+         "quantized_decode_bound, decode_speedup",
+         f"H100: bf16 weights at batch {quantization.decode_crossover_batch('h100-80gb', 16):.0f}, AWQ int4 at "
+         f"{quantization.decode_crossover_batch('h100-80gb', quantization.bits_per_weight(4, 128, 16, 4)):.0f}; "
+         f"Llama-2-70B on 2 H100s, int4 vs bf16: "
+         f"{quantization.decode_speedup('llama-2-70b', 'h100-80gb', 1, 256, 'int4-awq', tp=2):.2f}x at batch 1, "
+         f"{quantization.decode_speedup('llama-2-70b', 'h100-80gb', 1024, 256, 'int4-awq', tp=2):.2f}x at 1,024"),
         # --- issue 21: limits searched continuously, and the FLOP conventions the notebooks state -------------
         ("02", "Largest model that fits (continuous)", doc(llama_like.largest_size_that_fits) + " "
          + doc(llama_like.llama_like_of_size), "memlib.models.llama_like.largest_size_that_fits, llama_like_of_size",

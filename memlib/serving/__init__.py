@@ -7,9 +7,15 @@ from memlib.serving.capacity import (
     vllm_max_concurrency,
 )
 from memlib.serving.inference import InferenceEstimate, estimate_inference, max_batch, max_context
+from memlib.serving.quantization import (
+    AffineParams, affine_params, bits_per_weight, decode_crossover_batch, decode_speedup, dequantize,
+    max_rounding_error, quantize, quantized_decode_bound,
+)
 
 __all__ = [
     "InferenceEstimate", "estimate_inference", "max_batch", "max_context", "DecodeBound", "decode_bound",
     "decode_tokens_per_s_upper_bound", "paged_kv_blocks", "paged_kv_waste_bytes",
     "vllm_default_max_num_batched_tokens", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
+    "AffineParams", "affine_params", "quantize", "dequantize", "max_rounding_error", "bits_per_weight",
+    "decode_crossover_batch", "quantized_decode_bound", "decode_speedup",
 ]

@@ -21,6 +21,7 @@ from memlib.hardware.gpus import get_gpu
 from memlib.learn.exercises.kinds import Numeric, Slip
 from memlib.models import get_model
 from memlib.parallel import zero
+from memlib.serving import quantization
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token, kv_cache_bytes
 from memlib.units import fmt_bytes
 
@@ -206,6 +207,65 @@ def _checkpoint_interval(qid: str, rng: random.Random) -> Numeric:
                Slip("no factor 2", lambda: value() / math.sqrt(2), "Young's rule is sqrt(2 x write x MTBF)")))
 
 
+# --- topic 09: quantization -------------------------------------------------------------------------------
+_W4 = ("int8", "int4-awq", "int4-gptq", "nf4")
+_CROSS = (("16-bit (bf16 or fp16) weights", 16.0, "16-bit"), ("int8 weight-only weights (W8A16)", 8.0, "16-bit"),
+          ("AWQ int4 g128 weights (W4A16, 4 + 20/128 bits)", 4 + 20 / 128, "16-bit"),
+          ("int8 weights and activations on the int8 tensor cores (W8A8)", 8.0, "int8"))
+
+
+def _quant_weights(qid: str, rng: random.Random) -> Numeric:
+    m, w = rng.choice(DENSE), rng.choice(_W4)
+    tp = rng.choice([t for t in (1, 2, 4) if _splits(m, w, t)] or [1])
+    value = lambda: float(estimate_inference(m, weights=w, tp=tp).weight_bytes)  # noqa: E731
+    bf16 = lambda: float(estimate_inference(m, weights="bf16", tp=tp).weight_bytes)  # noqa: E731
+    where = "in total" if tp == 1 else f"on **each** of {tp} GPUs (tensor parallel)"
+    return _q(qid, f"{m} in {w}", f"How many GB (10⁹ bytes) of weights does **{m}** take {where} as a **{w}** "
+              "checkpoint (scales and zero-points included; embeddings, head and norms stay 16-bit, as "
+              "memlib.estimate_inference lays them out)?", value, "GB",
+              lambda: f"`estimate_inference({m!r}, weights={w!r}, tp={tp}).weight_bytes` = **{fmt_bytes(value())}**"
+                      f" ({bf16() / value():.2f}x smaller than bf16).",
+              _hints("Only the decoder projections are quantized; each carries its group's scale (and zero-point).",
+                     "bytes ≈ projections × bits / 8 + the 16-bit tensors × 2, divided over the GPUs",
+                     f"Start from get_model({m!r}).num_params."),
+              "quantized weights (memlib.serving.inference.quantized_linear_bytes)",
+              (Slip("bf16", bf16, "that is the bf16 checkpoint"),))
+
+
+def _crossover(qid: str, rng: random.Random) -> Numeric:
+    name, bits, acts = rng.choice(_CROSS)
+    g = rng.choice([x for x in GPUS if acts != "int8" or get_gpu(x).int8_tops])
+    value = lambda: float(quantization.decode_crossover_batch(g, bits, acts))  # noqa: E731
+    peak = get_gpu(g).int8_tops if acts == "int8" else (get_gpu(g).bf16_tflops or get_gpu(g).fp16_tflops)
+    return _q(qid, f"Compute-bound decode on {g}", f"On a **{g}** ({peak:g} T{'OPS int8' if acts == 'int8' else 'FLOP/s'}"
+              f" dense, {get_gpu(g).memory_bandwidth_gb_per_s:,.0f} GB/s), decode reads each weight once per step for "
+              f"the whole batch. With **{name}**, above which batch do the weight matmuls turn compute-bound "
+              "(KV cache ignored)?", value, "count",
+              lambda: f"ridge {peak:g}e12 / {get_gpu(g).memory_bandwidth_gb_per_s:,.0f}e9 × {bits:.3f} / 16 = "
+                      f"**{value():.0f}** sequences (`memlib.serving.quantization.decode_crossover_batch`).",
+              _hints("A kernel is compute-bound above the ridge point, peak FLOP/s over bytes/s.",
+                     "2·B FLOPs per weight / (bits / 8) bytes = ridge, so B = ridge × bits / 16",
+                     "Compute the ridge point first."),
+              "decode crossover batch = ridge × bits / 16 (memlib.serving.quantization)",
+              (Slip("ridge only", lambda: value() * 16 / bits, "scale the ridge by bits / 16: fewer bytes per "
+                    "weight reach the ridge at a smaller batch"),) if bits < 16 else ())
+
+
+def _batch1_speedup(qid: str, rng: random.Random) -> Numeric:
+    m, g, w = rng.choice(DENSE), rng.choice(GPUS), rng.choice(("int8", "int4-awq", "nf4"))
+    ctx = rng.choice((256, 1024, 4096))
+    value = lambda: float(quantization.decode_speedup(m, g, 1, ctx, w))  # noqa: E731
+    return _q(qid, f"Batch-1 decode of {m} in {w}", f"One chat of **{ctx:,}** tokens (bf16 KV cache) decodes on a "
+              f"**{g}**. By what factor does memlib's decode roofline get faster with **{w}** weights instead of "
+              "bf16 (memory aside: as if either fitted)?", value, "x",
+              lambda: f"`decode_speedup({m!r}, {g!r}, 1, {ctx}, {w!r})` = **{value():.2f}x**: at batch 1 the step "
+                      "reads the weights and the KV cache once, so the speed-up is the ratio of the bytes read.",
+              _hints("At batch 1 decode is memory-bound: time = bytes read / bandwidth.",
+                     "speed-up = (bf16 weights + KV) / (quantized weights + KV), embedding table excluded",
+                     "Compute both bytes with memlib.serving.decode_bound."),
+              "memory-bound decode speed-up = bytes ratio (memlib.serving.quantization.decode_speedup)")
+
+
 KINDS: dict[str, tuple[Callable, ...]] = {
     "00": (_weights, _states),
     "01": (_states, _gpus_for_states),
@@ -215,6 +275,7 @@ KINDS: dict[str, tuple[Callable, ...]] = {
     "05": (_moe_ratio, lambda i, r: _kv_token(i, r, MOE), _gpus_for_states),
     "06": (lambda i, r: _kv_cache(i, r, LONG), lambda i, r: _kv_cache(i, r, LONG, (2, 4, 8))),
     "07": (_flops, _gpu_hours, _checkpoint_interval),
+    "09": (_quant_weights, _crossover, _batch1_speedup),
 }
 
 

@@ -1,0 +1,327 @@
+"""Exercises for notebook 09: quantization. A zero-point by hand, bits per weight of a grouped format,
+a model's 4-bit weights, the batch where decode turns compute-bound, a batch-1 decode step, which format
+speeds up a large batch, the "4 bits is a quarter" error, what GPTQ/AWQ/SmoothQuant do, and a serving
+proposal with its caveats."""
+
+from __future__ import annotations
+
+from memlib.hardware.gpus import get_gpu
+from memlib.models import get_model
+from memlib.learn.exercises.kinds import (Choice, Figure, Implement, MultiChoice, Numeric, Option, SelfAssessed,
+                                          Slip, SpotError)
+from memlib.serving.capacity import decode_bound
+from memlib.serving.inference import estimate_inference
+from memlib.serving.quantization import (affine_params, bits_per_weight, decode_crossover_batch, decode_speedup,
+                                         dequantize, quantize)
+from memlib.units import fmt_bytes
+
+NOTEBOOK = "09_quantization"
+_LO, _HI = -0.5, 3.0                    # 09.1: a calibration range of activations
+_QWEN = "qwen2.5-72b"                   # 09.3
+_A100 = "a100-80gb"                     # 09.4
+_8B, _4090, _CTX6 = "llama-3.1-8b", "rtx-4090", 1024          # 09.6
+_BIG_BATCH, _SHORT = 2048, 128          # 09.5: Llama-3.1-8B on an H100
+_13B = "llama-2-13b"                    # 09.7
+_AWQ_BITS = bits_per_weight(4, 128, scale_bits=16, zero_bits=4)
+
+
+# --- 09.1: the zero-point ----------------------------------------------------------------------
+def _zero_point(levels: int = 255) -> float:
+    """Z = round(-min / S), S = (max - min) / levels (memlib.serving.quantization.affine_params uses 255)."""
+    if levels == 255:
+        return float(affine_params([_LO, _HI], bits=8, symmetric=False).zero_point)
+    return float(round(-_LO / ((_HI - _LO) / levels)))
+
+
+# --- 09.5: which format speeds up a large batch ----------------------------------------------------
+_FORMATS_5 = {"a": ("int4-awq", "16-bit"), "b": ("int8", "int8"), "c": ("int8", "16-bit")}
+
+
+def _gain(key: str) -> float:
+    w, a = _FORMATS_5[key]
+    return decode_speedup(_8B, "h100-80gb", _BIG_BATCH, _SHORT, w, a)
+
+
+def _fastest() -> str:
+    gains = {k: _gain(k) for k in _FORMATS_5}
+    best = max(gains, key=gains.get)
+    return best if gains[best] > 1.05 else "d"
+
+
+def _step(weights: str) -> float:
+    return decode_bound(_8B, _4090, 1, _CTX6, weights).step_s
+
+
+def _w(model: str, weights: str) -> float:
+    return float(estimate_inference(model, weights=weights).weight_bytes)
+
+
+# --- 09.10: the round trip ----------------------------------------------------------------------
+def _round_trip(k: dict) -> float:
+    """What x comes back as after symmetric (absmax) quantization to `bits` (memlib.serving.quantization)."""
+    p = affine_params([k["absmax"], -k["absmax"]], bits=k["bits"], symmetric=True)
+    return dequantize(quantize([k["x"]], p), p)[0]
+
+
+def _round_trip_case(rng) -> dict:
+    bits = rng.choice((3, 4, 8))
+    absmax = round(rng.uniform(0.05, 20.0), 4)
+    step = absmax / (2 ** (bits - 1) - 1)
+    x = round(rng.choice((-1, 1)) * rng.uniform(1.3 * step, absmax), 6)  # at least one step from 0: never 0
+    return dict(x=x, absmax=absmax, bits=bits)
+
+
+EXERCISES = [
+    Numeric(
+        id="09.1", title="The zero-point of an int8 activation range", difficulty="warm-up", minutes=4,
+        formula="asymmetric (min/max) quantization: S = (max − min) / (2^b − 1), Z = round(−min / S) (Jacob et al. "
+                "2018, Sec. 2.1; memlib.serving.quantization.affine_params)",
+        prompt=f"Calibration finds a layer's activations between **{_LO}** and **{_HI}**. You quantize them to uint8 "
+               "(codes 0 to 255) with a scale and a zero-point, min/max style. Which integer code stands for the real "
+               "value 0 (the zero-point Z)?",
+        expected=_zero_point, unit="count", tolerance=0.0, abs_tol=0.5,
+        slips=(Slip("256 levels", lambda: _zero_point(256),
+                    "8 bits give 256 codes but 255 steps between the smallest and the largest: S = (max − min) / 255"),
+               Slip("symmetric", lambda: 0.0, "Z = 0 is symmetric (absmax) quantization; a min/max range shifts it"),
+               Slip("max instead of min", lambda: float(round(_HI / ((_HI - _LO) / 255))),
+                    "Z maps the real 0: it is −min / S, the number of steps from the bottom of the range to 0")),
+        hints=("The codes 0..255 cover [min, max]; 0 sits somewhere inside, a whole number of steps above min.",
+               "S = (max − min) / 255; Z = round(−min / S).",
+               f"Compute S = ({_HI} − ({_LO})) / 255 first."),
+        worked=lambda: (f"S = ({_HI} + {-_LO}) / 255 = {(_HI - _LO) / 255:.6f}; Z = round({-_LO} / S) = "
+                        f"round({-_LO / ((_HI - _LO) / 255):.2f}) = **{_zero_point():.0f}** "
+                        "(`memlib.serving.quantization.affine_params(..., symmetric=False)`). The real 0 is exact, so "
+                        "zero padding and ReLU zeros cost no error."),
+    ),
+    Numeric(
+        id="09.2", title="Bytes per weight of a 3-bit GPTQ checkpoint", difficulty="warm-up", minutes=4,
+        formula="bits per weight = b + (scale bits + zero bits) / g (memlib.serving.quantization.bits_per_weight)",
+        prompt="A GPTQ checkpoint stores 3-bit weights in groups of **64**, each group with an fp16 scale and a "
+               "3-bit zero-point. How many **bytes** per weight does it take, scales included?",
+        expected=lambda: bits_per_weight(3, 64, scale_bits=16, zero_bits=3) / 8, unit="bytes/param", tolerance=0.004,
+        slips=(Slip("no zero-point", lambda: bits_per_weight(3, 64) / 8,
+                    "the asymmetric format stores a 3-bit zero-point per group too"),
+               Slip("no scales", lambda: 3 / 8, "each group of 64 weights also stores its fp16 scale"),
+               Slip("bits", lambda: bits_per_weight(3, 64, scale_bits=16, zero_bits=3),
+                    "that is bits per weight; the question asks for bytes")),
+        hints=("A group's scale and zero-point are shared by its 64 weights.",
+               "bits = 3 + (16 + 3) / 64; bytes = bits / 8.",
+               "Compute the overhead per weight, 19 / 64 bits, first."),
+        worked=lambda: (f"3 + 16/64 + 3/64 = {bits_per_weight(3, 64, 16, 3):.4f} bits = **"
+                        f"{bits_per_weight(3, 64, 16, 3) / 8:.4f} bytes** per weight "
+                        "(`memlib.serving.quantization.bits_per_weight(3, 64, 16, 3)`): the metadata is 9% of a "
+                        "3-bit weight, against 4% at 4 bits with g128."),
+    ),
+    Numeric(
+        id="09.3", title="Qwen2.5-72B in AWQ int4", difficulty="interview", minutes=5,
+        formula="weights = quantized projections at b + 20/128 bits + 16-bit embeddings, head and norms "
+                "(memlib.estimate_inference)",
+        prompt=f"How many GB (10⁹ bytes) do the weights of **{_QWEN}** take as an AWQ int4 checkpoint (group size "
+               "128, fp16 scales, 4-bit zero-points; embeddings, head and norms stay 16-bit), as "
+               "`memlib.estimate_inference(..., weights='int4-awq')` lays them out?",
+        expected=lambda: _w(_QWEN, "int4-awq"), unit="GB", tolerance=0.02,
+        slips=(Slip("nominal 72B x 0.5", lambda: 72e9 * 0.5,
+                    "72B × 0.5 byte leaves out the scales and zero-points and the 16-bit embeddings and head"),
+               Slip("bf16", lambda: _w(_QWEN, "bf16"), "that is the bf16 checkpoint"),
+               Slip("all 4-bit", lambda: get_model(_QWEN).num_params * _AWQ_BITS / 8,
+                    "the embeddings and the head stay 16-bit")),
+        hints=("Only the decoder layers' projections are quantized; the 152k-token vocabulary's embedding and "
+               "head are not.",
+               "bytes ≈ projection weights × 4.156 / 8 + (embedding + head + norms) × 2.",
+               f"Start from memlib.get_model({_QWEN!r}).num_params and its vocabulary × hidden size."),
+        worked=lambda: (f"`estimate_inference({_QWEN!r}, weights='int4-awq').weight_bytes` = **"
+                        f"{fmt_bytes(_w(_QWEN, 'int4-awq'))}**, against {fmt_bytes(_w(_QWEN, 'bf16'))} in bf16 "
+                        f"({_w(_QWEN, 'bf16') / _w(_QWEN, 'int4-awq'):.2f}×, not 4×: the untied 152k-vocabulary "
+                        "embedding and head stay 16-bit)."),
+    ),
+    Numeric(
+        id="09.4", title="Where W4A16 decode turns compute-bound on an A100", difficulty="interview", minutes=6,
+        formula="crossover batch B* = ridge × bits / 16, ridge = dense peak / HBM bandwidth "
+                "(memlib.serving.quantization.decode_crossover_batch)",
+        prompt=f"On an **A100 80GB** ({get_gpu(_A100).bf16_tflops:g} TFLOP/s dense bf16, "
+               f"{get_gpu(_A100).memory_bandwidth_gb_per_s:,.0f} GB/s), a decode step with AWQ int4 g128 weights "
+               f"({_AWQ_BITS:.3f} bits each, dequantized to bf16 for the matmul) reads each weight once for the whole "
+               "batch. Ignoring the KV cache, above which batch size do the weight matmuls become compute-bound?",
+        expected=lambda: decode_crossover_batch(_A100, _AWQ_BITS), unit="count", tolerance=0.02,
+        slips=(Slip("bf16 weights", lambda: decode_crossover_batch(_A100, 16),
+                    "that is the crossover of bf16 weights; int4 weights bring fewer bytes per FLOP"),
+               Slip("int8 tensor cores", lambda: decode_crossover_batch(_A100, _AWQ_BITS, "int8"),
+                    "W4A16 computes in bf16 after dequantizing: its roof is the bf16 peak"),
+               Slip("flat 4 bits", lambda: decode_crossover_batch(_A100, 4),
+                    "the scales and zero-points are read too: 4.156 bits, not 4")),
+        hints=("Arithmetic intensity = FLOPs per byte read; a kernel is compute-bound above the GPU's ridge point.",
+               "intensity = 2·B FLOPs per weight / (bits / 8) bytes; set it equal to peak / bandwidth.",
+               "Compute the ridge point 312e12 / 2.039e12 first."),
+        worked=lambda: (f"ridge = {get_gpu(_A100).bf16_tflops:g}e12 / {get_gpu(_A100).memory_bandwidth_gb_per_s:,.0f}e9 "
+                        f"= {decode_crossover_batch(_A100, 16):.0f} FLOP/byte; B* = ridge × {_AWQ_BITS:.3f} / 16 = **"
+                        f"{decode_crossover_batch(_A100, _AWQ_BITS):.0f}** sequences "
+                        "(`memlib.serving.quantization.decode_crossover_batch`). Past it, int4 weights save no time "
+                        f"per step; bf16 weights would stay memory-bound up to {decode_crossover_batch(_A100, 16):.0f}."),
+    ),
+    Choice(
+        id="09.5", title="A large batch: which format decodes faster?", difficulty="interview", minutes=6,
+        formula="decode roofline: max(bytes / bandwidth, FLOPs / peak) per format "
+                "(memlib.serving.quantization.decode_speedup)",
+        prompt=f"You serve **{_8B}** on one H100 80GB with **{_BIG_BATCH:,}** sequences decoded together, each with "
+               f"about {_SHORT} tokens of context (short chats, a full server). Against bf16 weights, which change "
+               "shortens the decode step the most (memlib's roofline)?",
+        options=(Option("a", "AWQ int4 weights, W4A16 (dequantized to bf16 for the matmul)",
+                        lambda: f"{_gain('a'):.2f}×: the step is compute-bound, and the FLOPs are bf16 either way",
+                        misconception="fewer bytes always mean a faster step"),
+                 Option("b", "SmoothQuant W8A8: int8 weights and activations on the int8 tensor cores",
+                        lambda: f"{_gain('b'):.2f}×: the int8 tensor cores double the compute roof", "1"),
+                 Option("c", "LLM.int8()-style int8 weights, W8A16",
+                        lambda: f"{_gain('c'):.2f}×: half the bytes, but the bytes no longer decide the step",
+                        misconception="int8 storage means int8 arithmetic"),
+                 Option("d", "None of them: quantization never speeds up decoding",
+                        "W8A8 does, because it changes the compute roof, not the bytes",
+                        misconception="quantization only saves memory")),
+        reasons=(Option("1", "past the crossover batch the step is compute-bound; only a format that computes in "
+                             "int8 raises the roof"),
+                 Option("2", "int4 has the fewest bytes, so it is always the fastest",
+                        "bytes decide the step only below the crossover batch"),
+                 Option("3", "dequantizing int4 costs more FLOPs than the matmul",
+                        "the roofline here counts no dequantization at all; the reason is the compute roof")),
+        right=_fastest,
+        hints=("Decide first whether this step is memory-bound or compute-bound.",
+               "crossover batch = ridge × bits / 16: about 295 for bf16 and 77 for int4 on an H100.",
+               f"At {_BIG_BATCH:,} sequences every format is past its crossover: which one changes the peak?"),
+        worked=lambda: (f"At {_BIG_BATCH:,} sequences of {_SHORT} tokens the step is compute-bound: W4A16 gives "
+                        f"{_gain('a'):.2f}×, W8A16 {_gain('c'):.2f}×, W8A8 **{_gain('b'):.2f}×** "
+                        f"(`decode_speedup`): **({_fastest()})**, because only W8A8 runs on the int8 tensor cores."),
+    ),
+    Numeric(
+        id="09.6", title="A batch-1 decode step on a gaming card", difficulty="interview", minutes=6,
+        formula="memory-bound step = (weight bytes + KV bytes) / HBM bandwidth (memlib.serving.decode_bound)",
+        prompt=f"**{_8B}** with AWQ int4 weights on one **RTX 4090** ({get_gpu(_4090).memory_bandwidth_gb_per_s:,.0f} "
+               f"GB/s), one chat with {_CTX6:,} tokens of bf16 KV cache. What is the shortest possible decode step "
+               "(memlib's roofline: every weight read once, except the embedding table of which only one row is "
+               "read, plus the whole KV cache)? Answer in ms, like `\"9.9 ms\"`.",
+        expected=lambda: _step("int4-awq"), unit="s", tolerance=0.02,
+        slips=(Slip("bf16", lambda: _step("bf16"), "that is the bf16 model's step"),
+               Slip("embedding read", lambda: _step("int4-awq") + estimate_inference(_8B, weights="int4-awq").weight_parts[
+                   "embedding"] / get_gpu(_4090).memory_bandwidth_bytes_per_s,
+                    "a step reads only the batch's rows of the embedding table, not the whole table")),
+        hints=("At batch 1 the step is memory-bound: its time is the bytes it reads over the bandwidth.",
+               "step = (weights without the embedding table + KV cache) / 1,008 GB/s.",
+               "Get the weight bytes from memlib.estimate_inference(..., weights='int4-awq').weight_parts."),
+        worked=lambda: (lambda b: (f"{fmt_bytes(b.weight_bytes)} of weights (embedding table excluded) + "
+                                   f"{fmt_bytes(b.kv_bytes)} of KV cache over {b.bandwidth_bytes_per_s / 1e9:,.0f} GB/s "
+                                   f"= **{b.step_s * 1e3:.2f} ms**, {b.tokens_per_s_per_sequence:.0f} tokens/s at "
+                                   f"most (`memlib.serving.decode_bound`); bf16 takes {_step('bf16') * 1e3:.1f} "
+                                   "ms."))(decode_bound(_8B, _4090, 1, _CTX6, "int4-awq")),
+    ),
+    SpotError(
+        id="09.7", title="\"4 bits is a quarter of fp16\"", difficulty="interview", minutes=6,
+        formula="AWQ int4 g128 = 4 + 20/128 bits per projection weight; embeddings and head 16-bit "
+                "(memlib.estimate_inference)",
+        prompt=f"A deployment note sizes **{_13B}** as an AWQ int4 checkpoint (group size 128, fp16 scales, 4-bit "
+               "zero-points). Find where it goes wrong and give the right size of its weights in GB.",
+        quote="Llama-2-13B 用 AWQ int4（g128）部署：每个权重 4 bit，是 fp16 的 1/4，所以权重约 6.5GB，一张 T4 16GB 绰绰有余。",
+        source="a circulating deployment note (paraphrased)",
+        figures=(Figure("4 bit", "error", "each weight also carries its share of the group's fp16 scale and 4-bit "
+                                         "zero-point: 4.156 bits", group="bits"),
+                 Figure("1/4", "error", "the projections shrink 16/4.156 = 3.85×, and the embedding and head stay "
+                                       "16-bit", group="bits"),
+                 Figure("6.5GB", "inherits", "13e9 × 0.5 byte; the error above carries into it"),
+                 Figure("16GB", "right", "a T4 has 16 GB; the weights fit with room for the KV cache")),
+        expected=lambda: _w(_13B, "int4-awq"), unit="GB", tolerance=0.02,
+        slips=(Slip("13e9 x 0.5", lambda: 13e9 * 0.5, "that is the note's own product"),
+               Slip("bf16", lambda: _w(_13B, "bf16"), "that is the bf16 checkpoint")),
+        hints=("Count what a 4-bit format stores besides the 4-bit codes, and what it does not quantize.",
+               "bytes = projections × (4 + 16/128 + 4/128) / 8 + embeddings and head × 2 bytes.",
+               "Get the answer's check from memlib.estimate_inference('llama-2-13b', weights='int4-awq')."),
+        worked=lambda: (f"**\"4 bit\"** is the error (and \"1/4\" with it): the checkpoint is **"
+                        f"{fmt_bytes(_w(_13B, 'int4-awq'))}** (`memlib.estimate_inference`), "
+                        f"{_w(_13B, 'bf16') / _w(_13B, 'int4-awq'):.2f}× smaller than bf16, not 4×. It still fits a "
+                        "T4 with room for the KV cache."),
+    ),
+    MultiChoice(
+        id="09.8", title="What GPTQ, AWQ and SmoothQuant do", difficulty="interview", minutes=6,
+        formula="PTQ methods: GPTQ (Hessian-based error compensation), AWQ (activation-aware scaling), SmoothQuant "
+                "(outlier migration, W8A8)",
+        prompt="Which of these statements are true?",
+        options=(Option("a", "GPTQ quantizes a weight matrix column by column and updates the columns not yet "
+                             "quantized to compensate each rounding error, using the inverse Hessian of the layer's "
+                             "squared error on calibration inputs",
+                        "that is GPTQ (Frantar et al. 2022), an Optimal Brain Quantization update"),
+                 Option("b", "AWQ keeps the ~1% salient weights in fp16 and quantizes the rest",
+                        "AWQ's paper starts from that observation but scales the salient channels up instead, so every "
+                        "weight stays int4 (no mixed-precision kernel)",
+                        misconception="AWQ is a mixed-precision format"),
+                 Option("c", "SmoothQuant divides each activation channel by s_j = max|X_j|^α / max|W_j|^(1−α) and "
+                             "multiplies the matching weights by s_j, so both quantize to int8",
+                        "that is SmoothQuant (Xiao et al. 2022); α = 0.5 for OPT and BLOOM"),
+                 Option("d", "GPTQ needs the model's training data and several epochs of fine-tuning",
+                        "GPTQ is post-training: 128 calibration segments, a few GPU hours for 175B",
+                        misconception="accurate quantization needs retraining (QAT)"),
+                 Option("e", "Outlier features (hidden dimensions up to 20× larger) appear in every layer from "
+                             "about 6.7B parameters, which is why naive per-tensor int8 activations fail there",
+                        "LLM.int8()'s finding (Dettmers et al. 2022, Sec. 4)"),
+                 Option("f", "W4A16 formats speed up prefill the most",
+                        "prefill is compute-bound; W4A16 computes in 16-bit, so it mainly speeds small-batch decode",
+                        misconception="fewer bits speed up every phase")),
+        right=lambda: frozenset({"a", "c", "e"}),
+        hints=("Separate the weight-only methods (GPTQ, AWQ) from the one that quantizes activations too.",
+               "GPTQ: error compensation; AWQ: scaling before rounding; SmoothQuant: moving outliers across the matmul.",
+               "Check each option against what the method stores and when it runs (after training or during it)."),
+        worked=lambda: ("**(a), (c), (e)**. (b) is AWQ's motivation, not its method: it scales salient channels so "
+                        "all weights stay int4; (d) GPTQ is post-training with a small calibration set; (f) W4A16 "
+                        "helps memory-bound decode, not compute-bound prefill."),
+    ),
+    SelfAssessed(
+        id="09.9", title="Should we serve our 70B in int4?", difficulty="stretch", minutes=12,
+        formula="memory (memlib.estimate_inference), decode roofline (memlib.serving.quantization), published accuracy",
+        prompt="Your team serves Llama-3-70B in bf16 on pairs of H100s and wants to move to AWQ int4 to cut cost. "
+               "Write the recommendation: what it saves in memory and GPUs, what it does to latency at low load and "
+               "to throughput at high load, what accuracy it costs and how you would check it, and what you would "
+               "quantize next. Then mark your answer against the rubric.",
+        rubric=("Weights about 3.8× smaller (not 4×): one H100 instead of two, or far more KV cache on two",
+                "Batch-1 decode up to ~3.8× faster (memory-bound), less with real kernels",
+                "At high load the step turns compute-bound (crossover ~77 sequences on an H100): no per-step gain; "
+                "the throughput gain comes from the larger batch that fits",
+                "Accuracy: published 4-bit g128 perplexity costs are small on 70B (AWQ: +0.09 on Llama-2-70B), "
+                "but must be checked on the team's own tasks",
+                "Alternatives: W8A8/fp8 for compute-bound load; KV-cache quantization for long contexts"),
+        hints=("Separate memory, latency and throughput: quantization changes each differently.",
+               "weights × 4.156/16; batch-1 step ∝ bytes; crossover = ridge × bits / 16.",
+               "Compute the weights in int4 first with memlib.estimate_inference."),
+        worked=lambda: (f"Weights: {fmt_bytes(_w('llama-3-70b', 'int4-awq'))} in int4 against "
+                        f"{fmt_bytes(_w('llama-3-70b', 'bf16'))} in bf16, so one H100 holds the model with room for "
+                        f"the KV cache. Batch 1: up to {decode_speedup('llama-3-70b', 'h100-80gb', 1, 1024, 'int4-awq', tp=2):.1f}× "
+                        "faster steps on the same two cards (roofline; kernels reach ~3.4×). High load: past about "
+                        f"{decode_crossover_batch('h100-80gb', _AWQ_BITS):.0f} sequences W4A16 saves no time per step, "
+                        "but more sequences fit. Accuracy: AWQ's Table 4 has Llama-2-70B at 3.41 vs 3.32 perplexity; "
+                        "run the team's evals before switching. Next: an fp8 KV cache for long chats; W8A8 or fp8 if "
+                        "the load is compute-bound."),
+    ),
+    Implement(
+        id="09.10", title="Quantize and dequantize one value", difficulty="stretch", minutes=10,
+        formula="symmetric (absmax) quantization: S = absmax / (2^(b−1) − 1), x̂ = S · clamp(round(x / S)) "
+                "(LLM.int8() Sec. 2.1; memlib.serving.quantization.quantize, dequantize)",
+        prompt="Write `round_trip(x, absmax, bits)` returning the value x comes back as after symmetric (absmax) "
+               "quantization to `bits`-bit signed integers and back: the scale S = absmax / (2^(bits−1) − 1) (127 "
+               "for 8 bits: the codes run from −127 to 127), the code round(x / S) (Python's round), the result "
+               "S × code. Tested against `memlib.serving.quantization` on four values and on values drawn at random "
+               "each time you check.",
+        function_name="round_trip", reference_name="memlib.serving.quantization.dequantize(quantize(...))",
+        cases=lambda: [dict(x=0.5, absmax=1.0, bits=8), dict(x=-0.37, absmax=2.54, bits=8),
+                       dict(x=1.1, absmax=3.0, bits=4), dict(x=-0.9, absmax=1.5, bits=3)],
+        held_out=lambda rng: [_round_trip_case(rng) for _ in range(4)],
+        reference=_round_trip,
+        slips=(Slip("2^bits levels", lambda k, w: (k["absmax"] / 2 ** (k["bits"] - 1)) * round(
+                        k["x"] / (k["absmax"] / 2 ** (k["bits"] - 1))),
+                    "a signed b-bit symmetric code runs to 2^(b−1) − 1 (127 for int8), so S = absmax / 127, not / 128"),
+               Slip("truncated", lambda k, w: (k["absmax"] / (2 ** (k["bits"] - 1) - 1)) * int(
+                        k["x"] / (k["absmax"] / (2 ** (k["bits"] - 1) - 1))),
+                    "int() truncates toward zero; quantization rounds to the nearest code")),
+        hints=("The code is the nearest multiple of the step S; dequantizing multiplies it back.",
+               "S = absmax / (2^(bits−1) − 1); return S * round(x / S).",
+               "Write S = absmax / (2 ** (bits - 1) - 1) first."),
+        worked=lambda: ("```python\ndef round_trip(x, absmax, bits):\n"
+                        "    scale = absmax / (2 ** (bits - 1) - 1)\n"
+                        "    return scale * round(x / scale)\n```\n\n"
+                        f"0.5 at 8 bits with absmax 1 comes back as **{_round_trip(dict(x=0.5, absmax=1.0, bits=8)):.5f}**"
+                        " (63.5 rounds to 64, half to even); the error is at most S/2."),
+    ),
+]

@@ -1,0 +1,217 @@
+"""Quantization arithmetic: how a weight becomes a small integer and back, what it costs in bits per
+weight, and when storing fewer bits makes decoding faster.
+
+  affine_params     r = S·(q − Z) (Jacob et al. 2018, arXiv:1712.05877, Sec. 2.1). Symmetric ("absmax"):
+                    Z = 0, S = max|x| / (2^(b−1) − 1), codes in [−127, 127] for 8 bits (Dettmers et al.
+                    2022, LLM.int8(), arXiv:2208.07339, Sec. 2.1: X_i8 = round(127 / max|X| · X)).
+                    Asymmetric ("min/max", zero-point): S = (max − min) / (2^b − 1), Z = round(−min / S),
+                    codes in [0, 2^b − 1]; the range is widened to hold 0 so that 0 is exact (Jacob et al.
+                    2018, Sec. 2.1: "the real value 0 be exactly representable").
+  quantize, dequantize, max_rounding_error
+                    q = clamp(round(x / S) + Z), x̂ = S·(q − Z); round to nearest moves a value in the range
+                    by at most S/2. round() is Python's (half to even), as torch.round.
+  bits_per_weight   b + (scale bits + zero bits) / g for one scale (and zero point) per group of g weights;
+                    per-channel is g = in_features (one scale per output row), per-tensor g = every weight.
+                    A second level (QLoRA's double quantization, Dettmers et al. 2023, arXiv:2305.14314,
+                    Sec. 3) stores the scales in 8 bits with one fp32 constant per 256 of them:
+                    4 + 8/64 + 32/(64·256) = 4.127 bits.
+  decode_crossover_batch
+                    a decode step multiplies every weight once per sequence: 2 FLOPs per weight per sequence
+                    against bits/8 bytes read, so the weight matmuls' arithmetic intensity is 16·B / bits FLOP
+                    per byte at batch B; they turn compute-bound where it reaches the GPU's ridge point (peak
+                    FLOP/s over HBM bytes/s; Williams et al. 2009, roofline; Pope et al. 2022,
+                    arXiv:2211.05102, Sec. 2-3 on small-batch decode being memory-bound): B* = ridge · bits / 16.
+  quantized_decode_bound, decode_speedup
+                    memlib.serving.capacity.decode_bound with the format's bytes; weight-only formats (W4A16,
+                    W8A16) compute in 16-bit, W8A8 (SmoothQuant, Xiao et al. 2022, arXiv:2211.10438) runs its
+                    matmuls on the int8 (or fp8) tensor cores, so its compute roof is that peak. Upper bounds:
+                    dequantization, kernel launches and communication are not counted.
+  LLM_INT8_*        LLM.int8()'s own measured speed against 16-bit (arXiv:2208.07339, App. D, Tables 5-6):
+                    published figures, quoted, not modelled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from memlib._checks import choice, plain, plain_args, positive_float, positive_int
+from memlib.hardware.gpus import get_gpu
+from memlib.serving.capacity import DecodeBound, decode_bound
+from memlib.training.lora import NF4_BITS_PER_PARAM
+
+ACTIVATIONS = ("16-bit", "int8", "fp8")  # the dtype the matmuls run in: W4A16/W8A16, W8A8 (int8 or fp8)
+
+# LLM.int8() (Dettmers et al. 2022, arXiv:2208.07339), App. D.1, Table 5: speed-up over a 16-bit matmul of the first
+# feed-forward layer of GPT-3-shaped models (hidden = 4 x model dimension), by model dimension; < 1 is a slowdown.
+LLM_INT8_MATMUL_SPEEDUP = {  # model dimension: (GPT-3 size, int8 without overhead, vector-wise, LLM.int8())
+    768: ("Small", 0.99, 0.43, 0.14), 1024: ("Medium", 1.08, 0.49, 0.20), 1536: ("Large", 1.43, 0.74, 0.36),
+    2048: ("XL", 1.61, 0.91, 0.51), 2560: ("2.7B", 1.63, 0.94, 0.64), 4096: ("6.7B", 1.67, 1.18, 0.86),
+    5140: ("13B", 2.13, 1.59, 1.22), 12288: ("175B", 2.29, 2.00, 1.81),
+}
+# Same paper, App. D.2, Table 6: BLOOM-176B end to end in Hugging Face, ms per generated token at batch 1 / 8 / 32.
+LLM_INT8_BLOOM_MS_PER_TOKEN = {
+    "bfloat16, 8 x A100 80GB": (239, 32, 9.94), "LLM.int8(), 8 x A100 80GB": (253, 34, 10.44),
+    "LLM.int8(), 4 x A100 80GB": (246, 33, 9.40), "LLM.int8(), 3 x A100 80GB": (247, 33, 9.11),
+}
+# SmoothQuant (Xiao et al. 2022, arXiv:2211.10438), Table 10: GPU latency (ms) of a batch of 4 in PyTorch on an A100.
+SMOOTHQUANT_LATENCY_MS = {  # (OPT-13B at 256, 512 tokens, OPT-30B at 256, 512 tokens)
+    "FP16": (152.6, 296.3, 343.0, 659.9), "LLM.int8()": (237.1, 371.5, 387.9, 654.9),
+    "SmoothQuant-O3": (112.1, 223.1, 227.6, 458.4),
+}
+
+
+@dataclass(frozen=True)
+class AffineParams:
+    """One scale S and zero point Z for a group of values: x̂ = S·(q − Z), q an integer in [qmin, qmax]."""
+
+    scale: float
+    zero_point: int
+    qmin: int
+    qmax: int
+    bits: int
+    symmetric: bool
+
+    @property
+    def max_error(self) -> float:
+        """The largest rounding error of a value inside the range: half a step, S/2."""
+        return self.scale / 2
+
+
+def _values(values) -> list[float]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"values must be a list of numbers, got {type(values).__name__}")
+    out = []
+    for v in values:
+        v = plain(v)  # numpy scalars (a row of a numpy array) as Python numbers
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"values must be finite numbers, got {v!r}")
+        out.append(float(v))
+    if not out:
+        raise ValueError("values is empty: there is no range to quantize")
+    return out
+
+
+@plain_args
+def affine_params(values, bits: int = 8, symmetric: bool = True) -> AffineParams:
+    """Scale and zero point for `values` at `bits` (module docstring: Jacob et al. 2018; LLM.int8() Sec. 2.1).
+
+    symmetric=True: absmax, Z = 0, codes in [−(2^(b−1) − 1), 2^(b−1) − 1]. symmetric=False: min/max with
+    the range widened to include 0, Z = round(−min / S), codes in [0, 2^b − 1]."""
+    xs = _values(values)
+    bits = positive_int("bits", bits, maximum=16)
+    if bits < 2:
+        raise ValueError(f"bits must be at least 2 (one bit has no symmetric range), got {bits}")
+    if symmetric:
+        qmax = 2 ** (bits - 1) - 1
+        absmax = max(abs(x) for x in xs)
+        if absmax == 0:
+            raise ValueError("every value is 0: absmax quantization has no range (scale would be 0)")
+        return AffineParams(absmax / qmax, 0, -qmax, qmax, bits, True)
+    lo, hi = min(min(xs), 0.0), max(max(xs), 0.0)
+    if hi == lo:
+        raise ValueError("every value is 0: min/max quantization has no range (scale would be 0)")
+    qmax = 2 ** bits - 1
+    scale = (hi - lo) / qmax
+    return AffineParams(scale, min(max(round(-lo / scale), 0), qmax), 0, qmax, bits, False)
+
+
+def quantize(values, params: AffineParams) -> list[int]:
+    """q = clamp(round(x / S) + Z, qmin, qmax) for each value (Jacob et al. 2018, Sec. 2.1)."""
+    if not isinstance(params, AffineParams):
+        raise ValueError(f"params must be an AffineParams (from affine_params), got {type(params).__name__}")
+    return [min(max(round(x / params.scale) + params.zero_point, params.qmin), params.qmax) for x in _values(values)]
+
+
+def dequantize(codes, params: AffineParams) -> list[float]:
+    """x̂ = S·(q − Z) for each integer code."""
+    if not isinstance(params, AffineParams):
+        raise ValueError(f"params must be an AffineParams (from affine_params), got {type(params).__name__}")
+    if isinstance(codes, (str, bytes)) or not hasattr(codes, "__iter__"):
+        raise ValueError(f"codes must be a list of integers, got {type(codes).__name__}")
+    out = []
+    for q in codes:
+        q = plain(q)
+        if isinstance(q, bool) or not isinstance(q, int) or not params.qmin <= q <= params.qmax:
+            raise ValueError(f"codes must be integers in [{params.qmin}, {params.qmax}], got {q!r}")
+        out.append(params.scale * (q - params.zero_point))
+    return out
+
+
+def max_rounding_error(params: AffineParams) -> float:
+    """S/2: round to nearest moves a value inside the range by at most half a step."""
+    if not isinstance(params, AffineParams):
+        raise ValueError(f"params must be an AffineParams (from affine_params), got {type(params).__name__}")
+    return params.max_error
+
+
+@plain_args
+def bits_per_weight(bits: int, group_size: int, scale_bits: int = 16, zero_bits: int = 0,
+                    scale_group_size: int | None = None, scale_scale_bits: int = 32) -> float:
+    """Storage bits per weight: bits + (scale_bits + zero_bits) / group_size (module docstring).
+
+    group_size: weights sharing one scale (128 for GPTQ/AWQ "g128", in_features for per-channel, the whole
+    tensor for per-tensor). scale_group_size: QLoRA's double quantization, the scales themselves quantized to
+    scale_bits with one scale_scale_bits constant per scale_group_size of them (64 and 256, fp32)."""
+    bits = positive_int("bits", bits, maximum=32)
+    g = positive_int("group_size", group_size)
+    extra = positive_int("scale_bits", scale_bits, maximum=32) + positive_int("zero_bits", zero_bits, allow_zero=True,
+                                                                               maximum=32)
+    out = bits + extra / g
+    if scale_group_size is not None:
+        out += positive_int("scale_scale_bits", scale_scale_bits, maximum=64) / (
+            g * positive_int("scale_group_size", scale_group_size))
+    return out
+
+
+NF4_DOUBLE_QUANT_BITS = NF4_BITS_PER_PARAM  # 4 + 8/64 + 32/(64·256) = 4.127 (memlib.training.lora)
+
+
+def _peak_tflops(gpu, activations: str) -> float:
+    g = get_gpu(gpu)
+    peak = {"16-bit": g.bf16_tflops or g.fp16_tflops, "int8": g.int8_tops, "fp8": g.fp8_tflops}[activations]
+    if not peak:
+        raise ValueError(f"{g.name} has no {activations} tensor-core peak in the catalog")
+    return float(peak)
+
+
+@plain_args
+def decode_crossover_batch(gpu, bits: float, activations: str = "16-bit") -> float:
+    """The batch at which a decode step's weight matmuls turn compute-bound: ridge · bits / 16 (module docstring).
+
+    bits: storage bits per weight (16 for bf16, ~4.16 for int4 g128); activations: the dtype the matmuls run in
+    ("16-bit" for weight-only W4A16/W8A16, "int8" or "fp8" for W8A8). KV-cache reads are not counted: they add
+    bytes that grow with the batch and push the crossover later."""
+    bits = positive_float("bits", bits, maximum=64.0)
+    choice("activations", activations, ACTIVATIONS)
+    g = get_gpu(gpu)
+    ridge = _peak_tflops(g, activations) * 1e12 / g.memory_bandwidth_bytes_per_s
+    return ridge * bits / 16
+
+
+@plain_args
+def quantized_decode_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = "bf16",
+                           activations: str = "16-bit", kv_cache: str = "bf16", tp: int = 1) -> DecodeBound:
+    """decode_bound with the matmuls' compute roof set by `activations`: 16-bit (weight-only formats), or the
+    int8/fp8 tensor-core peak for W8A8 (SmoothQuant). The bytes are `weights`' storage (estimate_inference)."""
+    choice("activations", activations, ACTIVATIONS)
+    b = decode_bound(model, gpu, batch, context_len, weights, kv_cache, tp)
+    if activations == "16-bit":
+        return b
+    return dataclasses.replace(b, peak_flops=_peak_tflops(gpu, activations) * 1e12)
+
+
+@plain_args
+def decode_speedup(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = "int4-awq",
+                   activations: str = "16-bit", baseline: str = "bf16", kv_cache: str = "bf16", tp: int = 1) -> float:
+    """How much shorter the decode step's roofline gets: baseline step / quantized step (upper bound: the
+    dequantization in the kernel, which can make W4A16 slower than 16-bit at large batch, is not counted)."""
+    base = decode_bound(model, gpu, batch, context_len, baseline, kv_cache, tp)
+    return base.step_s / quantized_decode_bound(model, gpu, batch, context_len, weights, activations, kv_cache,
+                                                tp).step_s
+
+
+__all__ = ["ACTIVATIONS", "AffineParams", "affine_params", "quantize", "dequantize", "max_rounding_error",
+           "bits_per_weight", "NF4_DOUBLE_QUANT_BITS", "decode_crossover_batch", "quantized_decode_bound",
+           "decode_speedup", "LLM_INT8_MATMUL_SPEEDUP", "LLM_INT8_BLOOM_MS_PER_TOKEN", "SMOOTHQUANT_LATENCY_MS"]

@@ -1,0 +1,228 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: jupyter,slideshow,tags,-user_expressions
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# # 09 · deep dive · 深入：量化
+#
+# The material behind [notebook 09](09_quantization.ipynb)'s answer, for a second reading: more follow-up
+# questions, the fact-check of the claims that circulate, and the papers' accuracy and speed tables quoted
+# with their table numbers.
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+from IPython.display import Markdown, display
+
+from memlib import estimate_inference, fits, fmt_bytes, get_gpu, get_model, max_batch
+from memlib.explain import markdown_table
+from memlib.serving import decode_bound
+from memlib.serving.inference import kv_cache_bytes
+from memlib.serving.quantization import (LLM_INT8_BLOOM_MS_PER_TOKEN, LLM_INT8_MATMUL_SPEEDUP, NF4_DOUBLE_QUANT_BITS,
+                                         SMOOTHQUANT_LATENCY_MS, affine_params, bits_per_weight,
+                                         decode_crossover_batch, decode_speedup)
+
+MODEL, GPU, CTX, SHORT = "llama-2-70b", "h100-80gb", 4096, 256   # as on the core page
+FORMATS = ("bf16", "int8", "int4-awq", "nf4")
+m, g = get_model(MODEL), get_gpu(GPU)
+table5, table6, sq10 = dict(LLM_INT8_MATMUL_SPEEDUP), dict(LLM_INT8_BLOOM_MS_PER_TOKEN), dict(SMOOTHQUANT_LATENCY_MS)
+
+
+def GB(n_bytes):
+    """GB (1e9), labelled."""
+    return f"{n_bytes / 1e9:,.1f} GB"
+
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## More follow-up questions · 更多追问
+#
+# ### PTQ or QAT?
+#
+# **Post-training quantization** takes a trained model and a small calibration set and quantizes it in
+# minutes to hours: GPTQ calibrates on 128 random 2,048-token segments of C4 and quantizes a 175B model in
+# about four GPU hours (arXiv:2210.17323, Sec. 5). **Quantization-aware training** puts the rounding in the
+# forward pass (a straight-through estimator in the backward) and trains on: better at very low bit-widths,
+# but it costs a training run of the full model, with its 16 bytes per parameter of states. For LLMs at 8 and
+# 4 bits, PTQ (GPTQ, AWQ, SmoothQuant) is the default; QAT is for 2-3 bits or when a vendor ships a
+# quantized checkpoint it trained for.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### NF4 or int4 g128?
+
+# %% tags=["nbval-check-output"]
+w4 = {w: estimate_inference(m, 1, CTX, weights=w).weight_bytes for w in ("int4-awq", "nf4")}   # memlib
+print({w: fmt_bytes(b) for w, b in w4.items()}, round(bits_per_weight(4, 128, 16, 4), 4), round(NF4_DOUBLE_QUANT_BITS, 4))
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+display(Markdown(
+    f"The same memory: {GB(w4['int4-awq'])} (int4 g128 with zero-points, {bits_per_weight(4, 128, 16, 4):.3f} bits) "
+    f"against {GB(w4['nf4'])} (NF4 with double quantization, {NF4_DOUBLE_QUANT_BITS:.3f} bits). NF4's 16 levels are "
+    "quantiles of a normal distribution, a good fit for weights, and it needs no calibration: it is what QLoRA "
+    "fine-tunes on (bitsandbytes dequantizes each weight to 16-bit for the matmul). GPTQ and AWQ checkpoints "
+    "are calibrated once and served with fused W4A16 kernels (vLLM's Marlin, AWQ's GEMM/GEMV), which is why "
+    "they, not NF4, are what serving engines load."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What does weight quantization leave untouched? The KV cache
+
+# %% tags=["nbval-check-output"]
+kv = {c: kv_cache_bytes(m, 32, CTX, kv_cache=c) for c in ("bf16", "fp8")}   # memlib.serving.inference.kv_cache_bytes
+step = {w: decode_bound(m, GPU, 32, CTX, weights=w, tp=2) for w in ("int8", "int4-awq")}  # 32 chats of 4k, two H100s
+long = step["int4-awq"]
+print({c: fmt_bytes(b) for c, b in kv.items()}, f"KV share of the bytes read: {long.kv_bytes / long.bytes_read:.0%}")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+kv_saved = (kv["bf16"] - kv["fp8"]) / 2                                    # per GPU, tensor parallel 2
+w_saved = step["int8"].weight_bytes - step["int4-awq"].weight_bytes        # per GPU
+display(Markdown(
+    f"32 chats of {CTX:,} tokens keep {GB(kv['bf16'])} of bf16 KV cache, as much as the int4 weights, and with "
+    f"int4 weights the cache is **{long.kv_bytes / long.bytes_read:.0%}** of what each decode step reads. An fp8 "
+    f"cache would save {GB(kv_saved)} per GPU per step; int8 → int4 weights saved {GB(w_saved)}: at long contexts "
+    "the cache is the next thing to quantize. It is a separate switch (vLLM's `kv_cache_dtype`), with its own "
+    "accuracy check."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Where does the throughput gain at large batch come from, then?
+
+# %% tags=["nbval-check-output"]
+serve = {}
+for w in ("bf16", "int4-awq"):
+    b = max_batch(m, GPU, CTX, weights=w, tp=2).value                        # memlib.max_batch: what fits
+    serve[w] = (b, decode_bound(m, GPU, b, CTX, weights=w, tp=2).tokens_per_s)
+print({w: (b, round(t)) for w, (b, t) in serve.items()})
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+(b16, t16), (b4, t4) = serve["bf16"], serve["int4-awq"]
+display(Markdown(
+    f"From memory. On two H100s at {CTX:,} tokens, bf16 weights leave room for **{b16}** chats and int4 for "
+    f"**{b4}**: the decode roofline of the whole batch goes from {t16:,.0f} to **{t4:,.0f} tokens/s** "
+    f"({t4 / t16:.1f}×), far more than the per-step gain. In a serving interview, that is the answer to \"does "
+    "int4 speed up a loaded server\": fewer bytes per step, and, above all, more sequences per step."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Is LLM.int8() slower end to end as well?
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+rows = [[f"{d:,}", name, f"{a:.2f}x", f"{v:.2f}x", f"{q:.2f}x"]
+        for d, (name, a, v, q) in table5.items()]
+display(Markdown("Dettmers et al. 2022 (arXiv:2208.07339), App. D.1, **Table 5**, quoted: speed of the first "
+                 "feed-forward matmul against 16-bit (hidden = 4 × model dimension); below 1.00x is a slowdown.\n\n"
+                 + markdown_table(rows, ["model dimension", "GPT-3 size", "int8, no overhead", "vector-wise int8",
+                                         "LLM.int8() (vector-wise + decomposition)"])))
+rows = [[k, *(f"{x:g}" for x in v)] for k, v in table6.items()]
+display(Markdown("Same paper, App. D.2, **Table 6**, quoted: BLOOM-176B in Hugging Face, ms per token.\n\n"
+                 + markdown_table(rows, ["precision, GPUs", "batch 1", "batch 8", "batch 32"])
+                 + "\n\nOn the same eight A100s LLM.int8() is slower at every batch; its gain is memory: the model "
+                 "runs on three or four cards at about the latency of eight. SmoothQuant's Table 10 (PyTorch, "
+                 "batch 4) has LLM.int8() at " + f"{sq10['LLM.int8()'][0]} ms against FP16's "
+                 f"{sq10['FP16'][0]} ms on OPT-13B at 256 tokens, and SmoothQuant-O3 at "
+                 f"{sq10['SmoothQuant-O3'][0]} ms."))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Fact-check · 纠错
+#
+# Claims that circulate about quantization, memlib's figure, and a verdict with its word, so it reads without
+# an emoji font (✅ right · ⚠️ partly · ❌ wrong).
+
+# %% tags=["nbval-check-output"]
+W = {w: estimate_inference(m, 1, CTX, weights=w).weight_bytes for w in ("bf16", "int8", "int4-awq")}
+on_4090 = fits(estimate_inference(m, 1, CTX, weights="int4-awq"), "rtx-4090")            # memlib.fits
+x_b1 = decode_speedup(m, GPU, 1, SHORT, "int4-awq", tp=2)                                 # memlib, batch 1
+x_big = decode_speedup(m, GPU, 1024, SHORT, "int4-awq", tp=2)                             # batch 1,024
+x_w8a8 = decode_speedup(m, GPU, 1024, SHORT, "int8", "int8", tp=2)
+sym = affine_params([-1.0, 0.5, 1.0])
+g128 = bits_per_weight(4, 128, 16, 4) - 4
+ratios = [i / b - 1 for i, b in zip(table6["LLM.int8(), 8 x A100 80GB"], table6["bfloat16, 8 x A100 80GB"])]
+slow = (min(ratios), max(ratios))   # the paper's Table 6, quoted: LLM.int8() vs bf16 on the same 8 GPUs
+print(f"bf16/int4 {W['bf16'] / W['int4-awq']:.2f}, int8/bf16 {W['int8'] / W['bf16']:.3f}, 4090 margin "
+      f"{on_4090.margin_gib:+.1f} GiB, batch 1 {x_b1:.2f}x, batch 1024 {x_big:.2f}x, W8A8 {x_w8a8:.2f}x, "
+      f"g128 +{g128:.3f} bits, S/2 = {sym.max_error:.5f}")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+facts = [
+    ["int4 makes the model 4× smaller", "common interview answer", f"{W['bf16'] / W['int4-awq']:.2f}× "
+     "(weights of Llama-2-70B)", "⚠️ partly", "the scales cost bits and the embeddings and head stay 16-bit; "
+     "the KV cache does not shrink at all"],
+    ["\"cut the memory needed for inference by half\"", "LLM.int8() abstract (arXiv:2208.07339)",
+     f"int8 / bf16 = {W['int8'] / W['bf16']:.3f}", "✅ right", "one fp32 scale per row adds 0.4%"],
+    ["A 70B model at 4 bits runs on one 24 GB gaming GPU", "forum answers", f"{on_4090.margin_gib:+.1f} GiB on an "
+     "RTX 4090", "❌ wrong", f"the weights alone are {GB(W['int4-awq'])}; it takes two 24 GB cards"],
+    ["Quantization always makes inference faster", "common interview answer", f"int4 W4A16 {x_b1:.2f}× at batch 1, "
+     f"{x_big:.2f}× at batch 1,024", "❌ wrong", "only while decode is memory-bound; LLM.int8() is slower than fp16 "
+     "below the 13B shape (Table 5)"],
+    ["\"TinyChat on RTX 4090 (3.4x faster than FP16)\"", "mit-han-lab/llm-awq README", f"roofline {x_b1:.2f}× "
+     "(Llama-2-70B, batch 1)", "✅ right", "below the bytes-ratio ceiling of W4A16, as a measured kernel should be"],
+    ["W8A8 speeds up large batches and prefill, weight-only does not", "SmoothQuant, Sec. 5.3", f"W8A8 {x_w8a8:.2f}× "
+     f"vs W4A16 {x_big:.2f}× at batch 1,024", "✅ right", "int8 tensor cores double the compute roof; weight-only "
+     "formats still compute in 16-bit"],
+    ["\"BLOOM-176B with LLM.int8() is about 15% to 23% slower than the fp16 version\"",
+     "Hugging Face blog, *A Gentle Introduction to 8-bit Matrix Multiplication* (2022)", f"quoted: paper Table 6, 253 vs 239 ms/token on "
+     f"8 A100s ({ratios[0]:.0%})", "⚠️ partly", f"the blog's figure; the paper's own end to end on 8 cards is {slow[0]:.0%}-{slow[1]:.0%} "
+     "slower, and its matmuls run at 0.14×-0.86× of fp16 below the 13B shape"],
+    ["\"group-size 128 (≈ 0.15 extra bits)\"", "GPTQ (arXiv:2210.17323), Sec. 5", f"+{g128:.3f} bits (scale + 4-bit zero)",
+     "✅ right", "16/128 for the fp16 scale, 4/128 for the zero-point"],
+    ["NF4 stores exactly 4 bits per weight", "common reading of QLoRA", f"{NF4_DOUBLE_QUANT_BITS:.3f} bits "
+     "(double quantization), 4.5 without", "⚠️ partly", "one absmax per 64 weights; double quantization cuts "
+     "it to 0.127 bits (QLoRA Sec. 3)"],
+    ["Symmetric int8 is off by at most absmax/254", "LLM.int8(), Sec. 2.1", f"S/2 = {sym.max_error:.5f} for absmax 1",
+     "✅ right", "half a step of 1/127, for values inside the range"],
+]
+display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## The papers' accuracy tables · 论文精度表
+#
+# memlib does not model accuracy. These are the papers' own measurements, quoted (lower perplexity is
+# better; accuracy in %).
+#
+# **GPTQ** (Frantar et al. 2022, arXiv:2210.17323), **Table 3**, OPT, WikiText-2 perplexity (selected columns):
+#
+# | OPT | bits | 6.7B | 13B | 30B | 66B | 175B |
+# |---|---|---|---|---|---|---|
+# | full | 16 | 10.86 | 10.13 | 9.56 | 9.34 | 8.34 |
+# | RTN | 4 | 12.10 | 11.32 | 10.98 | 110 | 10.54 |
+# | GPTQ | 4 | 11.39 | 10.31 | 9.63 | 9.55 | 8.37 |
+# | RTN | 3 | 5.8e3 | 3.4e3 | 1.6e3 | 6.1e3 | 7.3e3 |
+# | GPTQ | 3 | 14.86 | 11.61 | 10.27 | 14.16 | 8.68 |
+#
+# **AWQ** (Lin et al. 2023, arXiv:2306.00978), **Table 4**, Llama-2, WikiText-2 perplexity:
+#
+# | Llama-2 | 7B | 13B | 70B |
+# |---|---|---|---|
+# | FP16 | 5.47 | 4.88 | 3.32 |
+# | INT3 g128 RTN | 6.66 | 5.52 | 3.98 |
+# | INT3 g128 GPTQ-R | 6.42 | 5.41 | 3.86 |
+# | INT3 g128 AWQ | 6.24 | 5.32 | 3.74 |
+# | INT4 g128 RTN | 5.73 | 4.98 | 3.46 |
+# | INT4 g128 GPTQ | 5.69 | 4.98 | 3.42 |
+# | INT4 g128 GPTQ-R | 5.63 | 4.99 | 3.43 |
+# | INT4 g128 AWQ | 5.60 | 4.97 | 3.41 |
+#
+# **SmoothQuant** (Xiao et al. 2022, arXiv:2211.10438), **Table 4**, W8A8, average zero-shot accuracy
+# (OPT/BLOOM: WinoGrande, HellaSwag, PIQA, LAMBADA; GLM-130B: LAMBADA, MMLU, MNLI, QNLI):
+#
+# | method | OPT-175B | BLOOM-176B | GLM-130B |
+# |---|---|---|---|
+# | FP16 | 71.6% | 68.2% | 73.8% |
+# | W8A8 (naive, per-tensor dynamic) | 32.3% | 64.2% | 26.9% |
+# | LLM.int8() | 71.4% | 68.0% | 73.8% |
+# | SmoothQuant-O3 | 71.1% | 67.4% | 72.8% |
+#
+# and **Table 6**, LLaMA W8A8 with SmoothQuant (α = 0.8), WikiText-2 perplexity: 7B 11.51 → 11.56, 13B
+# 10.05 → 10.08, 30B 7.53 → 7.56, 65B 6.17 → 6.20.
+#
+# What they say together: plain rounding (RTN) at 4 bits costs a little on large models and much on small
+# ones (OPT-66B's 110 is an outlier the GPTQ paper flags); at 3 bits it collapses, where GPTQ and AWQ still
+# work. Naive W8A8 destroys OPT-175B (32.3% from 71.6%); migrating the outliers (SmoothQuant) or keeping
+# them in fp16 (LLM.int8()) recovers it. The perplexities are not comparable across tables: GPTQ's and
+# SmoothQuant's LLaMA setups differ from AWQ's.
