@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import math
+
 import pytest
 
 import memlib
@@ -118,7 +120,9 @@ def test_min_gpus_65b_full_finetuning_needs_15_a100s_not_16():
     assert r.count == 15 and r.count % 8
     assert plan("llama-65b", "a100-80gb", 14, allow_offload=False).feasible == []
     assert plan("llama-65b", "a100-80gb", 15, allow_offload=False).feasible
-    assert r.searched == list(range(1, 16)) and "14 has no feasible layout" in r.method
+    # counts below ceil(16 psi / allowed) = 13 cannot hold the states: the search starts there
+    floor = math.ceil(16 * psi / allowed)
+    assert floor == 13 and r.searched == list(range(floor, 16)) and "14 has no feasible layout" in r.method
     assert r.to_dict()["searched"] == r.searched
 
 

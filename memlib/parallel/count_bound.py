@@ -48,3 +48,23 @@ def nothing_fits(model, gpu, task: str, plan_kw: dict, tps: list[int]) -> str | 
     return (f"no count fits: even with the model states sharded over {_DP:,} GPUs and every layer split to the "
             f"most (tp {max(tps)}, pp 1 or {layers}), one GPU needs at least {best / 2**30:,.1f} GiB of "
             f"activations, logits and temporaries; {limit / 2**30:,.1f} GiB fit")
+
+
+def state_floor_count(model, gpu, task: str, plan_kw: dict) -> int:
+    """The fewest GPUs that can hold the model states at all: ceil(states / the largest peak `fits` accepts).
+
+    Every layout divides the states at most evenly over its GPUs (ZeRO-3 over all of them; tp and pp
+    split the layers they own, the distributed optimizer keeps more), so a count below this bound has
+    no feasible layout whatever else it does. Full fine-tuning without offload only (LoRA's frozen base
+    and offloaded states follow other rules): 1 otherwise, or when the estimate cannot be made."""
+    if task != "full" or plan_kw.get("allow_offload") or plan_kw.get("offload", "none") != "none":
+        return 1
+    est_kw = {k: v for k, v in plan_kw.items() if k not in _PLAN_ONLY}
+    fit_kw = {k: plan_kw[k] for k in ("cuda_context_bytes", "allocator_headroom") if k in plan_kw}
+    try:
+        limit = max_peak_bytes(gpu, **fit_kw)
+        states = min(estimate_training(model, precision=precision, **est_kw).model_state_bytes
+                     for precision in plan_kw.get("precisions") or ("bf16-mixed", "fp16-mixed", "fp32"))
+    except ValueError:
+        return 1
+    return max(1, -(-states // limit)) if limit > 0 else 1

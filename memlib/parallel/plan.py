@@ -407,14 +407,19 @@ def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offloa
         r = results[count]
         return MinGpusResult(r.model, r.gpu, r.count, r.task, r.feasible, r.infeasible, list(searched), method)
 
-    for count in range(1, min(exhaustive, max_count) + 1):
+    from memlib.parallel.count_bound import state_floor_count
+    floor = state_floor_count(model, gpu, task, plan_kw)  # fewer GPUs cannot hold the model states at all
+    if floor > max_count:
+        return none_fit()
+    for count in range(floor, min(exhaustive, max_count) + 1):
         if attempt(count):
             below = f"; {count - 1} has no feasible layout" if count > 1 else ""
-            return answer(count, f"every count from 1 to {count} planned{below}")
+            start = f"from {floor} (fewer cannot hold the model states)" if floor > 1 else "from 1"
+            return answer(count, f"every count {start} to {count} planned{below}")
     if max_count <= exhaustive:
         return none_fit()
     # whole nodes beyond the exhaustive window: double, then bisect the number of nodes
-    lo = exhaustive // per_node  # nodes known not to fit (every count up to `exhaustive` failed)
+    lo = max(exhaustive, floor - 1) // per_node  # nodes known not to fit (planned, or below the states floor)
     nodes = lambda k: min(k * per_node, max_count)  # noqa: E731  the cap is the last "node"
     hi = lo + 1
     while not attempt(nodes(hi)):
@@ -427,13 +432,15 @@ def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offloa
             hi = mid
         else:
             lo = mid
-    first = max(lo * per_node, exhaustive) + 1
+    first = max(lo * per_node, exhaustive, floor - 1) + 1
     for count in range(first, nodes(hi)):
         if attempt(count):
             break
     else:
         count = nodes(hi)
-    return answer(count, f"every count from 1 to {exhaustive} planned; beyond, whole nodes of {per_node} "
+    window = (f"counts below {floor} cannot hold the model states" if floor > exhaustive
+              else f"every count from {floor} to {exhaustive} planned")
+    return answer(count, f"{window}; beyond, whole nodes of {per_node} "
                          f"bisected (assumes: if k nodes do not fit, no count up to k nodes does): "
                          f"{lo * per_node} GPUs do not fit, {nodes(hi)} do; then every count from {first} "
                          f"planned: {count} is the fewest")
