@@ -7,9 +7,12 @@ from memlib.serving.capacity import (
     vllm_max_concurrency,
 )
 from memlib.serving.inference import InferenceEstimate, estimate_inference, max_batch, max_context
+from memlib.serving.techniques import (littles_law_concurrency, speculative_expected_tokens, speculative_speedup,
+                                       token_forwards)
 
 __all__ = [
     "InferenceEstimate", "estimate_inference", "max_batch", "max_context", "DecodeBound", "decode_bound",
     "decode_tokens_per_s_upper_bound", "paged_kv_blocks", "paged_kv_waste_bytes",
     "vllm_default_max_num_batched_tokens", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
+    "token_forwards", "littles_law_concurrency", "speculative_expected_tokens", "speculative_speedup",
 ]
