@@ -94,9 +94,9 @@ a_a100, a_h100 = f"{r2(chats(A100, 2, 'bf16'))}", f"{r2(chats(H100, 8, 'bf16'))}
 # ## 2. The 30-second answer · 30 秒回答
 #
 # > **EN** Serving memory is weights plus KV cache, and the cache decides how many users fit.
-# > Llama-3-70B's cache costs ≈ {eval}`a_kv` KiB per token, so an 8k chat needs {eval}`a_chat`;
-# > after {eval}`a_w` of bf16 weights, two A100s hold about {eval}`a_a100` chats, eight H100s about
-# > {eval}`a_h100`. Levers: fp8 or int4 weights, an fp8 cache, more GPUs in one tensor-parallel group.
+# > Llama-3-70B's cache costs ≈ {eval}`a_kv` KiB per token; an 8k chat needs {eval}`a_chat`.
+# > After {eval}`a_w` of bf16 weights, two A100s hold about {eval}`a_a100` chats, eight H100s about
+# > {eval}`a_h100`. Levers: fp8 or int4 weights, an fp8 cache, wider tensor parallelism.
 # > Caveat: that count is worst-case, every chat at full length; real chats average shorter, so a
 # > server admits more and preempts when memory runs out.
 #
@@ -175,17 +175,18 @@ s1_low = f"{1 - cap_a100 / (80 * 2**30):.1%}"
 
 # %% tags=["nbval-check-output"]
 numel = m.hidden_size * m.intermediate_size   # one MLP matrix, 8192 -> 28672
-# memlib.inference.quantized_linear_bytes: every buffer of a format (weights, scales, zeros)
+# memlib.inference.quantized_linear_bytes: every buffer (weights, scales, zeros)
 bits = {k: 8 * quantized_linear_bytes(m.hidden_size, m.intermediate_size, f) / numel
         for k, f in FORMATS.items()}
 # memlib.estimate_inference(weights=...): every tensor in its stored format
 weights = {k: estimate_inference(m, 1, CTX, weights=f) for k, f in FORMATS.items()}
+emb = weights["bf16"].weight_parts["embedding"] + weights["bf16"].weight_parts["lm_head"]
 for k, e in weights.items():
-    print(f"{k:>10}: {bits[k]:6.3f} bits per projection weight, model {GB(e.weight_bytes)}")
+    print(f"{k:>10}: {bits[k]:6.3f} bits per projection weight, "
+          f"model {GB(e.weight_bytes)}")
 print(f"int4 AWQ: {bits['int4 (AWQ)']:.3f} bits = 4 + 16/128 + 4/128")
 
-# %%
-emb = weights["bf16"].weight_parts["embedding"] + weights["bf16"].weight_parts["lm_head"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
 s2_emb = f"{GB(emb)}"
 s2_fp8 = f"{pct(weights['fp8'].weight_bytes, 70e9)}"
 s2_int4 = f"{pct(weights['int4 (AWQ)'].weight_bytes, 35e9)}"
@@ -234,11 +235,13 @@ s3_x, s3_held = f"{work[False] / work[True]:.0f}", f"{GB(held, 2)}"
 # %% tags=["nbval-check-output"]
 heads = {"MHA": m.num_heads, "GQA": m.num_kv_heads, "MQA": 1}
 # memlib.inference.gqa_kv_bytes_per_token: 2 x layers x kv_heads x head_dim x bytes
-per_tok = {k: gqa_kv_bytes_per_token(m.num_layers, h, m.head_dim) for k, h in heads.items()}
+per_tok = {k: gqa_kv_bytes_per_token(m.num_layers, h, m.head_dim)
+           for k, h in heads.items()}
 kv_tok = kv_bytes_per_token(m)                # memlib.inference.kv_bytes_per_token (bf16)
 per_chat = kv_cache_bytes(m, 1, CTX)          # one full 8k chat
 for k, v in per_tok.items():
-    print(f"{k} ({heads[k]:>2} KV heads): {v:>9,} B per token, {GB(v * CTX, 2)} per 8k chat")
+    print(f"{k} ({heads[k]:>2} KV heads): {v:>9,} B per token, "
+          f"{GB(v * CTX, 2)} per 8k chat")
 print(f"fp8 cache: {kv_bytes_per_token(m, kv_cache='fp8'):,} B per token")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -285,18 +288,20 @@ s5_kv = f"{m.num_kv_heads}"
 
 # %% tags=["nbval-check-output"]
 # memlib.max_batch: the largest batch memlib.fits() each GPU (peak + context + 5%)
-a100_rows = {(k, kv): chats(A100, 2, f, kv) for k, f in FORMATS.items() for kv in ("bf16", "fp8")}
+a100_rows = {(k, kv): chats(A100, 2, f, kv)
+             for k, f in FORMATS.items() for kv in ("bf16", "fp8")}
+n_bf16 = a100_rows[("bf16", "bf16")]
 for k in FORMATS:
     print(f"weights {k:>10}: {a100_rows[(k, 'bf16')]:>3} chats with a bf16 cache, "
           f"{a100_rows[(k, 'fp8')]:>3} with fp8")
 chunked = estimate_inference(m, 7, CTX, weights="bf16", tp=2, prefill_tokens=CHUNK_A100)
 whole = estimate_inference(m, 7, CTX, weights="bf16", tp=2)   # 7 prompts at once
-print(f"prefill workspace per GPU: {GB(chunked.activation_bytes, 2)} in {CHUNK_A100:,}-token "
-      f"chunks, {GB(whole.activation_bytes)} for 7 whole prompts")
+print(f"prefill workspace per GPU: {GB(chunked.activation_bytes, 2)} in "
+      f"{CHUNK_A100:,}-token chunks, {GB(whole.activation_bytes)} for 7 whole prompts")
 
-# %%
-n_bf16 = a100_rows[("bf16", "bf16")]
-s6_n, s6_fp8, s6_int8 = f"{n_bf16}", f"{a100_rows[('fp8', 'bf16')]}", f"{a100_rows[('int8', 'bf16')]}"
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+s6_n, s6_fp8 = f"{n_bf16}", f"{a100_rows[('fp8', 'bf16')]}"
+s6_int8 = f"{a100_rows[('int8', 'bf16')]}"
 s6_fp8kv, s6_int4 = f"{a100_rows[('fp8', 'fp8')]}", f"{a100_rows[('int4 (AWQ)', 'fp8')]}"
 s6_chunk, s6_whole = f"{GB(chunked.activation_bytes, 2)}", f"{GB(whole.activation_bytes)}"
 
@@ -315,11 +320,14 @@ s6_chunk, s6_whole = f"{GB(chunked.activation_bytes, 2)}", f"{GB(whole.activatio
 # of profiled prefill and context ≈ **5 GB** of cache ÷ 1.34 GB ≈ **4 chats** in bf16.
 
 # %% tags=["nbval-check-output"]
-# memlib.serving: vLLM's Worker.determine_available_memory and its "Maximum concurrency" log
-budget = {k: vllm_kv_cache_budget_bytes(m, A100, weights=f, tp=2) for k, f in FORMATS.items()}
-conc = {k: vllm_max_concurrency(m, A100, CTX, weights=f, tp=2) for k, f in FORMATS.items()}
+# memlib.serving: vLLM's determine_available_memory and "Maximum concurrency" log
+budget = {k: vllm_kv_cache_budget_bytes(m, A100, weights=f, tp=2)
+          for k, f in FORMATS.items()}
+conc = {k: vllm_max_concurrency(m, A100, CTX, weights=f, tp=2)
+        for k, f in FORMATS.items()}
 for k in FORMATS:
-    print(f"weights {k:>10}: KV budget {G(budget[k], 2)} per GPU, concurrency {conc[k]:.2f}x")
+    print(f"weights {k:>10}: KV budget {G(budget[k], 2)} per GPU, "
+          f"concurrency {conc[k]:.2f}x")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s7_u, s7_b = f"{VLLM_GPU_MEMORY_UTILIZATION}", f"{G(budget['bf16'])}"
@@ -341,13 +349,15 @@ s7_c, s7_c8 = f"{conc['bf16']:.1f}", f"{conc['fp8']:.0f}"
 
 # %% tags=["nbval-check-output"]
 h100_rows = {}
-for k, f, kv in (("bf16", "bf16", "bf16"), ("bf16", "bf16", "fp8"), ("fp8", "fp8-block", "fp8")):
-    h100_rows[(k, kv)] = (chats(H100, 8, f, kv), 2 * chats(H100, 4, f, kv))  # memlib.max_batch
+for k, f, kv in (("bf16", "bf16", "bf16"), ("bf16", "bf16", "fp8"),
+                 ("fp8", "fp8-block", "fp8")):
+    # memlib.max_batch: one tp 8 group, or two tp 4 replicas
+    h100_rows[(k, kv)] = (chats(H100, 8, f, kv), 2 * chats(H100, 4, f, kv))
     print(f"weights {k:>4}, KV {kv:>4}: tp 8 {h100_rows[(k, kv)][0]:>3} chats; "
           f"2 x tp 4 {h100_rows[(k, kv)][1]:>3}")
-
-# %%
 t8, t4 = h100_rows[("bf16", "bf16")]
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
 s8_t8, s8_t4 = f"{t8}", f"{t4}"
 s8_w8, s8_w4 = f"{GB(tp_est[8].weight_bytes)}", f"{GB(tp_est[4].weight_bytes)}"
 s8_fp8 = f"{min(h100_rows[('fp8', 'fp8')])}"
@@ -370,14 +380,16 @@ s8_fp8 = f"{min(h100_rows[('fp8', 'fp8')])}"
 cases = {"A100 x2, 1 chat": (A100, 2, 1), f"A100 x2, {n_bf16} chats": (A100, 2, n_bf16),
          "H100 x8, 1 chat": (H100, 8, 1), f"H100 x8, {t8} chats": (H100, 8, t8)}
 # memlib.serving.decode_bound: (weights + KV read per GPU) / bandwidth, or FLOPs / peak
-dec = {k: decode_bound(m, g, n, CTX, weights="bf16", tp=tp) for k, (g, tp, n) in cases.items()}
+dec = {k: decode_bound(m, g, n, CTX, weights="bf16", tp=tp)
+       for k, (g, tp, n) in cases.items()}
 for k, d in dec.items():
     print(f"{k:>18}: {GB(d.bytes_read)} per GPU per step, {d.step_s * 1e3:5.1f} ms, "
           f"<= {d.tokens_per_s_per_sequence:3.0f} tok/s per chat")
-
-# %%
 full8, one8 = dec[f"H100 x8, {t8} chats"], dec["H100 x8, 1 chat"]
-s9_one, s9_each = f"{one8.tokens_per_s_per_sequence:.0f}", f"{full8.tokens_per_s_per_sequence:.0f}"
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+s9_one = f"{one8.tokens_per_s_per_sequence:.0f}"
+s9_each = f"{full8.tokens_per_s_per_sequence:.0f}"
 s9_all = f"{full8.tokens_per_s:,.0f}"
 s9_a100 = f"{dec[f'A100 x2, {n_bf16} chats'].tokens_per_s_per_sequence:.0f}"
 s9_bound, s9_ratio = f"{full8.bound}", f"{full8.compute_s / full8.memory_s:.0%}"
@@ -397,13 +409,19 @@ s9_ms = f"{full8.memory_s * 1e3:.0f} ms"
 # Per-GPU memory at the largest batch that fits (`memlib.viz.breakdown_bars`, linear scale).
 
 # %% tags=["nbval-check-output"]
-setups = {"A100 bf16": (A100, 2, "bf16", "bf16"), "A100 fp8": (A100, 2, "fp8-block", "bf16"),
-          "A100 fp8+KV8": (A100, 2, "fp8-block", "fp8"), "H100 tp8": (H100, 8, "bf16", "bf16"),
-          "H100 tp4": (H100, 4, "bf16", "bf16"), "H100 fp8+KV8": (H100, 8, "fp8-block", "fp8")}
-at_max = {lab: estimate_inference(m, max(chats(g, tp, w, kv), 1), CTX, weights=w, kv_cache=kv,
-                                  tp=tp, prefill_tokens=vllm_default_max_num_batched_tokens(g))
-          for lab, (g, tp, w, kv) in setups.items()}   # memlib.estimate_inference at max_batch
-print({k: e.setup.batch for k, e in at_max.items()})
+setups = {"A100 bf16": (A100, 2, "bf16", "bf16"),
+          "A100 fp8": (A100, 2, "fp8-block", "bf16"),
+          "A100 fp8+KV8": (A100, 2, "fp8-block", "fp8"),
+          "H100 tp8": (H100, 8, "bf16", "bf16"), "H100 tp4": (H100, 4, "bf16", "bf16"),
+          "H100 fp8+KV8": (H100, 8, "fp8-block", "fp8")}
+# memlib.estimate_inference at the largest batch (memlib.max_batch)
+at_max = {lab: estimate_inference(m, max(chats(g, tp, w, kv), 1), CTX, weights=w,
+                                  kv_cache=kv, tp=tp,
+                                  prefill_tokens=vllm_default_max_num_batched_tokens(g))
+          for lab, (g, tp, w, kv) in setups.items()}
+for gpu in ("A100", "H100"):
+    row = [f"{k} {e.setup.batch}" for k, e in at_max.items() if gpu in k]
+    print("chats:", ", ".join(row))
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.4))
@@ -422,11 +440,14 @@ plt.show()
 # %% tags=["nbval-check-output"]
 m31 = get_model("llama-3.1-70b")
 contexts = [2**k for k in range(10, 18)]
-sweep_setups = {"8×H100 bf16": (H100, 8, "bf16", "bf16"), "8×H100 fp8+KV8": (H100, 8, "fp8-block", "fp8"),
-                "2×A100 fp8+KV8": (A100, 2, "fp8-block", "fp8"), "2×A100 bf16": (A100, 2, "bf16", "bf16")}
+sweep_setups = {"8×H100 bf16": (H100, 8, "bf16", "bf16"),
+                "8×H100 fp8+KV8": (H100, 8, "fp8-block", "fp8"),
+                "2×A100 fp8+KV8": (A100, 2, "fp8-block", "fp8"),
+                "2×A100 bf16": (A100, 2, "bf16", "bf16")}
 by_context = {lab: [chats(g, tp, w, kv, context=c, model=m31) for c in contexts]
               for lab, (g, tp, w, kv) in sweep_setups.items()}   # memlib.max_batch
-print({lab: (v[0], v[3], v[-1]) for lab, v in by_context.items()})
+for lab, v in by_context.items():
+    print(f"{lab:>15}: {v[0]:>5} chats at 1k, {v[3]:>4} at 8k, {v[-1]:>3} at 128k")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(7, 3.4))
@@ -450,13 +471,14 @@ ServingPlayground(model=MODEL, gpu=A100, tp=2)
 # ### 追问 1 · TTFT, TPOT, throughput, QPS, p99: where does memory come in?
 
 # %% tags=["nbval-check-output"]
-AVG, QPS, TTFT = 2048, 5.0, 0.5   # assumed: 2k-token chats, 5 requests/s, 0.5 s to first token
+AVG, QPS, TTFT = 2048, 5.0, 0.5   # assumed: 2k-token chats, 5 req/s, 0.5 s to 1st token
 n_avg = chats(H100, 8, "bf16", context=AVG)                            # memlib.max_batch
 tpot = decode_bound(m, H100, n_avg, AVG, weights="bf16", tp=8).step_s  # shortest TPOT
 latency = TTFT + REPLY * tpot                      # each request's time in the server
 need = littles_law_concurrency(QPS, latency)       # memlib.serving: L = lambda x W
-most = littles_law_arrival_rate(n_avg, latency)    # memlib.cost.conventions: lambda = L / W
-print(f"{n_avg} chats of {AVG:,} fit; TPOT >= {tpot * 1e3:.0f} ms; latency {latency:.1f} s")
+most = littles_law_arrival_rate(n_avg, latency)    # memlib.cost.conventions: L / W
+print(f"{n_avg} chats of {AVG:,} fit; TPOT >= {tpot * 1e3:.0f} ms; "
+      f"latency {latency:.1f} s")
 print(f"{QPS:g} req/s need {need:.0f} in flight; memory caps it at {most:.1f} req/s")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -488,7 +510,7 @@ f1_reply = f"{REPLY}"
 # ### 追问 3 · Speculative decoding: how much faster, and what memory?
 
 # %% tags=["nbval-check-output"]
-ALPHA, GAMMA = 0.8, 4                 # assumed: acceptance rate, tokens the draft proposes
+ALPHA, GAMMA = 0.8, 4                 # assumed: acceptance rate, draft tokens per step
 draft = get_model("llama-3.1-8b")     # a typical draft for Llama-3.x-70B
 per_step = speculative_expected_tokens(ALPHA, GAMMA)   # memlib.serving: Leviathan eq. 1
 c = (decode_bound(draft, H100, 1, CTX, weights="bf16", tp=8).step_s
@@ -497,7 +519,7 @@ gain = speculative_speedup(ALPHA, GAMMA, c)            # Leviathan Theorem 3.8
 draft_w = estimate_inference(draft, 1, CTX, weights="bf16", tp=8).weight_bytes
 draft_kv = kv_bytes_per_token(draft, tp=8) / kv_bytes_per_token(m, tp=8)
 print(f"{per_step:.2f} tokens per target step; draft step = {c:.2f} target; {gain:.2f}x")
-print(f"draft: {GB(draft_w, 2)} per GPU, its KV = {draft_kv:.0%} of the target's per token")
+print(f"draft: {GB(draft_w, 2)} per GPU; KV per token {draft_kv:.0%} of the target's")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 f3_tok, f3_c, f3_gain = f"{per_step:.2f}", f"{c:.2f}", f"{gain:.1f}"
