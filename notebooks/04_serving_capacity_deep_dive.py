@@ -152,7 +152,8 @@ d2_prefix, d2_pre = f"{GB(prefix_bytes)}", f"{PREFIX:,}"
 # hardware, least flexible (a rebuild per change). **TGI** (Hugging Face) is a Rust router with
 # continuous batching in front of Python model servers that use FlashAttention and paged
 # attention kernels; the memory arithmetic above applies unchanged, only the reservation flags
-# differ (`--max-batch-total-tokens` instead of `gpu_memory_utilization`).
+# differ (`--cuda-memory-fraction`, `--max-batch-total-tokens`, instead of vLLM's
+# `gpu_memory_utilization`).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What do kernel fusion and CUDA graphs buy?
