@@ -113,8 +113,7 @@ a_a100, a_h100 = f"{r2(chats(A100, 2, 'bf16'))}", f"{r2(chats(H100, 8, 'bf16'))}
 # > **中文** 推理显存 = 权重 + KV cache，能服务多少用户由 KV cache 决定。Llama-3-70B 每个 token 的
 # > KV cache 约 {eval}`a_kv` KiB，一个 8k 对话要 {eval}`a_chat`；两张 A100 放下 {eval}`a_w` 的 bf16
 # > 权重后约能放 {eval}`a_a100` 个对话，八张 H100 约 {eval}`a_h100` 个。手段：fp8 或 int4 权重、fp8
-# > KV cache、更多卡张量并行。注意：这是最坏情况，每个对话都到满长度；实际更短，服务器会多接纳，
-# > 显存不够时再抢占。
+# > KV cache、更多卡张量并行。注意：这是最坏情况，每个对话都到满长度；实际更短，服务器会多接纳，显存不够时再抢占。
 #
 # The long answer follows: every figure above is derived in section 5.
 
