@@ -18,7 +18,8 @@
 #
 # Companion to `notebooks/04_serving_capacity.ipynb`: the KV cache per token with GQA, quantized
 # weights split over GPUs, the chats that fit, vLLM's reservation, PagedAttention's blocks, the
-# layout of eight GPUs and the decode speed limit. Each exercise says its difficulty (warm-up ·
+# layout of eight GPUs, the decode speed limit, speculative decoding and MHA converted to GQA. Most
+# numeric exercises change the notebook's setup: derive them with its method. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("04.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"987.6 GB"`, `"919.8 GiB"`, `"98.7 ms"`; a plain number means the unit the question
@@ -61,7 +62,7 @@ check("04.2", answer)
 # *Your reasoning here.*
 
 # %% [markdown]
-# ## 04.3 · int4 weights per A100
+# ## 04.3 · int4 Llama-2-70B per A100
 
 # %%
 show("04.3")
@@ -94,7 +95,7 @@ check("04.5", answer)
 # hint("04.5")
 
 # %% [markdown]
-# ## 04.6 · What vLLM leaves for the cache
+# ## 04.6 · What vLLM leaves for the cache: fp8 at 0.95
 
 # %%
 show("04.6")
@@ -155,6 +156,28 @@ check("04.10", answer)
 # %%
 marks = ...  # your marks here, after check() shows the rubric: one True/False per point (6 in order)
 mark("04.10", marks)
+
+# %% [markdown]
+# ## 04.11 · Speculative decoding: the expected speed-up
+
+# %%
+show("04.11")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7x" or 98.7
+check("04.11", answer)
+# hint("04.11")
+
+# %% [markdown]
+# ## 04.12 · An MHA checkpoint converted to GQA
+
+# %%
+show("04.12")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
+check("04.12", answer)
+# hint("04.12")
 
 # %% [markdown]
 # ## Your score

@@ -36,8 +36,11 @@
 # 3. [03 · When the model does not fit](03_when_the_model_does_not_fit.ipynb) (seed 003)
 #    Quantization, TP/PP, ZeRO, offload and recompute, and how to combine them.
 # 4. [04 · How many 8k chats can Llama-3-70B serve?](04_serving_capacity.ipynb) Weights by
-#    precision, the KV cache per token with GQA, PagedAttention's blocks, tensor parallelism, what
+#    precision, the KV cache (prefill and decode; MHA, MQA, GQA), tensor parallelism, serving
+#    metrics and Little's law, continuous batching, speculative decoding, what
 #    vLLM's gpu_memory_utilization reserves, and the decode speed limit, on 2 × A100 80GB and 8 × H100.
+#    Its [deep dive](04_serving_capacity_deep_dive.ipynb): vLLM and SGLang inside, prefix caching,
+#    kernel fusion and CUDA graphs, the fact-check and every layout.
 # 5. [05 · DeepSeek-V3: serve and fine-tune a 671B MoE](05_moe_memory.ipynb) Every expert resident
 #    (fp8 weights), FLOPs from the 37B active, MLA's latent cache vs full K/V vs GQA, tensor vs expert
 #    parallelism with data-parallel attention on 8 × H200, full fine-tuning with ZeRO-3 + expert

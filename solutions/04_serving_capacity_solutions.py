@@ -18,7 +18,8 @@
 #
 # Companion to `notebooks/04_serving_capacity.ipynb`: the KV cache per token with GQA, quantized
 # weights split over GPUs, the chats that fit, vLLM's reservation, PagedAttention's blocks, the
-# layout of eight GPUs and the decode speed limit. Each exercise says its difficulty (warm-up ·
+# layout of eight GPUs, the decode speed limit, speculative decoding and MHA converted to GQA. Most
+# numeric exercises change the notebook's setup: derive them with its method. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("04.k", answer)` grades an answer against a value memlib computes now; numbers may
 # carry units (`"987.6 GB"`, `"919.8 GiB"`, `"98.7 ms"`; a plain number means the unit the question
@@ -76,14 +77,14 @@ check("04.2", answer)
 # <!-- END SOLUTION -->
 
 # %% [markdown]
-# ## 04.3 · int4 weights per A100
+# ## 04.3 · int4 Llama-2-70B per A100
 
 # %%
 show("04.3")
 
 # %%
 # BEGIN SOLUTION
-m = memlib.get_model("llama-3-70b")
+m = memlib.get_model("llama-2-70b")  # Llama-3-70B's projections, a 32,000-token vocabulary
 h, inter, kv = m.hidden_size, m.intermediate_size, m.num_kv_heads * m.head_dim
 projections = m.num_layers * (2 * h * h + 2 * h * kv + 3 * h * inter)  # q, o; k, v; gate, up, down
 bits = 4 + 16 / 128 + 4 / 128  # 4-bit weight, a 16-bit scale and a 4-bit zero per group of 128
@@ -134,15 +135,14 @@ check("04.5", answer)
 solution("04.5")
 
 # %% [markdown]
-# ## 04.6 · What vLLM leaves for the cache
+# ## 04.6 · What vLLM leaves for the cache: fp8 at 0.95
 
 # %%
 show("04.6")
 
 # %%
 # BEGIN SOLUTION
-weights_gib = memlib.estimate_inference("llama-3-70b", weights="bf16", tp=2).weight_bytes / 2**30
-answer = f"{0.9 * 79.15 - weights_gib - 0.23 - 0.5:.2f} GiB"  # the cap, then weights and workspace come off
+answer = f"{0.95 * 79.15 - 33.84 - 0.26 - 0.5:.2f} GiB"  # the cap, then weights and workspace come off
 # END SOLUTION
 check("04.6", answer)
 # hint("04.6")
@@ -230,6 +230,41 @@ check("04.10", answer)
 marks = [True, True, True, True, True, True]  # every rubric point is covered above
 # END SOLUTION
 mark("04.10", marks)
+
+# %% [markdown]
+# ## 04.11 · Speculative decoding: the expected speed-up
+
+# %%
+show("04.11")
+
+# %%
+# BEGIN SOLUTION
+a, g, c = 0.7, 5, 0.1
+tokens = (1 - a ** (g + 1)) / (1 - a)  # 1 + a + ... + a^g: the accepted drafts plus the target's own
+answer = f"{tokens / (g * c + 1):.2f}x"  # each step: g draft forwards + one target forward
+# END SOLUTION
+check("04.11", answer)
+# hint("04.11")
+
+# %% tags=["solution"]
+solution("04.11")
+
+# %% [markdown]
+# ## 04.12 · An MHA checkpoint converted to GQA
+
+# %%
+show("04.12")
+
+# %%
+# BEGIN SOLUTION
+kv_heads = 40 // 8  # one K and one V head per group of 8 query heads
+answer = f"{2 * 40 * kv_heads * 128 * 2 * 4000 / 1e9:.3f} GB"  # K and V, 40 layers, bf16, 4,000 tokens
+# END SOLUTION
+check("04.12", answer)
+# hint("04.12")
+
+# %% tags=["solution"]
+solution("04.12")
 
 # %% [markdown]
 # ## Your score

@@ -80,6 +80,17 @@ PEAK1 = FP8_70_TP2 + mlp_moment(T2048, 2) + DEQ_FP8  # everything but the cache
 # memlib.fits: peak + 0.5 GiB + 5% of the peak <= capacity; a chat caches KV_70B_TOKEN / 2 x 8,192 per GPU
 CHATS_FP8_A100 = math.floor(((A100_TOTAL - CTX_BYTES) / 1.05 - PEAK1) / (KV_70B_TOKEN / 2 * 8192))
 VLLM_KV_BF16 = int(A100_TOTAL * 0.9) - llama3_70b_bf16(2) - mlp_moment(T2048, 2) - CTX_BYTES
+# 04.3: Llama-2-70B has Llama-3-70B's projections (PROJ3) and a 32,000-token vocabulary (Meta's config.json)
+V2 = 32000
+N2_70 = PROJ3 + 2 * V2 * H3 + NORMS3  # 68,976,648,192 parameters, the published count
+INT4_L2_70_TP2 = PROJ3 * (0.5 + 1 / 256 + 1 / 64) / 2 + 2 * (V2 // 2) * H3 * 2 + NORMS3 * 2
+# 04.6: fp8 weights on 2 x A100 at --gpu-memory-utilization 0.95: the cap, less what the profile run held
+VLLM_KV_FP8_095 = int(A100_TOTAL * 0.95) - PEAK1 - CTX_BYTES
+# 04.11: speculative decoding, a = 0.7, g = 5, draft forward 0.1 of the target's (Leviathan et al. 2023)
+SPEC_TOKENS = 1 + 0.7 + 0.7**2 + 0.7**3 + 0.7**4 + 0.7**5  # = (1 - 0.7^6) / 0.3 = 2.941
+SPEC_SPEEDUP = SPEC_TOKENS / (5 * 0.1 + 1)
+# 04.12: Llama-2-13B (40 layers, 40 heads of 128) pooled in groups of 8 -> 5 KV heads, 4,000 tokens, bf16
+GQA_13B = 2 * 40 * 5 * 128 * 2 * 4000
 DEC_W = llama3_70b_bf16(8, embedding=False)  # a decode step reads every weight but the embedding table
 DEC_KV = 185 * 8192 * KV_70B_TOKEN / 8
 DECODE_185 = (DEC_W + DEC_KV) / 3.35e12
@@ -334,9 +345,10 @@ CASES = [
     ("04.2", ("70GB", GB(KV_70B_TOKEN * 3000)), "incorrect", "is not an error"),
     ("04.2", ("~30", GB(KV_70B_TOKEN * 3000)), "incorrect", "flows into it"),
     ("04.2", ("8GB", GB(8 * KV_70B_TOKEN * 3000)), "incorrect", "hidden size stands in"),
-    ("04.3", GB(INT4_70_TP2), "correct", None),
-    ("04.3", GB(0.5 * 70_553_706_496 / 2), "incorrect", "16-bit embedding and head"),
-    ("04.3", GB(2 * INT4_70_TP2), "incorrect", "total over all 2 GPUs"),
+    ("04.3", GB(INT4_L2_70_TP2), "correct", None),
+    ("04.3", GB(0.5 * N2_70 / 2), "incorrect", "16-bit embedding and head"),
+    ("04.3", GB(2 * INT4_L2_70_TP2), "incorrect", "total over all 2 GPUs"),
+    ("04.3", GB(INT4_70_TP2), "incorrect", None),  # Llama-3-70B's figure: its vocabulary is 4x larger
     ("04.4", CHATS_FP8_A100, "correct", None),
     ("04.4", f"{CHATS_FP8_A100} chats", "correct", None),
     ("04.4", f"{CHATS_FP8_A100} GB", "malformed", "number of GPUs (or of sequences)"),
@@ -346,12 +358,12 @@ CASES = [
     ("04.5", ("b", 2), "incorrect", "more replicas serve more users"),
     ("04.5", ("a", 3), "incorrect", "not for reason 3"),
     ("04.5", ("d", 1), "incorrect", "do not fit one 80 GB GPU"),
-    ("04.6", f"{VLLM_KV_BF16 / GiB:.2f} GiB", "correct", None),
-    ("04.6", f"{(A100_TOTAL - llama3_70b_bf16(2) - mlp_moment(T2048, 2) - CTX_BYTES) / GiB:.2f} GiB", "incorrect",
-     "caps vLLM at 90%"),
-    ("04.6", f"{(0.9 * (A100_TOTAL - llama3_70b_bf16(2)) - mlp_moment(T2048, 2) - CTX_BYTES) / GiB:.2f} GiB",
+    ("04.6", f"{VLLM_KV_FP8_095 / GiB:.2f} GiB", "correct", None),
+    ("04.6", f"{(int(A100_TOTAL * 0.9) - PEAK1 - CTX_BYTES) / GiB:.2f} GiB", "incorrect", "started with 0.95"),
+    ("04.6", f"{(A100_TOTAL - PEAK1 - CTX_BYTES) / GiB:.2f} GiB", "incorrect", "caps vLLM at 95%"),
+    ("04.6", f"{(0.95 * (A100_TOTAL - FP8_70_TP2) - (PEAK1 - FP8_70_TP2) - CTX_BYTES) / GiB:.2f} GiB",
      "incorrect", "the weights count inside it"),
-    ("04.6", f"{VLLM_KV_BF16 / 1e9:.2f} GiB", "incorrect", "unit is not"),
+    ("04.6", f"{VLLM_KV_FP8_095 / 1e9:.2f} GiB", "incorrect", "unit is not"),
     ("04.7", paged_waste_by_hand, "correct", "drawn at random"),
     ("04.7", paged_waste_one_block_too_many, "incorrect", "ceil(n / B)"),
     ("04.8", f"{DECODE_185 * 1e3:.1f} ms", "correct", None),
@@ -363,6 +375,14 @@ CASES = [
     ("04.9", "a, c, f", "incorrect", "1 of your 3 picks"),
     ("04.9", "c", "incorrect", "missing"),
     ("04.10", STUFFED, "submitted", "mark('04.10'"),
+    ("04.11", f"{SPEC_SPEEDUP:.2f}x", "correct", None),
+    ("04.11", f"{SPEC_TOKENS:.2f}x", "incorrect", "divide by g x c + 1"),
+    ("04.11", f"{6 / 1.5:.2f}x", "incorrect", "accepted with probability 0.7"),
+    ("04.11", f"{(SPEC_TOKENS - 1) / 1.5:.2f}x", "incorrect", "the sum starts at 1"),
+    ("04.12", GB(GQA_13B), "correct", None),
+    ("04.12", GB(8 * GQA_13B), "incorrect", "MHA cache"),
+    ("04.12", GB(GQA_13B * 8 / 5), "incorrect", "40 / 8 = 5 KV heads"),
+    ("04.12", f"{GQA_13B / 2 / 1e9:.4f} GB", "incorrect", "both the key and the value"),
     # -- notebook 07: time and cost ----------------------------------------------------------------------
     ("07.1", f"{6 * N7 * 2e12:.4g} FLOPs", "correct", None),
     ("07.1", f"{6 * N7 * 2e12 / 1e21:.1f} ZFLOP", "correct", None),

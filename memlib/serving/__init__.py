@@ -11,6 +11,8 @@ from memlib.serving.quantization import (
     AffineParams, affine_params, bits_per_weight, decode_crossover_batch, decode_speedup, dequantize,
     max_rounding_error, quantize, quantized_decode_bound,
 )
+from memlib.serving.techniques import (littles_law_concurrency, speculative_expected_tokens, speculative_speedup,
+                                       token_forwards)
 
 __all__ = [
     "InferenceEstimate", "estimate_inference", "max_batch", "max_context", "DecodeBound", "decode_bound",
@@ -18,4 +20,5 @@ __all__ = [
     "vllm_default_max_num_batched_tokens", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
     "AffineParams", "affine_params", "quantize", "dequantize", "max_rounding_error", "bits_per_weight",
     "decode_crossover_batch", "quantized_decode_bound", "decode_speedup",
+    "token_forwards", "littles_law_concurrency", "speculative_expected_tokens", "speculative_speedup",
 ]

@@ -1,6 +1,8 @@
 """Exercises for notebook 04: how many 8k chats Llama-3-70B serves on 2 x A100 80GB and on 8 x H100.
 The KV cache per token with GQA, quantized weights split by tensor parallelism, chats that fit, vLLM's
-reservation, PagedAttention's block waste, the layout of eight GPUs and the decode speed limit."""
+reservation, PagedAttention's block waste, the layout of eight GPUs, the decode speed limit, speculative
+decoding's speed-up and an MHA checkpoint converted to GQA. Most numeric exercises change the notebook's
+setup (model, utilization, group count), so the answer is derived with its method, not copied."""
 
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ from memlib.hardware.fit import usable_bytes
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token, kv_cache_bytes, max_batch
 from memlib.models import get_model
-from memlib.serving import (decode_bound, paged_kv_waste_bytes, vllm_default_max_num_batched_tokens,
-                            vllm_kv_cache_budget_bytes, vllm_max_concurrency)
+from memlib.serving import (decode_bound, paged_kv_waste_bytes, speculative_expected_tokens, speculative_speedup,
+                            vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes, vllm_max_concurrency)
 from memlib.units import gib
 
 NOTEBOOK = "04_serving_capacity"
 _M = "llama-3-70b"
+_M2 = "llama-2-70b"  # the same projections, a 32,000-token vocabulary
 _CTX = 8192
 A100, H100 = "a100-80gb", "h100-80gb"
 
@@ -35,16 +38,30 @@ def _chats(gpu: str, tp: int, weights: str = "bf16", kv_cache: str = "bf16", con
                      prefill_tokens=vllm_default_max_num_batched_tokens(gpu)).value
 
 
-def _budget(**kw) -> int:
-    """vLLM's KV budget per GPU for Llama-3-70B bf16 on 2 x A100 (memlib.serving.vllm_kv_cache_budget_bytes)."""
-    return vllm_kv_cache_budget_bytes(_M, A100, weights="bf16", tp=2, **kw)
+def _budget(weights: str = "bf16", **kw) -> int:
+    """vLLM's KV budget per GPU for Llama-3-70B on 2 x A100 (memlib.serving.vllm_kv_cache_budget_bytes)."""
+    return vllm_kv_cache_budget_bytes(_M, A100, weights=weights, tp=2, **kw)
 
 
-def _profile_and_context() -> int:
+def _profile_and_context(weights: str = "bf16") -> int:
     """What vLLM's budget subtracts besides the weights: the profiled prefill's workspace and non-torch memory."""
-    whole_card = _budget(gpu_memory_utilization=1.0)
-    weights = estimate_inference(_M, weights="bf16", tp=2).weight_bytes
-    return usable_bytes(get_gpu(A100)) - weights - whole_card
+    whole_card = _budget(weights, gpu_memory_utilization=1.0)
+    return usable_bytes(get_gpu(A100)) - estimate_inference(_M, weights=weights, tp=2).weight_bytes - whole_card
+
+
+_UTIL, _W6 = 0.95, "fp8-block"  # 04.6: the raised gpu_memory_utilization, fp8 weights
+_ALPHA, _GAMMA, _COST = 0.7, 5, 0.1  # 04.11: acceptance rate, draft tokens per step, draft/target cost
+_GROUPS, _TOKENS12 = 5, 4000  # 04.12: Llama-2-13B's 40 heads pooled in groups of 8; one 4k sequence
+
+
+def _speedup() -> float:
+    """memlib.serving.speculative_speedup of 04.11's setup."""
+    return speculative_speedup(_ALPHA, _GAMMA, _COST)
+
+
+def _gqa_cache(kv_heads: int) -> int:
+    """memlib.serving.inference.kv_cache_bytes of one 4,000-token Llama-2-13B sequence with `kv_heads` KV heads."""
+    return kv_cache_bytes(get_model("llama-2-13b").with_(num_kv_heads=kv_heads), 1, _TOKENS12)
 
 
 # 8 x H100, bf16, 8k chats: chats of each layout = replicas x max_batch(tp)
@@ -152,25 +169,30 @@ EXERCISES = [
                         f"sequences (`memlib.max_batch`), not ~30."),
     ),
     Numeric(
-        id="04.3", title="int4 weights per A100", difficulty="interview", minutes=6,
+        id="04.3", title="int4 Llama-2-70B per A100", difficulty="interview", minutes=6,
         formula="quantized weights per GPU: packed int4 + scales + zeros, 16-bit embedding and head, / tp "
                 "(memlib.estimate_inference(weights='int4-awq', tp=))",
-        prompt="Llama-3-70B quantized with AWQ (int4, group size 128: each projection stores 4-bit weights, a 16-bit "
-               "scale and a 4-bit zero point per group of 128 inputs; the embedding and the output head stay bf16) "
-               "is served with tensor parallelism over 2 A100s. How many bytes of weights does **each** GPU hold?",
-        expected=lambda: estimate_inference(_M, weights="int4-awq", tp=2).weight_bytes, unit="GB", count=2, per="one",
-        slips=(Slip("0.5 byte per parameter", lambda: get_model(_M).num_params * 0.5 / 2,
+        prompt="Llama-2-70B has the projections of Llama-3-70B (80 layers, hidden 8,192, MLP 28,672, 8 KV heads of "
+               "128) but a vocabulary of 32,000 instead of 128,256. Quantized with AWQ (int4, group size 128: each "
+               "projection stores 4-bit weights, a 16-bit scale and a 4-bit zero point per group of 128 inputs; the "
+               "embedding and the output head stay bf16) it is served with tensor parallelism over 2 A100s. How "
+               "many bytes of weights does **each** GPU hold?",
+        expected=lambda: estimate_inference(_M2, weights="int4-awq", tp=2).weight_bytes, unit="GB", count=2,
+        per="one",
+        slips=(Slip("0.5 byte per parameter", lambda: get_model(_M2).num_params * 0.5 / 2,
                     "half a byte for every parameter leaves out the 16-bit embedding and head and the group scales"),),
-        close_advice="count the embedding and the output head (128,256 x 8,192 each) in 16-bit, and "
+        close_advice="count the embedding and the output head (32,000 x 8,192 each) in 16-bit, and "
                      "4 + 16/128 + 4/128 = 4.156 bits per projection weight",
-        hints=("Quantization shrinks the projections only; what stays 16-bit is a large share of a 4-bit model.",
+        hints=("Quantization shrinks the projections only; the notebook's int4 Llama-3-70B differs only in its "
+               "16-bit embedding and head.",
                "per GPU = [projections x (4 + 16/128 + 4/128) bits + (embedding + head) x 16 bits] / 2.",
                "Split the parameters into projections and embedding + head first (memlib.get_model(...).tensors())."),
         worked=lambda: (lambda e, e1: (
             f"Projections at 4 + 16/128 + 4/128 = {4 + 16 / 128 + 4 / 128:.3f} bits plus the 16-bit embedding and head: {b(e1.weight_bytes)} for the model, "
-            f"**{b(e.weight_bytes)} per GPU** at tp 2 (`estimate_inference(..., weights='int4-awq', tp=2)`), not "
-            f"{b(get_model(_M).num_params * 0.25)} (half a byte per parameter, halved)."))(
-            estimate_inference(_M, weights="int4-awq", tp=2), estimate_inference(_M, weights="int4-awq")),
+            f"**{b(e.weight_bytes)} per GPU** at tp 2 (`estimate_inference('llama-2-70b', weights='int4-awq', "
+            f"tp=2)`), not {b(get_model(_M2).num_params * 0.25)} (half a byte per parameter, halved). Llama-3-70B's "
+            "4x larger vocabulary costs it about 3.2 GB more per GPU."))(
+            estimate_inference(_M2, weights="int4-awq", tp=2), estimate_inference(_M2, weights="int4-awq")),
     ),
     Numeric(
         id="04.4", title="8k chats on 2 x A100 with fp8 weights", difficulty="interview", minutes=8,
@@ -228,31 +250,41 @@ EXERCISES = [
               "all-reduces cross eight GPUs, so benchmark it against two tp 4 replicas."),
     ),
     Numeric(
-        id="04.6", title="What vLLM leaves for the cache", difficulty="interview", minutes=8,
+        id="04.6", title="What vLLM leaves for the cache: fp8 at 0.95", difficulty="interview", minutes=8,
         formula="vLLM KV budget = total x gpu_memory_utilization - weights - profiled peak - non-torch "
                 "(memlib.serving.vllm_kv_cache_budget_bytes)",
-        prompt="vLLM serves Llama-3-70B in bf16 with tensor parallelism over 2 A100 80GB (torch sees 79.15 GiB each), "
-               "default `gpu_memory_utilization=0.9`. Its profiling forward of 2,048 tokens peaks at about 0.23 GiB "
-               "of activations per GPU, and 0.5 GiB per GPU is held outside torch. How many GiB per GPU does vLLM "
-               "give the KV cache?",
-        expected=lambda: _budget(), unit="GiB", tolerance=0.05, count=2, per="one",
-        slips=(Slip("the whole card", lambda: _budget(gpu_memory_utilization=1.0),
-                    "gpu_memory_utilization caps vLLM at 90% of the card: a tenth is left unused"),
-               Slip("90% of what the weights leave",
-                    lambda: 0.9 * (usable_bytes(get_gpu(A100)) - estimate_inference(_M, weights="bf16", tp=2)
-                                   .weight_bytes) - _profile_and_context(),
-                    "the 90% applies to the whole card, and the weights count inside it"),
-               Slip("no profiled workspace", lambda: _budget() + _profile_and_context(),
+        prompt="vLLM serves Llama-3-70B with fp8 block-quantized weights (33.84 GiB per GPU) and a bf16 KV cache, "
+               "tensor parallel over 2 A100 80GB (torch sees 79.15 GiB each), started with "
+               "`--gpu-memory-utilization 0.95`, as the notebook suggests for a tight fit. Its profiling "
+               "forward of 2,048 tokens peaks at about 0.26 GiB of activations per GPU (the fp8 copy of the MLP "
+               "input included), and 0.5 GiB per GPU is held outside torch. How many GiB per GPU does vLLM give "
+               "the KV cache?",
+        expected=lambda: _budget(_W6, gpu_memory_utilization=_UTIL), unit="GiB", tolerance=0.01, count=2,
+        per="one",
+        slips=(Slip("the default 0.9", lambda: _budget(_W6),
+                    "that is the default reservation; this server was started with 0.95"),
+               Slip("the whole card", lambda: _budget(_W6, gpu_memory_utilization=1.0),
+                    "gpu_memory_utilization caps vLLM at 95% of the card: 5% is left unused"),
+               Slip("95% of what the weights leave",
+                    lambda: _UTIL * (usable_bytes(get_gpu(A100)) - estimate_inference(_M, weights=_W6, tp=2)
+                                     .weight_bytes) - _profile_and_context(_W6),
+                    "the 95% applies to the whole card, and the weights count inside it"),
+               Slip("no profiled workspace",
+                    lambda: _budget(_W6, gpu_memory_utilization=_UTIL) + _profile_and_context(_W6),
                     "vLLM subtracts the peak of its profiling run and the memory outside torch too")),
         hints=("vLLM allows itself a fraction of the card; weights and workspace come out of that allowance first.",
-               "KV = 0.9 x total - weights per GPU - profiled activations - non-torch memory.",
-               "Weights per GPU are 141.1 GB / 2; convert everything to GiB before subtracting."),
-        worked=lambda: (f"0.9 x {gib(usable_bytes(get_gpu(A100))):.2f} GiB - "
-                        f"{gib(estimate_inference(_M, weights='bf16', tp=2).weight_bytes):.2f} GiB of weights - "
-                        f"{gib(_profile_and_context()):.2f} GiB (profiled prefill + outside torch) = "
-                        f"**{gib(_budget()):.2f} GiB** per GPU (`memlib.serving.vllm_kv_cache_budget_bytes`): "
-                        f"vLLM logs a maximum concurrency of "
-                        f"{vllm_max_concurrency(_M, A100, _CTX, weights='bf16', tp=2):.2f}x for 8k requests."),
+               "KV = 0.95 x total - weights per GPU - profiled activations - non-torch memory.",
+               "Everything is already in GiB: subtract from 0.95 x 79.15."),
+        worked=lambda: (f"0.95 x {gib(usable_bytes(get_gpu(A100))):.2f} GiB - "
+                        f"{gib(estimate_inference(_M, weights=_W6, tp=2).weight_bytes):.2f} GiB of weights - "
+                        f"{gib(_profile_and_context(_W6)):.2f} GiB (profiled prefill + outside torch) = "
+                        f"**{gib(_budget(_W6, gpu_memory_utilization=_UTIL)):.2f} GiB** per GPU "
+                        f"(`memlib.serving.vllm_kv_cache_budget_bytes(..., gpu_memory_utilization=0.95)`), against "
+                        f"{gib(_budget(_W6)):.2f} GiB at the default 0.9: vLLM would log a maximum concurrency of "
+                        f"{vllm_max_concurrency(_M, A100, _CTX, weights=_W6, tp=2, gpu_memory_utilization=_UTIL):.2f}x"
+                        " for 8k requests instead of "
+                        f"{vllm_max_concurrency(_M, A100, _CTX, weights=_W6, tp=2):.2f}x: the extra 5% of the card "
+                        "is room for that many more 8k chats, at the price of less slack for anything else."),
     ),
     Implement(
         id="04.7", title="PagedAttention's last block", difficulty="stretch", minutes=10,
@@ -384,5 +416,58 @@ EXERCISES = [
             "prefill on, prefix caching for shared system prompts), against two tp 4 replicas."))(
             _chats(H100, 8, "fp8-block", "fp8"),
             decode_bound(_M, H100, 300, _CTX, weights="fp8-block", kv_cache="fp8", tp=8)),
+    ),
+    Numeric(
+        id="04.11", title="Speculative decoding: the expected speed-up", difficulty="interview", minutes=8,
+        formula="speed-up = (1 - a^(g+1)) / (1 - a) / (g c + 1) (Leviathan et al. 2023, eq. 1 and Theorem 3.8; "
+                "memlib.serving.speculative_speedup)",
+        prompt="A Llama-3-70B server adds a small draft model for speculative decoding. Each step the draft "
+               "proposes g = 5 tokens, each accepted with probability a = 0.7 independently, and the target "
+               "verifies them in one forward, keeping the accepted prefix plus one token of its own. One draft "
+               "forward costs a tenth of a target forward (both are memory-bound: about the ratio of the bytes "
+               "they read). What is the expected speed-up of decoding? Answer as a factor, e.g. `\"1.5x\"`.",
+        expected=lambda: _speedup(), unit="x", tolerance=0.02,
+        slips=(Slip("draft for free", lambda: speculative_expected_tokens(_ALPHA, _GAMMA),
+                    "those are the tokens per target step; the draft's five forwards cost half a target forward "
+                    "more, so divide by g x c + 1"),
+               Slip("all accepted", lambda: (_GAMMA + 1) / (_GAMMA * _COST + 1),
+                    "each draft token is accepted with probability 0.7, and a rejection ends the step"),
+               Slip("no token of the target's own", lambda: (speculative_expected_tokens(_ALPHA, _GAMMA) - 1)
+                    / (_GAMMA * _COST + 1),
+                    "the target always adds one token (a correction or the next one): the sum starts at 1"),
+               Slip("sum stops at a^(g-1)", lambda: (1 - _ALPHA ** _GAMMA) / (1 - _ALPHA) / (_GAMMA * _COST + 1),
+                    "g proposals give g + 1 terms, 1 + a + ... + a^g")),
+        hints=("A step yields 1 + (accepted drafts) tokens and costs one target forward plus g draft forwards.",
+               "expected tokens per step = 1 + a + a^2 + ... + a^g = (1 - a^(g+1)) / (1 - a); cost = g c + 1.",
+               "Compute 0.7^6 first."),
+        worked=lambda: (f"Expected tokens per target forward: (1 - 0.7^6) / (1 - 0.7) = "
+                        f"{speculative_expected_tokens(_ALPHA, _GAMMA):.3f} "
+                        f"(`memlib.serving.speculative_expected_tokens`); each step costs 5 x 0.1 + 1 = 1.5 target "
+                        f"forwards, so the speed-up is **{_speedup():.2f}x** (`memlib.serving.speculative_speedup`). "
+                        "The memory: the draft's weights and its own KV cache come off the chats the server holds, "
+                        "and at a full batch decode nears compute-bound, so the gain shrinks."),
+    ),
+    Numeric(
+        id="04.12", title="An MHA checkpoint converted to GQA", difficulty="interview", minutes=6,
+        formula="KV bytes = 2 x layers x kv_heads x head_dim x bytes x tokens, kv_heads = heads / group size "
+                "(Ainslie et al. 2023; memlib.serving.inference.kv_cache_bytes)",
+        prompt="Llama-2-13B is a multi-head (MHA) model: 40 layers, 40 query heads and 40 key/value heads of "
+               "dimension 128. Following Ainslie et al. (2023) you mean-pool its key and value heads in groups of "
+               "8 query heads and uptrain it for a few percent of its pre-training. How many bytes of bf16 KV cache "
+               "does one 4,000-token sequence take after the conversion (one GPU, no tensor parallelism)?",
+        expected=lambda: _gqa_cache(_GROUPS), unit="GB",
+        slips=(Slip("not converted", lambda: _gqa_cache(40), "that is the MHA cache: every query head keeps its K, V"),
+               Slip("group size as KV heads", lambda: _gqa_cache(8),
+                    "groups of 8 query heads leave 40 / 8 = 5 KV heads, not 8"),
+               Slip("MQA", lambda: _gqa_cache(1), "one KV head for all is MQA; GQA keeps one per group"),
+               Slip("K only", lambda: _gqa_cache(_GROUPS) / 2, "both the key and the value are cached")),
+        hints=("Mean-pooling keeps one key head and one value head per group of query heads.",
+               "KV heads = 40 / 8; bytes = 2 x 40 layers x KV heads x 128 x 2 bytes x 4,000 tokens.",
+               "Find the number of KV heads after the conversion first."),
+        worked=lambda: (f"40 / 8 = 5 KV heads: 2 x 40 x 5 x 128 x 2 B = {_gqa_cache(_GROUPS) // _TOKENS12:,} bytes "
+                        f"per token, **{b(_gqa_cache(_GROUPS))}** for 4,000 tokens "
+                        f"(`memlib.serving.inference.kv_cache_bytes` on the model with 5 KV heads), against "
+                        f"{b(_gqa_cache(40))} before: 8x smaller. The weights shrink only by the K and V projections "
+                        "pooled away."),
     ),
 ]

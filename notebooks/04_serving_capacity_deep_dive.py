@@ -1,0 +1,404 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: jupyter,slideshow,tags,-user_expressions
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# # 04 · deep dive · 深入：Llama-3-70B 能服务多少个 8k 对话
+#
+# The material behind [notebook 04](04_serving_capacity.ipynb)'s answer, for a second reading: how
+# vLLM and SGLang work inside, prefix caching, kernel fusion and CUDA graphs, MHA to GQA, 128k
+# context, the fact-check of circulating serving claims, every layout's ledger and the decode
+# roofline against the batch.
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %matplotlib inline
+import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
+
+import memlib
+from memlib import estimate_inference, get_gpu, get_model, max_batch
+from memlib.cost.timing import forward_flops_per_token
+from memlib.explain import markdown_table
+from memlib.fit import usable_bytes
+from memlib.inference import kv_bytes_per_token, kv_cache_bytes
+from memlib.serving import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, decode_bound,
+                            paged_kv_blocks, paged_kv_waste_bytes,
+                            vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes,
+                            vllm_max_concurrency)
+from memlib.units import gib
+from memlib.viz import count_sweep
+
+MODEL = "llama-3-70b"
+CTX = 8192
+A100, H100 = "a100-80gb", "h100-80gb"
+FORMATS = {"bf16": "bf16", "fp8": "fp8-block", "int8": "int8", "int4 (AWQ)": "int4-awq"}
+
+
+def GB(n_bytes, digits=1):
+    """GB (1e9), labelled."""
+    return f"{n_bytes / 1e9:,.{digits}f} GB"
+
+
+def G(n_bytes, digits=1):
+    """GiB (2**30), labelled: what torch and nvidia-smi show."""
+    return f"{gib(n_bytes):,.{digits}f} GiB"
+
+
+def chats(gpu, tp, weights, kv_cache="bf16", context=CTX, model=MODEL):
+    """memlib.max_batch with vLLM's default prefill chunk for the GPU."""
+    return max_batch(model, gpu, context, weights=weights, kv_cache=kv_cache, tp=tp,
+                     prefill_tokens=vllm_default_max_num_batched_tokens(gpu)).value
+
+
+# The figures of the core page (04_serving_capacity), computed the same way.
+m, m31 = get_model(MODEL), get_model("llama-3.1-70b")
+a100, h100 = get_gpu(A100), get_gpu(H100)
+cap_a100 = usable_bytes(a100)
+kv_tok, per_chat = kv_bytes_per_token(m), kv_cache_bytes(m, 1, CTX)
+weights = {k: estimate_inference(m, 1, CTX, weights=f) for k, f in FORMATS.items()}
+t8 = chats(H100, 8, "bf16")
+budget_bf16 = vllm_kv_cache_budget_bytes(m, A100, weights="bf16", tp=2)
+full8 = decode_bound(m, H100, t8, CTX, weights="bf16", tp=8)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## More follow-up questions · 更多追问
+#
+# ### How does vLLM schedule, page and preempt?
+
+# %% tags=["nbval-check-output"]
+blocks = paged_kv_blocks(CTX)                          # memlib.serving: ceil(tokens / 16)
+worst = paged_kv_waste_bytes(CTX - VLLM_BLOCK_SIZE + 1, kv_tok)  # 15 empty slots
+short = paged_kv_waste_bytes(100, kv_tok)              # a 100-token chat: 7 blocks
+short_share = short / (short + kv_cache_bytes(m, 1, 100))
+reserve_waste = 1 - kv_cache_bytes(m, 1, 2000) / per_chat  # 8k reserved, 2k used
+# preemption of one 8k chat on 2 x A100 (tp 2): swap its half over PCIe, or re-prefill it
+swap_s = per_chat / 2 / a100.host_link_bytes_per_s
+prefill_s = CTX * forward_flops_per_token(m, CTX) / (2 * a100.bf16_tflops * 1e12)
+print(f"{blocks} blocks per 8k chat; waste at most {worst / 1e6:.1f} MB per chat; "
+      f"100 tokens: {short_share:.0%}")
+print(f"contiguous reservation, 2,000-token chat: {reserve_waste:.0%} empty")
+print(f"preempt one 8k chat: swap {swap_s * 1e3:.0f} ms one way; "
+      f"recompute >= {prefill_s:.1f} s at peak FLOP/s")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+d1_blocks, d1_worst = f"{blocks}", f"{worst / 1e6:.1f} MB"
+d1_short, d1_res = f"{short_share:.0%}", f"{reserve_waste:.0%}"
+d1_swap, d1_pre = f"{swap_s * 1e3:.0f} ms", f"{prefill_s:.1f} s"
+
+# %% [markdown]
+# Each step, vLLM's scheduler (V1: `vllm/v1/core/sched/scheduler.py`) spends a token budget,
+# `max_num_batched_tokens`, over running requests (one decode token each) and waiting ones (their
+# next prefill chunk), up to `max_num_seqs` (256). Its KV cache manager hands each request 16-token
+# blocks from a free pool and keeps a block table, logical block → physical block, that the
+# PagedAttention kernel reads through (Kwon et al. 2023, Sec. 4.2). An 8k chat holds {eval}`d1_blocks`
+# blocks; the only waste is its last block's empty slots, at most {eval}`d1_worst` (a 100-token chat
+# leaves {eval}`d1_short` of its blocks empty), where reserving max_model_len per chat, as
+# pre-vLLM servers did, leaves {eval}`d1_res` of it empty for a 2,000-token chat.
+#
+# When a running request needs a block and none is free, the scheduler **preempts** the most
+# recently admitted one and frees its blocks. The paper offers swapping them to CPU memory or
+# recomputing them (Sec. 4.5); V1 recomputes: the request goes back to the waiting queue and is
+# prefilled again. For one 8k chat on 2 × A100, swapping its half per GPU over PCIe takes about
+# {eval}`d1_swap` each way; the re-prefill needs at least {eval}`d1_pre` of arithmetic at peak.
+# Preemptions show as p99 stalls, not errors: lower `max_num_seqs` or add memory when the log
+# reports them.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What does prefix caching buy, and how does SGLang's RadixAttention differ?
+
+# %% tags=["nbval-check-output"]
+PREFIX = 2048  # a system prompt every chat shares
+# memlib.serving.vllm_max_concurrency: whole chats, or each chat's own part only
+plain = vllm_max_concurrency(m, H100, CTX, weights="bf16", tp=8)
+shared = vllm_max_concurrency(m, H100, CTX - PREFIX, weights="bf16", tp=8)
+prefix_bytes = kv_cache_bytes(m, 1, PREFIX)
+print(f"8 x H100 tp 8: {plain:.1f} chats without, about {shared:.1f} with a shared")
+print(f"{PREFIX:,}-token prefix ({GB(prefix_bytes, 2)} stored once)")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+d2_plain, d2_shared = f"{plain:.0f}", f"{shared:.0f}"
+d2_prefix, d2_pre = f"{GB(prefix_bytes)}", f"{PREFIX:,}"
+
+# %% [markdown]
+# vLLM's automatic prefix caching names each full block by a hash of its tokens and of the blocks
+# before it; a new request whose leading blocks hash alike points its block table at them (ref-
+# counted) and skips their prefill; freed blocks stay cached until evicted, least recently used
+# first. With a {eval}`d2_pre`-token system prompt shared by all chats each stores only its own
+# part: about **{eval}`d2_shared`** chats instead of {eval}`d2_plain` on 8 × H100 (one copy of the
+# prefix, {eval}`d2_prefix`). SGLang's **RadixAttention** (Zheng et al. 2024, Sec. 3) keeps every
+# cached sequence in a radix tree of tokens, so any shared prefix, down to one token, is reused
+# (multi-turn chat, few-shot prompts, tree search); it evicts leaves LRU and schedules the queue
+# longest-shared-prefix first so hits are not evicted before use.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Where do TensorRT-LLM and TGI differ?
+#
+# Both do what vLLM does for memory: paged KV blocks, continuous batching (TensorRT-LLM calls it
+# in-flight batching), chunked prefill, prefix reuse, fp8 and int4 weights. **TensorRT-LLM**
+# (NVIDIA) compiles the model ahead of time into a TensorRT engine for a fixed GPU, precision,
+# tp and maximum batch and length, with hand-fused kernels and fp8 on Hopper; fastest on NVIDIA
+# hardware, least flexible (a rebuild per change). **TGI** (Hugging Face) is a Rust router with
+# continuous batching in front of Python model servers that use FlashAttention and paged
+# attention kernels; the memory arithmetic above applies unchanged, only the reservation flags
+# differ (`--cuda-memory-fraction`, `--max-batch-total-tokens`, instead of vLLM's
+# `gpu_memory_utilization`).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What do kernel fusion and CUDA graphs buy?
+
+# %% tags=["nbval-check-output"]
+one8 = decode_bound(m, H100, 1, CTX, weights="bf16", tp=8)  # memlib.serving.decode_bound
+LAUNCHES, LAUNCH_S = 10 * m.num_layers, 4e-6   # assumed: ~10 kernels a layer, ~4 us each
+print(f"batch-1 step on 8 x H100: roofline {one8.step_s * 1e3:.1f} ms; "
+      f"{LAUNCHES} launches x 4 us = {LAUNCHES * LAUNCH_S * 1e3:.1f} ms")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+d4_step, d4_n = f"{one8.step_s * 1e3:.1f} ms", f"{LAUNCHES}"
+d4_launch = f"{LAUNCHES * LAUNCH_S * 1e3:.1f} ms"
+
+# %% [markdown]
+# memlib does not model launches; the pencil above does, with assumed round figures. A batch-1
+# decode step on 8 × H100 moves its bytes in {eval}`d4_step` at the roofline, yet launching
+# {eval}`d4_n` small kernels one by one costs about {eval}`d4_launch` of CPU time in which the GPU
+# may idle. **Kernel fusion** merges neighbours (q, k, v in one GEMM, residual add + RMSNorm,
+# SwiGLU's gate and up, softmax inside FlashAttention), cutting launches and the HBM round trips of
+# the activations between them. **CUDA graphs** record a whole decode step once per batch size and
+# replay it with one launch: vLLM captures them at startup for a list of batch sizes and logs the
+# memory they take, which comes off the KV budget. Both matter most at small batch, where a step
+# is short; at a full batch the reads dominate.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### MHA to GQA: what the conversion costs and what it buys
+
+# %% tags=["nbval-check-output"]
+for kvh in (64, 16, 8, 1):   # MHA, groups of 4, Llama-3's groups of 8, MQA
+    v = m.with_(name=f"llama-3-70b, {kvh} KV heads", num_kv_heads=kvh)
+    # memlib refuses a tp that does not divide the KV heads: MQA's head is copied
+    n = chats(H100, 8, "bf16", model=v) if kvh >= 8 else "as 8 KV heads"
+    print(f"{kvh:>2} KV heads: {kv_bytes_per_token(v):>9,} B/token, weights "
+          f"{GB(v.num_params * 2)}, chats on 8 x H100: {n}")
+
+# %% [markdown]
+# The weights barely move with the KV heads (only the K and V projections shrink); the cache, and
+# so the chats, moves 8× from MHA to Llama-3's GQA. MQA's single head must be copied on every GPU
+# of a tp 8 group, so per GPU it caches exactly what GQA-8 does: past tp = KV heads, fewer KV heads
+# stop paying. To convert an MHA
+# checkpoint, Ainslie et al. (2023, Sec. 2.1) mean-pool the K and V projection heads of each group
+# into one and continue pre-training for α = 5% of the original steps; GQA-8 then matches MHA's
+# quality closely, MQA less so (their Table 1, T5-XXL).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What changes at 128k context?
+
+# %% tags=["nbval-check-output"]
+long = 131072
+per_long = kv_cache_bytes(m31, 1, long)   # memlib.inference.kv_cache_bytes
+long_rows = {"8 x H100 bf16": chats(H100, 8, "bf16", context=long, model=m31),
+             "8 x H100 fp8 + fp8 KV": chats(H100, 8, "fp8-block", "fp8", context=long,
+                                            model=m31),
+             "2 x A100 fp8 + fp8 KV": chats(A100, 2, "fp8-block", "fp8", context=long,
+                                            model=m31)}
+print(f"one {long:,}-token chat: {GB(per_long)}")
+for k, v in long_rows.items():
+    print(f"{k}: {v} chats")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+d6_chat = f"{GB(per_long)}"
+d6_rows = f"{', '.join(f'{k} **{v}**' for k, v in long_rows.items())}"
+
+# %% [markdown]
+# One 128k chat of Llama-3.1-70B caches **{eval}`d6_chat`** in bf16, a third of the weights. Chats
+# that fit: {eval}`d6_rows`. The cache grows linearly, so 16× the context is 1/16 of the chats;
+# fp8 KV, more GPUs or prefix sharing are the levers. Chunking keeps a 128k prefill's memory
+# small, not its time.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Does memlib's vLLM budget match vLLM's own log?
+
+# %% tags=["nbval-check-output"]
+# vLLM PR #12569: Llama-3.1-70B int8 W8A8 on one 80 GB GPU, --max-model-len 2048,
+# --gpu-memory-utilization 0.98: "# GPU blocks: 1381", "Maximum concurrency ... 10.79x"
+LOG_BLOCKS, LOG_CONC = 1381, 10.79
+LOG_SETUP = dict(weights="int8", max_num_batched_tokens=2048, gpu_memory_utilization=0.98)
+pred_budget = vllm_kv_cache_budget_bytes(m31, H100, **LOG_SETUP)   # memlib.serving
+pred_conc = vllm_max_concurrency(m31, H100, 2048, **LOG_SETUP)
+gap = pred_budget - LOG_BLOCKS * VLLM_BLOCK_SIZE * kv_bytes_per_token(m31)
+print(f"vLLM log {LOG_CONC}x, memlib {pred_conc:.2f}x: "
+      f"memlib's budget is {G(gap, 2)} larger")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+d7_conc, d7_gap = f"{pred_conc:.1f}", f"{G(gap)}"
+d7_lost = f"{gap / (kv_tok // 2 * CTX):.1f}"
+
+# %% [markdown]
+# vLLM shows 10.79× where memlib predicts {eval}`d7_conc`×: vLLM held {eval}`d7_gap` more that
+# memlib does not model (the sampler's buffers of its profiling run, compile caches). On 2 × A100
+# that is {eval}`d7_lost` chats of 8k: read the "Maximum concurrency" line vLLM prints at startup
+# before promising a number.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Fact-check · 纠错
+#
+# Circulating rules of thumb and published claims about serving memory, each quoted with its
+# source, against memlib; the verdict is computed from the two figures (✅ right within 3% ·
+# ⚠️ partly, within 25% · ❌ wrong).
+
+# %% tags=["nbval-check-output"]
+def verdict(claimed, actual, close=0.03, partly=0.25):
+    """'✅ right' within `close`, '⚠️ partly' within `partly`, '❌ wrong' beyond."""
+    off = abs(claimed / actual - 1)
+    return "✅ right" if off <= close else ("⚠️ partly" if off <= partly else "❌ wrong")
+
+
+w31 = {f: estimate_inference(m31, 1, 1024, weights=f).weight_bytes
+       for f in ("bf16", "fp8-block", "int4-awq", "nf4")}
+kv31 = kv_bytes_per_token(m31)
+int8_31 = estimate_inference(m31, 1, 2048, weights="int8").weight_bytes
+wrong_kv = 2 * m.num_layers * m.hidden_size * 2  # the "hidden size" formula
+mlsys_4k = chats(H100, 1, "int4-awq", context=4096)    # one H100, int4, 4k chats
+issue_3k = chats(H100, 4, "fp8-block", context=3000)   # 4 x H100, fp8, 3,000 tokens
+waste_long = worst / per_chat
+db_form = m.hidden_size // m.num_heads * m.num_layers * 2 * 2 * m.num_kv_heads
+# Databricks' MBU at 100%: the weights and the cache of t8 chats over 8 GPUs' bandwidth
+tpot_db = ((weights["bf16"].weight_bytes + t8 * per_chat)
+           / (8 * h100.memory_bandwidth_bytes_per_s))
+fp8_ratio = weights["bf16"].weight_bytes / weights["fp8"].weight_bytes
+print(f"{GB(w31['bf16'])}, {GB(kv31 * 131072, 2)}, {wrong_kv:,} B, {mlsys_4k}, "
+      f"{issue_3k}, {tpot_db * 1e3:.1f} ms, {fp8_ratio:.2f}x")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+HF = "Hugging Face blog, *Llama 3.1 - 405B, 70B & 8B*"
+facts = [
+    ["\"70B … FP16 140 GB\"", HF + ", inference table", GB(w31["bf16"]),
+     verdict(140e9, w31["bf16"]), "2 bytes per parameter"],
+    ["\"70B … FP8 70 GB\"", HF, GB(w31["fp8-block"]), verdict(70e9, w31["fp8-block"]),
+     "embedding and head stay 16-bit"],
+    ["\"70B … INT4 35 GB\"", HF, GB(w31["int4-awq"]), verdict(35e9, w31["int4-awq"]),
+     "16-bit embedding and head, group scales and zeros"],
+    ["\"4-bit loading of the large 70B version takes about 34 GB\"", HF + " (bitsandbytes)",
+     GB(w31["nf4"]), verdict(34e9, w31["nf4"]), "NF4, double quantization"],
+    ["\"In FP16, the KV cache … 70B … 128k tokens 39.06 GB\"", HF,
+     f"{GB(kv31 * 131072, 2)} = {G(kv31 * 131072, 2)}", verdict(39.06e9, kv31 * 131072),
+     "GiB of 128,000 tokens, labelled GB"],
+    ["\"KV cache per token = 2 * num_layers * (num_heads * dim_head) * precision_in_bytes\"",
+     "NVIDIA Technical Blog, *Mastering LLM Techniques: Inference Optimization*",
+     f"{wrong_kv:,} B vs {kv_tok:,} B", verdict(wrong_kv, kv_tok),
+     "right for MHA (its Llama 2 7B example); with GQA use the KV heads"],
+    ["\"KV cache size for 3000 token long sequence is just under 8GB … 4xH100 can fit only ~30\"",
+     "vLLM issue #8089", f"{GB(kv_tok * 3000, 2)}; {issue_3k} fit (fp8, tp 4)",
+     verdict(8e9, kv_tok * 3000), "hidden size for 8 KV heads: 8× too much"],
+    ["\"64 KV heads across 80 layers … roughly 1.25 GB per 1,000 tokens at FP16\"",
+     "gigagpu.com, *LLaMA 3 70B context length VRAM*", GB(kv_tok * 1000, 3),
+     verdict(1.25e9, kv_tok * 1000), "Llama-3-70B has 8 KV heads"],
+    ["\"KV cache per request (4K context): → 160 MB\" … \"≈ 280 concurrent requests max\"",
+     "mlsysim blog, INT4 on one H100", f"{GB(kv_tok * 4096, 2)}; {mlsys_4k} requests",
+     verdict(160e6, kv_tok * 4096), "the cache is 8× larger, the count 8× smaller"],
+    ["\"Assumes 8k context … KV cache 2.68 GB\"", "canitrun.dev, Llama 3.1 70B",
+     GB(per_chat, 2), verdict(2.68e9, per_chat), "GQA-aware: 2 × 80 × 8 × 128 × 2 B × 8,192"],
+    ["\"KV cache size = batch_size * seqlen * (d_model/n_heads) * n_layers * 2 * 2 * n_kv_heads\"",
+     "Databricks, *LLM Inference Performance Engineering*", f"{db_form:,} B per token",
+     verdict(db_form, kv_tok), "the GQA form"],
+    ["\"achieved memory bandwidth is ((total model parameter size + KV cache size) / TPOT)\"",
+     "Databricks, same post", f"at 100%: {tpot_db * 1e3:.1f} ms; memlib {full8.step_s * 1e3:.1f} ms",
+     verdict(tpot_db, full8.step_s), "the decode roofline (memlib skips the embedding)"],
+    ["\"memory waste only happens in the last block … under 4%\"", "vLLM blog, 2023-06-20",
+     f"{waste_long:.2%} (8k); {short_share:.0%} (100 tokens)",
+     "✅ right" if waste_long < 0.04 else "⚠️ partly", "short chats waste more"],
+    ["\"vLLM limits all the memory wastes for a request within one block\"",
+     "Kwon et al. 2023, Sec. 4.3", f"≤ {VLLM_BLOCK_SIZE - 1} tokens ({worst / 1e6:.1f} MB)",
+     "✅ right" if worst == (VLLM_BLOCK_SIZE - 1) * kv_tok else "❌ wrong", "blocks fill in order"],
+    ["\"This flag controls how much VRAM vLLM pre-allocates for KV cache, NOT for model weights\"",
+     "chopratejas/gpu-checkpoint-benchmarks, GPU_MEMORY_EXPLAINED.md",
+     f"KV {G(budget_bf16)} of {G(VLLM_GPU_MEMORY_UTILIZATION * cap_a100)}",
+     verdict(VLLM_GPU_MEMORY_UTILIZATION * cap_a100, budget_bf16),
+     "the fraction caps weights, workspace and cache together"],
+    ["\"Loading model weights took 67.7229 GB\"", "vLLM PR #12569 (Llama-3.1-70B int8)",
+     f"{G(int8_31, 2)} ({GB(int8_31, 2)})", verdict(67.7229 * 2**30, int8_31),
+     "vLLM prints GiB labelled GB"],
+    ["\"Maximum concurrency for 2048 tokens per request: 10.79x\"", "same log, utilization 0.98",
+     f"{pred_conc:.2f}x", verdict(LOG_CONC, pred_conc), f"memlib misses {G(gap)} vLLM held"],
+    ["\"FP8 allows for a 2x reduction in model memory requirements\"", "vLLM docs, FP8 W8A8",
+     f"{fp8_ratio:.2f}×", verdict(2, fp8_ratio), "the 16-bit embedding and head"],
+]
+display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Every layout · 全部方案
+#
+# Per GPU, at 8k context: weights, the chats memlib.max_batch fits (all replicas), what vLLM's
+# default reservation admits, and the decode limit per chat at that many chats.
+
+# %% tags=["nbval-check-output"]
+ledger = []
+for g, tp, reps, label in ((A100, 2, 1, "2×A100 tp2"), (H100, 8, 1, "8×H100 tp8"),
+                           (H100, 4, 2, "8×H100 2×tp4")):
+    for k, f in FORMATS.items():
+        for kv in ("bf16", "fp8"):
+            n = chats(g, tp, f, kv)
+            w = estimate_inference(m, 1, CTX, weights=f, kv_cache=kv, tp=tp).weight_bytes
+            d = decode_bound(m, g, max(n, 1), CTX, weights=f, kv_cache=kv, tp=tp)
+            v = vllm_max_concurrency(m, g, CTX, weights=f, kv_cache=kv, tp=tp)
+            ledger.append([label, f"{k} / {kv}", GB(w), reps * n, f"{reps * v:.0f}",
+                           f"{d.tokens_per_s_per_sequence:.0f}"])
+print(len(ledger), "layouts")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+display(Markdown(markdown_table(ledger, ["GPUs", "weights / KV", "weights per GPU", "chats",
+                                         "vLLM", "tok/s per chat ≤"])))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## The decode roofline against the batch · 解码上限
+#
+# **Takeaway: total tokens/s rise with the batch (the weights are read once per step for
+# everyone) while each chat slows down; tp 8 goes further because it holds more chats.**
+# 8 × H100, bf16, 8k chats, `memlib.serving.decode_bound`, log-log lines.
+
+# %% tags=["nbval-check-output"]
+batches = [1, 2, 4, 8, 16, 32, 64, 128, t8]
+b4 = chats(H100, 4, "bf16")   # each tp 4 replica holds at most this many
+
+
+def replicas_tokens_per_s(b):
+    """Two tp 4 replicas sharing b chats (one at b = 1), each capped at what fits."""
+    if b == 1:
+        return decode_bound(m, H100, 1, CTX, weights="bf16", tp=4).tokens_per_s
+    half = min(b // 2, b4)
+    return 2 * decode_bound(m, H100, half, CTX, weights="bf16", tp=4).tokens_per_s
+
+
+speed = {"tp 8: total": [decode_bound(m, H100, b, CTX, weights="bf16", tp=8).tokens_per_s
+                         for b in batches],
+         f"2 × tp 4: total (≤ {2 * b4})": [replicas_tokens_per_s(b) for b in batches],
+         "tp 8: per chat": [decode_bound(m, H100, b, CTX, weights="bf16", tp=8)
+                            .tokens_per_s_per_sequence for b in batches]}
+for k, v in speed.items():
+    print(f"{k}: {v[0]:,.0f} -> {v[-1]:,.0f} tokens/s")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+fig, ax = plt.subplots(figsize=(7, 3.6))
+count_sweep(batches, speed, ax=ax, logx=True, logy=True, xlabel="concurrent 8k chats on 8 × H100",
+            ylabel="tokens/s, upper bound", title="Decode roofline (memlib.serving.decode_bound), bf16")
+plt.show()
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## The derivation memlib prints · memlib 的推导
+#
+# `estimate_inference(...).explain()` for 2 × A100 in bf16 at the largest batch, every term with
+# its formula.
+
+# %%
+at_max = estimate_inference(m, chats(A100, 2, "bf16"), CTX, weights="bf16", tp=2,
+                            prefill_tokens=vllm_default_max_num_batched_tokens(A100))
+display(Markdown(at_max.explain()))
