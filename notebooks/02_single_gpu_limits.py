@@ -44,7 +44,7 @@ A100 = "a100-80gb"
 CARDS = ["rtx-4090", "l40s", A100, "h200"]  # 24, 48, 80 and 141 GB
 LORA = dict(lora_targets="all-linear", lora_rank=16)  # adapters on every projection, rank 16
 M7 = memlib.get_model("llama-7b")
-LADDER = ladder()  # LLaMA-like shapes from 0.37B to 175B (step 5)
+LADDER = ladder()  # LLaMA-like shapes from 0.37B to 175B (step 4)
 MFU = memlib.timing.DEFAULT_MFU  # the model-FLOPs utilisation every time below assumes
 
 # Each recipe maps a model to a memlib estimate. Training: memlib.estimate_training with the common
@@ -102,6 +102,11 @@ def size(recipe, gpu):
     return B(best.num_params) if best else "nothing"
 
 
+def largest(est, part):
+    """The largest bytes of one part over the moments of the step (the estimate's own figures)."""
+    return max(mo.parts.get(part, 0) for mo in est.moments)
+
+
 def verdict(e, gpu):
     return "fits" if fits(e, gpu).fits else "does not fit"
 
@@ -141,28 +146,23 @@ a_lora, a_qlora = f"{size('LoRA + recompute', A100)}", f"{size('QLoRA + recomput
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. What the interviewer is probing · 考察意图
 #
-# - **A memory model, not a slogan.** Split the bytes into parameters, gradients, optimizer states
-#   and activations, and find the *peak* of a step, not the sum. (Seed 001 answers "about 7B on an
-#   A100 80GB, 13B+ basically impossible": checked on the [deep-dive page](02_single_gpu_limits_deep_dive.ipynb).)
-# - **Which tricks are real on one GPU.** Recompute and 8-bit optimizer states shrink memory on any
-#   GPU; ZeRO *partitions* states across data-parallel peers, so with one GPU it partitions nothing.
-# - **"Train" is three jobs.** Full fine-tuning, LoRA/QLoRA and serving differ by an order of magnitude
-#   in bytes per parameter; give the limit of each.
-# - **The rest of the requirement.** Host RAM for offload, the GPU generation for bf16 or fp8, and
-#   time: a model that fits one GPU is not a model one GPU can pre-train.
+# - **A memory model, not a slogan**: bytes per parameter and per token, and the *peak* of a step, not a
+#   sum. Seed 001 says "about 7B on an A100 80GB, 13B+ basically impossible" (checked on the deep dive).
+# - **Which tricks are real on one GPU**: recompute and 8-bit states are; ZeRO partitions over peers, so
+#   with one GPU it partitions nothing.
+# - **"Train" is three jobs**: full fine-tuning, LoRA/QLoRA and serving; give the limit of each.
+# - **The rest of the requirement**: host RAM for offload, the generation for bf16 or fp8, and time.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Words we use · 术语
 #
-# - **GB / GiB**: 10⁹ / 2³⁰ bytes. A card's "80GB" is 80 GiB; torch sees a little less.
-# - **Model states**: parameters, gradients and optimizer states (AdamW's fp32 moments m, v), alive all step.
-# - **AMP (bf16-mixed)**: fp32 weights, gradients and moments, matmuls in bf16 under `autocast`, whose 16-bit weight copies live until the backward (**autocast copies**).
-# - **foreach AdamW**: torch's default CUDA AdamW; its step allocates a copy of the second moments. **8-bit AdamW**: bitsandbytes, m and v in 8 bits.
-# - **Activations, recompute**: tensors the forward saves for the backward (sizes with **s** sequence, **b** micro-batch, **h** hidden, **L** layers); recompute keeps each layer's input and reruns its forward.
-# - **ZeRO-1/2/3, ZeRO-Offload**: partition optimizer states / gradients / parameters over data-parallel GPUs; keep the optimizer states in host RAM and step on the CPU.
-# - **LoRA / QLoRA, NF4**: small rank-r adapters beside a frozen 16-bit base / a 4-bit NormalFloat base.
-# - **Compute capability (sm_XY)**: a GPU generation's feature level: 7.0 Volta, 8.0 Ampere, 8.9 Ada, 9.0 Hopper.
-# - **MFU**: the share of the GPU's peak FLOP/s a run achieves. **KV cache**: keys and values kept while serving.
+# - **GB / GiB**: 10⁹ / 2³⁰ bytes; a card's "80GB" is 80 GiB. **s, b, h**: sequence, micro-batch, hidden size.
+# - **Model states**: weights, gradients and optimizer states (AdamW's fp32 moments m, v).
+# - **AMP**: fp32 states, bf16 matmuls under `autocast`. **foreach AdamW**: torch's default; its step copies v.
+# - **8-bit AdamW**: m, v in 8 bits (bitsandbytes). **Recompute**: keep layer inputs, rerun the forward.
+# - **ZeRO-1/2/3**: shard optimizer / + gradients / + weights over GPUs; **ZeRO-Offload**: states in host RAM.
+# - **LoRA / QLoRA**: rank-r adapters on a frozen 16-bit / 4-bit (NF4) base. **KV cache**: kept keys, values.
+# - **Compute capability (sm_XY)**: 7.0 Volta, 8.0 Ampere, 8.9 Ada, 9.0 Hopper. **MFU**: share of peak FLOP/s.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
@@ -214,46 +214,7 @@ s2_over, s2_tmp = f"{amp7.peak_bytes / 112e9 - 1:+.0%}", f"{gb(step_extra):.1f} 
 # ({eval}`s2_tmp`). torch's fused AdamW (`optimizer_impl="fused"`) and DeepSpeed's FusedAdam allocate none.
 
 # %% [markdown]
-# ### Step 3 · Activations, and what recompute keeps
-#
-# ✏️ **Back of the envelope.** With flash/sdpa attention a layer saves about 34·s·b·h bytes
-# (Korthikanti et al.): 34 × 2048 × 1 × 4096 ≈ 0.29 GB, × 32 layers ≈ **9 GB**. Full recompute keeps
-# each layer's input (2·s·b·h = 17 MB × 32 = 0.5 GB) plus one rebuilt layer (0.29 GB): **≈ 0.8 GB**.
-
-# %% tags=["nbval-check-output"]
-# memlib's LLaMA layer ledger (Estimate.layer, memlib.activations) against Korthikanti et al.'s GPT layer
-# (memlib.activations.korthikanti_layer_bytes; "selective" drops the 5as^2b scores, as sdpa does)
-rc7 = estimate_training(M7, SEQ, MB, recompute="full")
-
-
-def largest(est, part):
-    """The largest bytes of one part over the moments of the step (the estimate's own figures)."""
-    return max(mo.parts.get(part, 0) for mo in est.moments)
-
-
-gpt_layer = korthikanti_layer_bytes(SEQ, MB, M7.hidden_size, M7.num_heads, recompute="selective")
-act_none, act_full = largest(amp7, "activations"), largest(rc7, "activations")
-casts7 = largest(amp7, "autocast_copies")
-print(f"one layer: GPT 34sbh {gb(gpt_layer):.3f} GB, LLaMA ledger {gb(amp7.layer.total):.3f} GB")
-print(f"activations: {gb(act_none):.2f} GB, full recompute {gb(act_full):.2f} GB")
-print(f"autocast copies at most {gb(casts7):.2f} GB; at the AdamW peak: "
-      f"{gb(amp7.breakdown['activations']):.2f} GB")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-s3_layer, s3_over = f"{gb(amp7.layer.total):.2f} GB", f"{amp7.layer.total / gpt_layer - 1:+.0%}"
-s3_none, s3_full, s3_casts = f"{gb(act_none):.1f} GB", f"{gb(act_full):.2f} GB", f"{gb(casts7):.1f} GB"
-s3_ffn, s3_L = f"{M7.intermediate_size:,}", f"{M7.num_layers}"
-
-# %% [markdown]
-# memlib's LLaMA ledger saves **{eval}`s3_layer`** per layer, {eval}`s3_over` over 34·s·b·h, so
-# **{eval}`s3_none`** over {eval}`s3_L` layers. The pencil left out what a LLaMA layer adds to a GPT one:
-# the SwiGLU MLP keeps four tensors of s × {eval}`s3_ffn`, and RMSNorm keeps an fp32 copy of its input.
-# Full recompute keeps **{eval}`s3_full`** at its largest (one layer rebuilt in the backward); autocast's
-# weight copies add up to {eval}`s3_casts` at the end of the forward. None of it is alive at plain AdamW's
-# peak: the optimizer step comes after the backward freed it.
-
-# %% [markdown]
-# ### Step 4 · 7B on one A100 80GB: the seed's menu, peak by peak
+# ### Step 3 · 7B on one A100 80GB: the seed's menu, peak by peak
 #
 # ✏️ **Back of the envelope.** 8-bit AdamW under AMP: fp32 weights 4 + fp32 gradients 4 + 8-bit m, v 2
 # = 10 B/param → 7e9 × 10 = 70 GB, + ~1 GB of recomputed activations ≈ **71 GB < 80 GB: fits**.
@@ -261,6 +222,7 @@ s3_ffn, s3_L = f"{M7.intermediate_size:,}", f"{M7.num_layers}"
 
 # %% tags=["nbval-check-output"]
 # one memlib.estimate_training per item; the verdict is memlib.fits on an A100 80GB
+rc7 = estimate_training(M7, SEQ, MB, recompute="full")
 MENU = {
     "AdamW (AMP)": amp7,
     "+ full recompute": rc7,
@@ -271,37 +233,35 @@ MENU = {
     "QLoRA": estimate("QLoRA + recompute", M7),
 }
 v = {k: fits(e, A100) for k, e in MENU.items()}
-rows = [(k, f"{gb(e.peak_bytes):.1f} GB", e.phase, "fits" if v[k].fits else "does not fit",
-         f"{v[k].margin_gib:+.1f} GiB", f"{gb(e.host_bytes):.0f} GB" if e.host_bytes else "")
-        for k, e in MENU.items()]
-menu_table = markdown_table(rows, ["llama-7b, 2,048 tokens", "peak", "phase", "A100 80GB", "margin",
-                                   "host RAM"])
 e8 = MENU["+ 8-bit AdamW"]
 print("ZeRO-1 on one GPU == plain AMP:", MENU["ZeRO-1, one GPU"].peak_bytes == amp7.peak_bytes)
 print(f"8-bit AdamW + recompute: {gb(e8.peak_bytes):.1f} GB, pencil 71 GB")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
-display(Markdown(menu_table))
+rows = [(k, f"{gb(e.peak_bytes):.1f} GB", e.phase, "fits" if v[k].fits else "does not fit",
+         f"{v[k].margin_gib:+.1f} GiB", f"{gb(e.host_bytes):.0f} GB" if e.host_bytes else "")
+        for k, e in MENU.items()]
+display(Markdown(markdown_table(rows, ["llama-7b, 2,048 tokens", "peak", "phase", "A100 80GB", "margin",
+                                       "host RAM"])))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-s4_8, s4_8err, s4_8v = f"{gb(e8.peak_bytes):.1f} GB", f"{e8.peak_bytes / 71e9 - 1:+.0%}", f"{verdict(e8, A100)}"
-s4_margin, s4_rc = f"{v['+ 8-bit AdamW'].margin_gib:.1f} GiB", f"{gb(rc7.peak_bytes):.1f} GB"
-s4_note = f"{MENU['ZeRO-1, one GPU'].notes[0]}"
-s4_off, s4_off_host = f"{gb(MENU['ZeRO-Offload'].peak_bytes):.1f} GB", f"{gb(MENU['ZeRO-Offload'].host_bytes):.0f} GB"
+s3_8, s3_8err, s3_8v = f"{gb(e8.peak_bytes):.1f} GB", f"{e8.peak_bytes / 71e9 - 1:+.0%}", f"{verdict(e8, A100)}"
+s3_margin, s3_rc = f"{v['+ 8-bit AdamW'].margin_gib:.1f} GiB", f"{gb(rc7.peak_bytes):.1f} GB"
+s3_note = f"{MENU['ZeRO-1, one GPU'].notes[0]}"
+s3_off, s3_off_host = f"{gb(MENU['ZeRO-Offload'].peak_bytes):.1f} GB", f"{gb(MENU['ZeRO-Offload'].host_bytes):.0f} GB"
 
 # %% [markdown]
-# 8-bit AdamW + recompute peaks at **{eval}`s4_8`** ({eval}`s4_8err` against the pencil) and {eval}`s4_8v`,
-# {eval}`s4_margin` to spare: the peak sits at the end of the backward, where most activations are freed.
-# Recompute alone changes nothing ({eval}`s4_rc`: the peak is the optimizer step). ZeRO-1 on one GPU is the
-# plain peak (memlib: "{eval}`s4_note`"). ZeRO-Offload leaves **{eval}`s4_off`** on the GPU and moves
-# {eval}`s4_off_host` to host RAM.
+# 8-bit AdamW + recompute peaks at **{eval}`s3_8`** ({eval}`s3_8err` against the pencil) and {eval}`s3_8v`,
+# {eval}`s3_margin` to spare: the peak sits at the end of the backward, where most activations are freed.
+# Recompute alone changes nothing ({eval}`s3_rc`: the peak is the optimizer step). ZeRO-1 on one GPU is the
+# plain peak (memlib: "{eval}`s3_note`"). ZeRO-Offload leaves **{eval}`s3_off`** on the GPU and moves
+# {eval}`s3_off_host` to host RAM.
 
 # %% [markdown]
-# ### Step 5 · The largest model per GPU and recipe
+# ### Step 4 · The largest model per GPU and recipe
 #
-# The catalog jumps from 0.5B to 7B, so the search runs over memlib's **LLaMA-like shapes**: LLaMA-1 blocks
-# whose width and depth are interpolated between the published ones (`memlib.models.llama_like`; the 6.74B,
-# 13.0B, 32.5B and 65.3B rungs are LLaMA-7B/13B/33B/65B). `largest_size_that_fits` bisects the size to 1%.
+# The search runs over memlib's **LLaMA-like shapes** (width and depth interpolated between LLaMA-7B, 13B,
+# 33B and 65B; `memlib.models.llama_like`), bisected to 1%: shapes, not checkpoints.
 #
 # ✏️ **Back of the envelope.** Divide the ~80 GB of step 1 by the bytes per parameter at the peak:
 # full AdamW 20 → **4B**; 8-bit AdamW 10 → **8B**; ZeRO-Offload and LoRA, 16-bit weights 2 → **40B**;
@@ -312,7 +272,7 @@ s4_off, s4_off_host = f"{gb(MENU['ZeRO-Offload'].peak_bytes):.1f} GB", f"{gb(MEN
 PENCIL = {"full · AdamW": 4e9, "full · 8-bit AdamW + recompute": 8e9, "full · ZeRO-Offload + recompute": 40e9,
           "LoRA + recompute": 40e9, "QLoRA + recompute": 145e9, "serve · bf16": 40e9,
           "serve · int4 (AWQ)": 145e9}  # the pencil's figures above
-largest_table = markdown_table([(SHORT[r], *(size(r, g) for g in CARDS)) for r in RECIPES],
+largest_table = markdown_table([(SHORT[r], *(size(r, g) for g in CARDS)) for r in RECIPES if "pure" not in r],
                                ["largest size that fits", "RTX 4090 24GB", "L40S 48GB", "A100 80GB",
                                 "H200 141GB"])
 ratio = {r: p / limit(r, A100).num_params for r, p in PENCIL.items()}
@@ -327,61 +287,32 @@ print(f"ZeRO-Offload limit {fmt_count(off_limit.num_params)}: host {gb(off_host)
 display(Markdown(largest_table))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-s5_err = f"{max(abs(x - 1) for x in ratio.values()):.0%}"
-s5_off, s5_host = f"{B(off_limit.num_params)}", f"{gb(off_host):.0f} GB"
-s5_host_bpp, s5_ds = f"{off_host / off_limit.num_params:.0f}", f"{gb(ds_cpu):.0f} GB"
-s5_ds_bpp = f"{ds_cpu / off_limit.num_params:.0f}"
+s4_err = f"{max(abs(x - 1) for x in ratio.values()):.0%}"
+s4_off, s4_host = f"{B(off_limit.num_params)}", f"{gb(off_host):.0f} GB"
+s4_host_bpp, s4_ds = f"{off_host / off_limit.num_params:.0f}", f"{gb(ds_cpu):.0f} GB"
+s4_ds_bpp = f"{ds_cpu / off_limit.num_params:.0f}"
+s4_slow = f"{offload_vs_baseline(A100, 1)[0].step_s / offload_vs_baseline(A100, 1)[1]:.1f}x"
 
 # %% [markdown]
-# The pencil is within {eval}`s5_err` of every A100 limit: what it leaves out (activations, logits, the KV
+# The pencil is within {eval}`s4_err` of every A100 limit: what it leaves out (activations, logits, the KV
 # cache, the 16-bit embedding and head that 4-bit formats keep) is small beside the states. Offload's
-# limit is the GPU's; the host holds the rest. At the {eval}`s5_off` shape that is **{eval}`s5_host` of
-# RAM**: {eval}`s5_host_bpp` B/param (fp32 master, m, v and an fp32 gradient). DeepSpeed's own estimator
-# (`estimate_zero2_model_states_mem_needs`, ×1.5 for its pinned buffers) asks **{eval}`s5_ds`**
-# ({eval}`s5_ds_bpp` B/param). A real model with a larger vocabulary (Llama 3, Qwen2) needs more than its shape.
+# limit is the GPU's; the host holds the rest. At the {eval}`s4_off` shape that is **{eval}`s4_host` of
+# RAM**: {eval}`s4_host_bpp` B/param (fp32 master, m, v and an fp32 gradient). DeepSpeed's own estimator
+# (`estimate_zero2_model_states_mem_needs`, ×1.5 for its pinned buffers) asks **{eval}`s4_ds`**
+# ({eval}`s4_ds_bpp` B/param). And a 7B step takes {eval}`s4_slow` its compute (PCIe and CPU Adam; every card
+# on the deep dive). A real model with a larger vocabulary (Llama 3, Qwen2) needs more than its shape.
 
 # %% [markdown]
-# ### Step 6 · What offload costs in time
-#
-# ✏️ **Back of the envelope.** ZeRO-Offload (7B, one A100, one 2,048-token sequence per step): 16-bit
-# gradients down (2 B × 7e9 = 14 GB) and updated 16-bit weights up (14 GB) over PCIe 4.0 at 32 GB/s:
-# ~0.9 s; Adam on the CPU at ~5e9 parameters/s: ~1.4 s. Compute with recompute: 8 × 7e9 × 2048
-# ≈ 1.1e14 FLOP at 40% of 312 TFLOP/s ≈ 0.9 s. Total ≈ 3.2 s: **≈ 3.5× the compute**.
-
-# %% tags=["nbval-check-output"]
-# memlib.step_time: compute at MFU, PCIe at the catalog's host link, CPU Adam at
-# memlib.timing.CPU_ADAM_PARAMS_PER_S, no overlap. Baseline: plain AMP where it fits, else compute.
-t1, base1, _ = offload_vs_baseline(A100, 1)
-t8, base8, _ = offload_vs_baseline(A100, 8)
-th, baseh, h200_fits = offload_vs_baseline("h200", 1)
-print(f"A100, 1 sequence/step: {t1.step_s:.2f} s vs {base1:.2f} s compute ({t1.step_s / base1:.1f}x)")
-print(f"A100, 8 sequences/step: {t8.step_s / base8:.1f}x; PCIe {t1.offload_s:.2f} -> {t8.offload_s:.2f} s")
-print(f"H200 (plain AMP fits: {h200_fits}): {th.step_s / baseh:.1f}x plain AMP")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-s6_x1, s6_x8, s6_cpu = f"{t1.step_s / base1:.1f}x", f"{t8.step_s / base8:.1f}x", f"{t1.cpu_optimizer_s:.2f} s"
-s6_pcie1, s6_pcie8, s6_h200 = f"{t1.offload_s:.2f} s", f"{t8.offload_s:.2f} s", f"{th.step_s / baseh:.1f}x"
-s6_mfu = f"{MFU:.0%}"
-
-# %% [markdown]
-# Where plain AMP does not fit 7B (an A100 80GB), ZeRO-Offload takes **{eval}`s6_x1`** its own compute at
-# one sequence per step and {eval}`s6_x8` with eight accumulated, at {eval}`s6_mfu` MFU. CPU Adam
-# ({eval}`s6_cpu`) and the weight upload come once per step; the running gradient sum crosses PCIe with
-# **every** micro-batch, so PCIe grows with accumulation ({eval}`s6_pcie1` → {eval}`s6_pcie8`). On an H200,
-# where plain AMP fits, offload costs {eval}`s6_h200`. Every card's figures: the deep dive.
-
-# %% [markdown]
-# ### Step 7 · Beyond bytes: the GPU's generation, and the clock
+# ### Step 5 · Beyond bytes: the GPU's generation, and the clock
 #
 # ✏️ **Back of the envelope.** bf16 tensor cores need compute capability 8.0 (Ampere); fp8 ones 8.9
 # (Ada) or 9.0 (Hopper). Pre-training time is 6·N·D FLOPs: 6 × 7e9 × 1e12 tokens = 4.2e22 FLOP; one
 # A100 at 40% of 312 TFLOP/s does 1.25e14 FLOP/s → 3.4e8 s ≈ **3,900 days, 11 years**.
 
 # %% tags=["nbval-check-output"]
-for name in ("v100-32gb", "t4", A100, "rtx-4090", "h100-80gb"):
-    g = memlib.get_gpu(name)  # memlib.get_gpu: compute capability and tensor-core formats (catalog)
-    print(f"{name:10} sm {g.compute_capability}: bf16 {'yes' if g.supports_bf16 else 'no'}, "
-          f"fp8 {'yes' if g.fp8_tflops else 'no'}")
+gens = {n: memlib.get_gpu(n) for n in ("v100-32gb", A100, "rtx-4090", "h100-80gb")}  # the GPU catalog
+print("compute capability:", ", ".join(f"{n} {g.compute_capability}" for n, g in gens.items()))
+print("no bf16:", [n for n, g in gens.items() if not g.supports_bf16], "; fp8:", [n for n, g in gens.items() if g.fp8_tflops])
 flops_6nd = cost.training_flops(M7, 1e12)  # memlib.cost: 6·N·D (Kaplan et al. 2020)
 days_6nd = cost.gpu_hours(flops_6nd, A100, mfu=MFU) / 24  # memlib.cost.gpu_hours: / (peak x MFU)
 run_ft = cost.training_run(M7, 1e8, A100, 1, mfu=MFU, seq_len=SEQ, recompute="full")  # a fine-tune
@@ -389,15 +320,18 @@ print(f"7B on 1T tokens: {flops_6nd:.2e} FLOP, {days_6nd:,.0f} days on one A100 
 print(f"7B fine-tune on 100M tokens with recompute: {run_ft.gpu_hours:.0f} A100-hours")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-s7_days, s7_years = f"{days_6nd:,.0f} days", f"{days_6nd / 365:.0f} years"
-s7_err, s7_ft = f"{days_6nd / 3900 - 1:+.0%}", f"{run_ft.gpu_hours:.0f} hours"
+s5_days, s5_years = f"{days_6nd:,.0f} days", f"{days_6nd / 365:.0f} years"
+s5_err, s5_ft = f"{days_6nd / 3900 - 1:+.0%}", f"{run_ft.gpu_hours:.0f} hours"
+s5_v100, s5_t4, s5_a100 = f"{gens['v100-32gb'].compute_capability}", f"{memlib.get_gpu('t4').compute_capability}", f"{gens[A100].compute_capability}"
+s5_4090, s5_h100 = f"{gens['rtx-4090'].compute_capability}", f"{gens['h100-80gb'].compute_capability}"
+s5_mfu = f"{MFU:.0%}"
 
 # %% [markdown]
-# V100 (7.0) and T4 (7.5) have fp16 tensor cores only: they train in fp16 with a loss scaler (notebook 01,
-# step 7). bf16 starts with the A100 (8.0); fp8 matmuls (`torch._scaled_mm`, Transformer Engine) need an
-# RTX 4090 or L40S (8.9) or an H100 (9.0). And memory is not time: 1T tokens of 6·N·D on one A100 take
-# **{eval}`s7_days`** ({eval}`s7_years`; the pencil is {eval}`s7_err` off) at the MFU above. One GPU
-# fine-tunes: 100M tokens take about {eval}`s7_ft`.
+# V100 ({eval}`s5_v100`) and T4 ({eval}`s5_t4`) have fp16 tensor cores only: train in fp16 with a loss scaler
+# (notebook 01, step 7). bf16 starts with the A100 ({eval}`s5_a100`); fp8 matmuls (`torch._scaled_mm`,
+# Transformer Engine) need an RTX 4090 or L40S ({eval}`s5_4090`) or an H100 ({eval}`s5_h100`). And memory is
+# not time: 1T tokens on one A100 take **{eval}`s5_days`** ({eval}`s5_years`; the pencil is {eval}`s5_err`
+# off) at {eval}`s5_mfu` MFU. One GPU fine-tunes: 100M tokens take about {eval}`s5_ft`.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图
@@ -411,7 +345,7 @@ xs = [m.num_params / 1e9 for m in LADDER]
 SWEEP = ["full · AdamW", "full · 8-bit AdamW + recompute", "full · ZeRO-Offload + recompute", "LoRA + recompute",
          "QLoRA + recompute", "serve · bf16", "serve · int4 (AWQ)"]
 series = {SHORT[r]: [estimate(r, m).peak_bytes for m in LADDER] for r in SWEEP}
-fig, axes = plt.subplots(1, 2, figsize=(8, 3.8), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(8, 3.3), sharey=True)
 for ax, g in zip(axes, ("rtx-4090", A100)):
     sweep(xs, series, gpu=g, xlabel="parameters (billions, LLaMA-like ladder)", ax=ax, logx=True, title=g)
     ax.set_yscale("log")
@@ -422,10 +356,10 @@ plt.show()
 # %% [markdown]
 # **Takeaway: ZeRO-1 on one GPU is the same bar as plain AMP; only 8-bit states, offload or adapters
 # shrink the optimizer block.** What is alive at the peak for llama-7b on one A100 80GB, per item of
-# step 4 (`memlib.viz.breakdown_bars`, linear scale).
+# step 3 (`memlib.viz.breakdown_bars`, linear scale).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(8, 3.8))
+fig, ax = plt.subplots(figsize=(8, 3.4))
 breakdown_bars(MENU, gpu=A100, ax=ax, title="llama-7b, seq 2048, batch 1, one A100 80GB")
 ax.tick_params(axis="x", rotation=20)
 ax.set_ylim(0, 1.12 * ax.get_ylim()[1])
@@ -454,7 +388,7 @@ f1_l40s_full, f1_l40s_qlora = f"{size('full · 8-bit AdamW + recompute', 'l40s')
 f1_h200_full = f"{size('full · 8-bit AdamW + recompute', 'h200')}"
 
 # %% [markdown]
-# Read step 5's table by column. A 24 GB RTX 4090 fully fine-tunes only **{eval}`f1_4090_full`** with the
+# Read step 4's table by column. A 24 GB RTX 4090 fully fine-tunes only **{eval}`f1_4090_full`** with the
 # states on the card ({eval}`f1_4090_off` with ZeRO-Offload); its real uses are LoRA up to
 # **{eval}`f1_4090_lora`** and QLoRA up to **{eval}`f1_4090_qlora`**. A 48 GB L40S: {eval}`f1_l40s_full` full,
 # {eval}`f1_l40s_qlora` QLoRA. An H200: {eval}`f1_h200_full` full. Every card, the RTX A6000 against the
@@ -463,61 +397,52 @@ f1_h200_full = f"{size('full · 8-bit AdamW + recompute', 'h200')}"
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2 · Does ZeRO-3 help on one GPU? (seed)
 
-# %% tags=["nbval-check-output"]
-same = [estimate_training(M7, SEQ, MB, zero_stage=z, dp=1).peak_bytes for z in (0, 1, 2, 3)]
-inf = estimate_training(M7, SEQ, MB, recompute="full", zero_stage=3, offload="optimizer+params")
-print("ZeRO-0..3 on one GPU, peaks equal:", len(set(same)) == 1, f"{gb(same[0]):.1f} GB")
-print(f"ZeRO-3 + offload of optimizer and parameters: GPU {gb(inf.peak_bytes):.1f} GB, "
-      f"host {gb(inf.host_bytes):.0f} GB")
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-f2_same, f2_gpu, f2_host = f"{gb(same[0]):.1f} GB", f"{gb(inf.peak_bytes):.1f} GB", f"{gb(inf.host_bytes):.0f} GB"
+f2_same = f"{gb(estimate_training(M7, SEQ, MB, zero_stage=3, dp=1).peak_bytes):.1f} GB"
+f2_gpu = f"{gb(estimate_training(M7, SEQ, MB, recompute='full', zero_stage=3, offload='optimizer+params').peak_bytes):.1f} GB"
+f2_host = f"{gb(estimate_training(M7, SEQ, MB, recompute='full', zero_stage=3, offload='optimizer+params').host_bytes):.0f} GB"
 
 # %% [markdown]
-# No: `zero_stage` 0 to 3 with one GPU all give **{eval}`f2_same`** for llama-7b. What helps is DeepSpeed's
-# *offload* half: ZeRO-Offload (step 4) or, with stage 3, parameter offload too (ZeRO-Infinity):
-# **{eval}`f2_gpu`** on the GPU and {eval}`f2_host` in host RAM, paid in PCIe traffic every forward and backward.
+# No: `zero_stage` 0 to 3 with one GPU all give the plain **{eval}`f2_same`** for llama-7b (step 3's table).
+# What helps is DeepSpeed's *offload* half: ZeRO-Offload or, with stage 3, parameter offload too
+# (ZeRO-Infinity): **{eval}`f2_gpu`** on the GPU and {eval}`f2_host` in host RAM, paid in PCIe traffic.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 3 · What does checkpointing save at the peak, and cost? (seed)
 
 # %% tags=["nbval-check-output"]
-f_none = memlib.flops_per_token(M7, SEQ, "none")  # memlib.flops_per_token: 6N + attention (+2N recompute)
-f_full = memlib.flops_per_token(M7, SEQ, "full")
+act_none, act_full = largest(amp7, "activations"), largest(rc7, "activations")  # the estimates' moments
+f_none, f_full = (memlib.flops_per_token(M7, SEQ, rc) for rc in ("none", "full"))  # 6N (+2N) + attention
 e8_norc = estimate_training(M7, SEQ, MB, optimizer="adamw-8bit")
-print(f"FLOPs/token {f_none:.3e} -> {f_full:.3e}")
+print(f"activations {gb(act_none):.1f} -> {gb(act_full):.2f} GB; FLOPs/token {f_none:.3e} -> {f_full:.3e}")
 print(f"peak, 8-bit AdamW: {gb(e8_norc.peak_bytes):.1f} GB ({e8_norc.phase}) -> {gb(e8.peak_bytes):.1f} GB")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-f3_less, f3_more = f"{1 - act_full / act_none:.0%}", f"{f_full / f_none - 1:.0%}"
+f3_none, f3_full, f3_more = f"{gb(act_none):.1f} GB", f"{gb(act_full):.2f} GB", f"{f_full / f_none - 1:.0%}"
 f3_amp, f3_8 = f"{gb(amp7.peak_bytes - rc7.peak_bytes):.1f} GB", f"{gb(e8_norc.peak_bytes - e8.peak_bytes):.1f} GB"
 f3_v = f"{verdict(e8_norc, A100) + ' an A100 80GB without it and ' + verdict(e8, A100) + ' with it' if verdict(e8_norc, A100) != verdict(e8, A100) else verdict(e8, A100) + ' an A100 80GB either way'}"
 
 # %% [markdown]
-# Full recompute keeps {eval}`f3_less` fewer activation bytes (step 3) and adds one forward: {eval}`f3_more`
-# more FLOPs per token. At the **peak** it saves only what is alive there: {eval}`f3_amp` with AdamW (the
-# peak is the optimizer step), {eval}`f3_8` with 8-bit AdamW (the end of the backward): 7B with 8-bit AdamW
-# {eval}`f3_v`. With a frozen base (LoRA), set `use_reentrant=False` or call
-# `enable_input_require_grads()`, else the adapters get no gradient (deep dive).
+# Full recompute keeps **{eval}`f3_full`** of activations instead of **{eval}`f3_none`** (a LLaMA layer saves
+# more than GPT's 34·s·b·h: the deep dive derives it) and adds one forward: {eval}`f3_more` more FLOPs per
+# token. At the **peak** it saves only what is alive there: {eval}`f3_amp` with AdamW (the optimizer step),
+# {eval}`f3_8` with 8-bit AdamW (the end of the backward): 7B with 8-bit AdamW {eval}`f3_v`. With a frozen
+# base (LoRA), set `use_reentrant=False` or call `enable_input_require_grads()`, else the adapters get no gradient.
 #
-# More follow-ups (every card's limits, LoRA's longest sequence on a 4090, serving on a 4090, which GPU
-# fully fine-tunes 13B, PEFT with checkpointing and sequence packing, nvidia-smi against torch, offload's
-# time on every card) are on the [deep-dive page](02_single_gpu_limits_deep_dive.ipynb).
+# More follow-ups (every card, activations layer by layer, LoRA's longest sequence and serving on a 4090,
+# 13B on one GPU, PEFT with checkpointing and sequence packing, nvidia-smi against torch, offload's time
+# on every card) are on the [deep-dive page](02_single_gpu_limits_deep_dive.ipynb).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑
 #
-# - **ZeRO without peers.** ZeRO-1/2/3 partition over data-parallel GPUs; on one GPU only its *offload*
-#   options save memory.
+# - **ZeRO without peers.** On one GPU only ZeRO's *offload* options save memory.
 # - **The peak is not a sum.** Plain AdamW peaks in the {eval}`s2_phase` step, where activations are gone;
 #   "+ 3 GB of activations" double-counts one thing and misses foreach AdamW's {eval}`s2_tmp`.
-# - **Recompute does not shrink model states.** It lowers the peak only where activations are alive there.
-# - **Offload needs host RAM**: {eval}`s4_off_host` for llama-7b, {eval}`s5_host` at the {eval}`s5_off` limit;
-#   and its PCIe time grows with accumulation.
-# - **Padding is paid twice.** Pad tokens take activation memory and FLOPs; pack short samples (deep dive).
-# - **The wrong generation.** A V100 or T4 has no bf16 tensor cores (train in fp16 with a loss scaler); fp8
-#   needs sm_89 or newer.
-# - **GB vs GiB.** "80GB" is 80 GiB nominal; torch sees {eval}`s1_torch`.
+# - **Offload needs host RAM**: {eval}`s3_off_host` for llama-7b, {eval}`s4_host` at the {eval}`s4_off` limit.
+# - **Padding is paid twice**: pad tokens cost activation memory and FLOPs; pack short samples (deep dive).
+# - **The wrong generation**: no bf16 tensor cores on a V100 or T4; fp8 needs sm_89 or newer.
+# - **GB vs GiB**: "80GB" is 80 GiB nominal; torch sees {eval}`s1_torch`.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10. Deep dive (skip on first read) · 深入（可跳过）

@@ -20,7 +20,7 @@
 # The material behind [notebook 02](02_single_gpu_limits.ipynb)'s answer, for a second reading: more
 # follow-up questions (every card, nvidia-smi against torch, offload's time, long sequences, serving, 13B,
 # PEFT with checkpointing and sequence packing, GPU generations), the fact-check of seed 001, the two
-# bookkeeping conventions and the peak against sequence length.
+# bookkeeping conventions, activations layer by layer and the peak against sequence length.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
@@ -29,6 +29,7 @@ from IPython.display import Markdown, display
 
 import memlib
 from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, gb, gib, step_time
+from memlib.activations import korthikanti_layer_bytes
 from memlib.claims import claim_verdict, overall
 from memlib.cost.conventions import optimizer_step_hbm_bytes, recompute_overhead
 from memlib.explain import markdown_table
@@ -190,7 +191,32 @@ display(Markdown(
     "rescues a job that OOMs with GiBs \"reserved but unallocated\"."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### What does ZeRO-Offload cost in time on each card?
+# ### What does ZeRO-Offload cost in time, on each card?
+#
+# ✏️ **Back of the envelope.** 7B, one A100, 2,048 tokens per step: gradients down and weights up, 2 × 14 GB
+# over PCIe 4.0 at 32 GB/s ≈ 0.9 s; CPU Adam at ~5e9 params/s ≈ 1.4 s; compute with recompute
+# 8 × 7e9 × 2048 ≈ 1.1e14 FLOP at 40% of 312 TFLOP/s ≈ 0.9 s. Total ≈ 3.2 s: **≈ 3.5× the compute**.
+
+# %% tags=["nbval-check-output"]
+# memlib.step_time: compute at MFU, PCIe at the catalog's host link, CPU Adam at
+# memlib.timing.CPU_ADAM_PARAMS_PER_S, no overlap. Baseline: plain AMP where it fits, else compute.
+t1, base1, _ = offload_vs_baseline(A100, 1)
+t8, base8, _ = offload_vs_baseline(A100, 8)
+th, baseh, h200_fits = offload_vs_baseline("h200", 1)
+print(f"A100, 1 sequence/step: {t1.step_s:.2f} s vs {base1:.2f} s compute ({t1.step_s / base1:.1f}x)")
+print(f"A100, 8 sequences/step: {t8.step_s / base8:.1f}x; PCIe {t1.offload_s:.2f} -> {t8.offload_s:.2f} s")
+print(f"H200 (plain AMP fits: {h200_fits}): {th.step_s / baseh:.1f}x plain AMP")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+ot_x1, ot_x8, ot_cpu = f"{t1.step_s / base1:.1f}x", f"{t8.step_s / base8:.1f}x", f"{t1.cpu_optimizer_s:.2f} s"
+ot_pcie1, ot_pcie8, ot_h200 = f"{t1.offload_s:.2f} s", f"{t8.offload_s:.2f} s", f"{th.step_s / baseh:.1f}x"
+ot_mfu = f"{MFU:.0%}"
+
+# %% [markdown]
+# On an A100 80GB ZeRO-Offload takes **{eval}`ot_x1`** its own compute at one sequence per step and
+# {eval}`ot_x8` with eight accumulated ({eval}`ot_mfu` MFU): CPU Adam ({eval}`ot_cpu`) comes once per step,
+# but the gradient sum crosses PCIe with **every** micro-batch ({eval}`ot_pcie1` → {eval}`ot_pcie8`). On an
+# H200, where plain AMP fits, offload costs {eval}`ot_h200`. Three cards, with and without accumulation:
 
 # %% tags=["nbval-check-output"]
 # memlib.step_time: compute at memlib.timing.DEFAULT_MFU, PCIe at the catalog's host link, CPU Adam at
@@ -496,6 +522,41 @@ print(f"both total {gb(P_amp + G_amp + O_amp):.1f} GB:", P_amp + G_amp + O_amp =
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(states_table))
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Activations layer by layer, and what recompute keeps
+#
+# ✏️ **Back of the envelope.** With flash/sdpa attention a layer saves about 34·s·b·h bytes
+# (Korthikanti et al.): 34 × 2048 × 1 × 4096 ≈ 0.29 GB, × 32 layers ≈ **9 GB**. Full recompute keeps
+# each layer's input (2·s·b·h = 17 MB × 32 = 0.5 GB) plus one rebuilt layer (0.29 GB): **≈ 0.8 GB**.
+
+# %% tags=["nbval-check-output"]
+# memlib's LLaMA layer ledger (Estimate.layer, memlib.activations) against Korthikanti et al.'s GPT layer
+# (memlib.activations.korthikanti_layer_bytes; "selective" drops the 5as^2b scores, as sdpa does)
+gpt_layer = korthikanti_layer_bytes(SEQ, MB, M7.hidden_size, M7.num_heads, recompute="selective")
+act_none, act_full = largest(amp7, "activations"), largest(rc7, "activations")
+casts7 = largest(amp7, "autocast_copies")
+rc_at_max = max(rc7.moments, key=lambda mo: mo.parts.get("activations", 0))  # when full recompute keeps the most
+rc_at_loss = next(mo for mo in rc7.moments if mo.where.startswith("at the loss")).parts["activations"]
+print(f"one layer: GPT 34sbh {gb(gpt_layer):.3f} GB, LLaMA ledger {gb(amp7.layer.total):.3f} GB")
+print(f"activations: {gb(act_none):.2f} GB, full recompute {gb(act_full):.2f} GB")
+print(f"autocast copies at most {gb(casts7):.2f} GB; at the AdamW peak: "
+      f"{gb(amp7.breakdown['activations']):.2f} GB")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+al_layer, al_over = f"{gb(amp7.layer.total):.2f} GB", f"{amp7.layer.total / gpt_layer - 1:+.0%}"
+al_none, al_full, al_casts = f"{gb(act_none):.1f} GB", f"{gb(act_full):.2f} GB", f"{gb(casts7):.1f} GB"
+al_ffn, al_L = f"{M7.intermediate_size:,}", f"{M7.num_layers}"
+al_where, al_loss = f"{rc_at_max.where}", f"{gb(rc_at_loss):.2f} GB"
+
+# %% [markdown]
+# memlib's LLaMA ledger saves **{eval}`al_layer`** per layer, {eval}`al_over` over 34·s·b·h, so
+# **{eval}`al_none`** over {eval}`al_L` layers. The pencil left out what a LLaMA layer adds to a GPT one:
+# the SwiGLU MLP keeps four tensors of s × {eval}`al_ffn`, and RMSNorm keeps an fp32 copy of its input.
+# Full recompute keeps **{eval}`al_full`** at its largest ({eval}`al_where`, in the backward); at the loss,
+# the moment notebook 00 quotes, it keeps {eval}`al_loss` (each layer's input alone): two moments of one
+# step. Autocast's 16-bit weight copies add up to {eval}`al_casts` at the end of the forward. None of it is
+# alive at plain AdamW's peak: the optimizer step comes after the backward freed it.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Peak against sequence length
