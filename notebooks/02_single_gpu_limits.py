@@ -298,7 +298,7 @@ s4_slow = f"{offload_vs_baseline(A100, 1)[0].step_s / offload_vs_baseline(A100, 
 # cache, the 16-bit embedding and head that 4-bit formats keep) is small beside the states. Offload's
 # limit is the GPU's; the host holds the rest. At the {eval}`s4_off` shape that is **{eval}`s4_host` of
 # RAM**: {eval}`s4_host_bpp` B/param (fp32 master, m, v and an fp32 gradient). DeepSpeed's own estimator
-# (`estimate_zero2_model_states_mem_needs`, ×1.5 for its pinned buffers) asks **{eval}`s4_ds`**
+# (`estimate_zero2_model_states_mem_needs`, ×1.5 for its buffers) asks **{eval}`s4_ds`**
 # ({eval}`s4_ds_bpp` B/param). And a 7B step takes {eval}`s4_slow` its compute (PCIe and CPU Adam; every card
 # on the deep dive). A real model with a larger vocabulary (Llama 3, Qwen2) needs more than its shape.
 
