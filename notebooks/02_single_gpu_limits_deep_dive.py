@@ -237,10 +237,12 @@ for (g, accum), x in slow.items():
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(time_table))
 display(Markdown(
-    "The CPU Adam step and the weight upload are paid once per optimizer step; DeepSpeed sends each "
-    "micro-batch's 16-bit gradient down to a pinned CPU buffer and brings the running sum back up to be added on "
-    "the GPU, so the PCIe time grows with accumulation. The model is simple (nominal PCIe, no overlap); a slower "
-    "host CPU moves these factors up (`step_time(..., cpu_adam_params_per_s=)`)."))
+    "The CPU Adam step and the weight upload are paid once per optimizer step; with accumulation DeepSpeed sends "
+    "each micro-batch's 16-bit gradient down to a CPU buffer and brings the running sum back up to be added on "
+    "the GPU, so the PCIe time grows with accumulation. That buffer (`accumulated_grads_in_cpu`, one 16-bit copy "
+    "of the gradients, page-locked when `offload_optimizer.pin_memory` is set; deepspeedai/DeepSpeed "
+    "runtime/zero/stage_1_and_2.py) is host RAM beyond memlib's 16 B/param. The model is simple (nominal PCIe, "
+    "no overlap); a slower host CPU moves these factors up (`step_time(..., cpu_adam_params_per_s=)`)."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How long a sequence can llama-7b LoRA/QLoRA take on an RTX 4090?
@@ -320,7 +322,8 @@ display(Markdown(
 # Two fixes: `model.enable_input_require_grads()` makes the embedding's output require grad (PEFT's
 # `prepare_model_for_kbit_training` and transformers' `gradient_checkpointing_enable` call it when PEFT is
 # loaded), or `gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})`, whose
-# non-reentrant checkpoint records the graph through the adapter weights and needs no trick.
+# non-reentrant checkpoint records the graph through the adapter weights and needs no trick (PyTorch docs,
+# `torch.utils.checkpoint`; transformers `PreTrainedModel.gradient_checkpointing_enable`, modeling_utils.py).
 #
 # **Packing.** Padding every sample to the longest spends activation memory and FLOPs on pad tokens. Packing
 # short samples into full rows spends them on real tokens only; with FlashAttention's variable-length kernels
