@@ -268,7 +268,7 @@ def _host_link(gpu: GPU) -> tuple[str, int]:
     under a new name), that of the catalog entry it equals in every figure; else a clear error."""
     if gpu.name in HOST_LINK:
         return HOST_LINK[gpu.name]
-    figures = [f.name for f in fields(GPU) if f.name not in _NAMING_FIELDS]
+    figures = [f.name for f in fields(GPU) if f.name not in (*_NAMING_FIELDS, "compute_capability")]  # may be unset
     for known in _CATALOG:
         if all(getattr(known, f) == getattr(gpu, f) for f in figures) and known.name in HOST_LINK:
             return HOST_LINK[known.name]
