@@ -32,7 +32,9 @@
 #    FlashAttention on Volta, fp16 loss scaling. Its [deep dive](01_65b_on_4x_v100_deep_dive.ipynb):
 #    the fact-check of seed 000 and every layout.
 # 2. [02 · One GPU: how large a model can you train, fine-tune or serve?](02_single_gpu_limits.ipynb)
-#    (seed 001) The largest model per GPU and recipe.
+#    (seed 001) The largest model per GPU and recipe, offload's host RAM and time, the GPU generation
+#    bf16 and fp8 need, and what one GPU can pre-train. Its [deep dive](02_single_gpu_limits_deep_dive.ipynb):
+#    the fact-check of seed 001, every card, PEFT with checkpointing and sequence packing.
 # 3. [03 · When the model does not fit](03_when_the_model_does_not_fit.ipynb) (seed 003)
 #    Quantization, TP/PP, ZeRO, offload and recompute, and how to combine them.
 # 4. [04 · How many 8k chats can Llama-3-70B serve?](04_serving_capacity.ipynb) Weights by

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import numbers
+import re
 from dataclasses import fields
 from importlib import resources
 
@@ -37,6 +38,7 @@ GPU_FIELDS = {
     "display_name": ("str", False, None),
     "memory_gib": ("int", False, (1, 1024)),
     "supports_bf16": ("bool", False, None),
+    "compute_capability": ("str", True, None),
     "fp16_tflops": ("num", True, (1, 100_000)),
     "bf16_tflops": ("num", True, (1, 100_000)),
     "fp8_tflops": ("num", True, (1, 100_000)),
@@ -82,6 +84,7 @@ def gpu_record_problems(rec: dict, doc: dict = GPU_DOC) -> list[str]:
             out.append(f"alias {a!r} is not in normal form: get_gpu could never reach it")
     if rec["supports_bf16"] != (rec["bf16_tflops"] is not None):
         out.append("bf16_tflops must be null exactly when supports_bf16 is false")
+    out += _compute_capability_problems(rec)
     if rec["host_link"] not in doc["host_links"]:
         out.append(f"host_link {rec['host_link']!r} is not a row of host_links")
     capacity_mib = rec["memory_gib"] * 1024
@@ -94,6 +97,25 @@ def gpu_record_problems(rec: dict, doc: dict = GPU_DOC) -> list[str]:
         out.append("torch_total_source must start with 'exact:', 'rounded:' or 'estimated:'")
     if len(rec["source"]) < 20:
         out.append(f"source {rec['source']!r} is too short to name a datasheet")
+    return out
+
+
+def _compute_capability_problems(rec: dict) -> list[str]:
+    """compute_capability is 'major.minor' (null only for a GPU without CUDA: AMD's), and agrees with the
+    formats the record claims: bf16 tensor cores exactly from 8.0 (Ampere) on, fp8 exactly from 8.9 (Ada,
+    Hopper) on (the units table of gpus.json cites torch's checks)."""
+    cc = rec.get("compute_capability")
+    if cc is None:
+        amd = rec["display_name"].startswith("AMD")
+        return [] if amd else ["compute_capability missing: every NVIDIA GPU has one (developer.nvidia.com/cuda-gpus)"]
+    if not re.fullmatch(r"\d{1,2}\.\d", cc):
+        return [f"compute_capability {cc!r} is not 'major.minor' (e.g. '8.0')"]
+    sm = tuple(int(x) for x in cc.split("."))
+    out = []
+    if rec["supports_bf16"] != (sm >= (8, 0)):
+        out.append(f"supports_bf16={rec['supports_bf16']} but compute capability {cc}: bf16 needs 8.0 or newer")
+    if (rec.get("fp8_tflops") is not None) != (sm >= (8, 9)):
+        out.append(f"fp8_tflops={rec.get('fp8_tflops')} but compute capability {cc}: fp8 needs 8.9 or newer")
     return out
 
 
@@ -122,7 +144,7 @@ def _good_gpu() -> dict:
     return {"name": "a100-80gb-pcie", "display_name": "NVIDIA A100 PCIe 80GB", "aliases": ["a100-pcie"],
             "memory_gib": 80, "supports_bf16": True, "fp16_tflops": 312.0, "bf16_tflops": 312.0,
             "memory_bandwidth_gb_per_s": 1935, "interconnect": "NVLink bridge (pairs)",
-            "interconnect_gb_per_s": 600, "host_link": "PCIe 4.0 x16",
+            "interconnect_gb_per_s": 600, "host_link": "PCIe 4.0 x16", "compute_capability": "8.0",
             "source": "NVIDIA A100 Tensor Core GPU datasheet (r4), PCIe 80GB column"}
 
 
@@ -148,10 +170,24 @@ def test_adding_a_gpu_is_adding_a_record():
     ({"reported_total_mib": 90000}, "85-100%"),
     ({"torch_total_mib": 80000}, "torch_total_source must start"),
     ({"source": ""}, "not a str"),
+    ({"compute_capability": "sm_80"}, "not 'major.minor'"),
+    ({"compute_capability": "7.0"}, "bf16 needs 8.0"),               # a Volta record claiming bf16
+    ({"compute_capability": "8.0", "fp8_tflops": 624.0}, "fp8 needs 8.9"),  # an A100 claiming fp8
+    ({"compute_capability": None}, "compute_capability missing"),
 ])
 def test_gpu_schema_check_catches(change, problem):
     rec = {**_good_gpu(), **change}
     assert any(problem in p for p in gpu_record_problems(rec)), gpu_record_problems(rec)
+
+
+def test_compute_capability_of_known_cards():
+    # NVIDIA's CUDA GPUs list (developer.nvidia.com/cuda-gpus): V100 7.0, T4 7.5, A100 8.0, RTX 3090 8.6,
+    # RTX 4090 / L40S 8.9, H100 9.0; the gates: bf16 from 8.0 (Ampere), fp8 from 8.9 (Ada) / 9.0 (Hopper)
+    want = {"v100-32gb": (7, 0), "t4": (7, 5), "a100-80gb": (8, 0), "rtx-3090": (8, 6), "rtx-4090": (8, 9),
+            "l40s": (8, 9), "h100-80gb": (9, 0), "mi300x": None}
+    assert {n: gpus.get_gpu(n).sm for n in want} == want
+    fp16_only = [g.name for g in gpus.list_gpus() if g.sm is not None and g.sm < (8, 0)]
+    assert fp16_only == ["v100-16gb", "v100-32gb", "t4"]
 
 
 def test_missing_gpu_fields_are_named():

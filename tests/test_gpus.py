@@ -311,3 +311,13 @@ def test_estimates_reuse_the_gap_measured_on_the_sibling_part():
 def test_describe_shows_torch_total():
     text = get_gpu("h200").describe()
     assert "torch reports 143,156 MiB" in text
+
+
+def test_hand_built_gpu_without_compute_capability_keeps_its_host_link():
+    # compute_capability is optional (None: unknown or not CUDA); a GPU built by hand with an A100 80GB's
+    # figures and no compute capability still crosses the A100's PCIe 4.0 x16: 16 GT/s x 16 lanes = 32 GB/s
+    a100 = get_gpu("a100-80gb")
+    kw = {f.name: getattr(a100, f.name) for f in dataclasses.fields(a100) if f.name != "compute_capability"}
+    mine = dataclasses.replace(a100, **{**kw, "name": "my-a100", "compute_capability": None})
+    assert mine.sm is None and a100.sm == (8, 0)
+    assert mine.host_link_bytes_per_s == 32 * 10**9

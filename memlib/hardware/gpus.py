@@ -60,6 +60,7 @@ class GPU:
     int8_tops: float | None = None  #: dense int8 tensor-core peak (TOPS); None where not supported
     torch_total_mib: int | None = None  #: torch.cuda.get_device_properties(i).total_memory / 2**20
     torch_total_source: str = ""  #: where torch_total_mib comes from ("estimated: ..." when no record)
+    compute_capability: str | None = None  #: CUDA compute capability "major.minor" (sm_80 = "8.0"); None: not CUDA
 
     def __post_init__(self) -> None:
         if not isinstance(self.memory_bytes, int) or self.memory_bytes <= 0:
@@ -114,6 +115,15 @@ class GPU:
         return _host_link(self)[1]
 
     @property
+    def sm(self) -> tuple[int, int] | None:
+        """The compute capability as (major, minor), comparable: bf16 tensor cores need (8, 0) or newer, fp8
+        ones (8, 9) or newer (units table of memlib/hardware/data/gpus.json). None for a GPU without CUDA."""
+        if self.compute_capability is None:
+            return None
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
+
+    @property
     def interconnect_bytes_per_s_per_direction(self) -> int:
         return self.interconnect_bytes_per_s // 2
 
@@ -141,6 +151,8 @@ class GPU:
         lines = [
             f"{self.display_name} [{self.name}]",
             f"  memory:           {mem}",
+            *([f"  compute capab.:   {self.compute_capability} (sm_{self.compute_capability.replace('.', '')})"]
+              if self.compute_capability else []),
             f"  bf16 support:     {'yes' if self.supports_bf16 else 'no'}",
             f"  fp16 tensor core: {tf(self.fp16_tflops)} (dense)",
             f"  bf16 tensor core: {tf(self.bf16_tflops)} (dense)",
@@ -191,6 +203,7 @@ def _gpu_from_record(rec: dict) -> GPU:
         int8_tops=rec.get("int8_tops"),
         torch_total_mib=rec.get("torch_total_mib"),
         torch_total_source=rec.get("torch_total_source", ""),
+        compute_capability=rec.get("compute_capability"),
     )
 
 
@@ -263,7 +276,7 @@ def _host_link(gpu: GPU) -> tuple[str, int]:
     under a new name), that of the catalog entry it equals in every figure; else a clear error."""
     if gpu.name in HOST_LINK:
         return HOST_LINK[gpu.name]
-    figures = [f.name for f in fields(GPU) if f.name not in _NAMING_FIELDS]
+    figures = [f.name for f in fields(GPU) if f.name not in (*_NAMING_FIELDS, "compute_capability")]  # may be unset
     for known in _CATALOG:
         if all(getattr(known, f) == getattr(gpu, f) for f in figures) and known.name in HOST_LINK:
             return HOST_LINK[known.name]
