@@ -187,7 +187,7 @@ def test_compute_capability_of_known_cards():
             "l40s": (8, 9), "h100-80gb": (9, 0), "mi300x": None}
     assert {n: gpus.get_gpu(n).sm for n in want} == want
     fp16_only = [g.name for g in gpus.list_gpus() if g.sm is not None and g.sm < (8, 0)]
-    assert fp16_only == ["v100-16gb", "v100-32gb", "t4"]
+    assert fp16_only == ["v100-16gb", "v100-32gb", "v100-pcie-32gb", "t4"]
 
 
 def test_missing_gpu_fields_are_named():
