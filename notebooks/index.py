@@ -34,7 +34,8 @@
 # 2. [02 · One GPU: how large a model can you train, fine-tune or serve?](02_single_gpu_limits.ipynb)
 #    (seed 001) The largest model per GPU and recipe.
 # 3. [03 · When the model does not fit](03_when_the_model_does_not_fit.ipynb) (seed 003)
-#    Quantization, TP/PP, ZeRO, offload and recompute, and how to combine them.
+#    Quantization, TP/PP, ZeRO, offload and recompute, and how to combine them; DataParallel vs DDP.
+#    Its [deep dive](03_when_the_model_does_not_fit_deep_dive.ipynb): the fact-check of seed 003 and every table.
 # 4. [04 · How many 8k chats can Llama-3-70B serve?](04_serving_capacity.ipynb) Weights by
 #    precision, the KV cache per token with GQA, PagedAttention's blocks, tensor parallelism, what
 #    vLLM's gpu_memory_utilization reserves, and the decode speed limit, on 2 × A100 80GB and 8 × H100.

@@ -12,11 +12,11 @@ from memlib.parallel.data_parallel import data_parallel_memory
 def test_a_small_case_by_hand():
     # 1,000 parameters, batch 8 over 4 GPUs, 16 tokens, vocabulary 100, fp32 outputs and gradients, AdamW 8 B/param.
     r = data_parallel_memory(1_000, 8, 16, 100, 4)
-    assert r.dp_device0 == {"gradients": 4_000, "optimizer states": 8_000, "gathered outputs": 8 * 16 * 100 * 4}
+    assert r.dp_device0 == {"gradients": 4_000, "optimizer": 8_000, "gathered outputs": 8 * 16 * 100 * 4}
     assert r.dp_device0_bytes == 4_000 + 8_000 + 51_200 == 63_200
     assert sum(r.dp_other.values()) == 0
     # a DDP rank: the same .grad and states, a bucket copy of the gradients, and its own 8 / 4 = 2 sequences
-    assert r.ddp_rank == {"gradients": 4_000, "optimizer states": 8_000, "DDP buckets": 4_000,
+    assert r.ddp_rank == {"gradients": 4_000, "optimizer": 8_000, "buckets": 4_000,
                           "own outputs": 2 * 16 * 100 * 4}
     assert r.ddp_rank_bytes == 4_000 + 8_000 + 4_000 + 12_800 == 28_800
     assert r.dp_over_ddp_bytes == 63_200 - 28_800 == 34_400
@@ -25,7 +25,7 @@ def test_a_small_case_by_hand():
 def test_bucket_view_and_uneven_chunks():
     # batch 10 over 4 GPUs: torch scatters chunks of ceil(10 / 4) = 3, 3, 3, 1; a rank holds at most 3
     r = data_parallel_memory(1_000, 10, 16, 100, 4, gradient_as_bucket_view=True, output_bytes=2)
-    assert r.ddp_rank["DDP buckets"] == 0
+    assert r.ddp_rank["buckets"] == 0
     assert r.ddp_rank["own outputs"] == 3 * 16 * 100 * 2
     assert r.dp_device0["gathered outputs"] == 10 * 16 * 100 * 2
 

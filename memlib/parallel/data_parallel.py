@@ -76,8 +76,8 @@ def data_parallel_memory(num_params: int, batch: int, seq_len: int, vocab_size: 
     chunk = -(-batch // n_gpus)
     grads, states = num_params * grad_bytes, num_params * optimizer_bytes_per_param
     return DataParallelMemory(
-        dp_device0={"gradients": grads, "optimizer states": states, "gathered outputs": batch * per_sequence},
-        dp_other={"gradients": 0, "optimizer states": 0, "gathered outputs": 0},
-        ddp_rank={"gradients": grads, "optimizer states": states, "DDP buckets": 0 if view else grads,
+        dp_device0={"gradients": grads, "optimizer": states, "gathered outputs": batch * per_sequence},
+        dp_other={"gradients": 0, "optimizer": 0, "gathered outputs": 0},
+        ddp_rank={"gradients": grads, "optimizer": states, "buckets": 0 if view else grads,
                   "own outputs": chunk * per_sequence},
     )
