@@ -23,6 +23,8 @@
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
+import textwrap
+
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
@@ -48,6 +50,11 @@ def GiB(nbytes, d=1):
 
 def yes(verdict):
     return "✅ fits" if verdict.fits else "❌ does not fit"
+
+
+def say(text):
+    """print, wrapped at 88 characters (the book's text column)."""
+    print(textwrap.fill(text, 88, subsequent_indent="    "))
 
 
 def largest(est, part):
@@ -81,6 +88,30 @@ def dp_bytes(e, ds_bucket_allreduce=True):
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## More follow-up questions · 更多追问
 #
+# ### 追问 1 in numbers: ZeRO-3, TP or PP for 13B on 8 A100s? (seed)
+
+# %% tags=["nbval-check-output"]
+# 13B on 8 A100s, global batches of 8 and 64 sequences: memory, traffic and speed of each layout
+fu1 = {"ZeRO-3": lambda g: dict(zero_stage=3, dp=8, grad_accum=g // 8), "TP=8": lambda g: dict(tp=8, grad_accum=g),
+       "PP=8": lambda g: dict(pp=8, grad_accum=g),
+       "TP=2 × ZeRO-3 dp=4": lambda g: dict(tp=2, zero_stage=3, dp=4, grad_accum=g // 4)}
+comm, rows = {}, []
+for k, kw in fu1.items():
+    for gbs in (8, 64):
+        e = memlib.estimate_training(M13, seq_len=SEQ, **kw(gbs))
+        t = memlib.step_time(e, A100)
+        comm[k, gbs] = t.dp_comm_bytes + t.tp_comm_bytes + t.pp_comm_bytes
+        rows.append([k, gbs, GiB(e.peak_bytes), GB(comm[k, gbs]), f"{t.bubble_fraction:.1%}",
+                     f"{t.tokens_per_s_per_gpu:,.0f}"])
+table_fu1 = markdown_table(rows, ["13B on 8×A100", "sequences per step", "peak per GPU", "traffic per GPU per step",
+                                  "bubble", "tokens/s/GPU"])
+print(f"traffic at 8 -> 64 sequences: ZeRO-3 {GB(comm['ZeRO-3', 8])} -> {GB(comm['ZeRO-3', 64])}, "
+      f"TP=8 {GB(comm['TP=8', 8])} -> {GB(comm['TP=8', 64])}")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+display(Markdown(table_fu1))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Under ZeRO-3, a bigger micro-batch or more accumulation?
 # %% tags=["nbval-check-output"]
 # 13B on 8 A100s, 8 sequences per GPU per step, split as micro-batch x accumulation
@@ -95,7 +126,7 @@ for mb, ga in ((1, 8), (2, 4), (4, 2), (8, 1)):
                      f"{t.step_s:.2f} s", f"{t_ib.step_s:.2f} s"])
 table_mb = markdown_table(rows, ["micro-batch × accumulation", "recompute", "peak per GPU", "A100 80GB",
                                  "ZeRO-3 traffic per GPU", "step, NVLink node", "step, one GPU per node"])
-print("fits: " + ", ".join(f"{mb} x {8 // mb} {rec}: {ok}" for (mb, rec), ok in mb_fits.items()))
+say("fits: " + ", ".join(f"{mb} x {8 // mb} {rec}: {ok}" for (mb, rec), ok in mb_fits.items()))
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(table_mb))
@@ -140,7 +171,7 @@ display(Markdown(
 # memlib.plan.min_gpus: the fewest GPUs with a feasible layout (tp, pp, ZeRO, recompute), and how it searched
 need = {m: min_gpus(m, A100) for m in (M13, M70)}
 for m, r in need.items():
-    print(f"{m}: {r.count} GPUs; {r.best.describe()}; peak {GiB(r.best.estimate.peak_bytes)}; {r.method}")
+    say(f"{m}: {r.count} GPUs; {r.best.describe()}; peak {GiB(r.best.estimate.peak_bytes)}; {r.method}")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
@@ -158,7 +189,7 @@ q70 = plan(M70, RTX4090, 2, task="qlora", lora_targets="all-linear")
 one70 = memlib.estimate_training(M70, seq_len=SEQ, finetune="qlora", lora_targets="all-linear", recompute="full")
 print(f"one GPU: peak {GiB(one70.peak_bytes)}, {yes(memlib.fits(one70, RTX4090))}")
 for p in q70.feasible[:3]:
-    print(f"{p.describe()}: peak {GiB(p.estimate.peak_bytes)}, {p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU")
+    say(f"{p.describe()}: peak {GiB(p.estimate.peak_bytes)}, {p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU")
 print(f"{len(q70.feasible)} feasible, {len(q70.infeasible)} infeasible")
 q70_dm = next((p for p in q70.feasible if p.estimate.setup.sharding == "device_map"), None)
 q70_off = next((p for p in q70.feasible if p.settings["offload"] != "none"), None)
@@ -217,7 +248,7 @@ display(Markdown(
 # The core page prints a line per case; here is every column. All of it is 7B (`llama-2-7b`) at 2,048 tokens
 # on A100 80GB unless a row says otherwise.
 #
-# ### Step 1-2 · ZeRO stages on 8 GPUs
+# ### Step 2 · ZeRO stages on 8 GPUs
 
 # %% tags=["nbval-check-output"]
 # memlib.zero.zero_model_state_bytes (ZeRO paper, Figure 1) and memlib.estimate_training's per-GPU peak
@@ -235,7 +266,7 @@ print(f"ZeRO-3 peak {GiB(zero_est[3].peak_bytes)}; ZeRO-1 over DDP at N=8: {rati
 display(Markdown(table_zero))
 
 # %% [markdown]
-# ### Step 3 · ZeRO's traffic and the step time
+# ### Step 2 · ZeRO's traffic and the step time
 #
 # "DeepSpeed default" all-reduces each gradient bucket (since v0.12.4); "ZeRO paper" reduce-scatters.
 # `memlib.step_time` times the default; "exposed" is the communication the compute does not hide.
@@ -273,10 +304,10 @@ for st in (1, 2, 3):
             continue  # stage 3 reduce-scatters in both
         print(f"{scheme} ({label}):")
         for col in cols:
-            print("   " + col.describe())
+            say("   " + col.describe())
 
 # %% [markdown]
-# ### Step 4-5 · Recompute, TP and PP layouts (64 sequences per step)
+# ### Step 4 · TP and PP layouts (64 sequences per step)
 
 # %% tags=["nbval-check-output"]
 # memlib.estimate_training and memlib.step_time for the same global batch of 64 sequences on 8 A100s
@@ -301,7 +332,7 @@ table_layouts = markdown_table(rows, ["layout (64 seqs per step)", "16-bit weigh
                                       "traffic per GPU per step", "bubble", "step", "tokens/s/GPU"])
 bubbles = {(p, m): memlib.step_time(train7(pp=p, grad_accum=m), A100).bubble_fraction for p in (4, 8) for m in (4, 8, 32)}
 meg = {d: memlib.megatron_bytes_per_param(distributed_optimizer=d > 1, dp=d) for d in (1, 8)}  # Megatron-LM's table
-print("bubble: " + ", ".join(f"p={p} m={m}: {b:.1%}" for (p, m), b in bubbles.items()))
+say("bubble: " + ", ".join(f"p={p} m={m}: {b:.1%}" for (p, m), b in bubbles.items()))
 print(f"Megatron's states at TP=8: {float(meg[1]):g} B/param = {GB(int(P7 * meg[1] / 8))} per GPU;")
 print(f"with its distributed optimizer over dp=8: {float(meg[8]):g} B/param = {GB(int(P7 * meg[8] / 8))}")
 
@@ -309,7 +340,7 @@ print(f"with its distributed optimizer over dp=8: {float(meg[8]):g} B/param = {G
 display(Markdown(table_layouts))
 
 # %% [markdown]
-# ### Step 6 · Offload on 8 GPUs
+# ### Step 5 · Offload on 8 GPUs
 
 # %% tags=["nbval-check-output"]
 # memlib.estimate_training(offload=..., offload_device=...) and memlib.step_time at 1 and 8 micro-batches
@@ -341,7 +372,7 @@ print(f"CPU Adam: {CPU_ADAM_PARAMS_PER_S:.0e} params/s per node, {opt1.cpu_adam_
 display(Markdown(table_offload))
 
 # %% [markdown]
-# ### Step 7 · Weight formats for serving 7B (RTX 4090)
+# ### Step 6 · Weight formats for serving 7B (RTX 4090)
 
 # %% tags=["nbval-check-output"]
 # memlib.estimate_inference per weight format (7B, batch 1, context 4096); memlib.fits, memlib.max_batch
@@ -402,7 +433,7 @@ display(Markdown(
 
 
 # %% [markdown]
-# ### Step 8 · Full fine-tuning of 7B on one RTX 4090, lever by lever
+# ### Step 7 · Full fine-tuning of 7B on one RTX 4090, lever by lever
 
 # %% tags=["nbval-check-output"]
 # memlib.estimate_training, memlib.fits and memlib.step_time on one RTX 4090 (24 GB), sequence 2048, micro-batch 1
@@ -465,12 +496,6 @@ plt.show()
 cv = claim_verdict
 LABEL = {"✅": "✅ right", "⚠️": "⚠️ partly", "❌": "❌ wrong", "➖": "➖ not computed"}  # a verdict reads without emoji
 z3_8, z3_8rc = zero_est[3], rc["full"]
-comm = {}  # 13B on 8 A100s, 8 and 64 sequences per step (the core page's follow-up 1)
-for k, kw in {"ZeRO-3": lambda g: dict(zero_stage=3, dp=8, grad_accum=g // 8), "TP=8": lambda g: dict(tp=8, grad_accum=g),
-              "PP=8": lambda g: dict(pp=8, grad_accum=g)}.items():
-    for gbs in (8, 64):
-        t = memlib.step_time(memlib.estimate_training(M13, seq_len=SEQ, **kw(gbs)), A100)
-        comm[k, gbs] = t.dp_comm_bytes + t.tp_comm_bytes + t.pp_comm_bytes
 r3080 = plan(M7, RTX3080, 1, seq_len=SEQ, grad_accum=1)  # the core page's follow-up 3
 best3080 = r3080.best
 t3080 = best3080.time
