@@ -445,10 +445,10 @@ f4_req_ddp, f4_req_dp = f"{GiB(v_ddp.required_bytes)}", f"{GiB(dp0_required)}"
 f4_cap, f4_ddp_verdict = f"{GiB(v_ddp.capacity_bytes)}", f"{'fits' if v_ddp.fits else 'does not fit'}"
 
 # %% [markdown]
-# memlib: under DP cuda:0 holds **{eval}`f4_dp0`** of these parts ({eval}`f4_gath` of gathered logits), a DDP rank
-# {eval}`f4_rank`, at the end of the forward. Of an A100's {eval}`f4_cap`, a DDP rank needs {eval}`f4_req_ddp`
-# (**{eval}`f4_ddp_verdict`**), DP's cuda:0 about {eval}`f4_req_dp` (**{eval}`f4_verdict`**) while seven GPUs keep
-# none of it. Use DDP or FSDP; `gradient_as_bucket_view=True` drops DDP's bucket copy.
+# memlib: under DP, cuda:0 carries **{eval}`f4_dp0`** of gradients, AdamW states and gathered logits ({eval}`f4_gath`
+# of logits); a DDP rank {eval}`f4_rank` of gradients, states, buckets and its own logits. Of an A100's {eval}`f4_cap`,
+# a DDP rank's peak needs {eval}`f4_req_ddp` (**{eval}`f4_ddp_verdict`**), DP's cuda:0 about {eval}`f4_req_dp`
+# (**{eval}`f4_verdict`**), while seven GPUs keep none of these parts. Use DDP or FSDP; `gradient_as_bucket_view=True` drops DDP's bucket copy.
 #
 # More follow-ups (accumulation, FSDP, fewest A100s, QLoRA 70B on two cards): the [deep dive](03_when_the_model_does_not_fit_deep_dive.ipynb).
 
@@ -459,7 +459,7 @@ p_b8, p_host = f"{bubbles[8]:.0%}", f"{GiB(best3080.estimate.host_bytes, 0)}"
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑
 #
-# - "FP16 training is 2 + 2 + 4 B/param": mixed precision is {eval}`p_bpp`. "INT4 = bf16 / 4": it is {eval}`p_int4x`× for 7B.
+# - "FP16 training is 2 + 2 + 4 B/param": mixed precision is {eval}`p_bpp` B/param. "INT4 = bf16 / 4": it is {eval}`p_int4x`× for 7B.
 # - Checkpointing for inference: there is no backward. ZeRO-1's "4×" on 8 GPUs: it is {eval}`p_r8`×.
 # - "ZeRO-3 brings memory down to the states' share": activations are not sharded. "TP keeps full parameters":
 #   a slice. Offload and ZeRO-3 traffic are paid per micro-batch, not only per step.
