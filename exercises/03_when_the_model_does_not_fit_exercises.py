@@ -178,6 +178,17 @@ check("03.12", answer)
 # hint("03.12")
 
 # %% [markdown]
+# ## 03.13 · DataParallel's first GPU against a DDP rank
+
+# %%
+show("03.13")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
+check("03.13", answer)
+# hint("03.13")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -36,7 +36,8 @@
 #    bf16 and fp8 need, and what one GPU can pre-train. Its [deep dive](02_single_gpu_limits_deep_dive.ipynb):
 #    the fact-check of seed 001, every card, PEFT with checkpointing and sequence packing.
 # 3. [03 · When the model does not fit](03_when_the_model_does_not_fit.ipynb) (seed 003)
-#    Quantization, TP/PP, ZeRO, offload and recompute, and how to combine them.
+#    Quantization, TP/PP, ZeRO, offload and recompute, and how to combine them; DataParallel vs DDP.
+#    Its [deep dive](03_when_the_model_does_not_fit_deep_dive.ipynb): the fact-check of seed 003 and every table.
 # 4. [04 · How many 8k chats can Llama-3-70B serve?](04_serving_capacity.ipynb) Weights by
 #    precision, the KV cache (prefill and decode; MHA, MQA, GQA), tensor parallelism, serving
 #    metrics and Little's law, continuous batching, speculative decoding, what

@@ -265,6 +265,27 @@ check("03.12", answer)
 solution("03.12")
 
 # %% [markdown]
+# ## 03.13 · DataParallel's first GPU against a DDP rank
+
+# %%
+show("03.13")
+
+# %%
+# BEGIN SOLUTION
+m = memlib.get_model("qwen2-0.5b")
+logits = 4096 * m.vocab_size * 4  # one sequence's fp32 logits
+# cuda:0 gathers all 16 sequences, a DDP rank keeps its own 4 and a 4-byte bucket copy of every gradient;
+# gradients and AdamW states are on both
+surplus = (16 - 16 // 4) * logits - 4 * m.num_params
+answer = f"{surplus / 1e9:.1f} GB"
+# END SOLUTION
+check("03.13", answer)
+# hint("03.13")
+
+# %% tags=["solution"]
+solution("03.13")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -273,7 +273,7 @@ def test_notebooks_carry_the_fixes():
     t07 = " ".join(_text("07_time_and_cost").split())  # prose wraps lines: compare with single spaces
     assert "+29.5%** for Llama-3.1-8B" in t07 and "+32.4%** for the 70B" in t07
     assert "implied MFU 39.0%" in t07 and "250 GFLOP per token" in t07
-    t03 = _text("03_when_the_model_does_not_fit")
+    t03 = _text("03_when_the_model_does_not_fit") + _text("03_when_the_model_does_not_fit_deep_dive")  # fact-check: deep dive
     for claim in ("DeepSpeed 的 PipeDream", "80% 的 MFU", "bitsandbytes、AutoGPTQ"):
         assert claim in t03
     assert "8× the traffic as" not in t03

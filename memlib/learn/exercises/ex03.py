@@ -14,6 +14,7 @@ from memlib.learn.exercises.kinds import (Choice, Figure, Implement, MultiChoice
 from memlib.serving.inference import estimate_inference
 from memlib.training.lora import lora_params
 from memlib.models import get_model
+from memlib.parallel.data_parallel import data_parallel_memory
 from memlib.training import estimate_training
 from memlib.units import gib
 
@@ -119,6 +120,12 @@ def _remedies_worked() -> str:
               "tensor parallelism within a node (all-reduces every layer) and pipelines across nodes (bubble) for "
               "models whose layers do not fit; 8-bit optimizers (small quality risk); and LoRA/QLoRA when full "
               "fine-tuning is not required (fewer trainable parameters, a 4-bit base).")
+
+
+def _dp(batch=16, seq=4096, n=4, **kw):
+    """torch.nn.DataParallel vs DDP for Qwen2-0.5B (fp32 AdamW, fp32 logits): memlib.parallel.data_parallel."""
+    m = get_model("qwen2-0.5b")
+    return data_parallel_memory(m.num_params, batch, seq, m.vocab_size, n, **kw)
 
 
 EXERCISES = [
@@ -415,5 +422,35 @@ EXERCISES = [
             + "\n\nRecompute pays where activations dominate the peak: sharded or offloaded states, adapters over a "
               "small base, long sequences and large micro-batches. With the states on one GPU the peak is the "
               "optimizer step or the end of the backward, and recompute does not touch it."),
+    ),
+    Numeric(
+        id="03.13", title="DataParallel's first GPU against a DDP rank", difficulty="interview", minutes=8,
+        formula="DataParallel gathers every output onto device_ids[0] and keeps the gradients and optimizer there; "
+                "DDP keeps its own outputs and a bucket copy of the gradients (memlib.parallel.data_parallel)",
+        prompt="Qwen2-0.5B (memlib.get_model('qwen2-0.5b'): its parameter count and its 151,936-token vocabulary) is "
+               "trained in fp32 with AdamW on **4 GPUs**, a batch of **16 sequences of 4,096 tokens**; the model "
+               "returns fp32 logits. Under `torch.nn.DataParallel`, cuda:0 keeps the gradients, the optimizer states "
+               "and the logits of the whole batch, gathered there. Under `DistributedDataParallel` (default options) "
+               "each rank keeps its gradients, its optimizer states, its all-reduce buckets and the logits of its own "
+               "sequences. At the end of the forward, how many GB **more** does DataParallel's cuda:0 hold than one "
+               "DDP rank?",
+        expected=lambda: _dp().dp_over_ddp_bytes, unit="GB",
+        slips=(Slip("no bucket copy", lambda: _dp(gradient_as_bucket_view=True).dp_over_ddp_bytes,
+                    "DDP's default (gradient_as_bucket_view=False) keeps a second copy of every gradient in its "
+                    "all-reduce buckets: a rank holds that much more, so cuda:0's surplus is that much less"),
+               Slip("the whole gathered batch", lambda: _dp().dp_device0["gathered outputs"],
+                    "a DDP rank holds the logits of its own 16 / 4 sequences too; the surplus is the other 12"),
+               Slip("the optimizer on cuda:0 only", lambda: _dp().dp_over_ddp_bytes + _dp().ddp_rank["optimizer"],
+                    "every DDP rank runs its own optimizer: the AdamW states are on every GPU under DDP too")),
+        hints=("List what each scheme keeps per GPU: gradients, optimizer states, buckets, logits. Which differ?",
+               "surplus = (batch - batch / n) x seq x vocab x 4 bytes - num_params x 4 bytes (DDP's buckets).",
+               "Compute one sequence's fp32 logits first: 4,096 x 151,936 x 4 bytes."),
+        worked=lambda: (lambda r, p: (
+            f"Gradients ({b(r.dp_device0['gradients'])}) and AdamW states ({b(r.dp_device0['optimizer'])}) are on "
+            f"both. cuda:0 gathers 16 sequences of logits ({b(r.dp_device0['gathered outputs'])}), a DDP rank keeps "
+            f"its 4 ({b(r.ddp_rank['own outputs'])}) plus a bucket copy of the gradients ({b(r.ddp_rank['buckets'])}, "
+            f"{p:,} parameters x 4 bytes): **{b(r.dp_over_ddp_bytes)}** more on cuda:0 "
+            "(`memlib.parallel.data_parallel.data_parallel_memory`), while DataParallel's other three GPUs keep none "
+            "of these. That is why PyTorch recommends DDP."))(_dp(), n_params("qwen2-0.5b")),
     ),
 ]

@@ -22,6 +22,7 @@ from memlib.learn.exercises.kinds import Numeric, Slip
 from memlib.models import get_model
 from memlib.parallel import zero
 from memlib.serving import quantization
+from memlib.parallel.data_parallel import data_parallel_memory
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token, kv_cache_bytes
 from memlib.units import fmt_bytes
 
@@ -266,11 +267,34 @@ def _batch1_speedup(qid: str, rng: random.Random) -> Numeric:
               "memory-bound decode speed-up = bytes ratio (memlib.serving.quantization.decode_speedup)")
 
 
+def _dp_logits(qid: str, rng: random.Random) -> Numeric:
+    # models one GPU could train whole (DataParallel replicates the model): the catalog's up to 8B
+    m = rng.choice(sorted({x for x in DENSE + LONG + ("qwen2-0.5b",) if get_model(x).num_params < 9e9}))
+    n = rng.choice((2, 4, 8))
+    batch, seq = n * rng.choice((2, 4, 8)), rng.choice((1024, 2048, 4096))
+    r = lambda: data_parallel_memory(get_model(m).num_params, batch, seq, get_model(m).vocab_size, n)  # noqa: E731
+    value = lambda: float(r().dp_device0["gathered outputs"])  # noqa: E731
+    return _q(qid, f"DataParallel's gathered logits of {m}",
+              f"**{m}** is trained with `torch.nn.DataParallel` over **{n}** GPUs, a batch of **{batch}** sequences "
+              f"of **{seq:,}** tokens, and returns fp32 logits. How many GB of logits does the gather put on cuda:0?",
+              value, "GB",
+              lambda: f"{batch} x {seq:,} x {get_model(m).vocab_size:,} x 4 bytes = **{fmt_bytes(value())}** on "
+                      f"cuda:0 (`memlib.parallel.data_parallel.data_parallel_memory`); a DDP rank keeps only its own "
+                      f"{batch // n} sequences, {fmt_bytes(r().ddp_rank['own outputs'])}.",
+              _hints("DataParallel gathers every replica's output onto device_ids[0].",
+                     "bytes = batch x sequence x vocabulary x 4 (fp32)", f"Read the vocabulary of get_model({m!r})."),
+              "DataParallel's gather onto device_ids[0] (torch/nn/parallel/data_parallel.py; "
+              "memlib.parallel.data_parallel)",
+              (Slip("one GPU's share", lambda: float(r().ddp_rank["own outputs"]),
+                    "that is one replica's chunk; the gather brings all of them to cuda:0"),
+               Slip("bf16 logits", lambda: value() / 2, "the logits are fp32, 4 bytes each")))
+
+
 KINDS: dict[str, tuple[Callable, ...]] = {
     "00": (_weights, _states),
     "01": (_states, _gpus_for_states),
     "02": (_kv_cache, _weights),
-    "03": (_tp_weights, _states),
+    "03": (_tp_weights, _states, _dp_logits),
     "04": (_kv_token, lambda i, r: _kv_cache(i, r, tp_choices=(2, 4, 8))),
     "05": (_moe_ratio, lambda i, r: _kv_token(i, r, MOE), _gpus_for_states),
     "06": (lambda i, r: _kv_cache(i, r, LONG), lambda i, r: _kv_cache(i, r, LONG, (2, 4, 8))),
