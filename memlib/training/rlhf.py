@@ -202,101 +202,29 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
     train_options: passed to memlib.estimate_training for the trainable roles (precision, recompute,
                    offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
     """
-    choice("algorithm", algorithm, ALGORITHMS)
-    choice("placement", placement, PLACEMENTS)
-    offload_idle = flag("offload_idle", offload_idle)
-    prompt_len = positive_int("prompt_len", prompt_len)
-    response_len = positive_int("response_len", response_len)
-    micro_batch = positive_int("micro_batch", micro_batch)
-    rollout_batch = positive_int("rollout_batch", rollout_batch)
-    if group_size is None:
-        group_size = 8 if algorithm == "grpo" else 1
-    group_size = positive_int("group_size", group_size)
-    rollout_tp = positive_int("rollout_tp", rollout_tp)
-    prefill_tokens = positive_int("prefill_tokens", prefill_tokens)
-    if zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
-        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
-    for bad in ("model", "seq_len", "micro_batch", "dp", "zero_stage"):
-        if bad in train_options:
-            raise ValueError(f"{bad!r} is set by estimate_rlhf itself (from the actor, prompt_len + response_len, "
-                             f"micro_batch, gpus and zero_stage); do not pass it as a training option")
-    if algorithm == "grpo" and group_size < 2:
-        raise ValueError(f"GRPO compares G samples of the same prompt: group_size must be >= 2, got {group_size}")
-    if algorithm != "ppo" and critic not in (SAME, None):
-        raise ValueError(f"{algorithm.upper()} has no critic (GRPO takes its baseline from the group, DPO has no "
-                         f"value function): leave critic unset, got {critic!r}")
-    if algorithm == "dpo" and reward not in (SAME, None):
-        raise ValueError(f"DPO learns from preference pairs and has no reward model: leave reward unset, got {reward!r}")
-    if algorithm == "dpo" and group_size != 1:
-        raise ValueError("DPO generates nothing: group_size applies to PPO and GRPO rollouts")
-
+    c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
+               rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options)
+    c["kv_cache"] = kv_cache
     actor_model = get_model(actor)
-    roles = ["actor"]
-    if algorithm == "ppo":
-        roles.append("critic")
-    roles.append("reference")
-    if algorithm != "dpo" and reward is not None:
-        roles.append("reward")
-    if algorithm != "dpo":
-        roles.append("rollout")
+    roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + ["reference"]
+    roles += (["reward"] if reward is not None else []) + ["rollout"] if algorithm != "dpo" else []
     n = _role_gpus(gpus, roles, placement)
-    if "rollout" in roles and n["rollout"] % rollout_tp:
-        raise ValueError(f"rollout_tp {rollout_tp} must divide the rollout engine's {n['rollout']} GPUs")
-
-    seq = prompt_len + response_len
-    rows = 2 * micro_batch if algorithm == "dpo" else micro_batch
-    opts = dict(precision="bf16-mixed", recompute="full")
-    opts.update(train_options)
+    if "rollout" in roles and n["rollout"] % c["rollout_tp"]:
+        raise ValueError(f"rollout_tp {c['rollout_tp']} must divide the rollout engine's {n['rollout']} GPUs")
     models = {"actor": actor_model, "reference": actor_model, "rollout": actor_model}
     if "critic" in roles:
         models["critic"] = actor_model if critic == SAME else get_model(critic)
     if "reward" in roles:
         models["reward"] = actor_model if reward == SAME else get_model(reward)
-
-    from memlib.training import estimate_training  # here: memlib.training imports this module's package
-    out: dict[str, RoleMemory] = {}
-    for role in roles:
-        m, g = models[role], n[role]
-        if KINDS[role] == "trainable":
-            est = estimate_training(m, seq_len=seq, micro_batch=rows, zero_stage=zero_stage, dp=g, **opts)
-            weights, acts, _ = _forward(m, g, zero_stage, rows, seq, "all")
-            out[role] = RoleMemory(role, m.name, "trainable", g, est.peak_bytes, est.model_state_bytes,
-                                   weights + acts, acts, est, est.breakdown)
-        elif KINDS[role] == "frozen":
-            # the reference needs every response token's log-probability (all logits); a reward model one score
-            weights, acts, est = _forward(m, g, zero_stage, rows, seq, "all" if role == "reference" else "last")
-            out[role] = RoleMemory(role, m.name, "frozen", g, weights + acts, weights, weights + acts, acts, est,
-                                   {"weights": weights, "activations": acts})
-        else:
-            est = estimate_inference(m, batch=rollout_batch * group_size, context_len=seq, weights="bf16",
-                                     kv_cache=kv_cache, tp=rollout_tp, engine=ROLLOUT_ENGINE,
-                                     prefill_tokens=prefill_tokens)
-            resident = est.weight_bytes + est.kv_cache_bytes
-            out[role] = RoleMemory(role, m.name, "rollout", g, est.peak_bytes, resident, est.peak_bytes,
-                                   est.activation_bytes, est, est.breakdown)
-
-    phases: dict[str, int] = {}
+    out = {role: _role(role, models[role], n[role], c, train_options) for role in roles}
     notes = []
     if placement == "colocated":
-        resident = sum(r.resident_bytes for r in out.values())
-        active = {"rollout": [out["rollout"]] if "rollout" in out else [],
-                  "scoring": [out[r] for r in ("actor", "critic", "reference", "reward")
-                              if r in out and (algorithm != "dpo" or r == "reference")],
-                  "train_actor": [out["actor"]],
-                  "train_critic": [out["critic"]] if "critic" in out else []}
-        for phase in PHASES:
-            running = active[phase]
-            if not running:
-                continue
-            if offload_idle:  # only the running role is awake; scoring wakes one model at a time
-                phases[phase] = max(r.forward_bytes if phase == "scoring" else r.peak_bytes for r in running)
-            else:  # everyone resident; what the running role needs beyond its resident bytes comes on top
-                phases[phase] = resident + max(r.forward_activation_bytes if phase == "scoring"
-                                               else r.peak_bytes - r.resident_bytes for r in running)
-        if offload_idle:
+        phases = _phases(out, algorithm, c["offload_idle"])
+        if c["offload_idle"]:
             notes.append("idle roles sleep or are offloaded (hybrid engine): their states need pinned host RAM, "
                          "not counted here")
     else:
+        phases = {}
         notes.append("separate groups: the weights are synchronised from the actor group to the rollout engines "
                      "after each step (staging buffers not counted)")
     if algorithm == "dpo":
@@ -304,7 +232,82 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                      "precomputed once (TRL precompute_ref_log_probs), which removes the reference from the step")
     if "critic" in out:
         notes.append("the critic's value head replaces the LM head: its logits term is a slight over-count")
-    return RLHFEstimate(algorithm, placement, offload_idle, out, phases, notes)
+    return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes)
+
+
+def _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
+           rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options) -> dict:
+    """estimate_rlhf's options, checked: a ValueError that names the option, else the cleaned values."""
+    choice("algorithm", algorithm, ALGORITHMS)
+    choice("placement", placement, PLACEMENTS)
+    c = dict(offload_idle=flag("offload_idle", offload_idle))
+    for name, v in (("prompt_len", prompt_len), ("response_len", response_len), ("micro_batch", micro_batch),
+                    ("rollout_batch", rollout_batch), ("rollout_tp", rollout_tp), ("prefill_tokens", prefill_tokens)):
+        c[name] = positive_int(name, v)
+    c["group_size"] = positive_int("group_size", (8 if algorithm == "grpo" else 1) if group_size is None else group_size)
+    if zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    c["zero_stage"] = int(zero_stage)
+    for bad in ("model", "seq_len", "micro_batch", "dp", "zero_stage"):
+        if bad in train_options:
+            raise ValueError(f"{bad!r} is set by estimate_rlhf itself (from the actor, prompt_len + response_len, "
+                             f"micro_batch, gpus and zero_stage); do not pass it as a training option")
+    if algorithm == "grpo" and c["group_size"] < 2:
+        raise ValueError(f"GRPO compares G samples of the same prompt: group_size must be >= 2, got {group_size}")
+    if algorithm != "ppo" and critic not in (SAME, None):
+        raise ValueError(f"{algorithm.upper()} has no critic (GRPO takes its baseline from the group, DPO has no "
+                         f"value function): leave critic unset, got {critic!r}")
+    if algorithm == "dpo" and reward not in (SAME, None):
+        raise ValueError(f"DPO learns from preference pairs and has no reward model: leave reward unset, got {reward!r}")
+    if algorithm == "dpo" and c["group_size"] != 1:
+        raise ValueError("DPO generates nothing: group_size applies to PPO and GRPO rollouts")
+    c["seq"] = c["prompt_len"] + c["response_len"]
+    c["rows"] = 2 * c["micro_batch"] if algorithm == "dpo" else c["micro_batch"]  # DPO: chosen + rejected
+    return c
+
+
+def _role(role: str, m, g: int, c: dict, train_options: dict) -> RoleMemory:
+    """One role's RoleMemory on g GPUs, from memlib's training or serving estimate."""
+    seq, rows, z = c["seq"], c["rows"], c["zero_stage"]
+    if KINDS[role] == "trainable":
+        from memlib.training import estimate_training  # here: memlib.training's package imports this module's
+        est = estimate_training(m, seq_len=seq, micro_batch=rows, zero_stage=z, dp=g,
+                                **{"precision": "bf16-mixed", "recompute": "full", **train_options})
+        weights, acts, _ = _forward(m, g, z, rows, seq, "all")
+        return RoleMemory(role, m.name, "trainable", g, est.peak_bytes, est.model_state_bytes, weights + acts, acts,
+                          est, est.breakdown)
+    if KINDS[role] == "frozen":
+        # the reference needs every response token's log-probability (all logits); a reward model one score
+        weights, acts, est = _forward(m, g, z, rows, seq, "all" if role == "reference" else "last")
+        return RoleMemory(role, m.name, "frozen", g, weights + acts, weights, weights + acts, acts, est,
+                          {"weights": weights, "activations": acts})
+    est = estimate_inference(m, batch=c["rollout_batch"] * c["group_size"], context_len=seq, weights="bf16",
+                             kv_cache=c["kv_cache"], tp=c["rollout_tp"], engine=ROLLOUT_ENGINE,
+                             prefill_tokens=c["prefill_tokens"])
+    return RoleMemory(role, m.name, "rollout", g, est.peak_bytes, est.weight_bytes + est.kv_cache_bytes,
+                      est.peak_bytes, est.activation_bytes, est, est.breakdown)
+
+
+def _phases(out: dict, algorithm: str, offload_idle: bool) -> dict:
+    """Bytes per GPU in each phase of a colocated step: with sleep, what the running role holds; without,
+    every role's resident bytes plus what the running role needs on top."""
+    resident = sum(r.resident_bytes for r in out.values())
+    active = {"rollout": [out["rollout"]] if "rollout" in out else [],
+              "scoring": [out[r] for r in ("actor", "critic", "reference", "reward")
+                          if r in out and (algorithm != "dpo" or r == "reference")],
+              "train_actor": [out["actor"]],
+              "train_critic": [out["critic"]] if "critic" in out else []}
+    phases = {}
+    for phase in PHASES:
+        running = active[phase]
+        if not running:
+            continue
+        if offload_idle:  # only the running role is awake; scoring wakes one model at a time
+            phases[phase] = max(r.forward_bytes if phase == "scoring" else r.peak_bytes for r in running)
+        else:
+            phases[phase] = resident + max(r.forward_activation_bytes if phase == "scoring"
+                                           else r.peak_bytes - r.resident_bytes for r in running)
+    return phases
 
 
 def min_rlhf_gpus(actor, gpu, algorithm: str = "ppo", candidates=(1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256),
