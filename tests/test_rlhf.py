@@ -200,3 +200,14 @@ def test_bad_input_is_a_clear_value_error(kwargs, words):
 def test_unknown_model_is_a_value_error():
     with pytest.raises((ValueError, KeyError)):
         estimate_rlhf("no-such-model")
+
+
+def test_rlhf_playground_follows_its_controls():
+    pytest.importorskip("ipywidgets")
+    from memlib.learn.playgrounds.rlhf import RLHFPlayground
+    p = RLHFPlayground(model=M7, algorithm="ppo", gpu="a100-80gb", gpus=8)
+    assert "PPO" in p.output.value and "fits" in p.output.value
+    p.controls["gpus"].value = 1  # 7B PPO on one 80 GB card: 16 B/param of the actor alone is over 100 GB
+    assert "does not fit" in p.output.value
+    p.controls["algorithm"].value = "dpo"
+    assert "DPO" in p.output.value and "rollout" not in p.output.value
