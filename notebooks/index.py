@@ -50,6 +50,10 @@
 #    MFU, what data-parallel communication costs and when it hides, the Chinchilla ratio, GPU-hours
 #    and cost of pretraining a 7B on 256 H100s and of fine-tuning a 70B, checked against Llama 2/3's
 #    published GPU-hours.
+# 8. [08 · PPO on a 7B: how many A100s?](08_rlhf_memory.ipynb) RLHF's four models (actor and critic
+#    train, reference and reward only read), the rollout engine's weights and KV cache, colocated with
+#    sleep mode vs everything resident vs separate groups, GRPO, DPO and a 70B. Its
+#    [deep dive](08_rlhf_memory_deep_dive.ipynb): OpenRLHF's layouts checked and the fact-check.
 #
 # ## Then
 #
@@ -63,7 +67,8 @@
 #   [04](../exercises/04_serving_capacity_exercises.ipynb),
 #   [05](../exercises/05_moe_memory_exercises.ipynb),
 #   [06](../exercises/06_long_context_exercises.ipynb),
-#   [07](../exercises/07_time_and_cost_exercises.ipynb).
+#   [07](../exercises/07_time_and_cost_exercises.ipynb),
+#   [08](../exercises/08_rlhf_memory_exercises.ipynb).
 # - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
 #
 # Each topic notebook has the same sections (`notebooks/STYLE.md`): the question (中文 and

@@ -42,14 +42,14 @@ import memlib
 from memlib.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
-# ## 08.1 · PPO's four models for Qwen2.5-7B
+# ## 08.1 · PPO's four models for Qwen3-8B
 
 # %%
 show("08.1")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("qwen2.5-7b").num_params
+n = memlib.get_model("qwen3-8b").num_params
 answer = f"{(2 * 16 + 2 * 2) * n / 1e9:.1f} GB"  # actor, critic 16 B/param; reference, reward 2 B/param
 # END SOLUTION
 check("08.1", answer)
@@ -68,7 +68,7 @@ show("08.2")
 # BEGIN SOLUTION
 m = memlib.get_model("llama-3.1-8b")
 per_token = 2 * m.num_layers * m.num_kv_heads * m.head_dim * 2  # K and V, bf16, 8 KV heads (GQA)
-answer = f"{32 * 8 * (512 + 1536) * per_token / 1e9:.2f} GB"   # prompts x G x tokens
+answer = f"{24 * 8 * (512 + 1536) * per_token / 1e9:.2f} GB"   # prompts x G x tokens
 # END SOLUTION
 check("08.2", answer)
 # hint("08.2")
@@ -77,14 +77,14 @@ check("08.2", answer)
 solution("08.2")
 
 # %% [markdown]
-# ## 08.3 · Mistral-7B PPO on 4 GPUs with a hybrid engine
+# ## 08.3 · Qwen2.5-7B PPO on 2 GPUs with a hybrid engine
 
 # %%
 show("08.3")
 
 # %%
 # BEGIN SOLUTION
-e = memlib.estimate_rlhf("mistral-7b", "ppo", gpus=4, rollout_batch=32, prompt_len=1024, response_len=1024)
+e = memlib.estimate_rlhf("qwen2.5-7b", "ppo", gpus=2, rollout_batch=32, prompt_len=1024, response_len=1024)
 answer = f"{max(e.phases.values()) / 1e9:.2f} GB"  # asleep: the largest phase
 # END SOLUTION
 check("08.3", answer)
@@ -92,7 +92,7 @@ check("08.3", answer)
 
 # %% [markdown]
 # <!-- BEGIN SOLUTION -->
-# **Why.** With sleep mode each phase holds only what it runs; here training the actor (16 B/param over 4 GPUs plus
+# **Why.** With sleep mode each phase holds only what it runs; here training the actor (16 B/param over 2 GPUs plus
 # its activations) outweighs the engine's weights and cache, so it sets the peak.
 # <!-- END SOLUTION -->
 
@@ -149,16 +149,16 @@ check("08.6", answer)
 solution("08.6")
 
 # %% [markdown]
-# ## 08.7 · Fewest A100s for PPO on a 13B
+# ## 08.7 · PPO on a 13B with every role resident
 
 # %%
 show("08.7")
 
 # %%
 # BEGIN SOLUTION
-from memlib.training.rlhf import min_rlhf_gpus
-
-answer = min_rlhf_gpus("llama-2-13b", "a100-80gb", rollout_batch=16, prompt_len=1024, response_len=1024)
+e = memlib.estimate_rlhf("llama-2-13b", "ppo", gpus=8, offload_idle=False, rollout_batch=16, prompt_len=1024,
+                         response_len=1024)
+answer = f"{e.peak_bytes / 1e9:.2f} GB"  # the engine's 2 N + KV cache is on every GPU, unsharded
 # END SOLUTION
 check("08.7", answer)
 # hint("08.7")
@@ -192,6 +192,25 @@ check("08.8", answer)
 marks = [True, True, True, True, True, True]  # every rubric point is covered above
 # END SOLUTION
 mark("08.8", marks)
+
+# %% [markdown]
+# ## 08.9 · The rollout engine's KV cache
+
+# %%
+show("08.9")
+
+
+# %%
+# BEGIN SOLUTION
+def rollout_kv_bytes(layers, kv_heads, head_dim, prompts, group_size, prompt_len, response_len):
+    """bf16 K and V of every KV head in every layer, for prompts x group_size complete sequences."""
+    per_token = 2 * layers * kv_heads * head_dim * 2
+    return per_token * prompts * group_size * (prompt_len + response_len)
+# END SOLUTION
+
+
+check("08.9", rollout_kv_bytes)
+# hint("08.9")
 
 # %% [markdown]
 # ## Your score

@@ -5,13 +5,17 @@ policy and reference, and the fewest GPUs for a PPO run. Every figure comes from
 from __future__ import annotations
 
 from memlib.learn.exercises._common import b
-from memlib.learn.exercises.kinds import Choice, Figure, MultiChoice, Numeric, Option, SelfAssessed, Slip, SpotError
+import random
+
+from memlib.learn.exercises.kinds import (Choice, Figure, Implement, MultiChoice, Numeric, Option, SelfAssessed, Slip,
+                                          SpotError)
+from memlib.hardware.fit import fits
 from memlib.models import get_model
-from memlib.serving.inference import kv_bytes_per_token, kv_cache_bytes
+from memlib.serving.inference import gqa_kv_bytes_per_token, kv_bytes_per_token, kv_cache_bytes
 from memlib.training.rlhf import estimate_rlhf, min_rlhf_gpus
 
 NOTEBOOK = "08_rlhf_memory"
-_Q7, _L8, _M7, _L13 = "qwen2.5-7b", "llama-3.1-8b", "mistral-7b", "llama-2-13b"
+_Q7, _L8, _M7, _L13 = "qwen3-8b", "llama-3.1-8b", "qwen2.5-7b", "llama-2-13b"
 _A100 = "a100-80gb"
 _FOUR = ("actor", "critic", "reference", "reward")
 
@@ -31,7 +35,7 @@ def _states(model: str, algorithm: str = "ppo", frozen_bytes: int | None = None)
 
 
 # --- 08.2: GRPO's rollout cache ------------------------------------------------------------------------
-_PROMPTS, _G, _PROMPT_LEN, _RESP = 32, 8, 512, 1536
+_PROMPTS, _G, _PROMPT_LEN, _RESP = 24, 8, 512, 1536
 
 
 def _grpo_kv(group: int = _G, **changes) -> float:
@@ -47,7 +51,7 @@ def _grpo_kv(group: int = _G, **changes) -> float:
 
 
 # --- 08.3: hybrid engine vs resident on 4 GPUs ---------------------------------------------------------
-_RUN3 = dict(gpus=4, rollout_batch=32, prompt_len=1024, response_len=1024)
+_RUN3 = dict(gpus=2, rollout_batch=32, prompt_len=1024, response_len=1024)
 
 
 def _mistral(offload_idle: bool = True):
@@ -86,29 +90,53 @@ def _true_statements() -> frozenset:
 _RUN7 = dict(rollout_batch=16, prompt_len=1024, response_len=1024)
 
 
+def _r13(gpus: int):
+    return estimate_rlhf(_L13, "ppo", gpus=gpus, offload_idle=False, **_RUN7)
+
+
 def _min13(offload_idle: bool = True) -> float:
     return float(min_rlhf_gpus(_L13, _A100, offload_idle=offload_idle, **_RUN7))
 
 
+# --- 08.9: implement the rollout cache ------------------------------------------------------------------
+def _kv_case(model: str, prompts: int, group: int, prompt_len: int, response_len: int) -> dict:
+    m = get_model(model)
+    return dict(layers=m.num_layers, kv_heads=m.num_kv_heads, head_dim=m.head_dim, prompts=prompts, group_size=group,
+                prompt_len=prompt_len, response_len=response_len)
+
+
+def _kv_reference(k: dict) -> float:
+    """memlib.serving.inference.gqa_kv_bytes_per_token (bf16) x sequences x tokens: the cache when all are complete."""
+    per_token = gqa_kv_bytes_per_token(k["layers"], k["kv_heads"], k["head_dim"])
+    return float(per_token * k["prompts"] * k["group_size"] * (k["prompt_len"] + k["response_len"]))
+
+
+def _random_kv_cases(rng: random.Random) -> list[dict]:
+    return [dict(layers=rng.randint(2, 128), kv_heads=rng.choice((1, 2, 4, 8, 16, 32, 64)),
+                 head_dim=rng.choice((64, 80, 96, 128, 256)), prompts=rng.randint(1, 256),
+                 group_size=rng.choice((1, 2, 4, 5, 8, 16, 64)), prompt_len=rng.randint(1, 8192),
+                 response_len=rng.randint(1, 32768)) for _ in range(3)]
+
+
 EXERCISES = [
     Numeric(
-        id="08.1", title="PPO's four models for Qwen2.5-7B", difficulty="warm-up", minutes=4,
+        id="08.1", title="PPO's four models for Qwen3-8B", difficulty="warm-up", minutes=4,
         formula="trained roles 16 B/param (bf16-mixed AdamW), frozen roles 2 B/param (bf16) (memlib.estimate_rlhf)",
-        prompt="PPO fine-tunes **Qwen2.5-7B** with a critic and a reward model of the same size. The actor and the "
+        prompt="PPO fine-tunes **Qwen3-8B** with a critic and a reward model of the same size. The actor and the "
                "critic train with mixed-precision AdamW; the reference and the reward model only run forwards in bf16. "
                "On one GPU, without any sharding, how many GB do the four models hold (weights, gradients and optimizer "
                "states; no activations, no generation engine)? Use the exact parameter count "
-               "(`memlib.get_model('qwen2.5-7b').num_params`).",
+               "(`memlib.get_model('qwen3-8b').num_params`).",
         expected=lambda: _states(_Q7), unit="GB",
         slips=(Slip("all four trained", lambda: _states(_Q7, frozen_bytes=16),
                     "the reference and the reward model are frozen: no gradients, no optimizer states, 2 B/param"),
-               Slip("nominal 7B", lambda: 36 * 7e9,
-                    "you used the nominal 7B; Qwen2.5-7B has more parameters (memlib.get_model(...).num_params)"),
+               Slip("nominal 8B", lambda: 36 * 8e9,
+                    "you used the nominal 8B; Qwen3-8B has more parameters (memlib.get_model(...).num_params)"),
                Slip("no master copy", lambda: _states(_Q7) - 2 * 4 * get_model(_Q7).num_params,
                     "mixed-precision AdamW keeps 16 bytes per trained parameter: the fp32 master copy is one of them")),
         hints=("Two of the four models train, two only read.",
                "bytes = 2 x 16 x N (actor, critic) + 2 x 2 x N (reference, reward) = 36 N.",
-               "Start from N = memlib.get_model('qwen2.5-7b').num_params."),
+               "Start from N = memlib.get_model('qwen3-8b').num_params."),
         worked=lambda: (f"N = {get_model(_Q7).num_params:,}: actor and critic 16 N each, reference and reward 2 N "
                         f"each: 36 N = **{b(_states(_Q7))}** (`memlib.estimate_rlhf(..., gpus=1, zero_stage=0)`, "
                         "the roles' resident bytes). Four trained models would be 64 N."),
@@ -135,9 +163,9 @@ EXERCISES = [
                         ".roles['rollout'].estimate.kv_cache_bytes`)."),
     ),
     Numeric(
-        id="08.3", title="Mistral-7B PPO on 4 GPUs with a hybrid engine", difficulty="interview", minutes=8,
+        id="08.3", title="Qwen2.5-7B PPO on 2 GPUs with a hybrid engine", difficulty="interview", minutes=8,
         formula="colocated peak with idle roles asleep = max over phases (memlib.estimate_rlhf, offload_idle=True)",
-        prompt="PPO on **Mistral-7B** (critic and reward model of the same size), all roles colocated on **4 GPUs**, "
+        prompt="PPO on **Qwen2.5-7B** (critic and reward model of the same size), all roles colocated on **2 GPUs**, "
                "ZeRO-3, bf16-mixed AdamW, full recompute, micro-batch 1; prompts and responses of 1,024 tokens; each "
                "vLLM engine (one per GPU) decodes 32 prompts at once. Idle roles sleep (vLLM sleep mode, DeepSpeed "
                "offload). What is the per-GPU peak in GB (`memlib.estimate_rlhf`)?",
@@ -149,7 +177,7 @@ EXERCISES = [
         hints=("The phases run one after another: generation, scoring, training the actor, training the critic.",
                "peak = max(rollout engine: weights + KV cache; actor's training peak; critic's training peak; "
                "the largest scoring forward).",
-               "Call memlib.estimate_rlhf('mistral-7b', 'ppo', gpus=4, rollout_batch=32) and look at .phases."),
+               "Call memlib.estimate_rlhf('qwen2.5-7b', 'ppo', gpus=2, rollout_batch=32) and look at .phases."),
         worked=lambda: ("Phases per GPU: " + ", ".join(f"{p} {b(v)}" for p, v in _mistral().phases.items())
                         + f". The peak is the largest, **{b(_mistral().peak_bytes)}** during {_mistral().peak_at}; "
                         f"with every role resident it would be {b(_mistral(False).peak_bytes)}."),
@@ -237,22 +265,28 @@ EXERCISES = [
                         " GRPO has no critic; DPO has no rollout."),
     ),
     Numeric(
-        id="08.7", title="Fewest A100s for PPO on a 13B", difficulty="stretch", minutes=10,
-        formula="fewest colocated GPUs whose peak fits (memlib.training.rlhf.min_rlhf_gpus, memlib.fits)",
-        prompt="PPO on **Llama-2-13B** (critic and reward model of the same size), every role colocated, ZeRO-3, "
-               "bf16-mixed AdamW, full recompute, 1,024 + 1,024 tokens, 16 prompts per vLLM engine (one per GPU). "
-               "With idle roles **asleep**, what is the fewest number of A100 80GB GPUs (from 1, 2, 4, 8, 16, 24, 32, "
-               "...) on which the peak fits, CUDA context and allocator headroom included?",
-        expected=lambda: _min13(True), unit="count", tolerance=0.0, abs_tol=0.5,
-        slips=(Slip("everything resident", lambda: _min13(False),
-                    "that is the count with every role resident; asleep, only one phase is alive"),),
-        hints=("Asleep, the largest phase decides; for a 13B that is training the actor.",
-               "actor per GPU ≈ 16 x N / n + activations; the engine holds 2 x N + its KV cache on each GPU.",
-               "Try memlib.estimate_rlhf('llama-2-13b', gpus=n, rollout_batch=16) with memlib.fits for n = 2, 4, 8."),
-        worked=lambda: (f"`memlib.training.rlhf.min_rlhf_gpus('llama-2-13b', 'a100-80gb', rollout_batch=16)` = "
-                        f"**{_min13(True):.0f}** GPUs with sleep mode; {_min13(False):.0f} with every role resident. "
-                        "Per GPU: " + ", ".join(f"{p} {b(v)}" for p, v in estimate_rlhf(
-                            _L13, gpus=int(_min13(True)), **_RUN7).phases.items()) + "."),
+        id="08.7", title="PPO on a 13B with every role resident", difficulty="stretch", minutes=10,
+        formula="colocated, nothing asleep: resident bytes of every role + the running phase's transient "
+                "(memlib.estimate_rlhf, offload_idle=False; memlib.training.rlhf.min_rlhf_gpus)",
+        prompt="PPO on **Llama-2-13B** (critic and reward model of the same size), every role colocated on **8 A100 "
+               "80GB**, ZeRO-3, bf16-mixed AdamW, full recompute, 1,024 + 1,024 tokens, 16 prompts per vLLM engine "
+               "(one per GPU). No sleep mode: **every role stays resident** (model states, frozen weights, the "
+               "engine's weights and KV cache). What is the per-GPU peak in GB, and does it fit?",
+        expected=lambda: float(_r13(8).peak_bytes), unit="GB",
+        slips=(Slip("asleep", lambda: float(estimate_rlhf(_L13, gpus=8, **_RUN7).peak_bytes),
+                    "that is the peak with idle roles asleep; resident, every role's bytes stay at once"),
+               Slip("engine sharded", lambda: float(_r13(8).peak_bytes - _r13(8).roles["rollout"].resident_bytes
+                                                     * 7 / 8),
+                    "ZeRO-3 shards the trainers and the frozen models, not the engine: each GPU's engine holds a "
+                    "whole copy of the weights (tensor parallel 1) and its own KV cache")),
+        hints=("Resident, everything adds up; ZeRO-3 divides the four models' states but not the engine's copy.",
+               "per GPU ≈ (16 + 16 + 2 + 2) x N / 8 + 2 x N + KV cache + the actor's activations.",
+               "Call memlib.estimate_rlhf('llama-2-13b', gpus=8, offload_idle=False, rollout_batch=16)."),
+        worked=lambda: (f"Phases per GPU: " + ", ".join(f"{p} {b(v)}" for p, v in _r13(8).phases.items())
+                        + f": **{b(_r13(8).peak_bytes)}**, which "
+                        + ("fits" if fits(_r13(8), _A100).fits else "does not fit") + " an A100 80GB with the CUDA "
+                        f"context and headroom. The engine's unsharded 2 N + KV cache sits on every GPU whatever the "
+                        f"count: `min_rlhf_gpus` finds {_min13(False):.0f} GPUs resident, {_min13(True):.0f} asleep."),
     ),
     SelfAssessed(
         id="08.8", title="Colocated or separate for a 70B PPO run?", difficulty="stretch", minutes=12,
@@ -284,5 +318,33 @@ EXERCISES = [
             min_rlhf_gpus("llama-3-70b", _A100, rollout_tp=4, **_RUN7),
             estimate_rlhf("llama-3-70b", "ppo", placement="separate", rollout_tp=2, offload="optimizer", rollout_batch=8,
                           gpus={"actor": 8, "critic": 8, "reference": 8, "reward": 8, "rollout": 16})),
+    ),
+    Implement(
+        id="08.9", title="The rollout engine's KV cache", difficulty="stretch", minutes=8,
+        formula="rollout KV = prompts x G x (prompt + response) x 2 x layers x kv_heads x head_dim x 2 B "
+                "(memlib.serving.inference.gqa_kv_bytes_per_token)",
+        prompt="Write `rollout_kv_bytes(layers, kv_heads, head_dim, prompts, group_size, prompt_len, response_len)` "
+               "returning the bytes of a bf16 KV cache holding `prompts x group_size` complete sequences of "
+               "`prompt_len + response_len` tokens (K and V in every layer, only the KV heads cached; no paging). "
+               "Tested against `memlib.serving.inference.gqa_kv_bytes_per_token` times the tokens, on Llama-3.1-8B, "
+               "Llama-2-7B, Qwen2.5-72B and Mistral-7B rollouts and on inputs drawn at random each time you check.",
+        function_name="rollout_kv_bytes", reference_name="memlib.serving.inference.gqa_kv_bytes_per_token",
+        cases=lambda: [_kv_case(_L8, 32, 8, 512, 1536), _kv_case("llama-2-7b", 16, 1, 1024, 1024),
+                       _kv_case("qwen2.5-72b", 4, 16, 2048, 8192), _kv_case("mistral-7b", 64, 4, 256, 768)],
+        held_out=_random_kv_cases,
+        reference=_kv_reference,
+        slips=(Slip("no group", lambda k, w: w / k["group_size"],
+                    "each prompt is sampled group_size times: every sample is its own sequence in the cache"),
+               Slip("K only", lambda k, w: w / 2, "both K and V are cached: the factor 2"),
+               Slip("response only", lambda k, w: w * k["response_len"] / (k["prompt_len"] + k["response_len"]),
+                    "the prompt's tokens stay in the cache too")),
+        hints=("Every token of every sequence keeps one key and one value vector per KV head per layer.",
+               "bytes = 2 x layers x kv_heads x head_dim x 2 x prompts x group_size x (prompt_len + response_len).",
+               "Write the bytes of one token first: 2 * layers * kv_heads * head_dim * 2."),
+        worked=lambda: ("```python\ndef rollout_kv_bytes(layers, kv_heads, head_dim, prompts, group_size, prompt_len, "
+                        "response_len):\n    per_token = 2 * layers * kv_heads * head_dim * 2  # K and V, bf16\n"
+                        "    return per_token * prompts * group_size * (prompt_len + response_len)\n```\n\n"
+                        f"Llama-3.1-8B, 32 prompts x G = 8 x 2,048 tokens: "
+                        f"**{b(_kv_reference(_kv_case(_L8, 32, 8, 512, 1536)))}** per engine."),
     ),
 ]
