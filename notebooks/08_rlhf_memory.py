@@ -69,16 +69,16 @@ CAP_GIB = gib(usable_bytes(get_gpu(GPU)))   # what torch reports as the card's t
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
-# > **EN** **{eval}`a_n_sleep` A100 80GB at the minimum with a hybrid engine; {eval}`a_n_wake` if every model stays
-# > resident.** PPO holds four models. Actor and critic train: 16 bytes per parameter, {eval}`a_actor` each.
-# > Reference and reward model are frozen bf16 weights, {eval}`a_ref` each. The rollout engine adds its own
-# > weight copy and {eval}`a_kv` of KV cache for {eval}`a_seqs` sequences. Everything resident on {eval}`a_n_wake`
-# > cards: {eval}`a_wake` each; with idle models asleep the peak is {eval}`a_sleep`, during generation.
+# > **EN** **{eval}`a_n_sleep` A100 80GB at the minimum with a hybrid engine, {eval}`a_n_wake` if every model stays
+# > resident; one 8-GPU node in practice.** PPO holds four models. Actor and critic train: 16 bytes per parameter,
+# > {eval}`a_actor` each. Reference and reward model are frozen bf16 weights, {eval}`a_ref` each. The rollout engine
+# > adds its own weight copy and {eval}`a_kv` of KV cache for {eval}`a_seqs` sequences. On eight cards: {eval}`a_wake`
+# > each with everything resident, {eval}`a_sleep` with idle models asleep.
 #
-# > **中文** **混合引擎（空闲模型休眠）最少 {eval}`a_n_sleep` 张 A100-80G；所有模型常驻要 {eval}`a_n_wake` 张。** PPO
-# > 有四个模型：actor 和 critic 要训练，每参数 16 字节，各 {eval}`a_actor`；reference 和 reward 冻结，只存 bf16 权重，
-# > 各 {eval}`a_ref`。rollout 引擎另有一份权重和 {eval}`a_seqs` 条序列的 KV cache {eval}`a_kv`。{eval}`a_n_wake`
-# > 卡全部常驻每卡 {eval}`a_wake`；休眠时峰值在生成阶段，每卡 {eval}`a_sleep`。
+# > **中文** **混合引擎（空闲模型休眠）最少 {eval}`a_n_sleep` 张 A100-80G；所有模型常驻要 {eval}`a_n_wake` 张；实际用一台
+# > 8 卡机。** PPO 有四个模型：actor 和 critic 要训练，每参数 16 字节，各 {eval}`a_actor`；reference 和 reward 冻结，
+# > 只存 bf16 权重，各 {eval}`a_ref`。rollout 引擎另有一份权重和 {eval}`a_seqs` 条序列的 KV cache {eval}`a_kv`。8 卡
+# > 全部常驻每卡 {eval}`a_wake`；休眠时每卡 {eval}`a_sleep`。
 #
 # The long answer follows: every figure above is derived in section 5.
 
@@ -131,7 +131,7 @@ s1_low = f"{1 - 7e9 / P:+.1%}"
 # %% [markdown]
 # ### Step 2 · The rollout engine: a weight copy and a KV cache
 #
-# ✏️ **Back of the envelope.** Llama-2-7B caches K and V in 32 layers × 4,096 dims × 2 B = 0.5 MB per token.
+# ✏️ **Back of the envelope.** Llama-2-7B caches 2 (K and V) × 32 layers × 4,096 dims × 2 B = 0.5 MB per token.
 # 16 prompts × 2,048 tokens × 0.5 MB = **17 GB**, plus the engine's bf16 weights, 14 GB.
 
 # %% tags=["nbval-check-output"]
@@ -199,7 +199,7 @@ s4_x = f"{awake.peak_bytes / asleep.peak_bytes:.1f}"
 # ### Step 5 · How many A100 80GB?
 #
 # ✏️ **Back of the envelope.** Asleep, the actor's training is the wall: 112 GB / n + activations < 80 GB gives
-# n = **2**. Resident, 252 GB / n + 31 GB of engine < 80 GB gives n ≥ 6: **8**, one node.
+# n = **2**. Resident, 252 GB / n + 31 GB of engine < 80 GB gives n ≥ **6**.
 
 # %% tags=["nbval-check-output"]
 n_asleep = min_rlhf_gpus(MODEL, GPU, offload_idle=True, **RUN)    # memlib.min_rlhf_gpus: fewest that fit (colocated)
@@ -236,11 +236,11 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Takeaway: sleep mode moves the point where PPO stops fitting from eight cards down to two.** Per-GPU peak
+# **Takeaway: sleep mode moves the fewest cards that hold PPO from {eval}`a_n_wake` down to {eval}`a_n_sleep`.** Per-GPU peak
 # against the GPU count (`memlib.viz.sweep`, with the CUDA context and allocator headroom `fits` adds).
 
 # %%
-COUNTS = [1, 2, 4, 8, 16]
+COUNTS = [1, 2, 3, 4, 6, 8, 16]
 runs = {label: [fits(estimate_rlhf(MODEL, "ppo", gpus=c, offload_idle=off, **RUN), GPU).required_bytes
                 for c in COUNTS] for label, off in (("every role resident", False), ("idle roles asleep", True))}
 fig, ax = plt.subplots(figsize=(7, 3.4))

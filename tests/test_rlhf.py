@@ -113,7 +113,7 @@ def test_min_rlhf_gpus_is_the_first_count_that_fits():
     n = min_rlhf_gpus("llama-3.1-70b", "a100-80gb", rollout_tp=4, rollout_batch=16)
     assert n is not None
     assert fits(estimate_rlhf("llama-3.1-70b", gpus=n, rollout_tp=4, rollout_batch=16), "a100-80gb").fits
-    smaller = [c for c in (4, 8, 16, 24, 32, 48, 64) if c < n]
+    smaller = [c for c in (4, 8, 16, 24, 32, 48, 64) if c < n]  # every count below it that rollout_tp=4 divides
     assert not any(fits(estimate_rlhf("llama-3.1-70b", gpus=c, rollout_tp=4, rollout_batch=16), "a100-80gb").fits
                    for c in smaller)
 
@@ -211,3 +211,15 @@ def test_rlhf_playground_follows_its_controls():
     assert "does not fit" in p.output.value
     p.controls["algorithm"].value = "dpo"
     assert "DPO" in p.output.value and "rollout" not in p.output.value
+
+
+def test_min_rlhf_gpus_tries_every_count_up_to_a_node():
+    # Llama-2-7B PPO with every role resident, 16 prompts per engine: by hand the four models' states
+    # are 36 x 6.74e9 = 243 GB, sharded over n GPUs, plus the unsharded engine (13.5 GB weights + 17.2 GB
+    # KV cache) on every GPU: 243 / n + 31 < ~75 GB usable gives n >= 6. A search over powers of two
+    # would say 8; the answer must be a count that fits with the one below it not fitting.
+    run = dict(rollout_batch=16, prompt_len=1024, response_len=1024, offload_idle=False)
+    n = min_rlhf_gpus(M7, "a100-80gb", **run)
+    assert n is not None and 5 <= n <= 7
+    assert fits(estimate_rlhf(M7, gpus=n, **run), "a100-80gb").fits
+    assert not fits(estimate_rlhf(M7, gpus=n - 1, **run), "a100-80gb").fits

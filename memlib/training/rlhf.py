@@ -310,10 +310,14 @@ def _phases(out: dict, algorithm: str, offload_idle: bool) -> dict:
     return phases
 
 
-def min_rlhf_gpus(actor, gpu, algorithm: str = "ppo", candidates=(1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256),
-                  **kwargs) -> int | None:
-    """The fewest colocated GPUs (from `candidates`) on which estimate_rlhf's peak fits `gpu` (memlib.fits);
-    None if none of them does. kwargs go to estimate_rlhf (rollout_tp must divide the count)."""
+# Every count up to one 8-GPU node, then whole nodes up to 32 of them.
+GPU_COUNTS = tuple(range(1, 9)) + tuple(range(16, 257, 8))
+
+
+def min_rlhf_gpus(actor, gpu, algorithm: str = "ppo", candidates=GPU_COUNTS, **kwargs) -> int | None:
+    """The fewest colocated GPUs (from `candidates`: every count up to 8, then whole 8-GPU nodes) on which
+    estimate_rlhf's peak fits `gpu` (memlib.fits); None if none of them does. kwargs go to estimate_rlhf
+    (counts that rollout_tp does not divide are skipped)."""
     from memlib.hardware.fit import fits
     if kwargs.get("placement", "colocated") != "colocated":
         raise ValueError("min_rlhf_gpus sizes a colocated setup; for separate groups size each role's group")
@@ -326,5 +330,5 @@ def min_rlhf_gpus(actor, gpu, algorithm: str = "ppo", candidates=(1, 2, 4, 8, 16
     return None
 
 
-__all__ = ["ALGORITHMS", "PLACEMENTS", "ROLES", "PHASES", "RoleMemory", "RLHFEstimate", "estimate_rlhf",
+__all__ = ["ALGORITHMS", "PLACEMENTS", "ROLES", "PHASES", "GPU_COUNTS", "RoleMemory", "RLHFEstimate", "estimate_rlhf",
            "min_rlhf_gpus"]
