@@ -109,9 +109,9 @@ d2_conc, d2_train = f"{conc:.0f}", f"{G(asleep.phases['train_actor'])}"
 # pass; where the source needs a flag (`--adam_offload`), memlib must say it does not fit without it.
 
 # %% tags=["nbval-check-output"]
-four = estimate_rlhf(MODEL, "ppo", placement="separate", gpus=1, zero_stage=2, offload="optimizer", micro_batch=4,
+four = estimate_rlhf(MODEL, "ppo", placement="separate", gpus=1, offload="optimizer", micro_batch=4,
                      rollout_batch=4, **{k: v for k, v in RUN.items() if k != "rollout_batch"})
-four_no = estimate_rlhf(MODEL, "ppo", placement="separate", gpus=1, zero_stage=2, micro_batch=4, rollout_batch=4,
+four_no = estimate_rlhf(MODEL, "ppo", placement="separate", gpus=1, micro_batch=4, rollout_batch=4,
                         prompt_len=PROMPT, response_len=RESPONSE)
 big = {"actor": 8, "critic": 8, "reference": 8, "reward": 8, "rollout": 16}
 e70 = estimate_rlhf("llama-3-70b", "ppo", placement="separate", gpus=big, rollout_tp=2, offload="optimizer",
@@ -125,12 +125,13 @@ print({r: G(x.peak_bytes) for r, x in four.roles.items() if r != "rollout"}, "no
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 rows = [
-    ["OpenRLHF issue #254 (2024-03): \"For 7B full fine-tuning, 4*A100 40G should be enough, "
-     "ref/reward/actor/critic=1:1:1:1\"", "ZeRO-2, `--adam_offload`, recompute, micro-batch 4, 2,048 tokens",
+    ["[OpenRLHF issue #254](https://github.com/OpenRLHF/OpenRLHF/issues/254) (2024-03): \"For 7B full fine-tuning, 4*A100 40G should be enough, "
+     "ref/reward/actor/critic=1:1:1:1\"", "ZeRO-3 on one GPU per role (nothing to shard), `--adam_offload`, "
+     "recompute, micro-batch 4, 2,048 tokens",
      f"actor {G(four.roles['actor'].peak_bytes)}, reference {G(four.roles['reference'].peak_bytes)} per GPU; "
      f"actor without offload {G(four_no.roles['actor'].peak_bytes)}",
      "fits a 40 GB card" if ok40 else "does not fit"],
-    ["OpenRLHF issue #566 (2024-12), `train_ppo_llama_ray_70b.sh` on 32 A100 80GB: 8 actor+ref, 8 critic+reward, "
+    ["[OpenRLHF issue #566](https://github.com/OpenRLHF/OpenRLHF/issues/566) (2024-12), `train_ppo_llama_ray_70b.sh` on 32 A100 80GB: 8 actor+ref, 8 critic+reward, "
      "16 vLLM (tp 2)", "ZeRO-3, `--adam_offload`, micro-batch 1",
      f"actor+ref {G(pair70)} per GPU; vLLM fits {conc70:.0f} sequences of 2,048 tokens",
      "fits" if ok80 else "does not fit"],
@@ -178,18 +179,18 @@ facts = [
      f"{GB(awake.peak_bytes)} resident vs {GB(asleep.peak_bytes)} with sleep mode", "⚠️ partly",
      "only without sleep/offload; verl's and OpenRLHF's hybrid engines time-share the GPUs"],
     ["\"For 7B full fine-tuning, 4*A100 40G should be enough, ref/reward/actor/critic=1:1:1:1\"",
-     "OpenRLHF issue #254 (maintainer)",
+     "[OpenRLHF issue #254](https://github.com/OpenRLHF/OpenRLHF/issues/254) (maintainer)",
      f"largest role {G(max(r.peak_bytes for k, r in four.roles.items() if k != 'rollout'))} per GPU",
      "✅ right", "with `--adam_offload`: the Adam states live in host RAM"],
-    ["70B PPO on 32 A100 80GB: 8 actor+ref, 8 critic+reward, 16 vLLM (tp 2)", "OpenRLHF issue #566 (maintainer)",
+    ["70B PPO on 32 A100 80GB: 8 actor+ref, 8 critic+reward, 16 vLLM (tp 2)", "[OpenRLHF issue #566](https://github.com/OpenRLHF/OpenRLHF/issues/566) (maintainer)",
      f"actor+ref {G(pair70)} per GPU; vLLM room for {conc70:.0f} sequences", "✅ right",
      "ZeRO-3 over 8 and `--adam_offload`; the engines hold 70 GB of weights each, little cache"],
     ["\"for a 70B model with 48 A100 GPUs, ... 16 ... vLLM Engine, 16 ... Actor ... 16 ... Critic\"",
-     "OpenRLHF README, performance tuning guide",
+     "[OpenRLHF README](https://github.com/OpenRLHF/OpenRLHF), performance tuning guide",
      f"actor+ref {G(pair48['optimizer'])} per GPU with `--adam_offload`, {G(pair48['none'])} without", "⚠️ partly",
      "fits only with the Adam states offloaded; the guide also advises disabling offload when memory allows"],
     ["8B on 8 A100 80GB hybrid engine: `--vllm.gpu_memory_utilization 0.6` leaves room for the full RLHF stack",
-     "OpenRLHF docs, hybrid_engine.rst", f"training phase {G(train8)} per GPU, {train8 / CAP:.0%} of the card",
+     "[OpenRLHF docs](https://openrlhf.readthedocs.io), hybrid engine page", f"training phase {G(train8)} per GPU, {train8 / CAP:.0%} of the card",
      "✅ right", "the 40% vLLM leaves holds the training phase"],
 ]
 display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))
