@@ -23,6 +23,7 @@ from memlib.parallel import zero
 from memlib.serving.inference import InferenceEstimate, estimate_inference, max_batch, max_context
 from memlib.parallel.megatron import megatron_bytes_per_param
 from memlib.training import RECIPES, Estimate, TrainingSetup, estimate_training
+from memlib.training.rlhf import RLHFEstimate, estimate_rlhf, min_rlhf_gpus
 from memlib.units import GB, GiB, fmt_bytes, gb, gib
 
 _compat.install()
@@ -38,6 +39,7 @@ def __getattr__(name: str):
 __all__ = [
     "Model", "get_model", "list_models", "GPU", "get_gpu", "list_gpus",
     "Estimate", "estimate_training", "TrainingSetup", "RECIPES", "megatron_bytes_per_param", "InferenceEstimate", "estimate_inference", "max_batch", "max_context",
+    "RLHFEstimate", "estimate_rlhf", "min_rlhf_gpus",
     "Verdict", "fits", "StepTime", "step_time", "flops_per_token", "zero",
     "GB", "GiB", "fmt_bytes", "gb", "gib",
 ]

@@ -59,6 +59,10 @@
 #    and cost of pretraining a 7B on 256 H100s and of fine-tuning a 70B, how often to checkpoint a run
 #    that fails every few hours. Its [deep dive](07_time_and_cost_deep_dive.ipynb): Llama 2/3's
 #    published GPU-hours reproduced, the fact-check of the rules of thumb.
+# 8. [08 · PPO on a 7B: how many A100s?](08_rlhf_memory.ipynb) RLHF's four models (actor and critic
+#    train, reference and reward only read), the rollout engine's weights and KV cache, colocated with
+#    sleep mode vs everything resident vs separate groups, GRPO, DPO and a 70B. Its
+#    [deep dive](08_rlhf_memory_deep_dive.ipynb): OpenRLHF's layouts checked and the fact-check.
 # 9. [09 · Quantization: less memory, more speed?](09_quantization.ipynb) Scale and zero-point, bits
 #    per weight by group (int8, GPTQ/AWQ int4 g128, NF4), Llama-2-70B on one or two H100s, when decode
 #    gets faster (batch 1) and when not (compute-bound batches, LLM.int8()), W8A8, GPTQ/AWQ/SmoothQuant,
@@ -78,6 +82,7 @@
 #   [05](../exercises/05_moe_memory_exercises.ipynb),
 #   [06](../exercises/06_long_context_exercises.ipynb),
 #   [07](../exercises/07_time_and_cost_exercises.ipynb),
+#   [08](../exercises/08_rlhf_memory_exercises.ipynb),
 #   [09](../exercises/09_quantization_exercises.ipynb).
 # - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
 #

@@ -29,6 +29,7 @@ from memlib.training import terms as training_terms
 from memlib.units import fmt_bytes
 from memlib.cost import checkpointing, conventions
 from memlib.models import llama_like
+from memlib.training import rlhf
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "cheatsheet.md"
@@ -74,6 +75,10 @@ def rows() -> list[tuple[str, str, str, str, str]]:
     # notebook 04: Llama-3-70B, 8k-token chats, H100s
     kv70 = {f: inference.kv_bytes_per_token(m70, f) for f in ("bf16", "fp8", "int8")}
     dec = serving.decode_bound(m70, "h100-80gb", batch=1, context_len=8192, tp=4)
+    # notebook 08: PPO on Llama-2-7B
+    rl_whole = rlhf.estimate_rlhf("llama-2-7b", "ppo", gpus=1, zero_stage=0, rollout_batch=16)
+    rl_awake = rlhf.estimate_rlhf("llama-2-7b", "ppo", gpus=8, offload_idle=False, rollout_batch=16)
+    rl_asleep = rlhf.estimate_rlhf("llama-2-7b", "ppo", gpus=8, rollout_batch=16)
     chats = {(w, tp): serving.vllm_max_concurrency(m70, "h100-80gb", 8192, weights=w, tp=tp)
              for w, tp in (("bf16", 4), ("fp8-block", 2))}
     # notebook 05: DeepSeek-V3
@@ -304,6 +309,21 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          f"Llama-3.1-405B: {fmt_bytes(checkpointing.checkpoint_size_bytes('llama-3.1-405b'))}; written at 2 TB/s "
          f"on 16,384 GPUs failing every {checkpointing.job_mtbf_s(419, 54) / 3600:.1f} h: every "
          f"{checkpointing.young_interval_s(checkpointing.checkpoint_size_bytes('llama-3.1-405b') / 2e12, checkpointing.job_mtbf_s(419, 54)):.0f} s"),
+        # --- 08 · RLHF memory: PPO's four models, the rollout engine, phases ------------------------------
+        ("08", "RLHF roles: trained vs frozen", "PPO (Schulman et al. 2017; InstructGPT, Ouyang et al. 2022): actor "
+         "and critic train (estimate_training: 16 B/param with bf16-mixed AdamW), reference and reward model only run "
+         "forwards (estimate_inference's bf16 weights, 2 B/param, + one forward's activations), the rollout engine "
+         "holds its own weight copy + KV cache of rollout_batch x G x (prompt + response) tokens. GRPO (Shao et al. "
+         "2024): no critic, G samples per prompt. DPO (Rafailov et al. 2023): policy + reference, 2 sequences per pair.",
+         "memlib.training.rlhf.estimate_rlhf (RLHFEstimate.roles)",
+         "Llama-2-7B, one GPU, no sharding: " + ", ".join(
+             f"{k} {fmt_bytes(r.resident_bytes)}" for k, r in rl_whole.roles.items())),
+        ("08", "RLHF peak: phases, colocated or separate", doc(rlhf._phases) + " Separate groups: each group's own "
+         "peak, GPUs summed.", "memlib.training.rlhf.estimate_rlhf(placement=, offload_idle=), min_rlhf_gpus",
+         f"PPO on Llama-2-7B, 8 A100 80GB, 16 prompts per engine: {fmt_bytes(rl_awake.peak_bytes)} per GPU resident, "
+         f"{fmt_bytes(rl_asleep.peak_bytes)} asleep (during {rl_asleep.peak_at}); fewest A100s "
+         f"{rlhf.min_rlhf_gpus('llama-2-7b', 'a100-80gb', rollout_batch=16)} asleep, "
+         f"{rlhf.min_rlhf_gpus('llama-2-7b', 'a100-80gb', rollout_batch=16, offload_idle=False)} resident"),
     ]
 
 

@@ -290,6 +290,45 @@ def _dp_logits(qid: str, rng: random.Random) -> Numeric:
                Slip("bf16 logits", lambda: value() / 2, "the logits are fp32, 4 bytes each")))
 
 
+def _rlhf_states(qid: str, rng: random.Random) -> Numeric:
+    from memlib.training.rlhf import estimate_rlhf  # imported on use: practice stays light to import
+    m, alg = rng.choice(DENSE), rng.choice(("ppo", "grpo", "dpo"))
+    roles = {"ppo": "actor, critic, reference and reward model", "grpo": "actor, reference and reward model",
+             "dpo": "policy and reference"}[alg]
+    est = lambda: estimate_rlhf(m, alg, gpus=1, zero_stage=0, rollout_batch=1)  # noqa: E731
+    value = lambda: float(sum(r.resident_bytes for k, r in est().roles.items() if k != "rollout"))  # noqa: E731
+    return _q(qid, f"{alg.upper()} model states of {m}",
+              f"**{alg.upper()}** on **{m}** (every model the same size): the {roles}, on one GPU without sharding. "
+              "Trained models keep mixed-precision AdamW states, frozen ones bf16 weights. How many GB do the models "
+              "hold (no activations, no generation engine)?", value, "GB",
+              lambda: "; ".join(f"{k} {fmt_bytes(r.resident_bytes)}" for k, r in est().roles.items() if k != "rollout")
+              + f": **{fmt_bytes(value())}** (`memlib.estimate_rlhf(..., gpus=1, zero_stage=0)`).",
+              _hints("Trained models carry gradients and optimizer states; frozen ones only weights.",
+                     "bytes = 16 x N per trained model + 2 x N per frozen model",
+                     f"Count the trained and the frozen models of {alg.upper()}, then take N from get_model({m!r})."),
+              "RLHF roles: 16 B/param trained, 2 B/param frozen (memlib.training.rlhf.estimate_rlhf)",
+              (Slip("all trained", lambda: 16.0 * get_model(m).num_params * sum(k != "rollout" for k in est().roles),
+                    "frozen models (reference, reward) keep no gradients or optimizer states: 2 B/param"),))
+
+
+def _rollout_kv(qid: str, rng: random.Random) -> Numeric:
+    m, prompts, g = rng.choice(DENSE + LONG), rng.choice((4, 8, 16, 32)), rng.choice((1, 4, 8, 16))
+    prompt, response = rng.choice((256, 512, 1024)), rng.choice((512, 1024, 2048, 4096))
+    value = lambda: float(kv_cache_bytes(get_model(m), prompts * g, prompt + response, engine="vllm"))  # noqa: E731
+    return _q(qid, f"Rollout KV cache of {m}",
+              f"An RLHF rollout engine (vLLM, bf16 cache, no tensor parallelism) serving **{m}** decodes **{prompts}** "
+              f"prompts at once with **{g}** sample(s) per prompt, {prompt:,} prompt tokens + {response:,} response "
+              "tokens each. How many GB of KV cache does it hold when every sequence is complete?", value, "GB",
+              lambda: f"{kv_bytes_per_token(get_model(m)):,} bytes per token x {prompts} x {g} x {prompt + response:,}"
+                      f" = **{fmt_bytes(value())}** (`memlib.kv_cache_bytes`, vLLM's 16-token pages).",
+              _hints("Every sample of every prompt is its own sequence in the cache, prompt tokens included.",
+                     "bytes = prompts x samples x (prompt + response) x KV bytes per token",
+                     f"Find the KV bytes per token of {m} with kv_bytes_per_token(get_model({m!r}))."),
+              "rollout KV cache = sequences x tokens x KV bytes per token (memlib.serving.inference.kv_cache_bytes)",
+              (Slip("response only", lambda: float(kv_cache_bytes(get_model(m), prompts * g, response, engine="vllm")),
+                    "the prompt's tokens stay in the cache too"),))
+
+
 KINDS: dict[str, tuple[Callable, ...]] = {
     "00": (_weights, _states),
     "01": (_states, _gpus_for_states),
@@ -299,6 +338,7 @@ KINDS: dict[str, tuple[Callable, ...]] = {
     "05": (_moe_ratio, lambda i, r: _kv_token(i, r, MOE), _gpus_for_states),
     "06": (lambda i, r: _kv_cache(i, r, LONG), lambda i, r: _kv_cache(i, r, LONG, (2, 4, 8))),
     "07": (_flops, _gpu_hours, _checkpoint_interval),
+    "08": (_rlhf_states, _rollout_kv),
     "09": (_quant_weights, _crossover, _batch1_speedup),
 }
 
