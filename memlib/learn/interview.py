@@ -2,7 +2,7 @@
 against a rubric and a model answer, then one follow-up (notebooks/mock_interview.ipynb).
 
     from memlib.learn import interview
-    q = interview.draw(seed=3)          # an open question from one of the topics 00-07
+    q = interview.draw(seed=3)          # an open question from one of the topics 00-09
     interview.timer(30)                 # a 30-second countdown (ipywidgets; text without them)
     interview.assess(q, "my answer")    # the rubric and the model answer, to mark yourself against
     interview.mark(q, [True, False, ...])

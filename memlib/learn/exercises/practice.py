@@ -2,7 +2,7 @@
 
     build("03", 17)   # the same Numeric exercise for everyone who asks for topic 03 with seed 17
 
-Each topic (the notebooks 00-07) has a few kinds of question; a seed picks one kind and a setup
+Each topic (the notebooks 00-09) has a few kinds of question; a seed picks one kind and a setup
 (model, GPU, precision, counts) from the catalogs. The expected value, the worked answer and every
 figure in it are computed by memlib when asked for (the same callables as the fixed exercises); the
 question's id, "pNN.SEED", is enough to rebuild it after a kernel restart.
@@ -344,7 +344,7 @@ KINDS: dict[str, tuple[Callable, ...]] = {
 
 
 def build(topic: str, seed: int) -> Numeric:
-    """The practice question of `topic` ("00".."07") for `seed` (0..999,999), reproducibly."""
+    """The practice question of `topic` ("00".."09") for `seed` (0..999,999), reproducibly."""
     if topic not in KINDS:
         raise ValueError(f"unknown topic {topic!r}; topics are {', '.join(KINDS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
