@@ -120,7 +120,7 @@ check("00.7", llama_params)
 # hint("00.7")
 
 # %% [markdown]
-# ## 00.8 · How many GB is a "V100 32GB"?
+# ## 00.8 · How many GB is an "L40S 48GB"?
 
 # %%
 show("00.8")

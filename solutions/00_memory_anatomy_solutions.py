@@ -173,14 +173,14 @@ check("00.7", llama_params)
 # hint("00.7")
 
 # %% [markdown]
-# ## 00.8 · How many GB is a "V100 32GB"?
+# ## 00.8 · How many GB is an "L40S 48GB"?
 
 # %%
 show("00.8")
 
 # %%
 # BEGIN SOLUTION
-answer = f"{32 * 2**30 / 1e9:.2f} GB"  # the vendor's "32GB" of HBM is 32 GiB
+answer = f"{48 * 2**30 / 1e9:.2f} GB"  # the vendor's "48GB" is 48 GiB
 # END SOLUTION
 check("00.8", answer)
 # hint("00.8")

@@ -74,8 +74,8 @@ TABLE = [
     ("07.5", ("not 40%", "33%"), "malformed", "only the figures you think are wrong"),
     ("07.5", ("40% 没错", "33%"), "malformed", "only the figures you think are wrong"),
     # a question that fixes the unit refuses the premise restated in the other unit, naming both
-    ("00.8", "32 GiB", "incorrect", "GB (10⁹ bytes)"),
-    ("00.8", "34.4 GB", "correct", ""),
+    ("00.8", "48 GiB", "incorrect", "GB (10⁹ bytes)"),
+    ("00.8", "51.5 GB", "correct", ""),  # 48 x 2**30 B = 51.54 GB
     ("01.1", "128 GiB", "incorrect", "GiB"),
     ("01.1", "137.4 GB", "correct", ""),
 ]

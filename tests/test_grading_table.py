@@ -216,9 +216,10 @@ CASES = [
     ("00.6", ("a", 1), "incorrect", "a common belief"),
     ("00.6", "c", "incorrect", "pick the reason"),
     ("00.6", ("z", 1), "malformed", "not an option"),
-    ("00.8", "34.36 GB", "correct", None),
-    ("00.8", "32 GiB", "incorrect", "GB (10⁹ bytes)"),  # the question fixes GB (issue 20)
-    ("00.8", "32 GB", "incorrect", "unit is not"),
+    ("00.8", "51.54 GB", "correct", None),  # 48 x 2**30 = 51,539,607,552 B
+    ("00.8", "48 GiB", "incorrect", "GB (10⁹ bytes)"),  # the question fixes GB (issue 20)
+    ("00.8", "48 GB", "incorrect", "unit is not"),
+    ("00.8", "48.31 GB", "incorrect", "torch/nvidia-smi"),  # the driver's total: 46,068 MiB = 48.31 GB
     ("01.2", ("780GB", GB(STATES_65)), "correct", None),
     ("01.2", ("780GB", GB(12 * N65)), "incorrect", "fp32 master copy"),
     ("01.2", ("520GB", GB(STATES_65)), "incorrect", "is not an error"),

@@ -227,20 +227,21 @@ EXERCISES = [
                         "    return layers * per_layer + 2 * vocab * hidden + hidden\n```"),
     ),
     Numeric(
-        id="00.8", title="How many GB is a \"V100 32GB\"?", difficulty="warm-up", minutes=2,
-        formula="GPU capacity: a vendor's \"GB\" of HBM is GiB (memlib.get_gpu(...).memory_bytes)",
-        prompt="NVIDIA sells a \"V100 32GB\". How many GB (10⁹ bytes) of memory does it have? (Vendors count HBM "
-               "in binary units; memlib stores each GPU's capacity as the vendor means it.)",
-        expected=lambda: get_gpu("v100-32gb").memory_bytes, unit="GB", tolerance=0.005,
-        slips=(Slip("driver-reported", lambda: get_gpu("v100-32gb").reported_total_bytes,
-                    "that is what torch/nvidia-smi report as total (32,510 MiB), slightly less than the nominal "
-                    "capacity"),),
+        id="00.8", title="How many GB is an \"L40S 48GB\"?", difficulty="warm-up", minutes=2,
+        formula="GPU capacity: a vendor's \"GB\" of HBM/GDDR is GiB (memlib.get_gpu(...).memory_bytes)",
+        prompt="NVIDIA sells an \"L40S 48GB\". How many GB (10⁹ bytes) of memory does it have? (Vendors count "
+               "memory chips in binary units; memlib stores each GPU's capacity as the vendor means it. Notebook 00 "
+               "does this for an \"80GB\" A100.)",
+        expected=lambda: get_gpu("l40s").memory_bytes, unit="GB", tolerance=0.005,
+        slips=(Slip("driver-reported", lambda: get_gpu("l40s").reported_total_bytes,
+                    "that is what torch/nvidia-smi report as total (the driver and ECC keep some), less than the "
+                    "nominal capacity"),),
         hints=("GB means 10⁹ bytes, GiB 2³⁰ bytes; memory chips come in powers of two.",
-               "A \"32GB\" HBM card has 32 GiB = 32 x 2³⁰ bytes.",
-               "Compute 32 x 2**30 and divide by 1e9."),
-        worked=lambda: (f"A \"V100 32GB\" has 32 GiB = {get_gpu('v100-32gb').memory_bytes:,} bytes = "
-                        f"**{gb(get_gpu('v100-32gb').memory_bytes):.2f} GB** (`memlib.get_gpu('v100-32gb').memory_bytes`)"
-                        "; so 4 of them hold more than \"128GB\"."),
+               "A card sold as \"N GB\" holds N GiB = N x 2³⁰ bytes.",
+               "Multiply the marketed number by 2**30, then divide by 1e9."),
+        worked=lambda: (f"An \"L40S 48GB\" has 48 GiB = {get_gpu('l40s').memory_bytes:,} bytes = "
+                        f"**{gb(get_gpu('l40s').memory_bytes):.2f} GB** (`memlib.get_gpu('l40s').memory_bytes`)"
+                        f"; torch reports {gb(get_gpu('l40s').reported_total_bytes):.2f} GB of it as total."),
     ),
     SelfAssessed(
         id="00.9", title="What do you ask back?", difficulty="interview", minutes=10,
