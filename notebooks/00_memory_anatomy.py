@@ -279,16 +279,17 @@ for f in F.values():   # memlib.units.FloatFormat: the limits from the bit layou
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s7_fp16_max, s7_sub = f"{F['fp16'].max_value:,.0f}", f"{F['fp16'].smallest_subnormal:.2g}"
-s7_bf16_min, s7_eps = f"{F['bf16'].smallest_normal:.2g}", f"{F['bf16'].eps:g} against fp16's {F['fp16'].eps:g}"
+s7_bf16_min = f"{F['bf16'].smallest_normal:.2g}"
+s7_eps = f"2^-{F['bf16'].mantissa_bits} ≈ {F['bf16'].eps:.2g}, against 2^-{F['fp16'].mantissa_bits} ≈ {F['fp16'].eps:.2g} in fp16"
 s7_e4m3, s7_e5m2 = f"{F['fp8-e4m3'].max_value:g}", f"{F['fp8-e5m2'].max_value:,.0f}"
 s7_fp8_gb = f"{gb(DTYPE_BYTES['fp8'] * N):.1f} GB"
 
 # %% [markdown]
 # Exponent bits buy **range**, mantissa bits **precision**. fp16 stops at {eval}`s7_fp16_max` and
-# rounds a gradient below {eval}`s7_sub` to zero, so fp16 training multiplies the loss by a scale
-# (loss scaling) and skips steps that overflow. bf16 has fp32's exponent, so its smallest normal is
-# fp32's ({eval}`s7_bf16_min`): gradients neither underflow nor overflow and **bf16 needs no loss
-# scaling**; it pays in precision (epsilon {eval}`s7_eps`), which is why updates go to an fp32 master
+# has nothing below {eval}`s7_sub` (its smallest subnormal): small gradients round to zero, so fp16
+# training multiplies the loss by a scale (loss scaling) and skips the steps that overflow. bf16 has
+# fp32's exponent, so its smallest normal is fp32's ({eval}`s7_bf16_min`): gradients of any practical
+# size neither underflow nor overflow and **bf16 needs no loss scaling**; it pays in precision (epsilon {eval}`s7_eps`), which is why updates go to an fp32 master
 # copy. fp8 (Micikevicius et al. 2022) has two layouts: e4m3 for weights and activations (max
 # {eval}`s7_e4m3`: it gives up infinities, so the top exponent holds numbers) and e5m2 for gradients (max
 # {eval}`s7_e5m2`). fp8 training runs the matmuls in fp8 but keeps the master weights, gradients and
@@ -353,16 +354,16 @@ print(f"peak {gb(est.peak_bytes):.1f} -> {gb(est_rc.peak_bytes):.1f} GB ({est_rc
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 f1_none, f1_full, f1_less = f"{gb(acts7):.2f} GB", f"{gb(acts7_rc):.2f} GB", f"{1 - acts7_rc / acts7:.0%}"
-f1_max, f1_where = f"{gb(rc_max.parts['activations']):.2f} GB", f"{rc_max.where}"
+f1_max = f"{gb(rc_max.parts['activations']):.2f} GB"
 f1_rebuilt = f"{gb(rc_max.parts['activations'] - acts7_rc):.2f} GB"
 f1_peaks = f"{gb(est.peak_bytes):.1f} to {gb(est_rc.peak_bytes):.1f} GB"
 
 # %% [markdown]
 # Full recomputation cuts the activations at the loss from {eval}`f1_none` to **{eval}`f1_full`**
 # ({eval}`f1_less` less, not the seed's 50-70%) and lets autocast's weight copies die with the forward.
-# Notebook 02 quotes {eval}`f1_max` for the same setup: it takes the largest moment of the step, when
-# the top layer is rebuilt ({eval}`f1_where`) and its {eval}`f1_rebuilt` of saved tensors sit beside
-# the 32 checkpoints; {eval}`f1_full` is the end of the forward, checkpoints only. The peak barely moves
+# [Notebook 02](02_single_gpu_limits.ipynb) quotes {eval}`f1_max` for the same setup: it takes the
+# largest moment of the step, in the backward when the top layer is rebuilt and its {eval}`f1_rebuilt`
+# of saved tensors sit beside the 32 checkpoints; {eval}`f1_full` is the end of the forward, checkpoints only. The peak barely moves
 # ({eval}`f1_peaks`): it is the optimizer step, which holds no activations. Recompute pays where the
 # peak is in the backward (long sequences, big micro-batches, a fused step), for one extra forward.
 

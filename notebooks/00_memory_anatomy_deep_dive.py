@@ -433,7 +433,7 @@ display(Markdown(markdown_table(rows, ["claim (as written)", "source", "memlib",
 # ## Are these numbers real?
 #
 # Two comparisons. `validation/results.json` holds peaks measured by running transformers' own model
-# classes through two real training steps on fake CPU tensors (the harness, `validation/harness.py`);
+# classes through two training steps on fake CPU tensors, no real memory (the harness, `validation/harness.py`);
 # `memlib.measured.estimate_case` turns each recorded case into the matching estimate.
 # `validation/published.jsonl` holds peaks others measured on real GPUs, each with its source;
 # `benchmarks/published.py` asks memlib for the same setup.
@@ -449,7 +449,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.published import error_stats, evaluate, load_rows  # noqa: E402  (the repository's script)
 
 published = [evaluate(row) for row in load_rows()]
-real = error_stats([r for r in published if r.status == "ok" and r.row["statistic"] == "allocated"])
+allocated = [r for r in published if r.status == "ok" and r.row["statistic"] == "allocated"]
+real = error_stats(allocated)   # benchmarks/published.py's own statistics
+sources = sorted({(r.row["source"].get("repo") or r.row["source"].get("paper")).split("/")[-1] for r in allocated})
 print(f"harness: {len(errors)} cases, median |error| {statistics.median(errors):.3%}, worst {max(errors):.3%}")
 print(f"real GPUs (allocated peaks): {real['n']} rows, median |error| {real['median_abs']:.1%}, "
       f"worst {real['worst']:+.1%}, {real['low']} low")
@@ -459,14 +461,13 @@ display(Markdown(
     f"Against the harness ({len(errors)} single-GPU cases, torch {meta['torch']}, transformers "
     f"{meta['transformers']}), memlib's peak is off by a median of **{statistics.median(errors):.3%}** and at "
     f"worst {max(errors):.3%} (`benchmarks/accuracy.py` prints each case). That is bookkeeping agreement: the "
-    "harness counts the bytes of live tensor storages on a fake CPU device, so it sees exactly what memlib "
-    "models and nothing else. It does not see the CUDA context, the caching allocator's reserve and "
-    "fragmentation, cuBLAS and bitsandbytes kernels' workspaces, or NCCL buffers. Against the "
-    f"{real['n']} allocated peaks others measured on real GPUs (`torch.cuda.max_memory_allocated`, "
-    "LitGPT, torchtune and fsdp_qlora recipes), the median |error| is "
-    f"**{real['median_abs']:.1%}**, at worst {real['worst']:+.1%}, and memlib is low in {real['low']} of them "
-    "(the out-of-memory direction). For a verdict on a card, `memlib.fits` adds the context and allocator "
-    "headroom on top of the peak."))
+    "harness counts live tensor storages on a fake CPU device, so it sees what memlib models and nothing else: "
+    "not the CUDA context, not the caching allocator's reserve and fragmentation (neither shows in "
+    "`torch.cuda.max_memory_allocated`; `memlib.fits` adds both as headroom), and not what real kernels "
+    "allocate, such as cuBLAS and bitsandbytes workspaces. Against the "
+    f"{real['n']} allocated peaks others measured on real GPUs (`max_memory_allocated` in {', '.join(sources)} "
+    f"recipes), the median |error| is **{real['median_abs']:.1%}**, at worst {real['worst']:+.1%}, and memlib "
+    f"is low in {real['low']} of them (the out-of-memory direction): that is the accuracy to quote."))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Further reading · 延伸阅读
