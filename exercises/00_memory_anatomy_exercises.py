@@ -46,7 +46,7 @@ check("00.1", answer)
 # hint("00.1")  # stuck? each call shows one more hint; solution("00.1") shows the worked answer
 
 # %% [markdown]
-# ## 00.2 · Model states of mixed-precision AdamW
+# ## 00.2 · Model states of mixed-precision AdamW for Llama-2-13B
 
 # %%
 show("00.2")

@@ -58,14 +58,14 @@ check("00.1", answer)
 solution("00.1")
 
 # %% [markdown]
-# ## 00.2 · Model states of mixed-precision AdamW
+# ## 00.2 · Model states of mixed-precision AdamW for Llama-2-13B
 
 # %%
 show("00.2")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("llama-7b").num_params
+n = memlib.get_model("llama-2-13b").num_params
 per_param = 2 + 2 + 4 + 4 + 4  # 16-bit weights, 16-bit grads, fp32 master, momentum, variance
 answer = f"{n * per_param / 1e9:.1f} GB"
 # END SOLUTION

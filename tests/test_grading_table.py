@@ -27,6 +27,7 @@ N7 = llama_params(4096, 32, 11008)  # LLaMA-7B: 6,738,415,616 ("6.7B" in Touvron
 N65 = llama_params(8192, 80, 22016)  # LLaMA-65B / Vicuna-65B: 65,285,660,672
 N70 = llama_params(8192, 80, 28672, kv=1024)  # Llama-2-70B, 8 KV heads: 68,976,648,192
 N8 = llama_params(4096, 32, 14336, vocab=128256, kv=1024)  # Llama-3-8B: 8,030,261,248
+N13 = llama_params(5120, 40, 13824)  # Llama-2-13B (no GQA): 40 x 317,204,480 + 2 x 32000 x 5120 + 5120 = 13,015,864,320
 GiB = 2**30
 V100 = 32 * GiB
 assert (N7, N65, N70, N8) == (6_738_415_616, 65_285_660_672, 68_976_648_192, 8_030_261_248)
@@ -203,9 +204,10 @@ CASES = [
     ("00.1", GB(4 * N7), "incorrect", "fp32"),
     ("00.1", "14 GB", "incorrect", "nominal 7B"),
     ("00.1", f"{2 * N7 / GiB:.2f} GB", "incorrect", "unit is not"),
-    ("00.2", GB(16 * N7), "correct", None),
-    ("00.2", GB(12 * N7), "incorrect", "master copy"),
-    ("00.2", GB(14 * N7), "incorrect", "gradients"),
+    ("00.2", GB(16 * N13), "correct", None),  # 16 x 13,015,864,320 = 208.25 GB
+    ("00.2", GB(12 * N13), "incorrect", "master copy"),
+    ("00.2", GB(14 * N13), "incorrect", "gradients"),
+    ("00.2", GB(16 * N7), "incorrect", None),  # LLaMA-7B's 107.8 GB, the notebook's own figure
     ("00.3", ("28GB", GB(16 * N7)), "correct", None),
     ("00.3", ("14GB", GB(16 * N7)), "incorrect", "is not an error"),
     ("00.3", ("56GB", GB(16 * N7)), "incorrect", "name the figure where the error starts"),
