@@ -112,15 +112,16 @@ bar_estimates = {label: memlib.estimate_training(MODEL, seq_len=SEQ, **kw) for l
 # one fp32 copy: 28 GB.
 
 # %% tags=["nbval-check-output"]
-model = memlib.get_model(MODEL)     # memlib.get_model: counts the parameters tensor by tensor
+model = memlib.get_model(MODEL)   # counts the parameters tensor by tensor
 N = model.num_params
-est_bf16 = memlib.estimate_training(MODEL, seq_len=SEQ, precision="bf16")   # memlib.estimate_training
-print(f"{MODEL}: {N:,} parameters, {model.num_layers} layers, hidden {model.hidden_size}")
-print(f"one copy: fp32 {fmt_bytes(est.counts['param_bytes'])}, bf16 {fmt_bytes(est_bf16.counts['param_bytes'])}")
+est_bf16 = memlib.estimate_training(MODEL, seq_len=SEQ, precision="bf16")
+fp32_copy, bf16_copy = est.counts["param_bytes"], est_bf16.counts["param_bytes"]
+print(f"{MODEL}: {N:,} parameters, {model.num_layers} layers")
+print(f"one copy: fp32 {fmt_bytes(fp32_copy)}, bf16 {fmt_bytes(bf16_copy)}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s1_n, s1_name = f"{N:,}", f"{7e9 / N - 1:+.1%}"
-s1_bf16, s1_fp32 = f"{fmt_bytes(est_bf16.counts['param_bytes'])}", f"{fmt_bytes(est.counts['param_bytes'])}"
+s1_bf16, s1_fp32 = f"{fmt_bytes(bf16_copy)}", f"{fmt_bytes(fp32_copy)}"
 
 # %% [markdown]
 # memlib: **{eval}`s1_n`** parameters: the pencil's 7e9 is {eval}`s1_name` off ("7B" is a name). One copy
@@ -134,15 +135,18 @@ s1_bf16, s1_fp32 = f"{fmt_bytes(est_bf16.counts['param_bytes'])}", f"{fmt_bytes(
 
 # %% tags=["nbval-check-output"]
 def per_param(counts, suffix=""):
-    """(weights, gradients, optimizer) bytes per parameter from an estimate's counts."""
-    return tuple(counts[f"{k}_bytes{suffix}"] / N for k in ("param", "grad", "optimizer"))
+    """(weights, gradients, optimizer) bytes per parameter."""
+    kinds = ("param", "grad", "optimizer")
+    return tuple(counts[f"{k}_bytes{suffix}"] / N for k in kinds)
 
 
-amp = per_param(est.counts)                                            # memlib.estimate_training: PyTorch AMP
-dsp = per_param(memlib.estimate_training(MODEL, seq_len=SEQ, zero_stage=1, dp=2).counts, "_unsharded")  # DeepSpeed
-pure = per_param(est_bf16.counts)                                      # pure bf16 AdamW
-for name, p in (("PyTorch AMP", amp), ("DeepSpeed / ZeRO paper", dsp), ("pure bf16", pure)):
-    print(f"{name}: {' + '.join(f'{x:.0f}' for x in p)} = {sum(p):.0f} B/param")
+amp = per_param(est.counts)              # PyTorch AMP (estimate_training)
+ds_est = memlib.estimate_training(MODEL, seq_len=SEQ, zero_stage=1, dp=2)
+dsp = per_param(ds_est.counts, "_unsharded")   # DeepSpeed's layout
+pure = per_param(est_bf16.counts)        # pure bf16 AdamW
+for name, p in (("PyTorch AMP", amp), ("DeepSpeed", dsp), ("pure bf16", pure)):
+    terms = " + ".join(f"{x:.0f}" for x in p)
+    print(f"{name}: {terms} = {sum(p):.0f} B/param")
 print(f"model states (AMP): {fmt_bytes(est.model_state_bytes)}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -167,10 +171,12 @@ s2_pure, s2_off = f"{sum(pure):.0f}", f"{gb(16 * 7e9) / gb(est.model_state_bytes
 
 # %% tags=["nbval-check-output"]
 sbh = est.setup.tokens * model.hidden_size
-k_sel = activations.korthikanti_layer_bytes(SEQ, 1, model.hidden_size, model.num_heads, recompute="selective")
-print(f"memlib.activations.korthikanti_layer_bytes, no s² term: {gb(k_sel):.3f} GB per layer")
-print(f"LLaMA layer ledger (est.layer): {gb(est.layer.total):.3f} GB = {est.layer.total / sbh:.1f} sbh; "
-      f"x {model.num_layers} = {gb(est.layer.total * model.num_layers):.1f} GB")
+k_sel = activations.korthikanti_layer_bytes(   # the GPT formula, no s² term
+    SEQ, 1, model.hidden_size, model.num_heads, recompute="selective")
+layer = est.layer.total                         # memlib's LLaMA ledger
+print(f"GPT formula {gb(k_sel):.3f} GB per layer; LLaMA ledger "
+      f"{gb(layer):.3f} GB = {layer / sbh:.1f} sbh")
+print(f"x {model.num_layers} layers = {gb(layer * model.num_layers):.1f} GB")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s3_layer, s3_sbh = f"{fmt_bytes(est.layer.total)}", f"{est.layer.total / sbh:.1f}"
@@ -191,7 +197,7 @@ s3_all, s3_over = f"{fmt_bytes(est.layer.total * model.num_layers)}", f"{est.lay
 # **0.26 GB** per copy; the loss keeps a few.
 
 # %% tags=["nbval-check-output"]
-for part, nbytes in at_loss.items():   # memlib: what is alive at the end of the forward (est.moments[0])
+for part, nbytes in at_loss.items():   # est.moments[0]: end of the forward
     if nbytes:
         print(f"{part}: {gb(nbytes):.2f} GB")
 
@@ -214,9 +220,9 @@ s4_off = f"{gb(13e9) / gb(at_loss['autocast_copies']) - 1:+.0%}"
 # (foreach) AdamW, which holds a temporary copy of v: 4 B × 6.7e9 = 27 GB, **135 GB**. The step wins.
 
 # %% tags=["nbval-check-output"]
-impls = {impl: memlib.estimate_training(MODEL, seq_len=SEQ, optimizer_impl=impl)   # memlib.estimate_training
+impls = {impl: memlib.estimate_training(MODEL, seq_len=SEQ, optimizer_impl=impl)
          for impl in ("foreach", "fused", "for-loop")}
-bwd_start = next(mo for mo in est.moments if mo.where.startswith("start"))   # the backward's first moment
+bwd_start = next(mo for mo in est.moments if mo.where.startswith("start"))
 for impl, e in impls.items():
     print(f"{impl}: peak {gb(e.peak_bytes):.1f} GB at {e.peak_moment.where}")
 
@@ -243,11 +249,12 @@ s5_sum = f"{fmt_bytes(est.model_state_bytes + at_loss['activations'] + at_loss['
 
 # %% tags=["nbval-check-output"]
 a100 = memlib.get_gpu(GPU)
-card = usable_bytes(a100)            # memlib.fit.usable_bytes: what torch reports as total
-v_amp, v_bf16 = memlib.fits(est, a100), memlib.fits(est_bf16, a100)   # peak + CUDA context + headroom
-print(f"A100 80GB: nominal {fmt_bytes(a100.memory_bytes)}, torch {gib(card):.2f} GiB")
-print(f"bf16-mixed: needs {gib(v_amp.required_bytes):.1f} GiB, fits {v_amp.fits}; "
-      f"pure bf16: needs {gib(v_bf16.required_bytes):.1f} GiB, fits {v_bf16.fits}")
+card = usable_bytes(a100)   # memlib.fit.usable_bytes: torch's total
+v_amp = memlib.fits(est, a100)        # peak + CUDA context + headroom
+v_bf16 = memlib.fits(est_bf16, a100)
+print(f"A100: nominal {fmt_bytes(a100.memory_bytes)}, torch {gib(card):.2f} GiB")
+for name, v in (("bf16-mixed", v_amp), ("pure bf16", v_bf16)):
+    print(f"{name}: needs {gib(v.required_bytes):.1f} GiB, fits {v.fits}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s6_card, s6_gb = f"{gib(a100.memory_bytes):.0f} GiB = {gb(a100.memory_bytes):.1f} GB", f"{gib(card):.2f} GiB"
@@ -269,13 +276,12 @@ s6_peak = f"{gb(est_bf16.peak_bytes):.1f} GB peak is {gib(est_bf16.peak_bytes):.
 # fp8 e4m3: 1.75 × 2⁸ = **448**; e5m2: 1.75 × 2¹⁵ = **57,344**.
 
 # %% tags=["nbval-check-output"]
-F = FORMATS   # memlib.units.FORMATS: fp32, fp16, bf16, fp8-e4m3, fp8-e5m2
-num = lambda x: f"{x:,.0f}" if 1 <= x < 1e6 else f"{x:.3g}"   # noqa: E731  65,504 but 3.4e+38
-print(f"{'format':<9}{'bits s/e/m':>11}{'max':>10}{'min normal':>12}{'epsilon':>10}{'digits':>7}")
-for f in F.values():   # memlib.units.FloatFormat: the limits from the bit layout
-    layout = f"1/{f.exponent_bits}/{f.mantissa_bits}"
-    print(f"{f.name:<9}{layout:>11}{num(f.max_value):>10}{f.smallest_normal:>12.3g}{f.eps:>10.3g}"
-          f"{f.decimal_digits:>7.1f}")
+F = FORMATS   # memlib.units: each FloatFormat's limits from its bit layout
+print(f"{'format':<9}{'s/e/m':<7}{'max':>11}{'min normal':>12}{'epsilon':>10}")
+for f in F.values():
+    bits = f"1/{f.exponent_bits}/{f.mantissa_bits}"
+    print(f"{f.name:<9}{bits:<7}{f.max_value:>11.5g}{f.smallest_normal:>12.3g}"
+          f"{f.eps:>10.3g}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s7_fp16_max, s7_sub = f"{F['fp16'].max_value:,.0f}", f"{F['fp16'].smallest_subnormal:.2g}"
@@ -346,11 +352,12 @@ Playground(model="llama-7b", gpu="a100-80gb")
 # ### 梯度检查点具体节省多少显存？ How much does checkpointing save? (seed 001)
 
 # %% tags=["nbval-check-output"]
-acts7, acts7_rc = at_loss["activations"], est_rc.moments[0].parts["activations"]   # at the loss
-rc_max = max(est_rc.moments, key=lambda mo: mo.parts.get("activations", 0))          # largest over the step
-print(f"activations at the loss: none {gb(acts7):.2f} GB, full recompute {gb(acts7_rc):.2f} GB")
-print(f"full recompute at most: {gb(rc_max.parts['activations']):.2f} GB ({rc_max.where})")
-print(f"peak {gb(est.peak_bytes):.1f} -> {gb(est_rc.peak_bytes):.1f} GB ({est_rc.phase})")
+acts7 = at_loss["activations"]                       # at the loss
+acts7_rc = est_rc.moments[0].parts["activations"]
+rc_max = max(est_rc.moments, key=lambda mo: mo.parts["activations"])
+print(f"at the loss: none {gb(acts7):.2f} GB, full {gb(acts7_rc):.2f} GB")
+print(f"full, at most: {gb(rc_max.parts['activations']):.2f} GB ({rc_max.name})")
+print(f"peak {gb(est.peak_bytes):.1f} -> {gb(est_rc.peak_bytes):.1f} GB")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 f1_none, f1_full, f1_less = f"{gb(acts7):.2f} GB", f"{gb(acts7_rc):.2f} GB", f"{1 - acts7_rc / acts7:.0%}"
@@ -371,13 +378,14 @@ f1_peaks = f"{gb(est.peak_bytes):.1f} to {gb(est_rc.peak_bytes):.1f} GB"
 # ### Why does LLaMA-3-8B need more than LLaMA-7B beyond its parameters?
 
 # %% tags=["nbval-check-output"]
-l3 = memlib.estimate_training("llama-3-8b", seq_len=SEQ)   # memlib.estimate_training
-print(f"logits and loss at the loss: llama-7b {gb(at_loss['logits_and_loss']):.2f} GB, "
-      f"llama-3-8b {gb(l3.moments[0].parts['logits_and_loss']):.2f} GB")
+l3 = memlib.estimate_training("llama-3-8b", seq_len=SEQ)
+logits7, logits8 = (e.moments[0].parts["logits_and_loss"] for e in (est, l3))
+print(f"logits and loss: llama-7b {gb(logits7):.2f} GB, "
+      f"llama-3-8b {gb(logits8):.2f} GB")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 f2_vocab, f2_v7 = f"{memlib.get_model('llama-3-8b').vocab_size:,}", f"{model.vocab_size:,}"
-f2_l3, f2_l7 = f"{gb(l3.moments[0].parts['logits_and_loss']):.2f} GB", f"{gb(at_loss['logits_and_loss']):.2f} GB"
+f2_l3, f2_l7 = f"{gb(logits8):.2f} GB", f"{gb(logits7):.2f} GB"
 
 # %% [markdown]
 # Its vocabulary is {eval}`f2_vocab` words against {eval}`f2_v7`: the logits, their fp32 upcast and the
