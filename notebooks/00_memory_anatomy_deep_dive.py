@@ -184,7 +184,8 @@ rows = [(label, f"{p:.2f}", f"{g:.2f}", f"{o:.2f}", f"**{p + g + o:.2f}**", f"{g
         for label, (p, g, o) in per_param.items()]
 table_states = markdown_table(rows, ["setup", "params B/param", "grads B/param", "optimizer B/param",
                                      "total B/param", "LLaMA-7B model states"])
-print({label: round(sum(v), 2) for label, v in per_param.items()})   # B/param; the table below
+for label, (p, g, o) in per_param.items():   # the table below
+    print(f"{p + g + o:6.2f} B/param  {label}")
 
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
