@@ -100,7 +100,7 @@ bar_estimates = {label: memlib.estimate_training(MODEL, seq_len=SEQ, **kw) for l
 # - **Activations**: tensors the forward saves for the backward; Korthikanti et al.'s 34sbh + 5as²b bytes per layer (**s** sequence, **b** micro-batch, **h** hidden size, **a** heads).
 # - **Recompute (checkpointing)**: keep each layer's input only; redo its forward in the backward. **sdpa / FlashAttention**: fused attention that never stores the s × s scores.
 # - **foreach / fused AdamW**: torch's implementations of the step; foreach (the CUDA default) holds a temporary copy of v.
-# - **Exponent / mantissa bits**: a float's range / its precision. **Loss scaling**: multiplying the loss so small fp16 gradients do not round to zero.
+# - **Exponent / mantissa bits**: a float's range / its precision; **epsilon** is the gap between 1 and the next number. **fp8 e4m3 / e5m2**: 4 or 5 exponent bits, 3 or 2 mantissa bits. **Loss scaling**: multiplying the loss so small fp16 gradients do not round to zero.
 # - **Peak, moment**: memlib evaluates what is alive at moments of a step; the peak is the largest. **GB / GiB**: 1e9 / 2**30 bytes.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
