@@ -46,7 +46,7 @@ check("00.1", answer)
 # hint("00.1")  # stuck? each call shows one more hint; solution("00.1") shows the worked answer
 
 # %% [markdown]
-# ## 00.2 · Model states of mixed-precision AdamW
+# ## 00.2 · Model states of mixed-precision AdamW for Llama-2-13B
 
 # %%
 show("00.2")
@@ -120,7 +120,7 @@ check("00.7", llama_params)
 # hint("00.7")
 
 # %% [markdown]
-# ## 00.8 · How many GB is a "V100 32GB"?
+# ## 00.8 · How many GB is an "L40S 48GB"?
 
 # %%
 show("00.8")

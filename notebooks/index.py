@@ -26,7 +26,8 @@
 #
 # 0. [00 · Where does GPU memory go in a training step?](00_memory_anatomy.ipynb) Model states
 #    and activations, 16 bytes per parameter (and where 12 and 18 come from), the peak as one
-#    moment of the step, GB vs GiB.
+#    moment of the step, GB vs GiB, fp16 / bf16 / fp8 ranges. Its
+#    [deep dive](00_memory_anatomy_deep_dive.ipynb): the fact-check and the ledgers.
 # 1. [01 · Can 4× V100 32GB train Vicuna-65B?](01_65b_on_4x_v100.ipynb) (seed 000) Full
 #    fine-tuning against ZeRO, TP, PP and offload; QLoRA split over the four cards; serving,
 #    FlashAttention on Volta, fp16 loss scaling. Its [deep dive](01_65b_on_4x_v100_deep_dive.ipynb):

@@ -58,14 +58,14 @@ check("00.1", answer)
 solution("00.1")
 
 # %% [markdown]
-# ## 00.2 · Model states of mixed-precision AdamW
+# ## 00.2 · Model states of mixed-precision AdamW for Llama-2-13B
 
 # %%
 show("00.2")
 
 # %%
 # BEGIN SOLUTION
-n = memlib.get_model("llama-7b").num_params
+n = memlib.get_model("llama-2-13b").num_params
 per_param = 2 + 2 + 4 + 4 + 4  # 16-bit weights, 16-bit grads, fp32 master, momentum, variance
 answer = f"{n * per_param / 1e9:.1f} GB"
 # END SOLUTION
@@ -173,14 +173,14 @@ check("00.7", llama_params)
 # hint("00.7")
 
 # %% [markdown]
-# ## 00.8 · How many GB is a "V100 32GB"?
+# ## 00.8 · How many GB is an "L40S 48GB"?
 
 # %%
 show("00.8")
 
 # %%
 # BEGIN SOLUTION
-answer = f"{32 * 2**30 / 1e9:.2f} GB"  # the vendor's "32GB" of HBM is 32 GiB
+answer = f"{48 * 2**30 / 1e9:.2f} GB"  # the vendor's "48GB" is 48 GiB
 # END SOLUTION
 check("00.8", answer)
 # hint("00.8")

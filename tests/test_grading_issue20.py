@@ -28,10 +28,11 @@ def _memory_only(monkeypatch):
 # (exercise, answer, verdict, a phrase the feedback must hold ("" for none))
 TABLE = [
     # human rounding: the expected value rounded to the learner's precision (>= 2 significant figures)
-    ("00.2", "110 GB", "correct", "rounded"),  # 16 B/param x 6,738,415,616 = 107.81 GB
-    ("00.2", "108 GB", "correct", ""),
-    ("00.2", "100 GB", "incorrect", ""),  # 1 significant figure: the rule needs 2
-    ("00.2", "120 GB", "incorrect", ""),
+    ("00.1", "13 GB", "correct", "rounded"),  # 2 x 6,738,415,616 B = 13.48 GB: 2 sf, 3.5% off, outside the 2%
+    ("00.2", "210 GB", "correct", ""),  # 16 B/param x 13,015,864,320 (Llama-2-13B) = 208.25 GB; 210 is within 2%
+    ("00.2", "208 GB", "correct", ""),
+    ("00.2", "200 GB", "incorrect", ""),  # 1 significant figure: the rule needs 2
+    ("00.2", "220 GB", "incorrect", ""),
     ("02.6", "21 GB", "correct", ""),  # 2 x 80 x 8 x 128 x 2 B x 4096 x 16 = 21.47 GB
     ("02.6", "22 GB", "incorrect", ""),
     ("06.2", "320 GB", "correct", ""),  # 200,832 B x 49,152 x 32 = 315.88 GB
@@ -75,8 +76,8 @@ TABLE = [
     ("07.5", ("not 40%", "33%"), "malformed", "only the figures you think are wrong"),
     ("07.5", ("40% 没错", "33%"), "malformed", "only the figures you think are wrong"),
     # a question that fixes the unit refuses the premise restated in the other unit, naming both
-    ("00.8", "32 GiB", "incorrect", "GB (10⁹ bytes)"),
-    ("00.8", "34.4 GB", "correct", ""),
+    ("00.8", "48 GiB", "incorrect", "GB (10⁹ bytes)"),
+    ("00.8", "51.5 GB", "correct", ""),  # 48 x 2**30 B = 51.54 GB
     ("01.1", "320 GiB", "incorrect", "GiB"),
     ("01.1", "343.6 GB", "correct", ""),
 ]
@@ -215,7 +216,7 @@ def test_an_unwritable_folder_falls_back_to_the_user_data_folder(tmp_path, monke
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     grading.reset()
     grading.check("00.1", "13.48 GB")
-    grading.check("00.2", "107.8 GB")
+    grading.check("00.2", "208.3 GB")
     saved = tmp_path / "data" / "memlib" / "memlib_progress.json"
     assert not (ro / ".memlib_progress.json").exists()
     data = json.loads(saved.read_text())["exercises"]

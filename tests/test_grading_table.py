@@ -28,6 +28,7 @@ N65 = llama_params(8192, 80, 22016)  # LLaMA-65B / Vicuna-65B: 65,285,660,672
 N70 = llama_params(8192, 80, 28672, kv=1024)  # Llama-2-70B, 8 KV heads: 68,976,648,192
 N8 = llama_params(4096, 32, 14336, vocab=128256, kv=1024)  # Llama-3-8B: 8,030,261,248
 N33 = llama_params(6656, 60, 17920)  # LLaMA-33B (Touvron et al. 2023, Table 2: d 6656, 60 layers): 32,528,943,616
+N13 = llama_params(5120, 40, 13824)  # Llama-2-13B (no GQA): 40 x 317,204,480 + 2 x 32000 x 5120 + 5120 = 13,015,864,320
 GiB = 2**30
 V100 = 32 * GiB
 A100_40 = 40 * GiB  # 01.1 asks for a DGX A100 40GB node: 8 x 40 GiB
@@ -251,9 +252,10 @@ CASES = [
     ("00.1", GB(4 * N7), "incorrect", "fp32"),
     ("00.1", "14 GB", "incorrect", "nominal 7B"),
     ("00.1", f"{2 * N7 / GiB:.2f} GB", "incorrect", "unit is not"),
-    ("00.2", GB(16 * N7), "correct", None),
-    ("00.2", GB(12 * N7), "incorrect", "master copy"),
-    ("00.2", GB(14 * N7), "incorrect", "gradients"),
+    ("00.2", GB(16 * N13), "correct", None),  # 16 x 13,015,864,320 = 208.25 GB
+    ("00.2", GB(12 * N13), "incorrect", "master copy"),
+    ("00.2", GB(14 * N13), "incorrect", "gradients"),
+    ("00.2", GB(16 * N7), "incorrect", None),  # LLaMA-7B's 107.8 GB, the notebook's own figure
     ("00.3", ("28GB", GB(16 * N7)), "correct", None),
     ("00.3", ("14GB", GB(16 * N7)), "incorrect", "is not an error"),
     ("00.3", ("56GB", GB(16 * N7)), "incorrect", "name the figure where the error starts"),
@@ -264,9 +266,10 @@ CASES = [
     ("00.6", ("a", 1), "incorrect", "a common belief"),
     ("00.6", "c", "incorrect", "pick the reason"),
     ("00.6", ("z", 1), "malformed", "not an option"),
-    ("00.8", "34.36 GB", "correct", None),
-    ("00.8", "32 GiB", "incorrect", "GB (10⁹ bytes)"),  # the question fixes GB (issue 20)
-    ("00.8", "32 GB", "incorrect", "unit is not"),
+    ("00.8", "51.54 GB", "correct", None),  # 48 x 2**30 = 51,539,607,552 B
+    ("00.8", "48 GiB", "incorrect", "GB (10⁹ bytes)"),  # the question fixes GB (issue 20)
+    ("00.8", "48 GB", "incorrect", "unit is not"),
+    ("00.8", "48.31 GB", "incorrect", "torch/nvidia-smi"),  # the driver's total: 46,068 MiB = 48.31 GB
     ("01.2", ("780GB", GB(STATES_65)), "correct", None),
     ("01.2", ("780GB", GB(12 * N65)), "incorrect", "fp32 master copy"),
     ("01.2", ("520GB", GB(STATES_65)), "incorrect", "is not an error"),

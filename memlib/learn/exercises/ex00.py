@@ -64,26 +64,27 @@ EXERCISES = [
                         "up; the GB figure and the GiB figure differ by 7.4%, so always label the unit."),
     ),
     Numeric(
-        id="00.2", title="Model states of mixed-precision AdamW", difficulty="warm-up", minutes=5,
+        id="00.2", title="Model states of mixed-precision AdamW for Llama-2-13B", difficulty="warm-up", minutes=5,
         formula="model states of mixed-precision AdamW: 16 bytes/param (ZeRO paper, K = 12; memlib.parallel.zero)",
         prompt="In the ZeRO paper's accounting of mixed-precision AdamW, each parameter keeps 16-bit weights, "
                "16-bit gradients and the optimizer's fp32 master weights, momentum and variance. How many bytes of "
-               "model states does LLaMA-7B need on one GPU (no sharding)? Answer with a unit.",
-        expected=lambda: states("llama-7b"),
-        slips=(Slip("forgot the fp32 master copy", lambda: states("llama-7b", k=8),
+               "model states does Llama-2-13B need on one GPU (no sharding)? (Notebook 00 does this for LLaMA-7B.) "
+               "Answer with a unit.",
+        expected=lambda: states("llama-2-13b"),
+        slips=(Slip("forgot the fp32 master copy", lambda: states("llama-2-13b", k=8),
                     "you counted momentum and variance but not the fp32 master copy of the weights (4 bytes/param)"),
-               Slip("forgot gradients", lambda: states("llama-7b") - 2 * n_params("llama-7b"),
+               Slip("forgot gradients", lambda: states("llama-2-13b") - 2 * n_params("llama-2-13b"),
                     "you left out the 16-bit gradients (2 bytes/param)"),
-               Slip("2-byte optimizer states", lambda: states("llama-7b", k=6),
+               Slip("2-byte optimizer states", lambda: states("llama-2-13b", k=6),
                     "you stored the optimizer states in 2 bytes each; mixed-precision Adam keeps them in fp32 (4 bytes)")),
-        close_advice="use the exact parameter count (memlib.get_model('llama-7b').num_params)",
+        close_advice="use the exact parameter count (memlib.get_model('llama-2-13b').num_params)",
         hints=("Model states are everything kept per parameter across steps: weights, gradients, optimizer states.",
                "Bytes per parameter: 2 (16-bit weights) + 2 (16-bit gradients) + K, with K = 12 for the fp32 "
                "master weights, momentum and variance (ZeRO paper, Sec. 3.1).",
-               "Add the bytes per parameter first, then multiply by memlib.get_model('llama-7b').num_params."),
+               "Add the bytes per parameter first, then multiply by memlib.get_model('llama-2-13b').num_params."),
         worked=lambda: (f"Per parameter: 2 (fp16/bf16 weights) + 2 (gradients) + 12 (fp32 master, momentum, variance) "
-                        f"= {states('llama-7b') // n_params('llama-7b')} bytes (`memlib.parallel.zero.zero_model_state_bytes`). "
-                        f"For {n_params('llama-7b'):,} parameters: **{b(states('llama-7b'))}**, before a single "
+                        f"= {states('llama-2-13b') // n_params('llama-2-13b')} bytes (`memlib.parallel.zero.zero_model_state_bytes`). "
+                        f"For {n_params('llama-2-13b'):,} parameters: **{b(states('llama-2-13b'))}**, before a single "
                         "activation."),
     ),
     SpotError(
@@ -227,20 +228,21 @@ EXERCISES = [
                         "    return layers * per_layer + 2 * vocab * hidden + hidden\n```"),
     ),
     Numeric(
-        id="00.8", title="How many GB is a \"V100 32GB\"?", difficulty="warm-up", minutes=2,
-        formula="GPU capacity: a vendor's \"GB\" of HBM is GiB (memlib.get_gpu(...).memory_bytes)",
-        prompt="NVIDIA sells a \"V100 32GB\". How many GB (10⁹ bytes) of memory does it have? (Vendors count HBM "
-               "in binary units; memlib stores each GPU's capacity as the vendor means it.)",
-        expected=lambda: get_gpu("v100-32gb").memory_bytes, unit="GB", tolerance=0.005,
-        slips=(Slip("driver-reported", lambda: get_gpu("v100-32gb").reported_total_bytes,
-                    "that is what torch/nvidia-smi report as total (32,510 MiB), slightly less than the nominal "
-                    "capacity"),),
+        id="00.8", title="How many GB is an \"L40S 48GB\"?", difficulty="warm-up", minutes=2,
+        formula="GPU capacity: a vendor's \"GB\" of HBM/GDDR is GiB (memlib.get_gpu(...).memory_bytes)",
+        prompt="NVIDIA sells an \"L40S 48GB\". How many GB (10⁹ bytes) of memory does it have? (Vendors count "
+               "memory chips in binary units; memlib stores each GPU's capacity as the vendor means it. Notebook 00 "
+               "does this for an \"80GB\" A100.)",
+        expected=lambda: get_gpu("l40s").memory_bytes, unit="GB", tolerance=0.005,
+        slips=(Slip("driver-reported", lambda: get_gpu("l40s").reported_total_bytes,
+                    "that is what torch/nvidia-smi report as total (the driver and ECC keep some), less than the "
+                    "nominal capacity"),),
         hints=("GB means 10⁹ bytes, GiB 2³⁰ bytes; memory chips come in powers of two.",
-               "A \"32GB\" HBM card has 32 GiB = 32 x 2³⁰ bytes.",
-               "Compute 32 x 2**30 and divide by 1e9."),
-        worked=lambda: (f"A \"V100 32GB\" has 32 GiB = {get_gpu('v100-32gb').memory_bytes:,} bytes = "
-                        f"**{gb(get_gpu('v100-32gb').memory_bytes):.2f} GB** (`memlib.get_gpu('v100-32gb').memory_bytes`)"
-                        "; so 4 of them hold more than \"128GB\"."),
+               "A card sold as \"N GB\" holds N GiB = N x 2³⁰ bytes.",
+               "Multiply the marketed number by 2**30, then divide by 1e9."),
+        worked=lambda: (f"An \"L40S 48GB\" has 48 GiB = {get_gpu('l40s').memory_bytes:,} bytes = "
+                        f"**{gb(get_gpu('l40s').memory_bytes):.2f} GB** (`memlib.get_gpu('l40s').memory_bytes`)"
+                        f"; torch reports {gb(get_gpu('l40s').reported_total_bytes):.2f} GB of it as total."),
     ),
     SelfAssessed(
         id="00.9", title="What do you ask back?", difficulty="interview", minutes=10,
