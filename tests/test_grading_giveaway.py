@@ -52,6 +52,8 @@ SETUP_FIGURES = {"80GB", "80 GB", "80gb", "40GB", "40 GB", "40gb", "24GB", "24 G
 # Figures in ANOTHER notebook's text that fall within an exercise's tolerance by coincidence of the
 # catalog (not the same quantity, or a quantity an earlier notebook already asked for), each with why.
 COINCIDENCES = {
+    ("00.2", "~208 GB"): "02.9 (notebook 02, after 00): a 13B's model states in its rubric and hint, which 00.2 "
+                         "asks for first",
     ("02.2", "39 GiB"): "01.6: a 65B layout's per-GPU peak; 02.2 is 8-bit Adam's states of a 7B",
     ("02.7", "~16 GB"): "06.5 (notebook 6): Llama-3.1-8B's bf16 weights, which notebook 02 already asked for",
     ("02.11", "113.63 GiB"): "05.8: a DeepSeek-V3 LoRA figure; 02.11 is ZeRO-Offload's PCIe traffic",
