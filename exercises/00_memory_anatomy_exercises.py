@@ -145,6 +145,17 @@ marks = ...  # your marks here, after check() shows the rubric: one True/False p
 mark("00.9", marks)
 
 # %% [markdown]
+# ## 00.10 · Why does bf16 train without loss scaling?
+
+# %%
+show("00.10")
+
+# %%
+answer = ...  # your answer here: a pair ("option letter", reason number)
+check("00.10", answer)
+# hint("00.10")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -212,6 +212,22 @@ marks = [True, True, True, True, True, True]  # every rubric point is covered ab
 mark("00.9", marks)
 
 # %% [markdown]
+# ## 00.10 · Why does bf16 train without loss scaling?
+
+# %%
+show("00.10")
+
+# %%
+# BEGIN SOLUTION
+answer = ("b", "1")  # fp32's 8 exponent bits: gradients keep a representation far below fp16's smallest normal
+# END SOLUTION
+check("00.10", answer)
+# hint("00.10")
+
+# %% tags=["solution"]
+solution("00.10")
+
+# %% [markdown]
 # ## Your score
 
 # %%

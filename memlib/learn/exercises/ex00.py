@@ -11,7 +11,7 @@ from memlib.learn.exercises.kinds import Choice, Figure, Implement, Numeric, Opt
 from memlib.hardware.gpus import get_gpu
 from memlib.models import Model, get_model
 from memlib.training import estimate_training
-from memlib.units import gb
+from memlib.units import float_format, gb
 
 NOTEBOOK = "00_memory_anatomy"
 
@@ -277,5 +277,42 @@ EXERCISES = [
                 ("full, sequence 8192", estimate_training("llama-7b", seq_len=8192)),
                 ("full, full recompute, ZeRO-3 over 8 GPUs", estimate_training("llama-7b", recompute="full",
                                                                                zero_stage=3, dp=8))]),
+    ),
+    Choice(
+        id="00.10", title="Why does bf16 train without loss scaling?", difficulty="interview", minutes=5,
+        formula="range from the exponent bits, precision from the mantissa bits (IEEE 754; memlib.units.FloatFormat)",
+        prompt="fp16 mixed-precision training needs a loss scaler (the loss is multiplied by, e.g., 2¹⁶ before the "
+               "backward, and the gradients divided after); bf16 mixed precision runs without one. Why?",
+        options=(Option("a", "bf16 is more precise than fp16, so small gradients keep their digits",
+                        lambda: (f"the other way round: bf16 has 7 mantissa bits (epsilon "
+                                 f"{float_format('bf16').eps:g}) against fp16's 10 ({float_format('fp16').eps:g})"),
+                        misconception="more modern means more precise"),
+                 Option("b", "bf16 has fp32's 8 exponent bits, so gradients far below fp16's smallest normal still "
+                             "have a representation",
+                        lambda: (f"bf16's smallest normal is {float_format('bf16').smallest_normal:.3g}, fp16's "
+                                 f"{float_format('fp16').smallest_normal:.3g}: small gradients do not flush to zero"),
+                        "1"),
+                 Option("c", "bf16 tensor cores accumulate in fp32 and fp16 tensor cores do not",
+                        "both accumulate matmuls in fp32 on Volta and later; the problem is storing small values, not "
+                        "summing them", misconception="loss scaling fixes the accumulation"),
+                 Option("d", "optimizer states are kept in bf16, which needs no scaling",
+                        "mixed precision keeps the master weights and Adam moments in fp32 either way",
+                        misconception="the states' dtype follows the compute dtype")),
+        reasons=(Option("1", "underflow, not rounding, is what loss scaling fights: it shifts gradients into the "
+                             "format's range, and bf16's range is fp32's"),
+                 Option("2", "bf16 rounds less than fp16")),
+        right=lambda: "b" if float_format("bf16").smallest_normal < float_format("fp16").smallest_normal else "a",
+        hints=("Loss scaling multiplies before the backward and divides after: what problem of small numbers does "
+               "that solve?",
+               "Range is set by the exponent bits, precision by the mantissa bits: bf16 is 1-8-7, fp16 1-5-10.",
+               "Compare the two formats' smallest normal values with memlib.units.float_format(...).smallest_normal."),
+        worked=lambda: (f"**(b), because 1.** Small gradients fall out of fp16's range (smallest normal "
+                        f"{float_format('fp16').smallest_normal:.3g}, subnormals down to "
+                        f"{float_format('fp16').smallest_subnormal:.3g}, then zero); the scaler shifts them up "
+                        f"into range. bf16 keeps fp32's 8 exponent bits (smallest normal "
+                        f"{float_format('bf16').smallest_normal:.3g}, largest {float_format('bf16').max_value:.3g}), so "
+                        f"nothing underflows; it pays in precision (epsilon {float_format('bf16').eps:g} against "
+                        f"{float_format('fp16').eps:g}), which the fp32 master weights absorb "
+                        "(`memlib.units.FORMATS`)."),
     ),
 ]

@@ -329,14 +329,96 @@ def _rollout_kv(qid: str, rng: random.Random) -> Numeric:
                     "the prompt's tokens stay in the cache too"),))
 
 
+# --- issue 26's mechanisms: number formats (00), serving techniques (04), sliding windows (06) --------------
+_FMT = ("fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp32")
+
+
+def _format_ratio(qid: str, rng: random.Random) -> Numeric:
+    from memlib.units import float_format
+    what = rng.choice(("eps", "max_value"))
+    # ranges compared where the ratio stays a readable number (bf16 and fp32 reach 3.4e38)
+    a, b = rng.sample(_FMT if what == "eps" else ("fp16", "fp8-e4m3", "fp8-e5m2"), 2)
+    if getattr(float_format(a), what) < getattr(float_format(b), what):
+        a, b = b, a  # the larger over the smaller: a factor >= 1
+    word = {"eps": "machine epsilon (the gap between 1 and the next number: precision)",
+            "max_value": "largest finite value (range)"}[what]
+    value = lambda: getattr(float_format(a), what) / getattr(float_format(b), what)  # noqa: E731
+    return _q(qid, f"{a} against {b}: {what}", f"How many times **{a}**'s {word} is **{b}**'s? (Work it out from the "
+              "bit layouts: exponent and mantissa bits; e.g. `\"8x\"`.)", value, "x",
+              lambda: (f"{a}: {what} = {getattr(float_format(a), what):.4g}; {b}: {getattr(float_format(b), what):.4g};"
+                       f" ratio **{value():,.0f}x** (`memlib.units.float_format`). Precision follows the mantissa "
+                       "bits (eps = 2^-mantissa), range the exponent bits."),
+              _hints("Mantissa bits set the precision, exponent bits the range.",
+                     "eps = 2^-(mantissa bits); max = (2 - 2^-m) x 2^(emax), e4m3 reclaiming the all-ones exponent: 448",
+                     "Write each format's exponent and mantissa bits first (fp16 5/10, bf16 8/7, e4m3 4/3, e5m2 5/2)."),
+              "floating-point limits from the bit layout (IEEE 754; OCP OFP8; memlib.units.FloatFormat)",
+              (Slip("inverted", lambda: 1 / value(), f"that is {b}'s over {a}'s"),) if abs(value() - 1) > 0.05 else ())
+
+
+def _speculative(qid: str, rng: random.Random) -> Numeric:
+    from memlib.serving import techniques
+    alpha, gamma = rng.choice((0.5, 0.6, 0.7, 0.8, 0.9)), rng.randint(2, 7)
+    value = lambda: techniques.speculative_expected_tokens(alpha, gamma)  # noqa: E731
+    return _q(qid, f"Speculative decoding, alpha {alpha}, gamma {gamma}",
+              f"A draft model proposes **{gamma}** tokens per step; the target model accepts each with probability "
+              f"**{alpha}**, independently, stopping at the first rejection (and always adds one token of its own). "
+              "How many tokens does one forward of the target produce on average? Answer as a factor, e.g. `\"2.5x\"`.",
+              value, "x",
+              lambda: (f"(1 - {alpha}^{gamma + 1}) / (1 - {alpha}) = **{value():.3f}x** tokens per target step "
+                       "(Leviathan et al. 2023, eq. 1; `memlib.serving.techniques.speculative_expected_tokens`)."),
+              _hints("Count the tokens of one step: accepted draft tokens plus the target's own one.",
+                     "E[tokens] = 1 + alpha + alpha^2 + ... + alpha^gamma = (1 - alpha^(gamma+1)) / (1 - alpha)",
+                     "Sum the geometric series term by term if the closed form slips."),
+              "speculative decoding's expected tokens per target step (Leviathan et al. 2023)",
+              (Slip("gamma accepted", lambda: float(gamma), "not every draft token is accepted"),
+               Slip("one token short", lambda: value() - 1, "the target always adds one token of its own")))
+
+
+def _littles_law(qid: str, rng: random.Random) -> Numeric:
+    from memlib.serving import techniques
+    qps, latency = rng.choice((2, 5, 10, 20, 50)), rng.choice((4, 8, 12, 20, 30))
+    value = lambda: float(math.ceil(techniques.littles_law_concurrency(qps, latency)))  # noqa: E731
+    return _q(qid, f"Little's law at {qps} req/s", f"Requests arrive at **{qps} per second** and each stays "
+              f"**{latency} s** on the server (prefill plus decode). How many requests are in flight at once, i.e. "
+              "how many sequences' KV caches must the GPUs hold? Give a whole number.", value, "count",
+              lambda: f"L = lambda x W = {qps} x {latency} = **{value():.0f}** sequences (Little 1961; "
+                      "`memlib.serving.techniques.littles_law_concurrency`).",
+              _hints("In a steady state, what arrives per second times how long each stays is what is inside.",
+                     "L = lambda x W", "Multiply the arrival rate by the time in the system."),
+              "Little's law L = lambda W (Little 1961)",
+              (Slip("divided", lambda: float(math.ceil(qps / latency)) if qps >= latency else float(math.ceil(latency / qps)),
+                    "multiply the rate by the time, do not divide"),))
+
+
+def _window_saving(qid: str, rng: random.Random) -> Numeric:
+    from memlib.cost.conventions import mean_attended_keys
+    seq, window = rng.choice((16384, 32768, 65536, 131072)), rng.choice((1024, 2048, 4096, 8192))
+    value = lambda: mean_attended_keys(seq) / mean_attended_keys(seq, window)  # noqa: E731
+    return _q(qid, f"Sliding window {window} at {seq:,} tokens",
+              f"A causal model attends over the whole prefix; its sliding-window variant attends to the last "
+              f"**{window:,}** tokens only. At **{seq:,}**-token sequences, how many times fewer attention FLOPs "
+              "(score and value matmuls) does the windowed model spend per sequence?", value, "x",
+              lambda: (f"keys per query: full causal T/2 = {mean_attended_keys(seq):,.0f}; windowed w - w²/(2T) = "
+                       f"{mean_attended_keys(seq, window):,.1f}; ratio **{value():.3g}x** "
+                       "(`memlib.cost.conventions.mean_attended_keys`)."),
+              _hints("Attention FLOPs per query are proportional to the keys it attends to.",
+                     "full causal: T/2 keys per query on average; windowed: w - w²/(2T)",
+                     "Average over queries: the first w queries see fewer than w keys."),
+              "attention FLOPs follow the keys attended (PaLM App. B; Longformer Sec. 3.1; memlib.cost.conventions)",
+              (Slip("no causal triangle", lambda: seq / mean_attended_keys(seq, window),
+                    "a causal query sees T/2 keys on average, not T"),
+               Slip("T over w", lambda: seq / window / 2 if abs(seq / window / 2 - value()) / value() > 0.03 else 0.5 * value(),
+                    "the first w queries of the window see fewer than w keys")))
+
+
 KINDS: dict[str, tuple[Callable, ...]] = {
-    "00": (_weights, _states),
+    "00": (_weights, _states, _format_ratio),
     "01": (_states, _gpus_for_states),
     "02": (_kv_cache, _weights),
     "03": (_tp_weights, _states, _dp_logits),
-    "04": (_kv_token, lambda i, r: _kv_cache(i, r, tp_choices=(2, 4, 8))),
+    "04": (_kv_token, lambda i, r: _kv_cache(i, r, tp_choices=(2, 4, 8)), _speculative, _littles_law),
     "05": (_moe_ratio, lambda i, r: _kv_token(i, r, MOE), _gpus_for_states),
-    "06": (lambda i, r: _kv_cache(i, r, LONG), lambda i, r: _kv_cache(i, r, LONG, (2, 4, 8))),
+    "06": (lambda i, r: _kv_cache(i, r, LONG), lambda i, r: _kv_cache(i, r, LONG, (2, 4, 8)), _window_saving),
     "07": (_flops, _gpu_hours, _checkpoint_interval),
     "08": (_rlhf_states, _rollout_kv),
     "09": (_quant_weights, _crossover, _batch1_speedup),
