@@ -211,6 +211,11 @@ def test_no_widget_state_and_outputs_kept(py):
 
 # --- the skeleton -------------------------------------------------------------------------------
 
+def test_every_topic_is_a_chapter_with_a_deep_dive():
+    # issue 19: the core path on one page, the fact-check and ledgers on NN_slug_deep_dive
+    assert CONVERTED == TOPICS, f"topics without a deep-dive page: {sorted(set(TOPICS) - set(CONVERTED))}"
+
+
 def test_topic_notebooks_exist():
     names = {p.stem for p in TOPICS}
     assert {"00_memory_anatomy", "01_65b_on_4x_v100", "02_single_gpu_limits",

@@ -362,16 +362,9 @@ def test_notebook_01_first_screen_shows_the_30_second_answer(browser, site_url):
 
 
 def _topics() -> list:
-    """Every topic page; those not yet converted to the chapter skeleton are expected to fail (listed)."""
-    params = []
-    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        if nb.stem.endswith("_deep_dive"):
-            continue
-        converted = (nb.parent / f"{nb.stem}_deep_dive.ipynb").exists()
-        marks = () if converted else pytest.mark.xfail(
-            strict=True, reason="issue 19: not yet converted to the chapter skeleton (core path > 12 screens)")
-        params.append(pytest.param(nb.stem, marks=marks, id=nb.stem))
-    return params
+    """Every topic page (issue 19: all of them are chapters with a deep-dive page)."""
+    return [pytest.param(nb.stem, id=nb.stem) for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+            if not nb.stem.endswith("_deep_dive")]
 
 
 @pytest.mark.parametrize("stem", _topics())
