@@ -20,7 +20,10 @@ SOURCES = sorted(p for d in ("notebooks", "solutions", "exercises") for p in (RO
 # dependency it pins: IPython and ipykernel come with jupyterlab).
 PROVIDED_BY = {"numpy": "numpy", "matplotlib": "matplotlib", "ipywidgets": "ipywidgets", "IPython": "jupyterlab",
                "ipykernel": "jupyterlab", "jupytext": "jupytext", "nbformat": "jupyterlab", "voila": "voila",
-               "memlib": "-e ."}
+               "memlib": "-e .",
+               # the repository's own scripts (the 00 deep dive imports benchmarks/published.py from the clone
+               # Binder serves; the notebook puts the repository on sys.path)
+               "benchmarks": "-e ."}
 
 
 def pinned() -> set[str]:

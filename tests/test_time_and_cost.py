@@ -161,15 +161,22 @@ REVISED = [r"## 1\. The question · 问题", r"## 2\. The 30-second answer · 30
            r"## 3\. What the interviewer is probing · 考察意图", r"## 4\. Words we use · 术语",
            r"## 5\. The answer, step by step · 推导", r"## 6\. Charts · 图", r"## 7\. Playground · 动手试",
            r"## 8\. Follow-up questions · 追问", r"## 9\. Pitfalls · 避坑",
-           r"## 10\. Deep dive \(skip on first read\) · 深入（可跳过）", r"### Fact-check · 纠错",
-           r"## 11\. Further reading · 延伸阅读"]
+           r"## 10\. Deep dive \(skip on first read\) · 深入（可跳过）", r"## 11\. Further reading · 延伸阅读"]
+NB07_DEEP = NB07.parent / f"{NB07.stem}_deep_dive"
 
 
-def _nb07_markdown_outputs():
+def _nb07_markdown_outputs(path=None):
     nbformat = pytest.importorskip("nbformat")
-    nb = nbformat.read(NB07.with_suffix(".ipynb"), as_version=4)
+    nb = nbformat.read((path or NB07).with_suffix(".ipynb"), as_version=4)
     return nb, [o["data"]["text/markdown"] for c in nb.cells if c.cell_type == "code"
                 for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
+
+
+def _rendered(cell) -> str:
+    """A markdown cell as the book shows it: each {eval} role replaced by its stored value."""
+    values = {e["expression"]: e["result"]["data"]["text/plain"].strip("'\"")
+              for e in cell.metadata.get("user_expressions", [])}
+    return re.sub(r"\{eval\}`(\w+)`", lambda m: values[m.group(1)], cell.source)
 
 
 def test_notebook_07_sections_in_the_revised_order():
@@ -180,23 +187,27 @@ def test_notebook_07_sections_in_the_revised_order():
         assert m, pattern
         positions.append(m.start())
     assert positions == sorted(positions)
-    assert text.count("# ✏️ **Back of the envelope.**") >= 7  # one before each step's memlib figure
-    assert "**Reading time:**" in text and "**You will be able to answer:**" in text
+    steps = len(re.findall(r"^# ### Step \d+ · ", text, flags=re.M))
+    assert steps >= 6 and text.count("# ✏️ **Back of the envelope.**") >= steps  # one before each step's figure
+    assert "**Reading time:**" in text
+    deep = NB07_DEEP.with_suffix(".py").read_text(encoding="utf-8")
+    assert re.search(r"^# ## Fact-check · 纠错", deep, flags=re.M), "the fact-check is on the deep-dive page"
 
 
 def test_notebook_07_thirty_second_answers_within_the_limits():
     """EN <= 80 words, 中文 <= 180 characters (non-space, punctuation excluded), rendered from memlib."""
-    _, outputs = _nb07_markdown_outputs()
-    answer = next(t for t in outputs if "> **EN**" in t)
-    en = re.search(r"^> \*\*EN\*\*(.*)$", answer, flags=re.M).group(1)
-    zh = re.search(r"^> \*\*中文\*\*(.*)$", answer, flags=re.M).group(1)
+    nb, _ = _nb07_markdown_outputs()
+    answer = next(_rendered(c) for c in nb.cells if c.cell_type == "markdown" and "> **EN**" in c.source)
+    blocks = {k: " ".join(line[2:] for line in block.splitlines())
+              for block in answer.split("\n\n") for k in ("EN", "中文") if block.startswith(f"> **{k}**")}
+    en, zh = blocks["EN"][len("**EN**"):], blocks["中文"][len("**中文**"):]
     assert 30 <= len(en.split()) <= 80
     assert 60 <= sum(1 for ch in zh if not ch.isspace() and not unicodedata.category(ch).startswith("P")) <= 180
     assert "GiB" not in en and "dp=" not in en and "tp=" not in en and not re.search(r"\d{5,}", en + zh)
 
 
 def test_notebook_07_fact_check_quotes_at_least_eight_sources():
-    nb, outputs = _nb07_markdown_outputs()
+    nb, outputs = _nb07_markdown_outputs(NB07_DEEP)
     table = next(t for t in outputs if t.startswith("| claim (source) |"))
     rows = [line for line in table.splitlines()[2:] if line.startswith("|")]
     assert len(rows) >= 8

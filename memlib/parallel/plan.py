@@ -438,12 +438,17 @@ def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offloa
             break
     else:
         count = nodes(hi)
+    return answer(count, _bisected_method(floor, exhaustive, per_node, lo * per_node, nodes(hi), first, count))
+
+
+def _bisected_method(floor: int, exhaustive: int, per_node: int, known_bad: int, known_good: int, first: int,
+                     count: int) -> str:
+    """How min_gpus found a count beyond the exhaustive window, in words (MinGpusResult.method)."""
     window = (f"counts below {floor} cannot hold the model states" if floor > exhaustive
               else f"every count from {floor} to {exhaustive} planned")
-    return answer(count, f"{window}; beyond, whole nodes of {per_node} "
-                         f"bisected (assumes: if k nodes do not fit, no count up to k nodes does): "
-                         f"{lo * per_node} GPUs do not fit, {nodes(hi)} do; then every count from {first} "
-                         f"planned: {count} is the fewest")
+    return (f"{window}; beyond, whole nodes of {per_node} bisected (assumes: if k nodes do not fit, no count up to k "
+            f"nodes does): {known_bad} GPUs do not fit, {known_good} do; then every count from {first} planned: "
+            f"{count} is the fewest")
 
 
 def _nothing_fits(model, gpu, task, plan_kw, per_node) -> str | None:
