@@ -44,6 +44,7 @@ from inline_values import substitute  # noqa: E402
 
 BOOK = ROOT / "book"
 REVEAL_VERSION = "5.2.1"  # MIT licence; its LICENSE file is unpacked with it
+MATHJAX_VERSION = "3.2.2"  # Apache 2.0; its LICENSE file is unpacked with it (book/conf.py's mathjax_path)
 FONT_DIRS = ["/usr/share/fonts/opentype/noto", "/usr/share/fonts/truetype/noto", "/usr/local/share/fonts",
              "/opt/homebrew/share/fonts", "/usr/share/fonts"]
 FONT_FILES = {"regular": "NotoSansCJK-Regular.ttc", "bold": "NotoSansCJK-Bold.ttc"}
@@ -138,9 +139,171 @@ def sphinx(src: Path, html: Path, jobs: str) -> None:
 
 # --- slides --------------------------------------------------------------------------------------
 
+# Slides a room can read (issue 19): 1280 x 720, body text 28 px, tables 20 px, code 18-20 px, charts at most
+# SLIDE_IMG px tall (book/slides/memlib_reveal/index.html.j2). deck_notebook() estimates each block's height in
+# px from its text and starts a new sub-slide where the next block would not fit SLIDE_BUDGET; one chart per
+# slide. tests/test_site_browser.py steps through every slide and checks that none overflows.
+SLIDE_BUDGET = 620            # px of the 720 for content (the rest: the slide's margins, rounding)
+SLIDE_IMG, SLIDE_IMG_CODE = 500, 380   # a chart's max height alone / below visible code (the template's CSS)
+BODY_LINE, BODY_CHARS = 37, 62         # 28 px text: line height, characters per 1,200 px line (wide fonts)
+TABLE_ROW, TABLE_CHARS = 34, 100       # 20 px table text
+CODE_LINE = 25
+HEADING_PX = {1: 70, 2: 62, 3: 54, 4: 48}
+
+
+def _text_len(md: str) -> int:
+    """Visible characters of a markdown line, CJK counted twice (full width)."""
+    md = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", md)
+    md = re.sub(r"<[^>]+>|[*_`]|^\s*(?:[-*+]|\d+\.)\s+|^\s*>\s?", "", md)
+    return len(md) + len(CJK_CHAR.findall(md))
+
+
+CJK_CHAR = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+def _lines(n: int, per: int) -> int:
+    return max(1, -(-n // per))
+
+
+def md_blocks(md: str) -> list[tuple[str, int]]:
+    """A markdown cell cut where a slide may break (between paragraphs, list items, table rows' groups,
+    headings), each piece with its estimated height in px on a 1280 x 720 slide."""
+    blocks: list[tuple[str, int]] = []
+    chunk: list[str] = []
+    kind = None
+
+    def flush():
+        nonlocal chunk, kind
+        if chunk:
+            text = "\n".join(chunk)
+            if kind == "table":
+                rows = [r for r in chunk if not re.match(r"^\s*\|?\s*:?-{2,}", r)]
+                px = sum(_lines(_text_len(r), TABLE_CHARS) * (TABLE_ROW - 8) + 8 for r in rows) + 20
+            elif kind == "code":
+                px = len(chunk) * CODE_LINE + 30
+            elif kind == "heading":
+                px = HEADING_PX.get(len(chunk[0]) - len(chunk[0].lstrip("#")), 48)
+            elif kind == "quote":
+                px = sum(_lines(_text_len(r), BODY_CHARS - 4) * BODY_LINE for r in chunk if r.strip(" >")) + 40
+            else:
+                px = _lines(_text_len(" ".join(chunk)), BODY_CHARS) * BODY_LINE + 16
+            blocks.append((text, px))
+        chunk, kind = [], None
+
+    fence = False
+    for line in md.splitlines():
+        if fence:
+            chunk.append(line)
+            if line.lstrip().startswith("```"):
+                fence = False
+                flush()
+            continue
+        if line.lstrip().startswith("```"):
+            flush()
+            fence, kind = True, "code"
+            chunk.append(line)
+            continue
+        if not line.strip():
+            if kind not in ("quote",):
+                flush()
+            else:
+                chunk.append(line)
+            continue
+        this = ("heading" if re.match(r"#{1,6} ", line) else "table" if line.lstrip().startswith("|")
+                else "quote" if line.lstrip().startswith(">") else
+                "item" if re.match(r"\s*(?:[-*+]|\d+\.)\s", line) else "para")
+        if this == "para" and kind in ("item", "quote", "para"):
+            chunk.append(line)  # a continuation line
+            continue
+        if this in ("heading", "item") or this != kind:
+            flush()
+        kind = this
+        chunk.append(line)
+    flush()
+    return blocks
+
+
+def _output_px(cell: dict) -> tuple[int, bool]:
+    """(estimated height of a code cell's outputs, whether they hold a chart)."""
+    px, chart = 0, False
+    visible_code = not ({"hide-input", "remove-input"} & set(cell.get("metadata", {}).get("tags", [])))
+    for out in cell.get("outputs", []):
+        data = out.get("data", {})
+        if "image/png" in data or "image/svg+xml" in data:
+            px += (SLIDE_IMG_CODE if visible_code else SLIDE_IMG) + 10
+            chart = True
+        elif "text/markdown" in data:
+            px += sum(h for _, h in md_blocks("".join(data["text/markdown"])))
+        elif "text/html" in data:
+            html = "".join(data["text/html"])
+            rows = html.count("<tr")
+            px += rows * TABLE_ROW + 20 if rows else _lines(len(re.sub(r"<[^>]+>", "", html)), BODY_CHARS) * BODY_LINE
+        else:
+            text = "".join(out.get("text", "") or data.get("text/plain", ""))
+            px += len(text.splitlines()) * 24 + 20
+    if visible_code:
+        px += len(_md_source(cell).splitlines()) * CODE_LINE + 30
+    return px, chart
+
+
+def _fresh(cell: dict, source: str, part: int) -> dict:
+    """A continuation of `cell` holding `source` (its part-th piece, with an id of its own)."""
+    new = copy.deepcopy(cell)
+    new["source"] = source
+    if "id" in new:
+        new["id"] = f"{new['id']}-{part}"
+    return new
+
+
+def paginate(cells: list[dict]) -> list[dict]:
+    """Start a sub-slide wherever the next block would overflow the slide, and before a second chart on a
+    slide. A long markdown cell is split between its blocks (paragraphs, list items, headings), a heading
+    kept with the block after it."""
+    out: list[dict] = []
+    used, charts = 0, 0
+
+    def new_slide(cell: dict) -> dict:
+        cell.setdefault("metadata", {}).setdefault("slideshow", {})["slide_type"] = "subslide"
+        return cell
+
+    for cell in cells:
+        if cell.get("metadata", {}).get("slideshow", {}).get("slide_type", "-") in ("slide", "subslide"):
+            used, charts = 0, 0
+        if cell["cell_type"] == "code":
+            px, chart = _output_px(cell)
+            if used and (used + px > SLIDE_BUDGET or (chart and charts)):
+                new_slide(cell)
+                used, charts = 0, 0
+            out.append(cell)
+            used, charts = used + px, charts + chart
+            continue
+        blocks = md_blocks(_md_source(cell)) if cell["cell_type"] == "markdown" else []
+        if not blocks:
+            out.append(cell)
+            continue
+        pieces: list[list] = []  # [texts, starts a new slide]
+        for i, (text, px) in enumerate(blocks):
+            heading = text.lstrip().startswith("#") and i + 1 < len(blocks)
+            need = px + (blocks[i + 1][1] if heading else 0)
+            if used and used + need > SLIDE_BUDGET:
+                pieces.append([[], True])
+                used, charts = 0, 0
+            elif not pieces:
+                pieces.append([[], False])
+            pieces[-1][0].append(text)
+            used += px
+        for k, (texts, starts) in enumerate(pieces):
+            piece = _fresh(cell, "\n\n".join(texts), k) if k else cell
+            if k == 0:
+                piece["source"] = "\n\n".join(texts)
+            out.append(new_slide(piece) if starts else piece)
+    return out
+
+
 def deck_notebook(nb: dict) -> dict:
     """The notebook as a deck shows it: the setup cell gone (it shows nothing), a sub-slide at each
-    heading that does not start a slide already. deck_exporter() drops the code of hide-input cells."""
+    heading that does not start a slide already, and at each point where a slide would overflow 1280 x 720
+    (paginate). deck_exporter() drops the code of hide-input cells."""
     deck = copy.deepcopy(nb)
     substitute(deck)  # the {eval} roles' stored values (tools/inline_values.py), as in the book
     cells = []
@@ -154,7 +317,7 @@ def deck_notebook(nb: dict) -> dict:
                 re.match(r"#{1,3} ", _md_source(cell).lstrip()):
             md.setdefault("slideshow", {})["slide_type"] = "subslide"
         cells.append(cell)
-    deck["cells"] = cells
+    deck["cells"] = paginate(cells)
     return deck
 
 
@@ -216,6 +379,32 @@ def slides(src: Path, out: Path, cache: Path) -> list[Path]:
         target.write_text(deck_html(_read(src / "notebooks" / path.name), path.stem, exporter), encoding="utf-8")
         written.append(target)
     return written
+
+
+# --- MathJax: the book's formulas (docs/cheatsheet.md), rendered offline ---------------------------------
+
+def mathjax(dest: Path, cache: Path) -> int:
+    """Unpack MathJax's TeX-to-CommonHTML component and its fonts (npm registry: mathjax@MATHJAX_VERSION)
+    into `dest` (html/_static/mathjax, book/conf.py's mathjax_path). Returns the number of files."""
+    tarball = cache / f"mathjax-{MATHJAX_VERSION}.tgz"
+    if not tarball.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise SystemExit("npm is needed to fetch MathJax for the book's formulas")
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run([npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--silent", "--pack-destination", str(cache)],
+                       check=True, stdout=subprocess.DEVNULL)
+    if dest.exists():
+        shutil.rmtree(dest)
+    with tarfile.open(tarball) as tar:
+        # tex-chtml.js bundles the TeX input and the CommonHTML output; it loads its fonts from
+        # output/chtml/fonts/woff-v2 beside itself
+        members = [m for m in tar.getmembers() if m.isfile() and re.match(
+            r"package/(es5/tex-chtml\.js$|es5/output/chtml/fonts/woff-v2/|LICENSE$)", m.name)]
+        for m in members:
+            m.name = m.name[len("package/es5/"):] if m.name.startswith("package/es5/") else m.name[len("package/"):]
+        tar.extractall(dest, members=members, filter="data")
+    return len(members)
 
 
 # --- the CJK webfont -----------------------------------------------------------------------------
@@ -532,6 +721,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = sorted(p for p in html.rglob("*.html") if "_static" not in p.parts and p.name not in
                    ("search.html", "genindex.html"))
     log(f"sphinx: {len(pages)} pages in {time.monotonic() - t1:.1f} s")
+    log(f"MathJax {MATHJAX_VERSION}: {mathjax(html / '_static' / 'mathjax', out / 'cache')} files, local")
     if not args.no_slides:
         t2 = time.monotonic()
         decks = slides(src, html / "slides", out / "cache")
