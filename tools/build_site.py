@@ -478,7 +478,11 @@ def cjk_font(html: Path) -> dict:
 
 def _ofl_text(font_path: Path) -> str:
     """The OFL text as the font package ships it (its stanza in Debian's copyright file), or a pointer."""
-    doc = Path("/usr/share/doc/fonts-noto-cjk/copyright")
+    # Debian's package installed, or unpacked beside the fonts (MEMLIB_CJK_FONT_DIR=<root>/usr/share/fonts/opentype/noto
+    # after `apt-get download fonts-noto-cjk && dpkg-deb -x fonts-noto-cjk_*.deb <root>`: no system CJK fonts)
+    docs = [Path("/usr/share/doc/fonts-noto-cjk/copyright")] + [
+        p / "doc" / "fonts-noto-cjk" / "copyright" for p in font_path.parents if p.name == "share"]
+    doc = next((d for d in docs if d.is_file()), docs[0])
     if doc.is_file():
         lines = doc.read_text(encoding="utf-8", errors="replace").splitlines()
         start = next((i for i, ln in enumerate(lines) if "SIL OPEN FONT LICENSE" in ln), None)

@@ -52,7 +52,7 @@ LATEX = {
     "8-bit AdamW": r"2n + 2 \cdot 4 \,\lceil n / 256 \rceil \text{ bytes}",
     "Selective recompute (torchtitan)": r"\sum_{\text{mm, bmm, sdpa outputs}} \text{bytes} \;-\; \text{every second mm}",
     "Does it fit": r"\text{margin} = \text{GPU memory} - \text{CUDA context} - \text{headroom} - \text{peak} \ge 0",
-    "Largest model that fits (continuous)": r"N^{*} = \max \{ N : \text{fits}(\text{estimate}(\mathrm{llama\_like}(N)), \text{gpu}) \}",
+    "Largest model that fits (continuous)": r"N_{\text{largest}} = \max \{ N : \text{fits}(\text{estimate}(\mathrm{llama\_like}(N)), \text{gpu}) \}",
     "Optimizer step: bandwidth-bound": r"t_{\text{step}} \ge \frac{N \times B_{\text{moved}}}{\text{HBM bandwidth}}, \quad B_{\text{moved}} = 4 \cdot 4 + 3 \cdot 4 = 28 \text{ (AdamW)}",
     "ZeRO stages": r"\frac{K N}{dp}\ (\ge 1) + \frac{2N}{dp}\ (\ge 2) + \frac{2N}{dp}\ (3), \text{ else the full } K N,\ 2N,\ 2N",
     "ZeRO-Offload": r"\text{host} = \frac{K N}{dp} + \frac{4 N}{dp} \ (+\ 2N \text{ 16-bit weights with optimizer+params})",
