@@ -603,6 +603,7 @@ def test_title_cjk_glyphs_come_from_the_webfont_on_first_paint(browser, site_url
                     family: cs && cs.fontFamily, weight: cs && cs.fontWeight, size: cs && cs.fontSize,
                     fonts: [...document.fonts].filter(f => f.family.replace(/"/g, '') === 'Memlib CJK')
                         .map(f => f.weight + ':' + f.status),
+                    display: [...document.fonts].filter(f => f.family.replace(/"/g, '') === 'Memlib CJK').map(f => f.display),
                     preloaded: performance.getEntriesByType('resource')
                         .filter(e => /memlib-cjk-.*\\.woff2/.test(e.name)).map(e => e.initiatorType),
                     links: [...document.querySelectorAll('link[rel=preload][as=font]')].map(l => l.getAttribute('href'))};
@@ -613,6 +614,9 @@ def test_title_cjk_glyphs_come_from_the_webfont_on_first_paint(browser, site_url
         assert "Memlib CJK" in m["family"], f"the title's font-family does not name the webfont: {m['family']}"
         assert any(l.endswith("memlib-cjk-regular.woff2") for l in m["links"]), f"the CJK font is not preloaded: {m['links']}"
         assert "link" in m["preloaded"], f"the CJK font was not fetched by the preload: {m['preloaded']}"
+        # block: until the font arrives the browser draws the text invisible (up to 3 s), never with a
+        # fallback that has no CJK glyphs (boxes); swap or fallback would show the boxes first
+        assert m["display"] and set(m["display"]) == {"block"}, f"Memlib CJK font-display: {m['display']}"
         weight = "bold" if int(m["weight"]) >= 600 else "normal"
         ok = page.evaluate(f"document.fonts.check('{weight} {m['size']} \"Memlib CJK\"', '显存')")
         assert ok, f"at the load event the webfont is not ready for the title's 显存 ({weight}): {m['fonts']}"

@@ -203,11 +203,8 @@ def md_blocks(md: str) -> list[tuple[str, int]]:
             fence, kind = True, "code"
             chunk.append(line)
             continue
-        if not line.strip():
-            if kind not in ("quote",):
-                flush()
-            else:
-                chunk.append(line)
+        if not line.strip() or (kind == "quote" and line.strip() == ">"):
+            flush()  # a paragraph ends (inside an answer box too: a box may continue on the next slide)
             continue
         this = ("heading" if re.match(r"#{1,6} ", line) else "table" if line.lstrip().startswith("|")
                 else "quote" if line.lstrip().startswith(">") else
@@ -255,12 +252,21 @@ def _fresh(cell: dict, source: str, part: int) -> dict:
     return new
 
 
+def _join(texts: list[str]) -> str:
+    """Blocks back into markdown; the paragraphs of one answer box stay in one box."""
+    out = texts[0]
+    for prev, text in zip(texts, texts[1:]):
+        quoted = prev.lstrip().startswith(">") and text.lstrip().startswith(">")
+        out += ("\n>\n" if quoted else "\n\n") + text
+    return out
+
+
 def paginate(cells: list[dict]) -> list[dict]:
     """Start a sub-slide wherever the next block would overflow the slide, and before a second chart on a
     slide. A long markdown cell is split between its blocks (paragraphs, list items, headings), a heading
     kept with the block after it."""
     out: list[dict] = []
-    used, charts = 0, 0
+    used, charts, heading_only = 0, 0, False
 
     def new_slide(cell: dict) -> dict:
         cell.setdefault("metadata", {}).setdefault("slideshow", {})["slide_type"] = "subslide"
@@ -268,14 +274,14 @@ def paginate(cells: list[dict]) -> list[dict]:
 
     for cell in cells:
         if cell.get("metadata", {}).get("slideshow", {}).get("slide_type", "-") in ("slide", "subslide"):
-            used, charts = 0, 0
+            used, charts, heading_only = 0, 0, False
         if cell["cell_type"] == "code":
             px, chart = _output_px(cell)
-            if used and (used + px > SLIDE_BUDGET or (chart and charts)):
+            if used and ((not heading_only and used + px > SLIDE_BUDGET) or (chart and charts)):
                 new_slide(cell)
                 used, charts = 0, 0
             out.append(cell)
-            used, charts = used + px, charts + chart
+            used, charts, heading_only = used + px, charts + chart, False
             continue
         blocks = md_blocks(_md_source(cell)) if cell["cell_type"] == "markdown" else []
         if not blocks:
@@ -285,17 +291,18 @@ def paginate(cells: list[dict]) -> list[dict]:
         for i, (text, px) in enumerate(blocks):
             heading = text.lstrip().startswith("#") and i + 1 < len(blocks)
             need = px + (blocks[i + 1][1] if heading else 0)
-            if used and used + need > SLIDE_BUDGET:
+            if used and not heading_only and used + need > SLIDE_BUDGET:
                 pieces.append([[], True])
                 used, charts = 0, 0
             elif not pieces:
                 pieces.append([[], False])
             pieces[-1][0].append(text)
+            heading_only = used == 0 and text.lstrip().startswith("#")  # a heading waits for what follows it
             used += px
         for k, (texts, starts) in enumerate(pieces):
-            piece = _fresh(cell, "\n\n".join(texts), k) if k else cell
+            piece = _fresh(cell, _join(texts), k) if k else cell
             if k == 0:
-                piece["source"] = "\n\n".join(texts)
+                piece["source"] = _join(texts)
             out.append(new_slide(piece) if starts else piece)
     return out
 
