@@ -22,6 +22,10 @@ offline: reveal.js loads from the site's own copy, slides advance, no display co
 (tests/test_slides.py checks every deck's HTML). And in JupyterLab itself (started on 127.0.0.1),
 notebook 01 opens with exactly its jupyter.source_hidden cells collapsed.
 
+Issue 19: the cheat sheet's formulas are rendered by the site's own MathJax (no TeX error, no raw TeX); every
+slide of every deck, stepped through at 1280 x 720, fits the slide with body text >= 28 px, upright answer boxes
+and at most one chart; the sidebar title's 显存 uses the preloaded CJK webfont (font-display: block) at load.
+
 Skipped (with the reason) without Playwright, a Chromium binary or a built site, and when the build
 is older than its sources; with MEMLIB_REQUIRE_BROWSER=1 (.ci/run) each of these fails instead.
 MEMLIB_SITE_DIR overrides the site folder.

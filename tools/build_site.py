@@ -1,7 +1,7 @@
 """Build the book: the notebooks as a static website, and the topic notebooks as reveal.js slides.
 
     python tools/build_site.py              # -> _build/html/index.html (open it in a browser)
-    python tools/build_site.py --no-slides  # the website only (no npm needed)
+    python tools/build_site.py --no-slides  # the website only (without npm its formulas stay TeX source)
 
 Nothing is executed: pages and slides are rendered from the outputs stored in the .ipynb files
 (myst-nb with nb_execution_mode = "off"). Steps:
@@ -18,7 +18,12 @@ Nothing is executed: pages and slides are rendered from the outputs stored in th
    heading) into _build/html/slides/, with reveal.js unpacked beside them from the npm registry
    (`npm pack reveal.js@REVEAL_VERSION`, cached in _build/cache/); the decks load nothing from
    the network.
-4. the CJK webfont: Noto Sans CJK SC (Debian's fonts-noto-cjk; MEMLIB_CJK_FONT_DIR overrides the
+   Long slides are split between paragraphs (paginate: each block's height estimated at the template's
+   28 px body text, 1280 x 720 slides, one chart per slide); a single table or code cell taller than a
+   slide shrinks (the template's memlibFit, prose never).
+4. MathJax 3 (`npm pack mathjax@MATHJAX_VERSION`, cached in _build/cache/) in _build/html/_static/mathjax:
+   the cheat sheet's $$ LaTeX $$ formulas render offline (book/conf.py's mathjax_path).
+5. the CJK webfont: Noto Sans CJK SC (Debian's fonts-noto-cjk; MEMLIB_CJK_FONT_DIR overrides the
    folder) subset with fontTools to the characters the built pages use, as WOFF2 in
    _build/html/_static/fonts/ with its licence (SIL OFL 1.1). Without the font files the site
    still builds (the CSS falls back to the reader's system fonts) and says so.
@@ -397,7 +402,8 @@ def mathjax(dest: Path, cache: Path) -> int:
     if not tarball.exists():
         npm = shutil.which("npm")
         if npm is None:
-            raise SystemExit("npm is needed to fetch MathJax for the book's formulas")
+            log("WARNING: no npm to fetch MathJax: the cheat sheet's formulas show as TeX source")
+            return 0
         cache.mkdir(parents=True, exist_ok=True)
         subprocess.run([npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--silent", "--pack-destination", str(cache)],
                        check=True, stdout=subprocess.DEVNULL)
