@@ -272,44 +272,83 @@ def paginate(cells: list[dict]) -> list[dict]:
     kept with the block after it."""
     out: list[dict] = []
     used, charts, heading_only = 0, 0, False
-
-    def new_slide(cell: dict) -> dict:
-        cell.setdefault("metadata", {}).setdefault("slideshow", {})["slide_type"] = "subslide"
-        return cell
-
     for cell in cells:
         if cell.get("metadata", {}).get("slideshow", {}).get("slide_type", "-") in ("slide", "subslide"):
             used, charts, heading_only = 0, 0, False
-        if cell["cell_type"] == "code":
-            px, chart = _output_px(cell)
-            if used and ((not heading_only and used + px > SLIDE_BUDGET) or (chart and charts)):
-                new_slide(cell)
-                used, charts = 0, 0
-            out.append(cell)
-            used, charts, heading_only = used + px, charts + chart, False
-            continue
-        blocks = md_blocks(_md_source(cell)) if cell["cell_type"] == "markdown" else []
-        if not blocks:
-            out.append(cell)
-            continue
-        pieces: list[list] = []  # [texts, starts a new slide]
-        for i, (text, px) in enumerate(blocks):
-            heading = text.lstrip().startswith("#") and i + 1 < len(blocks)
-            need = px + (blocks[i + 1][1] if heading else 0)
-            if used and not heading_only and used + need > SLIDE_BUDGET:
-                pieces.append([[], True])
-                used, charts = 0, 0
-            elif not pieces:
-                pieces.append([[], False])
-            pieces[-1][0].append(text)
-            heading_only = used == 0 and text.lstrip().startswith("#")  # a heading waits for what follows it
-            used += px
-        for k, (texts, starts) in enumerate(pieces):
-            piece = _fresh(cell, _join(texts), k) if k else cell
-            if k == 0:
-                piece["source"] = _join(texts)
-            out.append(new_slide(piece) if starts else piece)
+        if cell["cell_type"] == "code" and _hidden_code(cell):
+            cell["outputs"] = [piece for o in cell.get("outputs", []) for piece in _split_markdown_output(o)]
+        if cell["cell_type"] == "code" and _hidden_code(cell) and len(cell.get("outputs", [])) > 1 \
+                and _output_px(cell)[0] > SLIDE_BUDGET:
+            # a display-only cell with several outputs (tables, a paragraph) taller than a slide: one cell per
+            # output from the second on, tagged memlib-continued, so the outputs can go to slides of their own
+            rest = cell["outputs"][1:]
+            cell["outputs"] = cell["outputs"][:1]
+            parts = [cell]
+            for k, output in enumerate(rest, 1):
+                part = _fresh(cell, cell["source"], k)
+                part["outputs"] = [output]
+                part["metadata"]["tags"] = list(part["metadata"].get("tags", [])) + ["memlib-continued"]
+                part["metadata"].get("slideshow", {}).pop("slide_type", None)
+                parts.append(part)
+        else:
+            parts = [cell]
+        for cell in parts:
+            used, charts, heading_only = _place(cell, out, used, charts, heading_only)
     return out
+
+
+def _split_markdown_output(output: dict) -> list[dict]:
+    """A display(Markdown(...)) output taller than a slide as one output per block (list item, paragraph)."""
+    text = output.get("data", {}).get("text/markdown")
+    if text is None:
+        return [output]
+    blocks = md_blocks("".join(text))
+    if sum(px for _, px in blocks) <= SLIDE_BUDGET or len(blocks) < 2:
+        return [output]
+    return [{**copy.deepcopy(output), "data": {"text/markdown": block, "text/plain": ""}} for block, _ in blocks]
+
+
+def _hidden_code(cell: dict) -> bool:
+    return bool({"hide-input", "remove-input"} & set(cell.get("metadata", {}).get("tags", [])))
+
+
+def _new_slide(cell: dict) -> dict:
+    cell.setdefault("metadata", {}).setdefault("slideshow", {})["slide_type"] = "subslide"
+    return cell
+
+
+def _place(cell: dict, out: list[dict], used: int, charts: int, heading_only: bool) -> tuple[int, int, bool]:
+    """Append `cell` (split if it is a long markdown cell) to `out`, starting sub-slides where needed.
+    Returns the current slide's (height used, charts, whether it holds only a heading)."""
+    if cell["cell_type"] == "code":
+        px, chart = _output_px(cell)
+        if used and ((not heading_only and used + px > SLIDE_BUDGET) or (chart and charts)):
+            _new_slide(cell)
+            used, charts = 0, 0
+        out.append(cell)
+        return used + px, charts + chart, False
+    blocks = md_blocks(_md_source(cell)) if cell["cell_type"] == "markdown" else []
+    if not blocks:
+        out.append(cell)
+        return used, charts, heading_only
+    pieces: list[list] = []  # [texts, starts a new slide]
+    for i, (text, px) in enumerate(blocks):
+        heading = text.lstrip().startswith("#") and i + 1 < len(blocks)
+        need = px + (blocks[i + 1][1] if heading else 0)
+        if used and not heading_only and used + need > SLIDE_BUDGET:
+            pieces.append([[], True])
+            used, charts = 0, 0
+        elif not pieces:
+            pieces.append([[], False])
+        pieces[-1][0].append(text)
+        heading_only = used == 0 and text.lstrip().startswith("#")  # a heading waits for what follows it
+        used += px
+    for k, (texts, starts) in enumerate(pieces):
+        piece = _fresh(cell, _join(texts), k) if k else cell
+        if k == 0:
+            piece["source"] = _join(texts)
+        out.append(_new_slide(piece) if starts else piece)
+    return used, charts, heading_only
 
 
 def deck_notebook(nb: dict) -> dict:
