@@ -150,6 +150,8 @@ def sphinx(src: Path, html: Path, jobs: str) -> None:
 # slide. tests/test_site_browser.py steps through every slide and checks that none overflows.
 SLIDE_BUDGET = 620            # px of the 720 for content (the rest: the slide's margins, rounding)
 SLIDE_IMG, SLIDE_IMG_CODE = 500, 380   # a chart's max height alone / below visible code (the template's CSS)
+SLIDE_IMG_MIN = 330                    # a chart shares its slide with its takeaway when this much is left:
+                                       # the template's memlibFit scales it to the room there is
 BODY_LINE, BODY_CHARS = 37, 62         # 28 px text: line height, characters per 1,200 px line (wide fonts)
 TABLE_ROW, TABLE_CHARS = 34, 100       # 20 px table text
 CODE_LINE = 25
@@ -232,7 +234,7 @@ def _output_px(cell: dict) -> tuple[int, bool]:
     for out in cell.get("outputs", []):
         data = out.get("data", {})
         if "image/png" in data or "image/svg+xml" in data:
-            px += (SLIDE_IMG_CODE if visible_code else SLIDE_IMG) + 10
+            px += min(SLIDE_IMG_CODE if visible_code else SLIDE_IMG, SLIDE_IMG_MIN) + 10
             chart = True
         elif "text/markdown" in data:
             px += sum(h for _, h in md_blocks("".join(data["text/markdown"])))
