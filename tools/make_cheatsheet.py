@@ -85,6 +85,12 @@ LATEX = {
     "Ulysses all-to-all traffic": r"2 \times \mathrm{all\_to\_all}\Bigl((2q + 2\,kv) \frac{T}{cp} \times \text{bytes}\Bigr) \text{ over } cp \text{ GPUs}",
     "Recompute without the head": r"\frac{2\,(N - N_{\text{embedding}} - N_{\text{head}}) + 4\,L\,H\,Q\,T}{6N + 12\,L\,H\,Q\,T}",
     "Implied MFU of a published run": r"\text{MFU} = \frac{\text{FLOPs per token} \times \text{tokens}}{\text{GPU-hours} \times 3600 \times \text{dense peak}}",
+    # rows main gained while this table was written (notebooks 08, 09): their formulas, ready for the merge
+    "Affine quantization: scale, zero-point, error": r"q = \mathrm{round}(x / S) + Z, \quad \text{symmetric: } S = \frac{\max |x|}{2^{b-1} - 1},\ Z = 0; \quad |x - S(q - Z)| \le \frac{S}{2}",
+    "Bits per weight by group": r"b + \frac{b_{\text{scale}} + b_{\text{zero}}}{g} \text{ bits per weight}",
+    "Decode turns compute-bound": r"\text{batch}_{\text{cross}} = \text{ridge} \times \frac{\text{bits}}{16}, \quad \text{speedup} = \frac{t_{\text{step}}(\text{bf16})}{t_{\text{step}}(\text{quantized})}",
+    "RLHF roles: trained vs frozen": r"\text{actor, critic: } 16N \qquad \text{reference, reward: } 2N + \text{one forward} \qquad \text{rollout: } 2N + \text{KV}(\text{batch} \times G \times (\text{prompt} + \text{response}))",
+    "RLHF peak: phases, colocated or separate": r"\text{peak} = \max_{\text{phase}} \Bigl(\text{asleep: } \sum_{\text{running}} \text{bytes}; \ \text{resident: } \sum_{\text{roles}} \text{resident} + \text{running extra}\Bigr)",
     "Checkpoint size and interval": r"\text{size} = B_{\text{ckpt}} \times N, \quad \text{MTBF}_{g'} = \text{MTBF}_g\,\frac{g}{g'}, \quad \tau = \sqrt{2\,t_{\text{write}}\,\text{MTBF}}",
 }
 
