@@ -42,7 +42,14 @@ nb_execution_mode = "off"
 nb_render_markdown_format = "myst"
 # Stored stderr (a library warning) is not part of the text a reader needs
 nb_output_stderr = "remove"
-myst_enable_extensions = ["colon_fence"]
+# $...$ and $$...$$ math (docs/cheatsheet.md's formulas); "$2 and $3" is not math: no space inside the dollars,
+# no digit right after the closing one
+myst_enable_extensions = ["colon_fence", "dollarmath"]
+myst_dmath_allow_space = False
+myst_dmath_allow_digits = False
+# MathJax 3 from the site itself (tools/build_site.py unpacks it from the npm registry into _static/mathjax),
+# not from a CDN: the book renders its math offline. Relative to _static.
+mathjax_path = "mathjax/tex-chtml.js"
 myst_heading_anchors = 3
 
 html_theme = "sphinx_book_theme"

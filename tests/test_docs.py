@@ -71,3 +71,37 @@ def test_cheatsheet_covers_notebooks_04_to_07():
     assert "latent 70,272 B per token" in text and "full K/V 4,997,120 B per token" in text
     # Chinchilla: 20 tokens per parameter (Hoffmann et al. 2022) -> 70B parameters, 1.4T tokens
     assert "70B parameters: 1.40e+12 tokens" in text
+
+
+# issue 19 item 5: formulas as math. A product written "s*b*h" in Markdown reads as *emphasis* (the text
+# between two stars turns italic and the stars vanish), so the cheat sheet writes each row's formula as
+# LaTeX ($$...$$, rendered by MathJax in the book: tests/test_site_browser.py) and the prose's products as s·b·h.
+BARE_PRODUCT = re.compile(r"(?<=[\w)\]])\*(?=[\w(\[])")
+
+
+def _prose(text: str) -> str:
+    """The cheat sheet without its code spans and math: what Markdown reads as text."""
+    text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]+\$", "", text)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def test_bare_product_pattern_catches_emphasis():
+    # the pattern the next test relies on finds the products of the Korthikanti formula as a docstring writes it
+    assert len(BARE_PRODUCT.findall("s*b*h*(10 + 24/t + 5*a*s/(h*t))")) == 6
+    assert not BARE_PRODUCT.findall("s·b·h·(34 + 5as/h)")
+    assert not BARE_PRODUCT.findall(_prose("s·b·h, `x*y`, $a*b$"))
+
+
+def test_cheatsheet_formulas_are_math_not_bare_products():
+    text = (ROOT / "docs" / "cheatsheet.md").read_text(encoding="utf-8")
+    bare = [m.group(0) for m in re.finditer(r".{0,30}" + BARE_PRODUCT.pattern + r".{0,30}", _prose(text))]
+    assert not bare, f"bare * products Markdown reads as emphasis: {bare[:5]}"
+    for block in re.split(r"\n### ", text)[1:]:
+        topic = block.splitlines()[0]
+        m = re.match(r"[^\n]*\n\n\$\$\n(.+?)\n\$\$\n", block, flags=re.S)
+        assert m, f"row {topic!r} has no $$ LaTeX $$ formula under its heading"
+        latex = m.group(1)
+        assert "*" not in latex, f"row {topic!r}: a * in its LaTeX ({latex})"
+        assert latex.count("{") == latex.count("}"), f"row {topic!r}: unbalanced braces in {latex}"
+        assert "$" not in latex and "\n" not in latex

@@ -22,6 +22,10 @@ offline: reveal.js loads from the site's own copy, slides advance, no display co
 (tests/test_slides.py checks every deck's HTML). And in JupyterLab itself (started on 127.0.0.1),
 notebook 01 opens with exactly its jupyter.source_hidden cells collapsed.
 
+Issue 19: the cheat sheet's formulas are rendered by the site's own MathJax (no TeX error, no raw TeX); every
+slide of every deck, stepped through at 1280 x 720, fits the slide with body text >= 28 px, upright answer boxes
+and at most one chart; the sidebar title's 显存 uses the preloaded CJK webfont (font-display: block) at load.
+
 Skipped (with the reason) without Playwright, a Chromium binary or a built site, and when the build
 is older than its sources; with MEMLIB_REQUIRE_BROWSER=1 (.ci/run) each of these fails instead.
 MEMLIB_SITE_DIR overrides the site folder.
@@ -488,3 +492,131 @@ def test_jupyterlab_collapses_display_only_cells(browser, tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
+
+
+# --- issue 19 items 5-7: formulas as math, slides a room can read, CJK glyphs on first paint ----------------
+
+def test_cheatsheet_formulas_render_with_the_local_mathjax(browser, site_url):
+    """docs/cheatsheet.md writes each row's formula as $$ LaTeX $$ (tools/make_cheatsheet.py): MathJax, served by
+    the site itself (book/conf.py mathjax_path), renders every one offline, without a TeX error."""
+    source = (ROOT / "docs" / "cheatsheet.md").read_text(encoding="utf-8")
+    formulas = source.count("\n$$\n") // 2
+    assert formulas >= 40, f"{formulas} display formulas in docs/cheatsheet.md"
+    page, external, errors = open_page(browser, urljoin(site_url, "docs/cheatsheet.html"))
+    try:
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000)
+        page.evaluate("MathJax.startup.promise.then(() => true)")
+        m = page.evaluate("""() => {
+            const art = document.querySelector('article');
+            return {display: art.querySelectorAll('mjx-container[display="true"]').length,
+                    all: art.querySelectorAll('mjx-container').length,
+                    errors: [...art.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error') || e.textContent),
+                    script: [...document.scripts].map(s => s.src).filter(s => /mathjax/i.test(s)),
+                    text: art.innerText};
+        }""")
+        assert m["display"] == formulas, f"{m['display']} formulas rendered by MathJax, {formulas} in the source"
+        assert m["all"] > formulas, "the inline math ($10^9$, $2^{30}$) is not rendered"
+        assert not m["errors"], f"TeX errors: {m['errors'][:5]}"
+        raw = re.findall(r"\$\$|\\(?:frac|text|times|mathrm)\b|\$[^$\s][^$]*\$", m["text"])
+        assert not raw, f"raw TeX left on the page: {raw[:5]}"
+        assert m["script"] and all(urlsplit(s).hostname == "127.0.0.1" for s in m["script"]), m["script"]
+        assert not external, f"the page fetched from the network: {external[:5]}"
+        assert not errors, f"JavaScript errors: {errors}"
+        page.locator("mjx-container[display='true']").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts() / "site-cheatsheet-math.png"))
+    finally:
+        page.close()
+
+
+DECK_SIZE = {"width": 1280, "height": 720}
+MIN_BODY_PX = 28
+# Every slide in turn: its content height (scrollHeight of the slide's <section>) against the deck's 720 px,
+# the computed font-size of its body text (paragraphs and list items outside tables, code and notes) and the
+# font-style of its answer boxes (blockquotes), and how many charts it shows.
+SLIDE_SURVEY = """async () => {
+    const cfg = Reveal.getConfig();
+    const out = [];
+    for (const s of Reveal.getSlides()) {
+        const idx = Reveal.getIndices(s);
+        Reveal.slide(idx.h, idx.v);
+        await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+        const body = [...s.querySelectorAll('p, li')].filter(p => p.checkVisibility() && p.innerText.trim()
+            && !p.closest('table, pre, .memlib-widget-note, .jp-OutputArea-output pre'));
+        out.push({at: `${idx.h}/${idx.v}`, height: s.scrollHeight, width: s.scrollWidth,
+                  small: body.filter(p => parseFloat(getComputedStyle(p).fontSize) < %d)
+                             .map(p => getComputedStyle(p).fontSize + ' ' + p.innerText.slice(0, 40)),
+                  italic: [...s.querySelectorAll('blockquote')].filter(q => getComputedStyle(q).fontStyle !== 'normal').length,
+                  charts: s.querySelectorAll('img').length, text: s.innerText.trim().slice(0, 60)});
+    }
+    return {width: cfg.width, height: cfg.height, slides: out};
+}""" % MIN_BODY_PX
+
+
+def _decks() -> list[str]:
+    return [p.stem for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if not p.stem.endswith("_deep_dive")]
+
+
+@pytest.mark.parametrize("stem", _decks())
+def test_every_slide_fits_1280x720_with_readable_text(stem, browser, site_url):
+    """issue 19: no slide overflows 1280 x 720, body text >= 28 px, answer boxes upright, one chart per slide."""
+    page, external, errors = open_page(browser, urljoin(site_url, f"slides/{stem}.slides.html"), viewport=DECK_SIZE)
+    try:
+        page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=20_000)
+        r = page.evaluate(SLIDE_SURVEY)
+        assert (r["width"], r["height"]) == (DECK_SIZE["width"], DECK_SIZE["height"]), f"deck size {r['width']} x {r['height']}"
+        assert len(r["slides"]) >= 10
+        problems = []
+        for s in r["slides"]:
+            where = f"slide {s['at']} ({s['text'][:40]!r})"
+            if s["height"] > r["height"] + 1 or s["width"] > r["width"] + 1:
+                problems.append(f"{where}: content {s['width']} x {s['height']} px overflows {r['width']} x {r['height']}")
+            if s["small"]:
+                problems.append(f"{where}: body text under {MIN_BODY_PX} px: {s['small'][:2]}")
+            if s["italic"]:
+                problems.append(f"{where}: {s['italic']} italic answer box(es)")
+            if s["charts"] > 1:
+                problems.append(f"{where}: {s['charts']} charts on one slide")
+        assert not problems, f"{stem}: {len(problems)} problem(s):\n" + "\n".join(problems)
+        assert not external, f"the deck fetched from the network: {external[:5]}"
+        assert not errors, f"JavaScript errors: {errors}"
+    finally:
+        page.close()
+
+
+def test_title_cjk_glyphs_come_from_the_webfont_on_first_paint(browser, site_url):
+    """The sidebar title's 显存 is drawn with the book's own CJK webfont from the first paint: the font is
+    preloaded (book/_ext/memlib_site.py) and font-display: block (book/_static/memlib.css), so a machine
+    without system CJK fonts never shows boxes, not even for a moment."""
+    page = browser.new_page(viewport=FIRST_SCREEN)
+    try:
+        page.route("**/*", lambda r: r.continue_() if urlsplit(r.request.url).hostname == "127.0.0.1" else r.abort())
+        page.goto(urljoin(site_url, "index.html"), wait_until="load", timeout=60_000)
+        # at the load event, before waiting for document.fonts.ready: the preloaded font is already there
+        m = page.evaluate("""() => {
+            const title = [...document.querySelectorAll('.navbar-brand .logo__title, .navbar-brand p.title')]
+                .find(e => /显存/.test(e.textContent));
+            const cs = title && getComputedStyle(title);
+            return {title: title && title.textContent.trim(),
+                    family: cs && cs.fontFamily, weight: cs && cs.fontWeight, size: cs && cs.fontSize,
+                    fonts: [...document.fonts].filter(f => f.family.replace(/"/g, '') === 'Memlib CJK')
+                        .map(f => f.weight + ':' + f.status),
+                    display: [...document.fonts].filter(f => f.family.replace(/"/g, '') === 'Memlib CJK').map(f => f.display),
+                    preloaded: performance.getEntriesByType('resource')
+                        .filter(e => /memlib-cjk-.*\\.woff2/.test(e.name)).map(e => e.initiatorType),
+                    links: [...document.querySelectorAll('link[rel=preload][as=font]')].map(l => l.getAttribute('href'))};
+        }""")
+        page.screenshot(path=str(artifacts() / "site-title-first-paint.png"), clip={"x": 0, "y": 0, "width": 400, "height": 120})
+        assert m["title"] and "显存" in m["title"], f"no sidebar title with 显存: {m}"
+        first = m["family"].split(",")[0].strip().strip('"')
+        assert "Memlib CJK" in m["family"], f"the title's font-family does not name the webfont: {m['family']}"
+        assert any(l.endswith("memlib-cjk-regular.woff2") for l in m["links"]), f"the CJK font is not preloaded: {m['links']}"
+        assert "link" in m["preloaded"], f"the CJK font was not fetched by the preload: {m['preloaded']}"
+        # block: until the font arrives the browser draws the text invisible (up to 3 s), never with a
+        # fallback that has no CJK glyphs (boxes); swap or fallback would show the boxes first
+        assert m["display"] and set(m["display"]) == {"block"}, f"Memlib CJK font-display: {m['display']}"
+        weight = "bold" if int(m["weight"]) >= 600 else "normal"
+        ok = page.evaluate(f"document.fonts.check('{weight} {m['size']} \"Memlib CJK\"', '显存')")
+        assert ok, f"at the load event the webfont is not ready for the title's 显存 ({weight}): {m['fonts']}"
+        assert any(s.endswith(":loaded") for s in m["fonts"]), f"Memlib CJK faces: {m['fonts']} (first family {first})"
+    finally:
+        page.close()

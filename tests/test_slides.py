@@ -58,6 +58,8 @@ def test_deck_shows_no_display_code_and_needs_no_network(nb, decks):
     code_cells = [c for c in _cells(html) if "jp-CodeCell" in c.split(">", 1)[0]]
     with_input = [c for c in code_cells if "jp-InputArea" in c]
     tagged = [c for c in code_cells if "celltag_hide-input" in c.split(">", 1)[0]]
+    # a display-only cell whose outputs are taller than a slide goes on as memlib-continued cells (paginate)
+    tagged = [c for c in tagged if "celltag_memlib-continued" not in c.split(">", 1)[0]]
     assert len(with_input) == shown, f"{len(with_input)} code inputs on the slides, {shown} computation cells"
     assert not any("jp-InputArea" in c for c in tagged), "a display-only cell shows its code"
     assert len(tagged) == hidden, "every display-only cell keeps its output (a setup cell without one is dropped)"
@@ -76,3 +78,36 @@ def test_deck_notebook_drops_the_setup_cell_and_splits_headings():
     assert steps and all(c["metadata"]["slideshow"]["slide_type"] == "subslide" for c in steps)
     assert nb["cells"][0]["metadata"]["slideshow"]["slide_type"] == "slide"  # the input is not modified
     assert "slideshow" not in next(c for c in nb["cells"] if "".join(c["source"]).startswith("### Step"))["metadata"]
+
+
+def _md(source: str, slide_type: str = "-") -> dict:
+    return {"cell_type": "markdown", "id": f"m{abs(hash(source)) % 10**8}", "source": source,
+            "metadata": {"slideshow": {"slide_type": slide_type}}}
+
+
+def _chart_cell(n: int) -> dict:
+    return {"cell_type": "code", "id": f"c{n}", "source": "plot()", "execution_count": 1,
+            "metadata": {"tags": ["hide-input"]},
+            "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}}]}
+
+
+def test_paginate_splits_long_slides_between_paragraphs():
+    """issue 19: a slide holds what fits 1280 x 720 at 28 px (tests/test_site_browser.py measures the real decks);
+    the split falls between paragraphs, a heading stays with the paragraph after it, one chart per slide."""
+    para = "A paragraph of about two hundred characters, " * 4  # ~180 characters: 3 lines at 62 characters
+    long_md = "## 4. Words we use\n\n" + "\n\n".join(f"{para} ({i})" for i in range(12))
+    cells = [_md("# Title", "slide"), _md(long_md, "slide"), _chart_cell(1), _chart_cell(2),
+             _md("## 5. Charts\n\n> **EN** first half of the answer.\n>\n> **中文** second half.", "slide")]
+    out = build_site.paginate(json.loads(json.dumps(cells)))
+    pieces = [c for c in out if c["cell_type"] == "markdown" and "A paragraph" in c["source"]]
+    # 12 paragraphs of 3 lines (3 x 37 + 16 = 127 px each) in 620 px: 4 per slide, the heading with the first 4
+    assert len(pieces) == 3, [len(re.findall(r"\(\d+\)", p["source"])) for p in pieces]
+    assert pieces[0]["source"].startswith("## 4. Words we use\n\n") and pieces[0]["metadata"]["slideshow"]["slide_type"] == "slide"
+    assert all(p["metadata"]["slideshow"]["slide_type"] == "subslide" for p in pieces[1:])
+    assert "".join(p["source"] for p in pieces).count("A paragraph") == 12 * 4, "text lost in the split"
+    assert len({c["id"] for c in out}) == len(out), "cell ids not unique after the split"
+    charts = [c for c in out if c["cell_type"] == "code"]
+    assert charts[1]["metadata"]["slideshow"]["slide_type"] == "subslide", "two charts on one slide"
+    # one answer box stays one box (its paragraphs joined by a quoted blank line)
+    box = out[-1]["source"]
+    assert "> **EN** first half of the answer.\n>\n> **中文** second half." in box

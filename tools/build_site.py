@@ -1,7 +1,7 @@
 """Build the book: the notebooks as a static website, and the topic notebooks as reveal.js slides.
 
     python tools/build_site.py              # -> _build/html/index.html (open it in a browser)
-    python tools/build_site.py --no-slides  # the website only (no npm needed)
+    python tools/build_site.py --no-slides  # the website only (without npm its formulas stay TeX source)
 
 Nothing is executed: pages and slides are rendered from the outputs stored in the .ipynb files
 (myst-nb with nb_execution_mode = "off"). Steps:
@@ -18,7 +18,12 @@ Nothing is executed: pages and slides are rendered from the outputs stored in th
    heading) into _build/html/slides/, with reveal.js unpacked beside them from the npm registry
    (`npm pack reveal.js@REVEAL_VERSION`, cached in _build/cache/); the decks load nothing from
    the network.
-4. the CJK webfont: Noto Sans CJK SC (Debian's fonts-noto-cjk; MEMLIB_CJK_FONT_DIR overrides the
+   Long slides are split between paragraphs (paginate: each block's height estimated at the template's
+   28 px body text, 1280 x 720 slides, one chart per slide); a single table or code cell taller than a
+   slide shrinks (the template's memlibFit, prose never).
+4. MathJax 3 (`npm pack mathjax@MATHJAX_VERSION`, cached in _build/cache/) in _build/html/_static/mathjax:
+   the cheat sheet's $$ LaTeX $$ formulas render offline (book/conf.py's mathjax_path).
+5. the CJK webfont: Noto Sans CJK SC (Debian's fonts-noto-cjk; MEMLIB_CJK_FONT_DIR overrides the
    folder) subset with fontTools to the characters the built pages use, as WOFF2 in
    _build/html/_static/fonts/ with its licence (SIL OFL 1.1). Without the font files the site
    still builds (the CSS falls back to the reader's system fonts) and says so.
@@ -44,6 +49,7 @@ from inline_values import substitute  # noqa: E402
 
 BOOK = ROOT / "book"
 REVEAL_VERSION = "5.2.1"  # MIT licence; its LICENSE file is unpacked with it
+MATHJAX_VERSION = "3.2.2"  # Apache 2.0; its LICENSE file is unpacked with it (book/conf.py's mathjax_path)
 FONT_DIRS = ["/usr/share/fonts/opentype/noto", "/usr/share/fonts/truetype/noto", "/usr/local/share/fonts",
              "/opt/homebrew/share/fonts", "/usr/share/fonts"]
 FONT_FILES = {"regular": "NotoSansCJK-Regular.ttc", "bold": "NotoSansCJK-Bold.ttc"}
@@ -138,9 +144,219 @@ def sphinx(src: Path, html: Path, jobs: str) -> None:
 
 # --- slides --------------------------------------------------------------------------------------
 
+# Slides a room can read (issue 19): 1280 x 720, body text 28 px, tables 20 px, code 18-20 px, charts at most
+# SLIDE_IMG px tall (book/slides/memlib_reveal/index.html.j2). deck_notebook() estimates each block's height in
+# px from its text and starts a new sub-slide where the next block would not fit SLIDE_BUDGET; one chart per
+# slide. tests/test_site_browser.py steps through every slide and checks that none overflows.
+SLIDE_BUDGET = 620            # px of the 720 for content (the rest: the slide's margins, rounding)
+SLIDE_IMG, SLIDE_IMG_CODE = 500, 380   # a chart's max height alone / below visible code (the template's CSS)
+SLIDE_IMG_MIN = 330                    # a chart shares its slide with its takeaway when this much is left:
+                                       # the template's memlibFit scales it to the room there is
+BODY_LINE, BODY_CHARS = 37, 62         # 28 px text: line height, characters per 1,200 px line (wide fonts)
+TABLE_ROW, TABLE_CHARS = 34, 100       # 20 px table text
+CODE_LINE = 25
+HEADING_PX = {1: 70, 2: 62, 3: 54, 4: 48}
+
+
+def _text_len(md: str) -> int:
+    """Visible characters of a markdown line, CJK counted twice (full width)."""
+    md = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", md)
+    md = re.sub(r"<[^>]+>|[*_`]|^\s*(?:[-*+]|\d+\.)\s+|^\s*>\s?", "", md)
+    return len(md) + len(CJK_CHAR.findall(md))
+
+
+CJK_CHAR = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+def _lines(n: int, per: int) -> int:
+    return max(1, -(-n // per))
+
+
+def md_blocks(md: str) -> list[tuple[str, int]]:
+    """A markdown cell cut where a slide may break (between paragraphs, list items, table rows' groups,
+    headings), each piece with its estimated height in px on a 1280 x 720 slide."""
+    blocks: list[tuple[str, int]] = []
+    chunk: list[str] = []
+    kind = None
+
+    def flush():
+        nonlocal chunk, kind
+        if chunk:
+            text = "\n".join(chunk)
+            if kind == "table":
+                rows = [r for r in chunk if not re.match(r"^\s*\|?\s*:?-{2,}", r)]
+                px = sum(_lines(_text_len(r), TABLE_CHARS) * (TABLE_ROW - 8) + 8 for r in rows) + 20
+            elif kind == "code":
+                px = len(chunk) * CODE_LINE + 30
+            elif kind == "heading":
+                px = HEADING_PX.get(len(chunk[0]) - len(chunk[0].lstrip("#")), 48)
+            elif kind == "quote":
+                px = sum(_lines(_text_len(r), BODY_CHARS - 4) * BODY_LINE for r in chunk if r.strip(" >")) + 40
+            else:
+                px = _lines(_text_len(" ".join(chunk)), BODY_CHARS) * BODY_LINE + 16
+            blocks.append((text, px))
+        chunk, kind = [], None
+
+    fence = False
+    for line in md.splitlines():
+        if fence:
+            chunk.append(line)
+            if line.lstrip().startswith("```"):
+                fence = False
+                flush()
+            continue
+        if line.lstrip().startswith("```"):
+            flush()
+            fence, kind = True, "code"
+            chunk.append(line)
+            continue
+        if not line.strip() or (kind == "quote" and line.strip() == ">"):
+            flush()  # a paragraph ends (inside an answer box too: a box may continue on the next slide)
+            continue
+        this = ("heading" if re.match(r"#{1,6} ", line) else "table" if line.lstrip().startswith("|")
+                else "quote" if line.lstrip().startswith(">") else
+                "item" if re.match(r"\s*(?:[-*+]|\d+\.)\s", line) else "para")
+        if this == "para" and kind in ("item", "quote", "para"):
+            chunk.append(line)  # a continuation line
+            continue
+        if this in ("heading", "item") or this != kind:
+            flush()
+        kind = this
+        chunk.append(line)
+    flush()
+    return blocks
+
+
+def _output_px(cell: dict) -> tuple[int, bool]:
+    """(estimated height of a code cell's outputs, whether they hold a chart)."""
+    px, chart = 0, False
+    visible_code = not ({"hide-input", "remove-input"} & set(cell.get("metadata", {}).get("tags", [])))
+    for out in cell.get("outputs", []):
+        data = out.get("data", {})
+        if "image/png" in data or "image/svg+xml" in data:
+            px += min(SLIDE_IMG_CODE if visible_code else SLIDE_IMG, SLIDE_IMG_MIN) + 10
+            chart = True
+        elif "text/markdown" in data:
+            px += sum(h for _, h in md_blocks("".join(data["text/markdown"])))
+        elif "text/html" in data:
+            html = "".join(data["text/html"])
+            rows = html.count("<tr")
+            px += rows * TABLE_ROW + 20 if rows else _lines(len(re.sub(r"<[^>]+>", "", html)), BODY_CHARS) * BODY_LINE
+        else:
+            text = "".join(out.get("text", "") or data.get("text/plain", ""))
+            px += len(text.splitlines()) * 24 + 20
+    if visible_code:
+        px += len(_md_source(cell).splitlines()) * CODE_LINE + 30
+    return px, chart
+
+
+def _fresh(cell: dict, source: str, part: int) -> dict:
+    """A continuation of `cell` holding `source` (its part-th piece, with an id of its own)."""
+    new = copy.deepcopy(cell)
+    new["source"] = source
+    if "id" in new:
+        new["id"] = f"{new['id']}-{part}"
+    return new
+
+
+def _join(texts: list[str]) -> str:
+    """Blocks back into markdown; the paragraphs of one answer box stay in one box."""
+    out = texts[0]
+    for prev, text in zip(texts, texts[1:]):
+        quoted = prev.lstrip().startswith(">") and text.lstrip().startswith(">")
+        out += ("\n>\n" if quoted else "\n\n") + text
+    return out
+
+
+def paginate(cells: list[dict]) -> list[dict]:
+    """Start a sub-slide wherever the next block would overflow the slide, and before a second chart on a
+    slide. A long markdown cell is split between its blocks (paragraphs, list items, headings), a heading
+    kept with the block after it."""
+    out: list[dict] = []
+    used, charts, heading_only = 0, 0, False
+    for cell in cells:
+        if cell.get("metadata", {}).get("slideshow", {}).get("slide_type", "-") in ("slide", "subslide"):
+            used, charts, heading_only = 0, 0, False
+        if cell["cell_type"] == "code" and _hidden_code(cell):
+            cell["outputs"] = [piece for o in cell.get("outputs", []) for piece in _split_markdown_output(o)]
+        if cell["cell_type"] == "code" and _hidden_code(cell) and len(cell.get("outputs", [])) > 1 \
+                and _output_px(cell)[0] > SLIDE_BUDGET:
+            # a display-only cell with several outputs (tables, a paragraph) taller than a slide: one cell per
+            # output from the second on, tagged memlib-continued, so the outputs can go to slides of their own
+            rest = cell["outputs"][1:]
+            cell["outputs"] = cell["outputs"][:1]
+            parts = [cell]
+            for k, output in enumerate(rest, 1):
+                part = _fresh(cell, cell["source"], k)
+                part["outputs"] = [output]
+                part["metadata"]["tags"] = list(part["metadata"].get("tags", [])) + ["memlib-continued"]
+                part["metadata"].get("slideshow", {}).pop("slide_type", None)
+                parts.append(part)
+        else:
+            parts = [cell]
+        for cell in parts:
+            used, charts, heading_only = _place(cell, out, used, charts, heading_only)
+    return out
+
+
+def _split_markdown_output(output: dict) -> list[dict]:
+    """A display(Markdown(...)) output taller than a slide as one output per block (list item, paragraph)."""
+    text = output.get("data", {}).get("text/markdown")
+    if text is None:
+        return [output]
+    blocks = md_blocks("".join(text))
+    if sum(px for _, px in blocks) <= SLIDE_BUDGET or len(blocks) < 2:
+        return [output]
+    return [{**copy.deepcopy(output), "data": {"text/markdown": block, "text/plain": ""}} for block, _ in blocks]
+
+
+def _hidden_code(cell: dict) -> bool:
+    return bool({"hide-input", "remove-input"} & set(cell.get("metadata", {}).get("tags", [])))
+
+
+def _new_slide(cell: dict) -> dict:
+    cell.setdefault("metadata", {}).setdefault("slideshow", {})["slide_type"] = "subslide"
+    return cell
+
+
+def _place(cell: dict, out: list[dict], used: int, charts: int, heading_only: bool) -> tuple[int, int, bool]:
+    """Append `cell` (split if it is a long markdown cell) to `out`, starting sub-slides where needed.
+    Returns the current slide's (height used, charts, whether it holds only a heading)."""
+    if cell["cell_type"] == "code":
+        px, chart = _output_px(cell)
+        if used and ((not heading_only and used + px > SLIDE_BUDGET) or (chart and charts)):
+            _new_slide(cell)
+            used, charts = 0, 0
+        out.append(cell)
+        return used + px, charts + chart, False
+    blocks = md_blocks(_md_source(cell)) if cell["cell_type"] == "markdown" else []
+    if not blocks:
+        out.append(cell)
+        return used, charts, heading_only
+    pieces: list[list] = []  # [texts, starts a new slide]
+    for i, (text, px) in enumerate(blocks):
+        heading = text.lstrip().startswith("#") and i + 1 < len(blocks)
+        need = px + (blocks[i + 1][1] if heading else 0)
+        if used and not heading_only and used + need > SLIDE_BUDGET:
+            pieces.append([[], True])
+            used, charts = 0, 0
+        elif not pieces:
+            pieces.append([[], False])
+        pieces[-1][0].append(text)
+        heading_only = used == 0 and text.lstrip().startswith("#")  # a heading waits for what follows it
+        used += px
+    for k, (texts, starts) in enumerate(pieces):
+        piece = _fresh(cell, _join(texts), k) if k else cell
+        if k == 0:
+            piece["source"] = _join(texts)
+        out.append(_new_slide(piece) if starts else piece)
+    return used, charts, heading_only
+
+
 def deck_notebook(nb: dict) -> dict:
     """The notebook as a deck shows it: the setup cell gone (it shows nothing), a sub-slide at each
-    heading that does not start a slide already. deck_exporter() drops the code of hide-input cells."""
+    heading that does not start a slide already, and at each point where a slide would overflow 1280 x 720
+    (paginate). deck_exporter() drops the code of hide-input cells."""
     deck = copy.deepcopy(nb)
     substitute(deck)  # the {eval} roles' stored values (tools/inline_values.py), as in the book
     cells = []
@@ -154,7 +370,7 @@ def deck_notebook(nb: dict) -> dict:
                 re.match(r"#{1,3} ", _md_source(cell).lstrip()):
             md.setdefault("slideshow", {})["slide_type"] = "subslide"
         cells.append(cell)
-    deck["cells"] = cells
+    deck["cells"] = paginate(cells)
     return deck
 
 
@@ -216,6 +432,33 @@ def slides(src: Path, out: Path, cache: Path) -> list[Path]:
         target.write_text(deck_html(_read(src / "notebooks" / path.name), path.stem, exporter), encoding="utf-8")
         written.append(target)
     return written
+
+
+# --- MathJax: the book's formulas (docs/cheatsheet.md), rendered offline ---------------------------------
+
+def mathjax(dest: Path, cache: Path) -> int:
+    """Unpack MathJax's TeX-to-CommonHTML component and its fonts (npm registry: mathjax@MATHJAX_VERSION)
+    into `dest` (html/_static/mathjax, book/conf.py's mathjax_path). Returns the number of files."""
+    tarball = cache / f"mathjax-{MATHJAX_VERSION}.tgz"
+    if not tarball.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            log("WARNING: no npm to fetch MathJax: the cheat sheet's formulas show as TeX source")
+            return 0
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run([npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--silent", "--pack-destination", str(cache)],
+                       check=True, stdout=subprocess.DEVNULL)
+    if dest.exists():
+        shutil.rmtree(dest)
+    with tarfile.open(tarball) as tar:
+        # tex-chtml.js bundles the TeX input and the CommonHTML output; it loads its fonts from
+        # output/chtml/fonts/woff-v2 beside itself
+        members = [m for m in tar.getmembers() if m.isfile() and re.match(
+            r"package/(es5/tex-chtml\.js$|es5/output/chtml/fonts/woff-v2/|LICENSE$)", m.name)]
+        for m in members:
+            m.name = m.name[len("package/es5/"):] if m.name.startswith("package/es5/") else m.name[len("package/"):]
+        tar.extractall(dest, members=members, filter="data")
+    return len(members)
 
 
 # --- the CJK webfont -----------------------------------------------------------------------------
@@ -289,7 +532,11 @@ def cjk_font(html: Path) -> dict:
 
 def _ofl_text(font_path: Path) -> str:
     """The OFL text as the font package ships it (its stanza in Debian's copyright file), or a pointer."""
-    doc = Path("/usr/share/doc/fonts-noto-cjk/copyright")
+    # Debian's package installed, or unpacked beside the fonts (MEMLIB_CJK_FONT_DIR=<root>/usr/share/fonts/opentype/noto
+    # after `apt-get download fonts-noto-cjk && dpkg-deb -x fonts-noto-cjk_*.deb <root>`: no system CJK fonts)
+    docs = [Path("/usr/share/doc/fonts-noto-cjk/copyright")] + [
+        p / "doc" / "fonts-noto-cjk" / "copyright" for p in font_path.parents if p.name == "share"]
+    doc = next((d for d in docs if d.is_file()), docs[0])
     if doc.is_file():
         lines = doc.read_text(encoding="utf-8", errors="replace").splitlines()
         start = next((i for i, ln in enumerate(lines) if "SIL OPEN FONT LICENSE" in ln), None)
@@ -532,6 +779,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = sorted(p for p in html.rglob("*.html") if "_static" not in p.parts and p.name not in
                    ("search.html", "genindex.html"))
     log(f"sphinx: {len(pages)} pages in {time.monotonic() - t1:.1f} s")
+    log(f"MathJax {MATHJAX_VERSION}: {mathjax(html / '_static' / 'mathjax', out / 'cache')} files, local")
     if not args.no_slides:
         t2 = time.monotonic()
         decks = slides(src, html / "slides", out / "cache")

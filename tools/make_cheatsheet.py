@@ -10,6 +10,7 @@ least one.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -34,6 +35,74 @@ from memlib.training import rlhf
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "cheatsheet.md"
 NOTEBOOKS = ROOT / "notebooks"
+
+# Each row's formula as LaTeX (rendered by MathJax in the book, by GitHub's math on the repository),
+# hand-written from the memlib function the row names; the prose after it is the function's docstring.
+# Symbols: s tokens per sequence, b micro-batch, h hidden size, a attention heads, t tensor-parallel size,
+# L layers, H heads, Q head dim, T context tokens, V vocabulary, N parameters, D training tokens.
+LATEX = {
+    "Parameters": r"N = V h + L\,\bigl(h\,(aQ) + 2\,h\,(n_{kv} Q) + (aQ)\,h + 3\,h\,I + 2h\bigr) + h + h V",
+    "Model states, mixed precision AdamW": r"\text{AMP: } (4 + 4 + 8)\,N = 16N \qquad \text{ZeRO: } (2 + 2 + K)\,N,\ K = 12",
+    "Optimizer step temporaries": r"\text{for-loop: } 2\,n_{\max}\,B_{\text{state}} \qquad \text{foreach: } n_{\text{group}}\,B_{\text{state}} \qquad \text{fused: } 0",
+    "Activations, GPT layer": r"s\,b\,h\,\Bigl(10 + \frac{24}{t} + \frac{5as}{ht}\Bigr) \quad (t = 1:\ s\,b\,h\,(34 + 5as/h))",
+    "Activations, LLaMA layer": r"\sum_{\text{saved tensors}} \text{numel} \times \text{bytes} \quad (\text{eager attention adds } b\,a\,s^2 \times (4 + 2))",
+    "Logits and loss": r"b\,s\,V\,(2 + 4 + 4) \text{ at the loss}; \quad 3 \times 4\,b\,s\,V \text{ at the loss gradient}",
+    "Peak": r"\text{peak} = \max_{\text{moments } m} \sum_{\text{parts}} \text{bytes}(m)",
+    "LoRA adapters": r"r\,(d_{\text{in}} + d_{\text{out}}) \text{ per adapted matrix per layer}",
+    "LoRA inputs (PEFT)": r"b\,s\,d_{\text{in}} \times B_{\text{copy}}, \quad B_{\text{copy}} \in \{0, 2, 4\} \ (+1 \text{ for a dropout mask})",
+    "NF4 (QLoRA)": r"4 + \frac{8}{64} + \frac{32}{64 \cdot 256} = 4.127 \text{ bits per weight}",
+    "8-bit AdamW": r"2n + 2 \cdot 4 \,\lceil n / 256 \rceil \text{ bytes}",
+    "Selective recompute (torchtitan)": r"\sum_{\text{mm, bmm, sdpa outputs}} \text{bytes} \;-\; \text{every second mm}",
+    "Does it fit": r"\text{margin} = \text{capacity} - (\text{peak} + \text{CUDA context} + h \times \text{peak}) \ge 0, \quad h = \text{allocator headroom}",
+    "Largest model that fits (continuous)": r"N_{\text{largest}} = \max \{ N : \text{fits}(\text{estimate}(\mathrm{llama\_like}(N)), \text{gpu}) \}",
+    "Optimizer step: bandwidth-bound": r"t_{\text{step}} \ge \frac{N \times B_{\text{moved}}}{\text{HBM bandwidth}}, \quad B_{\text{moved}} = 4 \cdot 4 + 3 \cdot 4 = 28 \text{ (AdamW)}",
+    "ZeRO stages": r"\frac{K N}{dp}\ (\ge 1) + \frac{2N}{dp}\ (\ge 2) + \frac{2N}{dp}\ (3), \text{ else the full } K N,\ 2N,\ 2N",
+    "ZeRO-Offload": r"\text{host} = \frac{K N}{dp} + \frac{4 N}{dp} \ (+\ 2N \text{ 16-bit weights with optimizer+params})",
+    "KV cache (MHA/GQA)": r"2 \times L \times \frac{n_{kv}}{t} \times Q \times \text{bytes}",
+    "fp8 / int8 KV cache": r"2 \times L \times \frac{n_{kv}}{t} \times (Q \times \text{bytes} + \text{per-head scale, zero point})",
+    "PagedAttention block waste": r"\Bigl(\Bigl\lceil \frac{n}{B} \Bigr\rceil B - n\Bigr) \times \text{KV bytes per token} \le (B - 1) \times \text{KV bytes per token}",
+    "vLLM's KV budget and concurrency": r"\text{blocks} = \Bigl\lfloor \frac{\text{budget}}{B \times \text{KV bytes per token}} \Bigr\rfloor, \quad \text{concurrency} = \frac{\text{blocks} \times B}{\mathrm{max\_model\_len}}",
+    "Decode speed limit": r"t_{\text{step}} \ge \max\Bigl(\frac{W_{\text{GPU}} + b\,T \times \text{KV bytes per token per GPU}}{\text{HBM bandwidth}},\ \frac{b\,(2N + 4LHQT)/t}{\text{peak}}\Bigr)",
+    "Quantized weights": r"\text{int8: } d_{\text{in}}\,d_{\text{out}} + 4\,d_{\text{out}}; \quad \text{int4: } \approx d_{\text{in}}\,d_{\text{out}} / 2 + \text{scales, zeros per group}",
+    "MLA latent KV vs full K/V": r"\text{latent: } L\,(d_c + d_r) \times \text{bytes} \qquad \text{full: } 2\,L\,\frac{n_{kv}}{t}\,Q \times \text{bytes}",
+    "Experts a batch touches": r"E \Bigl(1 - \Bigl(1 - \frac{k}{E}\Bigr)^{T}\Bigr)",
+    "MoE FLOPs: 6 x active parameters": r"6\,N_{\text{active}} \text{ FLOPs per token}",
+    "Activations, MoE layer": r"\text{rows} = \text{tokens} \times k \quad \Bigl(\text{capacity: } \Bigl\lceil \frac{c \times \text{tokens} \times k}{E} \Bigr\rceil \text{ per expert}\Bigr)",
+    "Expert parallelism (ep)": r"\frac{E}{ep} \text{ experts per GPU, their states sharded } \frac{dp}{ep} \text{ ways}",
+    "All-to-all traffic (MoE)": r"4 \times \frac{ep - 1}{ep}\,(\text{rows} \times h \times \text{bytes}) \times \text{MoE layers} \times \text{micro-batches}",
+    "Serving plan": r"\max_{\text{format, } tp,\ ep} \text{sequences} \ \text{ s.t. } \ \text{weights} + \text{KV cache} + \text{workspace} \le \text{usable memory}",
+    "Chunked cross-entropy (Liger)": r"b\,s\,h \times B_{\text{hidden}} + V h \times B_{\text{weight}} \ (\text{head trains}) \quad \text{instead of } b\,s\,V \text{ logits}",
+    "Activation offload (torchtune)": r"\text{GPU keeps the 3 largest saved tensors of the layer's half}; \ \text{host} = \sum \text{saved activations}",
+    "Context parallelism (cp)": r"s_{\text{local}} = \frac{s}{cp}, \quad \text{states sharded over } dp \times cp \text{ GPUs}",
+    "Ring attention traffic": r"(f + 1)\,(cp - 1) \times \text{KV block} + cp \times \text{fp32 dK/dV block}, \quad f = \text{forwards (2 under full recompute)}",
+    "Attention FLOPs": r"12\,L\,H\,Q\,T \text{ FLOPs per token}",
+    "Training FLOPs per token": r"6N + 12\,L\,H\,Q\,T \quad (\text{full recompute: } + 2N + 4\,L\,H\,Q\,T)",
+    "Training FLOPs of a run: 6ND": r"C = 6\,N\,D \ (+\ 12\,L\,H\,Q\,T \cdot D \text{ for attention})",
+    "MFU -> GPU-hours": r"\text{GPU-hours} = \frac{C}{\text{peak} \times \text{MFU} \times 3600}",
+    "Chinchilla: 20 tokens per parameter": r"D = 20\,N, \quad C = 6\,N\,D \ \Rightarrow\ N = \sqrt{\frac{C}{6 \times 20}}",
+    "Ring all-reduce": r"\text{all-reduce: } \frac{2(n-1)}{n} B, \quad \text{reduce-scatter, all-gather: } \frac{n-1}{n} B",
+    "Little's law": r"L = \lambda W \ \Rightarrow\ \lambda = \frac{L}{W}",
+    "MLA absorbed at decode": r"2\,L\,H\,(2 d_c + d_r)\,T \text{ FLOPs}; \quad \text{intensity} = \frac{H\,(2 d_c + d_r)}{(d_c + d_r)\,B}",
+    "Causal attention FLOPs": r"6\,L\,H\,Q\,T; \quad \frac{T_1\,(6N + \text{attention}(T_1))}{T_2\,(6N + \text{attention}(T_2))}",
+    "Ulysses all-to-all traffic": r"2 \times \mathrm{all\_to\_all}\Bigl((2q + 2\,kv) \frac{T}{cp} \times \text{bytes}\Bigr) \text{ over } cp \text{ GPUs}",
+    "Recompute without the head": r"\frac{2\,(N - N_{\text{embedding}} - N_{\text{head}}) + 4\,L\,H\,Q\,T}{6N + 12\,L\,H\,Q\,T}",
+    "Implied MFU of a published run": r"\text{MFU} = \frac{\text{FLOPs per token} \times \text{tokens}}{\text{GPU-hours} \times 3600 \times \text{dense peak}}",
+    # rows main gained while this table was written (notebooks 08, 09): their formulas, ready for the merge
+    "Affine quantization: scale, zero-point, error": r"q = \mathrm{round}(x / S) + Z, \quad \text{symmetric: } S = \frac{\max |x|}{2^{b-1} - 1},\ Z = 0; \quad |x - S(q - Z)| \le \frac{S}{2}",
+    "Bits per weight by group": r"b + \frac{b_{\text{scale}} + b_{\text{zero}}}{g} \text{ bits per weight}",
+    "Decode turns compute-bound": r"\text{batch}_{\text{cross}} = \text{ridge} \times \frac{\text{bits}}{16}, \quad \text{speedup} = \frac{t_{\text{step}}(\text{bf16})}{t_{\text{step}}(\text{quantized})}",
+    "RLHF roles: trained vs frozen": r"\text{actor, critic: } 16N \qquad \text{reference, reward: } 2N + \text{one forward} \qquad \text{rollout: } 2N + \text{KV}(\text{batch} \times G \times (\text{prompt} + \text{response}))",
+    "RLHF peak: phases, colocated or separate": r"\text{peak} = \max_{\text{phase}} \Bigl(\text{asleep: } \sum_{\text{running}} \text{bytes}; \ \text{resident: } \sum_{\text{roles}} \text{resident} + \text{running extra}\Bigr)",
+    "Checkpoint size and interval": r"\text{size} = B_{\text{ckpt}} \times N, \quad \text{MTBF}_{g'} = \text{MTBF}_g\,\frac{g}{g'}, \quad \tau = \sqrt{2\,t_{\text{write}}\,\text{MTBF}}",
+}
+
+# a product in a docstring ("s*b*h") reads as Markdown emphasis: the prose shows it with a middle dot
+PRODUCT = re.compile(r"(?<=[\w)\]])\*(?=[\w(\[])")
+
+
+def prose(text: str) -> str:
+    """A row's text for Markdown: products as s·b·h, not *emphasis*."""
+    return PRODUCT.sub("\u00b7", text)
 
 
 def doc(fn) -> str:
@@ -332,7 +401,7 @@ def render() -> str:
     table = rows()
     lines = ["# Cheat sheet: GPU memory for LLMs", "",
              "Generated by `python tools/make_cheatsheet.py` from memlib's formulas and a live call of each;",
-             "do not edit by hand. Sizes: GB = 1e9 bytes, GiB = 2**30 bytes. The formulas are grouped by the",
+             "do not edit by hand. Sizes: GB = $10^9$ bytes, GiB = $2^{30}$ bytes. The formulas are grouped by the",
              "notebook that teaches them (`notebooks/NN_*.ipynb`).", ""]
     for nb, title in titles.items():
         lines += [f"- Notebook {nb} · {title}"]
@@ -343,7 +412,8 @@ def render() -> str:
     for nb, title in titles.items():
         lines += [f"## Notebook {nb} · {title}", ""]
         for _, topic, formula, where, example in (r for r in table if r[0] == nb):
-            lines += [f"### {topic}", "", formula, "", f"- where: `{where}`", f"- example: {example}", ""]
+            math = ["$$", LATEX[topic], "$$", ""] if topic in LATEX else []
+            lines += [f"### {topic}", "", *math, prose(formula), "", f"- where: `{where}`", f"- example: {example}", ""]
     return "\n".join(lines)
 
 

@@ -63,9 +63,21 @@ def add_launch_bar(app, pagename, templatename, context, doctree):
     context["body"] = _bar(app, pagename, context) + context["body"]
 
 
+# The book's CJK webfont (tools/build_site.py writes it; book/_static/memlib.css declares it): preloaded on
+# every page, so the title's 显存 is drawn with it on first paint, not as boxes on a machine without CJK fonts.
+CJK_FONTS = ("_static/fonts/memlib-cjk-regular.woff2", "_static/fonts/memlib-cjk-bold.woff2")
+
+
+def preload_cjk_font(app, pagename, templatename, context, doctree):
+    links = "".join(f'<link rel="preload" href="{html.escape(context["pathto"](f, 1))}" as="font" '
+                    'type="font/woff2" crossorigin>\n' for f in CJK_FONTS)
+    context["metatags"] = context.get("metatags", "") + links
+
+
 def setup(app):
     app.add_config_value("memlib_site_repo", "", "html")
     app.add_config_value("memlib_site_branch", "main", "html")
     app.add_config_value("memlib_site_binder", "https://mybinder.org", "html")
     app.connect("html-page-context", add_launch_bar)
+    app.connect("html-page-context", preload_cjk_font)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
