@@ -29,6 +29,9 @@ from memlib.training import context_parallel
 from memlib.training import terms as training_terms
 from memlib.units import fmt_bytes
 from memlib.cost import checkpointing, conventions
+from memlib.parallel import data_parallel
+from memlib.serving import techniques
+from memlib.units import FORMATS, FloatFormat
 from memlib.models import llama_like
 from memlib.training import rlhf
 
@@ -94,6 +97,11 @@ LATEX = {
     "RLHF roles: trained vs frozen": r"\text{actor, critic: } 16N \qquad \text{reference, reward: } 2N + \text{one forward} \qquad \text{rollout: } 2N + \text{KV}(\text{batch} \times G \times (\text{prompt} + \text{response}))",
     "RLHF peak: phases, colocated or separate": r"\text{peak} = \max_{\text{phase}} \Bigl(\text{asleep: } \sum_{\text{running}} \text{bytes}; \ \text{resident: } \sum_{\text{roles}} \text{resident} + \text{running extra}\Bigr)",
     "Checkpoint size and interval": r"\text{size} = B_{\text{ckpt}} \times N, \quad \text{MTBF}_{g'} = \text{MTBF}_g\,\frac{g}{g'}, \quad \tau = \sqrt{2\,t_{\text{write}}\,\text{MTBF}}",
+    "Number formats: range and precision": r"\varepsilon = 2^{-m}, \quad x_{\max} = (2 - 2^{-m})\, 2^{\,2^{e-1}-1} \ (\text{E4M3: } 448), \quad x_{\min,\text{normal}} = 2^{\,2-2^{e-1}}",
+    "DataParallel vs DDP": r"\text{DP, GPU 0: } N(b_g + b_o) + B\,s\,V\,b_{\text{out}} \qquad \text{DDP, each rank: } N(b_g + b_o + b_{\text{bucket}}) + \tfrac{B}{n}\,s\,V\,b_{\text{out}}",
+    "Speculative decoding": r"E[\text{tokens per target step}] = \frac{1 - \alpha^{\gamma+1}}{1 - \alpha}, \qquad \text{speed-up} = \frac{1 - \alpha^{\gamma+1}}{(1 - \alpha)(\gamma c + 1)}",
+    "Sliding-window attention": r"\bar K = \tfrac{T}{2} \ \text{(causal)}, \qquad \bar K = w - \frac{w^2}{2T} \ \text{(window } w \le T), \qquad \text{FLOPs/token} = 12\,L\,H\,Q\,\bar K",
+    "Expert load at decode": r"\text{tokens per expert} = \frac{B\,k}{E}, \qquad T_{\text{ridge}} = \frac{\text{peak}}{\text{bandwidth}} \cdot \frac{b_w}{2}",
 }
 
 # a product in a docstring ("s*b*h") reads as Markdown emphasis: the prose shows it with a middle dot
@@ -378,6 +386,28 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          f"Llama-3.1-405B: {fmt_bytes(checkpointing.checkpoint_size_bytes('llama-3.1-405b'))}; written at 2 TB/s "
          f"on 16,384 GPUs failing every {checkpointing.job_mtbf_s(419, 54) / 3600:.1f} h: every "
          f"{checkpointing.young_interval_s(checkpointing.checkpoint_size_bytes('llama-3.1-405b') / 2e12, checkpointing.job_mtbf_s(419, 54)):.0f} s"),
+        # --- issue 26: the mechanisms the chapters explain, each with its formula -----------------------------
+        ("00", "Number formats: range and precision", doc(FloatFormat),
+         "memlib.units.FloatFormat, FORMATS, float_format",
+         "; ".join(f"{f.name}: max {f.max_value:.4g}, epsilon {f.eps:g}" for f in FORMATS.values())),
+        ("03", "DataParallel vs DDP", doc(data_parallel.data_parallel_memory),
+         "memlib.parallel.data_parallel.data_parallel_memory",
+         (lambda d: f"Qwen2-0.5B, 40 x 2,048 tokens on 8 GPUs: DataParallel's GPU 0 {fmt_bytes(d.dp_device0_bytes)}, "
+                    f"a DDP rank {fmt_bytes(d.ddp_rank_bytes)}")(data_parallel.data_parallel_memory(
+             memlib.get_model("qwen2-0.5b").num_params, 40, 2048, memlib.get_model("qwen2-0.5b").vocab_size, 8))),
+        ("04", "Speculative decoding", doc(techniques.speculative_expected_tokens) + " "
+         + doc(techniques.speculative_speedup),
+         "memlib.serving.techniques (speculative_expected_tokens, speculative_speedup)",
+         f"alpha 0.8, gamma 4: {techniques.speculative_expected_tokens(0.8, 4):.2f} tokens per target step; with a "
+         f"draft at a tenth of the target's step time, {techniques.speculative_speedup(0.8, 4, 0.1):.2f}x faster"),
+        ("06", "Sliding-window attention", doc(conventions.mean_attended_keys),
+         "memlib.cost.conventions (mean_attended_keys, windowed_attention_flops_per_token, attention_hbm_accesses)",
+         f"Mistral 7B's window 4,096 at 32k: {conventions.mean_attended_keys(32768):,.0f} keys per query causal, "
+         f"{conventions.mean_attended_keys(32768, 4096):,.0f} windowed"),
+        ("05", "Expert load at decode", doc(moe.tokens_per_expert),
+         "memlib.parallel.moe (tokens_per_expert, expert_ridge_tokens)",
+         f"DeepSeek-V3 (top-8 of 256), 544 sequences: {moe.tokens_per_expert(544, 8, 256):.0f} tokens per expert; "
+         f"an H200 needs {moe.expert_ridge_tokens('h200'):.0f} for an fp8 expert matmul to be compute-bound"),
         # --- 08 · RLHF memory: PPO's four models, the rollout engine, phases ------------------------------
         ("08", "RLHF roles: trained vs frozen", "PPO (Schulman et al. 2017; InstructGPT, Ouyang et al. 2022): actor "
          "and critic train (estimate_training: 16 B/param with bf16-mixed AdamW), reference and reward model only run "
