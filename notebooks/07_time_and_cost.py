@@ -25,25 +25,19 @@
 #
 # The 7B is Llama-2-7B, the 70B Llama-3.1-70B.
 # **Reading time:** core path ~12 min; the [deep dive](07_time_and_cost_deep_dive.ipynb) (fact-check, published runs, more follow-ups) is its own page.
-
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 # %matplotlib inline
-import json
-from pathlib import Path
-
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
 
 import memlib
 from memlib import cost, estimate_training, get_gpu, get_model, step_time
 from memlib.cost_playground import CostPlayground
-from memlib.explain import markdown_table
 from memlib.plan import min_gpus, plan
 from memlib.timing import (DS_MAX_REUSE_DISTANCE, INTERNODE_BYTES_PER_S, active_params, attention_flops_per_token,
                            dp_collectives, flops_per_token)
 from memlib.cost.checkpointing import (async_interval_s, checkpoint_size_bytes, checkpoint_waste,
                                        checkpoint_write_s, job_mtbf_s, young_interval_s)
-from memlib.cost.conventions import deepseek_v3_implied_mfu, recompute_overhead
+from memlib.cost.conventions import recompute_overhead
 from memlib.viz import lines
 
 # The question's inputs. Llama-2-7B is the 7B: its pretraining was exactly 2.0T tokens at 4k context
@@ -89,7 +83,6 @@ _ft = min_gpus(FT_MODEL, GPU, task="full", seq_len=FT_SEQ, grad_accum=FT_ACCUM, 
                internode_bytes_per_s=LINK)
 a_days, a_hours, a_wan = sig(_pre.days), k(_pre.gpu_hours), wan(_pre.gpu_hours)
 a_mfu, a_ft = f"{MFU:.0%}", f"{_ft.count}"
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
@@ -103,12 +96,10 @@ a_mfu, a_ft = f"{MFU:.0%}", f"{_ft.count}"
 # > {eval}`a_mfu` 的 MFU 是假设，决定所有数字；70B 微调是显存问题：FLOPs 不多，却要 {eval}`a_ft` 张 H100 才放得下。
 #
 # The long answer follows: every figure above is derived in section 5.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. What the interviewer is probing · 考察意图
 #
-# No seed write-up asks this question; it is where every memory question leads ("fine, it fits: how long
-# will it run, and what will it cost?").
+# Where every memory question leads: "fine, it fits: how long will it run, and what will it cost?"
 #
 # - **Where 6ND comes from.** 2 FLOPs per parameter per token forward, 4 backward; N is the parameters a
 #   token passes through (the active ones for a mixture of experts); at long context attention is not small.
@@ -118,20 +109,13 @@ a_mfu, a_ft = f"{MFU:.0%}", f"{_ft.count}"
 #   loss; serving cost says train a smaller model longer.
 # - **Fine-tuning is a memory problem.** Memory sets the GPU count; the FLOPs set how long they run.
 # - **Running it for weeks.** Failures, checkpoints and goodput; GPU-hours times a price you state.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Words we use · 术语
 #
-# - **FLOPs** (work) and **FLOP/s** (a rate); **N, D**: parameters a token passes through, training tokens. **6ND**: training FLOPs (Kaplan et al. 2020).
-# - **Attention term 12·L·H·Q·T**: attention's FLOPs per token (L layers, H heads, Q head dimension, T sequence length; PaLM App. B), not in 6N.
-# - **Peak (dense)**: the datasheet's tensor-core rate without 2:4 sparsity (H100 SXM bf16: 989 TFLOP/s; 1,979 is "with sparsity").
-# - **MFU**: the model's FLOPs per second over the dense peak (PaLM Sec. 4.1). **HFU** also counts recomputed FLOPs.
-# - **GPU-hour**: one GPU busy for an hour. **Goodput**: the share of wall-clock that trains.
-# - **ZeRO-1/2/3, FSDP**: shard optimizer states, then gradients, then parameters over the data-parallel GPUs.
-# - **Exposed communication**: the part of a collective the compute could not hide. **Recompute**: rerun parts of the forward instead of keeping activations.
-# - **Chinchilla ratio**: ~20 tokens per parameter minimises compute for a loss (Hoffmann et al. 2022).
-# - **MTBF**: mean time between failures of the whole job. **Checkpoint**: the weights and optimizer states a restart needs.
-
+# - **FLOPs** (work), **FLOP/s** (a rate); **N, D**: parameters a token passes through, tokens. **6ND**: training FLOPs (Kaplan et al. 2020); **12·L·H·Q·T**: attention's FLOPs per token (PaLM App. B).
+# - **Peak (dense)**: tensor-core rate without 2:4 sparsity (H100 bf16: 989 TFLOP/s). **MFU**: model FLOP/s over it (PaLM Sec. 4.1); **HFU** also counts recompute.
+# - **ZeRO-1/2/3, FSDP**: shard optimizer states, gradients, parameters. **Exposed communication**: what the compute could not hide.
+# - **GPU-hour**, **goodput** (the share of wall-clock that trains), **MTBF** (mean time between a job's failures), **checkpoint** (what a restart needs).
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
 #
@@ -139,49 +123,41 @@ a_mfu, a_ft = f"{MFU:.0%}", f"{_ft.count}"
 #
 # ✏️ **Back of the envelope.** Each token costs 2 FLOPs per parameter forward and 4 backward:
 # 6 × 7e9 × 2e12 = **8.4e22 FLOPs**.
-
 # %% tags=["nbval-check-output"]
 m7 = get_model(PRE_MODEL)
 six_nd = cost.training_flops(PRE_MODEL, PRE_TOKENS)                     # 6ND with the exact N
 flops = cost.training_flops(PRE_MODEL, PRE_TOKENS, seq_len=PRE_SEQ)     # + 12·L·H·Q·T per token (PaLM App. B)
 attn_share = attention_flops_per_token(m7, PRE_SEQ) / (6 * active_params(m7))
 print(f"N = {m7.num_params:,}; 6ND = {six_nd:.4g}; with attention {flops:.4g} FLOPs (+{attn_share:.1%})")
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s1_n, s1_low, s1_6nd = f"{m7.num_params / 1e9:.2f} billion", f"{m7.num_params / 7e9 - 1:+.1%}", f"{E(six_nd)}"
 s1_attn, s1_share = f"{attention_flops_per_token(m7, PRE_SEQ):.3g}", f"+{attn_share:.1%}"
 s1_flops, s1_off = f"{E(flops)}", f"{8.4e22 / flops - 1:+.1%}"
-
 # %% [markdown]
 # `memlib.cost.training_flops`: Llama-2-7B has {eval}`s1_n` parameters ({eval}`s1_low` against 7e9), so
 # 6ND = {eval}`s1_6nd` FLOPs. **What the pencil left out:** attention's 12·L·H·Q·T, {eval}`s1_attn` FLOPs
 # per token at 4,096 tokens, **{eval}`s1_share`** on 6N. memlib's total is **{eval}`s1_flops` FLOPs**; the
 # pencil is {eval}`s1_off` off.
-
 # %% [markdown]
 # ### Step 2 · From FLOPs to days: MFU
 #
 # ✏️ **Back of the envelope.** An H100's dense bf16 peak is ~1e15 FLOP/s; at 40% MFU, 4e14 per GPU;
 # 256 GPUs sustain 1e17 FLOP/s. 8.4e22 / 1e17 = 8.4e5 s ≈ **10 days**, and 256 × 10 × 24 ≈ **60k GPU-hours**.
-
 # %% tags=["nbval-check-output"]
 h100 = get_gpu(GPU)
 run = cost.training_run(PRE_MODEL, PRE_TOKENS, GPU, PRE_GPUS, mfu=MFU, seq_len=PRE_SEQ)  # FLOPs / (peak x MFU)
 print(f"{h100.bf16_tflops} TFLOP/s dense bf16; {run.gpu_hours:,.0f} GPU-hours, {run.days:.2f} days, "
       f"${run.cost(PRICE):,.0f}")
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s2_hours, s2_days, s2_cost = f"{run.gpu_hours:,.0f}", f"{run.days:.1f}", f"${run.cost(PRICE):,.0f}"
 s2_price, s2_peak, s2_peak_off = f"${PRICE:g}", f"{h100.bf16_tflops:g}", f"{1000 / h100.bf16_tflops - 1:+.1%}"
 s2_off = f"{10 / run.days - 1:+.1%}"
-
 # %% [markdown]
 # `memlib.cost.training_run`: **{eval}`s2_hours` GPU-hours**, **{eval}`s2_days` days** on 256 H100s,
 # **{eval}`s2_cost`** at {eval}`s2_price` per GPU-hour (the price is yours to set: `run.cost(price)`).
 # **What the pencil left out:** the exact peak ({eval}`s2_peak` TFLOP/s; 1,000 is {eval}`s2_peak_off`) and
 # step 1's attention term; the pencil's 10 days is {eval}`s2_off` off. Every figure scales as 1/MFU
 # (section 6), and MFU does not count a recomputed forward (that would be HFU).
-
 # %% [markdown]
 # ### Step 3 · Does the cluster sustain it? A layout, and what its communication costs
 #
@@ -189,7 +165,6 @@ s2_off = f"{10 / run.days - 1:+.1%}"
 # step: 16k × 6 × 7e9 / 4e14 ≈ 1.7 s. ZeRO-3 moves about 3 × 2 bytes × 7e9 = 42 GB per GPU per
 # micro-batch (gather for the forward, again for the backward, reduce-scatter the gradients); two
 # micro-batches, 84 GB at 50 GB/s ≈ 1.7 s: it hides only if it overlaps the compute.
-
 # %% tags=["nbval-check-output"]
 layouts = plan(PRE_MODEL, GPU, PRE_GPUS, seq_len=PRE_SEQ, micro_batch=2, grad_accum=BATCH_SEQS // PRE_GPUS // 2,
                recomputes=RECOMPUTES, allow_offload=False, mfu=MFU, internode_bytes_per_s=LINK)  # memlib.plan
@@ -204,12 +179,6 @@ bwd_s = sum(c.bytes_per_gpu for c in colls if c.phase in ("backward", "last back
 print(best.describe())
 print(f"step {t.step_s:.3f} s = compute {t.compute_s:.3f} + exposed {t.dp_exposed_s:.3f}; MFU {mfu_400:.1%}")
 print(f"on 200 Gb/s: exposed {t200.dp_exposed_s:.3f} s, MFU {mfu_200:.1%}")
-
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
-rows = [[c.op, c.of, f"{c.bytes_per_gpu / 1e9:.1f} GB", c.per_step, c.phase,
-         "yes" if c.hidden else "no"] for c in colls]
-display(Markdown(markdown_table(rows, ["collective", "of", "per GPU", "per step", "during", "overlapped"])))
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s3_n, s3_scheme = f"{len(layouts.feasible) + len(layouts.infeasible)}", f"{scheme}"
 s3_accum, s3_rc = f"{best.settings['grad_accum']}", f"{best.settings['recompute']}"
@@ -218,7 +187,6 @@ s3_exp, s3_fwd, s3_fwd_t = f"{t.dp_exposed_s:.2f} s", f"{fwd_s:.2f} s", f"{t.for
 s3_bwd, s3_bwd_t, s3_mfu = f"{bwd_s:.2f} s", f"{t.backward_s:.2f} s", f"{mfu_400:.0%}"
 s3_exp200, s3_mfu200, s3_x200 = f"{t200.dp_exposed_s:.2f} s", f"{mfu_200:.0%}", f"{t200.step_s / t.step_s:.2f}"
 s3_reuse = f"{DS_MAX_REUSE_DISTANCE / 2 / 1e9:g} billion"
-
 # %% [markdown]
 # `memlib.plan` tried {eval}`s3_n` layouts of 256 H100s at Llama 2's batch (micro-batch 2,
 # {eval}`s3_accum` accumulation steps) and ranks first **{eval}`s3_scheme`** over all 256 GPUs, recompute
@@ -230,24 +198,20 @@ s3_reuse = f"{DS_MAX_REUSE_DISTANCE / 2 / 1e9:g} billion"
 # compute), and the {eval}`s3_reuse` parameters DeepSpeed keeps between forward and backward instead of
 # gathering them again. On **200 Gb/s** links (Llama 2's A100 clusters) the same layout exposes
 # {eval}`s3_exp200` per step and MFU falls to **{eval}`s3_mfu200`**: {eval}`s3_x200`× the days.
-
 # %% [markdown]
 # ### Step 4 · Why 2T tokens for a 7B? Chinchilla and past it
 #
 # ✏️ **Back of the envelope.** Compute-optimal is ~20 tokens per parameter: 20 × 7e9 = **140B tokens**.
 # Llama 2 used 2T: about 14× more.
-
 # %% tags=["nbval-check-output"]
 chin = cost.chinchilla_tokens(PRE_MODEL)                 # 20 x N (Hoffmann et al. 2022)
 n_opt, d_opt = cost.chinchilla_optimal(six_nd)           # the model the same FLOPs would buy at 20 tokens/param
 print(f"Chinchilla tokens {chin:.3g}; Llama 2 trained {PRE_TOKENS / chin:.1f}x that; same 6ND budget: "
       f"{n_opt / 1e9:.1f}B params on {d_opt / 1e9:.0f}B tokens")
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s4_chin, s4_x = f"{chin / 1e9:.0f}B tokens", f"{PRE_TOKENS / chin:.1f}"
 s4_opt = f"{n_opt / 1e9:.0f}B model on {d_opt / 1e9:.0f}B tokens"
 s4_smaller, s4_off = f"{n_opt / m7.num_params:.1f}", f"{chin / 140e9 - 1:+.1%}"
-
 # %% [markdown]
 # `memlib.cost.chinchilla_tokens`: {eval}`s4_chin`; Llama 2 trained **{eval}`s4_x`×** past it, and
 # `memlib.cost.chinchilla_optimal` says the same 6ND FLOPs spent compute-optimally would train a
@@ -255,13 +219,11 @@ s4_smaller, s4_off = f"{n_opt / m7.num_params:.1f}", f"{chin / 140e9 - 1:+.1%}"
 # later costs 2N FLOPs, so a model {eval}`s4_smaller`× smaller trained longer is cheaper over its life,
 # and the loss was still falling (Llama 2: "after pretraining on 2T Tokens, the models still did not show
 # any sign of saturation"). **What the pencil left out:** only the exact N ({eval}`s4_off`).
-
 # %% [markdown]
 # ### Step 5 · Fine-tuning a 70B on 1B tokens: the FLOPs
 #
 # ✏️ **Back of the envelope.** 6 × 70e9 × 1e9 = **4.2e20 FLOPs**, 1/200 of step 1. At 4e14 FLOP/s per GPU:
 # 4.2e20 / 4e14 ≈ 1.05e6 GPU-seconds ≈ **290 GPU-hours**. LoRA skips the weights' gradients: 4N instead of 6N.
-
 # %% tags=["nbval-check-output"]
 m70 = get_model(FT_MODEL)
 ft_flops = {(task, rc): cost.training_flops(FT_MODEL, FT_TOKENS, seq_len=FT_SEQ, recompute=rc, finetune=task)
@@ -269,51 +231,40 @@ ft_flops = {(task, rc): cost.training_flops(FT_MODEL, FT_TOKENS, seq_len=FT_SEQ,
 ft_hours = {key: cost.gpu_hours(f, GPU, MFU) for key, f in ft_flops.items()}   # FLOPs / (peak x MFU)
 for (task, rc), f in ft_flops.items():
     print(f"{task:4s} recompute {rc:4s}: {f:.3g} FLOPs, {ft_hours[task, rc]:,.0f} GPU-hours")
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s5_flops, s5_hours = f"{E(ft_flops['full', 'none'])}", f"{ft_hours['full', 'none']:,.0f}"
 s5_share = f"{ft_flops['full', 'none'] / flops:.1%}"
 s5_attn = f"{attention_flops_per_token(m70, FT_SEQ) / (6 * m70.num_params):+.1%}"
 s5_rc = f"+{ft_flops['full', 'full'] / ft_flops['full', 'none'] - 1:.0%}"
 s5_lora = f"{1 - ft_flops['lora', 'full'] / ft_flops['full', 'full']:.0%}"
-
 # %% [markdown]
 # `memlib.cost.training_flops` for Llama-3.1-70B at 4,096-token sequences: **{eval}`s5_flops` FLOPs**,
 # {eval}`s5_hours` GPU-hours, {eval}`s5_share` of the 7B's pretraining. **What the pencil left out:** the
 # attention term ({eval}`s5_attn`), and the recompute a 70B needs to fit (step 6): a second forward,
 # **{eval}`s5_rc`**. LoRA computes no weight gradients of the frozen base but still backpropagates through
 # it: it saves {eval}`s5_lora` of the FLOPs with recompute, not 99%.
-
 # %% [markdown]
 # ### Step 6 · Memory decides the GPU count
 #
 # ✏️ **Back of the envelope.** Full fine-tuning keeps 16 bytes per parameter (bf16-mixed AdamW):
 # 16 × 70e9 = 1.1 TB, / 80 GB ≈ **14 H100s** before any activation. LoRA keeps the bf16 base, 140 GB:
 # **2 GPUs**. QLoRA's 4-bit base, ~35 GB: **1 GPU**.
-
 # %% tags=["nbval-check-output"]
 ft = {task: min_gpus(FT_MODEL, GPU, task=task, seq_len=FT_SEQ, grad_accum=FT_ACCUM, recomputes=RECOMPUTES,
                      mfu=MFU, internode_bytes_per_s=LINK) for task in ("full", "lora", "qlora")}  # memlib.plan.min_gpus
 ft_runs = {task: cost.training_run_from_step(r.best.time, FT_TOKENS, GPU) for task, r in ft.items()}
 ft_mfu = {task: cost.mfu_from_throughput(FT_MODEL, FT_SEQ, r.best.time.tokens_per_s_per_gpu, GPU)
           for task, r in ft.items()}
+names = {"full": "full fine-tune", "lora": "LoRA (bf16 base)", "qlora": "QLoRA (4-bit base)"}
 for task, r in ft.items():
     print(f"{task:5s}: {r.count:2d} x H100: {ft_runs[task].days:.2f} days, "
           f"{ft_runs[task].gpu_hours:,.0f} GPU-hours, MFU {ft_mfu[task]:.1%}")
-
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
-names = {"full": "full fine-tune", "lora": "LoRA (bf16 base)", "qlora": "QLoRA (4-bit base)"}
-rows = [[names[task], r.count, r.best.describe().split(",")[0], f"{ft_runs[task].days:.2f}",
-         f"{ft_runs[task].gpu_hours:,.0f}", f"{ft_mfu[task]:.0%}"] for task, r in ft.items()]
-display(Markdown(markdown_table(rows, ["method", "fewest H100s", "layout", "days", "GPU-hours", "MFU"])))
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s6_full, s6_lora, s6_qlora = f"{ft['full'].count}", f"{ft['lora'].count}", f"{ft['qlora'].count}"
 s6_days, s6_hours = f"{ft_runs['full'].days:.1f}", f"{ft_runs['full'].gpu_hours:,.0f}"
 s6_ldays, s6_qdays = f"{ft_runs['lora'].days:.0f}", f"{ft_runs['qlora'].days:.0f}"
 s6_lsave = f"{1 - ft_runs['lora'].gpu_hours / ft_runs['full'].gpu_hours:.0%}"
 s6_qsave = f"{1 - ft_runs['qlora'].gpu_hours / ft_runs['full'].gpu_hours:.0%}"
-
 # %% [markdown]
 # `memlib.plan.min_gpus` searches every layout up to two nodes: full fine-tuning needs **{eval}`s6_full`
 # H100s**, not the pencil's 14 (activations, the gathered layer, the CUDA context and allocator headroom,
@@ -323,97 +274,50 @@ s6_qsave = f"{1 - ft_runs['qlora'].gpu_hours / ft_runs['full'].gpu_hours:.0%}"
 # {eval}`s6_lsave` and {eval}`s6_qsave` below full fine-tuning's. Memory decides how many GPUs you need; the
 # FLOPs decide how long they run. (Does memlib reproduce published runs? Within 25% on every asserted one:
 # the [deep dive](07_time_and_cost_deep_dive.ipynb) has the table.)
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图
-
 # %% tags=["nbval-check-output"]
 mfus = [0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60]
 hours_vs_mfu = {f"{get_gpu(g).display_name}": [cost.training_run(PRE_MODEL, PRE_TOKENS, g, PRE_GPUS, mfu=u,
                                                                    seq_len=PRE_SEQ).gpu_hours / 1e3 for u in mfus]
                 for g in (GPU, "a100-80gb")}
 llama1_mfu = cost.mfu_from_throughput("llama-65b", 2048, 380, "a100-80gb")  # Llama 1: 380 tokens/s/GPU
-counts = [16, 32, 64, 128, 256, 512, 1024]
-scaling = {}
-for name, rate in (("400 Gb/s", LINK), ("200 Gb/s", LINK_200)):
-    for n in counts:
-        mb = min(2, BATCH_SEQS // n)
-        e = estimate_training(PRE_MODEL, seq_len=PRE_SEQ, micro_batch=mb, grad_accum=BATCH_SEQS // n // mb,
-                              zero_stage=3, dp=n)                       # ZeRO-3 at Llama 2's 4M-token batch
-        ts = step_time(e, GPU, mfu=MFU, internode_bytes_per_s=rate)
-        rs = cost.training_run_from_step(ts, PRE_TOKENS, GPU)
-        scaling[name, n] = (rs, ts, memlib.fits(e, GPU).fits)
-print("every layout fits:", all(f for _, _, f in scaling.values()))
-
+print(f"Llama 1's implied MFU {llama1_mfu:.1%}")
 # %% [markdown]
 # **The MFU you assume sets the bill:** the same run costs twice as much at 20% as at 40%, and an A100 needs
 # about 3× the hours of an H100 at any MFU.
-
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(7.5, 3.4))
 lines(mfus, hours_vs_mfu, xlabel="MFU (fraction of the dense bf16 peak)", ylabel="thousand GPU-hours", ax=ax,
       marks={"Llama 3 405B: 41%": 0.41, f"Llama 1 65B: {llama1_mfu:.0%} (implied)": llama1_mfu},
       title=f"Llama-2-7B on 2T tokens: GPU-hours at each MFU (memlib.cost.training_run)")
 plt.show()
-
 # %% [markdown]
-# **More GPUs stop paying once communication shows:** with Llama 2's batch fixed, the 200 Gb/s line leaves
-# "compute only" at every count, the 400 Gb/s line only at 1,024 GPUs (one sequence per GPU per step).
-
+# **Memory buys the GPUs, not the hours:** the fine-tune's GPU-hours barely move between full fine-tuning,
+# LoRA and QLoRA (step 6); what changes is how many GPUs it takes, and so the days.
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(7.5, 3.4))
-lines(counts, {"compute only (no communication)": [scaling["400 Gb/s", n][0].days * scaling["400 Gb/s", n][1].compute_s
-                                                   / scaling["400 Gb/s", n][1].step_s for n in counts],
-               **{f"{name} per GPU between nodes": [scaling[name, n][0].days for n in counts]
-                  for name in ("400 Gb/s", "200 Gb/s")}},
-      xlabel="H100s", ylabel="days", ax=ax, logx=True, logy=True,
-      title="Llama-2-7B on 2T tokens: wall-clock days (memlib.step_time, ZeRO-3)")
+fig, ax = plt.subplots(figsize=(7.5, 3.0))
+ax.bar([f"{names[t]}\n{ft[t].count} H100s" for t in ft], [ft_runs[t].gpu_hours for t in ft], color="#4C72B0")
+for x, t in enumerate(ft):
+    ax.text(x, ft_runs[t].gpu_hours, f"{ft_runs[t].gpu_hours:,.0f} GPU-h, {ft_runs[t].days:.1f} days", ha="center",
+            va="bottom", fontsize=9)
+ax.set_ylabel("GPU-hours")
+ax.set_title("Llama-3.1-70B on 1B tokens: GPU-hours on the fewest H100s (memlib.step_time)")
 plt.show()
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7. Playground · 动手试
 #
 # Try: drop the MFU to 25% and watch the bill; switch the GPU to an A100; set the task to LoRA and the model to
 # llama-3.1-70b with 1e9 tokens; push the sequence to 32k and see the FLOPs grow past 6ND.
-
 # %%
 CostPlayground(model=PRE_MODEL, tokens=PRE_TOKENS, gpu=GPU, gpus=PRE_GPUS, mfu=MFU, price=PRICE, seq_len=PRE_SEQ)
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 8. Follow-up questions · 追问
 #
-# More on the [deep dive](07_time_and_cost_deep_dive.ipynb): sequence length and the FLOPs, ZeRO stages
-# across InfiniBand, H100 against A100.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Why does MFU fall as you add GPUs? · 为什么卡越多 MFU 越低？
-
-# %% tags=["nbval-check-output"]
-mfu_at = {(name, n): cost.mfu_from_throughput(PRE_MODEL, PRE_SEQ, scaling[name, n][1].tokens_per_s_per_gpu, GPU)
-          for name, n in scaling}
-small = {r["id"]: r["implied_mfu"] for r in cost.reproduce_published(
-    json.loads((Path(memlib.__file__).resolve().parents[1] / "validation" / "published_gpu_hours.json")
-               .read_text(encoding="utf-8"))) if r["id"].startswith("llama-3.1")}
-bubble = step_time(estimate_training("llama-3.1-405b", seq_len=8192, micro_batch=1, grad_accum=16, tp=8, pp=16,
-                                     dp=128, recompute="full"), GPU, mfu=0.41).bubble_fraction  # Llama 3's layout
-print({f"{name} x{n}": f"{v:.1%}" for (name, n), v in mfu_at.items() if n in (256, 1024)}, f"bubble {bubble:.1%}")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f1_512, f1_1024, f1_200 = f"{mfu_at['400 Gb/s', 512]:.0%}", f"{mfu_at['400 Gb/s', 1024]:.0%}", f"{mfu_at['200 Gb/s', 256]:.0%}"
-f1_bubble, f1_8b, f1_70b = f"{bubble:.0%}", f"{small['llama-3.1-8b']:.0%}", f"{small['llama-3.1-70b']:.0%}"
-
-# %% [markdown]
-# With the global batch fixed (an optimisation choice, not a hardware one), more GPUs means fewer tokens per
-# GPU per step, but the bytes each GPU sends do not shrink: ZeRO-3 gathers the whole model for every
-# micro-batch. At 512 H100s on 400 Gb/s MFU is {eval}`f1_512`, at 1,024 {eval}`f1_1024`; on 200 Gb/s already
-# {eval}`f1_200` at 256. Pipelines add a bubble: Llama 3 405B's 16 stages with 16 micro-batches idle
-# (p−1)/(m+p−1) = **{eval}`f1_bubble`** under plain 1F1B (Meta interleaves stages to shrink it). Small models
-# suffer most: the Llama 3.1 card's hours imply {eval}`f1_8b` MFU for the 8B and {eval}`f1_70b` for the 70B,
-# against 41% reported for the 405B.
-
+# More on the [deep dive](07_time_and_cost_deep_dive.ipynb): why MFU falls as you add GPUs, a mixture of
+# experts, sequence length and the FLOPs, ZeRO stages across InfiniBand, H100 against A100.
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How often do you checkpoint a run that fails every few hours? · 大规模训练多久存一次 checkpoint？
-
 # %% tags=["nbval-check-output"]
 # memlib.cost.checkpointing: what a restart needs (weights + optimizer states), and Young's interval
 ck_405 = checkpoint_size_bytes("llama-3.1-405b")           # DeepSpeed/Megatron layout: 2 + 12 B/param
@@ -432,7 +336,6 @@ print(f"405B checkpoint {ck_405 / 1e12:.2f} TB, 70B {ck_70 / 1e12:.2f} TB; MTBF 
       f"{mtbf_ft / 86400:.0f} days at {ft['full'].count}")
 for name, (w, tau, waste) in ckpt.items():
     print(f"{name}: stall {w:.2f} s, every {tau / 60:.1f} min, lost {waste:.1%}")
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 c_405, c_70, c_mtbf = f"{ck_405 / 1e12:.1f} TB", f"{ck_70 / 1e12:.2f} TB", f"{mtbf / 3600:.1f} hours"
 c_ft_gpus, c_ft_mtbf = f"{ft['full'].count}", f"{mtbf_ft / 86400:.0f} days"
@@ -441,7 +344,6 @@ c_w1, c_t1, c_l1 = (f"{ckpt['100 GB/s'][0]:.0f} s", f"{ckpt['100 GB/s'][1] / 60:
                     f"{ckpt['100 GB/s'][2]:.1%}")
 c_shard, c_stall = f"{ck_405 / 16384 / 1e6:.0f} MB", f"{ckpt['async'][0] * 1e3:.0f} ms"
 c_ta, c_la = f"{ckpt['async'][1]:.0f} s", f"{ckpt['async'][2]:.1%}"
-
 # %% [markdown]
 # A checkpoint holds what a restart needs: the bf16 weights and AdamW's fp32 master copy and moments,
 # 2 + 12 = 14 bytes per parameter (no gradients, no activations): **{eval}`c_405`** for a 405B,
@@ -457,10 +359,8 @@ c_ta, c_la = f"{ckpt['async'][1]:.0f} s", f"{ckpt['async'][2]:.1%}"
 # `async_save`: copy to host RAM, stall {eval}`c_stall`, write in the background). Then the next save waits
 # only for the last one to reach storage: on the 100 GB/s file system, one every {eval}`c_ta`, and the
 # loss falls to {eval}`c_la`, nearly all of it work redone after failures (`memlib.cost.async_interval_s`).
-
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What does activation recompute cost? · 重计算要多花多少算力？
-
 # %% tags=["nbval-check-output"]
 rc = {r: flops_per_token(m70, FT_SEQ, recompute=r) / flops_per_token(m70, FT_SEQ) - 1 for r in RECOMPUTES}
 # HF's gradient_checkpointing_enable and torchtitan checkpoint the decoder blocks, not the head:
@@ -468,11 +368,9 @@ rc = {r: flops_per_token(m70, FT_SEQ, recompute=r) / flops_per_token(m70, FT_SEQ
 m8 = get_model("llama-3.1-8b")
 rc_blocks = {mm.name: recompute_overhead(mm, FT_SEQ) for mm in (m8, m70)}
 print({n: f"{v:.1%}" for n, v in rc_blocks.items()}, {r: f"{v:.1%}" for r, v in rc.items()})
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 r_full, r_8b, r_70b = f"+{rc['full']:.1%}", f"+{rc_blocks[m8.name]:.1%}", f"+{rc_blocks[m70.name]:.1%}"
 r_sel, r_mfu = f"+{rc['selective']:.0%}", f"{0.4 / (1 + rc['full']):.0%}"
-
 # %% [markdown]
 # Full recompute runs every layer's forward again in the backward: +2N + 4·L·H·Q·T on 6N + 12·L·H·Q·T,
 # **{eval}`r_full`** for Llama-3.1-70B if every layer and the head ran again: a third, at any depth, because
@@ -482,47 +380,17 @@ r_sel, r_mfu = f"+{rc['selective']:.0%}", f"{0.4 / (1 + rc['full']):.0%}"
 # tokens (`memlib.cost.conventions.recompute_overhead`). Selective recompute (every other matmul of a layer,
 # torchtitan's policy) costs {eval}`r_sel`. Recomputed FLOPs count in HFU, not MFU: full recompute at 40%
 # HFU is {eval}`r_mfu` MFU.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### And a mixture of experts? · MoE 怎么算？
-
-# %% tags=["nbval-check-output"]
-ds = get_model("deepseek-v3")
-ds_dense = cost.training_flops(float(ds.num_params), 14.8e12) / cost.training_flops(ds, 14.8e12)
-ds_mfu = deepseek_v3_implied_mfu()   # memlib.cost.conventions: DeepSeek's 250 GFLOP/token, bf16 dense peak
-print(f"{ds.num_params / 1e9:.0f}B total, {active_params(ds) / 1e9:.1f}B active; dense would be {ds_dense:.1f}x; "
-      f"implied MFU {ds_mfu:.1%}")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-e_total, e_active = f"{ds.num_params / 1e9:.0f}B", f"{active_params(ds) / 1e9:.1f}B"
-e_dense, e_mfu = f"{ds_dense:.0f}", f"{ds_mfu:.0%}"
-
-# %% [markdown]
-# 6N counts the parameters a token passes through. DeepSeek-V3 holds {eval}`e_total` parameters but routes
-# each token through {eval}`e_active` (shared layers, the router's top-8 experts, the embedding), so its
-# FLOPs are a ~37B dense model's: a dense model of the same size would need **{eval}`e_dense`×** more. Its
-# 2.664M H800 GPU-hours on 14.8T tokens imply **{eval}`e_mfu`** of the bf16 dense peak on DeepSeek's own
-# 250 GFLOP per token (the convention of this collection: the publisher's FLOPs per token over the bf16 dense
-# peak; `memlib.cost.conventions.deepseek_v3_implied_mfu`). MoE is cheap in FLOPs, not in memory: every
-# expert stays resident (notebook 05), and the all-to-all between experts is communication a dense model
-# does not have.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑
 #
 # - **Sparse peak.** H100 datasheets print 1,979 TFLOP/s bf16 "with sparsity"; dense is {eval}`s2_peak`.
-#   The sparse figure halves every time you compute.
-# - **TFLOP vs TFLOP/s.** FLOPs are work, FLOP/s a rate; write the slash.
-# - **100% utilisation.** 35-55% MFU is a good dense pretraining run; your 40% is an assumption: say it.
+# - **100% utilisation.** 35-55% MFU is a good dense run; your 40% is an assumption: say it.
 # - **6N at long context.** At 4,096 tokens attention adds {eval}`s1_share` for a 7B; at 128k it is larger than 6N.
-# - **Counting recompute as model FLOPs.** It is real work but not in MFU; say which one you mean.
-# - **Total parameters of a MoE.** FLOPs follow the active parameters; memory follows the total.
-# - **"LoRA is 1,000× cheaper".** In FLOPs it is {eval}`s5_lora` cheaper; its savings are memory, hence GPUs.
-# - **GPU-hours vs wall-clock.** More GPUs shorten the days, never the GPU-hours; exposed communication grows them.
-# - **Published GPU-hours are bigger than 6ND.** They include failures, restarts, evaluation and checkpoints.
+# - **Recompute in MFU.** Recomputed FLOPs are real work but count in HFU, not MFU.
+# - **"LoRA is 1,000× cheaper".** In FLOPs it is {eval}`s5_lora` cheaper; it saves memory, hence GPUs.
+# - **GPU-hours vs wall-clock.** More GPUs shorten the days, never the GPU-hours.
 # - **Checkpointing "every N steps" without the arithmetic.** The interval follows from the write time and
-#   the job's MTBF, and the MTBF shrinks as the GPU count grows.
-
+#   the job's MTBF, which shrinks as the GPU count grows.
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10. Deep dive (skip on first read) · 深入（可跳过）
 #
@@ -530,7 +398,6 @@ e_dense, e_mfu = f"{ds_dense:.0f}", f"{ds_mfu:.0%}"
 # runs (Llama 1, 2, 3, DeepSeek-V3), the fact-check of the rules of thumb (every claim, memlib's figure, a
 # verdict), more follow-ups (sequence length, ZeRO stages across InfiniBand, H100 against A100), what exposed
 # communication costs in GPU-hours, and the 256-GPU step term by term.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 11. Further reading · 延伸阅读
 #

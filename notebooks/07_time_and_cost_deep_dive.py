@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     cell_metadata_filter: -user_expressions
+#     cell_metadata_filter: slideshow,jupyter,tags,-user_expressions
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
@@ -105,7 +105,88 @@ display(Markdown(
     f"base, {repro[0]['mfu']:.1%} rather than 50%."))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## What exposed communication costs in GPU-hours
+
+# %% tags=["nbval-check-output"]
+counts = [16, 32, 64, 128, 256, 512, 1024]
+scaling = {}
+for name, rate in (("400 Gb/s", LINK), ("200 Gb/s", LINK_200)):
+    for n in counts:
+        mb = min(2, BATCH_SEQS // n)
+        e = estimate_training(PRE_MODEL, seq_len=PRE_SEQ, micro_batch=mb, grad_accum=BATCH_SEQS // n // mb,
+                              zero_stage=3, dp=n)                       # ZeRO-3 at Llama 2's 4M-token batch
+        ts = step_time(e, GPU, mfu=MFU, internode_bytes_per_s=rate)
+        scaling[name, n] = (cost.training_run_from_step(ts, PRE_TOKENS, GPU), ts)
+print(f"{len(scaling)} layouts")
+
+# %% [markdown]
+# **Adding GPUs never lowers the GPU-hours:** the red is the bill for communication the compute could not
+# hide, there at every GPU count on 200 Gb/s links (linear axes, ZeRO-3 at Llama 2's 4M-token batch).
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
+for ax, name in zip(axes, ("400 Gb/s", "200 Gb/s")):
+    parts = {"compute": [scaling[name, n][0].gpu_hours / 1e3 * scaling[name, n][1].compute_s
+                         / scaling[name, n][1].step_s for n in counts],
+             "exposed communication": [scaling[name, n][0].gpu_hours / 1e3 * scaling[name, n][1].dp_exposed_s
+                                       / scaling[name, n][1].step_s for n in counts]}
+    stacked_bars(counts, parts, xlabel="H100s", ylabel="thousand GPU-hours", ax=ax,
+                 title=f"{name} per GPU between nodes", totals_fmt="{:.0f}")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## More follow-up questions · 更多追问
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Why does MFU fall as you add GPUs? · 为什么卡越多 MFU 越低？
+
+# %% tags=["nbval-check-output"]
+mfu_at = {(name, n): cost.mfu_from_throughput(PRE_MODEL, PRE_SEQ, scaling[name, n][1].tokens_per_s_per_gpu, GPU)
+          for name, n in scaling}
+small = {r["id"]: r["implied_mfu"] for r in cost.reproduce_published(
+    json.loads((Path(memlib.__file__).resolve().parents[1] / "validation" / "published_gpu_hours.json")
+               .read_text(encoding="utf-8"))) if r["id"].startswith("llama-3.1")}
+bubble = step_time(estimate_training("llama-3.1-405b", seq_len=8192, micro_batch=1, grad_accum=16, tp=8, pp=16,
+                                     dp=128, recompute="full"), GPU, mfu=0.41).bubble_fraction  # Llama 3's layout
+print({f"{name} x{n}": f"{v:.1%}" for (name, n), v in mfu_at.items() if n in (256, 1024)}, f"bubble {bubble:.1%}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f1_512, f1_1024, f1_200 = f"{mfu_at['400 Gb/s', 512]:.0%}", f"{mfu_at['400 Gb/s', 1024]:.0%}", f"{mfu_at['200 Gb/s', 256]:.0%}"
+f1_bubble, f1_8b, f1_70b = f"{bubble:.0%}", f"{small['llama-3.1-8b']:.0%}", f"{small['llama-3.1-70b']:.0%}"
+
+# %% [markdown]
+# With the global batch fixed (an optimisation choice, not a hardware one), more GPUs means fewer tokens per
+# GPU per step, but the bytes each GPU sends do not shrink: ZeRO-3 gathers the whole model for every
+# micro-batch. At 512 H100s on 400 Gb/s MFU is {eval}`f1_512`, at 1,024 {eval}`f1_1024`; on 200 Gb/s already
+# {eval}`f1_200` at 256. Pipelines add a bubble: Llama 3 405B's 16 stages with 16 micro-batches idle
+# (p−1)/(m+p−1) = **{eval}`f1_bubble`** under plain 1F1B (Meta interleaves stages to shrink it). Small models
+# suffer most: the Llama 3.1 card's hours imply {eval}`f1_8b` MFU for the 8B and {eval}`f1_70b` for the 70B,
+# against 41% reported for the 405B.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### And a mixture of experts? · MoE 怎么算？
+
+# %% tags=["nbval-check-output"]
+ds = get_model("deepseek-v3")
+ds_dense = cost.training_flops(float(ds.num_params), 14.8e12) / cost.training_flops(ds, 14.8e12)
+ds_mfu = deepseek_v3_implied_mfu()   # memlib.cost.conventions: DeepSeek's 250 GFLOP/token, bf16 dense peak
+print(f"{ds.num_params / 1e9:.0f}B total, {active_params(ds) / 1e9:.1f}B active; dense would be {ds_dense:.1f}x; "
+      f"implied MFU {ds_mfu:.1%}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+e_total, e_active = f"{ds.num_params / 1e9:.0f}B", f"{active_params(ds) / 1e9:.1f}B"
+e_dense, e_mfu = f"{ds_dense:.0f}", f"{ds_mfu:.0%}"
+
+# %% [markdown]
+# 6N counts the parameters a token passes through. DeepSeek-V3 holds {eval}`e_total` parameters but routes
+# each token through {eval}`e_active` (shared layers, the router's top-8 experts, the embedding), so its
+# FLOPs are a ~37B dense model's: a dense model of the same size would need **{eval}`e_dense`×** more. Its
+# 2.664M H800 GPU-hours on 14.8T tokens imply **{eval}`e_mfu`** of the bf16 dense peak on DeepSeek's own
+# 250 GFLOP per token (the convention of this collection: the publisher's FLOPs per token over the bf16 dense
+# peak; `memlib.cost.conventions.deepseek_v3_implied_mfu`). MoE is cheap in FLOPs, not in memory: every
+# expert stays resident (notebook 05), and the all-to-all between experts is communication a dense model
+# does not have.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How does sequence length change the FLOPs? · 序列长度如何影响算力？
@@ -173,37 +254,6 @@ display(Markdown(
     f"finishes its compute {h100.bf16_tflops / a100.bf16_tflops:.1f}× sooner, the same bytes are harder to hide: a faster GPU needs a faster network "
     f"to keep its MFU. The H100's fp8 peak ({h100.fp8_tflops:g} TFLOP/s) doubles it again for the matmuls that "
     f"run in fp8 (DeepSeek-V3 did)."))
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## What exposed communication costs in GPU-hours
-
-# %% tags=["nbval-check-output"]
-counts = [16, 32, 64, 128, 256, 512, 1024]
-scaling = {}
-for name, rate in (("400 Gb/s", LINK), ("200 Gb/s", LINK_200)):
-    for n in counts:
-        mb = min(2, BATCH_SEQS // n)
-        e = estimate_training(PRE_MODEL, seq_len=PRE_SEQ, micro_batch=mb, grad_accum=BATCH_SEQS // n // mb,
-                              zero_stage=3, dp=n)                       # ZeRO-3 at Llama 2's 4M-token batch
-        ts = step_time(e, GPU, mfu=MFU, internode_bytes_per_s=rate)
-        scaling[name, n] = (cost.training_run_from_step(ts, PRE_TOKENS, GPU), ts)
-print(f"{len(scaling)} layouts")
-
-# %% [markdown]
-# **Adding GPUs never lowers the GPU-hours:** the red is the bill for communication the compute could not
-# hide, there at every GPU count on 200 Gb/s links (linear axes, ZeRO-3 at Llama 2's 4M-token batch).
-
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
-fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
-for ax, name in zip(axes, ("400 Gb/s", "200 Gb/s")):
-    parts = {"compute": [scaling[name, n][0].gpu_hours / 1e3 * scaling[name, n][1].compute_s
-                         / scaling[name, n][1].step_s for n in counts],
-             "exposed communication": [scaling[name, n][0].gpu_hours / 1e3 * scaling[name, n][1].dp_exposed_s
-                                       / scaling[name, n][1].step_s for n in counts]}
-    stacked_bars(counts, parts, xlabel="H100s", ylabel="thousand GPU-hours", ax=ax,
-                 title=f"{name} per GPU between nodes", totals_fmt="{:.0f}")
-plt.tight_layout()
-plt.show()
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错
