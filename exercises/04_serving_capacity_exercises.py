@@ -180,6 +180,28 @@ check("04.12", answer)
 # hint("04.12")
 
 # %% [markdown]
+# ## 04.13 · Little's law: the KV cache a request rate needs
+
+# %%
+show("04.13")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
+check("04.13", answer)
+# hint("04.13")
+
+# %% [markdown]
+# ## 04.14 · Why continuous batching raises throughput
+
+# %%
+show("04.14")
+
+# %%
+answer = ...  # your answer here: a pair ("option letter", reason number)
+check("04.14", answer)
+# hint("04.14")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -267,6 +267,40 @@ check("04.12", answer)
 solution("04.12")
 
 # %% [markdown]
+# ## 04.13 · Little's law: the KV cache a request rate needs
+
+# %%
+show("04.13")
+
+# %%
+# BEGIN SOLUTION
+in_flight = 8 * (0.5 + 400 * 0.025)              # Little's law: rate x time in the system
+per_token = 2 * 32 * 8 * 128 * 2                 # K and V, 32 layers, 8 KV heads of 128, bf16
+answer = f"{in_flight * 2048 * per_token / 1e9:.2f} GB"
+# END SOLUTION
+check("04.13", answer)
+# hint("04.13")
+
+# %% tags=["solution"]
+solution("04.13")
+
+# %% [markdown]
+# ## 04.14 · Why continuous batching raises throughput
+
+# %%
+show("04.14")
+
+# %%
+# BEGIN SOLUTION
+answer = ("b", "1")  # slots refill at every step; a decode step costs about the weights read once
+# END SOLUTION
+check("04.14", answer)
+# hint("04.14")
+
+# %% tags=["solution"]
+solution("04.14")
+
+# %% [markdown]
 # ## Your score
 
 # %%

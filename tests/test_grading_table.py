@@ -401,6 +401,13 @@ CASES = [
     ("07.3", f"{DAYS_7B_B200 * 256:.0f} days", "incorrect", "GPU-days"),
     ("07.3", f"{DAYS_7B_B200 * 0.4:.2f}", "incorrect", "100% of their peak"),
     ("07.3", f"{DAYS_7B:.2f} days", "incorrect", "H100 run"),
+    # 04.13: Little's law: 8 req/s x (0.5 s + 400 x 25 ms) = 84 in flight, each 2,048 tokens x Llama-3-8B's
+    # 2 x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token: 84 x 268,435,456 B = 22.55 GB
+    ("04.13", f"{84 * 2048 * 2 * 32 * 8 * 128 * 2 / 1e9:.2f} GB", "correct", None),
+    ("04.13", f"{8 * 10 * 2048 * 2 * 32 * 8 * 128 * 2 / 1e9:.2f} GB", "incorrect", "first token"),
+    ("04.13", f"{2048 * 2 * 32 * 8 * 128 * 2 / 1e9:.3f} GB", "incorrect", "in flight"),
+    ("04.14", ("b", "1"), "correct", None),
+    ("04.14", ("a", "1"), "incorrect", None),
     ("07.11", f"{CK_YOUNG:.0f} s", "correct", None),
     ("07.11", f"{CK_YOUNG / 60:.1f} minutes", "correct", None),
     ("07.11", f"{math.sqrt(2 * CK_WRITE * CK_MTBF / 4):.0f} s", "incorrect", "16,384-GPU job"),

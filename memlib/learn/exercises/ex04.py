@@ -15,7 +15,7 @@ from memlib.hardware.fit import usable_bytes
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token, kv_cache_bytes, max_batch
 from memlib.models import get_model
-from memlib.serving import (decode_bound, paged_kv_waste_bytes, speculative_expected_tokens, speculative_speedup,
+from memlib.serving import (decode_bound, littles_law_concurrency, paged_kv_waste_bytes, speculative_expected_tokens, speculative_speedup,
                             vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes, vllm_max_concurrency)
 from memlib.units import gib
 
@@ -115,6 +115,11 @@ _CLAIMS = {
                   / decode_bound(_M, A100, max(_chats(A100, 2), 1), _CTX, weights="bf16", tp=2)
                   .tokens_per_s_per_sequence) > 1.5,
 }
+
+
+def _little_requests() -> float:
+    """04.13: requests in flight at 8 per second, each 0.5 s to the first token + 400 tokens x 25 ms."""
+    return littles_law_concurrency(8, 0.5 + 400 * 0.025)
 
 
 EXERCISES = [
@@ -469,5 +474,62 @@ EXERCISES = [
                         f"(`memlib.serving.inference.kv_cache_bytes` on the model with 5 KV heads), against "
                         f"{b(_gqa_cache(40))} before: 8x smaller. The weights shrink only by the K and V projections "
                         "pooled away."),
+    ),
+    Numeric(
+        id="04.13", title="Little's law: the KV cache a request rate needs", difficulty="interview", minutes=8,
+        formula="requests in flight L = arrival rate x time in the system (Little 1961; memlib.serving.techniques); "
+                "KV bytes = L x tokens x bytes per token (memlib.serving.inference.kv_bytes_per_token)",
+        prompt="A chat service on Llama-3-8B (bf16 KV cache) receives **8 requests per second**. Each request "
+               "waits 0.5 s for its first token (TTFT), then streams **400 tokens at 25 ms each** (TPOT), and holds "
+               "**2,048 tokens** of KV cache on average while it is served. How many GB (10⁹ bytes) of KV cache "
+               "must the servers hold for the requests in flight?",
+        expected=lambda: _little_requests() * 2048 * kv_bytes_per_token(get_model("llama-3-8b")), unit="GB", tolerance=0.02,
+        slips=(Slip("TTFT left out", lambda: 8 * 400 * 0.025 * 2048 * kv_bytes_per_token(get_model("llama-3-8b")),
+                    "a request occupies its KV cache from the prompt on: count the 0.5 s to the first token too"),
+               Slip("one request", lambda: 2048 * kv_bytes_per_token(get_model("llama-3-8b")),
+                    "that is one request's cache; Little's law says how many are in flight at once")),
+        hints=("In a steady state, requests in flight = requests per second x seconds each one stays.",
+               "L = 8 x (0.5 + 400 x 0.025); KV bytes = L x 2,048 x bytes per token.",
+               "Bytes per token: 2 x 32 layers x 8 KV heads x 128 x 2 bytes (memlib.kv_bytes_per_token)."),
+        worked=lambda: (f"Each request stays 0.5 + 400 x 0.025 = 10.5 s, so L = 8 x 10.5 = "
+                        f"{_little_requests():.0f} requests in flight (`memlib.serving.techniques."
+                        f"littles_law_concurrency`). Each holds 2,048 x {kv_bytes_per_token(get_model('llama-3-8b')):,} B: "
+                        f"**{b(_little_requests() * 2048 * kv_bytes_per_token(get_model('llama-3-8b')))}** of KV cache, on top "
+                        "of the weights. A slower TPOT keeps every request longer and grows the cache in proportion."),
+    ),
+    Choice(
+        id="04.14", title="Why continuous batching raises throughput", difficulty="interview", minutes=6,
+        formula="decode is memory-bound: a step reads the weights once for the whole batch (memlib.serving.decode_bound)",
+        prompt="A server batches 32 requests whose answers run from 10 to 1,000 tokens. Static batching starts the "
+               "next batch when the longest answer ends; continuous (iteration-level) batching, as in Orca and vLLM, "
+               "re-forms the batch at every decode step. Why does the second serve far more tokens per second?",
+        options=(Option("a", "each decode step runs faster with continuous batching",
+                        "a step with the same batch costs the same; what changes is how full the batch stays",
+                        misconception="the scheduler speeds up the kernels"),
+                 Option("b", "a finished request leaves at the next step and a waiting one takes its slot and its KV "
+                             "blocks, so the batch stays full instead of idling until the longest answer ends",
+                        "the step reads the weights once for every sequence in the batch, so a full batch makes "
+                        "more tokens for nearly the same time", "1"),
+                 Option("c", "requests share one KV cache, so more fit in memory",
+                        "each sequence keeps its own K and V (prefix caching shares only identical prefixes)",
+                        misconception="batching merges the caches"),
+                 Option("d", "it skips the prefill of the waiting requests",
+                        "every request still needs its prefill; chunked prefill only interleaves it with decode",
+                        misconception="continuous batching removes prefill")),
+        reasons=(Option("1", "decode is memory-bound: its time is about the weights read once per step, shared by "
+                             "every sequence in the batch"),
+                 Option("2", "the GPU runs the sequences one after the other")),
+        right=lambda: "b",
+        hints=("What does a decode step read from memory, and how much of it is per sequence?",
+               "At small batch the step time is weights / bandwidth, almost independent of the batch size.",
+               "With static batching, how many of the 32 slots are busy while the 1,000-token answer finishes?"),
+        worked=lambda: (lambda d1, d32: (
+            f"**(b), because 1.** On an H100 a Llama-3-8B decode step reads the weights once: "
+            f"{d1.step_s * 1e3:.1f} ms at batch 1 and {d32.step_s * 1e3:.1f} ms at batch 32 "
+            f"(`memlib.serving.decode_bound`), so 32 busy slots make about {32 * d1.step_s / d32.step_s:.0f}x the "
+            "tokens of one. Static batching lets slots idle until the longest answer ends; continuous batching "
+            "refills them at the next step (and frees finished sequences' KV blocks), keeping the batch full."))(
+            decode_bound("llama-3-8b", "h100-80gb", batch=1, context_len=2048),
+            decode_bound("llama-3-8b", "h100-80gb", batch=32, context_len=2048)),
     ),
 ]
