@@ -720,6 +720,9 @@ def lite(html: Path, out: Path) -> dict:
     target = html / "lite"
     if target.exists():
         shutil.rmtree(target)
+    # jupyterlite's task database outlives the output it describes: a second build into the same --out would
+    # skip the merge of lite-dir/jupyter-lite.json (exposeAppInBrowser, appName) into a fresh output
+    (work / ".jupyterlite.doit.db").unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "jupyterlite_core", "build", "--lite-dir", str(work / "lite-dir"),
            "--contents", str(work / "files"), "--output-dir", str(target), "--piplite-wheels", str(comm),
            "--no-sourcemaps", "--no-unused-shared-packages"]
