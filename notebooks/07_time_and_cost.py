@@ -293,8 +293,8 @@ lines(mfus, hours_vs_mfu, xlabel="MFU (fraction of the dense bf16 peak)", ylabel
       title=f"Llama-2-7B on 2T tokens: GPU-hours at each MFU (memlib.cost.training_run)")
 plt.show()
 # %% [markdown]
-# **Memory buys the GPUs, not the hours:** the fine-tune's GPU-hours barely move between full fine-tuning,
-# LoRA and QLoRA (step 6); what changes is how many GPUs it takes, and so the days.
+# **Memory sets the GPU count; the GPU-hours move far less:** LoRA and QLoRA need a fraction of full
+# fine-tuning's GPUs but save much less of its GPU-hours (step 6), so the same work stretches over more days.
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(7.5, 3.0))
 ax.bar([f"{names[t]}\n{ft[t].count} H100s" for t in ft], [ft_runs[t].gpu_hours for t in ft], color="#4C72B0")
