@@ -12,6 +12,8 @@ whether the model fits those GPUs is memlib.parallel.plan's question (notebooks 
 
 from __future__ import annotations
 
+from memlib.learn.playgrounds._panel import SummaryPanel
+
 from memlib import cost
 from memlib._checks import choice, positive_float
 from memlib.hardware.gpus import get_gpu, list_gpus
@@ -49,8 +51,11 @@ def describe(s: dict) -> str:
             f"{s['tokens_per_param']:,.0f} tokens per parameter: {s['chinchilla_ratio']:,.2f}x Chinchilla's ~20")
 
 
-class CostPlayground:
+class CostPlayground(SummaryPanel):
     """`CostPlayground(model="llama-2-7b", tokens=2e12, gpu="h100-80gb", gpus=256)`; display it in a cell."""
+
+    summarize = staticmethod(run_summary)
+    render = staticmethod(describe)
 
     def __init__(self, model: str = "llama-2-7b", tokens: float = 2e12, gpu: str = "h100-80gb", gpus: int = 256,
                  mfu: float = 0.4, price: float = 2.0, seq_len: int = 4096, task: str = "full",
@@ -58,7 +63,7 @@ class CostPlayground:
         import ipywidgets as w
         style = {"description_width": "120px"}
         lay = w.Layout(width="360px")
-        self.controls = {
+        controls = {
             "model": w.Dropdown(options=list_models(), value=get_model(model).name, description="model", style=style,
                                 layout=lay),
             "tokens": w.FloatLogSlider(value=tokens, base=10, min=8, max=13.5, step=0.05, description="tokens",
@@ -78,28 +83,9 @@ class CostPlayground:
             "recompute": w.Dropdown(options=list(RECOMPUTES), value=recompute, description="recompute", style=style,
                                     layout=lay),
         }
-        self.output = w.HTML()
-        self.widget = w.HBox([w.VBox(list(self.controls.values())), self.output])
-        for c in self.controls.values():
-            c.observe(lambda _change: self.update(), names="value")
-        self.summary = None
-        self.update()
+        self._start(controls)
 
     def values(self) -> dict:
-        v = {k: c.value for k, c in self.controls.items()}
+        v = super().values()
         v["task"] = TASKS[v["task"]]
         return v
-
-    def update(self) -> None:
-        """Recompute and redraw; a setting memlib refuses is shown with its reason, not a traceback."""
-        v = self.values()
-        try:
-            self.summary = run_summary(**v)
-        except ValueError as e:
-            self.output.value = f"<span style='color:#b00'>{e}</span>"
-            return
-        self.output.value = describe(self.summary)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)

@@ -11,6 +11,8 @@ Pick the policy model, the algorithm (PPO, GRPO, DPO), the GPU and how many, whe
 
 from __future__ import annotations
 
+from memlib.learn.playgrounds._panel import SummaryPanel
+
 from memlib.hardware.fit import fits
 from memlib.hardware.gpus import get_gpu, list_gpus
 from memlib.models import get_model, list_models
@@ -40,15 +42,18 @@ def describe(s: dict) -> str:
             f"<b>{word}</b> ({v.margin_gib:+,.1f} GiB)")
 
 
-class RLHFPlayground:
+class RLHFPlayground(SummaryPanel):
     """`RLHFPlayground(model="llama-2-7b", algorithm="ppo", gpu="a100-80gb", gpus=8)`; display it in a cell."""
+
+    summarize = staticmethod(rlhf_summary)
+    render = staticmethod(describe)
 
     def __init__(self, model: str = "llama-2-7b", algorithm: str = "ppo", gpu: str = "a100-80gb", gpus: int = 8,
                  offload_idle: bool = True, rollout_batch: int = 16, group_size: int = 8, response_len: int = 1024):
         import ipywidgets as w
         style = {"description_width": "120px"}
         lay = w.Layout(width="360px")
-        self.controls = {
+        controls = {
             "model": w.Dropdown(options=list_models(), value=get_model(model).name, description="policy model",
                                 style=style, layout=lay),
             "algorithm": w.Dropdown(options=list(ALGORITHMS), value=algorithm, description="algorithm", style=style,
@@ -67,28 +72,10 @@ class RLHFPlayground:
                                               value=response_len, description="response tokens", style=style,
                                               layout=lay),
         }
-        self.output = w.HTML()
-        self.widget = w.HBox([w.VBox(list(self.controls.values())), self.output])
-        for c in self.controls.values():
-            c.observe(lambda _change: self.update(), names="value")
-        self.summary = None
-        self.update()
+        self._start(controls)
 
     def values(self) -> dict:
-        v = {k: c.value for k, c in self.controls.items()}
+        v = super().values()
         if v["algorithm"] != "grpo":
             v["group_size"] = None  # PPO: one sample per prompt; DPO: no rollout
         return v
-
-    def update(self) -> None:
-        """Recompute and redraw; a setting memlib refuses is shown with its reason, not a traceback."""
-        try:
-            self.summary = rlhf_summary(**self.values())
-        except ValueError as e:
-            self.output.value = f"<span style='color:#b00'>{e}</span>"
-            return
-        self.output.value = describe(self.summary)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
