@@ -10,8 +10,11 @@ Row kinds and what is compared (error = (memlib - published) / published; negati
                 agree at the printed precision (two decimals of MiB), the error on the total MiB.
   vllm-profile  vLLM's memory-profiling lines: the weights, the profile run's activation peak and the KV
                 budget (total x gpu_memory_utilization - weights - activations - non-torch) against
-                memlib.estimate_inference(engine="vllm") and memlib.serving.capacity.vllm_kv_cache_budget_bytes
-                with memlib's defaults (non-torch 0.5 GiB), the card's total as the log prints it.
+                memlib.estimate_inference(engine="vllm"), memlib.serving.capacity.vllm_profile_peak_bytes (the
+                forward or the sampler's warm-up over max_num_seqs rows) and vllm_kv_cache_budget_bytes with
+                memlib's defaults (non-torch 0.1 GiB at tp 1, 0.5 GiB above), the card's total as the log
+                prints it. max_num_batched_tokens and max_num_seqs: the row's flags, or vLLM V0's defaults for
+                the logged max_model_len (max(max_model_len, 2048) tokens without chunked prefill; 256 seqs).
   kv-tokens     vLLM's "GPU KV cache size: N tokens" from its logged KV memory: whole 16-token blocks of
                 memlib's per-token bytes.
   vllm-budget-tokens  the same N from memlib's own budget (nothing taken from the log but the setup).
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import memlib
-from memlib.serving.capacity import vllm_kv_cache_budget_bytes
+from memlib.serving.capacity import vllm_kv_cache_budget_bytes, vllm_profile_peak_bytes
 from memlib.serving.engines import llama_cpp_kv_cache, sglang_max_total_tokens
 
 ROWS = Path(__file__).resolve().parents[1] / "validation" / "published_serving.jsonl"
@@ -89,14 +92,14 @@ def check_llama_cpp(row: dict) -> list[Check]:
 
 def check_vllm_profile(row: dict) -> list[Check]:
     ml, pub = row["memlib"], row["published"]
-    tokens = ml["max_num_batched_tokens"]
-    est = memlib.estimate_inference(ml["model"], 1, tokens, tp=ml["tp"], prefill_tokens=tokens, engine="vllm")
+    tokens, seqs, model = ml["max_num_batched_tokens"], ml.get("max_num_seqs", 256), _model(ml["model"])
+    est = memlib.estimate_inference(model, 1, 1, tp=ml["tp"], engine="vllm")
+    peak = vllm_profile_peak_bytes(model, tokens, seqs, tp=ml["tp"])
     out = [Check(row["id"], "weights", pub["weights_gib"], est.weight_bytes / GiB, "GiB"),
-           Check(row["id"], "profile activation peak", pub["activation_gib"],
-                 (est.activation_bytes + est.dequant_workspace) / GiB, "GiB")]
+           Check(row["id"], "profile activation peak", pub["activation_gib"], peak / GiB, "GiB")]
     if "available_kv_gib" in pub:
-        budget = vllm_kv_cache_budget_bytes(ml["model"], ml["gpu"], tp=ml["tp"], max_num_batched_tokens=tokens,
-                                            gpu_memory_utilization=ml["gpu_memory_utilization"],
+        budget = vllm_kv_cache_budget_bytes(model, ml["gpu"], tp=ml["tp"], max_num_batched_tokens=tokens,
+                                            max_num_seqs=seqs, gpu_memory_utilization=ml["gpu_memory_utilization"],
                                             total_bytes=round(ml["total_gib"] * GiB))
         out.append(Check(row["id"], "KV cache budget", pub["available_kv_gib"], budget / GiB, "GiB"))
     return out

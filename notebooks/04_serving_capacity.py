@@ -267,8 +267,9 @@ s1_a100 = f"{G(cap_a100, 2)}"
 # %% [markdown]
 # ### Step 5 · What vLLM's `gpu_memory_utilization` reserves
 #
-# ✏️ **Back of the envelope.** 0.9 × 85 GB ≈ 76.5 GB per GPU; minus 70.5 GB of weights and ~0.8 GB
-# of profiled prefill and context ≈ **5 GB** of cache ÷ 1.34 GB ≈ **4 chats** in bf16.
+# ✏️ **Back of the envelope.** 0.9 × 85 GB ≈ 76.5 GB per GPU; minus 70.5 GB of weights, ~1.3 GB
+# for the profile run (its sampler sorts 256 dummy rows × 128k logits at ~38 B each) and 0.5 GB of
+# context ≈ **4 GB** of cache ÷ 1.34 GB ≈ **3 chats** in bf16.
 
 # %% tags=["nbval-check-output"]
 # memlib.serving: vLLM's determine_available_memory and "Maximum concurrency" log

@@ -230,8 +230,9 @@ d6_rows = f"{', '.join(f'{k} **{v}**' for k, v in long_rows.items())}"
 # %% tags=["nbval-check-output"]
 # vLLM PR #12569: Llama-3.1-70B int8 W8A8 on one 80 GB GPU, --max-model-len 2048,
 # --gpu-memory-utilization 0.98: "# GPU blocks: 1381", "Maximum concurrency ... 10.79x"
+# (vLLM V0, January 2025: 256 sequences by default)
 LOG_BLOCKS, LOG_CONC = 1381, 10.79
-LOG_SETUP = dict(weights="int8", max_num_batched_tokens=2048, gpu_memory_utilization=0.98)
+LOG_SETUP = dict(weights="int8", max_num_batched_tokens=2048, gpu_memory_utilization=0.98, max_num_seqs=256)
 pred_budget = vllm_kv_cache_budget_bytes(m31, H100, **LOG_SETUP)   # memlib.serving
 pred_conc = vllm_max_concurrency(m31, H100, 2048, **LOG_SETUP)
 gap = pred_budget - LOG_BLOCKS * VLLM_BLOCK_SIZE * kv_bytes_per_token(m31)
@@ -243,8 +244,9 @@ d7_conc, d7_gap = f"{pred_conc:.1f}", f"{G(gap)}"
 d7_lost = f"{gap / (kv_tok // 2 * CTX):.1f}"
 
 # %% [markdown]
-# vLLM shows 10.79× where memlib predicts {eval}`d7_conc`×: vLLM held {eval}`d7_gap` more that
-# memlib does not model (the sampler's buffers of its profiling run, compile caches). On 2 × A100
+# vLLM shows 10.79× where memlib predicts {eval}`d7_conc`×: vLLM held {eval}`d7_gap` more than
+# memlib's profile peak, which counts the forward and the sampler's warm-up but not the int8
+# kernels' workspaces or anything outside torch beyond 0.1 GiB. On 2 × A100
 # that is {eval}`d7_lost` chats of 8k: read the "Maximum concurrency" line vLLM prints at startup
 # before promising a number.
 

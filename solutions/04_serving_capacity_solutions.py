@@ -142,7 +142,7 @@ show("04.6")
 
 # %%
 # BEGIN SOLUTION
-answer = f"{0.95 * 79.15 - 33.84 - 0.26 - 0.5:.2f} GiB"  # the cap, then weights and workspace come off
+answer = f"{0.95 * 79.15 - 33.84 - 1.19 - 0.5:.2f} GiB"  # the cap, then weights, the profile peak, non-torch
 # END SOLUTION
 check("04.6", answer)
 # hint("04.6")

@@ -210,7 +210,13 @@ def test_published_serving_rows_all_evaluate():
     checks = bench.evaluate_all()
     assert all(c.published > 0 and c.memlib > 0 for c in checks)
     weights = [c for c in checks if c.what == "weights"]
-    assert weights and all(abs(c.error) < 0.005 for c in weights)  # vLLM's "model weights take" at 0.01 GiB
+    # vLLM's "model weights take" at 0.01 GiB; it also holds the RoPE cos/sin cache (max_position x head_dim, fp32
+    # in some versions: 8 MiB for Qwen2.5-0.5B's 32K positions) and other buffers memlib does not count
+    assert weights and all(abs(c.error) < 0.012 for c in weights)
+    prof = [c for c in checks if c.what == "profile activation peak"]
+    assert len(prof) >= 8 and all(abs(c.error) < 0.10 for c in prof)  # docs/validation.md: within 10%, median < 1%
+    budgets = [c for c in checks if c.what == "KV cache budget"]
+    assert len(budgets) >= 6 and all(abs(c.error) < 0.05 for c in budgets)
 
 
 def test_vllm_budget_is_the_smallest_ranks():

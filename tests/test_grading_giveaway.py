@@ -62,6 +62,8 @@ COINCIDENCES = {
     ("03.8", "122.00 GB"): "05.8: the same figure in GB",
     ("03.10", "37e9"): "07.9: DeepSeek-V3's activated parameters; 03.10 is a 70B's per-GPU weights under tp",
     ("04.2", "1e9"): "the definition of a GB (10⁹ bytes); 04.2's answer happens to be about 1 GB",
+    ("04.6", "40 GiB"): "01.1 and 03.5: an A100 40GB's capacity; 04.6 is vLLM's KV budget of a 70B on an 80GB card "
+                        "(39.66 GiB)",
     ("05.1", "258 GiB"): "06.5: a Llama-3.1-8B layout's peak at 128k; 05.1 is Mixtral-8x22B's bf16 weights (262 GiB)",
 }
 

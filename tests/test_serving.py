@@ -78,15 +78,26 @@ def test_vllm_default_token_budget(gpu, api, offline):
     assert vllm_default_max_num_batched_tokens(gpu, usage="offline") == offline
 
 
+def sampler_warmup(rows: int, tokens: int) -> int:
+    """vLLM's sampler warm-up at its sort: per logit the bf16 logits (2), their fp32 copy (4), sorted values (4)
+    and int64 indices (8), aten's int64 reverse indices (8) and cub's alternate key and value buffers (4 + 8):
+    38 bytes, over rows x V logits, while the forward's bf16 hidden states (tokens x H) are still held."""
+    return rows * V * (2 + 4 + 4 + 8 + 8 + 4 + 8) + tokens * H * 2
+
+
 def test_vllm_budget_llama3_70b_bf16_tp2_a100_by_hand():
-    # vLLM: available = total x 0.9 - (weights + profile activations + memory outside torch).
+    # vLLM: available = total x 0.9 - (weights + profile activation peak + memory outside torch).
     w = weights_bf16(2)
     assert w == 70_555_025_408  # 141.1 GB of bf16 weights over two GPUs
     T, c = 2048, 2  # vLLM's default budget on an A100, bf16 activations
     # the profile forward's largest moment is the MLP: residual + normed input (2 T h c), RoPE cos and sin
-    # (2 T head_dim c), and act(gate), up and their product on I / tp columns (3 T (I/2) c)
+    # (2 T head_dim c), and act(gate), up and their product on I / tp columns (3 T (I/2) c): 0.25 GB ...
     mlp = 2 * T * H * c + 2 * T * D * c + 3 * T * (I // 2) * c
-    expected = int(A100_TORCH_TOTAL * 0.9) - w - mlp - 512 * 2**20
+    # ... but the sampler's warm-up over 256 dummy sequences x the whole vocabulary is larger, 1.28 GB, and
+    # not split by tp (every rank gathers the full logits)
+    sampler = sampler_warmup(256, T)
+    assert sampler > 5 * mlp
+    expected = int(A100_TORCH_TOTAL * 0.9) - w - sampler - 512 * 2**20  # tp 2: memlib's 0.5 GiB outside torch
     assert vllm_kv_cache_budget_bytes("llama-3-70b", "a100-80gb", weights="bf16", tp=2) == expected
     # vLLM's "Maximum concurrency for 8192 tokens per request": whole 16-token blocks of 163,840 B per GPU
     blocks = expected // (16 * KV_TOKEN // 2)
@@ -94,14 +105,43 @@ def test_vllm_budget_llama3_70b_bf16_tp2_a100_by_hand():
     assert 3 < blocks * 16 / 8192 < 5  # bf16 weights leave room for about four 8k chats
 
 
-def test_vllm_budget_follows_utilization_and_token_budget():
+def test_vllm_budget_follows_utilization_token_budget_and_sequences():
     kw = dict(weights="bf16", tp=2)
     lo = vllm_kv_cache_budget_bytes("llama-3-70b", "a100-80gb", gpu_memory_utilization=0.8, **kw)
     hi = vllm_kv_cache_budget_bytes("llama-3-70b", "a100-80gb", gpu_memory_utilization=0.9, **kw)
     assert hi - lo == int(A100_TORCH_TOTAL * 0.9) - int(A100_TORCH_TOTAL * 0.8)
+    # the sampler decides the peak: fewer tokens only shrink the hidden states it waits beside (T x H x 2)
     small = vllm_kv_cache_budget_bytes("llama-3-70b", "a100-80gb", max_num_batched_tokens=1024, **kw)
-    # half the tokens: the MLP moment (2 T h c + 2 T D c + 3 T (I/2) c) halves
-    assert small - hi == (2 * 1024 * H * 2 + 2 * 1024 * D * 2 + 3 * 1024 * (I // 2) * 2)
+    assert small - hi == 1024 * H * 2
+    # with 16 sequences the sampler is small and the forward's MLP moment decides again
+    T, c = 2048, 2
+    few = vllm_kv_cache_budget_bytes("llama-3-70b", "a100-80gb", max_num_seqs=16, **kw)
+    mlp = 2 * T * H * c + 2 * T * D * c + 3 * T * (I // 2) * c
+    assert few - hi == sampler_warmup(256, T) - mlp
+    # FlashInfer's sampler alone keeps 2 + 4 + 4 bytes per logit, not 38
+    fi = vllm_kv_cache_budget_bytes("llama-3-70b", "a100-80gb", sampler="flashinfer", **kw)
+    assert fi - hi == sampler_warmup(256, T) - (256 * V * 10 + T * H * 2)
+
+
+def test_vllm_default_sequences_follow_the_token_table():
+    from memlib.serving import vllm_default_max_num_seqs
+    # vllm/engine/arg_utils.py (v0.10-v0.11): >= 70 GiB and not an A100: 1024 sequences; others 256
+    assert vllm_default_max_num_seqs("h100-80gb") == 1024
+    assert vllm_default_max_num_seqs("a100-80gb") == 256
+    assert vllm_default_max_num_seqs("l40s") == 256
+    with pytest.raises(ValueError, match="usage"):
+        vllm_default_max_num_seqs("h100-80gb", usage="batch")
+
+
+def test_vllm_profile_peak_matches_v0_logs_within_10_percent():
+    # Llama-3-8B on an H100 (vllm-project/vllm#10511): "PyTorch activation peak memory 1.26GiB" at tp 1 AND tp 2
+    # with max_num_batched_tokens 8192: the replicated sampler warm-up, not the split forward, sets it.
+    from memlib.serving import vllm_profile_peak_bytes
+    by_hand = 256 * 128256 * 38 + 8192 * 4096 * 2
+    for tp in (1, 2):
+        peak = vllm_profile_peak_bytes("llama-3-8b", 8192, 256, tp=tp)
+        assert peak == by_hand
+        assert abs(peak / GiB - 1.26) / 1.26 < 0.05
 
 
 def test_vllm_no_room_is_zero_concurrency():
@@ -111,7 +151,8 @@ def test_vllm_no_room_is_zero_concurrency():
 
 
 @pytest.mark.parametrize("kw", [dict(gpu_memory_utilization=0), dict(gpu_memory_utilization=1.5),
-                                dict(max_num_batched_tokens=0), dict(non_torch_bytes=-1), dict(tp=3)])
+                                dict(max_num_batched_tokens=0), dict(non_torch_bytes=-1), dict(tp=3),
+                                dict(max_num_seqs=0), dict(sampler="cub")])
 def test_vllm_bad_input(kw):
     with pytest.raises(ValueError):
         vllm_kv_cache_budget_bytes("llama-3-70b", "a100-80gb", **{"weights": "bf16", "tp": 2, **kw})

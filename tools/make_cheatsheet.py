@@ -65,6 +65,7 @@ LATEX = {
     "fp8 / int8 KV cache": r"2 \times L \times \frac{n_{kv}}{t} \times (Q \times \text{bytes} + \text{per-head scale, zero point})",
     "PagedAttention block waste": r"\Bigl(\Bigl\lceil \frac{n}{B} \Bigr\rceil B - n\Bigr) \times \text{KV bytes per token} \le (B - 1) \times \text{KV bytes per token}",
     "vLLM's KV budget and concurrency": r"\text{blocks} = \Bigl\lfloor \frac{\text{budget}}{B \times \text{KV bytes per token}} \Bigr\rfloor, \quad \text{concurrency} = \frac{\text{blocks} \times B}{\mathrm{max\_model\_len}}",
+    "vLLM's profile peak (sampler warm-up)": r"\max\Bigl(\text{forward}(T),\ \min(S, T) \times V \times 38 + T \times H \times 2\Bigr)",
     "Decode speed limit": r"t_{\text{step}} \ge \max\Bigl(\frac{W_{\text{GPU}} + b\,T \times \text{KV bytes per token per GPU}}{\text{HBM bandwidth}},\ \frac{b\,(2N + 4LHQT)/t}{\text{peak}}\Bigr)",
     "Quantized weights": r"\text{int8: } d_{\text{in}}\,d_{\text{out}} + 4\,d_{\text{out}}; \quad \text{int4: } \approx d_{\text{in}}\,d_{\text{out}} / 2 + \text{scales, zeros per group}",
     "MLA latent KV vs full K/V": r"\text{latent: } L\,(d_c + d_r) \times \text{bytes} \qquad \text{full: } 2\,L\,\frac{n_{kv}}{t}\,Q \times \text{bytes}",
@@ -251,6 +252,10 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          "memlib.serving.vllm_kv_cache_budget_bytes, vllm_max_concurrency",
          f"Llama-3-70B, 8,192-token requests on H100-80GB: bf16 over tp=4 "
          f"{chats[('bf16', 4)]:.1f}x, fp8-block over tp=2 {chats[('fp8-block', 2)]:.1f}x"),
+        ("04", "vLLM's profile peak (sampler warm-up)", doc(serving.vllm_profile_peak_bytes),
+         "memlib.serving.vllm_profile_peak_bytes, vllm_sampler_warmup_bytes",
+         f"Llama-3-8B, 8,192 tokens, 256 sequences: {fmt_bytes(serving.vllm_profile_peak_bytes('llama-3-8b', 8192))} "
+         "at tp 1 and tp 2 alike (vLLM logged 1.26 GiB at both, vllm#10511)"),
         ("04", "Decode speed limit", doc(serving.decode_bound), "memlib.serving.decode_bound (DecodeBound)",
          f"Llama-3-70B bf16 over tp=4 H100-80GB, batch 1 at 8,192 tokens: {fmt_bytes(dec.bytes_read)} read per GPU "
          f"per step / {dec.bandwidth_bytes_per_s / 1e12:.2f} TB/s = {dec.memory_s * 1e3:.1f} ms, at most "

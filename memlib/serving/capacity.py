@@ -8,8 +8,9 @@ server does on top of that arithmetic:
                     (Kwon et al. 2023, SOSP, Sec. 4.2-4.3; vLLM's CacheConfig.block_size is 16 on
                     CUDA). A block is allocated only when the previous one is full, so a sequence
                     wastes at most one partly filled block: ceil(n / B) x B - n tokens.
-  vllm_*            what vLLM reserves: it profiles one forward of max_num_batched_tokens tokens and
-                    gives the KV cache what is left of gpu_memory_utilization x total memory
+  vllm_*            what vLLM reserves: it profiles one forward of max_num_batched_tokens tokens and one
+                    sampler step over min(max_num_seqs, tokens) rows of logits, and gives the KV cache
+                    what is left of gpu_memory_utilization x total memory
                     (vllm/v1/worker/gpu_worker.py Worker.determine_available_memory at 0012cf69:
                     available = total x gpu_memory_utilization - peak, the peak being the weights,
                     the profile run's activations and the memory allocated outside torch), then
@@ -75,30 +76,99 @@ def vllm_default_max_num_batched_tokens(gpu, usage: str = "api") -> int:
     return 2048 if usage == "api" else 8192
 
 
+def vllm_default_max_num_seqs(gpu, usage: str = "api") -> int:
+    """vLLM's default max_num_seqs (sequences one scheduler step may hold), by GPU.
+
+    vllm/engine/arg_utils.py EngineArgs._set_default_args (v0.10-v0.11), the same table as
+    vllm_default_max_num_batched_tokens: 1024 on GPUs with >= 70 GiB that are not A100s, 256 on every
+    other GPU (and in vLLM's V0 engine, whose SchedulerConfig default is 256)."""
+    g = get_gpu(gpu)
+    choice("usage", usage, USAGES)
+    return 1024 if g.memory_bytes >= 70 * GiB and "a100" not in g.name else 256
+
+
+# The sampler's warm-up at profile time, in bytes per logit (rows x vocabulary) at its largest moment.
+# vLLM's profile run samples one token for each dummy sequence with top_k = vocab - 1 and top_p < 1
+# (V0 worker/model_runner.py profile_run: SamplingParams(top_p=0.99, top_k=vocab_size - 1); V1
+# gpu_model_runner.py _dummy_sampler_run: top_p 0.9, top_k vocab - 1), so top-k/top-p runs on every row:
+#   "torch": the PyTorch top-k/top-p (V0 layers/sampler.py _apply_top_k_top_p; V1 sample/ops/
+#            topk_topp_sampler.py apply_top_k_top_p, which V1 also warms when FlashInfer is on) sorts the
+#            logits. During that sort are alive: the 16-bit logits the LM head returned (2), their fp32 copy
+#            (4), the sorted values (4) and int64 indices (8), aten's reverse_indices (8, int64; SortStable.cu
+#            segmented_sort_pairs, taken for >= 128 rows) and cub's DeviceSegmentedRadixSort::SortPairs
+#            scratch, an alternate key (4) and value (8) buffer: 38 bytes. Everything after (masks, softmax,
+#            cumsum, the scatter back: 32 bytes) is smaller.
+#   "flashinfer": V1's forward_cuda when only FlashInfer's sampler runs: 16-bit logits (2), fp32 logits (4),
+#            fp32 probabilities (4); FlashInfer's rejection sampler keeps no per-logit scratch.
+VLLM_SAMPLER_BYTES_PER_LOGIT = {"torch": 38, "flashinfer": 10}
+# Memory outside torch that vLLM's profile measures (memory_profiling: the growth of non-torch memory since
+# the worker started, so not the CUDA context): single-GPU V0 logs print 0.01-0.12 GiB (the rows of
+# validation/published_serving.jsonl); with tensor parallelism NCCL and the custom all-reduce buffers add
+# more (0.20 GiB at tp 4, 0.74 GiB at tp 2 in the same rows), so memlib's generic 0.5 GiB stays for tp > 1.
+VLLM_NON_TORCH_BYTES_TP1 = 100 * 2**20
+
+
+def vllm_sampler_warmup_bytes(model, rows: int, sampler: str = "torch") -> int:
+    """Bytes the sampler's warm-up holds at its peak: rows x vocabulary x VLLM_SAMPLER_BYTES_PER_LOGIT[sampler].
+
+    rows: the dummy sequences, min(max_num_seqs, max_num_batched_tokens). Under tensor parallelism every
+    rank gathers the full vocabulary before sampling, so the figure is per GPU at any tp."""
+    m = get_model(model) if isinstance(model, str) else model
+    rows = positive_int("rows", rows)
+    choice("sampler", sampler, tuple(VLLM_SAMPLER_BYTES_PER_LOGIT))
+    return rows * m.vocab_size * VLLM_SAMPLER_BYTES_PER_LOGIT[sampler]
+
+
+@plain_args
+def vllm_profile_peak_bytes(model, tokens: int, max_num_seqs: int = 256, weights: str = AUTO,
+                            kv_cache: str = "bf16", tp: int = 1, sampler: str = "torch") -> int:
+    """vLLM's "PyTorch activation peak memory": the profile run's largest moment above the weights.
+
+    The larger of (a) the forward over `tokens` tokens (its activations and quantized-matmul workspace,
+    memlib.estimate_inference(engine="vllm")) and (b) the sampler's warm-up over min(max_num_seqs, tokens)
+    rows (vllm_sampler_warmup_bytes) while the forward's output hidden states, tokens x hidden x 2 bytes,
+    are still held. (b) is replicated under tensor parallelism, (a) is split, so (b) decides the peak
+    whenever max_num_seqs x vocabulary is large against the batch's MLP."""
+    m = get_model(model) if isinstance(model, str) else model
+    tokens = positive_int("max_num_batched_tokens", tokens)
+    rows = min(positive_int("max_num_seqs", max_num_seqs), tokens)
+    fwd = estimate_inference(m, 1, tokens, weights=weights, kv_cache=kv_cache, tp=tp, prefill_tokens=tokens,
+                             engine="vllm")
+    forward = fwd.activation_bytes + fwd.dequant_workspace
+    return max(forward, vllm_sampler_warmup_bytes(m, rows, sampler) + tokens * m.hidden_size * 2)
+
+
 @plain_args
 def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = "bf16", tp: int = 1,
                                max_num_batched_tokens: int | None = None,
                                gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
-                               non_torch_bytes: int | list[int] | tuple[int, ...] = DEFAULT_CUDA_CONTEXT_BYTES,
-                               total_bytes: int | None = None) -> int:
+                               non_torch_bytes: int | list[int] | tuple[int, ...] | None = None,
+                               total_bytes: int | None = None, max_num_seqs: int | None = None,
+                               sampler: str = "torch") -> int:
     """Bytes vLLM gives the KV cache on one GPU (negative: vLLM refuses to start, no room for a block).
 
-    total x gpu_memory_utilization - (weights + the profile forward's activations and quantized-matmul
-    workspace over max_num_batched_tokens tokens + non_torch_bytes), the formula of vLLM's
-    Worker.determine_available_memory (see the module docstring). `total` is what torch reports as
-    the card's memory (memlib.hardware.fit.usable_bytes, the same figure torch.cuda.mem_get_info returns).
-    max_num_batched_tokens: default vllm_default_max_num_batched_tokens(gpu). non_torch_bytes: the
-    CUDA context, NCCL and cuBLAS workspaces (memlib.fits' 0.5 GiB default). total_bytes: the card's
-    total as the engine logs it ("total_gpu_memory (79.22GiB)": cudaMemGetInfo's total, which varies by
-    driver and ECC setting; default the catalog's torch total). Under tensor parallelism every rank
-    profiles its own memory and the engine keeps the smallest budget (vLLM: min over workers of
-    determine_available_memory): this figure is one rank's, equal on all ranks for an even split;
-    pass non_torch_bytes as a list, one entry per rank (rank 0 usually holds more: the driver
-    process's CUDA context and NCCL buffers), and the budget is the smallest rank's.
-    Not counted: CUDA graphs, the sampler's logits buffer (max_num_seqs x vocabulary x 4 bytes).
+    total x gpu_memory_utilization - (weights + the profile run's activation peak + non_torch_bytes), the
+    formula of vLLM's Worker.determine_available_memory (see the module docstring). `total` is what torch
+    reports as the card's memory (memlib.hardware.fit.usable_bytes, the same figure torch.cuda.mem_get_info
+    returns). The activation peak is vllm_profile_peak_bytes: the forward over max_num_batched_tokens
+    tokens or the sampler's warm-up over max_num_seqs rows of logits, whichever is larger.
+    max_num_batched_tokens, max_num_seqs: default vllm_default_max_num_batched_tokens(gpu) and
+    vllm_default_max_num_seqs(gpu). sampler: "torch" (V0; V1 without FlashInfer or warming both) or
+    "flashinfer" (V1 versions that warm only FlashInfer's sampler). non_torch_bytes: memory outside torch
+    (NCCL, cuBLAS, custom all-reduce); default VLLM_NON_TORCH_BYTES_TP1 (0.1 GiB) at tp 1 and memlib's
+    0.5 GiB above. total_bytes: the card's total as the engine logs it ("total_gpu_memory (79.22GiB)":
+    cudaMemGetInfo's total, which varies by driver and ECC setting; default the catalog's torch total).
+    Under tensor parallelism every rank profiles its own memory and the engine keeps the smallest budget
+    (vLLM: min over workers of determine_available_memory): this figure is one rank's, equal on all ranks
+    for an even split; pass non_torch_bytes as a list, one entry per rank (rank 0 usually holds more: the
+    driver process's CUDA context and NCCL buffers), and the budget is the smallest rank's.
+    Not counted: CUDA graphs (captured after the KV cache is allocated, from the 1 - utilization margin).
     """
     g = get_gpu(gpu)
     util = fraction("gpu_memory_utilization", gpu_memory_utilization)
+    tp = positive_int("tp", tp)
+    if non_torch_bytes is None:
+        non_torch_bytes = VLLM_NON_TORCH_BYTES_TP1 if tp == 1 else DEFAULT_CUDA_CONTEXT_BYTES
     per_rank = list(non_torch_bytes) if isinstance(non_torch_bytes, (list, tuple)) else [non_torch_bytes]
     if not per_rank:
         raise ValueError("non_torch_bytes: give one figure, or one per tensor-parallel rank (not an empty list)")
@@ -107,9 +177,11 @@ def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = 
     non_torch = max(positive_int("non_torch_bytes", n, allow_zero=True) for n in per_rank)  # the smallest budget
     tokens = vllm_default_max_num_batched_tokens(g) if max_num_batched_tokens is None else \
         positive_int("max_num_batched_tokens", max_num_batched_tokens)
-    profile = estimate_inference(model, 1, tokens, weights=weights, kv_cache=kv_cache, tp=tp, prefill_tokens=tokens,
-                                 engine="vllm")
-    peak = profile.weight_bytes + profile.activation_bytes + profile.dequant_workspace
+    seqs = vllm_default_max_num_seqs(g) if max_num_seqs is None else positive_int("max_num_seqs", max_num_seqs)
+    weight_bytes = estimate_inference(model, 1, 1, weights=weights, kv_cache=kv_cache, tp=tp,
+                                      engine="vllm").weight_bytes
+    peak = weight_bytes + vllm_profile_peak_bytes(model, tokens, seqs, weights=weights, kv_cache=kv_cache, tp=tp,
+                                                  sampler=sampler)
     total = usable_bytes(g) if total_bytes is None else positive_int("total_bytes", total_bytes)
     return int(total * util) - peak - non_torch
 
@@ -121,7 +193,8 @@ def vllm_max_concurrency(model, gpu, max_model_len: int, weights: str = AUTO, kv
     holds x block_size / max_model_len (vllm/v1/core/kv_cache_utils.py). 0.0 when no block fits.
 
     Blocks = budget // (block_size x KV bytes per token per GPU); `budget_kw` go to
-    vllm_kv_cache_budget_bytes (max_num_batched_tokens, gpu_memory_utilization, non_torch_bytes).
+    vllm_kv_cache_budget_bytes (max_num_batched_tokens, max_num_seqs, sampler, gpu_memory_utilization,
+    non_torch_bytes).
     """
     m = get_model(model) if isinstance(model, str) else model
     max_model_len = positive_int("max_model_len", max_model_len)
@@ -215,6 +288,7 @@ def decode_tokens_per_s_upper_bound(model, gpu, batch: int = 1, context_len: int
     return decode_bound(model, gpu, batch, context_len, weights, kv_cache, tp).tokens_per_s
 
 
-__all__ = ["VLLM_BLOCK_SIZE", "VLLM_GPU_MEMORY_UTILIZATION", "paged_kv_blocks", "paged_kv_waste_bytes",
-           "vllm_default_max_num_batched_tokens", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
+__all__ = ["VLLM_BLOCK_SIZE", "VLLM_GPU_MEMORY_UTILIZATION", "VLLM_SAMPLER_BYTES_PER_LOGIT", "paged_kv_blocks",
+           "paged_kv_waste_bytes", "vllm_default_max_num_batched_tokens", "vllm_default_max_num_seqs",
+           "vllm_sampler_warmup_bytes", "vllm_profile_peak_bytes", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
            "DecodeBound", "decode_bound", "decode_tokens_per_s_upper_bound"]

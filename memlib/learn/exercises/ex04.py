@@ -260,29 +260,27 @@ EXERCISES = [
                 "(memlib.serving.vllm_kv_cache_budget_bytes)",
         prompt="vLLM serves Llama-3-70B with fp8 block-quantized weights (33.84 GiB per GPU) and a bf16 KV cache, "
                "tensor parallel over 2 A100 80GB (torch sees 79.15 GiB each), started with "
-               "`--gpu-memory-utilization 0.95`, as the notebook suggests for a tight fit. Its profiling "
-               "forward of 2,048 tokens peaks at about 0.26 GiB of activations per GPU (the fp8 copy of the MLP "
-               "input included), and 0.5 GiB per GPU is held outside torch. How many GiB per GPU does vLLM give "
-               "the KV cache?",
+               "`--gpu-memory-utilization 0.95`, as the notebook suggests for a tight fit. Its profile run "
+               "peaks at about 1.19 GiB per GPU above the weights (the sampler's warm-up over 256 dummy sequences "
+               "x the 128,256-token vocabulary; the 2,048-token forward needs only 0.26 GiB), and 0.5 GiB per GPU "
+               "is held outside torch. How many GiB per GPU does vLLM give the KV cache?",
         expected=lambda: _budget(_W6, gpu_memory_utilization=_UTIL), unit="GiB", tolerance=0.01, count=2,
         per="one",
         slips=(Slip("the default 0.9", lambda: _budget(_W6),
                     "that is the default reservation; this server was started with 0.95"),
                Slip("the whole card", lambda: _budget(_W6, gpu_memory_utilization=1.0),
                     "gpu_memory_utilization caps vLLM at 95% of the card: 5% is left unused"),
-               Slip("95% of what the weights leave",
-                    lambda: _UTIL * (usable_bytes(get_gpu(A100)) - estimate_inference(_M, weights=_W6, tp=2)
-                                     .weight_bytes) - _profile_and_context(_W6),
-                    "the 95% applies to the whole card, and the weights count inside it"),
                Slip("no profiled workspace",
                     lambda: _budget(_W6, gpu_memory_utilization=_UTIL) + _profile_and_context(_W6),
-                    "vLLM subtracts the peak of its profiling run and the memory outside torch too")),
+                    "vLLM subtracts the peak of its profiling run and the memory outside torch too (here "
+                    "that is also 95% of what the weights leave, which would be a second slip: the 95% applies "
+                    "to the whole card, and the weights count inside it)")),
         hints=("vLLM allows itself a fraction of the card; weights and workspace come out of that allowance first.",
                "KV = 0.95 x total - weights per GPU - profiled activations - non-torch memory.",
                "Everything is already in GiB: subtract from 0.95 x 79.15."),
         worked=lambda: (f"0.95 x {gib(usable_bytes(get_gpu(A100))):.2f} GiB - "
                         f"{gib(estimate_inference(_M, weights=_W6, tp=2).weight_bytes):.2f} GiB of weights - "
-                        f"{gib(_profile_and_context(_W6)):.2f} GiB (profiled prefill + outside torch) = "
+                        f"{gib(_profile_and_context(_W6)):.2f} GiB (the profile's peak, the sampler's warm-up, + outside torch) = "
                         f"**{gib(_budget(_W6, gpu_memory_utilization=_UTIL)):.2f} GiB** per GPU "
                         f"(`memlib.serving.vllm_kv_cache_budget_bytes(..., gpu_memory_utilization=0.95)`), against "
                         f"{gib(_budget(_W6)):.2f} GiB at the default 0.9: vLLM would log a maximum concurrency of "
