@@ -152,11 +152,13 @@ def ulysses_all_to_all_bytes(model, seq_len: int, cp: int, dtype_bytes: int = 2)
 
 def littles_law_arrival_rate(concurrency: float, seconds_per_request: float) -> float:
     """Requests per second a server sustains with `concurrency` requests in flight, each in the system for
-    `seconds_per_request`: Little's law L = λ·W (Little 1961), so λ = L / W."""
+    `seconds_per_request`: Little's law L = λ·W (memlib.serving.techniques.littles_law_concurrency, its one
+    statement) solved for λ = L / W."""
+    from memlib.serving.techniques import littles_law_concurrency  # serving imports cost: import here
     if not concurrency > 0 or not seconds_per_request > 0:
         raise ValueError(f"concurrency and seconds_per_request must be positive, got {concurrency!r}, "
                          f"{seconds_per_request!r}")
-    return concurrency / seconds_per_request
+    return concurrency / littles_law_concurrency(1.0, seconds_per_request)  # L / (1 request/s x W)
 
 
 # DeepSeek's own training cost per token: 250 GFLOP for DeepSeek-V3 (Zhao et al. 2025, "Insights into
