@@ -215,8 +215,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     choice("layout", layout, LAYOUTS)
     if layout == "megatron":
         sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
-    _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel)
-    vpp, hidden_dropout = _megatron_options(model, sharding, pp, vpp, hidden_dropout)
+    _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
+    vpp, hidden_dropout = _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout)
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
                     activation_offload, tp, pp)
@@ -276,17 +276,18 @@ def _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload) -> s
     return "megatron"
 
 
-def _megatron_options(model, sharding, pp, vpp, hidden_dropout) -> tuple[int, float]:
+def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout) -> tuple[int, float]:
     """vpp (model chunks per pipeline GPU: Megatron's interleaved 1F1B, --num-layers-per-virtual-pipeline-stage =
     L / (pp x vpp)) and hidden_dropout (--hidden-dropout) are Megatron-Core's options: layout='megatron' only."""
     vpp = positive_int("vpp", vpp)
     if isinstance(hidden_dropout, bool) or not isinstance(hidden_dropout, (int, float)) \
             or not 0 <= hidden_dropout < 1:
         raise ValueError(f"hidden_dropout must be a number in [0, 1), got {hidden_dropout!r}")
-    if sharding != "megatron":
-        why = "it is a Megatron-Core option: give layout='megatron' (or recipe='megatron')"
-        _not_for("vpp", vpp, 1, why)
-        _not_for("hidden_dropout", hidden_dropout, 0.0, why)
+    if sharding != "megatron":  # tp/pp > 1 alone is Megatron's layout too (_sharding), where vpp applies
+        _not_for("vpp", vpp, 1, "it is a Megatron-Core option: give layout='megatron' (or recipe='megatron')")
+    if layout != "megatron":  # only Megatron's fused layer ledger (layout='megatron') has the dropout masks
+        _not_for("hidden_dropout", hidden_dropout, 0.0,
+                 "it is a Megatron-Core option of its fused layers: give layout='megatron' (or recipe='megatron')")
     if vpp > 1:
         if pp < 2:
             raise ValueError(f"vpp={vpp} interleaves model chunks over pipeline stages: it needs pp > 1, got pp={pp}")
@@ -419,9 +420,9 @@ def _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, 
     return sharding, fsdp_offload
 
 
-def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel) -> None:
+def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout="auto") -> None:
     """tp, pp and sequence parallelism against the model's shape (Megatron splits whole heads and widths)."""
-    if model.mlp != "gated" and sharding != "megatron" and (tp > 1 or pp > 1 or sharding != "none"):
+    if model.mlp != "gated" and layout != "megatron" and (tp > 1 or pp > 1 or sharding != "none"):
         raise ValueError(f"parallel layouts are modelled for LLaMA-style models; {model.name} is {model.model_type}")
     if model.num_heads % tp or model.num_kv_heads % tp:
         raise ValueError(f"tp={tp} must divide the {model.num_heads} attention heads and the "
