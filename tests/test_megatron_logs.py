@@ -161,3 +161,11 @@ def test_megatron_ci_rows_are_json_lines_with_the_golden_commit():
         assert row["source"]["repo"] == "NVIDIA/Megatron-LM"
         assert row["source"]["path"].endswith(".json") and "golden_values_dev_" in row["source"]["path"]
         json.dumps(row)
+
+
+def test_interleaved_bubble_by_hand():
+    """Narayanan et al. 2021 Sec. 2.2.2: with v model chunks per GPU the bubble time is (p - 1)/v micro-batch
+    times, so its share of the step is (p - 1) / (v m + p - 1): p = 4, m = 8: 3/11 plain, 3/19 with v = 2."""
+    for vpp, share in ((1, 3 / 11), (2, 3 / 19)):
+        est = memlib.estimate_training("llama-2-7b", recipe="megatron", dp=2, pp=4, vpp=vpp, grad_accum=8)
+        assert memlib.step_time(est, "h100-80gb").bubble_fraction == pytest.approx(share)

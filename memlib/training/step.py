@@ -66,8 +66,9 @@ def estimate(s: TrainingSetup) -> Estimate:
     elif s.vpp > 1:
         bubble = (s.pp - 1) / (s.vpp * s.grad_accum + s.pp - 1)
         notes = worst.notes + [
-            f"pipeline: {s.pp} GPUs x {s.vpp} model chunks of {s.model.num_layers // (s.pp * s.vpp)} layers "
-            f"(interleaved 1F1B); GPU i keeps min(m v, 2(p - i) + (v - 1) p - 1) chunk forwards in flight (i from 1), "
+            f"pipeline: {s.pp} GPUs x {s.vpp} model chunks of {s.model.num_layers // (s.pp * s.vpp)} "
+            f"layer{'s' if s.model.num_layers > s.pp * s.vpp else ''} (interleaved 1F1B); GPU i keeps "
+            f"min(m v, 2(p - i) + (v - 1) p + 1) chunk forwards in flight (i from 1), "
             f"{sts[0].in_flight} on the first; bubble (p-1)/(v m + p-1) = {bubble:.1%} with m={s.grad_accum} "
             f"micro-batches (Narayanan et al. 2021 Sec. 2.2; Megatron-LM schedules.py); {heaviest}"]
     else:
