@@ -177,7 +177,7 @@ def print_table(results: list[Result], out=None) -> None:
           file=out)
     for r in results:
         row = r.row
-        pub = f"{row['value']:g} {row['unit']}"
+        pub = f"{row['value'] / 1e9:.4f}e9 B" if row["unit"] == "B" else f"{row['value']:g} {row['unit']}"
         err = "" if r.error is None else f"{r.error:+.1%}"
         tail = summary(row)
         if r.status != "ok":
