@@ -60,8 +60,28 @@ def accepted_options(function: str) -> set[str]:
     return set(inspect.signature(FUNCTIONS[function]).parameters)
 
 
+def megatron_gpt_model(cfg: dict) -> memlib.Model:
+    """A model given by Megatron-LM's command-line shape (model_type 'megatron-gpt': no Hugging Face checkpoint),
+    in the config's field names: --normalization, --swiglu, --add-bias-linear (on unless --disable-bias-linear),
+    --position-embedding-type; vocab_size is the padded vocabulary the embedding holds."""
+    gated = bool(cfg.get("swiglu"))
+    bias = bool(cfg["add_bias_linear"])
+    return memlib.Model(
+        name=cfg.get("_name_or_path") or "megatron-gpt", hidden_size=cfg["hidden_size"],
+        num_layers=cfg["num_hidden_layers"], num_heads=cfg["num_attention_heads"],
+        num_kv_heads=cfg.get("num_key_value_heads", cfg["num_attention_heads"]),
+        intermediate_size=cfg["intermediate_size"], vocab_size=cfg["vocab_size"],
+        tie_word_embeddings=cfg["tie_word_embeddings"], qkv_bias=bias, o_bias=bias, mlp_bias=bias,
+        mlp="gated" if gated else "standard", norm="layernorm" if cfg["normalization"] == "LayerNorm" else "rmsnorm",
+        position="learned" if cfg["position_embedding_type"] == "learned_absolute" else "rope",
+        max_position_embeddings=cfg["max_position_embeddings"], model_type="gpt" if not gated else "llama")
+
+
 def resolve_model(spec):
-    """A catalog name, or an inline Hugging Face config dict (read with Model.from_hf_config)."""
+    """A catalog name, an inline Hugging Face config dict (read with Model.from_hf_config), or a Megatron-LM
+    command-line shape (model_type 'megatron-gpt', megatron_gpt_model)."""
+    if isinstance(spec, dict) and spec.get("model_type") == "megatron-gpt":
+        return megatron_gpt_model(spec)
     if isinstance(spec, dict):
         return memlib.Model.from_hf_config(spec, name=spec.get("_name_or_path") or spec["model_type"])
     return memlib.get_model(spec)
@@ -157,7 +177,7 @@ def print_table(results: list[Result], out=None) -> None:
           file=out)
     for r in results:
         row = r.row
-        pub = f"{row['value']:g} {row['unit']}"
+        pub = f"{row['value'] / 1e9:.4f}e9 B" if row["unit"] == "B" else f"{row['value']:g} {row['unit']}"
         err = "" if r.error is None else f"{r.error:+.1%}"
         tail = summary(row)
         if r.status != "ok":

@@ -650,12 +650,13 @@ def _peak_tflops(s, gpu: GPU, peak_tflops):
 def _compute_seconds(s, fpt: float, tokens: int, n_gpus: int, flops_per_s: float) -> tuple:
     """(bubble, compute seconds with the bubble, forward and backward seconds of one micro-batch).
 
-    Pipeline bubble (p - 1) / (m + p - 1) (Narayanan et al. 2021, Sec. 2.2); a device_map split
-    runs the GPUs one after another: (p - 1) / p."""
+    Pipeline bubble (p - 1) / (m + p - 1) (Narayanan et al. 2021, Sec. 2.2), and with v model chunks per GPU
+    (interleaved 1F1B, vpp) the bubble time shrinks v-fold: (p - 1) / (v m + p - 1) of the step (Sec. 2.2.2); a
+    device_map split runs the GPUs one after another: (p - 1) / p."""
     if s.sharding == "device_map":  # naive model parallelism: the GPUs work one after another
         bubble = (s.pp - 1) / s.pp
     else:
-        bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
+        bubble = (s.pp - 1) / (s.vpp * s.grad_accum + s.pp - 1)
     work = fpt * tokens / n_gpus / flops_per_s  # busy seconds per GPU, without the bubble
     compute = work / (1 - bubble)
     fwd_s = work / s.grad_accum * forward_flops_per_token(s.model, s.seq_len) / fpt

@@ -228,29 +228,48 @@ def _llama_attention_core(led: Ledger, model: Model, num: Numerics, tokens: int,
             led.items.insert(n, ("eager.out", c * q * tokens, "transposed contiguous attention output, o_proj's input"))
 
 
-def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none") -> Ledger:
-    """Saved tensors of one Megatron-Core decoder layer built from Transformer Engine's fused modules (LLaMA-style:
-    RMSNorm fused into the next linear, flash attention, SwiGLU, no dropout, no bias), bytes for `tokens`, before
-    the tensor-parallel split (the caller divides: Korthikanti et al. 2022 Sec. 4.2). Korthikanti's Table 2 terms
-    (34sbh + 5as^2b/t for GPT) with GQA and SwiGLU: each LayerNormLinear keeps its input, its fp32 1/rms and its
-    normalized output; the attention kernel keeps q, k, v, its output and the fp32 log-sum-exp (no s x s matrix);
-    fc1's gate+up output is kept by SwiGLU, SwiGLU's output by fc2. Selective recompute (Megatron's default
-    granularity) recomputes the attention core: its log-sum-exp is not kept."""
+def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none", hidden_dropout: float = 0.0) -> Ledger:
+    """Saved tensors of one Megatron-Core decoder layer built from Transformer Engine's fused modules, bytes for
+    `tokens`, before the tensor-parallel split (the caller divides: Korthikanti et al. 2022 Sec. 4.2). Korthikanti's
+    Table 2 terms (34sbh + 5as^2b/t for GPT) with flash attention and GQA: each LayerNormLinear keeps its input, its
+    fp32 statistics and its normalized output; the attention kernel keeps q, k, v, its output and the fp32
+    log-sum-exp (no s x s matrix, and its dropout is drawn inside the kernel: no mask); selective recompute
+    (Megatron's default granularity) recomputes the attention core: its log-sum-exp is not kept.
+    LLaMA-style layer (RMSNorm, SwiGLU, no bias): RMSNorm keeps one fp32 1/rms per token; fc1's gate+up output
+    is kept by SwiGLU, SwiGLU's output by fc2. GPT layer (LayerNorm, GELU MLP with biases: Megatron's default
+    GPT): LayerNorm keeps fp32 mean and 1/sigma per token; fc1 runs without its bias (skip_bias_add) and the
+    fused bias-GELU (core/fusions/fused_bias_gelu.py) keeps fc1's output, fc2 keeps GELU's output.
+    hidden_dropout > 0 (Megatron's --hidden-dropout, 0.1 by default for GPT): the fused bias-dropout-add after the
+    attention and after the MLP (core/fusions/fused_bias_dropout.py) each keep a 1-byte mask per element of
+    the residual stream (Korthikanti's sbh terms), replicated over tp unless sequence parallel."""
     h, q, kv, a, f = model.hidden_size, model.q_size, model.kv_size, model.num_heads, model.intermediate_size
+    gated = model.mlp == "gated"
+    stats, stat_why = (4, "the norm's fp32 1/rms per token") if model.norm == "rmsnorm" else (
+        8, "the LayerNorm's fp32 mean and 1/sigma per token")
     led = Ledger()
     for half, targets in (("attn_norm", "QKV"), ("mlp_norm", "fc1")):
         if half == "mlp_norm":
             led.split = len(led.items)
         led.add(f"{half}.input", 2 * h * tokens, f"the layer norm's 16-bit input, kept by TE's LayerNormLinear ({targets})")
-        led.add(f"{half}.rsigma", 4 * tokens, "the norm's fp32 1/rms per token")
+        led.add(f"{half}.rsigma", stats * tokens, stat_why)
         led.add(f"{half}.out", 2 * h * tokens, f"the normalized output, kept for {targets}'s weight gradient")
         if half == "attn_norm":
-            led.add("core_attn.qkv", 2 * (q + 2 * kv) * tokens, "rotated query, key and value, kept by flash attention")
+            led.add("core_attn.qkv", 2 * (q + 2 * kv) * tokens,
+                    "rotated query, key and value, kept by flash attention" if model.position == "rope"
+                    else "query, key and value, kept by flash attention")
             led.add("core_attn.out", 2 * q * tokens, "the attention output (also linear_proj's input)")
             if recompute != "selective":
                 led.add("core_attn.softmax_lse", 4 * a * tokens, "fp32 row log-sum-exp of the fused kernel")
-    led.add("mlp.fc1_out", 2 * 2 * f * tokens, "fc1's output (gate and up), kept by SwiGLU")
-    led.add("mlp.swiglu_out", 2 * f * tokens, "SwiGLU's output, kept by fc2")
+            if hidden_dropout:
+                led.add("residual.attn_dropout_mask", h * tokens, "bias-dropout-add's 1-byte mask after linear_proj")
+    if gated:
+        led.add("mlp.fc1_out", 2 * 2 * f * tokens, "fc1's output (gate and up), kept by SwiGLU")
+        led.add("mlp.swiglu_out", 2 * f * tokens, "SwiGLU's output, kept by fc2")
+    else:
+        led.add("mlp.fc1_out", 2 * f * tokens, "fc1's output before its bias, kept by the fused bias-GELU")
+        led.add("mlp.gelu_out", 2 * f * tokens, "GELU's output, kept by fc2")
+    if hidden_dropout:
+        led.add("residual.mlp_dropout_mask", h * tokens, "bias-dropout-add's 1-byte mask after fc2")
     return led
 
 

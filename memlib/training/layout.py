@@ -42,6 +42,7 @@ class Stage:
     embed: bool
     head: bool
     first_layer: int = 0  # index of the stage's first decoder layer
+    chunks: int = 1  # model chunks this GPU holds (Megatron's interleaved 1F1B, vpp): `layers` is one chunk's
 
 
 def pipeline_split(num_layers: int, pp: int) -> list[tuple[int, int]]:
@@ -64,10 +65,12 @@ def all_stages(s: TrainingSetup) -> list[Stage]:
     1F1B (Narayanan et al. 2021, Sec. 2.2): stage i (0-based) keeps up to pp - i micro-batches in flight, at most
     the grad_accum micro-batches of the step. device_map (transformers' device_map="auto", naive model
     parallelism): one micro-batch goes through the GPUs one after another, so each holds its layers' activations
-    of one."""
+    of one. Interleaved 1F1B (vpp > 1 model chunks per GPU, Narayanan et al. 2021 Sec. 2.2): see interleaved_stages."""
     L, pp = s.model.num_layers, s.pp
     if pp == 1:
         return [Stage("only", L, 1, True, True)]
+    if s.vpp > 1:
+        return interleaved_stages(L, pp, s.vpp, s.grad_accum)
     out = []
     for i, (first, n) in enumerate(pipeline_split(L, pp)):
         where = f"layers {first}-{first + n - 1}" if n > 1 else f"layer {first}"
@@ -76,6 +79,31 @@ def all_stages(s: TrainingSetup) -> list[Stage]:
         else:
             name, in_flight = f"pipeline stage {i + 1} of {pp} ({where})", min(pp - i, s.grad_accum)
         out.append(Stage(name, n, in_flight, i == 0, i == pp - 1, first))
+    return out
+
+
+def interleaved_chunks_in_flight(pp: int, vpp: int, rank: int, micro_batches: int) -> int:
+    """Model-chunk forwards whose activations pipeline GPU `rank` (0-based) holds at its peak under Megatron's
+    interleaved 1F1B: its warm-up forwards, 2 (pp - rank - 1) + (vpp - 1) x pp, plus the one forward of the first
+    1F1B step, at most all micro_batches x vpp of the step (NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/pipeline_parallel/schedules.py get_pp_rank_microbatches, microbatch_group_size_per_vp_stage =
+    pp by default). On the first GPU that is pp x vpp + pp - 1 chunks of L / (pp vpp) layers: L (1 + (pp - 1) /
+    (pp vpp)) layers, theoretical_memory_usage.py's "interleaved schedule memory penalty" (Narayanan et al. 2021,
+    Sec. 2.2: the interleaved schedule keeps more activations in flight)."""
+    warmup = 2 * (pp - rank - 1) + (vpp - 1) * pp
+    return min(micro_batches * vpp, warmup + 1)
+
+
+def interleaved_stages(L: int, pp: int, vpp: int, micro_batches: int) -> list[Stage]:
+    """GPU i of pp holds vpp chunks of L / (pp vpp) layers (chunk j of GPU i is layers (j pp + i) x n ...); the
+    embedding is in GPU 0's first chunk, the head in the last GPU's last chunk. Layers are alike (checked), so each
+    Stage counts its chunk's layers from i x L / pp and its parameters over all chunks (Stage.chunks)."""
+    n = L // (pp * vpp)
+    out = []
+    for i in range(pp):
+        k = interleaved_chunks_in_flight(pp, vpp, i, micro_batches)
+        out.append(Stage(f"pipeline GPU {i + 1} of {pp} ({vpp} chunks of {n} layer{'s' if n > 1 else ''}, "
+                         f"{k} chunk forwards in flight)", n, k, i == 0, i == pp - 1, i * n * vpp, vpp))
     return out
 
 
@@ -162,7 +190,7 @@ def _split(t: Tensor, tp: int, ep: int) -> int:
 @lru_cache(maxsize=512)
 def _stage_tensors(m: Model, tp: int, st: Stage, ep: int = 1) -> list[tuple[Tensor, tuple[int, int] | None]]:
     h = m.hidden_size
-    lo, hi = st.first_layer, st.first_layer + st.layers
+    lo, hi = st.first_layer, st.first_layer + st.layers * st.chunks
     out = []
     for t in m.tensors():
         where = layer_indices(m, t)

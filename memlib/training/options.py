@@ -48,7 +48,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 double_quant=True, loss="full", activation_offload=False, fsdp_mixed_precision=True, ep=1,
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True)
+                contiguous_gradients=True, vpp=1, hidden_dropout=0.0)
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -100,6 +100,9 @@ class TrainingSetup:
     reduce_bucket_size: int = 500_000_000
     overlap_comm: bool = False
     contiguous_gradients: bool = True
+    # Megatron-Core (layout='megatron'): model chunks per pipeline GPU (interleaved 1F1B) and --hidden-dropout
+    vpp: int = 1
+    hidden_dropout: float = 0.0
     # The options as given (every keyword of check_setup, defaults included): what replace() starts from
     options: tuple = field(default=(), compare=False, repr=False)
     recipe: str = ""  # the preset it came from (memlib.RECIPES), if any
@@ -187,7 +190,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True) -> TrainingSetup:
+                contiguous_gradients=True, vpp=1, hidden_dropout=0.0) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -212,7 +215,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     choice("layout", layout, LAYOUTS)
     if layout == "megatron":
         sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
-    _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel)
+    _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
+    vpp, hidden_dropout = _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout)
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
                     activation_offload, tp, pp)
@@ -237,7 +241,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
                          gradient_as_bucket_view=gradient_as_bucket_view, layout=layout,
                          reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
-                         contiguous_gradients=contiguous_gradients, options=tuple(given.items()))
+                         contiguous_gradients=contiguous_gradients, vpp=vpp, hidden_dropout=hidden_dropout,
+                         options=tuple(given.items()))
 
 
 def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients) -> bool:
@@ -258,15 +263,41 @@ def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, c
 
 def _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload) -> str:
     """layout='megatron': Megatron-Core's mixed precision on any parallelism (NVIDIA/Megatron-LM
-    docs/source/api-guide/dist_optimizer.md); zero_stage=1 is its distributed optimizer (6 + 12/dp B/param)."""
-    if finetune != "full" or not precision.endswith("mixed") or model.mlp != "gated":
+    docs/source/api-guide/dist_optimizer.md); zero_stage=1 is its distributed optimizer (6 + 12/dp B/param).
+    Its models: LLaMA-style layers, or Megatron's default GPT layer (LayerNorm, GELU MLP with biases)."""
+    gpt_layer = model.mlp == "standard" and model.norm == "layernorm" and not model.is_moe
+    if finetune != "full" or not precision.endswith("mixed") or not (model.mlp == "gated" or gpt_layer):
         raise ValueError("layout='megatron' models Megatron-Core's pretraining layout: finetune='full', a *-mixed "
-                         f"precision and a LLaMA-style model; got finetune={finetune!r}, precision={precision!r}, "
-                         f"{model.name}")
+                         f"precision and a LLaMA-style or GPT (LayerNorm, GELU MLP) model; got finetune={finetune!r}, "
+                         f"precision={precision!r}, {model.name}")
     if fsdp or zero_stage > 1 or offload != "none":
         raise ValueError("layout='megatron' takes zero_stage=0 (optimizer states on every rank) or zero_stage=1 (its "
                          f"distributed optimizer), no offload; got zero_stage={zero_stage!r}, offload={offload!r}")
     return "megatron"
+
+
+def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout) -> tuple[int, float]:
+    """vpp (model chunks per pipeline GPU: Megatron's interleaved 1F1B, --num-layers-per-virtual-pipeline-stage =
+    L / (pp x vpp)) and hidden_dropout (--hidden-dropout) are Megatron-Core's options: layout='megatron' only."""
+    vpp = positive_int("vpp", vpp)
+    if isinstance(hidden_dropout, bool) or not isinstance(hidden_dropout, (int, float)) \
+            or not 0 <= hidden_dropout < 1:
+        raise ValueError(f"hidden_dropout must be a number in [0, 1), got {hidden_dropout!r}")
+    if sharding != "megatron":  # tp/pp > 1 alone is Megatron's layout too (_sharding), where vpp applies
+        _not_for("vpp", vpp, 1, "it is a Megatron-Core option: give layout='megatron' (or recipe='megatron')")
+    if layout != "megatron":  # only Megatron's fused layer ledger (layout='megatron') has the dropout masks
+        _not_for("hidden_dropout", hidden_dropout, 0.0,
+                 "it is a Megatron-Core option of its fused layers: give layout='megatron' (or recipe='megatron')")
+    if vpp > 1:
+        if pp < 2:
+            raise ValueError(f"vpp={vpp} interleaves model chunks over pipeline stages: it needs pp > 1, got pp={pp}")
+        if model.num_layers % (pp * vpp):
+            raise ValueError(f"vpp={vpp} with pp={pp}: the {model.num_layers} layers of {model.name} must split into "
+                             f"pp x vpp = {pp * vpp} equal model chunks (Megatron's --num-layers-per-virtual-"
+                             "pipeline-stage)")
+        if model.is_moe or len(set(model.layer_types)) > 1:
+            raise ValueError("vpp > 1 is modelled for models whose layers are all alike (no MoE, one attention type)")
+    return vpp, float(hidden_dropout)
 
 
 def _check_model(model) -> Model:
@@ -389,9 +420,9 @@ def _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, 
     return sharding, fsdp_offload
 
 
-def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel) -> None:
+def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout="auto") -> None:
     """tp, pp and sequence parallelism against the model's shape (Megatron splits whole heads and widths)."""
-    if model.mlp != "gated" and (tp > 1 or pp > 1 or sharding != "none"):
+    if model.mlp != "gated" and layout != "megatron" and (tp > 1 or pp > 1 or sharding != "none"):
         raise ValueError(f"parallel layouts are modelled for LLaMA-style models; {model.name} is {model.model_type}")
     if model.num_heads % tp or model.num_kv_heads % tp:
         raise ValueError(f"tp={tp} must divide the {model.num_heads} attention heads and the "

@@ -36,7 +36,7 @@ REPLICATED = ("attn_norm", "mlp_norm", "residual")
 
 
 def estimate(s: TrainingSetup) -> Estimate:
-    if s.model.mlp != "gated":
+    if s.model.mlp != "gated" and s.layout != "megatron":  # Megatron's GPT layer goes through the stages below
         return _estimate_gpt(s)
     if s.cp > 1 and not s.cp_shard:
         return _estimate_context_parallel(s)
@@ -63,6 +63,14 @@ def estimate(s: TrainingSetup) -> Estimate:
         notes = worst.notes + [
             f"device_map over {s.pp} GPUs ({layers}; the first GPU holds the embedding, the last the head and "
             f"logits); one GPU works at a time (naive model parallelism), the peak is the worst GPU's: {heaviest}"]
+    elif s.vpp > 1:
+        bubble = (s.pp - 1) / (s.vpp * s.grad_accum + s.pp - 1)
+        notes = worst.notes + [
+            f"pipeline: {s.pp} GPUs x {s.vpp} model chunks of {s.model.num_layers // (s.pp * s.vpp)} "
+            f"layer{'s' if s.model.num_layers > s.pp * s.vpp else ''} (interleaved 1F1B); GPU i keeps "
+            f"min(m v, 2(p - i) + (v - 1) p + 1) chunk forwards in flight (i from 1), "
+            f"{sts[0].in_flight} on the first; bubble (p-1)/(v m + p-1) = {bubble:.1%} with m={s.grad_accum} "
+            f"micro-batches (Narayanan et al. 2021 Sec. 2.2; Megatron-LM schedules.py); {heaviest}"]
     else:
         bubble = (s.pp - 1) / (s.grad_accum + s.pp - 1)
         notes = worst.notes + [
@@ -185,7 +193,8 @@ def _context(p: _Step) -> None:
     c = T.Ctx(s, st, w, k, sums, tensors, trainable, sums.expert if full_ft else 0)
     pb, gb_ = w.param, w.grad
     # Megatron-Core's fused layers and vocabulary-parallel loss (layout='megatron', dense LLaMA-style layers)
-    p.fused = s.layout == "megatron" and m.is_llama_layer and not m.is_moe
+    p.fused = s.layout == "megatron" and not m.is_moe and m.head == "lm" and (
+        m.is_llama_layer or (m.mlp == "standard" and m.norm == "layernorm"))  # or Megatron's GPT layer
     p.V, p.b, p.c, p.dp, p.full_ft, p.gb_, p.h, p.k, p.m, p.notes = V, b, c, dp, full_ft, gb_, h, k, m, notes
     p.num, p.pb, p.seq, p.sums, p.tok, p.tp, p.trainable, p.w = num, pb, seq, sums, tok, tp, trainable, w
 
@@ -251,7 +260,8 @@ def _ledger_builder(p: _Step) -> None:
 
     def ledger(kind: tuple[str, bool], base_saves_input: bool = s.bnb_keeps_input) -> act.Ledger:
         layer_type, moe = kind
-        led = act.megatron_layer_ledger(m, tok, recompute=s.recompute) if p.fused else act.llama_layer_ledger(
+        led = act.megatron_layer_ledger(m, tok, recompute=s.recompute,
+                                         hidden_dropout=s.hidden_dropout) if p.fused else act.llama_layer_ledger(
             m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
             lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
             # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)

@@ -1,0 +1,171 @@
+"""Megatron-Core's layout against Megatron-LM's own measurements (validation/published.jsonl rows megatron-ci-*:
+the functional tests gpt3_7b_tp1_pp4_memory_speed and gpt3_7b_tp4_pp1_memory_speed, golden values on H100, GB200
+and A100) and its interleaved 1F1B schedule (vpp). Expected values are the published bytes, or hand derivations
+from Megatron-LM's source (NVIDIA/Megatron-LM@d98e8a64), written out below."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import memlib
+from memlib.training.layout import interleaved_chunks_in_flight
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("published_benchmark_megatron", ROOT / "benchmarks" / "published.py")
+bench = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = bench
+_spec.loader.exec_module(bench)
+
+ROWS = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-")}
+
+
+def _estimate(row):
+    kw = dict(row["memlib"]["kwargs"])
+    kw["model"] = bench.resolve_model(kw["model"])
+    return memlib.estimate_training(**kw)
+
+
+def _golden(row, key):
+    """Steps 1 and 2 of a golden-value series, from the row's quote (the published JSON)."""
+    q = row["quote"]
+    if key == "allocated":
+        return float(q.split('"mem-allocated-bytes" at step')[1].split(":")[1])
+    values = q.split('"values": {')[1].split("}")[0]
+    return [float(v.split(":")[1]) for v in values.split(", ")[:2]]
+
+
+def test_six_megatron_ci_rows():
+    assert len(ROWS) == 6
+    assert {r["gpu"].split(" (")[0] for r in ROWS.values()} == {
+        "NVIDIA H100 80GB HBM3", "NVIDIA GB200", "NVIDIA A100 80GB"}
+
+
+@pytest.mark.parametrize("rid", sorted(ROWS))
+def test_megatron_ci_peak_within_two_percent(rid):
+    """docs/validation.md (Engine layouts) states every megatron-ci row within 2%, and none more than 2% low."""
+    r = bench.evaluate(ROWS[rid])
+    assert r.status == "ok"
+    assert -0.02 <= r.error <= 0.02, f"{rid}: {r.error:+.2%}"
+
+
+@pytest.mark.parametrize("rid", sorted(ROWS))
+def test_first_step_peak_lacks_exactly_the_adam_moments(rid):
+    """allocated_bytes.all.peak is never reset: iteration 1's forward and backward run before Adam's moments exist
+    (created at the first optimizer step), iteration 2's with them. The measured difference is the moments: 2 fp32
+    tensors x this GPU's parameters / dp under the distributed optimizer (dist_optimizer.md: 12/dp bytes = main
+    params 4 + moments 8, sharded)."""
+    row = ROWS[rid]
+    first, second = _golden(row, "max")
+    est = _estimate(row)
+    moments = 8 * est.counts["trainable"] // row["memlib"]["kwargs"]["dp"]
+    assert second - first == pytest.approx(moments, rel=1e-3)
+
+
+def test_model_states_against_megatrons_formula_and_measurement():
+    """compute_weight_and_optimizer_memory (megatron/training/theoretical_memory_usage.py @d98e8a64) for the
+    tp=4, pp=1 run: h = 4096, f = 4h = 16384, 32 heads, 8 query groups, L = 32, V padded to 131584, untied, LayerNorm
+    (norm_size 2), distributed optimizer over dp = 2 (6 + 12/2 = 12 bytes per parameter):
+      attention 2 h^2 (1 + 8/32) = 41,943,040; MLP 2 h f = 134,217,728; layer norms 2 h 2 = 16,384; final 2h = 8,192
+      tp-sharded: (32 (41,943,040 + 134,217,728) + h V) / 4 + h V / 4 (untied, pp = 1) = 1,678,770,176
+      replicated: 32 x 16,384 + 8,192 = 532,480;  x 12 bytes = 20,151,631,872.
+    The formula leaves out the learned position embeddings (8192 x 4096, replicated over tp) and the linear biases;
+    memlib counts them, and the measured allocated bytes after the step (20,663,519,232 on H100) side with memlib."""
+    h, f, L, V, tp = 4096, 16384, 32, 131584, 4
+    attention, mlp, norms, final = 2 * h * h * 5 // 4, 2 * h * f, 2 * h * 2, 2 * h
+    sharded = (L * (attention + mlp) + h * V) // tp + h * V // tp
+    replicated = L * norms + final
+    megatron = (sharded + replicated) * 12
+    assert megatron == 20_151_631_872
+    row = ROWS["megatron-ci-gpt3-7b-tp4-pp1-h100"]
+    c = _estimate(row).counts
+    states = c["param_bytes"] + c["grad_bytes"] + c["optimizer_bytes"]
+    extra = (8192 * 4096 + L * (6144 // tp + 4096 + 16384 // tp + 4096)) * 12  # position embedding + biases
+    assert states == megatron + extra
+    measured = _golden(row, "allocated")
+    assert abs(states - measured) / measured < 0.01 < abs(megatron - measured) / measured
+
+
+def test_gpt_layer_ledger_by_hand():
+    """Megatron's GPT layer with Transformer Engine (LayerNormLinear, flash attention, bias-GELU, bias-dropout-add),
+    h = 4096, q = 4096, kv = 1024 (8 groups of 128), f = 16384, a = 32, hidden dropout 0.1, bytes per token:
+      attention: LN input 2h + fp32 mean and 1/sigma 8 + LN output 2h + q, k, v 2(q + 2kv) + output 2q + fp32 lse 4a
+                 + dropout mask h = 8192 + 8 + 8192 + 12288 + 8192 + 128 + 4096 = 41096
+      MLP:       2h + 8 + 2h + fc1 output 2f + GELU output 2f + dropout mask h = 8192 + 8 + 8192 + 32768 + 32768 + 4096
+                 = 86024.
+    Under tp = 4 without sequence parallelism the norms' tensors and the masks stay whole (Korthikanti et al. 2022,
+    Eq. 2: 10 sbh replicated) and the rest splits: 2 (8192 + 8 + 8192 + 4096) + (12288 + 8192 + 128 + 65536) / 4
+    = 40976 + 21536 = 62512."""
+    row = ROWS["megatron-ci-gpt3-7b-tp4-pp1-h100"]
+    model = bench.resolve_model(row["memlib"]["kwargs"]["model"])
+    est = memlib.estimate_training(model, seq_len=8192, layout="megatron", hidden_dropout=0.1)
+    assert est.counts["layer_activation_bytes"] == (41096 + 86024) * 8192
+    tp4 = memlib.estimate_training(model, seq_len=8192, layout="megatron", hidden_dropout=0.1, tp=4)
+    assert tp4.counts["layer_activation_bytes"] == 62512 * 8192
+    no_dropout = memlib.estimate_training(model, seq_len=8192, layout="megatron")
+    assert est.counts["layer_activation_bytes"] - no_dropout.counts["layer_activation_bytes"] == 2 * 4096 * 8192
+
+
+def test_interleaved_chunks_in_flight_by_hand():
+    """schedules.py get_pp_rank_microbatches (@d98e8a64): warm-up forwards 2 (p - r - 1) + (v - 1) p (group size p),
+    plus the first 1F1B forward, at most m v. p = 4, v = 8, m = 4 (the tp1/pp4 run): ranks 0..3 hold
+    min(32, 35), min(32, 33), min(32, 31), min(32, 29) = 32, 32, 31, 29 chunk forwards.
+    The first rank with enough micro-batches holds p v + p - 1 chunks of L / (p v) layers = L (1 + (p - 1)/(p v)),
+    theoretical_memory_usage.py's interleaved-schedule memory penalty; p = 4, v = 2, L = 32: 11 chunks x 4 = 44
+    layers = 32 x (1 + 3/8) (Narayanan et al. 2021 Sec. 2.2)."""
+    assert [interleaved_chunks_in_flight(4, 8, r, 4) for r in range(4)] == [32, 32, 31, 29]
+    assert interleaved_chunks_in_flight(4, 2, 0, 8) * 32 // (4 * 2) == 32 * (1 + 3 / 8) == 44
+    model = memlib.get_model("llama-2-7b")
+    acts = {}
+    for vpp in (1, 2):
+        est = memlib.estimate_training(model, seq_len=2048, layout="megatron", zero_stage=1, dp=2, pp=4, vpp=vpp,
+                                       grad_accum=8)
+        first = next(mo for mo in est.moments if mo.name == "forward" and ("GPU 1 of" in mo.where
+                                                                           or "stage 1 of" in mo.where))
+        acts[vpp] = first.parts["activations"]
+    layer = est.counts["layer_activation_bytes"]
+    assert acts[2] - acts[1] == (44 - 32) * layer  # 12 more layers' activations on the first GPU
+
+
+def test_vpp_changes_only_activations_not_states():
+    model = memlib.get_model("llama-2-7b")
+    a = memlib.estimate_training(model, seq_len=2048, layout="megatron", zero_stage=1, dp=2, pp=4, grad_accum=8)
+    b = memlib.estimate_training(model, seq_len=2048, layout="megatron", zero_stage=1, dp=2, pp=4, vpp=2,
+                                 grad_accum=8)
+    assert b.peak_bytes > a.peak_bytes
+    for key in ("param_bytes", "grad_bytes", "optimizer_bytes"):
+        assert a.counts[key] == b.counts[key]
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(vpp=2, dp=2), "layout='megatron'"),                       # a Megatron-Core option (plain DDP here)
+    (dict(hidden_dropout=0.1, pp=4), "layout='megatron'"),           # pp alone: no fused ledger, no masks
+    (dict(vpp=2, layout="megatron"), "pp > 1"),                      # interleaving needs pipeline stages
+    (dict(vpp=3, pp=4, layout="megatron"), "equal model chunks"),    # 32 layers do not split into 12 chunks
+    (dict(vpp=0, pp=4, layout="megatron"), "vpp"),
+    (dict(hidden_dropout=0.1), "layout='megatron'"),
+    (dict(hidden_dropout=1.0, layout="megatron"), "hidden_dropout"),
+    (dict(hidden_dropout=True, layout="megatron"), "hidden_dropout"),
+])
+def test_megatron_options_refused_where_they_do_not_apply(kw, match):
+    with pytest.raises(ValueError, match=match):
+        memlib.estimate_training("llama-2-7b", **kw)
+
+
+def test_megatron_ci_rows_are_json_lines_with_the_golden_commit():
+    for row in ROWS.values():
+        assert row["source"]["repo"] == "NVIDIA/Megatron-LM"
+        assert row["source"]["path"].endswith(".json") and "golden_values_dev_" in row["source"]["path"]
+        json.dumps(row)
+
+
+def test_interleaved_bubble_by_hand():
+    """Narayanan et al. 2021 Sec. 2.2.2: with v model chunks per GPU the bubble time is (p - 1)/v micro-batch
+    times, so its share of the step is (p - 1) / (v m + p - 1): p = 4, m = 8: 3/11 plain, 3/19 with v = 2."""
+    for vpp, share in ((1, 3 / 11), (2, 3 / 19)):
+        est = memlib.estimate_training("llama-2-7b", recipe="megatron", dp=2, pp=4, vpp=vpp, grad_accum=8)
+        assert memlib.step_time(est, "h100-80gb").bubble_fraction == pytest.approx(share)
