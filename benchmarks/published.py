@@ -61,7 +61,10 @@ def accepted_options(function: str) -> set[str]:
 
 
 def resolve_model(spec):
-    """A catalog name, or an inline Hugging Face config dict (read with Model.from_hf_config)."""
+    """A catalog name, an inline Hugging Face config dict (read with Model.from_hf_config), or {"memlib.Model": {...}}:
+    memlib.Model's own fields, for a model written in the script itself (no config.json to read)."""
+    if isinstance(spec, dict) and set(spec) == {"memlib.Model"}:
+        return memlib.Model(**spec["memlib.Model"])
     if isinstance(spec, dict):
         return memlib.Model.from_hf_config(spec, name=spec.get("_name_or_path") or spec["model_type"])
     return memlib.get_model(spec)
