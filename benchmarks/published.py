@@ -78,10 +78,13 @@ def megatron_gpt_model(cfg: dict) -> memlib.Model:
 
 
 def resolve_model(spec):
-    """A catalog name, an inline Hugging Face config dict (read with Model.from_hf_config), or a Megatron-LM
-    command-line shape (model_type 'megatron-gpt', megatron_gpt_model)."""
+    """A catalog name, an inline Hugging Face config dict (read with Model.from_hf_config), a Megatron-LM
+    command-line shape (model_type 'megatron-gpt', megatron_gpt_model), or {"memlib.Model": {...}}: memlib.Model's
+    own fields, for a model written in the script itself (no config.json to read)."""
     if isinstance(spec, dict) and spec.get("model_type") == "megatron-gpt":
         return megatron_gpt_model(spec)
+    if isinstance(spec, dict) and set(spec) == {"memlib.Model"}:
+        return memlib.Model(**spec["memlib.Model"])
     if isinstance(spec, dict):
         return memlib.Model.from_hf_config(spec, name=spec.get("_name_or_path") or spec["model_type"])
     return memlib.get_model(spec)

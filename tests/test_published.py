@@ -159,7 +159,13 @@ def test_row_memlib_expression(row):
         assert kw["context_len"] == s["seq_len"] and kw["batch"] == s["micro_batch"]
     # the model memlib is asked about is the model the recipe ran
     cfg = s["model"]["config"]
-    if isinstance(kw["model"], dict):
+    if isinstance(kw["model"], dict) and "memlib.Model" in kw["model"]:  # a model written in the script itself
+        m = bench.resolve_model(kw["model"])
+        assert (m.hidden_size, m.num_layers, m.num_heads, m.intermediate_size, m.vocab_size, m.tie_word_embeddings,
+                m.max_position_embeddings) == (
+            cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["intermediate_size"],
+            cfg["vocab_size"], cfg["tie_word_embeddings"], cfg["max_position_embeddings"])
+    elif isinstance(kw["model"], dict):
         assert kw["model"] == cfg
     else:
         m = memlib.get_model(kw["model"])

@@ -219,3 +219,53 @@ def test_deepspeed_bucket_against_measured_knobs():
     for a, b in (((True, 5 * 10**8), (False, 5 * 10**8)), ((True, 5 * 10**8), (True, 10**8)),
                  ((True, 10**8), (True, 10**7))):
         assert bucket(*a) - bucket(*b) == pytest.approx(measured[a] - measured[b], rel=0.01)
+
+
+# DeepSpeed's step and ZeRO-3's gradient partition, from deepspeedai/DeepSpeed@20cfce0 runtime/zero:
+# stage_1_and_2.py step() and stage3.py _prepare_fp32_grad_for_sub_group upcast with
+# `self.flatten(averaged_gradients).to(fp32)`: a 16-bit flat copy of the (sub-group's) gradient partition and its
+# fp32 copy, both alive at that statement; stage3.py _setup_for_real_optimizer makes grad_partitions_flat_buffer,
+# torch.zeros(sum of partition_numel) in the 16-bit dtype, once.
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_deepspeed_step_upcast_by_hand(stage):
+    model = memlib.get_model("llama-2-7b")
+    est = memlib.estimate_training(model, zero_stage=stage, dp=8)
+    partition = model.num_params // 8  # every trainable parameter's optimizer partition
+    if stage == 3:
+        partition = min(partition, 10**9)  # one sub-group at a time (sub_group_size 1e9)
+    assert est.counts["optimizer_temporary_bytes"] == (2 + 4) * partition
+    # 7B over 2 GPUs: the ZeRO-3 partition (3.37e9 elements) is stepped in 1e9-element sub-groups
+    two = memlib.estimate_training(model, zero_stage=3, dp=2)
+    assert two.counts["optimizer_temporary_bytes"] == 6 * 10**9
+
+
+def test_deepspeed_zero3_gradient_partition_alive_from_the_start():
+    """ZeRO-3: 2 bytes x num_params / dp of 16-bit gradient partition at every moment (the forward too), plus the
+    bucket (5e8 x 2 bytes); ZeRO-2 makes its partition in the backward (grads_in_partition) and frees it at the step."""
+    model = memlib.get_model("llama-2-7b")
+    z3 = memlib.estimate_training(model, zero_stage=3, dp=8)
+    forward = [mo for mo in z3.moments if mo.name in ("forward", "backward")]
+    partition = 2 * model.num_params // 8
+    assert {t.name: t.nbytes for t in z3.terms}["deepspeed_grad_partition_bytes"] == partition
+    assert all(mo.parts["gradients"] == partition + 10**9 for mo in forward)
+    z2 = memlib.estimate_training(model, zero_stage=2, dp=8)
+    assert "deepspeed_grad_partition_bytes" not in {t.name for t in z2.terms}
+    assert all(mo.parts.get("gradients", 0) == 0 for mo in z2.moments if mo.name == "forward")
+    offloaded = memlib.estimate_training(model, zero_stage=3, dp=8, offload="optimizer")
+    assert "deepspeed_grad_partition_bytes" not in {t.name for t in offloaded.terms}  # made on the CPU
+
+
+def test_gpt_style_model_under_deepspeed_zero3_by_hand():
+    """A GPT-style model (LayerNorm, GELU MLP, learned positions, biases) under ZeRO-3 over 4 GPUs in bf16: at the
+    step, 2 + 2 (16-bit params and gradient partition) + 4 + 8 (fp32 master, Adam m and v) = 16 bytes/param over 4,
+    the ZeRO-3 bucket (reduce_bucket_size 5e7 x 2 bytes) and the upcast of a 1e9-element sub-group (2 + 4 bytes)."""
+    m = memlib.Model(name="gpt-6.9b", hidden_size=4096, num_layers=32, num_heads=32, intermediate_size=16384,
+                     vocab_size=50257, mlp="standard", norm="layernorm", position="learned", qkv_bias=True,
+                     o_bias=True, mlp_bias=True, max_position_embeddings=512)
+    est = memlib.estimate_training(m, seq_len=512, precision="bf16", zero_stage=3, dp=4, recompute="full",
+                                   reduce_bucket_size=5 * 10**7, overlap_comm=True)
+    step = next(mo for mo in est.moments if mo.name == "optimizer")
+    assert sum(step.parts.values()) == 16 * m.num_params // 4 + 10**8 + 6 * 10**9
+    assert est.phase == "optimizer"
+    with pytest.raises(ValueError, match="LLaMA-style"):  # FSDP's per-layer units: not for this model
+        memlib.estimate_training(m, seq_len=512, zero_stage="FULL_SHARD", dp=4)

@@ -422,7 +422,11 @@ def _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, 
 
 def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout="auto") -> None:
     """tp, pp and sequence parallelism against the model's shape (Megatron splits whole heads and widths)."""
-    if model.mlp != "gated" and layout != "megatron" and (tp > 1 or pp > 1 or sharding != "none"):
+    # DeepSpeed's ZeRO partitions flat copies of whatever parameters the model has (stage_1_and_2.py and stage3.py
+    # flatten each param group), so it needs no LLaMA shape (step._estimate_gpt); Megatron's layout has its GPT
+    # layer (activations.megatron_layer_ledger); other tensor/pipeline splits and FSDP's per-layer units are
+    # modelled for LLaMA-style layers only.
+    if model.mlp != "gated" and layout != "megatron" and (tp > 1 or pp > 1 or sharding not in ("none", "deepspeed")):
         raise ValueError(f"parallel layouts are modelled for LLaMA-style models; {model.name} is {model.model_type}")
     if model.num_heads % tp or model.num_kv_heads % tp:
         raise ValueError(f"tp={tp} must divide the {model.num_heads} attention heads and the "

@@ -829,6 +829,13 @@ def _deepspeed_buckets(p: _Step) -> None:
     moment; ZeRO-1/2's from backward() on, released by the reduction epilogue at the end of each backward (ZeRO-1
     reduces only at the step's last micro-batch: its bucket stays through the next forward)."""
     p.ds_buckets = T.deepspeed_bucket_bytes(p.c)
+    p.ds_grad_partition = T.deepspeed_grad_partition_bytes(p.c)
+    if p.ds_grad_partition:
+        # ZeRO-3's gradient partition is one buffer made at init: whole at every moment (the sharded gradients the
+        # backward moments count so far are slices of it, so it replaces them).
+        for mo in p.moments:
+            if mo.name in ("forward", "backward"):
+                mo.parts["gradients"] = p.ds_grad_partition
     if not p.ds_buckets:
         return
     kept_forward = p.k == 3 or (p.k == 1 and p.s.grad_accum > 1)
@@ -868,6 +875,8 @@ def _result(p: _Step) -> Estimate:
         named.append((T.ddp_bucket_bytes, ddp_buckets))
     if p.ds_buckets:
         named.append((T.deepspeed_bucket_bytes, p.ds_buckets))
+    if p.ds_grad_partition:
+        named.append((T.deepspeed_grad_partition_bytes, p.ds_grad_partition))
     if s.finetune == "qlora":
         named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
                   (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]
@@ -947,6 +956,8 @@ def _estimate_gpt(s: TrainingSetup) -> Estimate:
         layer_bytes += lse
     acts = layer_bytes * m.num_layers
     logits = 4 * m.vocab_size * s.tokens
+    if s.sharding == "deepspeed":
+        return _estimate_gpt_deepspeed(s, layer, layer_bytes, acts, logits)
     moments = [
         Moment("forward", "end of forward", {"parameters": m.num_params * pb, "optimizer": state,
                                              "activations": acts, "logits_and_loss": 2 * logits}),
@@ -959,3 +970,44 @@ def _estimate_gpt(s: TrainingSetup) -> Estimate:
               "optimizer_bytes": state, "layer_activation_bytes": layer_bytes, "optimizer_temporary_bytes": 0,
               "adapter_params": 0}
     return Estimate(s, moments, counts, layer, ["GPT-style model: Korthikanti et al. 2022 activation formula"])
+
+
+def _estimate_gpt_deepspeed(s: TrainingSetup, layer, layer_bytes: int, acts: int, logits: int) -> Estimate:
+    """A GPT-style model under DeepSpeed's ZeRO: the activations as in _estimate_gpt (Korthikanti et al. 2022), the
+    model states, buffers and step temporaries from the same terms as the LLaMA path (_context, _model_states,
+    _offload; terms.deepspeed_bucket_bytes, deepspeed_grad_partition_bytes, optimizer_step_temporaries). ZeRO
+    partitions flat copies of whatever parameters the model has (runtime/zero/stage_1_and_2.py, stage3.py), so only
+    ZeRO-3's gathered layers (the one in use and the prefetched next, Rajbhandari et al. 2020, Sec. 5.3) depend on
+    the layer's shape. The moments: the end of the forward and optimizer.step()."""
+    p = _Step(s, layout.stages(s)[0], {})
+    _context(p)
+    _model_states(p)
+    _offload(p)
+    c, k = p.c, p.k
+    bucket = T.deepspeed_bucket_bytes(c)
+    grad_partition = T.deepspeed_grad_partition_bytes(c)
+    gathered = 2 * T.layer_parameter_bytes(c) if k == 3 and s.offload != "optimizer+params" else 0
+    moments = [
+        Moment("forward", "end of forward", {
+            "parameters": p.param_live, "optimizer": p.state_bytes, "activations": acts,
+            "logits_and_loss": 2 * logits, "gathered_parameters": gathered,
+            "gradients": grad_partition + (bucket if k == 3 else 0)}),
+        Moment("optimizer", "optimizer.step()", {
+            "parameters": p.param_step, "gradients": p.grad_bytes + (bucket if k == 3 else 0),
+            "optimizer": p.state_bytes, "temporaries": p.opt_tmp}),
+    ]
+    counts = {"trainable": p.trainable, "param_bytes": p.param_rest, "grad_bytes": p.grad_bytes,
+              "optimizer_bytes": p.state_bytes, "layer_activation_bytes": layer_bytes,
+              "optimizer_temporary_bytes": p.opt_tmp, "adapter_params": 0,
+              "param_bytes_unsharded": p.param_full, "grad_bytes_unsharded": p.grad_full,
+              "optimizer_bytes_unsharded": p.state_full}
+    named = [(T.parameter_bytes, p.param_full), (T.gradient_bytes, p.grad_full),
+             (T.optimizer_state_bytes, p.state_full), (T.optimizer_step_temporaries, p.opt_tmp)]
+    if bucket:
+        named.append((T.deepspeed_bucket_bytes, bucket))
+    if grad_partition:
+        named.append((T.deepspeed_grad_partition_bytes, grad_partition))
+    terms = [T.Term(fn.__name__, n, T.source(fn)) for fn, n in named]
+    notes = p.notes + ["GPT-style model: Korthikanti et al. 2022 activation formula; DeepSpeed's model states, "
+                       "buckets and step temporaries as for LLaMA-style models"]
+    return Estimate(s, moments, counts, layer, notes, p.host_bytes, p.nvme_bytes, terms)

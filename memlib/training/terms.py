@@ -199,6 +199,18 @@ def deepspeed_bucket_bytes(c: Ctx) -> int:
     return buffers * s.reduce_bucket_size * c.w.grad
 
 
+def deepspeed_grad_partition_bytes(c: Ctx) -> int:
+    """ZeRO-3's flat 16-bit gradient partition: one torch.zeros of every trainable parameter's partition_numel,
+    made with the optimizer and never freed; each parameter's reduced gradient is copied into its slice
+    (deepspeedai/DeepSpeed@20cfce0 runtime/zero/stage3.py _setup_for_real_optimizer: grad_partitions_flat_buffer,
+    __param_id_to_grad_partition). So the whole gradient partition is alive at every moment, the forward too, not
+    only once the backward has filled it. With offload_optimizer it is made on the CPU (self.device)."""
+    s = c.s
+    if s.sharding != "deepspeed" or c.k != 3 or s.offload != "none":
+        return 0
+    return sharded(c, gradient_bytes(c), "gradients")
+
+
 def ddp_bucket_bytes(c: Ctx) -> int:
     """torch DistributedDataParallel's all-reduce buckets: a flat copy of every trainable gradient, in the gradient
     dtype, allocated when the model is wrapped and alive from then on; none with gradient_as_bucket_view=True
@@ -259,10 +271,13 @@ def optimizer_step_temporaries(c: Ctx) -> int:
     if s.sharding == "deepspeed":
         # DeepSpeed steps on the flat fp32 partition after upcasting its gradient partition to
         # fp32; ZeRO-3 does it one sub-group at a time (sub_group_size, default 1e9 elements).
+        # The upcast is `self.flatten(averaged_gradients).to(fp32)` (deepspeedai/DeepSpeed@20cfce0
+        # runtime/zero/stage_1_and_2.py step(), stage3.py _prepare_fp32_grad_for_sub_group): the flatten is a
+        # 16-bit copy of the partition, alive next to its fp32 copy until the statement ends.
         if not c.w.master:
             return 0
         grad_partition = sharded(c, c.trainable, "optimizer")
-        return 4 * (min(grad_partition, DEEPSPEED_SUB_GROUP) if k == 3 else grad_partition)
+        return (4 + c.w.grad) * (min(grad_partition, DEEPSPEED_SUB_GROUP) if k == 3 else grad_partition)
     shard = s.dp if k >= 1 else 1
     largest = max(t.numel for t, _ in c.tensors)
     if k >= 1 and s.ep > 1 and any(t.experts and t.numel == largest for t, _ in c.tensors):
