@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from memlib.training import lora as lora_mod
 from memlib.models import Model, Tensor
+from memlib.models.layer_pattern import LayerIndices, LayerPattern
 from memlib.training.options import TrainingSetup
 
 # Tensors split by Megatron tensor parallelism are those with a Tensor.tp: column-parallel (q, k,
@@ -88,30 +89,39 @@ def stages(s: TrainingSetup) -> list[Stage]:
     differ only in the micro-batches in flight, and every activation term grows with those: of such stages only
     the one with the most in flight (the earliest) can be the heaviest, and it alone is evaluated."""
     m = s.model
-    moe = set(m.moe_layers) if m.is_moe else set()
     kept: dict = {}
     for st in all_stages(s):
         if st.embed or st.head:
             kept[("end", st.first_layer)] = st
             continue
-        key = tuple((m.layer_types[i], i in moe) for i in range(st.first_layer, st.first_layer + st.layers))
+        key = m.layer_kind_pattern[st.first_layer:st.first_layer + st.layers]  # its layers' kinds, in order
         if key not in kept or st.in_flight > kept[key].in_flight:
             kept[key] = st
     return sorted(kept.values(), key=lambda st: st.first_layer)
 
 
-def layer_indices(m: Model, t: Tensor) -> tuple[int, ...] | None:
-    """The decoder layers that hold tensor `t`, or None for a tensor outside the layers (embeddings, final
-    norm, head): the MoE block's tensors are in the MoE layers, the dense MLP's in the others."""
+def layer_indices(m: Model, t: Tensor) -> LayerIndices | None:
+    """The decoder layers that hold tensor `t` (a LayerIndices: a sequence of indices kept as a pattern), or None
+    for a tensor outside the layers (embeddings, final norm, head): the MoE block's tensors are in the MoE layers,
+    the dense MLP's in the others."""
     if t.name.startswith(OUTSIDE_LAYERS):
         return None
     if m.is_moe:
         if t.name.startswith(MOE_TENSORS):
             return m.moe_layers
         if t.name.split(".")[0] in DENSE_MLP:
-            moe = set(m.moe_layers)
-            return tuple(i for i in range(m.num_layers) if i not in moe)
-    return tuple(range(m.num_layers))
+            return _dense_layers(m)
+    return _all_layers(m)
+
+
+@lru_cache(maxsize=256)
+def _dense_layers(m: Model) -> LayerIndices:
+    return m.moe_layers.complement()
+
+
+@lru_cache(maxsize=256)
+def _all_layers(m: Model) -> LayerIndices:
+    return LayerIndices(LayerPattern.runs((True, m.num_layers)))
 
 
 def is_attention_tensor(m: Model, name: str) -> bool:
@@ -125,13 +135,9 @@ def is_attention_tensor(m: Model, name: str) -> bool:
 
 @lru_cache(maxsize=256)
 def layer_kinds(m: Model, first_layer: int, layers: int) -> tuple[tuple[tuple[str, bool], int], ...]:
-    """((attention type, is a MoE layer), how many) for the layers [first_layer, first_layer + layers)."""
-    moe = set(m.moe_layers) if m.is_moe else set()
-    out: dict = {}
-    for i in range(first_layer, first_layer + layers):
-        key = (m.layer_types[i], i in moe)
-        out[key] = out.get(key, 0) + 1
-    return tuple(out.items())
+    """((attention type, is a MoE layer), how many) for the layers [first_layer, first_layer + layers), in order of
+    first appearance (Model.layer_kinds: O(pattern), not O(layers))."""
+    return tuple(m.layer_kinds(first_layer, first_layer + layers).items())
 
 
 @dataclass(frozen=True)
@@ -167,7 +173,7 @@ def _stage_tensors(m: Model, tp: int, st: Stage, ep: int = 1) -> list[tuple[Tens
     for t in m.tensors():
         where = layer_indices(m, t)
         if where is not None:
-            count = sum(1 for i in where if lo <= i < hi)
+            count = where.count_in(lo, hi)
         elif t.name.startswith("embed"):
             count = 1 if st.embed else 0
         else:  # final norm, lm_head
