@@ -19,7 +19,7 @@ from dataclasses import dataclass
 # Patterns of at most this many layers are stored in one canonical form (computed from the expanded sequence),
 # so equal sequences are equal patterns with the tuple's hash whatever built them; longer ones keep their
 # builder's segments (normalized), which the readers build the same way for the same config.
-SMALL = 10_000
+SMALL = 1024
 # The most runs one zipped (attention type, MoE) block may have: two periodic patterns with large coprime periods
 # (never seen in a real config) are refused with a clear message instead of expanded.
 MAX_RUNS = 100_000
@@ -185,6 +185,13 @@ class LayerPattern(Sequence):
                     out.append((tuple(_runs_from(runs, 0, b % period)), 1))
             s += 1
         return _normalize(out)
+
+    def segment_at(self, i: int) -> tuple[int, int, int]:
+        """(start, period, end) of the segment holding position i: positions [start, end) repeat every period."""
+        s = bisect_right(self._starts, _index(i, self._len)) - 1
+        runs, reps = self.segments[s]
+        period = sum(c for _, c in runs)
+        return self._starts[s], 1 if len(runs) == 1 else period, self._starts[s] + period * reps
 
     def __contains__(self, x) -> bool:
         return any(v == x for runs, _ in self.segments for v, _ in runs)

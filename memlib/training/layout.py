@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from math import gcd
 
 from memlib.training import lora as lora_mod
 from memlib.models import Model, Tensor
@@ -66,18 +67,27 @@ def all_stages(s: TrainingSetup) -> list[Stage]:
     the grad_accum micro-batches of the step. device_map (transformers' device_map="auto", naive model
     parallelism): one micro-batch goes through the GPUs one after another, so each holds its layers' activations
     of one."""
-    L, pp = s.model.num_layers, s.pp
-    if pp == 1:
-        return [Stage("only", L, 1, True, True)]
-    out = []
-    for i, (first, n) in enumerate(pipeline_split(L, pp)):
-        where = f"layers {first}-{first + n - 1}" if n > 1 else f"layer {first}"
-        if s.sharding == "device_map":
-            name, in_flight = f"GPU {i + 1} of {pp} (device_map, {where})", 1
-        else:
-            name, in_flight = f"pipeline stage {i + 1} of {pp} ({where})", min(pp - i, s.grad_accum)
-        out.append(Stage(name, n, in_flight, i == 0, i == pp - 1, first))
-    return out
+    if s.pp == 1:
+        return [Stage("only", s.model.num_layers, 1, True, True)]
+    return [_stage(s, i) for i in range(s.pp)]
+
+
+def _split_at(num_layers: int, pp: int, i: int) -> tuple[int, int]:
+    """pipeline_split(num_layers, pp)[i] in O(1)."""
+    q, r = divmod(num_layers, pp)
+    return i * q + min(i, r), q + (1 if i < r else 0)
+
+
+def _stage(s: TrainingSetup, i: int) -> Stage:
+    """Stage i of all_stages(s) (pp > 1), in O(1)."""
+    pp = s.pp
+    first, n = _split_at(s.model.num_layers, pp, i)
+    where = f"layers {first}-{first + n - 1}" if n > 1 else f"layer {first}"
+    if s.sharding == "device_map":
+        name, in_flight = f"GPU {i + 1} of {pp} (device_map, {where})", 1
+    else:
+        name, in_flight = f"pipeline stage {i + 1} of {pp} ({where})", min(pp - i, s.grad_accum)
+    return Stage(name, n, in_flight, i == 0, i == pp - 1, first)
 
 
 def stages(s: TrainingSetup) -> list[Stage]:
@@ -89,8 +99,11 @@ def stages(s: TrainingSetup) -> list[Stage]:
     differ only in the micro-batches in flight, and every activation term grows with those: of such stages only
     the one with the most in flight (the earliest) can be the heaviest, and it alone is evaluated."""
     m = s.model
+    if s.pp == 1:
+        return all_stages(s)
     kept: dict = {}
-    for st in all_stages(s):
+    for i in _candidate_stages(m.layer_kind_pattern, m.num_layers, s.pp):
+        st = _stage(s, i)
         if st.embed or st.head:
             kept[("end", st.first_layer)] = st
             continue
@@ -98,6 +111,31 @@ def stages(s: TrainingSetup) -> list[Stage]:
         if key not in kept or st.in_flight > kept[key].in_flight:
             kept[key] = st
     return sorted(kept.values(), key=lambda st: st.first_layer)
+
+
+def _candidate_stages(pattern: LayerPattern, num_layers: int, pp: int):
+    """Indices of the stages that can be the earliest of their kind, without visiting all pp of them (pp may be
+    num_layers): in a segment of the layer pattern (a block of period P repeated), stages of n layers that lie
+    inside it repeat their layers' kinds every P / gcd(P, n) stages, and the micro-batches in flight never grow
+    with the stage index, so of those only the first cycle can be kept; the rest of the segment is skipped."""
+    q, r = divmod(num_layers, pp)
+    i = 0
+    while i < pp:
+        yield i
+        first, n = _split_at(num_layers, pp, i)
+        start, period, end = pattern.segment_at(first)
+        if 0 < i and first + n <= end:  # a middle stage inside one segment: the same size until stage r
+            cycle = period // gcd(period, n)
+            # the last stage j of this size whose layers end inside the segment
+            last_same = r - 1 if i < r else pp - 1
+            base = i * q + min(i, r) - i * n  # first_j = base + j * n for stages of this size
+            last_inside = min(last_same, (end - n - base) // n, pp - 2)  # the last stage (the head) is kept
+            if last_inside - i > cycle:
+                for j in range(i + 1, i + cycle + 1):
+                    yield j
+                i = last_inside + 1
+                continue
+        i += 1
 
 
 def layer_indices(m: Model, t: Tensor) -> LayerIndices | None:
