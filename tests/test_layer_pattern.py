@@ -6,6 +6,7 @@ pipeline stage visited, tensors' layers counted index by index."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import time
 from collections import Counter
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from memlib import Model, estimate_inference, estimate_training
 from memlib.models import layer_pattern as lp
 from memlib.models.catalog import CATALOG
+from memlib.models.hf_configs import HF_CONFIGS
 from memlib.models.layer_pattern import LayerIndices, LayerPattern
 from memlib.training import layout
 
@@ -221,11 +223,48 @@ def test_models_from_per_layer_tuples(kinds, data):
 
 
 # --- (c) huge layer counts: a clear error or a fast answer --------------------------------------------------
-@pytest.mark.parametrize("layers", [10**9, 10**12])
-def test_huge_layer_count_fast(layers):
+def test_huge_layer_count_refused_fast():
     t = time.perf_counter()
-    with pytest.raises(ValueError, match="num_layers .*at most"):
-        Model.from_hf_config({**LLAMA, "num_hidden_layers": layers})
+    with pytest.raises(ValueError, match="num_layers 1,000,000,000,000 is more than memlib models .*at most"):
+        Model.from_hf_config({**LLAMA, "num_hidden_layers": 10**12})
+    assert time.perf_counter() - t < 5
+
+
+def _deep(name: str, n: int) -> Model:
+    cfg = copy.deepcopy(HF_CONFIGS[name]["config"])
+    text = cfg.get("text_config", cfg)
+    text["num_hidden_layers"] = n
+    text.pop("layer_types", None)  # gpt-oss lists its 24 layers; the family's rule (alternating) instead
+    return Model.from_hf_config(cfg, name=name)
+
+
+def test_billion_layers_counted_by_pattern_fast():
+    """10**9 layers of each family: the kinds counted from the family's rule by hand, every entry point in ms."""
+    n = 10**9
+    t = time.perf_counter()
+    ds, gemma, maverick = _deep("deepseek-v3", n), _deep("gemma-3-27b", n), _deep("llama-4-maverick", n)
+    # DeepSeek-V3: first_k_dense_replace = 3 dense layers, then MoE (transformers' DeepseekV3DecoderLayer)
+    assert ds.layer_kinds() == {("full_attention", False): 3, ("full_attention", True): n - 3}
+    # Gemma 3: every 6th layer global (sliding_window_pattern 6), the others sliding
+    assert gemma.layer_counts() == {"full_attention": n // 6, "sliding_attention": n - n // 6}
+    # Llama 4 Maverick: MoE every 2nd layer (interleave_moe_layer_step 2); every 4th layer without RoPE attends
+    # fully (no_rope_layer_interval 4), the others in chunks: layer i is (i % 4 == 3: full, MoE), odd: MoE
+    assert maverick.layer_kinds() == {("chunked_attention", False): n // 2, ("chunked_attention", True): n // 4,
+                                      ("full_attention", True): n // 4}
+    def among(lo, hi, mod, r):  # how many i in [lo, hi) have i % mod == r
+        return (hi - r + mod - 1) // mod - (lo - r + mod - 1) // mod
+    for first, layers in (layout.pipeline_split(n, 7)[3], layout.pipeline_split(n, 3)[1]):  # middle stages
+        lo, hi = first, first + layers
+        assert dict(layout.layer_kinds(maverick, first, layers)) == {
+            ("chunked_attention", False): among(lo, hi, 2, 0), ("chunked_attention", True): among(lo, hi, 4, 1),
+            ("full_attention", True): among(lo, hi, 4, 3)}
+    for m in (ds, gemma, maverick, _deep("gpt-oss-20b", n), _deep("qwen3-30b-a3b", n)):
+        estimate_inference(m, context_len=4096)
+        for o in ({"pp": 4, "grad_accum": 8}, {"pp": n, "dp": 2**20, "zero_stage": 1}):
+            try:
+                estimate_training(m, seq_len=512, **o)
+            except ValueError as e:  # bytes past 2**53: refused clearly, not computed wrong
+                assert "2**53" in str(e)
     assert time.perf_counter() - t < 5
 
 
