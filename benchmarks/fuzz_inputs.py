@@ -348,9 +348,17 @@ add("config llama4 moe_layers=[]", lambda: Model.from_hf_config(
     Ok(lambda n: n == 48 * (2 * 5120 * 5120 + 2 * 5120 * 1024 + 3 * 5120 * 16384 + 2 * 5120)
        + 2 * 202048 * 5120 + 5120))
 add("config num_hidden_layers=10**12", lambda: Model.from_hf_config({**GOOD, "num_hidden_layers": 10**12}),
-    Err("100,000"))
-add("config num_hidden_layers=100001", lambda: Model.from_hf_config({**GOOD, "num_hidden_layers": 100_001}),
-    Err("100,000"))
+    Err("1,000,000,000"))
+add("config num_hidden_layers=10**9+1", lambda: Model.from_hf_config({**GOOD, "num_hidden_layers": 10**9 + 1}),
+    Err("1,000,000,000"))
+# layers are a pattern (issue 23 item 3): 10**9 layers are counted exactly and at once; the 7B shape's
+# parameters are L x (4 h^2 + 3 h I + 2 h) + 2 V h + h (q, k, v, o; gate, up, down; 2 RMSNorms; embedding, head, norm)
+add("config num_hidden_layers=10**9", lambda: Model.from_hf_config({**GOOD, "num_hidden_layers": 10**9}).num_params,
+    Ok(lambda n: n == 10**9 * (4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096) + 2 * 32000 * 4096 + 4096))
+add("deepseek-v3 with 10**9 layers, pp=10**9 (one layer a stage)",
+    lambda: estimate_training(get_model("deepseek-v3").with_(num_layers=10**9), pp=10**9, dp=2**20,
+                              zero_stage=1).peak_bytes,
+    Either(lambda b: b > 0, "2**53"))
 
 # bounded searches and linear-time parsing
 add("min_gpus deepseek-v3 on t4, 2**20 tokens, max_count 2**53",

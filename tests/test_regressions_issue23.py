@@ -154,14 +154,31 @@ def test_numpy_float16_headroom_in_fits_and_plan():
 
 
 # --- 3. huge layer counts ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("layers", [10**9, 10**12])
+@pytest.mark.parametrize("layers", [10**9 + 1, 10**12])
 def test_huge_layer_count_refused_clearly(layers):
     t = time.perf_counter()
-    with pytest.raises(ValueError, match="num_layers .*at most 100,000"):
+    with pytest.raises(ValueError, match="num_layers .*at most 1,000,000,000"):
         Model.from_hf_config({**LLAMA_7B, "num_hidden_layers": layers})
-    with pytest.raises(ValueError, match="at most 100,000"):
+    with pytest.raises(ValueError, match="at most 1,000,000,000"):
         Model("m", hidden_size=64, num_layers=layers, num_heads=4, intermediate_size=128, vocab_size=100)
     assert time.perf_counter() - t < 5  # was a MemoryError (10**12) and about 90 s (10**9)
+
+
+def test_billion_layers_answer_fast_and_exactly():
+    # layers are a pattern (memlib.models.layer_pattern): 10**9 layers cost what 32 do
+    t = time.perf_counter()
+    m = Model.from_hf_config({**LLAMA_7B, "num_hidden_layers": 10**9})
+    h, I, V, L = 4096, 11008, 32000, 10**9
+    assert m.num_params == L * (4 * h * h + 3 * h * I + 2 * h) + 2 * V * h + h  # q,k,v,o; gate,up,down; 2 norms
+    tiny = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+            "vocab_size": 1000}
+    for pp in (1, 4):  # weights, gradients and Adam states: a fixed amount per layer on the heaviest GPU
+        states = {n: estimate_training(Model.from_hf_config({**tiny, "num_hidden_layers": n}), seq_len=64,
+                                       pp=pp, grad_accum=4).model_state_bytes for n in (8, 12, 10**9)}
+        per_layer = (states[12] - states[8]) // (4 // pp)  # 4 more layers: 4 // pp more on each stage
+        assert states[10**9] == states[8] + (10**9 - 8) // pp * per_layer
+    plan(Model.from_hf_config({**tiny, "num_hidden_layers": 10**9}), "a100-80gb", 8)
+    assert time.perf_counter() - t < 5
 
 
 # --- 4. user-defined GPUs ------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from importlib import resources
 
 from memlib._checks import positive_int
 from memlib.models import hf_defaults
+from memlib.models.layer_pattern import LayerIndices, LayerPattern
 from memlib.models.hf_readers import (_check_layer_count, _check_quantization_options, dense_if_no_moe,
                                       moe_layer_set, parse_int, quantization_options, refuse_long_ints)
 
@@ -115,11 +116,12 @@ class Model:
     moe_intermediate_size: int = 0  # one routed expert's MLP width
     num_shared_experts: int = 0  # always-active shared experts (DeepSeek n_shared_experts, Llama 4: 1)
     shared_expert_intermediate_size: int = 0  # width of the shared MLP (all shared experts fused)
-    moe_layers: tuple = ()  # indices of the MoE layers; empty with num_experts > 0: every layer
+    moe_layers: tuple = ()  # indices of the MoE layers (stored as a LayerIndices); empty with num_experts > 0: every layer
     router_bias: bool = False  # gpt-oss
     expert_bias: bool = False  # gpt-oss: biases on every expert's projections
     # --- attention span per layer ---------------------------------------------------------
-    layer_types: tuple = ()  # per layer, one of LAYER_TYPES; empty: all full (or all sliding if sliding_window)
+    layer_types: tuple = ()  # per layer, one of LAYER_TYPES (stored as a LayerPattern); empty: all full (or all
+    # sliding if sliding_window)
     sliding_window: int = 0  # tokens a sliding_attention layer sees (and caches)
     attention_chunk_size: int = 0  # tokens of a chunked_attention layer's chunk (Llama 4)
     # --- output head ------------------------------------------------------------------------
@@ -202,24 +204,36 @@ class Model:
         if bool(self.num_shared_experts) != bool(self.shared_expert_intermediate_size):
             raise ValueError("num_shared_experts and shared_expert_intermediate_size go together (both 0 or both > 0)")
         layers = self.moe_layers
-        if not isinstance(layers, (tuple, list)):
-            raise ValueError(f"moe_layers must be a tuple of layer indices, got {layers!r}")
-        layers = tuple(positive_int("moe_layers entry", i, allow_zero=True) for i in layers) \
-            or tuple(range(self.num_layers))
-        if len(set(layers)) != len(layers) or max(layers) >= self.num_layers:
-            raise ValueError(f"moe_layers must be distinct indices below num_layers {self.num_layers}, got {layers}")
-        object.__setattr__(self, "moe_layers", tuple(sorted(layers)))
+        if isinstance(layers, LayerIndices):
+            if layers.num_layers != self.num_layers:
+                raise ValueError(f"moe_layers covers {layers.num_layers:,} layers, the model has {self.num_layers:,}")
+        else:
+            if not isinstance(layers, (tuple, list)):
+                raise ValueError(f"moe_layers must be a tuple of layer indices, got {layers!r}")
+            layers = tuple(positive_int("moe_layers entry", i, allow_zero=True) for i in layers)
+            if len(set(layers)) != len(layers) or (layers and max(layers) >= self.num_layers):
+                raise ValueError(f"moe_layers must be distinct indices below num_layers {self.num_layers}, "
+                                 f"got {layers}")
+            layers = LayerIndices.from_indices(layers, self.num_layers)
+        if not layers:
+            layers = LayerIndices(LayerPattern.runs((True, self.num_layers)))
+        object.__setattr__(self, "moe_layers", layers)
 
     def _check_layer_types(self):
         types = self.layer_types
-        if not isinstance(types, (tuple, list)):
+        if not isinstance(types, (tuple, list, LayerPattern)):
             raise ValueError(f"layer_types must be a tuple of strings, got {types!r}")
         if not types:
-            types = ("sliding_attention" if self.sliding_window else "full_attention",) * self.num_layers
-        types = tuple(types)
+            types = LayerPattern.runs(("sliding_attention" if self.sliding_window else "full_attention",
+                                       self.num_layers))
+        if not isinstance(types, LayerPattern):
+            for t in types:
+                if not isinstance(t, str):
+                    raise ValueError(f"unknown layer type {t!r}; accepted: {', '.join(LAYER_TYPES)}")
+            types = LayerPattern.of(types)
         if len(types) != self.num_layers:
             raise ValueError(f"layer_types has {len(types)} entries for {self.num_layers} layers")
-        for t in types:
+        for t in types.counts():
             if t not in LAYER_TYPES:
                 raise ValueError(f"unknown layer type {t!r}; accepted: {', '.join(LAYER_TYPES)}")
         if "sliding_attention" in types and not self.sliding_window:
@@ -269,7 +283,19 @@ class Model:
 
     def layer_counts(self) -> dict[str, int]:
         """How many layers of each attention type ('full_attention', 'sliding_attention', 'chunked_attention')."""
-        return {t: self.layer_types.count(t) for t in LAYER_TYPES if t in self.layer_types}
+        counts = self.layer_types.counts()
+        return {t: counts[t] for t in LAYER_TYPES if t in counts}
+
+    @cached_property
+    def layer_kind_pattern(self) -> LayerPattern:
+        """(attention type, is a MoE layer) of every layer, as a LayerPattern (a few segments whatever num_layers)."""
+        moe = self.moe_layers.mask if self.is_moe else LayerPattern.runs((False, self.num_layers))
+        return self.layer_types.zip(moe)
+
+    def layer_kinds(self, lo: int = 0, hi: int | None = None) -> dict[tuple[str, bool], int]:
+        """{(attention type, is a MoE layer): how many} over the layers [lo, hi) (default all), in order of first
+        appearance; O(pattern), not O(layers), so a pipeline stage of a 10**9-layer model counts at once."""
+        return self.layer_kind_pattern.counts(lo, self.num_layers if hi is None else hi)
 
     def tensors(self) -> list[Tensor]:
         """Every parameter tensor, in the order the HF implementations create them."""
@@ -447,10 +473,12 @@ class Model:
         if n != self.num_layers and isinstance(n, numbers.Integral) and n > 0:
             _check_layer_count(n)  # before the per-layer pattern is repeated n times
             if "layer_types" not in changes:
-                changes["layer_types"] = tuple(self.layer_types[i % self.num_layers] for i in range(n))
+                changes["layer_types"] = self.layer_types.cycled(n)
             if "moe_layers" not in changes and self.is_moe:
-                every = self.moe_layers == tuple(range(self.num_layers))
-                kept = () if every else tuple(i for i in self.moe_layers if i < n)
+                every = len(self.moe_layers) == self.num_layers
+                mask = self.moe_layers.mask
+                kept = () if every else LayerIndices(
+                    mask[:n] if n <= self.num_layers else mask + LayerPattern.runs((False, n - self.num_layers)))
                 if not every and not kept:
                     raise ValueError(f"{self.name} with {n} layers would keep none of its MoE layers "
                                      f"{self.moe_layers[:4]}...; give moe_layers")
@@ -742,7 +770,12 @@ _SILU = {"silu": "silu", "swish": "silu"}
 
 def _layer_types(c: _Cfg, n: int, default: tuple) -> tuple:
     types = c.str_list("layer_types", ())
-    return types if types else default
+    return LayerPattern.of(types) if types else default
+
+
+def _every(n: int, step: int, every, other) -> LayerPattern:
+    """Layer i is `every` when (i + 1) % step == 0, else `other`, over n layers (a LayerPattern)."""
+    return LayerPattern.periodic(((other, step - 1), (every, 1)), n)
 
 
 def _qwen_window(c: _Cfg, n: int) -> dict:
@@ -752,7 +785,7 @@ def _qwen_window(c: _Cfg, n: int) -> dict:
     w = c.int("sliding_window", 4096)
     first = c.int("max_window_layers", 28, allow_zero=True)
     return {"sliding_window": w, "layer_types": _layer_types(
-        c, n, tuple("sliding_attention" if i >= first else "full_attention" for i in range(n)))}
+        c, n, LayerPattern.runs(("full_attention", min(first, n)), ("sliding_attention", max(n - first, 0))))}
 
 
 def _read_llama(c, fam):
@@ -786,11 +819,13 @@ def _read_qwen3(c, fam, moe=False):
     if moe:  # HF Qwen3MoeDecoderLayer: MoE unless in mlp_only_layers, every decoder_sparse_step-th layer
         E = c.int("num_experts", 128)
         step = c.int("decoder_sparse_step", 1)
-        dense = set(c.int_list("mlp_only_layers", ()))
         n = kw["num_layers"]
+        dense = {i for i in c.int_list("mlp_only_layers", ()) if 0 <= i < n}
+        moe = _every(n, step, True, False)
+        if dense:
+            moe = moe.zip(LayerIndices.from_indices(dense, n).mask).map(lambda v: v[0] and not v[1])
         out.update(num_experts=E, num_experts_per_tok=c.int("num_experts_per_tok", 8),
-                   moe_intermediate_size=c.int("moe_intermediate_size", 768),
-                   moe_layers=tuple(i for i in range(n) if i not in dense and (i + 1) % step == 0))
+                   moe_intermediate_size=c.int("moe_intermediate_size", 768), moe_layers=LayerIndices(moe))
         out = dense_if_no_moe(out)  # every layer in mlp_only_layers: transformers builds a dense model
     return out
 
@@ -821,8 +856,7 @@ def _read_gemma(c, fam, gen: int):
         pattern = c.int("sliding_window_pattern", 6)
         caps = dict(attn_logit_softcap=c.float("attn_logit_softcapping", 0.0),
                     final_logit_softcap=c.float("final_logit_softcapping", 0.0))
-    types = _layer_types(c, n, tuple("sliding_attention" if (i + 1) % pattern else "full_attention"
-                                     for i in range(n)))
+    types = _layer_types(c, n, _every(n, pattern, "full_attention", "sliding_attention"))
     return dict(**kw, qkv_bias=bias, o_bias=bias, norm_layout="sandwich", qk_norm="head" if gen == 3 else "",
                 activation=_act(c, act_key, "gelu_pytorch_tanh", _GELU), sliding_window=c.int("sliding_window", 4096),
                 layer_types=types, **caps)
@@ -857,7 +891,8 @@ def _read_deepseek(c, fam, v: int):
                num_experts=c.int("n_routed_experts", 256 if v == 3 else 64),
                num_experts_per_tok=c.int("num_experts_per_tok", 8 if v == 3 else _MISSING),
                moe_intermediate_size=moe_I, num_shared_experts=shared,
-               shared_expert_intermediate_size=moe_I * shared, moe_layers=tuple(range(first, n)))
+               shared_expert_intermediate_size=moe_I * shared,
+               moe_layers=LayerIndices(LayerPattern.runs((False, min(first, n)), (True, max(n - first, 0)))))
     return dense_if_no_moe(out)  # num_hidden_layers <= first_k_dense_replace: every layer dense
 
 
@@ -866,13 +901,17 @@ def _read_llama4(c, fam):
     n = kw["num_layers"]
     step = c.int("interleave_moe_layer_step", 1)
     # Llama4TextConfig: moe_layers (even []) overrides interleave_moe_layer_step; no MoE layer is a dense model
-    moe_layers = moe_layer_set(c.int_list("moe_layers", tuple(range(step - 1, n, step))), n, "moe_layers")
+    if c.d.get("moe_layers") is not None:
+        moe_layers = LayerIndices.from_indices(moe_layer_set(c.int_list("moe_layers"), n, "moe_layers"), n)
+    else:
+        moe_layers = LayerIndices(_every(n, step, True, False))
     expert_I = kw["intermediate_size"]
     kw["intermediate_size"] = c.int("intermediate_size_mlp", 16384)  # the dense layers' MLP
     chunk = c.int("attention_chunk_size", 8192, allow_zero=True)
     interval = c.int("no_rope_layer_interval", 4)
-    rope = c.int_list("no_rope_layers", ()) or tuple(int((i + 1) % interval != 0) for i in range(n))
-    types = _layer_types(c, n, tuple("chunked_attention" if r and chunk else "full_attention" for r in rope))
+    rope = c.int_list("no_rope_layers", ())
+    rope = LayerPattern.of(rope) if rope else _every(n, interval, 0, 1)
+    types = _layer_types(c, n, rope.map(lambda r: "chunked_attention" if r and chunk else "full_attention"))
     bias = c.bool("attention_bias", False)
     return dense_if_no_moe(dict(
         **kw, qkv_bias=bias, o_bias=bias, activation=_act(c, "hidden_act", "silu", _SILU),
@@ -886,7 +925,7 @@ def _read_gpt_oss(c, fam):
     n = kw["num_layers"]
     bias = c.bool("attention_bias", True)
     k = c.int("num_experts_per_tok", 4)  # GptOssConfig's field; config.json's "experts_per_token" is unread there
-    types = _layer_types(c, n, tuple("sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)))
+    types = _layer_types(c, n, _every(n, 2, "full_attention", "sliding_attention"))
     return dict(**kw, qkv_bias=bias, o_bias=bias, attention_sinks=True, activation="silu",
                 num_experts=c.int("num_local_experts", 128), num_experts_per_tok=k, router_bias=True,
                 expert_bias=True, sliding_window=c.int("sliding_window", 128), layer_types=types)

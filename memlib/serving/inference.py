@@ -558,7 +558,7 @@ def _prefill_moments(s: InferenceSetup) -> tuple[dict[str, int], dict[str, str]]
                                  "(q, k, v, output, c_KV + k_rope) + 4*T*heads (fp32 softmax LSE)")
     else:
         q, kv = m.q_size // tp, m.kv_size // tp
-        capped = any(kv_cap(m, t) is not None and kv_cap(m, t) < s.context_len for t in m.layer_types)
+        capped = any(kv_cap(m, t) is not None and kv_cap(m, t) < s.context_len for t in m.layer_counts())
         win = 2 * T * kv * c if capped else 0  # a windowed layer's K, V of the whole prompt, before the cache crops
         if m.position == "rope":
             # apply_rotary_pos_emb: q*cos + rotate_half(q)*sin with q, both products and the

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from math import gcd
 
 from memlib.training import lora as lora_mod
 from memlib.models import Model, Tensor
+from memlib.models.layer_pattern import LayerIndices, LayerPattern
 from memlib.training.options import TrainingSetup
 
 # Tensors split by Megatron tensor parallelism are those with a Tensor.tp: column-parallel (q, k,
@@ -66,20 +68,29 @@ def all_stages(s: TrainingSetup) -> list[Stage]:
     the grad_accum micro-batches of the step. device_map (transformers' device_map="auto", naive model
     parallelism): one micro-batch goes through the GPUs one after another, so each holds its layers' activations
     of one. Interleaved 1F1B (vpp > 1 model chunks per GPU, Narayanan et al. 2021 Sec. 2.2): see interleaved_stages."""
-    L, pp = s.model.num_layers, s.pp
-    if pp == 1:
-        return [Stage("only", L, 1, True, True)]
+    if s.pp == 1:
+        return [Stage("only", s.model.num_layers, 1, True, True)]
     if s.vpp > 1:
-        return interleaved_stages(L, pp, s.vpp, s.grad_accum)
-    out = []
-    for i, (first, n) in enumerate(pipeline_split(L, pp)):
-        where = f"layers {first}-{first + n - 1}" if n > 1 else f"layer {first}"
-        if s.sharding == "device_map":
-            name, in_flight = f"GPU {i + 1} of {pp} (device_map, {where})", 1
-        else:
-            name, in_flight = f"pipeline stage {i + 1} of {pp} ({where})", min(pp - i, s.grad_accum)
-        out.append(Stage(name, n, in_flight, i == 0, i == pp - 1, first))
-    return out
+        return interleaved_stages(s.model.num_layers, s.pp, s.vpp, s.grad_accum)
+    return [_stage(s, i) for i in range(s.pp)]
+
+
+def _split_at(num_layers: int, pp: int, i: int) -> tuple[int, int]:
+    """pipeline_split(num_layers, pp)[i] in O(1)."""
+    q, r = divmod(num_layers, pp)
+    return i * q + min(i, r), q + (1 if i < r else 0)
+
+
+def _stage(s: TrainingSetup, i: int) -> Stage:
+    """Stage i of all_stages(s) (pp > 1), in O(1)."""
+    pp = s.pp
+    first, n = _split_at(s.model.num_layers, pp, i)
+    where = f"layers {first}-{first + n - 1}" if n > 1 else f"layer {first}"
+    if s.sharding == "device_map":
+        name, in_flight = f"GPU {i + 1} of {pp} (device_map, {where})", 1
+    else:
+        name, in_flight = f"pipeline stage {i + 1} of {pp} ({where})", min(pp - i, s.grad_accum)
+    return Stage(name, n, in_flight, i == 0, i == pp - 1, first)
 
 
 def interleaved_chunks_in_flight(pp: int, vpp: int, rank: int, micro_batches: int) -> int:
@@ -116,30 +127,67 @@ def stages(s: TrainingSetup) -> list[Stage]:
     differ only in the micro-batches in flight, and every activation term grows with those: of such stages only
     the one with the most in flight (the earliest) can be the heaviest, and it alone is evaluated."""
     m = s.model
-    moe = set(m.moe_layers) if m.is_moe else set()
+    if s.pp == 1 or s.vpp > 1:  # interleaved: pp stages of alike layers (checked), each evaluated
+        return all_stages(s)
     kept: dict = {}
-    for st in all_stages(s):
+    for i in _candidate_stages(m.layer_kind_pattern, m.num_layers, s.pp):
+        st = _stage(s, i)
         if st.embed or st.head:
             kept[("end", st.first_layer)] = st
             continue
-        key = tuple((m.layer_types[i], i in moe) for i in range(st.first_layer, st.first_layer + st.layers))
+        key = m.layer_kind_pattern[st.first_layer:st.first_layer + st.layers]  # its layers' kinds, in order
         if key not in kept or st.in_flight > kept[key].in_flight:
             kept[key] = st
     return sorted(kept.values(), key=lambda st: st.first_layer)
 
 
-def layer_indices(m: Model, t: Tensor) -> tuple[int, ...] | None:
-    """The decoder layers that hold tensor `t`, or None for a tensor outside the layers (embeddings, final
-    norm, head): the MoE block's tensors are in the MoE layers, the dense MLP's in the others."""
+def _candidate_stages(pattern: LayerPattern, num_layers: int, pp: int):
+    """Indices of the stages that can be the earliest of their kind, without visiting all pp of them (pp may be
+    num_layers): in a segment of the layer pattern (a block of period P repeated), stages of n layers that lie
+    inside it repeat their layers' kinds every P / gcd(P, n) stages, and the micro-batches in flight never grow
+    with the stage index, so of those only the first cycle can be kept; the rest of the segment is skipped."""
+    q, r = divmod(num_layers, pp)
+    i = 0
+    while i < pp:
+        yield i
+        first, n = _split_at(num_layers, pp, i)
+        start, period, end = pattern.segment_at(first)
+        if 0 < i and first + n <= end:  # a middle stage inside one segment: the same size until stage r
+            cycle = period // gcd(period, n)
+            # the last stage j of this size whose layers end inside the segment
+            last_same = r - 1 if i < r else pp - 1
+            base = i * q + min(i, r) - i * n  # first_j = base + j * n for stages of this size
+            last_inside = min(last_same, (end - n - base) // n, pp - 2)  # the last stage (the head) is kept
+            if last_inside - i > cycle:
+                for j in range(i + 1, i + cycle + 1):
+                    yield j
+                i = last_inside + 1
+                continue
+        i += 1
+
+
+def layer_indices(m: Model, t: Tensor) -> LayerIndices | None:
+    """The decoder layers that hold tensor `t` (a LayerIndices: a sequence of indices kept as a pattern), or None
+    for a tensor outside the layers (embeddings, final norm, head): the MoE block's tensors are in the MoE layers,
+    the dense MLP's in the others."""
     if t.name.startswith(OUTSIDE_LAYERS):
         return None
     if m.is_moe:
         if t.name.startswith(MOE_TENSORS):
             return m.moe_layers
         if t.name.split(".")[0] in DENSE_MLP:
-            moe = set(m.moe_layers)
-            return tuple(i for i in range(m.num_layers) if i not in moe)
-    return tuple(range(m.num_layers))
+            return _dense_layers(m)
+    return _all_layers(m)
+
+
+@lru_cache(maxsize=256)
+def _dense_layers(m: Model) -> LayerIndices:
+    return m.moe_layers.complement()
+
+
+@lru_cache(maxsize=256)
+def _all_layers(m: Model) -> LayerIndices:
+    return LayerIndices(LayerPattern.runs((True, m.num_layers)))
 
 
 def is_attention_tensor(m: Model, name: str) -> bool:
@@ -153,13 +201,9 @@ def is_attention_tensor(m: Model, name: str) -> bool:
 
 @lru_cache(maxsize=256)
 def layer_kinds(m: Model, first_layer: int, layers: int) -> tuple[tuple[tuple[str, bool], int], ...]:
-    """((attention type, is a MoE layer), how many) for the layers [first_layer, first_layer + layers)."""
-    moe = set(m.moe_layers) if m.is_moe else set()
-    out: dict = {}
-    for i in range(first_layer, first_layer + layers):
-        key = (m.layer_types[i], i in moe)
-        out[key] = out.get(key, 0) + 1
-    return tuple(out.items())
+    """((attention type, is a MoE layer), how many) for the layers [first_layer, first_layer + layers), in order of
+    first appearance (Model.layer_kinds: O(pattern), not O(layers))."""
+    return tuple(m.layer_kinds(first_layer, first_layer + layers).items())
 
 
 @dataclass(frozen=True)
@@ -195,7 +239,7 @@ def _stage_tensors(m: Model, tp: int, st: Stage, ep: int = 1) -> list[tuple[Tens
     for t in m.tensors():
         where = layer_indices(m, t)
         if where is not None:
-            count = sum(1 for i in where if lo <= i < hi)
+            count = where.count_in(lo, hi)
         elif t.name.startswith("embed"):
             count = 1 if st.embed else 0
         else:  # final norm, lm_head

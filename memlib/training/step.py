@@ -52,10 +52,8 @@ def estimate(s: TrainingSetup) -> Estimate:
         moments += [Moment(mo.name, f"{st.name}: {mo.where}", mo.parts) for mo in est.moments]
     worst_i = max(range(len(results)), key=lambda i: results[i].peak_bytes)  # the earliest of equals
     worst, heavy = results[worst_i], sts[worst_i]
-    split = layout.pipeline_split(s.model.num_layers, s.pp)
-    sizes = sorted({n for _, n in split}, reverse=True)
-    layers = (f"{sizes[0]} layers each" if len(sizes) == 1 else
-              f"{sizes[0]} layers on the first {sum(n == sizes[0] for _, n in split)}, {sizes[1]} on the rest")
+    q, r = divmod(s.model.num_layers, s.pp)  # layout.pipeline_split: r stages of q + 1 layers, then q each
+    layers = f"{q} layers each" if r == 0 else f"{q + 1} layers on the first {r}, {q} on the rest"
     heaviest = (f"the heaviest is {heavy.name}{' with the embedding' if heavy.embed else ''}"
                 f"{' with the head' if heavy.head else ''}: {fmt_bytes(worst.peak_bytes)} of the "
                 f"{len(sts)} distinct stages evaluated")
