@@ -64,6 +64,8 @@ COINCIDENCES = {
     ("04.2", "1e9"): "the definition of a GB (10⁹ bytes); 04.2's answer happens to be about 1 GB",
     ("04.6", "40 GiB"): "01.1 and 03.5: an A100 40GB's capacity; 04.6 is vLLM's KV budget of a 70B on an 80GB card "
                         "(39.66 GiB)",
+    ("08.3", "64.75 GiB"): "03.11: Llama-2-70B's int8 weights in a serving table; 08.3 is a 7B PPO's per-GPU peak",
+    ("08.3", "69.53 GB"): "03.11: the same int8 weights in GB",
     ("05.1", "258 GiB"): "06.5: a Llama-3.1-8B layout's peak at 128k; 05.1 is Mixtral-8x22B's bf16 weights (262 GiB)",
 }
 
