@@ -92,8 +92,24 @@ def _runs_from(runs: tuple, phase: int, length: int):
         c = runs[i][1]
 
 
+class _TupleLike:
+    """Equality and hash shared by the compact sequences: equal to an equal plain tuple or list; hashed as that
+    tuple up to SMALL entries (so the canonical small forms hash like the tuples they replace), by the compact
+    form above it (no expansion)."""
+
+    def __eq__(self, other):
+        if isinstance(other, type(self)):
+            return self._compact() == other._compact()
+        if isinstance(other, (tuple, list)):
+            return self._len == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(tuple(self)) if self._len <= SMALL else hash((type(self), self._compact()))
+
+
 @dataclass(frozen=True, eq=False)
-class LayerPattern(Sequence):
+class LayerPattern(_TupleLike, Sequence):
     """A read-only per-layer sequence stored as segments (runs, repeats), so huge layer counts stay O(pattern)."""
 
     segments: tuple = ()  # ((value, count), ...) block, repeated `repeats` times, one after another
@@ -211,16 +227,8 @@ class LayerPattern(Sequence):
                 out[v] = out.get(v, 0) + c * reps
         return out
 
-    # --- equality -----------------------------------------------------------------------------------------
-    def __eq__(self, other):
-        if isinstance(other, LayerPattern):
-            return self._len == other._len and self.segments == other.segments
-        if isinstance(other, (tuple, list)):
-            return self._len == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    def __hash__(self):
-        return hash(tuple(self)) if self._len <= SMALL else hash((LayerPattern, self.segments))
+    def _compact(self):
+        return self._len, self.segments
 
     def __repr__(self):
         parts = [(f"[{', '.join(f'({v!r}, {c})' for v, c in runs)}]" + (f" * {reps}" if reps > 1 else ""))
@@ -328,7 +336,7 @@ def _index(i, n: int) -> int:
 
 
 @dataclass(frozen=True, eq=False)
-class LayerIndices(Sequence):
+class LayerIndices(_TupleLike, Sequence):
     """The sorted indices of the True layers of a True/False LayerPattern (the MoE layers), without listing them."""
 
     mask: LayerPattern
@@ -408,15 +416,8 @@ class LayerIndices(Sequence):
     def count(self, i) -> int:
         return int(i in self)
 
-    def __eq__(self, other):
-        if isinstance(other, LayerIndices):
-            return self.mask == other.mask
-        if isinstance(other, (tuple, list)):
-            return self._len == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    def __hash__(self):
-        return hash(tuple(self)) if self._len <= SMALL else hash((LayerIndices, self.mask))
+    def _compact(self):
+        return self.mask
 
     def __repr__(self):
         if self._len <= 16:
