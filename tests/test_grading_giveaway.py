@@ -66,7 +66,9 @@ COINCIDENCES = {
                         "(39.66 GiB)",
     ("08.3", "64.75 GiB"): "03.11: Llama-2-70B's int8 weights in a serving table; 08.3 is a 7B PPO's per-GPU peak",
     ("08.3", "69.53 GB"): "03.11: the same int8 weights in GB",
-    ("05.1", "258 GiB"): "06.5: a Llama-3.1-8B layout's peak at 128k; 05.1 is Mixtral-8x22B's bf16 weights (262 GiB)",
+    ("05.1", "259 GiB"): "06.5: a Llama-3.1-8B layout's peak at 128k; 05.1 is Mixtral-8x22B's bf16 weights (262 GiB)",
+    ("03.7", "~208 GB"): "02.9 (notebook 02): a 13B's model states at 16 bytes/param; 03.7 is what ZeRO-Offload saves "
+                         "at LLaMA-13B's peak (212 GB)",
 }
 
 

@@ -128,11 +128,21 @@ def test_offload_moves_states_to_the_host():
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(["llama-7b", "llama-2-70b", "mistral-7b", "llama-3-8b"]),
        st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 8, 64]), st.sampled_from(["none", "full"]))
-def test_offload_never_raises_gpu_memory(model, stage, dp, recompute):
+def test_offload_saves_gpu_memory_unless_its_own_buffers_outweigh_the_shard(model, stage, dp, recompute):
+    """ZeRO-Offload moves the sharded fp32 master and Adam states (12 bytes/param over dp under ZeRO-1/2) to the host,
+    but DeepSpeed's ZeRO-1/2 offload path adds GPU buffers of its own (stage_1_and_2.py v0.14.2): the 16-bit staging
+    buffer of the largest parameter (2 bytes an element) and, as that parameter's gradient leaves, the overflow check
+    on it (11 bytes an element). Offload lowers the GPU peak whenever the shard it moves is larger than those; over
+    many GPUs the shard is small and offload can cost GPU memory, by at most those buffers."""
     kw = dict(model=model, zero_stage=stage, dp=dp, precision="bf16-mixed", recompute=recompute)
     plain = memlib.estimate_training(**kw)  # dp=1: plain single-GPU AMP
     off = memlib.estimate_training(offload="optimizer", **kw)
-    assert off.peak_bytes <= plain.peak_bytes
+    m = memlib.get_model(model)
+    buffers = (2 + 11) * m.largest_tensor_numel if stage in (1, 2) else 0
+    if 12 * m.num_params // dp >= buffers:
+        assert off.peak_bytes <= plain.peak_bytes
+    else:
+        assert off.peak_bytes <= plain.peak_bytes + buffers
     if stage == 3:
         assert memlib.estimate_training(offload="optimizer+params", **kw).peak_bytes <= off.peak_bytes
 

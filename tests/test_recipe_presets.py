@@ -81,11 +81,21 @@ def test_explicit_option_overrides_the_preset_and_explain_names_it():
     assert "recipe **torchtune**" in text and "optimizer_impl='fused'" in text
 
 
-def test_hf_trainer_preset_is_memlibs_defaults():
+def test_hf_trainer_preset_is_memlibs_defaults_with_the_trainers_loop():
+    # HF Trainer's compute_loss returns the loss alone (transformers trainer.py: `return (loss, outputs) if
+    # return_outputs else loss`): the output and its 16-bit logits (2 bytes x vocab per token) are freed before the
+    # backward. Everything else is memlib's defaults. At the start of the backward of Llama-2-7B at 2,048 tokens the
+    # held logits are 2 x 32,000 x 2,048 bytes; the loss's own fp32 tensors are there either way.
     model = memlib.get_model("llama-2-7b")
     for kw in ({}, {"finetune": "lora"}, {"finetune": "qlora"}):
-        assert (memlib.estimate_training(model, recipe="hf-trainer", **kw).peak_bytes
-                == memlib.estimate_training(model, **kw).peak_bytes)
+        trainer = memlib.estimate_training(model, recipe="hf-trainer", **kw)
+        assert dict(trainer.setup.recipe_set) == {"keep_outputs": False}
+        assert trainer.peak_bytes == memlib.estimate_training(model, keep_outputs=False, **kw).peak_bytes
+    loop, trainer = (memlib.estimate_training(model, keep_outputs=k) for k in (True, False))
+
+    def at_start(est):
+        return next(sum(mo.parts.values()) for mo in est.moments if mo.where.startswith("start: gradient"))
+    assert at_start(loop) - at_start(trainer) == 2 * 32_000 * 2048
 
 
 def test_unknown_recipe_is_a_value_error():

@@ -40,7 +40,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       router_aux_loss: bool = True, capacity_factor: float | None = None, cp: int = 1,
                       cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False, layout: str = "auto",
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
-                      contiguous_gradients: bool = True, vpp: int = 1, hidden_dropout: float = 0.0,
+                      contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
+                      hidden_dropout: float = 0.0, keep_outputs: bool = True,
                       recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
@@ -83,12 +84,19 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                defaults (5e8 elements; overlap_comm None = on for stage 3 only; True): the contiguous gradient
                bucket, 2 bytes x reduce_bucket_size, x2 with overlap_comm under ZeRO-1/2, alive through the backward
                (terms.deepspeed_bucket_bytes).
+    zero_init: ZeRO-3: True (default) if the model was built under deepspeed.zero.Init (HF from_pretrained after
+               TrainingArguments with a ZeRO-3 config, or `with deepspeed.zero.Init():`); False for a model built
+               first and partitioned by deepspeed.initialize: then torch's linear keeps every layer's gathered
+               16-bit weights from its forward to its backward (terms.zero3_saved_weight_bytes).
     vpp:       layout="megatron" with pp > 1: model chunks per pipeline GPU, Megatron's interleaved 1F1B
                (--num-layers-per-virtual-pipeline-stage = num_layers / (pp x vpp)); GPU i of pp keeps
                min(grad_accum x vpp, 2(pp - i - 1) + (vpp - 1) pp + 1) chunks' activations in flight
                (schedules.py get_pp_rank_microbatches; Narayanan et al. 2021 Sec. 2.2).
     hidden_dropout: layout="megatron": Megatron's --hidden-dropout (0.1 by default for GPT, 0 in its LLaMA
                recipes): a 1-byte mask per residual-stream element after the attention and after the MLP.
+    keep_outputs: loss="full": True (default) if the loop keeps the model's output, its logits, until the next
+               forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
+               the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.
     recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
                "deepspeed"): the options that framework uses by default; options given here override it.
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:

@@ -48,7 +48,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 double_quant=True, loss="full", activation_offload=False, fsdp_mixed_precision=True, ep=1,
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True, vpp=1, hidden_dropout=0.0)
+                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, keep_outputs=True)
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -100,9 +100,15 @@ class TrainingSetup:
     reduce_bucket_size: int = 500_000_000
     overlap_comm: bool = False
     contiguous_gradients: bool = True
+    # ZeRO-3: the model was built under deepspeed.zero.Init (False: partitioned by deepspeed.initialize; then
+    # torch's linear keeps each layer's gathered weights until its backward, terms.zero3_saved_weight_bytes)
+    zero_init: bool = True
     # Megatron-Core (layout='megatron'): model chunks per pipeline GPU (interleaved 1F1B) and --hidden-dropout
     vpp: int = 1
     hidden_dropout: float = 0.0
+    # the loop keeps the model's output (its logits) until the next forward (a custom loop's `out = model(...)`);
+    # False: HF Trainer's compute_loss returns the loss alone, the logits are freed before the backward
+    keep_outputs: bool = True
     # The options as given (every keyword of check_setup, defaults included): what replace() starts from
     options: tuple = field(default=(), compare=False, repr=False)
     recipe: str = ""  # the preset it came from (memlib.RECIPES), if any
@@ -190,7 +196,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True, vpp=1, hidden_dropout=0.0) -> TrainingSetup:
+                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0,
+                keep_outputs=True) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -217,9 +224,15 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
     vpp, hidden_dropout = _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout)
-    overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients)
+    overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients,
+                                      zero_init, finetune)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
                     activation_offload, tp, pp)
+    _flag("keep_outputs", keep_outputs)
+    if loss != "full" or sharding == "megatron" or model.mlp != "gated":
+        _not_for("keep_outputs", keep_outputs, True, "only transformers' full loss leaves logits in the model's output "
+                 "(Liger's and Megatron's losses make none to keep, LitGPT's loop holds its own; GPT-style models use "
+                 "Korthikanti et al.'s formula)")
     attention, attention_note = _resolve_attention(model, attention, recompute)
     targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
                                                  adapter_dtype)
@@ -241,15 +254,18 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
                          gradient_as_bucket_view=gradient_as_bucket_view, layout=layout,
                          reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
-                         contiguous_gradients=contiguous_gradients, vpp=vpp, hidden_dropout=hidden_dropout,
+                         contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
+                         keep_outputs=keep_outputs,
                          options=tuple(given.items()))
 
 
-def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients) -> bool:
-    """DeepSpeed's bucket options, checked; they apply to its layout only. Returns overlap_comm resolved as
-    DeepSpeed does (runtime/zero/config.py overlap_comm_valid: None means stage == 3)."""
+def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients, zero_init,
+                       finetune) -> bool:
+    """DeepSpeed's bucket options and zero_init, checked; they apply to its layout only. Returns overlap_comm resolved
+    as DeepSpeed does (runtime/zero/config.py overlap_comm_valid: None means stage == 3)."""
     positive_int("reduce_bucket_size", reduce_bucket_size)
     _flag("contiguous_gradients", contiguous_gradients)
+    _flag("zero_init", zero_init)
     if overlap_comm is not None:
         _flag("overlap_comm", overlap_comm)
     if sharding != "deepspeed":
@@ -257,7 +273,13 @@ def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, c
         _not_for("reduce_bucket_size", reduce_bucket_size, 500_000_000, why)
         _not_for("overlap_comm", overlap_comm, None, why)
         _not_for("contiguous_gradients", contiguous_gradients, True, why)
+        _not_for("zero_init", zero_init, True, why)
         return False
+    if zero_stage != 3:
+        _not_for("zero_init", zero_init, True, "deepspeed.zero.Init partitions parameters: ZeRO stage 3 only")
+    if finetune == "qlora":
+        _not_for("zero_init", zero_init, True, "zero_init=False is modelled for full and LoRA fine-tuning (QLoRA's "
+                 "4-bit matmuls do not go through torch.nn.functional.linear)")
     return zero_stage == 3 if overlap_comm is None else overlap_comm
 
 

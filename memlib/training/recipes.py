@@ -43,8 +43,11 @@ def _r(name, framework, source, options=None, lora=None, qlora=None, note="") ->
 RECIPES = MappingProxyType({r.name: r for r in (
     _r("hf-trainer", "Hugging Face Trainer + PEFT",
        "huggingface/peft@6b2556e6ff971c85b2b3d919ba7e67d41bf2c813:src/peft/tuners/lora/config.py",
-       note="memlib's defaults are this recipe: torch AdamW (foreach), fp32 adapters "
-            "(autocast_adapter_dtype=True), lora_dropout 0.0, bitsandbytes NF4 with double quantization"),
+       options={"keep_outputs": False},
+       note="memlib's defaults are this recipe (torch AdamW (foreach), fp32 adapters (autocast_adapter_dtype=True), "
+            "lora_dropout 0.0, bitsandbytes NF4 with double quantization) but for the loop: Trainer.compute_loss "
+            "returns the loss alone (huggingface/transformers@2cda12cbf6e476183e68ec476551fa7e3717394a:"
+            "src/transformers/trainer.py), so the model's output and its logits are freed before the backward"),
     _r("torchtune", "torchtune",
        "pytorch/torchtune@2943c61e7e4b73b1823e1518a32a24390446099f:recipes/configs/llama3_1/8B_lora_single_device.yaml",
        options={"precision": "bf16", "optimizer_impl": "fused", "recompute": "full"},
@@ -70,8 +73,8 @@ RECIPES = MappingProxyType({r.name: r for r in (
        options={"precision": "bf16-mixed", "layout": "megatron", "zero_stage": 1},
        note="--bf16 with fp32 main grads and --use-distributed-optimizer: 6 + 12/dp bytes per parameter; "
             "Transformer Engine's fused layers (Korthikanti's terms), vocabulary-parallel cross entropy, the fp32 "
-            "main-grad buffer alive throughout; the interleaved schedule (virtual pipeline stages) and MoE layers' "
-            "own Megatron ledger are not modelled (MoE layers use transformers' ledger)"),
+            "main-grad buffer alive throughout; the interleaved schedule with vpp=; MoE layers' own Megatron "
+            "ledger is not modelled (MoE layers use transformers' ledger)"),
     _r("deepspeed", "DeepSpeed",
        "deepspeedai/DeepSpeed@cbf3d6616244b003b6c55e506f246b0e0cf00540:deepspeed/runtime/zero/config.py",
        options={"precision": "bf16-mixed", "zero_stage": 2},

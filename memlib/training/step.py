@@ -405,6 +405,8 @@ def _loss(p: _Step) -> None:
     else:
         logits = T.logits_bytes(c, num)
         loss_fwd = logits + T.loss_upcast_bytes(c, num) + T.log_softmax_bytes(c)
+        if not s.keep_outputs:  # HF Trainer's compute_loss drops the output: its logits die before the backward
+            logits = 0
         loss_bwd = logits + T.loss_backward_bytes(c)
         casts_all_bwd_less = 0
     # Gemma 2's capped logits keep their tanh; MoE routers' logits and the load-balancing loss's softmax
@@ -788,14 +790,20 @@ def _input_leaf(p: _Step) -> None:
 
 
 def _offloaded_gradients(p: _Step) -> None:
-    """ZeRO-Offload: gradients leave the GPU per bucket, never more than the bucket on it (Ren et al. 2021)."""
+    """ZeRO-Offload: gradients leave the GPU per bucket, never more than the bucket on it (Ren et al. 2021). DeepSpeed
+    with contiguous_gradients allocates that bucket whole: ZeRO-1/2 at the start of each backward (stage_1_and_2.py
+    backward: ipg_buffer), ZeRO-3 with the optimizer (stage3.py __ipg_bucket_flat_buffer)."""
     s, grad_bucket, grad_bytes, moments = p.s, p.grad_bucket, p.grad_bytes, p.moments
     if s.offload != "none":  # gradients leave the GPU per bucket: never more than the bucket on it
+        whole = s.reduce_bucket_size * p.w.grad if (s.sharding == "deepspeed" and s.contiguous_gradients) else 0
         for mo in moments:
-            if "gradients" in mo.parts:
+            if whole and (mo.name == "backward" or p.k == 3):
+                mo.parts["gradients"] = whole
+            elif "gradients" in mo.parts:
                 mo.parts["gradients"] = min(max(mo.parts["gradients"], 0), grad_bucket)
+        grad_bucket = whole or grad_bucket
         grad_bytes = grad_bucket
-    p.grad_bytes = grad_bytes
+    p.grad_bytes, p.grad_bucket = grad_bytes, grad_bucket
 
 
 def _ddp_buckets(p: _Step) -> None:
@@ -845,6 +853,67 @@ def _deepspeed_buckets(p: _Step) -> None:
                    f"({fmt_bytes(p.ds_buckets)}{', overlap_comm' if p.s.overlap_comm else ''})")
 
 
+def _deepspeed_saved_weights(p: _Step) -> None:
+    """ZeRO-3 with zero_init=False (terms.zero3_saved_weight_bytes): torch's linear holds each layer's gathered
+    weights from its forward to its backward. Without recompute every layer's are held at the loss and at the top of
+    the backward, one fewer inside the last layer's forward, the first layer's alone at the bottom; under full
+    recompute (HF's reentrant checkpoint runs the forward without gradients) only the layer being rebuilt holds
+    them, beside its weights gathered again for its backward."""
+    held = T.zero3_saved_weight_bytes(p.c)
+    p.ds_saved_weights = held
+    if not held:
+        return
+    layers, full = p.st.layers, p.s.recompute == "full"
+    for mo in p.moments:
+        if mo.name == "forward":
+            n = 0 if full else layers - (1 if mo.where == "inside the last decoder layer" else 0)
+        elif mo.name == "backward" and ("top decoder layer" in mo.where or mo.where.startswith("start")):
+            n = 1 if full else layers
+        elif mo.name == "backward" and "first decoder layer" in mo.where:
+            n = 1
+        else:
+            n = 0
+        if n and not (full and mo.where.startswith("start")):
+            mo.parts["gathered_parameters"] = mo.parts.get("gathered_parameters", 0) + n * held
+    p.notes.append(f"ZeRO-3 without zero.Init: torch's linear keeps each layer's gathered weights "
+                   f"({fmt_bytes(held)} a layer) from its forward to its backward"
+                   + (" (under recompute, the layer being rebuilt)" if full else f", {fmt_bytes(layers * held)} "
+                      "for all layers at the loss"))
+
+
+def _deepspeed_offload_buffers(p: _Step) -> None:
+    """ZeRO-1/2 with offload_optimizer (deepspeedai/DeepSpeed v0.14.2 runtime/zero/stage_1_and_2.py): the 16-bit
+    staging buffer of the largest parameter, alive at every moment (terms.deepspeed_offload_grad_buffer_bytes), and
+    the moment the largest parameter's reduced gradient goes to the host. A parameter larger than the bucket keeps
+    its own gradient and is reduced alone (extra_large_param_to_reduce) when the next gradient arrives: first its
+    all-reduce's flat copy, then the overflow check on the whole gradient (terms.deepspeed_offload_check_bytes).
+    The GPU whose partition holds the embedding does it at the end of the backward, the one holding an untied head
+    near the start, with every saved activation still alive; each is the heaviest GPU of the group."""
+    c, s, st = p.c, p.s, p.st
+    buffer = T.deepspeed_offload_grad_buffer_bytes(c)
+    p.ds_offload_buffer = buffer
+    if not buffer:
+        return
+    for mo in p.moments:
+        mo.parts["gradients"] = mo.parts.get("gradients", 0) + buffer
+    largest = max(t.numel for t, _ in c.tensors)
+    bucket = s.reduce_bucket_size
+    own = largest * c.w.grad if largest > bucket else 0  # an extra-large parameter's gradient is not in the bucket
+    check = max(T.deepspeed_offload_check_bytes(c, largest), c.w.grad * min(largest, bucket) if own else 0)
+    grads = p.grad_bucket + buffer + own
+    base = {"parameters": p.param_live, "optimizer": p.state_bytes}
+    head = p.V * p.h // p.tp if st.head else 0
+    if st.head and p.full_ft and not p.m.tie_word_embeddings and head == largest:
+        p.moments.append(Moment("backward", "the head's reduced gradient sent to the host (ZeRO-Offload)", {
+            **base, "gradients": grads, "activations": p.kept + p.saved_model_act + p.final_norm,
+            "temporaries": check}))
+    p.moments.append(Moment("backward", "the largest parameter's reduced gradient sent to the host (ZeRO-Offload)", {
+        **base, "gradients": grads, "activations": p.retained_prev, "temporaries": check}))
+    p.notes.append(f"ZeRO-Offload's GPU side: a {fmt_bytes(buffer)} staging buffer (the largest parameter in "
+                   f"16 bits) and, as each reduced gradient leaves for the host, its overflow check "
+                   f"({fmt_bytes(T.deepspeed_offload_check_bytes(c, largest))} for the largest)")
+
+
 def _result(p: _Step) -> Estimate:
     """The estimate: counts, the named terms with their sources (terms.source), the layer kinds."""
     c, m, num, s, st, aux, casts_all, checkpoint = p.c, p.m, p.num, p.s, p.st, p.aux, p.casts_all, p.checkpoint
@@ -875,6 +944,12 @@ def _result(p: _Step) -> Estimate:
         named.append((T.deepspeed_bucket_bytes, p.ds_buckets))
     if p.ds_grad_partition:
         named.append((T.deepspeed_grad_partition_bytes, p.ds_grad_partition))
+    if p.ds_saved_weights:
+        named.append((T.zero3_saved_weight_bytes, p.ds_saved_weights))
+    if p.ds_offload_buffer:
+        largest = max(t.numel for t, _ in c.tensors)
+        named += [(T.deepspeed_offload_grad_buffer_bytes, p.ds_offload_buffer),
+                  (T.deepspeed_offload_check_bytes, T.deepspeed_offload_check_bytes(c, largest))]
     if s.finetune == "qlora":
         named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
                   (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]
@@ -915,7 +990,8 @@ def _result(p: _Step) -> Estimate:
 _PARTS = (_context, _model_states, _offload, _ledger_builder, _layer_kinds, _saved_activations, _loss,
           _gathered_parameters, _layout_notes, _forward_moments, _backward_start, _backward_state, _backward_top,
           _backward_bottom, _optimizer_moment, _gradient_accumulation, _input_leaf, _offloaded_gradients,
-          _ddp_buckets, _deepspeed_buckets, _megatron_grad_buffer, _result)
+          _ddp_buckets, _deepspeed_buckets, _deepspeed_saved_weights, _deepspeed_offload_buffers,
+          _megatron_grad_buffer, _result)
 
 
 def _estimate_context_parallel(s: TrainingSetup) -> Estimate:
@@ -985,6 +1061,9 @@ def _estimate_gpt_deepspeed(s: TrainingSetup, layer, layer_bytes: int, acts: int
     bucket = T.deepspeed_bucket_bytes(c)
     grad_partition = T.deepspeed_grad_partition_bytes(c)
     gathered = 2 * T.layer_parameter_bytes(c) if k == 3 and s.offload != "optimizer+params" else 0
+    held = T.zero3_saved_weight_bytes(c)  # zero_init=False: each layer's weights held by torch's linear
+    if held and s.recompute != "full":
+        gathered += s.model.num_layers * held
     moments = [
         Moment("forward", "end of forward", {
             "parameters": p.param_live, "optimizer": p.state_bytes, "activations": acts,
@@ -1005,6 +1084,8 @@ def _estimate_gpt_deepspeed(s: TrainingSetup, layer, layer_bytes: int, acts: int
         named.append((T.deepspeed_bucket_bytes, bucket))
     if grad_partition:
         named.append((T.deepspeed_grad_partition_bytes, grad_partition))
+    if held:
+        named.append((T.zero3_saved_weight_bytes, held))
     terms = [T.Term(fn.__name__, n, T.source(fn)) for fn, n in named]
     notes = p.notes + ["GPT-style model: Korthikanti et al. 2022 activation formula; DeepSpeed's model states, "
                        "buckets and step temporaries as for LLaMA-style models"]

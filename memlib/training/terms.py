@@ -211,6 +211,40 @@ def deepspeed_grad_partition_bytes(c: Ctx) -> int:
     return sharded(c, gradient_bytes(c), "gradients")
 
 
+def deepspeed_offload_grad_buffer_bytes(c: Ctx) -> int:
+    """ZeRO-1/2 with offload_optimizer: a 16-bit GPU buffer the size of the largest trainable parameter, made with the
+    optimizer and never freed (deepspeedai/DeepSpeed v0.14.2 runtime/zero/stage_1_and_2.py __init__:
+    temp_grad_buffer_for_gpu_offload = torch.zeros(largest_param_numel)); gradient accumulation stages each
+    parameter's host-side sum through it."""
+    s = c.s
+    if s.sharding != "deepspeed" or c.k not in (1, 2) or s.offload == "none":
+        return 0
+    return max(t.numel for t, _ in c.tensors) * c.w.grad
+
+
+def deepspeed_offload_check_bytes(c: Ctx, numel: int) -> int:
+    """ZeRO-1/2 with offload_optimizer, as each reduced gradient of this GPU's partition is sent to the host: the
+    overflow check on the whole gradient (stage_1_and_2.py copy_grads_in_partition -> update_overflow_tracker_for_
+    param_grad -> _has_inf_or_nan: x.float(), isnan, isinf, logical_or, .float(), alive together: 4 + 1 + 1 + 1 + 4
+    bytes per element; no copy for fp32 gradients), the largest of that parameter's temporaries (its fp64 norm,
+    8 bytes per element of its slice, and its fp32 copy for the host, 4, come one after the other)."""
+    return ((0 if c.w.grad == 4 else 4) + 1 + 1 + 1 + 4) * numel
+
+
+def zero3_saved_weight_bytes(c: Ctx) -> int:
+    """ZeRO-3 with a model that was not built under deepspeed.zero.Init (zero_init=False: an already-built model
+    partitioned by deepspeed.initialize): torch.nn.functional.linear stays torch's, because DeepSpeed swaps in its
+    memory-efficient linear (LinearFunctionForZeroStage3, which saves the parameter itself) only on entering
+    zero.Init (v0.14.2 runtime/zero/partition_parameters.py patch_init_and_builtins; Init(module=...) converts
+    without entering). torch's linear saves weight.t(), a view that keeps the gathered 16-bit weight allocated after
+    DeepSpeed releases the parameter, until that matmul's backward: one decoder layer's matmul weights (LoRA: its
+    adapters too) per layer whose forward ran with gradients."""
+    s, sums, w = c.s, c.sums, c.w
+    if s.sharding != "deepspeed" or c.k != 3 or s.zero_init:
+        return 0
+    return layer_parameter_bytes(c) - (sums.layer_all - sums.layer_linear) * (w.gathered if c.full_ft else w.base)
+
+
 def ddp_bucket_bytes(c: Ctx) -> int:
     """torch DistributedDataParallel's all-reduce buckets: a flat copy of every trainable gradient, in the gradient
     dtype, allocated when the model is wrapped and alive from then on; none with gradient_as_bucket_view=True
