@@ -15,6 +15,7 @@ Row kinds and what is compared (error = (memlib - published) / published; negati
                 memlib's defaults (non-torch 0.1 GiB at tp 1, 0.5 GiB above), the card's total as the log
                 prints it. max_num_batched_tokens and max_num_seqs: the row's flags, or vLLM V0's defaults for
                 the logged max_model_len (max(max_model_len, 2048) tokens without chunked prefill; 256 seqs).
+                V1 rows name the sampler the log says it warmed ("Using FlashInfer for top-p & top-k sampling").
   kv-tokens     vLLM's "GPU KV cache size: N tokens" from its logged KV memory: whole 16-token blocks of
                 memlib's per-token bytes.
   vllm-budget-tokens  the same N from memlib's own budget (nothing taken from the log but the setup).
@@ -94,13 +95,14 @@ def check_vllm_profile(row: dict) -> list[Check]:
     ml, pub = row["memlib"], row["published"]
     tokens, seqs, model = ml["max_num_batched_tokens"], ml.get("max_num_seqs", 256), _model(ml["model"])
     est = memlib.estimate_inference(model, 1, 1, tp=ml["tp"], engine="vllm")
-    peak = vllm_profile_peak_bytes(model, tokens, seqs, tp=ml["tp"])
+    sampler = ml.get("sampler", "torch")
+    peak = vllm_profile_peak_bytes(model, tokens, seqs, tp=ml["tp"], sampler=sampler)
     out = [Check(row["id"], "weights", pub["weights_gib"], est.weight_bytes / GiB, "GiB"),
            Check(row["id"], "profile activation peak", pub["activation_gib"], peak / GiB, "GiB")]
     if "available_kv_gib" in pub:
         budget = vllm_kv_cache_budget_bytes(model, ml["gpu"], tp=ml["tp"], max_num_batched_tokens=tokens,
                                             max_num_seqs=seqs, gpu_memory_utilization=ml["gpu_memory_utilization"],
-                                            total_bytes=round(ml["total_gib"] * GiB))
+                                            total_bytes=round(ml["total_gib"] * GiB), sampler=sampler)
         out.append(Check(row["id"], "KV cache budget", pub["available_kv_gib"], budget / GiB, "GiB"))
     return out
 

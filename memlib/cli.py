@@ -120,6 +120,18 @@ def _add_estimate(sub) -> None:
                    help="ring attention's K/V exchange with --cp (default allgather, torchtitan's)")
     e.add_argument("--offload", default="none", choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
     e.add_argument("--offload-device", choices=training.OFFLOAD_DEVICES, help="with --offload (default cpu)")
+    e.add_argument("--layout", default=None, choices=training.options.LAYOUTS,
+                   help="megatron: Megatron-Core's layout on any parallelism (default auto)")
+    e.add_argument("--vpp", type=int, default=None,
+                   help="Megatron: model chunks per pipeline GPU, interleaved 1F1B (with --layout megatron --pp > 1)")
+    e.add_argument("--hidden-dropout", type=float, default=None,
+                   help="Megatron: --hidden-dropout, a 1-byte mask per residual element (with --layout megatron)")
+    e.add_argument("--no-zero-init", action="store_true",
+                   help="ZeRO-3 on a model built before deepspeed.initialize (not under zero.Init): torch's linear "
+                        "keeps every layer's gathered weights until its backward")
+    e.add_argument("--no-keep-outputs", action="store_true",
+                   help="the loop drops the model's output (its logits) before the backward, as HF Trainer does "
+                        "(--recipe hf-trainer sets it)")
     e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
     e.add_argument("--allocator-headroom", type=_headroom, default=DEFAULT_ALLOCATOR_HEADROOM, help=HEADROOM_HELP)
     e.add_argument("--json", action="store_true", help="machine-readable output")
@@ -256,6 +268,13 @@ def cmd_estimate(a) -> int:
         options["cp"] = a.cp
     if a.cp_rotate is not None:
         options["cp_rotate"] = a.cp_rotate
+    for name in ("layout", "vpp", "hidden_dropout"):
+        if getattr(a, name) is not None:
+            options[name] = getattr(a, name)
+    if a.no_zero_init:
+        options["zero_init"] = False
+    if a.no_keep_outputs:
+        options["keep_outputs"] = False
     flags = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
                  finetune=a.finetune, recompute=a.recompute, attention=a.attention,
                  zero_stage=_zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,

@@ -4,6 +4,7 @@ Expected values come from the frameworks' own sources, quoted here, or from the 
 from __future__ import annotations
 
 import re
+import json
 import subprocess
 import sys
 from fractions import Fraction
@@ -147,6 +148,20 @@ def test_cli_recipe():
     out = subprocess.run([sys.executable, "-m", "memlib", "estimate", "llama-2-7b", "--recipe", "torchtune",
                           "--finetune", "lora", "--explain"], capture_output=True, text=True, check=True).stdout
     assert "recipe **torchtune**" in out
+
+
+@pytest.mark.parametrize("argv,kwargs", [
+    (["llama-3-8b", "--precision", "fp16", "--zero-stage", "3", "--dp", "8", "--no-zero-init", "--no-keep-outputs"],
+     dict(model="llama-3-8b", precision="fp16", zero_stage=3, dp=8, zero_init=False, keep_outputs=False)),
+    (["llama-2-7b", "--recipe", "megatron", "--dp", "2", "--pp", "4", "--vpp", "2", "--grad-accum", "8"],
+     dict(model="llama-2-7b", recipe="megatron", dp=2, pp=4, vpp=2, grad_accum=8)),
+    (["llama-2-7b", "--layout", "megatron", "--tp", "2", "--hidden-dropout", "0.1"],
+     dict(model="llama-2-7b", layout="megatron", tp=2, hidden_dropout=0.1)),
+])
+def test_cli_engine_flags_match_the_api(argv, kwargs):
+    out = subprocess.run([sys.executable, "-m", "memlib", "estimate", *argv, "--json"], capture_output=True, text=True,
+                         check=True).stdout
+    assert json.loads(out)["peak_bytes"] == memlib.estimate_training(**kwargs).peak_bytes
 
 
 # DeepSpeed's buckets. deepspeedai/DeepSpeed@cbf3d66 runtime/zero/config.py: reduce_bucket_size = 5e8 elements,

@@ -98,9 +98,12 @@ def vllm_default_max_num_seqs(gpu, usage: str = "api") -> int:
 #            segmented_sort_pairs, taken for >= 128 rows) and cub's DeviceSegmentedRadixSort::SortPairs
 #            scratch, an alternate key (4) and value (8) buffer: 38 bytes. Everything after (masks, softmax,
 #            cumsum, the scatter back: 32 bytes) is smaller.
-#   "flashinfer": V1's forward_cuda when only FlashInfer's sampler runs: 16-bit logits (2), fp32 logits (4),
-#            fp32 probabilities (4); FlashInfer's rejection sampler keeps no per-logit scratch.
-VLLM_SAMPLER_BYTES_PER_LOGIT = {"torch": 38, "flashinfer": 10}
+#   "flashinfer": V1's forward_cuda when only FlashInfer's sampler runs (topk_topp_sampler.py flashinfer_sample:
+#            flashinfer.sampling.top_k_top_p_sampling_from_logits): 16-bit logits (2), fp32 logits (4), and
+#            FlashInfer's default filter_apply_order "top_k_first" (sampling.py: masked_logits =
+#            top_k_mask_logits(logits, top_k); probs = torch.softmax(masked_logits)), an fp32 masked copy (4) and
+#            fp32 probabilities (4); its rejection sampler keeps no per-logit scratch: 14 bytes.
+VLLM_SAMPLER_BYTES_PER_LOGIT = {"torch": 38, "flashinfer": 14}
 # Memory outside torch that vLLM's profile measures (memory_profiling: the growth of non-torch memory since
 # the worker started, so not the CUDA context): single-GPU V0 logs print 0.01-0.12 GiB (the rows of
 # validation/published_serving.jsonl); with tensor parallelism NCCL and the custom all-reduce buffers add
