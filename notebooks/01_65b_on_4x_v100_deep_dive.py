@@ -283,6 +283,49 @@ display(Markdown(
     "at the peak). DDP and ZeRO-1 communicate once per step under accumulation; ZeRO-2 reduces every micro-batch."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### HF Trainer + DeepSpeed: why does the real run use gigabytes more than the estimate?
+
+# %% tags=["nbval-check-output"]
+# gpjt/fine-tune-2024-04@5a205a7: Llama-3-8B, HF Trainer 4.40 + DeepSpeed 0.14.2 on 8 GPUs, fp16, one 2,048-token
+# sequence; the largest of the 8 GPUs' allocator peaks, in MiB (validation/published.jsonl rows of the same ids)
+gpjt = {"gpjt-llama-3-8b-zero3-nozeroinit-seq2048-mb1": 49_086 * 2**20,
+        "gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1": 24_497 * 2**20}
+run = dict(seq_len=2048, precision="fp16", dp=8, recipe="hf-trainer")   # the Trainer drops the logits before backward
+z3 = {zi: estimate_training("llama-3-8b", zero_stage=3, zero_init=zi, **run) for zi in (True, False)}
+held = {t.name: t.nbytes for t in z3[False].terms}["zero3_saved_weight_bytes"]   # one layer's gathered weights
+off = estimate_training("llama-3-8b", zero_stage=2, offload="optimizer", recompute="full", **run)
+check = {t.name: t.nbytes for t in off.terms}["deepspeed_offload_check_bytes"]   # the embedding's overflow check
+print(f"ZeRO-3: {G(z3[True].peak_bytes)} built under zero.Init, {G(z3[False].peak_bytes)} built first; "
+      f"measured {G(gpjt['gpjt-llama-3-8b-zero3-nozeroinit-seq2048-mb1'])}")
+print(f"ZeRO-2 + offload: {G(off.peak_bytes)} ({off.peak_moment.where}); "
+      f"measured {G(gpjt['gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1'])}")
+
+# %%
+d_init, d_late, d_layer = G(z3[True].peak_bytes), G(z3[False].peak_bytes), G(held)
+d_all, d_z3m = G(32 * held), G(gpjt["gpjt-llama-3-8b-zero3-nozeroinit-seq2048-mb1"])
+d_off, d_offm, d_check = G(off.peak_bytes), G(gpjt["gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1"]), G(check)
+
+# %% [markdown]
+# Two things a paper estimate leaves out decide a real run of Llama-3-8B fine-tuned with HF Trainer and
+# DeepSpeed on 8 GPUs. Both are in DeepSpeed's source.
+#
+# **Where the model was built.** If the model is built after `TrainingArguments` (which carries the ZeRO-3
+# config), `from_pretrained` builds it under `deepspeed.zero.Init`. DeepSpeed then replaces
+# `torch.nn.functional.linear` with a version that saves the parameter itself, and the peak is {eval}`d_init`.
+# If the model is loaded first, as in this run, `deepspeed.initialize` partitions a model that already exists
+# and PyTorch's linear stays. It saves a view of each gathered weight for the backward, so every layer's
+# gathered 16-bit weights ({eval}`d_layer` a layer, {eval}`d_all` for all 32) stay on the GPU until that layer's
+# backward. memlib's `zero_init=False` gives {eval}`d_late`; the run measured {eval}`d_z3m`. The rest is not
+# explained yet: it varies from run to run, like freed gathers the allocator still counts while another
+# stream uses them (docs/validation.md).
+#
+# **What offload leaves on the GPU.** ZeRO-Offload moves the fp32 master weights and Adam states to the host.
+# But the GPU whose partition holds the embedding (or the untied head) checks that 525M-element gradient for
+# overflow in fp32 before sending it: {eval}`d_check` of temporaries, on top of a 16-bit staging buffer as large
+# as that parameter. memlib puts that GPU at {eval}`d_off`; it measured {eval}`d_offm`, and the six GPUs
+# without the embedding or the head about 3 GiB lower. Size the run for its largest GPU, not the average one.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### GaLore or LOMO: full fine-tuning on a 24 GB card?
 
 # %% tags=["nbval-check-output"]
