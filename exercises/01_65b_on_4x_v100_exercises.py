@@ -156,6 +156,17 @@ marks = ...  # your marks here, after check() shows the rubric: one True/False p
 mark("01.10", marks)
 
 # %% [markdown]
+# ## 01.11 · The gigabytes a late model load costs under ZeRO-3
+
+# %%
+show("01.11")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
+check("01.11", answer)
+# hint("01.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

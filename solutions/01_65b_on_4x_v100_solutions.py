@@ -232,6 +232,25 @@ marks = [True, True, True, True, True, True]  # every rubric point is covered ab
 mark("01.10", marks)
 
 # %% [markdown]
+# ## 01.11 · The gigabytes a late model load costs under ZeRO-3
+
+# %%
+show("01.11")
+
+# %%
+# BEGIN SOLUTION
+m = memlib.get_model("llama-3-8b")
+h, kv, inter = m.hidden_size, m.num_kv_heads * m.head_dim, m.intermediate_size
+layer = h * (h + 2 * kv + h) + 3 * h * inter  # q, k, v, o, gate, up, down: what torch's linear keeps
+answer = f"{m.num_layers * layer * 2 / 1e9:.2f} GB"  # fp16, whole on every GPU
+# END SOLUTION
+check("01.11", answer)
+# hint("01.11")
+
+# %% tags=["solution"]
+solution("01.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -48,6 +48,9 @@ LORA_7B_QV = 32 * 16 * 2 * (4096 + 4096)
 KV_70B_TOKEN = 2 * 80 * 8 * 128 * 2  # K and V, 80 layers, 8 KV heads, head_dim 128, bf16
 ATTN_65 = 80 * 64 * 128 * 2048
 STEP_65 = (8 * N65 + 16 * ATTN_65) * 4 * 2048 / (4 * 125e12 * 0.4)  # PaLM FLOPs with recompute, 40% MFU
+# 01.11: torch's linear keeps each Llama-3-8B layer's 7 gathered fp16 matmul weights (q, o: 4096^2; k, v: 4096 x 1024;
+# gate, up, down: 4096 x 14336) until that layer's backward, all 32 layers at the loss, whole on every GPU
+LATE_LOAD_8B = 32 * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336) * 2
 
 # notebook 04: Llama-3-70B served (Meta's config.json: hidden 8192, 80 layers, 64 heads of 128, 8 KV heads,
 # MLP 28672, vocabulary 128256, untied head); A100 80GB as torch sees it (81051 MiB), H100 SXM 3.35 TB/s
@@ -215,6 +218,10 @@ CASES = [
     ("02.6", GB(KV_70B_TOKEN * 4096), "incorrect", "one sequence's share"),
     ("03.3", f"{LORA_7B_ALL / 32 / 1e6:.3f}M", "incorrect", "one layer's share"),
     ("01.3", GB(STATES_65), "incorrect", "total over all 4 GPUs; the question asks per GPU"),
+    ("01.11", GB(LATE_LOAD_8B), "correct", None),
+    ("01.11", f"{LATE_LOAD_8B / GiB:.0f} GiB", "correct", None),
+    ("01.11", GB(2 * N8), "incorrect", "the embedding is not a matmul weight"),
+    ("01.11", GB(LATE_LOAD_8B / 8), "incorrect", "whole on every GPU"),
     # -- open questions are self-assessed: no automatic point, whatever the keywords --------------------
     ("03.9", STUFFED, "submitted", "mark('03.9'"),
     ("03.9", SOUND, "submitted", "not graded automatically"),

@@ -56,6 +56,17 @@ def _random_flops_case(rng: random.Random) -> dict:
                 recompute=rng.choice(("none", "selective", "full")))
 
 
+_L3 = "llama-3-8b"   # 01.11
+
+
+def _late_load_extra() -> int:
+    """01.11: bytes held at the loss with zero_init=False beyond zero.Init's, from memlib's two estimates."""
+    kw = dict(seq_len=2048, precision="fp16", zero_stage=3, dp=8, recipe="hf-trainer")
+    def at_loss(est):
+        return sum(next(mo for mo in est.moments if mo.where.startswith("at the loss")).parts.values())
+    return at_loss(estimate_training(_L3, zero_init=False, **kw)) - at_loss(estimate_training(_L3, **kw))
+
+
 def _infinity_time(**kw):
     return step_time(_LAYOUTS["e"](), "v100-32gb", **kw)
 
@@ -343,5 +354,37 @@ EXERCISES = [
                               lora_targets="all-linear", zero_stage="FULL_SHARD", dp=4),
             estimate_training("vicuna-33b", precision="fp16", finetune="qlora", recompute="full", lora_rank=64,
                               lora_targets="all-linear")),
+    ),
+    Numeric(
+        id="01.11", title="The gigabytes a late model load costs under ZeRO-3", difficulty="interview", minutes=8,
+        formula="torch's linear keeps each gathered weight to its backward (memlib.training.terms."
+                "zero3_saved_weight_bytes; estimate_training(..., zero_init=False))",
+        prompt="Llama-3-8B is fine-tuned with HF Trainer and DeepSpeed ZeRO-3 on 8 GPUs, fp16, no activation "
+               "checkpointing. The script calls `from_pretrained` **before** creating `TrainingArguments`, so the "
+               "model is not built under `deepspeed.zero.Init`: DeepSpeed partitions it in `deepspeed.initialize` and "
+               "leaves `torch.nn.functional.linear` as PyTorch's, whose backward needs the weight. How much more does "
+               "**each** GPU hold at the loss than when the model is built under zero.Init? Answer in GB or GiB.",
+        expected=lambda: _late_load_extra(), per="one",
+        slips=(Slip("the whole model in 16 bits", lambda: 2 * n_params(_L3),
+                    "the embedding is not a matmul weight (its backward needs only the token ids), and the head is "
+                    "gathered at the loss with or without zero.Init"),
+               Slip("sharded over 8", lambda: _late_load_extra() // 8,
+                    "a gathered weight is whole on every GPU: that is what gathering means"),
+               Slip("one layer", lambda: _late_load_extra() // get_model(_L3).num_layers,
+                    "that is one layer's weights; every layer's forward has run by the loss")),
+        hints=("PyTorch's linear saves a view of its weight for the backward; DeepSpeed's zero.Init swaps in a linear "
+               "that saves the parameter itself, which ZeRO-3 can then free.",
+               "Each decoder layer's 7 matmul weights stay gathered from its forward to its backward: q, k, v, o, "
+               "gate, up, down, in fp16.",
+               "32 layers x (4096 x (4096 + 1024 + 1024 + 4096) + 3 x 4096 x 14336) x 2 bytes."),
+        worked=lambda: (lambda late, init: (
+            f"Every layer's matmul weights, gathered whole in fp16 and kept by torch's linear until that layer's "
+            f"backward: 32 x 218,103,808 x 2 bytes = **{b(_late_load_extra())}** per GPU "
+            f"(`terms.zero3_saved_weight_bytes`; `estimate_training(..., zero_init=False)`). The peak per GPU is "
+            f"{gib(late.peak_bytes):.1f} GiB loaded early against {gib(init.peak_bytes):.1f} GiB under zero.Init; "
+            "gpjt's run of this setup measured 47.9 GiB (docs/validation.md). Build the model after "
+            "TrainingArguments, or turn on activation checkpointing, whose forward saves nothing."))(
+            *(estimate_training(_L3, seq_len=2048, precision="fp16", zero_stage=3, dp=8, recipe="hf-trainer",
+                                zero_init=z) for z in (False, True))),
     ),
 ]
