@@ -906,9 +906,10 @@ def _deepspeed_offload_buffers(p: _Step) -> None:
     if st.head and p.full_ft and not p.m.tie_word_embeddings and head == largest:
         p.moments.append(Moment("backward", "the head's reduced gradient sent to the host (ZeRO-Offload)", {
             **base, "gradients": grads, "activations": p.kept + p.saved_model_act + p.final_norm,
-            "temporaries": check}))
+            "logits_and_loss": p.logits, "temporaries": check}))
     p.moments.append(Moment("backward", "the largest parameter's reduced gradient sent to the host (ZeRO-Offload)", {
-        **base, "gradients": grads, "activations": p.retained_prev, "temporaries": check}))
+        **base, "gradients": grads, "activations": p.retained_prev, "logits_and_loss": p.logits,
+        "temporaries": check}))
     p.notes.append(f"ZeRO-Offload's GPU side: a {fmt_bytes(buffer)} staging buffer (the largest parameter in "
                    f"16 bits) and, as each reduced gradient leaves for the host, its overflow check "
                    f"({fmt_bytes(T.deepspeed_offload_check_bytes(c, largest))} for the largest)")
