@@ -31,6 +31,8 @@ BANDS.update({f"gpjt-llama-3-8b-zero3-nozeroinit-{k}": (-0.08, 0.0)
               for k in ("seq1001", "seq2001", "seq2048-mb1", "seq2048-mb2")})
 BANDS.update({f"gpjt-llama-3-8b-zero3-nozeroinit-{k}": (-0.18, 0.0)
               for k in ("seq1", "ckpt-seq2048-mb1", "ckpt-seq2048-mb6", "ckpt-seq2048-mb12")})
+# the same scripts' Qwen1.5-0.5B runs on one GPU (ZeRO-3 gathers nothing there), with layout="deepspeed"
+BANDS.update({f"gpjt-qwen1.5-0.5b-zero3-1gpu-{k}": (-0.03, 0.03) for k in ("seq1", "seq2048")})
 # rows memlib cannot express yet, with what they need (docs/validation.md says the same)
 INEXPRESSIBLE = {"deepspeedexamples-bf16-master-weight-bf16-full-zero3": "bf16_master_weights_and_grads"}
 
@@ -124,3 +126,23 @@ def test_zero_init_is_an_option_of_zero3_only():
         memlib.estimate_training("llama-3-8b", zero_init=False)
     with pytest.raises(ValueError, match="keep_outputs"):
         memlib.estimate_training("llama-3-8b", loss="chunked", keep_outputs=False)
+
+
+def test_deepspeed_layout_on_one_gpu_by_hand():
+    """layout="deepspeed", ZeRO-3 on one GPU (gpjt's Qwen1.5-0.5B runs): nothing is sharded or gathered, but DeepSpeed's
+    buffers stay. At the step: fp16 parameters 2 + fp16 gradient partition 2 + fp32 master 4 + Adam 8 bytes/param,
+    the step's upcast of the gradient partition, fp16 flat copy 2 + fp32 4 bytes/param (one sub-group: 463,987,712 <
+    1e9), and the 5e8-element fp16 bucket: 22 x N + 1e9 bytes. gpjt's run logged 10,896 MiB, flat up to ~900 tokens."""
+    row = ROWS["gpjt-qwen1.5-0.5b-zero3-1gpu-seq1"]
+    kw = dict(row["memlib"]["kwargs"])
+    model = bench.resolve_model(kw.pop("model"))
+    n = model.num_params
+    assert n == 463_987_712
+    est = memlib.estimate_training(model, **kw)
+    assert est.peak_moment.name == "optimizer"
+    assert est.peak_bytes == 22 * n + 2 * 5 * 10**8
+    # "auto" treats ZeRO over one GPU as plain training (no master copy in pure fp16): the layout is what decides
+    auto = memlib.estimate_training(model, **{**kw, "layout": "auto", "zero_init": True})
+    assert auto.peak_bytes < 0.5 * est.peak_bytes
+    with pytest.raises(ValueError, match="layout='deepspeed'"):
+        memlib.estimate_training(model, **{**kw, "zero_stage": "FULL_SHARD"})

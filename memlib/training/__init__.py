@@ -79,7 +79,9 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                gradient_as_bucket_view=True (default False in torch, HF Trainer and Accelerate).
     layout:    "auto" (the layout the options imply) | "megatron" (Megatron-Core's mixed precision on any
                parallelism: 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed
-               optimizer, 6 + 12/dp bytes per parameter).
+               optimizer, 6 + 12/dp bytes per parameter) | "deepspeed" (DeepSpeed's ZeRO layout even with dp=1:
+               16-bit params and grads, fp32 master + Adam, its buckets and step upcast; "auto" treats ZeRO over
+               one GPU as plain training).
     reduce_bucket_size, overlap_comm, contiguous_gradients: DeepSpeed's zero_optimization options, with its
                defaults (5e8 elements; overlap_comm None = on for stage 3 only; True): the contiguous gradient
                bucket, 2 bytes x reduce_bucket_size, x2 with overlap_comm under ZeRO-1/2, alive through the backward

@@ -39,7 +39,7 @@ CP_ROTATES = ("allgather", "alltoall")
 # Whose memory layout: "auto" (DeepSpeed's for an integer zero_stage over dp > 1, Megatron's under tp/pp with a
 # *-mixed precision, FSDP's for its names, torch's otherwise) or "megatron" (Megatron-Core's on any parallelism:
 # 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed optimizer).
-LAYOUTS = ("auto", "megatron")
+LAYOUTS = ("auto", "megatron", "deepspeed")
 # estimate_training's defaults (HF Trainer + PEFT: the common recipe), what a preset or a setup starts from
 DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="adamw", finetune="full", lora_rank=16,
                 lora_targets=None, recompute="none", attention="sdpa", zero_stage=0, dp=1, tp=1, pp=1, offload="none",
@@ -220,6 +220,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     sharding, fsdp_offload = _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, tp, pp, offload,
                                        offload_device, qlora_backend)
     choice("layout", layout, LAYOUTS)
+    if layout == "deepspeed":
+        sharding = _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp)
     if layout == "megatron":
         sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
@@ -296,6 +298,17 @@ def _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload) -> s
         raise ValueError("layout='megatron' takes zero_stage=0 (optimizer states on every rank) or zero_stage=1 (its "
                          f"distributed optimizer), no offload; got zero_stage={zero_stage!r}, offload={offload!r}")
     return "megatron"
+
+
+def _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp) -> str:
+    """layout='deepspeed': DeepSpeed's ZeRO layout even on one GPU (dp=1), where it shards nothing but still keeps
+    its own buffers: 16-bit working parameters and gradients, the fp32 master and Adam states, the gradient bucket
+    and the step's fp32 upcast (runtime/zero/stage_1_and_2.py, stage3.py); "auto" treats ZeRO over one GPU as
+    plain training."""
+    if fsdp or not zero_stage or tp > 1 or pp > 1 or finetune == "qlora":
+        raise ValueError("layout='deepspeed' is DeepSpeed's ZeRO: an integer zero_stage 1-3, no tp/pp, not QLoRA; got "
+                         f"zero_stage={zero_stage!r}, tp={tp}, pp={pp}, finetune={finetune!r}")
+    return "deepspeed"
 
 
 def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout) -> tuple[int, float]:

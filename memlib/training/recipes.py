@@ -77,8 +77,9 @@ RECIPES = MappingProxyType({r.name: r for r in (
             "ledger is not modelled (MoE layers use transformers' ledger)"),
     _r("deepspeed", "DeepSpeed",
        "deepspeedai/DeepSpeed@cbf3d6616244b003b6c55e506f246b0e0cf00540:deepspeed/runtime/zero/config.py",
-       options={"precision": "bf16-mixed", "zero_stage": 2},
-       note="ZeRO stage 2 (16-bit params and grads, fp32 master + Adam sharded), contiguous_gradients with a "
+       options={"precision": "bf16-mixed", "zero_stage": 2, "layout": "deepspeed"},
+       note="ZeRO stage 2 (16-bit params and grads, fp32 master + Adam sharded; DeepSpeed's layout on one GPU too), "
+            "contiguous_gradients with a "
             "reduce_bucket_size of 5e8 elements, overlap_comm off below stage 3 (terms.deepspeed_bucket_bytes); "
             "ZeRO-3's prefetch and max_live_parameters are modelled as two gathered layers"),
 )})

@@ -438,9 +438,13 @@ def _gathered_parameters(p: _Step) -> None:
             return nbytes
         return (nbytes - expert_bytes) // dp + expert_bytes * s.ep // dp
     layer_param_bytes = T.layer_parameter_bytes(c)
-    gathered_layers = 2 * layer_param_bytes if k == 3 else 0
+    # ZeRO-3 over one GPU gathers nothing: with one partition DeepSpeed points each parameter at its own partition
+    # (partition_parameters.py _no_gather_coalesced / NoGatherHandle: param.data = param.ds_tensor.data.to(device)),
+    # a view unless the partition was offloaded to the host, when .to(device) makes the GPU copy
+    gathers = k == 3 and not (s.sharding == "deepspeed" and dp == 1 and s.offload != "optimizer+params")
+    gathered_layers = 2 * layer_param_bytes if gathers else 0
     head_param_bytes = pb * V * h // tp if st.head else 0
-    gathered_head = head_param_bytes if k == 3 else 0
+    gathered_head = head_param_bytes if gathers else 0
     gathered_bottom = gathered_layers
     fsdp3 = s.sharding == "fsdp" and k == 3
     layer_rs = 0
@@ -738,7 +742,7 @@ def _backward_bottom(p: _Step) -> None:
             # gradient .grad took over while still referenced) the sum is made out of place: two of them
             "temporaries": (2 if s.loss == "chunked" else 1) * V * h // tp * gb_
             if (full_ft and m.tie_word_embeddings and st.head) else 0,
-            "gathered_parameters": head_param_bytes if k == 3 else 0,
+            "gathered_parameters": p.gathered_head if k == 3 else 0,
         }))
 
     if s.cp > 1:  # ring attention's buffers in every attention backward (context_parallel.py)
@@ -1061,7 +1065,7 @@ def _estimate_gpt_deepspeed(s: TrainingSetup, layer, layer_bytes: int, acts: int
     c, k = p.c, p.k
     bucket = T.deepspeed_bucket_bytes(c)
     grad_partition = T.deepspeed_grad_partition_bytes(c)
-    gathered = 2 * T.layer_parameter_bytes(c) if k == 3 and s.offload != "optimizer+params" else 0
+    gathered = 2 * T.layer_parameter_bytes(c) if k == 3 and s.offload != "optimizer+params" and s.dp > 1 else 0
     held = T.zero3_saved_weight_bytes(c)  # zero_init=False: each layer's weights held by torch's linear
     if held and s.recompute != "full":
         gathered += s.model.num_layers * held

@@ -238,9 +238,10 @@ def zero3_saved_weight_bytes(c: Ctx) -> int:
     zero.Init (v0.14.2 runtime/zero/partition_parameters.py patch_init_and_builtins; Init(module=...) converts
     without entering). torch's linear saves weight.t(), a view that keeps the gathered 16-bit weight allocated after
     DeepSpeed releases the parameter, until that matmul's backward: one decoder layer's matmul weights (LoRA: its
-    adapters too) per layer whose forward ran with gradients."""
+    adapters too) per layer whose forward ran with gradients. Over one GPU nothing is gathered (the parameter is a
+    view of its own partition, unless parameters are offloaded), so nothing extra is held."""
     s, sums, w = c.s, c.sums, c.w
-    if s.sharding != "deepspeed" or c.k != 3 or s.zero_init:
+    if s.sharding != "deepspeed" or c.k != 3 or s.zero_init or (s.dp == 1 and s.offload != "optimizer+params"):
         return 0
     return layer_parameter_bytes(c) - (sums.layer_all - sums.layer_linear) * (w.gathered if c.full_ft else w.base)
 
