@@ -903,7 +903,8 @@ def _deepspeed_offload_buffers(p: _Step) -> None:
     largest = max(t.numel for t, _ in c.tensors)
     bucket = s.reduce_bucket_size
     own = largest * c.w.grad if largest > bucket else 0  # an extra-large parameter's gradient is not in the bucket
-    check = max(T.deepspeed_offload_check_bytes(c, largest), c.w.grad * min(largest, bucket) if own else 0)
+    # the all-reduce flattens that gradient first (allreduce_bucket: self.flatten), then the check runs on it
+    check = max(T.deepspeed_offload_check_bytes(c, largest), own)
     grads = p.grad_bucket + buffer + own
     base = {"parameters": p.param_live, "optimizer": p.state_bytes}
     head = p.V * p.h // p.tp if st.head else 0
