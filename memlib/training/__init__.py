@@ -53,7 +53,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     recompute: "none" | "selective" | "full";  attention: "sdpa" | "eager".
     zero_stage: 0-3 over dp GPUs with DeepSpeed's layout (16-bit params and grads, fp32 master
                counted with the optimizer states), or "FULL_SHARD" | "SHARD_GRAD_OP" | "NO_SHARD"
-               for PyTorch FSDP's layout. With dp=1 it shards nothing and changes nothing.
+               for PyTorch FSDP's layout. With dp=1 it shards nothing and changes nothing (layout="deepspeed" keeps
+               DeepSpeed's own buffers there).
     tp, pp:    Megatron tensor and pipeline parallel degrees (sequence_parallel with tp);
                grad_accum micro-batches per step (what 1F1B keeps in flight on the first stage).
     offload:   "none" | "optimizer" (ZeRO-Offload) | "optimizer+params" (ZeRO-Infinity, stage 3),
