@@ -868,16 +868,20 @@ def _deepspeed_saved_weights(p: _Step) -> None:
     if not held:
         return
     layers, full = p.st.layers, p.s.recompute == "full"
-    for mo in p.moments:
+
+    def held_layers(mo: Moment) -> int:
         if mo.name == "forward":
-            n = 0 if full else layers - (1 if mo.where == "inside the last decoder layer" else 0)
-        elif mo.name == "backward" and ("top decoder layer" in mo.where or mo.where.startswith("start")):
-            n = 1 if full else layers
-        elif mo.name == "backward" and "first decoder layer" in mo.where:
-            n = 1
-        else:
-            n = 0
-        if n and not (full and mo.where.startswith("start")):
+            return 0 if full else layers - (mo.where == "inside the last decoder layer")
+        if mo.name != "backward":
+            return 0
+        if mo.where.startswith("start"):
+            return 0 if full else layers
+        if "top decoder layer" in mo.where:
+            return 1 if full else layers
+        return 1 if "first decoder layer" in mo.where else 0
+
+    for mo in p.moments:
+        if n := held_layers(mo):
             mo.parts["gathered_parameters"] = mo.parts.get("gathered_parameters", 0) + n * held
     p.notes.append(f"ZeRO-3 without zero.Init: torch's linear keeps each layer's gathered weights "
                    f"({fmt_bytes(held)} a layer) from its forward to its backward"
@@ -900,11 +904,11 @@ def _deepspeed_offload_buffers(p: _Step) -> None:
         return
     for mo in p.moments:
         mo.parts["gradients"] = mo.parts.get("gradients", 0) + buffer
-    largest = max(t.numel for t, _ in c.tensors)
-    bucket = s.reduce_bucket_size
-    own = largest * c.w.grad if largest > bucket else 0  # an extra-large parameter's gradient is not in the bucket
+    largest = T.largest_trainable_numel(c)
+    p.ds_offload_check = T.deepspeed_offload_check_bytes(c, largest)
+    own = largest * c.w.grad if largest > s.reduce_bucket_size else 0  # an extra-large gradient is not in the bucket
     # the all-reduce flattens that gradient first (allreduce_bucket: self.flatten), then the check runs on it
-    check = max(T.deepspeed_offload_check_bytes(c, largest), own)
+    check = max(p.ds_offload_check, own)
     grads = p.grad_bucket + buffer + own
     base = {"parameters": p.param_live, "optimizer": p.state_bytes}
     head = p.V * p.h // p.tp if st.head else 0
@@ -917,7 +921,7 @@ def _deepspeed_offload_buffers(p: _Step) -> None:
         "temporaries": check}))
     p.notes.append(f"ZeRO-Offload's GPU side: a {fmt_bytes(buffer)} staging buffer (the largest parameter in "
                    f"16 bits) and, as each reduced gradient leaves for the host, its overflow check "
-                   f"({fmt_bytes(T.deepspeed_offload_check_bytes(c, largest))} for the largest)")
+                   f"({fmt_bytes(p.ds_offload_check)} for the largest)")
 
 
 def _result(p: _Step) -> Estimate:
@@ -953,9 +957,8 @@ def _result(p: _Step) -> Estimate:
     if p.ds_saved_weights:
         named.append((T.zero3_saved_weight_bytes, p.ds_saved_weights))
     if p.ds_offload_buffer:
-        largest = max(t.numel for t, _ in c.tensors)
         named += [(T.deepspeed_offload_grad_buffer_bytes, p.ds_offload_buffer),
-                  (T.deepspeed_offload_check_bytes, T.deepspeed_offload_check_bytes(c, largest))]
+                  (T.deepspeed_offload_check_bytes, p.ds_offload_check)]
     if s.finetune == "qlora":
         named += [(T.nf4_weight_bytes, T.nf4_weight_bytes(c)),
                   (T.dequantized_weight_bytes, T.dequantized_weight_bytes(c, max(sums.layer_linear_numels) // tp))]

@@ -211,6 +211,11 @@ def deepspeed_grad_partition_bytes(c: Ctx) -> int:
     return sharded(c, gradient_bytes(c), "gradients")
 
 
+def largest_trainable_numel(c: Ctx) -> int:
+    """Elements of this GPU's largest trainable tensor (what per-tensor temporaries and buffers are sized by)."""
+    return max(t.numel for t, _ in c.tensors)
+
+
 def deepspeed_offload_grad_buffer_bytes(c: Ctx) -> int:
     """ZeRO-1/2 with offload_optimizer: a 16-bit GPU buffer the size of the largest trainable parameter, made with the
     optimizer and never freed (deepspeedai/DeepSpeed v0.14.2 runtime/zero/stage_1_and_2.py __init__:
@@ -219,7 +224,7 @@ def deepspeed_offload_grad_buffer_bytes(c: Ctx) -> int:
     s = c.s
     if s.sharding != "deepspeed" or c.k not in (1, 2) or s.offload == "none":
         return 0
-    return max(t.numel for t, _ in c.tensors) * c.w.grad
+    return largest_trainable_numel(c) * c.w.grad
 
 
 def deepspeed_offload_check_bytes(c: Ctx, numel: int) -> int:
@@ -314,7 +319,7 @@ def optimizer_step_temporaries(c: Ctx) -> int:
         grad_partition = sharded(c, c.trainable, "optimizer")
         return (4 + c.w.grad) * (min(grad_partition, DEEPSPEED_SUB_GROUP) if k == 3 else grad_partition)
     shard = s.dp if k >= 1 else 1
-    largest = max(t.numel for t, _ in c.tensors)
+    largest = largest_trainable_numel(c)
     if k >= 1 and s.ep > 1 and any(t.experts and t.numel == largest for t, _ in c.tensors):
         shard = s.dp // s.ep  # the largest tensor is a stacked expert tensor, sharded over dp / ep
     return opt.step_transient_bytes(s.optimizer, largest // shard, c.w.state, impl=s.optimizer_impl,
