@@ -131,6 +131,8 @@ def test_expected_values_are_computed_when_checked(monkeypatch):
     ("31 V100s", "count", 31), ("31 GPUs", "count", 31), ("31 张卡", "count", 31), ("57倍", "x", 57),
     ("57 times", "x", 57), ("98%", "%", 98), ("98 percent", "%", 98), ("22.3 s", "s", 22.3),
     ("0.5 min", "s", 30), ("1,000,000", "bytes", 1e6), ("１３７.４ GB", "bytes", 137.4e9),
+    ("14 GB (per GPU)", "bytes", 14e9), ("14GB（每张卡）", "bytes", 14e9), ("14 GB，每张卡", "bytes", 14e9),
+    ("14 GB, per GPU", "bytes", 14e9),
 ])
 def test_parse_quantity(text, unit, value):
     assert math.isclose(parse_quantity(text, unit).value, value, rel_tol=1e-12)

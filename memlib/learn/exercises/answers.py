@@ -64,11 +64,12 @@ _NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d(?:_?\d)*)(?:\.\d*)?|\.\d+"
 _QUANTITY = re.compile(rf"^{_LEADING}\s*{_APPROX}\s*(?P<sign>[-+]?)\s*(?P<num>{_NUMBER})"
                        rf"(?P<exp>[eE][-+]?\d{{1,4}}|{_TIMES_TEN})?\s*(?P<rest>.*?)$", re.S)
 # what may follow the unit without changing the figure: "per GPU", "in total", "每卡" ...
-_QUALIFIER = re.compile(r"\s*(?:(?:per|/|a|each|every|for\s+each|for\s+one|on\s+each|on\s+one)\s*(?:gpu|card|device|"
+# a trailing qualifier, bare or set off by a comma or parentheses ("14 GB (per GPU)", "14GB（每张卡）" after NFKC)
+_QUALIFIER = re.compile(r"\s*[,;]?\s*\(?\s*(?:(?:per|/|a|each|every|for\s+each|for\s+one|on\s+each|on\s+one)\s*(?:gpu|card|device|"
                         r"rank|process|worker|node|sequence|layer)s?|/\s*(?:卡|张卡|块卡)|each|in\s+total|total|overall|altogether|"
                         r"combined|左右|上下|大约|约|"
                         r"together|of\s+(?:memory|ram|host\s+ram|cpu\s+ram|vram|gpu\s+memory|hbm)|on\s+the\s+host|"
-                        r"每卡|每张卡|每个gpu|总共|总计|合计|一共)\s*$")
+                        r"每卡|每张卡|每个gpu|总共|总计|合计|一共)\s*\)?\s*$")
 _PARAM_WORD = r"(?:params?|parameters?|weights|参数|个参数)"
 # what a count may be a count of: GPUs ("31 V100s", "8 cards") or served sequences ("32 chats", notebook 04)
 _GPU_WORD = re.compile(r"^(?:(?:张|块|台|个)?\s*(?:nvidia\s+)?(?:[a-z]+\s?\d{2,4}[a-z]*|gpu|card|device)s?"
