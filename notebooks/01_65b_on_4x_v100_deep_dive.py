@@ -290,6 +290,8 @@ display(Markdown(
 # sequence; the largest of the 8 GPUs' allocator peaks, in MiB (validation/published.jsonl rows of the same ids)
 gpjt = {"gpjt-llama-3-8b-zero3-nozeroinit-seq2048-mb1": 49_086 * 2**20,
         "gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1": 24_497 * 2**20}
+others = 21_363 * 2**20   # the same offload run's GPUs 1-4, whose partitions hold neither embedding nor head
+l3 = get_model("llama-3-8b")
 run = dict(seq_len=2048, precision="fp16", dp=8, recipe="hf-trainer")   # the Trainer drops the logits before backward
 z3 = {zi: estimate_training("llama-3-8b", zero_stage=3, zero_init=zi, **run) for zi in (True, False)}
 held = {t.name: t.nbytes for t in z3[False].terms}["zero3_saved_weight_bytes"]   # one layer's gathered weights
@@ -304,6 +306,8 @@ print(f"ZeRO-2 + offload: {G(off.peak_bytes)} ({off.peak_moment.where}); "
 d_init, d_late, d_layer = G(z3[True].peak_bytes), G(z3[False].peak_bytes), G(held)
 d_all, d_z3m = G(32 * held), G(gpjt["gpjt-llama-3-8b-zero3-nozeroinit-seq2048-mb1"])
 d_off, d_offm, d_check = G(off.peak_bytes), G(gpjt["gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1"]), G(check)
+d_n, d_emb = f"{l3.num_layers}", f"{l3.vocab_size * l3.hidden_size / 1e6:.0f}M"
+d_lower = G(gpjt["gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1"] - others)
 
 # %% [markdown]
 # Two things a paper estimate leaves out decide a real run of Llama-3-8B fine-tuned with HF Trainer and
@@ -314,16 +318,16 @@ d_off, d_offm, d_check = G(off.peak_bytes), G(gpjt["gpjt-llama-3-8b-zero2-offloa
 # `torch.nn.functional.linear` with a version that saves the parameter itself, and the peak is {eval}`d_init`.
 # If the model is loaded first, as in this run, `deepspeed.initialize` partitions a model that already exists
 # and PyTorch's linear stays. It saves a view of each gathered weight for the backward, so every layer's
-# gathered 16-bit weights ({eval}`d_layer` a layer, {eval}`d_all` for all 32) stay on the GPU until that layer's
+# gathered 16-bit weights ({eval}`d_layer` a layer, {eval}`d_all` for all {eval}`d_n`) stay on the GPU until that layer's
 # backward. memlib's `zero_init=False` gives {eval}`d_late`; the run measured {eval}`d_z3m`. The rest is not
 # explained yet: it varies from run to run, like freed gathers the allocator still counts while another
 # stream uses them (docs/validation.md).
 #
 # **What offload leaves on the GPU.** ZeRO-Offload moves the fp32 master weights and Adam states to the host.
-# But the GPU whose partition holds the embedding (or the untied head) checks that 525M-element gradient for
+# But the GPU whose partition holds the embedding (or the untied head) checks that {eval}`d_emb`-element gradient for
 # overflow in fp32 before sending it: {eval}`d_check` of temporaries, on top of a 16-bit staging buffer as large
-# as that parameter. memlib puts that GPU at {eval}`d_off`; it measured {eval}`d_offm`, and the six GPUs
-# without the embedding or the head about 3 GiB lower. Size the run for its largest GPU, not the average one.
+# as that parameter. memlib puts that GPU at {eval}`d_off`; it measured {eval}`d_offm`, and the GPUs
+# without the embedding or the head {eval}`d_lower` lower. Size the run for its largest GPU, not the average one.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### GaLore or LOMO: full fine-tuning on a 24 GB card?

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from functools import lru_cache
 
 from memlib.learn.exercises._common import b, fits, n_params, only_fitting, peak_rows, states
 from memlib.learn.exercises.kinds import Choice, Figure, Implement, Numeric, Option, SelfAssessed, Slip, SpotError
@@ -59,12 +60,19 @@ def _random_flops_case(rng: random.Random) -> dict:
 _L3 = "llama-3-8b"   # 01.11
 
 
-def _late_load_extra() -> int:
-    """01.11: bytes held at the loss with zero_init=False beyond zero.Init's, from memlib's two estimates."""
+@lru_cache(maxsize=None)
+def _late_load():
+    """01.11's run estimated both ways: (model loaded before TrainingArguments, built under zero.Init)."""
     kw = dict(seq_len=2048, precision="fp16", zero_stage=3, dp=8, recipe="hf-trainer")
+    return estimate_training(_L3, zero_init=False, **kw), estimate_training(_L3, **kw)
+
+
+def _late_load_extra() -> int:
+    """01.11: bytes held at the loss with zero_init=False beyond zero.Init's."""
     def at_loss(est):
         return sum(next(mo for mo in est.moments if mo.where.startswith("at the loss")).parts.values())
-    return at_loss(estimate_training(_L3, zero_init=False, **kw)) - at_loss(estimate_training(_L3, **kw))
+    late, init = _late_load()
+    return at_loss(late) - at_loss(init)
 
 
 def _infinity_time(**kw):
@@ -377,14 +385,13 @@ EXERCISES = [
                "Each decoder layer's 7 matmul weights stay gathered from its forward to its backward: q, k, v, o, "
                "gate, up, down, in fp16.",
                "32 layers x (4096 x (4096 + 1024 + 1024 + 4096) + 3 x 4096 x 14336) x 2 bytes."),
-        worked=lambda: (lambda late, init: (
+        worked=lambda: (lambda late, init, m: (
             f"Every layer's matmul weights, gathered whole in fp16 and kept by torch's linear until that layer's "
-            f"backward: 32 x 218,103,808 x 2 bytes = **{b(_late_load_extra())}** per GPU "
-            f"(`terms.zero3_saved_weight_bytes`; `estimate_training(..., zero_init=False)`). The peak per GPU is "
-            f"{gib(late.peak_bytes):.1f} GiB loaded early against {gib(init.peak_bytes):.1f} GiB under zero.Init; "
-            "gpjt's run of this setup measured 47.9 GiB (docs/validation.md). Build the model after "
+            f"backward: {m.num_layers} x {sum(t.numel for t in m.tensors() if t.kind == 'linear' and t.count == m.num_layers):,} x 2 bytes = **{b(_late_load_extra())}** "
+            f"per GPU (`terms.zero3_saved_weight_bytes`; `estimate_training(..., zero_init=False)`). The peak per "
+            f"GPU is {gib(late.peak_bytes):.1f} GiB loaded early against {gib(init.peak_bytes):.1f} GiB under "
+            "zero.Init; gpjt's run of this setup measured 47.9 GiB (docs/validation.md). Build the model after "
             "TrainingArguments, or turn on activation checkpointing, whose forward saves nothing."))(
-            *(estimate_training(_L3, seq_len=2048, precision="fp16", zero_stage=3, dp=8, recipe="hf-trainer",
-                                zero_init=z) for z in (False, True))),
+            *_late_load(), get_model(_L3)),
     ),
 ]
