@@ -126,6 +126,9 @@ def _add_estimate(sub) -> None:
                    help="Megatron: model chunks per pipeline GPU, interleaved 1F1B (with --layout megatron --pp > 1)")
     e.add_argument("--hidden-dropout", type=float, default=None,
                    help="Megatron: --hidden-dropout, a 1-byte mask per residual element (with --layout megatron)")
+    e.add_argument("--attention-dropout", type=float, default=None,
+                   help="Megatron: --attention-dropout; with --attention eager (unfused core attention) a 1-byte mask "
+                        "and the 16-bit dropped-out probabilities per score (with --layout megatron)")
     e.add_argument("--no-zero-init", action="store_true",
                    help="ZeRO-3 on a model built before deepspeed.initialize (not under zero.Init): torch's linear "
                         "keeps every layer's gathered weights until its backward")
@@ -268,7 +271,7 @@ def cmd_estimate(a) -> int:
         options["cp"] = a.cp
     if a.cp_rotate is not None:
         options["cp_rotate"] = a.cp_rotate
-    for name in ("layout", "vpp", "hidden_dropout"):
+    for name in ("layout", "vpp", "hidden_dropout", "attention_dropout"):
         if getattr(a, name) is not None:
             options[name] = getattr(a, name)
     if a.no_zero_init:
@@ -300,6 +303,9 @@ def cmd_estimate(a) -> int:
         if v:
             print(f"{k:<20}{gb(v):>12,.2f}{gib(v):>12,.2f}")
     print(f"{'total':<20}{gb(est.peak_bytes):>12,.2f}{gib(est.peak_bytes):>12,.2f}")
+    if est.stream_held_bytes:
+        print(f"{'active peak':<20}{gb(est.active_peak_bytes):>12,.2f}{gib(est.active_peak_bytes):>12,.2f}"
+              "   (+ blocks freed but held for another stream; see the note)")
     if est.host_bytes or est.nvme_bytes:
         print(f"\nOffload needs, per GPU: host RAM {fmt_bytes(est.host_bytes)}, NVMe {fmt_bytes(est.nvme_bytes)}")
     for note in est.notes:

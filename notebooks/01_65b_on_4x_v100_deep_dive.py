@@ -297,14 +297,15 @@ z3 = {zi: estimate_training("llama-3-8b", zero_stage=3, zero_init=zi, **run) for
 held = {t.name: t.nbytes for t in z3[False].terms}["zero3_saved_weight_bytes"]   # one layer's gathered weights
 off = estimate_training("llama-3-8b", zero_stage=2, offload="optimizer", recompute="full", **run)
 check = {t.name: t.nbytes for t in off.terms}["deepspeed_offload_check_bytes"]   # the embedding's overflow check
-print(f"ZeRO-3: {G(z3[True].peak_bytes)} built under zero.Init, {G(z3[False].peak_bytes)} built first; "
-      f"measured {G(gpjt['gpjt-llama-3-8b-zero3-nozeroinit-seq2048-mb1'])}")
+print(f"ZeRO-3: {G(z3[True].peak_bytes)} built under zero.Init, {G(z3[False].peak_bytes)} built first "
+      f"(active {G(z3[False].active_peak_bytes)}); measured {G(gpjt['gpjt-llama-3-8b-zero3-nozeroinit-seq2048-mb1'])}")
 print(f"ZeRO-2 + offload: {G(off.peak_bytes)} ({off.peak_moment.where}); "
       f"measured {G(gpjt['gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1'])}")
 
 # %%
 d_init, d_late, d_layer = G(z3[True].peak_bytes), G(z3[False].peak_bytes), G(held)
 d_all, d_z3m = G(32 * held), G(gpjt["gpjt-llama-3-8b-zero3-nozeroinit-seq2048-mb1"])
+d_stream, d_active = G(z3[False].stream_held_bytes), G(z3[False].active_peak_bytes)
 d_off, d_offm, d_check = G(off.peak_bytes), G(gpjt["gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1"]), G(check)
 d_n, d_emb = f"{l3.num_layers}", f"{l3.vocab_size * l3.hidden_size / 1e6:.0f}M"
 d_lower = G(gpjt["gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1"] - others)
@@ -319,9 +320,15 @@ d_lower = G(gpjt["gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1"] - others)
 # If the model is loaded first, as in this run, `deepspeed.initialize` partitions a model that already exists
 # and PyTorch's linear stays. It saves a view of each gathered weight for the backward, so every layer's
 # gathered 16-bit weights ({eval}`d_layer` a layer, {eval}`d_all` for all {eval}`d_n`) stay on the GPU until that layer's
-# backward. memlib's `zero_init=False` gives {eval}`d_late`; the run measured {eval}`d_z3m`. The rest is not
-# explained yet: it varies from run to run, like freed gathers the allocator still counts while another
-# stream uses them (docs/validation.md).
+# backward. memlib's `zero_init=False` gives {eval}`d_late` allocated.
+#
+# **What the allocator still counts.** The run logged *active* bytes, which also count blocks already freed
+# that another CUDA stream may still read. ZeRO-3 copies each gradient into its reduce bucket on a separate
+# stream and frees it at once; the host waits only when three bucket reductions are outstanding. When the
+# reduce-scatters lag the backward, up to three buckets of freed gradients ({eval}`d_stream`) are still counted.
+# memlib's `active_peak_bytes` adds them: {eval}`d_active`, against {eval}`d_z3m` measured. They cannot cause an
+# out-of-memory error, because the allocator waits for the stream and frees them first. But the allocator's
+# counters and `nvidia-smi` show them.
 #
 # **What offload leaves on the GPU.** ZeRO-Offload moves the fp32 master weights and Adam states to the host.
 # But the GPU whose partition holds the embedding (or the untied head) checks that {eval}`d_emb`-element gradient for

@@ -183,6 +183,9 @@ def test_compared_bytes_follow_fits():
     CUDA context (memlib.hardware.fit's defaults, written out here)."""
     peak = 10 * 2**30
     assert bench.compared_bytes(peak, "allocated") == peak
+    assert bench.compared_bytes(peak, "active") == peak
+    assert bench.compared_bytes(peak, "active", stream_held_bytes=3 * 10**9) == peak + 3 * 10**9
+    assert bench.compared_bytes(peak, "allocated", stream_held_bytes=3 * 10**9) == peak
     assert bench.compared_bytes(peak, "reserved") == peak + peak // 20
     assert bench.compared_bytes(peak, "nvidia-smi") == peak + 512 * 2**20 + peak // 20
     with pytest.raises(ValueError, match="statistic"):

@@ -23,13 +23,14 @@ ROWS = {r["id"]: r for r in bench.load_rows()}
 BANDS = {"deepspeedexamples-bf16-master-weight-baseline-zero3": (-0.02, 0.02)}
 # gpjt/fine-tune-2024-04 (HF Trainer 4.40 + DeepSpeed 0.14.2, Llama-3-8B on 8 GPUs), active_bytes peaks. ZeRO-2 with
 # optimizer offload: the heaviest GPU within 2%. ZeRO-3 (model not built under zero.Init): active bytes are allocated
-# bytes plus blocks awaiting another stream, so memlib's allocated peak must not exceed them; how far below is what
-# docs/validation.md reports (a ZeRO-3 excess of 4-6 GiB that jitters between runs), bounded here.
+# bytes plus blocks awaiting another stream; memlib's active_peak_bytes adds the gradients awaiting the reduce stream
+# (terms.deepspeed_stream_held_grad_bytes). Without checkpointing at 1,001+ tokens within 2%; at one token and with
+# checkpointing more stays held than those gradients (docs/validation.md): below, by at most 9%.
 BANDS.update({f"gpjt-llama-3-8b-zero2-offload-ckpt-{k}": (-0.02, 0.02)
               for k in ("seq1", "seq2001", "seq2048-mb1", "seq2048-mb4", "seq2048-mb8", "seq2048-mb12")})
-BANDS.update({f"gpjt-llama-3-8b-zero3-nozeroinit-{k}": (-0.08, 0.0)
+BANDS.update({f"gpjt-llama-3-8b-zero3-nozeroinit-{k}": (-0.02, 0.02)
               for k in ("seq1001", "seq2001", "seq2048-mb1", "seq2048-mb2")})
-BANDS.update({f"gpjt-llama-3-8b-zero3-nozeroinit-{k}": (-0.18, 0.0)
+BANDS.update({f"gpjt-llama-3-8b-zero3-nozeroinit-{k}": (-0.09, 0.0)
               for k in ("seq1", "ckpt-seq2048-mb1", "ckpt-seq2048-mb6", "ckpt-seq2048-mb12")})
 # the same scripts' Qwen1.5-0.5B runs on one GPU (ZeRO-3 gathers nothing there), with layout="deepspeed"
 BANDS.update({f"gpjt-qwen1.5-0.5b-zero3-1gpu-{k}": (-0.03, 0.03) for k in ("seq1", "seq2048")})
@@ -146,3 +147,24 @@ def test_deepspeed_layout_on_one_gpu_by_hand():
     assert auto.peak_bytes < 0.5 * est.peak_bytes
     with pytest.raises(ValueError, match="layout='deepspeed'"):
         memlib.estimate_training(model, **{**kw, "zero_stage": "FULL_SHARD"})
+
+
+def test_zero3_gradients_held_for_the_reduce_stream_by_hand():
+    """deepspeedai/DeepSpeed v0.14.2 runtime/zero/stage3.py: with overlap_comm (stage 3's default) each 16-bit gradient
+    is copied into the bucket on reduce_and_partition_stream and freed under record_stream, and the host waits only
+    when more than max_param_reduce_events = 2 bucket reductions are outstanding: at most 3 buckets of
+    reduce_bucket_size elements, 3 x 5e8 x 2 B = 3e9 bytes, held as active (not allocated) bytes. Nothing to wait for
+    on one GPU, without overlap_comm, or under ZeRO-2 (its copies run on the compute stream)."""
+    kw = dict(seq_len=2048, precision="fp16", zero_stage=3, dp=8, keep_outputs=False)
+    est = memlib.estimate_training("llama-3-8b", **kw)
+    assert est.stream_held_bytes == 3 * 5 * 10**8 * 2
+    assert est.active_peak_bytes == est.peak_bytes + 3 * 10**9
+    assert est.to_dict()["active_peak_bytes"] == est.active_peak_bytes
+    assert {t.name: t.nbytes for t in est.terms}["deepspeed_stream_held_grad_bytes"] == 3 * 10**9
+    assert memlib.estimate_training("llama-3-8b", reduce_bucket_size=10**8, **kw).stream_held_bytes == 3 * 10**8 * 2
+    # a model smaller than three buckets holds at most all of its gradients (Qwen1.5-0.5B: 463,987,712 parameters)
+    small = bench.resolve_model(ROWS["gpjt-qwen1.5-0.5b-zero3-1gpu-seq1"]["memlib"]["kwargs"]["model"])
+    assert memlib.estimate_training(small, **kw).stream_held_bytes == 2 * small.num_params
+    for other in (dict(kw, dp=1, layout="deepspeed"), dict(kw, overlap_comm=False), dict(kw, zero_stage=2)):
+        e = memlib.estimate_training("llama-3-8b", **other)
+        assert e.stream_held_bytes == 0 and e.active_peak_bytes == e.peak_bytes

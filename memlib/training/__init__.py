@@ -41,7 +41,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False, layout: str = "auto",
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
-                      hidden_dropout: float = 0.0, keep_outputs: bool = True,
+                      hidden_dropout: float = 0.0, attention_dropout: float = 0.0, keep_outputs: bool = True,
                       recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
@@ -97,6 +97,9 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                (schedules.py get_pp_rank_microbatches; Narayanan et al. 2021 Sec. 2.2).
     hidden_dropout: layout="megatron": Megatron's --hidden-dropout (0.1 by default for GPT, 0 in its LLaMA
                recipes): a 1-byte mask per residual-stream element after the attention and after the MLP.
+    attention_dropout: layout="megatron", attention="eager" (unfused core attention, no --use-flash-attn): its
+               --attention-dropout keeps a 1-byte mask + the 16-bit dropped-out probabilities per score, 3as^2b a
+               layer (Korthikanti et al. 2022); flash attention draws its dropout inside the kernel, keeping neither.
     keep_outputs: loss="full": True (default) if the loop keeps the model's output, its logits, until the next
                forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
                the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.

@@ -228,7 +228,8 @@ def _llama_attention_core(led: Ledger, model: Model, num: Numerics, tokens: int,
             led.items.insert(n, ("eager.out", c * q * tokens, "transposed contiguous attention output, o_proj's input"))
 
 
-def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none", hidden_dropout: float = 0.0) -> Ledger:
+def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none", hidden_dropout: float = 0.0,
+                          attention: str = "sdpa", seq_len: int = 0, attention_dropout: float = 0.0) -> Ledger:
     """Saved tensors of one Megatron-Core decoder layer built from Transformer Engine's fused modules, bytes for
     `tokens`, before the tensor-parallel split (the caller divides: Korthikanti et al. 2022 Sec. 4.2). Korthikanti's
     Table 2 terms (34sbh + 5as^2b/t for GPT) with flash attention and GQA: each LayerNormLinear keeps its input, its
@@ -241,7 +242,11 @@ def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none",
     fused bias-GELU (core/fusions/fused_bias_gelu.py) keeps fc1's output, fc2 keeps GELU's output.
     hidden_dropout > 0 (Megatron's --hidden-dropout, 0.1 by default for GPT): the fused bias-dropout-add after the
     attention and after the MLP (core/fusions/fused_bias_dropout.py) each keep a 1-byte mask per element of
-    the residual stream (Korthikanti's sbh terms), replicated over tp unless sequence parallel."""
+    the residual stream (Korthikanti's sbh terms), replicated over tp unless sequence parallel.
+    attention="eager": Megatron's unfused core attention (its default before --use-flash-attn; megatron/model/
+    transformer.py CoreAttention with FusedScaleMaskSoftmax) keeps the 16-bit softmax output, a x s^2 x b x 2
+    bytes, and with attention_dropout > 0 its 1-byte mask and the 16-bit dropped-out probabilities that the
+    attention over values reads: Korthikanti's 5as^2b (seq_len is s; tokens = s x b)."""
     h, q, kv, a, f = model.hidden_size, model.q_size, model.kv_size, model.num_heads, model.intermediate_size
     gated = model.mlp == "gated"
     stats, stat_why = (4, "the norm's fp32 1/rms per token") if model.norm == "rmsnorm" else (
@@ -254,12 +259,23 @@ def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none",
         led.add(f"{half}.rsigma", stats * tokens, stat_why)
         led.add(f"{half}.out", 2 * h * tokens, f"the normalized output, kept for {targets}'s weight gradient")
         if half == "attn_norm":
+            unfused = attention == "eager"
+            kept_by = "QK^T and the attention over values" if unfused else "flash attention"
             led.add("core_attn.qkv", 2 * (q + 2 * kv) * tokens,
-                    "rotated query, key and value, kept by flash attention" if model.position == "rope"
-                    else "query, key and value, kept by flash attention")
+                    f"rotated query, key and value, kept by {kept_by}" if model.position == "rope"
+                    else f"query, key and value, kept by {kept_by}")
             led.add("core_attn.out", 2 * q * tokens, "the attention output (also linear_proj's input)")
-            if recompute != "selective":
+            if recompute == "selective":
+                pass  # the attention core is recomputed: nothing of it is kept (Korthikanti et al. 2022, Sec. 5)
+            elif not unfused:
                 led.add("core_attn.softmax_lse", 4 * a * tokens, "fp32 row log-sum-exp of the fused kernel")
+            else:
+                scores = a * seq_len * tokens  # a x s^2 x b
+                led.add("core_attn.probs", 2 * scores, "the 16-bit softmax output (a x s^2 x b), kept by its backward")
+                if attention_dropout:
+                    led.add("core_attn.dropout_mask", scores, "attention dropout's 1-byte mask")
+                    led.add("core_attn.dropped_probs", 2 * scores,
+                            "the dropped-out probabilities, kept by the attention over values")
             if hidden_dropout:
                 led.add("residual.attn_dropout_mask", h * tokens, "bias-dropout-add's 1-byte mask after linear_proj")
     if gated:

@@ -38,6 +38,9 @@ class Estimate:
     # [(label, layers of that kind on this GPU, Ledger)] when layers differ (MoE/dense, sliding/full); else []
     layer_kinds: list = field(default_factory=list)
     stage: str = ""  # pp > 1: the pipeline stage (device_map: the GPU) whose peak this is, the heaviest; else ""
+    # freed blocks another CUDA stream may still read (record_stream): active, not allocated (e.g.
+    # terms.deepspeed_stream_held_grad_bytes); an upper bound, reached when communication lags the compute
+    stream_held_bytes: int = 0
 
     @property
     def peak_moment(self) -> Moment:
@@ -47,6 +50,14 @@ class Estimate:
     def peak_bytes(self) -> int:
         """Allocated bytes at the peak, on one GPU."""
         return self.peak_moment.total
+
+    @property
+    def active_peak_bytes(self) -> int:
+        """The allocator's active bytes at most (torch.cuda.memory_stats()['active_bytes.all.peak']): the allocated
+        peak plus blocks freed while another stream may still use them. Those are released before an
+        out-of-memory error, so fits() goes by peak_bytes; active_peak_bytes is what the active and reserved
+        counters (and nvidia-smi) can show."""
+        return self.peak_bytes + self.stream_held_bytes
 
     @property
     def phase(self) -> str:
@@ -69,7 +80,7 @@ class Estimate:
             "model": s.model.name, "num_params": s.model.num_params, "trainable_params": self.counts["trainable"],
             "seq_len": s.seq_len, "micro_batch": s.micro_batch, "precision": s.precision,
             "optimizer": s.optimizer, "finetune": s.finetune, "recompute": s.recompute, "attention": s.attention,
-            "peak_bytes": self.peak_bytes, "phase": self.phase, "breakdown": self.breakdown,
+            "peak_bytes": self.peak_bytes, "active_peak_bytes": self.active_peak_bytes, "phase": self.phase, "breakdown": self.breakdown,
             "moments": {name: max(m.total for m in self.moments if m.name == name)
                         for name in ("forward", "backward", "optimizer") if any(m.name == name for m in self.moments)},
             "zero_stage": s.zero_stage, "sharding": s.sharding, "dp": s.dp, "tp": s.tp, "pp": s.pp,

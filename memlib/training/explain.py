@@ -69,7 +69,9 @@ def explain_training(est) -> str:
         lines += ["", "**4. The named terms** (memlib/training/terms.py; each row's source is its function's docstring)",
                   "", "| term | source | GB | GiB |", "|---|---|---:|---:|"]
         lines += [_row(f"`{t.name}`", t.source, t.nbytes) for t in est.terms]
-    lines += ["", f"**Peak: {fmt_bytes(est.peak_bytes)}** during **{est.phase}** ({peak.where})."]
+    lines += ["", f"**Peak: {fmt_bytes(est.peak_bytes)}** during **{est.phase}** ({peak.where})."
+              + (f" Active bytes up to **{fmt_bytes(est.active_peak_bytes)}** (freed blocks another stream may "
+                 "still read: active_peak_bytes)." if getattr(est, "stream_held_bytes", 0) else "")]
     for note in est.notes:
         lines.append(f"- {note}")
     return "\n".join(lines)

@@ -48,7 +48,8 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 double_quant=True, loss="full", activation_offload=False, fsdp_mixed_precision=True, ep=1,
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, keep_outputs=True)
+                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
+                keep_outputs=True)
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -106,6 +107,7 @@ class TrainingSetup:
     # Megatron-Core (layout='megatron'): model chunks per pipeline GPU (interleaved 1F1B) and --hidden-dropout
     vpp: int = 1
     hidden_dropout: float = 0.0
+    attention_dropout: float = 0.0  # --attention-dropout: masks kept only by the unfused core attention (eager)
     # the loop keeps the model's output (its logits) until the next forward (a custom loop's `out = model(...)`);
     # False: HF Trainer's compute_loss returns the loss alone, the logits are freed before the backward
     keep_outputs: bool = True
@@ -196,7 +198,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0,
+                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
                 keep_outputs=True) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
@@ -225,7 +227,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if layout == "megatron":
         sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
-    vpp, hidden_dropout = _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout)
+    vpp, hidden_dropout, attention_dropout = _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout,
+                                                                attention_dropout)
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients,
                                       zero_init, finetune)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
@@ -257,6 +260,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          gradient_as_bucket_view=gradient_as_bucket_view, layout=layout,
                          reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
                          contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
+                         attention_dropout=attention_dropout,
                          keep_outputs=keep_outputs,
                          options=tuple(given.items()))
 
@@ -311,18 +315,21 @@ def _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp) -> str:
     return "deepspeed"
 
 
-def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout) -> tuple[int, float]:
+def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout) -> tuple[int, float, float]:
     """vpp (model chunks per pipeline GPU: Megatron's interleaved 1F1B, --num-layers-per-virtual-pipeline-stage =
-    L / (pp x vpp)) and hidden_dropout (--hidden-dropout) are Megatron-Core's options: layout='megatron' only."""
+    L / (pp x vpp)), hidden_dropout and attention_dropout (--hidden-dropout, --attention-dropout) are Megatron-Core's
+    options: layout='megatron' only."""
     vpp = positive_int("vpp", vpp)
-    if isinstance(hidden_dropout, bool) or not isinstance(hidden_dropout, (int, float)) \
-            or not 0 <= hidden_dropout < 1:
-        raise ValueError(f"hidden_dropout must be a number in [0, 1), got {hidden_dropout!r}")
+    for name, value in (("hidden_dropout", hidden_dropout), ("attention_dropout", attention_dropout)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
     if sharding != "megatron":  # tp/pp > 1 alone is Megatron's layout too (_sharding), where vpp applies
         _not_for("vpp", vpp, 1, "it is a Megatron-Core option: give layout='megatron' (or recipe='megatron')")
     if layout != "megatron":  # only Megatron's fused layer ledger (layout='megatron') has the dropout masks
         _not_for("hidden_dropout", hidden_dropout, 0.0,
                  "it is a Megatron-Core option of its fused layers: give layout='megatron' (or recipe='megatron')")
+        _not_for("attention_dropout", attention_dropout, 0.0,
+                 "it is a Megatron-Core option of its core attention: give layout='megatron' (or recipe='megatron')")
     if vpp > 1:
         if pp < 2:
             raise ValueError(f"vpp={vpp} interleaves model chunks over pipeline stages: it needs pp > 1, got pp={pp}")
@@ -332,7 +339,7 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout) -> tuple
                              "pipeline-stage)")
         if model.is_moe or len(set(model.layer_types)) > 1:
             raise ValueError("vpp > 1 is modelled for models whose layers are all alike (no MoE, one attention type)")
-    return vpp, float(hidden_dropout)
+    return vpp, float(hidden_dropout), float(attention_dropout)
 
 
 def _check_model(model) -> Model:

@@ -76,7 +76,7 @@ def estimate(s: TrainingSetup) -> Estimate:
             f"i from 1), {sts[0].in_flight} on the first; bubble (p-1)/(m+p-1) = {bubble:.1%} with "
             f"m={s.grad_accum} micro-batches (Narayanan et al. 2021); {heaviest}"]
     return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes, worst.terms,
-                    worst.layer_kinds, stage=heavy.name)
+                    worst.layer_kinds, stage=heavy.name, stream_held_bytes=worst.stream_held_bytes)
 
 
 @dataclass(frozen=True)
@@ -258,8 +258,9 @@ def _ledger_builder(p: _Step) -> None:
 
     def ledger(kind: tuple[str, bool], base_saves_input: bool = s.bnb_keeps_input) -> act.Ledger:
         layer_type, moe = kind
-        led = act.megatron_layer_ledger(m, tok, recompute=s.recompute,
-                                         hidden_dropout=s.hidden_dropout) if p.fused else act.llama_layer_ledger(
+        led = act.megatron_layer_ledger(m, tok, recompute=s.recompute, hidden_dropout=s.hidden_dropout,
+                                        attention=s.attention, seq_len=seq,
+                                        attention_dropout=s.attention_dropout) if p.fused else act.llama_layer_ledger(
             m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
             lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
             # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
@@ -477,7 +478,8 @@ def _layout_notes(p: _Step) -> None:
     c, m, s, notes, param_live, state_bytes = p.c, p.m, p.s, p.notes, p.param_live, p.state_bytes
     base = {"parameters": param_live, "optimizer": state_bytes}
     if s.layout == "megatron":
-        notes.append("Megatron-Core layout: the fp32 main-grad buffer alive through the step"
+        notes.append(f"Megatron-Core layout: the {'fp32' if p.w.grad == 4 else '16-bit'} main-grad buffer alive "
+                     "through the step"
                      + ("; Transformer Engine's fused layers (Korthikanti et al. 2022 Table 2 terms) and the "
                         "vocabulary-parallel cross entropy" if p.fused else ""))
     if s.attention_note:
@@ -840,6 +842,12 @@ def _deepspeed_buckets(p: _Step) -> None:
     reduces only at the step's last micro-batch: its bucket stays through the next forward)."""
     p.ds_buckets = T.deepspeed_bucket_bytes(p.c)
     p.ds_grad_partition = T.deepspeed_grad_partition_bytes(p.c)
+    p.ds_stream_held = T.deepspeed_stream_held_grad_bytes(p.c)
+    if p.ds_stream_held:
+        p.notes.append(f"ZeRO-3 with overlap_comm: up to {fmt_bytes(p.ds_stream_held)} of gradients freed while the "
+                       "reduce stream may still copy them (3 buckets, DeepSpeed's max_param_reduce_events + 1) count "
+                       "as active bytes, not allocated: active_peak_bytes adds them; the allocator frees them before "
+                       "an out-of-memory error")
     if p.ds_grad_partition:
         # ZeRO-3's gradient partition is one buffer made at init: whole at every moment (the sharded gradients the
         # backward moments count so far are slices of it, so it replaces them).
@@ -956,6 +964,8 @@ def _result(p: _Step) -> Estimate:
         named.append((T.deepspeed_grad_partition_bytes, p.ds_grad_partition))
     if p.ds_saved_weights:
         named.append((T.zero3_saved_weight_bytes, p.ds_saved_weights))
+    if p.ds_stream_held:
+        named.append((T.deepspeed_stream_held_grad_bytes, p.ds_stream_held))
     if p.ds_offload_buffer:
         named += [(T.deepspeed_offload_grad_buffer_bytes, p.ds_offload_buffer),
                   (T.deepspeed_offload_check_bytes, p.ds_offload_check)]
@@ -993,7 +1003,8 @@ def _result(p: _Step) -> Estimate:
     kinds_out = [] if len(kinds) == 1 else [
         (f"{'MoE' if moe else 'dense'} layer, {layer_type.replace('_', ' ')}", n, ledgers[(layer_type, moe)])
         for (layer_type, moe), n in kinds]
-    return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes, terms, kinds_out)
+    return Estimate(s, moments, counts, layer, notes, host_bytes + host_acts, nvme_bytes, terms, kinds_out,
+                    stream_held_bytes=p.ds_stream_held)
 
 
 _PARTS = (_context, _model_states, _offload, _ledger_builder, _layer_kinds, _saved_activations, _loss,
@@ -1071,6 +1082,7 @@ def _estimate_gpt_deepspeed(s: TrainingSetup, layer, layer_bytes: int, acts: int
     grad_partition = T.deepspeed_grad_partition_bytes(c)
     gathered = 2 * T.layer_parameter_bytes(c) if k == 3 and s.offload != "optimizer+params" and s.dp > 1 else 0
     held = T.zero3_saved_weight_bytes(c)  # zero_init=False: each layer's weights held by torch's linear
+    stream_held = T.deepspeed_stream_held_grad_bytes(c)
     if held and s.recompute != "full":
         gathered += s.model.num_layers * held
     moments = [
@@ -1095,7 +1107,10 @@ def _estimate_gpt_deepspeed(s: TrainingSetup, layer, layer_bytes: int, acts: int
         named.append((T.deepspeed_grad_partition_bytes, grad_partition))
     if held:
         named.append((T.zero3_saved_weight_bytes, held))
+    if stream_held:
+        named.append((T.deepspeed_stream_held_grad_bytes, stream_held))
     terms = [T.Term(fn.__name__, n, T.source(fn)) for fn, n in named]
     notes = p.notes + ["GPT-style model: Korthikanti et al. 2022 activation formula; DeepSpeed's model states, "
                        "buckets and step temporaries as for LLaMA-style models"]
-    return Estimate(s, moments, counts, layer, notes, p.host_bytes, p.nvme_bytes, terms)
+    return Estimate(s, moments, counts, layer, notes, p.host_bytes, p.nvme_bytes, terms,
+                    stream_held_bytes=stream_held)

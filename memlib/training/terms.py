@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memlib.parallel.megatron import MEGATRON_LAYOUTS
 from memlib.training import activations as act
 from memlib.training import lora as lora_mod
 from memlib.training import optimizers as opt
@@ -57,14 +58,20 @@ class Widths:
 def widths(s: TrainingSetup, k: int) -> Widths:
     """Byte widths of parameters, gradients, states and activations for the setup's layout."""
     if s.sharding == "megatron":
-        # Megatron-LM's mixed precision (NVIDIA/Megatron-LM theoretical_memory_usage.py: 18 bytes
-        # per parameter without the distributed optimizer): 16-bit parameters, fp32 main
-        # gradients, fp32 master weights + Adam moments; 16-bit compute, no autocast copies.
-        dist = (f"; its distributed optimizer shards the 12 bytes over dp={s.dp}: 6 + 12/{s.dp} = "
-                f"{6 + 12 / s.dp:g} bytes/param" if k == 1 and s.dp > 1 else "")
-        return Widths(2, 4, 4, 4, NUMERICS["bf16"],
-                      "Megatron-LM mixed precision: 2-byte params, 4-byte fp32 main grads, 12-byte fp32 master "
-                      "+ Adam states = 18 bytes/param" + dist, base=2, gathered=2, reduce=4)
+        # Megatron-LM's mixed precision (NVIDIA/Megatron-LM dist_optimizer.md's table, memlib.parallel.megatron):
+        # 16-bit parameters, fp32 master weights + Adam moments; 16-bit compute, no autocast copies. --bf16 forces
+        # accumulate_allreduce_grads_in_fp32 (arguments.py), so its main-grad buffer is fp32 (18 bytes/param);
+        # --fp16 keeps it 16-bit, and the step copies it to fp32 (optimizer_step_temporaries): 20 bytes/param.
+        grads = "fp32-grads" if s.precision == "bf16-mixed" else "fp16-grads"
+        whole, shard = MEGATRON_LAYOUTS[grads]
+        dist = (f"; its distributed optimizer shards the {shard} bytes over dp={s.dp}: {whole} + {shard}/{s.dp} = "
+                f"{whole + shard / s.dp:g} bytes/param" if k == 1 and s.dp > 1 else "")
+        g = 4 if grads == "fp32-grads" else 2
+        return Widths(2, g, 4, 4, NUMERICS["bf16"],
+                      f"Megatron-LM mixed precision: 2-byte params, {g}-byte main grads"
+                      + ("" if g == 4 else " (fp32 copies, 4 bytes, made at the step)")
+                      + f", 12-byte fp32 master + Adam states = {whole + shard} bytes/param" + dist,
+                      base=2, gathered=2, reduce=g)
     if s.sharding == "deepspeed":
         # DeepSpeed's mixed precision (Rajbhandari et al. 2020, Sec. 3.1): 16-bit working
         # parameters and gradients; fp32 master weights + fp32 optimizer states (K = 12 for Adam).
@@ -211,6 +218,25 @@ def deepspeed_grad_partition_bytes(c: Ctx) -> int:
     return sharded(c, gradient_bytes(c), "gradients")
 
 
+# stage3.py DeepSpeedZeroOptimizer_Stage3.__init__: self.max_param_reduce_events = 2 (not configurable)
+DEEPSPEED_MAX_PARAM_REDUCE_EVENTS = 2
+
+
+def deepspeed_stream_held_grad_bytes(c: Ctx) -> int:
+    """ZeRO-3 with overlap_comm over more than one GPU: 16-bit gradients freed while the reduce stream may still read
+    them, up to (max_param_reduce_events + 1) = 3 buckets of reduce_bucket_size elements (deepspeedai/DeepSpeed
+    v0.14.2 runtime/zero/stage3.py __add_grad_to_ipg_bucket: each gradient is copied into the bucket on
+    reduce_and_partition_stream and freed under record_stream; __reduce_and_partition_ipg_grads blocks the host only
+    when more than two bucket reductions are outstanding). torch counts such blocks in active_bytes, not in
+    allocated bytes, and frees them before it would raise out-of-memory (release_cached_blocks synchronizes their
+    events), so they raise the active and reserved peaks, not the OOM point; they reach the bound when the
+    reduce-scatters lag the backward."""
+    s = c.s
+    if s.sharding != "deepspeed" or c.k != 3 or not s.overlap_comm or s.dp == 1:
+        return 0
+    return min((DEEPSPEED_MAX_PARAM_REDUCE_EVENTS + 1) * s.reduce_bucket_size, c.trainable) * c.w.grad
+
+
 def largest_trainable_numel(c: Ctx) -> int:
     """Elements of this GPU's largest trainable tensor (what per-tensor temporaries and buffers are sized by)."""
     return max(t.numel for t, _ in c.tensors)
@@ -304,10 +330,14 @@ def sharded(c: Ctx, nbytes: int, state: str) -> int:
 
 def optimizer_step_temporaries(c: Ctx) -> int:
     """Temporaries inside optimizer.step() beyond parameters, gradients and states (optimizers.step_transient_bytes;
-    DeepSpeed's fp32 gradient partition; none for Megatron's fused Adam)."""
+    DeepSpeed's fp32 gradient partition; Megatron's fp32 copies of 16-bit main grads under --fp16)."""
     s, k = c.s, c.k
     if s.sharding == "megatron":
-        return 0  # Apex/TE fused Adam updates the fp32 master in place
+        # Apex/TE fused Adam updates the fp32 master in place. With 16-bit main grads (--fp16) the step first sets
+        # main_param.grad = main_grad.float() (NVIDIA/Megatron-LM@50b073c megatron/core/optimizer/optimizer.py
+        # _copy_model_grads_to_main_grads; distrib_optimizer.py: of this rank's shard), kept until the next
+        # step's zero_grad; with fp32 main grads .float() is the same tensor.
+        return 4 * sharded(c, c.trainable, "optimizer") if c.w.grad == 2 else 0
     if s.sharding == "deepspeed":
         # DeepSpeed steps on the flat fp32 partition after upcasting its gradient partition to
         # fp32; ZeRO-3 does it one sub-group at a time (sub_group_size, default 1e9 elements).
