@@ -829,11 +829,14 @@ def _megatron_grad_buffer(p: _Step) -> None:
     """Megatron-Core's DistributedDataParallel keeps every main gradient in one contiguous fp32 buffer allocated
     when the model is wrapped (core/distributed/param_and_grad_buffer.py), whole on every data-parallel rank even
     with the distributed optimizer (dist_optimizer.md): the gradients are alive at every moment."""
+    p.score_buffer = T.megatron_attention_score_buffer_bytes(p.c)
     if p.s.layout != "megatron":
         return
     for mo in p.moments:
         if mo.name in ("forward", "backward"):
             mo.parts["gradients"] = p.grad_bytes
+        # unfused attention's score buffer: kept from the first forward on, through every later moment
+        mo.parts["temporaries"] = mo.parts.get("temporaries", 0) + p.score_buffer
 
 
 def _deepspeed_buckets(p: _Step) -> None:
@@ -966,6 +969,8 @@ def _result(p: _Step) -> Estimate:
         named.append((T.zero3_saved_weight_bytes, p.ds_saved_weights))
     if p.ds_stream_held:
         named.append((T.deepspeed_stream_held_grad_bytes, p.ds_stream_held))
+    if p.score_buffer:
+        named.append((T.megatron_attention_score_buffer_bytes, p.score_buffer))
     if p.ds_offload_buffer:
         named += [(T.deepspeed_offload_grad_buffer_bytes, p.ds_offload_buffer),
                   (T.deepspeed_offload_check_bytes, p.ds_offload_check)]

@@ -730,6 +730,18 @@ def loss_backward_bytes(c: Ctx) -> int:
     return 3 * 4 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
 
 
+def megatron_attention_score_buffer_bytes(c: Ctx) -> int:
+    """Megatron's unfused core attention (layout='megatron', attention='eager') computes the a/t x s x s x b scores
+    into a tensor of its global memory buffer (NVIDIA/Megatron-LM@040eac9 megatron/model/transformer.py CoreAttention;
+    core/transformer/dot_product_attention.py: parallel_state.get_global_memory_buffer().get_tensor(..., "mpu")),
+    16-bit, made at the first forward and kept for the whole run."""
+    s = c.s
+    if s.layout != "megatron" or s.attention != "eager" or not c.st.layers:
+        return 0
+    m = s.model
+    return 2 * (m.num_heads // s.tp) * s.seq_len * s.seq_len * s.micro_batch
+
+
 def vocab_parallel_cross_entropy_bytes(c: Ctx) -> int:
     """Megatron's vocabulary-parallel cross entropy at the loss: the head's 16-bit logits over V/tp and their fp32
     copy (megatron/core/tensor_parallel/cross_entropy.py, calculate_logits_max: `vocab_parallel_logits.float()`;
