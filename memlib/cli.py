@@ -129,6 +129,9 @@ def _add_estimate(sub) -> None:
     e.add_argument("--attention-dropout", type=float, default=None,
                    help="Megatron: --attention-dropout; with --attention eager (unfused core attention) a 1-byte mask "
                         "and the 16-bit dropped-out probabilities per score (with --layout megatron)")
+    e.add_argument("--no-megatron-ce-inplace", action="store_true",
+                   help="Megatron-LM before 2024-06 (9634c0e): the loss subtracts the logits' max out of place, 4 more "
+                        "bytes per logit (with --layout megatron)")
     e.add_argument("--no-zero-init", action="store_true",
                    help="ZeRO-3 on a model built before deepspeed.initialize (not under zero.Init): torch's linear "
                         "keeps every layer's gathered weights until its backward")
@@ -276,6 +279,8 @@ def cmd_estimate(a) -> int:
             options[name] = getattr(a, name)
     if a.no_zero_init:
         options["zero_init"] = False
+    if a.no_megatron_ce_inplace:
+        options["megatron_ce_inplace"] = False
     if a.no_keep_outputs:
         options["keep_outputs"] = False
     flags = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,

@@ -37,10 +37,10 @@ def test_four_rows():
 
 @pytest.mark.parametrize("rid", sorted(ROWS))
 def test_row_within_its_band(rid):
-    """docs/validation.md (Megatron-LM --fp16, unfused attention): each row within 7% below and 2% above."""
+    """docs/validation.md (Megatron-LM --fp16, unfused attention): each row within 4% below and 2% above."""
     r = bench.evaluate(ROWS[rid])
     assert r.status == "ok", r.detail
-    assert -0.07 <= r.error <= 0.02, f"{rid}: {r.error:+.2%}"
+    assert -0.04 <= r.error <= 0.02, f"{rid}: {r.error:+.2%}"
 
 
 def test_fp16_states_follow_megatrons_table():
@@ -94,3 +94,17 @@ def test_unfused_attention_layer_is_korthikanti_by_hand():
     # selective recompute drops the attention core (Korthikanti Sec. 5)
     sel = _estimate(ROWS["llmaction-megatron-gpt-345m-fp16-4dp"], recompute="selective")
     assert sel.layer.total == 34 * s * b * h + 2 * 8 * s * b
+
+
+def test_out_of_place_max_subtraction_by_hand():
+    """Megatron-LM before 9634c0e (2024-06-13) computed the loss on `logits.float()` and subtracted the max out of
+    place (`vocab_parallel_logits = vocab_parallel_logits - logits_max.unsqueeze(-1)`): at the loss the 16-bit
+    logits 2 + their fp32 copy 4 + the new fp32 difference 4 = 10 bytes per logit over V/t, where the in-place
+    release keeps 6. GPT-345M, tp 4, micro-batch 2 x 1024 tokens: 4 x 50,304 / 4 x 2,048 bytes more at the loss."""
+    row = ROWS["llmaction-megatron-gpt-345m-fp16-tp4"]
+    old, new = (_estimate(row, megatron_ce_inplace=v) for v in (False, True))
+
+    def at_loss(est):
+        return next(mo for mo in est.moments if mo.where.startswith("at the loss")).parts["logits_and_loss"]
+    assert at_loss(old) == 10 * 50_304 // 4 * 2_048
+    assert at_loss(old) - at_loss(new) == 4 * 50_304 // 4 * 2_048

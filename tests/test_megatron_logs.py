@@ -152,6 +152,8 @@ def test_vpp_changes_only_activations_not_states():
     (dict(hidden_dropout=True, layout="megatron"), "hidden_dropout"),
     (dict(attention_dropout=0.1), "layout='megatron'"),
     (dict(attention_dropout=1.5, layout="megatron"), "attention_dropout"),
+    (dict(megatron_ce_inplace=False), "layout='megatron'"),
+    (dict(megatron_ce_inplace="no", layout="megatron"), "megatron_ce_inplace"),
 ])
 def test_megatron_options_refused_where_they_do_not_apply(kw, match):
     with pytest.raises(ValueError, match=match):

@@ -159,6 +159,8 @@ def test_cli_recipe():
      dict(model="llama-2-7b", layout="megatron", tp=2, hidden_dropout=0.1)),
     (["llama-2-7b", "--layout", "megatron", "--attention", "eager", "--attention-dropout", "0.1"],
      dict(model="llama-2-7b", layout="megatron", attention="eager", attention_dropout=0.1)),
+    (["llama-2-7b", "--layout", "megatron", "--no-megatron-ce-inplace"],
+     dict(model="llama-2-7b", layout="megatron", megatron_ce_inplace=False)),
 ])
 def test_cli_engine_flags_match_the_api(argv, kwargs):
     out = subprocess.run([sys.executable, "-m", "memlib", "estimate", *argv, "--json"], capture_output=True, text=True,

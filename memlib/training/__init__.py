@@ -41,8 +41,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False, layout: str = "auto",
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
-                      hidden_dropout: float = 0.0, attention_dropout: float = 0.0, keep_outputs: bool = True,
-                      recipe: str | None = None,
+                      hidden_dropout: float = 0.0, attention_dropout: float = 0.0, megatron_ce_inplace: bool = True,
+                      keep_outputs: bool = True, recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
@@ -53,8 +53,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     recompute: "none" | "selective" | "full";  attention: "sdpa" | "eager".
     zero_stage: 0-3 over dp GPUs with DeepSpeed's layout (16-bit params and grads, fp32 master
                counted with the optimizer states), or "FULL_SHARD" | "SHARD_GRAD_OP" | "NO_SHARD"
-               for PyTorch FSDP's layout. With dp=1 it shards nothing and changes nothing (layout="deepspeed" keeps
-               DeepSpeed's own buffers there).
+               for PyTorch FSDP's layout. dp=1 shards nothing (layout="deepspeed" keeps DeepSpeed's buffers there).
     tp, pp:    Megatron tensor and pipeline parallel degrees (sequence_parallel with tp);
                grad_accum micro-batches per step (what 1F1B keeps in flight on the first stage).
     offload:   "none" | "optimizer" (ZeRO-Offload) | "optimizer+params" (ZeRO-Infinity, stage 3),
@@ -79,8 +78,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                DistributedDataParallel, whose all-reduce buckets hold a second copy of every gradient unless
                gradient_as_bucket_view=True (default False in torch, HF Trainer and Accelerate).
     layout:    "auto" (the layout the options imply) | "megatron" (Megatron-Core's mixed precision on any
-               parallelism: 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed
-               optimizer, 6 + 12/dp bytes per parameter) | "deepspeed" (DeepSpeed's ZeRO layout even with dp=1:
+               parallelism: 16-bit params, fp32 main grads (16-bit under fp16-mixed), fp32 master + Adam; zero_stage=1
+               is its distributed optimizer, 6 + 12/dp B/param) | "deepspeed" (DeepSpeed's ZeRO layout even with dp=1:
                16-bit params and grads, fp32 master + Adam, its buckets and step upcast; "auto" treats ZeRO over
                one GPU as plain training).
     reduce_bucket_size, overlap_comm, contiguous_gradients: DeepSpeed's zero_optimization options, with its
@@ -100,14 +99,15 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     attention_dropout: layout="megatron", attention="eager" (unfused core attention, no --use-flash-attn): its
                --attention-dropout keeps a 1-byte mask + the 16-bit dropped-out probabilities per score, 3as^2b a
                layer (Korthikanti et al. 2022); flash attention draws its dropout inside the kernel, keeping neither.
+    megatron_ce_inplace: layout="megatron": the loss subtracts the logits' max in place (Megatron-LM since 9634c0e,
+               2024-06); False for older releases, whose new fp32 tensor is 4 more bytes per logit at the loss.
     keep_outputs: loss="full": True (default) if the loop keeps the model's output, its logits, until the next
                forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
                the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.
     recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
                "deepspeed"): the options that framework uses by default; options given here override it.
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:
-               estimate_training(setup), estimate_training(model, setup); keywords given with it change it
-               (setup.replace).
+               estimate_training(setup), estimate_training(model, setup); keywords with it change it (setup.replace).
     """
 
 

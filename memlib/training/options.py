@@ -49,7 +49,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                keep_outputs=True)
+                megatron_ce_inplace=True, keep_outputs=True)
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -108,6 +108,7 @@ class TrainingSetup:
     vpp: int = 1
     hidden_dropout: float = 0.0
     attention_dropout: float = 0.0  # --attention-dropout: masks kept only by the unfused core attention (eager)
+    megatron_ce_inplace: bool = True  # the vocab-parallel loss subtracts the max in place (Megatron-LM >= 2024-06)
     # the loop keeps the model's output (its logits) until the next forward (a custom loop's `out = model(...)`);
     # False: HF Trainer's compute_loss returns the loss alone, the logits are freed before the backward
     keep_outputs: bool = True
@@ -199,7 +200,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                keep_outputs=True) -> TrainingSetup:
+                megatron_ce_inplace=True, keep_outputs=True) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -228,7 +229,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
     vpp, hidden_dropout, attention_dropout = _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout,
-                                                                attention_dropout)
+                                                                attention_dropout, megatron_ce_inplace)
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients,
                                       zero_init, finetune)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
@@ -260,7 +261,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          gradient_as_bucket_view=gradient_as_bucket_view, layout=layout,
                          reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
                          contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
-                         attention_dropout=attention_dropout,
+                         attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
                          keep_outputs=keep_outputs,
                          options=tuple(given.items()))
 
@@ -315,7 +316,8 @@ def _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp) -> str:
     return "deepspeed"
 
 
-def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout) -> tuple[int, float, float]:
+def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout,
+                      megatron_ce_inplace=True) -> tuple[int, float, float]:
     """vpp (model chunks per pipeline GPU: Megatron's interleaved 1F1B, --num-layers-per-virtual-pipeline-stage =
     L / (pp x vpp)), hidden_dropout and attention_dropout (--hidden-dropout, --attention-dropout) are Megatron-Core's
     options: layout='megatron' only."""
@@ -330,6 +332,10 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attentio
                  "it is a Megatron-Core option of its fused layers: give layout='megatron' (or recipe='megatron')")
         _not_for("attention_dropout", attention_dropout, 0.0,
                  "it is a Megatron-Core option of its core attention: give layout='megatron' (or recipe='megatron')")
+    _flag("megatron_ce_inplace", megatron_ce_inplace)
+    if layout != "megatron":
+        _not_for("megatron_ce_inplace", megatron_ce_inplace, True,
+                 "it describes Megatron's vocabulary-parallel cross entropy: give layout='megatron'")
     if vpp > 1:
         if pp < 2:
             raise ValueError(f"vpp={vpp} interleaves model chunks over pipeline stages: it needs pp > 1, got pp={pp}")

@@ -745,15 +745,19 @@ def megatron_attention_score_buffer_bytes(c: Ctx) -> int:
 def vocab_parallel_cross_entropy_bytes(c: Ctx) -> int:
     """Megatron's vocabulary-parallel cross entropy at the loss: the head's 16-bit logits over V/tp and their fp32
     copy (megatron/core/tensor_parallel/cross_entropy.py, calculate_logits_max: `vocab_parallel_logits.float()`;
-    the max subtraction, exp and normalisation then work in place). Nothing is kept to the next step."""
+    the max subtraction, exp and normalisation then work in place). Nothing is kept to the next step. Before
+    NVIDIA/Megatron-LM@9634c0e (2024-06-13, megatron_ce_inplace=False) the subtraction made a new fp32 tensor:
+    4 more bytes per logit."""
     m = c.s.model
-    return 6 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+    per_logit = 6 if c.s.megatron_ce_inplace else 10
+    return per_logit * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
 
 
 def vocab_parallel_cross_entropy_backward_bytes(c: Ctx) -> int:
     """Its backward: the saved fp32 softmax becomes the gradient in place, then the 16-bit copy the head's backward
     takes (cross_entropy.py backward; the .float() node casts back)."""
-    return vocab_parallel_cross_entropy_bytes(c)
+    m = c.s.model
+    return 6 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
 
 
 # --- the chunked head: LitGPT's loss under Lightning Fabric -----------------------------------
