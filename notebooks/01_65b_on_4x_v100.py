@@ -206,9 +206,9 @@ s3_miss = f"{min(-fits(e, g).margin_gib for e in split.values()):.0f} GiB"
 # %% [markdown]
 # memlib: ZeRO-3 leaves **{eval}`s3_z3`** of states per card, and its peak is {eval}`s3_over` over
 # them (activations, the gathered layer, temporaries). Megatron's fp16 layout keeps {eval}`s3_meg` B
-# per owned parameter, {eval}`s3_meg_gpu` per card at TP=4. `estimate_training`'s TP/PP layout is that
-# layout: {eval}`s3_tp_bpp` B per owned parameter through the forward and backward, and the step adds the
-# fp32 copy of the 16-bit gradients, the last 4 B. Every layout misses by over **{eval}`s3_miss` per card**.
+# per owned parameter, {eval}`s3_meg_gpu` per card at TP=4. `estimate_training` with TP or PP uses this
+# layout: {eval}`s3_tp_bpp` B per owned parameter through the forward and backward, plus the step's fp32
+# copy of the 16-bit gradients, the last 4 B. Every layout misses by over **{eval}`s3_miss` per card**.
 
 # %% [markdown]
 # ### Step 4 · What does fit: offload, and the host RAM it needs
