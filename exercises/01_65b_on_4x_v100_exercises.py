@@ -167,6 +167,17 @@ check("01.11", answer)
 # hint("01.11")
 
 # %% [markdown]
+# ## 01.12 · Why does the allocator report more than was allocated?
+
+# %%
+show("01.12")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
+check("01.12", answer)
+# hint("01.12")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -251,6 +251,23 @@ check("01.11", answer)
 solution("01.11")
 
 # %% [markdown]
+# ## 01.12 · Why does the allocator report more than was allocated?
+
+# %%
+show("01.12")
+
+# %%
+# BEGIN SOLUTION
+buckets = 2 + 1          # two reductions outstanding, and the third bucket filled before the host blocks
+answer = f"{buckets * 2e8 * 2 / 1e9:.2f} GB"   # reduce_bucket_size x 2 bytes (fp16 gradients) each
+# END SOLUTION
+check("01.12", answer)
+# hint("01.12")
+
+# %% tags=["solution"]
+solution("01.12")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -75,6 +75,15 @@ def _late_load_extra() -> int:
     return at_loss(late) - at_loss(init)
 
 
+_HELD = dict(precision="fp16", zero_stage=3, dp=8, reduce_bucket_size=200_000_000)   # 01.12
+
+
+@lru_cache(maxsize=None)
+def _held_run():
+    """01.12's run: Llama-2-13B, ZeRO-3 on 8 GPUs, a 2e8-element reduce bucket, overlap_comm at stage 3's default."""
+    return estimate_training("llama-2-13b", **_HELD)
+
+
 def _infinity_time(**kw):
     return step_time(_LAYOUTS["e"](), "v100-32gb", **kw)
 
@@ -390,8 +399,42 @@ EXERCISES = [
             f"backward: {m.num_layers} x {sum(t.numel for t in m.tensors() if t.kind == 'linear' and t.count == m.num_layers):,} x 2 bytes = **{b(_late_load_extra())}** "
             f"per GPU (`terms.zero3_saved_weight_bytes`; `estimate_training(..., zero_init=False)`). The peak per "
             f"GPU is {gib(late.peak_bytes):.1f} GiB loaded early against {gib(init.peak_bytes):.1f} GiB under "
-            "zero.Init; gpjt's run of this setup measured 47.9 GiB (docs/validation.md). Build the model after "
+            f"zero.Init; gpjt's run of this setup measured 47.9 GiB of active bytes, which also count the gradients "
+            f"held for the reduce stream: memlib's active peak is {gib(late.active_peak_bytes):.1f} GiB "
+            "(docs/validation.md; exercise 01.12). Build the model after "
             "TrainingArguments, or turn on activation checkpointing, whose forward saves nothing."))(
             *_late_load(), get_model(_L3)),
+    ),
+    Numeric(
+        id="01.12", title="Why does the allocator report more than was allocated?", difficulty="interview", minutes=6,
+        formula="up to max_param_reduce_events + 1 = 3 buckets of 16-bit gradients held for the reduce stream "
+                "(memlib.training.terms.deepspeed_stream_held_grad_bytes; Estimate.active_peak_bytes)",
+        prompt="Llama-2-13B trains with DeepSpeed ZeRO-3 on 8 GPUs in fp16, `overlap_comm` at its stage-3 default, and "
+               "`reduce_bucket_size: 2e8` in the config. The run logs `torch.cuda.memory_stats()"
+               "['active_bytes.all.peak']`, which counts blocks already freed while another CUDA stream may still "
+               "read them. ZeRO-3 copies each gradient into the bucket on its reduce stream and frees it under "
+               "`record_stream`; the host blocks only when more than two bucket reductions are outstanding "
+               "(`max_param_reduce_events = 2`). At most how many bytes per GPU can these held gradients add to the "
+               "active peak? Answer in GB or GiB.",
+        expected=lambda: _held_run().stream_held_bytes, per="one",
+        slips=(Slip("one bucket", lambda: _held_run().stream_held_bytes // 3,
+                    "one bucket is what is being filled; the reductions still outstanding hold theirs too"),
+               Slip("two buckets", lambda: 2 * _held_run().stream_held_bytes // 3,
+                    "the host blocks only when more than two are outstanding: a third bucket is filled first"),
+               Slip("fp32 gradients", lambda: 2 * _held_run().stream_held_bytes,
+                    "the held gradients are autograd's 16-bit ones; the fp32 copy belongs to the optimizer step")),
+        hints=("A bucket holds reduce_bucket_size gradient elements, in the gradients' dtype: fp16 here.",
+               "Count the buckets whose gradients can wait for the reduce stream: two outstanding reductions and "
+               "the third bucket filled before the host blocks.",
+               "3 x 2e8 x 2 bytes."),
+        worked=lambda: (lambda e: (
+            f"Three buckets of 2e8 fp16 gradients: 3 x 2e8 x 2 bytes = **{b(e.stream_held_bytes)}** per GPU "
+            "(`terms.deepspeed_stream_held_grad_bytes`). They are active bytes, not allocated ones: "
+            f"`max_memory_allocated` stays at {gib(e.peak_bytes):.1f} GiB while `active_peak_bytes` says "
+            f"{gib(e.active_peak_bytes):.1f} GiB. They cannot cause an out-of-memory error (before giving up the "
+            "allocator waits for those streams and frees the blocks), so `fits()` leaves them out; nvidia-smi shows "
+            "them. They reach the bound when the reduce-scatters lag the backward: gpjt's Llama-3-8B ZeRO-3 runs "
+            "(DeepSpeed's default 5e8 bucket, no checkpointing, 1,001 tokens or more) sit within 1% of memlib's "
+            "active peak (docs/validation.md)."))(_held_run()),
     ),
 ]
