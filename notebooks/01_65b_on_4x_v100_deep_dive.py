@@ -87,7 +87,9 @@ layouts.update({"TP=4": dict(tp=N, grad_accum=8), "PP=4": dict(pp=N, grad_accum=
 split = {name: estimate_training(m, seq_len=SEQ, micro_batch=MB, precision=PREC, recompute="full", **kw)
          for name, kw in layouts.items()}
 meg_fp16 = megatron_bytes_per_param("fp16-grads")
-tp_bpp = split["TP=4"].model_state_bytes / (P / N)   # B per owned parameter in estimate_training's TP layout
+# states at the step: + the fp32 copy of the fp16 main gradients that Megatron's optimizer makes there
+step_states = {k: split[k].model_state_bytes + split[k].counts["optimizer_temporary_bytes"] for k in ("TP=4", "PP=4")}
+tp_bpp = step_states["TP=4"] / (P / N)   # B per owned parameter in estimate_training's TP layout
 best = full_plan.best
 host = N * best.estimate.host_bytes
 nvme_plan = plan(MODEL, GPU, N, seq_len=SEQ, micro_batch=MB, grad_accum=8, host_bytes_per_node=512 * 2**30,
@@ -430,7 +432,7 @@ facts = [
      f"optimizer only is ZeRO-1: {GB(zero_model_state_bytes(P, 1, N))}; ZeRO-2: {GB(zero_model_state_bytes(P, 2, N))}",
      "❌ wrong", "ZeRO-2 also shards the gradients; both miss the master copy"],
     ["65B的hidden size（8192）可被4整除，但每卡仍需存储完整参数分片+激活值，显存仍不足", f"{S} 标准答 (TP)",
-     f"TP=4 states {G(split['TP=4'].model_state_bytes)} per GPU ({tp_bpp:.0f} B per owned parameter)", "✅ right",
+     f"TP=4 states at the step {G(step_states['TP=4'])} per GPU ({tp_bpp:.0f} B per owned parameter)", "✅ right",
      f"a valid split; Megatron keeps {meg_fp16} B per owned parameter in fp16 (18 in bf16)"],
     ["V100 NVLink带宽仅300GB/s", f"{S} 标准答",
      f"{g.interconnect} {g.interconnect_gb_per_s:.0f} GB/s per GPU, both directions together", "⚠️ partly",
@@ -438,7 +440,7 @@ facts = [
     ["每卡负责约16层（65B约80层）", f"{S} 标准答 (PP)", f"{m.num_layers} layers / {N} stages = {m.num_layers // N}", "⚠️ partly",
      f"{m.num_layers} layers is right; four stages take {m.num_layers // N} each"],
     ["每卡参数：130/4=32.5GB，加上梯度/优化器（若用ZeRO-1），每卡约97.5GB", f"{S} 标准答 (PP)",
-     f"PP=4 first stage: states {G(split['PP=4'].model_state_bytes)}", "❌ wrong",
+     f"PP=4 first stage: states at the step {G(step_states['PP=4'])}", "❌ wrong",
      f"{meg_fp16} B per stage parameter in fp16; ZeRO-1 needs data parallelism, and four stages on four GPUs leave dp = 1"],
     ["V100 32GB实际可用约31GB", f"{S} 坑1", f"torch reports {G(cap)}; fits() also budgets a CUDA context", "✅ right",
      "about 31 GiB usable"],
