@@ -239,9 +239,9 @@ show("01.11")
 
 # %%
 # BEGIN SOLUTION
-m = memlib.get_model("llama-3-8b")
-h, kv, inter = m.hidden_size, m.num_kv_heads * m.head_dim, m.intermediate_size
-layer = h * (h + 2 * kv + h) + 3 * h * inter  # q, k, v, o, gate, up, down: what torch's linear keeps
+m = memlib.get_model("qwen3-32b")
+h, q, kv, inter = m.hidden_size, m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim, m.intermediate_size
+layer = h * (q + 2 * kv) + q * h + 3 * h * inter  # q, k, v, o, gate, up, down: what torch's linear keeps
 answer = f"{m.num_layers * layer * 2 / 1e9:.2f} GB"  # fp16, whole on every GPU
 # END SOLUTION
 check("01.11", answer)
@@ -259,7 +259,7 @@ show("01.12")
 # %%
 # BEGIN SOLUTION
 buckets = 2 + 1          # two reductions outstanding, and the third bucket filled before the host blocks
-answer = f"{buckets * 2e8 * 2 / 1e9:.2f} GB"   # reduce_bucket_size x 2 bytes (fp16 gradients) each
+answer = f"{buckets * 3e8 * 2 / 1e9:.2f} GB"   # reduce_bucket_size x 2 bytes (fp16 gradients) each
 # END SOLUTION
 check("01.12", answer)
 # hint("01.12")

@@ -48,12 +48,15 @@ LORA_7B_QV = 32 * 16 * 2 * (4096 + 4096)
 KV_70B_TOKEN = 2 * 80 * 8 * 128 * 2  # K and V, 80 layers, 8 KV heads, head_dim 128, bf16
 ATTN_65 = 80 * 64 * 128 * 2048
 STEP_65 = (8 * N65 + 16 * ATTN_65) * 4 * 2048 / (4 * 125e12 * 0.4)  # PaLM FLOPs with recompute, 40% MFU
-# 01.11: torch's linear keeps each Llama-3-8B layer's 7 gathered fp16 matmul weights (q, o: 4096^2; k, v: 4096 x 1024;
-# gate, up, down: 4096 x 14336) until that layer's backward, all 32 layers at the loss, whole on every GPU
-LATE_LOAD_8B = 32 * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336) * 2
+# 01.11: torch's linear keeps each Qwen3-32B layer's 7 gathered fp16 matmul weights (q, o: 5120 x 8192, 64 heads of
+# 128; k, v: 5120 x 1024; gate, up, down: 5120 x 25600) until that layer's backward, all 64 layers at the loss, whole
+# on every GPU. Qwen3-32B (its config.json): those, two RMSNorms and q/k norms (128) per layer, untied 151936 x 5120
+# embedding and head, the final norm: 32,762,123,264 parameters
+LATE_LOAD_Q32 = 64 * (2 * 5120 * 8192 + 2 * 5120 * 1024 + 3 * 5120 * 25600) * 2
+N_Q32 = 64 * (2 * 5120 * 8192 + 2 * 5120 * 1024 + 3 * 5120 * 25600 + 2 * 5120 + 2 * 128) + 2 * 151936 * 5120 + 5120
 # 01.12: DeepSpeed v0.14 stage3.py blocks the host only past max_param_reduce_events = 2 outstanding bucket reductions,
-# so three buckets of reduce_bucket_size (2e8) fp16 gradients can be freed-but-held for the reduce stream
-HELD_2E8 = 3 * 2 * 10**8 * 2
+# so three buckets of reduce_bucket_size (3e8) fp16 gradients can be freed-but-held for the reduce stream
+HELD_3E8 = 3 * 3 * 10**8 * 2
 
 # notebook 04: Llama-3-70B served (Meta's config.json: hidden 8192, 80 layers, 64 heads of 128, 8 KV heads,
 # MLP 28672, vocabulary 128256, untied head); A100 80GB as torch sees it (81051 MiB), H100 SXM 3.35 TB/s
@@ -221,15 +224,15 @@ CASES = [
     ("02.6", GB(KV_70B_TOKEN * 4096), "incorrect", "one sequence's share"),
     ("03.3", f"{LORA_7B_ALL / 32 / 1e6:.3f}M", "incorrect", "one layer's share"),
     ("01.3", GB(STATES_65), "incorrect", "total over all 4 GPUs; the question asks per GPU"),
-    ("01.11", GB(LATE_LOAD_8B), "correct", None),
-    ("01.11", f"{LATE_LOAD_8B / GiB:.0f} GiB", "correct", None),
-    ("01.11", GB(2 * N8), "incorrect", "the embedding is not a matmul weight"),
-    ("01.11", GB(LATE_LOAD_8B / 8), "incorrect", "whole on every GPU"),
-    ("01.12", GB(HELD_2E8), "correct", None),
-    ("01.12", f"{HELD_2E8 / GiB:.2f} GiB", "correct", None),
-    ("01.12", GB(HELD_2E8 / 3), "incorrect", "outstanding hold theirs too"),
-    ("01.12", GB(2 * HELD_2E8 / 3), "incorrect", "a third bucket is filled first"),
-    ("01.12", GB(2 * HELD_2E8), "incorrect", "autograd's 16-bit ones"),
+    ("01.11", GB(LATE_LOAD_Q32), "correct", None),
+    ("01.11", f"{LATE_LOAD_Q32 / GiB:.0f} GiB", "correct", None),
+    ("01.11", GB(2 * N_Q32), "incorrect", "the embedding is not a matmul weight"),
+    ("01.11", GB(LATE_LOAD_Q32 / 8), "incorrect", "whole on every GPU"),
+    ("01.12", GB(HELD_3E8), "correct", None),
+    ("01.12", f"{HELD_3E8 / GiB:.2f} GiB", "correct", None),
+    ("01.12", GB(HELD_3E8 / 3), "incorrect", "outstanding hold theirs too"),
+    ("01.12", GB(2 * HELD_3E8 / 3), "incorrect", "a third bucket is filled first"),
+    ("01.12", GB(2 * HELD_3E8), "incorrect", "autograd's 16-bit ones"),
     # -- open questions are self-assessed: no automatic point, whatever the keywords --------------------
     ("03.9", STUFFED, "submitted", "mark('03.9'"),
     ("03.9", SOUND, "submitted", "not graded automatically"),

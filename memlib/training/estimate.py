@@ -80,7 +80,8 @@ class Estimate:
             "model": s.model.name, "num_params": s.model.num_params, "trainable_params": self.counts["trainable"],
             "seq_len": s.seq_len, "micro_batch": s.micro_batch, "precision": s.precision,
             "optimizer": s.optimizer, "finetune": s.finetune, "recompute": s.recompute, "attention": s.attention,
-            "peak_bytes": self.peak_bytes, "active_peak_bytes": self.active_peak_bytes, "phase": self.phase, "breakdown": self.breakdown,
+            "peak_bytes": self.peak_bytes, "active_peak_bytes": self.active_peak_bytes, "phase": self.phase,
+            "breakdown": self.breakdown,
             "moments": {name: max(m.total for m in self.moments if m.name == name)
                         for name in ("forward", "backward", "optimizer") if any(m.name == name for m in self.moments)},
             "zero_stage": s.zero_stage, "sharding": s.sharding, "dp": s.dp, "tp": s.tp, "pp": s.pp,

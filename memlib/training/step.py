@@ -826,9 +826,11 @@ def _ddp_buckets(p: _Step) -> None:
 
 
 def _megatron_grad_buffer(p: _Step) -> None:
-    """Megatron-Core's DistributedDataParallel keeps every main gradient in one contiguous fp32 buffer allocated
-    when the model is wrapped (core/distributed/param_and_grad_buffer.py), whole on every data-parallel rank even
-    with the distributed optimizer (dist_optimizer.md): the gradients are alive at every moment."""
+    """Megatron-Core's DistributedDataParallel keeps every main gradient in one contiguous buffer (fp32 under
+    --bf16, 16-bit under --fp16) allocated when the model is wrapped (core/distributed/param_and_grad_buffer.py),
+    whole on every data-parallel rank even with the distributed optimizer (dist_optimizer.md): the gradients are
+    alive at every moment. Unfused attention's score buffer (terms.megatron_attention_score_buffer_bytes) is kept
+    from the first forward on, so it is in every moment too."""
     p.score_buffer = T.megatron_attention_score_buffer_bytes(p.c)
     if p.s.layout != "megatron":
         return
