@@ -255,34 +255,15 @@ def cmd_estimate(a) -> int:
     if bool(a.model) == bool(a.hf_config):
         raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
-    options = {k: v for k, v in dict(
-        lora_dropout=a.lora_dropout, adapter_dtype=a.adapter_dtype, base_dtype=a.base_dtype,
-        qlora_backend=a.qlora_backend, optimizer_impl=a.optimizer_impl, loss=a.loss).items() if v is not None}
-    if a.no_double_quant:
-        options["double_quant"] = False
+    # valued flags given on the command line, and --no-X switches that turn option X off
+    options = {name: getattr(a, name) for name in (
+        "lora_dropout", "adapter_dtype", "base_dtype", "qlora_backend", "optimizer_impl", "loss", "ep",
+        "capacity_factor", "cp", "cp_rotate", "layout", "vpp", "hidden_dropout", "attention_dropout")
+        if getattr(a, name) is not None}
+    options.update({name: False for name in ("double_quant", "fsdp_mixed_precision", "router_aux_loss", "zero_init",
+                                             "megatron_ce_inplace", "keep_outputs") if getattr(a, f"no_{name}")})
     if a.activation_offload:
         options["activation_offload"] = True
-    if a.no_fsdp_mixed_precision:
-        options["fsdp_mixed_precision"] = False
-    if a.ep is not None:
-        options["ep"] = a.ep
-    if a.capacity_factor is not None:
-        options["capacity_factor"] = a.capacity_factor
-    if a.no_router_aux_loss:
-        options["router_aux_loss"] = False
-    if a.cp is not None:
-        options["cp"] = a.cp
-    if a.cp_rotate is not None:
-        options["cp_rotate"] = a.cp_rotate
-    for name in ("layout", "vpp", "hidden_dropout", "attention_dropout"):
-        if getattr(a, name) is not None:
-            options[name] = getattr(a, name)
-    if a.no_zero_init:
-        options["zero_init"] = False
-    if a.no_megatron_ce_inplace:
-        options["megatron_ce_inplace"] = False
-    if a.no_keep_outputs:
-        options["keep_outputs"] = False
     flags = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
                  finetune=a.finetune, recompute=a.recompute, attention=a.attention,
                  zero_stage=_zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,
