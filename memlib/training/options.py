@@ -317,7 +317,7 @@ def _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp) -> str:
 
 
 def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout,
-                      megatron_ce_inplace=True) -> tuple[int, float, float]:
+                      megatron_ce_inplace) -> tuple[int, float, float]:
     """vpp (model chunks per pipeline GPU: Megatron's interleaved 1F1B, --num-layers-per-virtual-pipeline-stage =
     L / (pp x vpp)), hidden_dropout and attention_dropout (--hidden-dropout, --attention-dropout) are Megatron-Core's
     options: layout='megatron' only."""
@@ -325,15 +325,14 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attentio
     for name, value in (("hidden_dropout", hidden_dropout), ("attention_dropout", attention_dropout)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
             raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+    _flag("megatron_ce_inplace", megatron_ce_inplace)
     if sharding != "megatron":  # tp/pp > 1 alone is Megatron's layout too (_sharding), where vpp applies
         _not_for("vpp", vpp, 1, "it is a Megatron-Core option: give layout='megatron' (or recipe='megatron')")
-    if layout != "megatron":  # only Megatron's fused layer ledger (layout='megatron') has the dropout masks
+    if layout != "megatron":  # only Megatron's fused layer ledger and loss (layout='megatron') have these
         _not_for("hidden_dropout", hidden_dropout, 0.0,
                  "it is a Megatron-Core option of its fused layers: give layout='megatron' (or recipe='megatron')")
         _not_for("attention_dropout", attention_dropout, 0.0,
                  "it is a Megatron-Core option of its core attention: give layout='megatron' (or recipe='megatron')")
-    _flag("megatron_ce_inplace", megatron_ce_inplace)
-    if layout != "megatron":
         _not_for("megatron_ce_inplace", megatron_ce_inplace, True,
                  "it describes Megatron's vocabulary-parallel cross entropy: give layout='megatron'")
     if vpp > 1:

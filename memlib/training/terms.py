@@ -748,16 +748,19 @@ def vocab_parallel_cross_entropy_bytes(c: Ctx) -> int:
     the max subtraction, exp and normalisation then work in place). Nothing is kept to the next step. Before
     NVIDIA/Megatron-LM@9634c0e (2024-06-13, megatron_ce_inplace=False) the subtraction made a new fp32 tensor:
     4 more bytes per logit."""
-    m = c.s.model
-    per_logit = 6 if c.s.megatron_ce_inplace else 10
-    return per_logit * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+    return _vocab_parallel_logit_bytes(c, 6 if c.s.megatron_ce_inplace else 10)
 
 
 def vocab_parallel_cross_entropy_backward_bytes(c: Ctx) -> int:
     """Its backward: the saved fp32 softmax becomes the gradient in place, then the 16-bit copy the head's backward
     takes (cross_entropy.py backward; the .float() node casts back)."""
+    return _vocab_parallel_logit_bytes(c, 6)
+
+
+def _vocab_parallel_logit_bytes(c: Ctx, per_logit: int) -> int:
+    """per_logit bytes for each of this GPU's V/tp logits of every token (none off the head's stage)."""
     m = c.s.model
-    return 6 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+    return per_logit * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
 
 
 # --- the chunked head: LitGPT's loss under Lightning Fabric -----------------------------------
