@@ -17,6 +17,9 @@ What a figure is compared with:
               context: peak + allocator headroom (memlib.hardware.fit.required_bytes(peak, 0)),
               + stream_held_bytes (the allocator reserves what it holds for another stream)
   nvidia-smi  (whole process) -> fits()'s required bytes: peak + CUDA context + headroom (+ stream_held_bytes)
+A row with "first_iteration": true quotes a figure that covers the first training iteration only (e.g.
+Megatron's "(after 1 iterations) memory (MB)" line, or step 1 of a per-step series): it is compared with the
+estimate's first_iteration_peak_bytes (the forward and backward before the optimizer has made its states).
 error = (memlib - published) / published: negative means memlib is LOW (the OOM direction).
 
 Rows are not dropped when memlib cannot compute them. They are listed as
@@ -148,7 +151,8 @@ def evaluate(row: dict, ignore_missing: bool = False) -> Result:
     except ValueError as e:
         return Result(row, "refused", f"memlib refuses: {e}", missing_options=missing)
     held = getattr(est, "stream_held_bytes", 0)
-    return Result(row, "ok", "", compared_bytes(est.peak_bytes, row["statistic"], held), est.peak_bytes,
+    peak = est.first_iteration_peak_bytes if row.get("first_iteration") else est.peak_bytes
+    return Result(row, "ok", "", compared_bytes(peak, row["statistic"], held), peak,
                   getattr(est, "phase", None), missing_options=missing, approximate=bool(missing),
                   stream_held_bytes=held)
 

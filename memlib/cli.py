@@ -292,6 +292,10 @@ def cmd_estimate(a) -> int:
     if est.stream_held_bytes:
         print(f"{'active peak':<20}{gb(est.active_peak_bytes):>12,.2f}{gib(est.active_peak_bytes):>12,.2f}"
               "   (+ blocks freed but held for another stream; see the note)")
+    if est.first_iteration_peak_bytes < est.peak_bytes:
+        first = est.first_iteration_peak_bytes
+        print(f"{'first iteration':<20}{gb(first):>12,.2f}{gib(first):>12,.2f}"
+              "   (before the optimizer's first step creates its states; later steps reach the total)")
     if est.host_bytes or est.nvme_bytes:
         print(f"\nOffload needs, per GPU: host RAM {fmt_bytes(est.host_bytes)}, NVMe {fmt_bytes(est.nvme_bytes)}")
     for note in est.notes:

@@ -23,7 +23,8 @@ bench = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = bench
 _spec.loader.exec_module(bench)
 
-ROWS = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-")}
+ROWS = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-") and not r.get("first_iteration")}
+STEP1 = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-") and r.get("first_iteration")}
 
 
 def _estimate(row, **over):
@@ -66,6 +67,21 @@ def test_first_step_peak_lacks_exactly_the_adam_moments(rid):
     est = _estimate(row)
     moments = 8 * est.counts["trainable"] // row["memlib"]["kwargs"]["dp"]
     assert second - first == pytest.approx(moments, rel=1e-3)
+
+
+def test_each_ci_row_has_its_first_step_row_with_the_step_1_value():
+    assert {rid.removesuffix("-step1") for rid in STEP1} == set(ROWS)
+    for rid, row in STEP1.items():
+        assert row["bytes"] == _golden(ROWS[rid.removesuffix("-step1")], "max")[0]
+
+
+@pytest.mark.parametrize("rid", sorted(STEP1))
+def test_megatron_ci_first_iteration_peak_within_two_percent(rid):
+    """Step 1 of each golden series (measured on the GPU, like the steady value) against first_iteration_peak_bytes:
+    the same run's forward and backward before FusedAdam has made its moments."""
+    r = bench.evaluate(STEP1[rid])
+    assert r.status == "ok" and r.peak_bytes == _estimate(STEP1[rid]).first_iteration_peak_bytes
+    assert -0.02 <= r.error <= 0.02, f"{rid}: {r.error:+.2%}"
 
 
 def test_model_states_against_megatrons_formula_and_measurement():

@@ -19,6 +19,9 @@ class Moment:
     name: str
     where: str
     parts: dict[str, int]
+    # of total, bytes that exist only after the first optimizer step (states created lazily, the previous step's
+    # output): the first iteration's moment lacks them (terms.first_step_optimizer_state_bytes)
+    lazy_bytes: int = 0
 
     @property
     def total(self) -> int:
@@ -60,6 +63,14 @@ class Estimate:
         return self.peak_bytes + self.stream_held_bytes
 
     @property
+    def first_iteration_peak_bytes(self) -> int:
+        """Allocated bytes at the first iteration's peak: its forward and backward run before the optimizer has
+        created its states (terms.first_step_optimizer_state_bytes) and without a previous step's output. What
+        max_memory_allocated() shows after one step, e.g. Megatron's "(after 1 iterations) memory (MB)" line;
+        later steps reach peak_bytes, which is what has to fit."""
+        return max(m.total - m.lazy_bytes for m in self.moments)
+
+    @property
     def phase(self) -> str:
         """'forward', 'backward' or 'optimizer': where the peak happens."""
         return self.peak_moment.name
@@ -80,7 +91,8 @@ class Estimate:
             "model": s.model.name, "num_params": s.model.num_params, "trainable_params": self.counts["trainable"],
             "seq_len": s.seq_len, "micro_batch": s.micro_batch, "precision": s.precision,
             "optimizer": s.optimizer, "finetune": s.finetune, "recompute": s.recompute, "attention": s.attention,
-            "peak_bytes": self.peak_bytes, "active_peak_bytes": self.active_peak_bytes, "phase": self.phase,
+            "peak_bytes": self.peak_bytes, "active_peak_bytes": self.active_peak_bytes,
+            "first_iteration_peak_bytes": self.first_iteration_peak_bytes, "phase": self.phase,
             "breakdown": self.breakdown,
             "moments": {name: max(m.total for m in self.moments if m.name == name)
                         for name in ("forward", "backward", "optimizer") if any(m.name == name for m in self.moments)},

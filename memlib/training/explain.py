@@ -71,7 +71,11 @@ def explain_training(est) -> str:
         lines += [_row(f"`{t.name}`", t.source, t.nbytes) for t in est.terms]
     lines += ["", f"**Peak: {fmt_bytes(est.peak_bytes)}** during **{est.phase}** ({peak.where})."
               + (f" Active bytes up to **{fmt_bytes(est.active_peak_bytes)}** (freed blocks another stream may "
-                 "still read: active_peak_bytes)." if getattr(est, "stream_held_bytes", 0) else "")]
+                 "still read: active_peak_bytes)." if getattr(est, "stream_held_bytes", 0) else "")
+              + (f" The first iteration peaks at **{fmt_bytes(est.first_iteration_peak_bytes)}**: its forward and "
+                 "backward run before the optimizer creates its states in the first step (first_iteration_peak_bytes; "
+                 "a log line after iteration 1 shows this, later steps the peak)."
+                 if est.first_iteration_peak_bytes < est.peak_bytes else "")]
     for note in est.notes:
         lines.append(f"- {note}")
     return "\n".join(lines)

@@ -49,7 +49,7 @@ def estimate(s: TrainingSetup) -> Estimate:
     # first and the last (a middle stage of MoE layers can outweigh both: DeepSeek-V3's first 3 layers are dense).
     moments = []
     for est, st in zip(results, sts):
-        moments += [Moment(mo.name, f"{st.name}: {mo.where}", mo.parts) for mo in est.moments]
+        moments += [Moment(mo.name, f"{st.name}: {mo.where}", mo.parts, mo.lazy_bytes) for mo in est.moments]
     worst_i = max(range(len(results)), key=lambda i: results[i].peak_bytes)  # the earliest of equals
     worst, heavy = results[worst_i], sts[worst_i]
     q, r = divmod(s.model.num_layers, s.pp)  # layout.pipeline_split: r stages of q + 1 layers, then q each
@@ -937,6 +937,15 @@ def _deepspeed_offload_buffers(p: _Step) -> None:
                    f"({fmt_bytes(p.ds_offload_check)} for the largest)")
 
 
+def _mark_first_step(moments: list[Moment], lazy_state: int, grad_accum: int) -> None:
+    """What the first iteration's forward and backward lack (Moment.lazy_bytes): the optimizer states made in the
+    first step (terms.first_step_optimizer_state_bytes) and, with one micro-batch per step, the previous step's
+    output."""
+    for mo in moments:
+        if mo.name != "optimizer":
+            mo.lazy_bytes = lazy_state + (mo.parts.get("previous_output", 0) if grad_accum == 1 else 0)
+
+
 def _result(p: _Step) -> Estimate:
     """The estimate: counts, the named terms with their sources (terms.source), the layer kinds."""
     c, m, num, s, st, aux, casts_all, checkpoint = p.c, p.m, p.num, p.s, p.st, p.aux, p.casts_all, p.checkpoint
@@ -1007,6 +1016,7 @@ def _result(p: _Step) -> Estimate:
         if fsdp3:
             named.append((T.root_parameter_bytes, root_bytes))
     terms = [T.Term(fn.__name__, int(v), T.source(fn)) for fn, v in named if v]
+    _mark_first_step(moments, T.first_step_optimizer_state_bytes(c), s.grad_accum)
     kinds_out = [] if len(kinds) == 1 else [
         (f"{'MoE' if moe else 'dense'} layer, {layer_type.replace('_', ' ')}", n, ledgers[(layer_type, moe)])
         for (layer_type, moe), n in kinds]
@@ -1067,6 +1077,7 @@ def _estimate_gpt(s: TrainingSetup) -> Estimate:
                                                      s.optimizer, m.largest_tensor_numel, pb, impl=s.optimizer_impl,
                                                      group_numel=m.num_params)}),
     ]
+    _mark_first_step(moments, state if s.offload == "none" else 0, s.grad_accum)
     counts = {"trainable": m.num_params, "param_bytes": m.num_params * pb, "grad_bytes": grad_bytes,
               "optimizer_bytes": state, "layer_activation_bytes": layer_bytes, "optimizer_temporary_bytes": 0,
               "adapter_params": 0}
@@ -1117,6 +1128,7 @@ def _estimate_gpt_deepspeed(s: TrainingSetup, layer, layer_bytes: int, acts: int
     if stream_held:
         named.append((T.deepspeed_stream_held_grad_bytes, stream_held))
     terms = [T.Term(fn.__name__, n, T.source(fn)) for fn, n in named]
+    _mark_first_step(moments, T.first_step_optimizer_state_bytes(c), s.grad_accum)
     notes = p.notes + ["GPT-style model: Korthikanti et al. 2022 activation formula; DeepSpeed's model states, "
                        "buckets and step temporaries as for LLaMA-style models"]
     return Estimate(s, moments, counts, layer, notes, p.host_bytes, p.nvme_bytes, terms,

@@ -291,6 +291,18 @@ def optimizer_state_bytes(c: Ctx) -> int:
     return opt.state_bytes(c.s.optimizer, c.tensors, c.w.state) + c.w.master * c.trainable
 
 
+def first_step_optimizer_state_bytes(c: Ctx) -> int:
+    """Optimizer states on this GPU that the optimizer creates inside its first step(), so the first iteration's
+    forward and backward run without them: torch.optim's Adam/AdamW/SGD initialise state lazily (_init_group), as do
+    apex/Transformer Engine FusedAdam, bitsandbytes and Adafactor; Megatron-LM's CI logs the gap (gpt3_7b
+    golden values: step 1's peak is the steady peak less the Adam moments of the rank's shard); DeepSpeed's ZeRO 1-3 and
+    BF16_Optimizer do so from v0.13.2 (deepspeedai/DeepSpeed#5104, 18179807; before, a step with zero
+    gradients at initialisation made them). The fp32 master copy is made with the optimizer wrapper, not lazily."""
+    if c.s.offload != "none":  # ZeRO-Offload, FSDP CPU offload: the states live in host memory
+        return 0
+    return sharded(c, opt.state_bytes(c.s.optimizer, c.tensors, c.w.state), "optimizer")
+
+
 def root_numel(c: Ctx) -> int:
     """Parameters outside the decoder layers on this GPU: embeddings, final norm, lm_head (FSDP's root unit)."""
     return c.sums.total - c.sums.layers_all
