@@ -41,7 +41,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False, layout: str = "auto",
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
-                      hidden_dropout: float = 0.0, attention_dropout: float = 0.0, megatron_ce_inplace: bool = True,
+                      hidden_dropout: float = 0.0, attention_dropout: float = 0.0, megatron_ce_inplace: bool | None = None,
                       keep_outputs: bool = True, recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
@@ -77,11 +77,10 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     gradient_as_bucket_view: plain data parallelism (dp > 1 with zero_stage=0 and no tp/pp) is torch's
                DistributedDataParallel, whose all-reduce buckets hold a second copy of every gradient unless
                gradient_as_bucket_view=True (default False in torch, HF Trainer and Accelerate).
-    layout:    "auto" (the layout the options imply) | "megatron" (Megatron-Core's mixed precision on any
-               parallelism: 16-bit params, fp32 main grads (16-bit under fp16-mixed), fp32 master + Adam; zero_stage=1
-               is its distributed optimizer, 6 + 12/dp B/param) | "deepspeed" (DeepSpeed's ZeRO layout even with dp=1:
-               16-bit params and grads, fp32 master + Adam, its buckets and step upcast; "auto" treats ZeRO over
-               one GPU as plain training).
+    layout:    "auto" (what the options imply) | "megatron" (Megatron-Core on any parallelism: 16-bit params, fp32
+               main grads (16-bit under fp16-mixed), fp32 master + Adam; zero_stage=1 is its distributed optimizer,
+               6 + 12/dp B/param) | "deepspeed" (ZeRO's layout even with dp=1: 16-bit params and grads, fp32 master
+               + Adam, its buckets) | "megatron-deepspeed" (Megatron's legacy model and loss, DeepSpeed's ZeRO 1-3).
     reduce_bucket_size, overlap_comm, contiguous_gradients: DeepSpeed's zero_optimization options, with its
                defaults (5e8 elements; overlap_comm None = on for stage 3 only; True): the contiguous gradient
                bucket, 2 bytes x reduce_bucket_size, x2 with overlap_comm under ZeRO-1/2, alive through the backward
@@ -99,13 +98,14 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     attention_dropout: layout="megatron", attention="eager" (unfused core attention, no --use-flash-attn): its
                --attention-dropout keeps a 1-byte mask + the 16-bit dropped-out probabilities per score, 3as^2b a
                layer (Korthikanti et al. 2022); flash attention draws its dropout inside the kernel, keeping neither.
-    megatron_ce_inplace: layout="megatron": the loss subtracts the logits' max in place (Megatron-LM since 9634c0e,
-               2024-06); False for older releases, whose new fp32 tensor is 4 more bytes per logit at the loss.
+    megatron_ce_inplace: Megatron's loss subtracts the logits' max in place (Megatron-LM since 9634c0e, 2024-06);
+               False for older releases and Megatron-DeepSpeed (4 more bytes per logit at the loss); None: the layout's.
     keep_outputs: loss="full": True (default) if the loop keeps the model's output, its logits, until the next
                forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
                the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.
     recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
-               "deepspeed"): the options that framework uses by default; options given here override it.
+               "megatron-deepspeed", "deepspeed"): the options that framework uses by default; options given here
+               override it.
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:
                estimate_training(setup), estimate_training(model, setup); keywords with it change it (setup.replace).
     """

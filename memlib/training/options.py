@@ -37,9 +37,11 @@ LOSSES = ("full", "chunked", "chunked-head")
 # cp - 1 ring rotations of one block (all_to_all / permute_tensor).
 CP_ROTATES = ("allgather", "alltoall")
 # Whose memory layout: "auto" (DeepSpeed's for an integer zero_stage over dp > 1, Megatron's under tp/pp with a
-# *-mixed precision, FSDP's for its names, torch's otherwise) or "megatron" (Megatron-Core's on any parallelism:
-# 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed optimizer).
-LAYOUTS = ("auto", "megatron", "deepspeed")
+# *-mixed precision, FSDP's for its names, torch's otherwise), "megatron" (Megatron-Core's on any parallelism:
+# 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed optimizer), "deepspeed"
+# (DeepSpeed's ZeRO, on one GPU too) or "megatron-deepspeed" (Megatron's model and loss, DeepSpeed's ZeRO states).
+LAYOUTS = ("auto", "megatron", "deepspeed", "megatron-deepspeed")
+MEGATRON_MODELS = ("megatron", "megatron-deepspeed")  # layouts whose model and loss are Megatron's
 # estimate_training's defaults (HF Trainer + PEFT: the common recipe), what a preset or a setup starts from
 DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="adamw", finetune="full", lora_rank=16,
                 lora_targets=None, recompute="none", attention="sdpa", zero_stage=0, dp=1, tp=1, pp=1, offload="none",
@@ -49,7 +51,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                megatron_ce_inplace=True, keep_outputs=True)
+                megatron_ce_inplace=None, keep_outputs=True)
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -200,7 +202,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                megatron_ce_inplace=True, keep_outputs=True) -> TrainingSetup:
+                megatron_ce_inplace=None, keep_outputs=True) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -227,15 +229,17 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         sharding = _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp)
     if layout == "megatron":
         sharding = _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload)
+    if layout == "megatron-deepspeed":
+        sharding = _megatron_deepspeed_layout(model, finetune, precision, zero_stage, fsdp, attention, recompute)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
-    vpp, hidden_dropout, attention_dropout = _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout,
-                                                                attention_dropout, megatron_ce_inplace)
+    vpp, hidden_dropout, attention_dropout, megatron_ce_inplace = _megatron_options(
+        model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout, megatron_ce_inplace)
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients,
                                       zero_init, finetune)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
                     activation_offload, tp, pp)
     _flag("keep_outputs", keep_outputs)
-    if loss != "full" or sharding == "megatron" or model.mlp != "gated":
+    if loss != "full" or sharding == "megatron" or layout in MEGATRON_MODELS or model.mlp != "gated":
         _not_for("keep_outputs", keep_outputs, True, "only transformers' full loss leaves logits in the model's output "
                  "(Liger's and Megatron's losses make none to keep, LitGPT's loop holds its own; GPT-style models use "
                  "Korthikanti et al.'s formula)")
@@ -305,6 +309,30 @@ def _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload) -> s
     return "megatron"
 
 
+def _megatron_deepspeed_layout(model, finetune, precision, zero_stage, fsdp, attention, recompute) -> str:
+    """layout='megatron-deepspeed': Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed@f4157bea), Megatron-LM's legacy
+    model (megatron/model/transformer.py) and vocabulary-parallel loss trained by DeepSpeed's engine. DeepSpeed's ZeRO
+    1-3 keeps the states (16-bit params and grads, fp32 master + Adam sharded, its buckets: runtime/engine.py
+    _do_optimizer_sanity_check sends bf16 with ZeRO to the ZeRO optimizer unless grad_accum_dtype is fp32). Its
+    LLaMA layer is op by op (rmsnorm.py upcasts to fp32; swiglu is F.silu(x[0]) * x[1]): transformers' ledger plus
+    the hidden-dropout masks; its GPT layer is Megatron's (activations.megatron_layer_ledger)."""
+    gpt_layer = model.mlp == "standard" and model.norm == "layernorm" and not model.is_moe
+    if finetune != "full" or not precision.endswith("mixed") or not (model.mlp == "gated" or gpt_layer):
+        raise ValueError("layout='megatron-deepspeed' models Megatron-DeepSpeed's pretraining: finetune='full', a "
+                         "*-mixed precision and a LLaMA-style or GPT (LayerNorm, GELU MLP) model; got "
+                         f"finetune={finetune!r}, precision={precision!r}, {model.name}")
+    if fsdp or not zero_stage:
+        raise ValueError("layout='megatron-deepspeed' takes DeepSpeed's ZeRO, an integer zero_stage 1-3; without ZeRO "
+                         "its bf16 runs use BF16_Optimizer (16-bit params, fp32 gradients, fp32 master + Adam sharded "
+                         "over dp): 6 + 12/dp bytes per parameter, which layout='megatron', zero_stage=1 models; got "
+                         f"zero_stage={zero_stage!r}")
+    if model.mlp == "gated" and (attention == "eager" or recompute == "selective"):
+        raise ValueError("layout='megatron-deepspeed' with a LLaMA-style model is modelled with flash attention "
+                         "(--use-flash-attn-v2, attention='sdpa') and recompute 'none' or 'full' (DeepSpeed's "
+                         f"activation checkpointing of every layer); got attention={attention!r}, recompute={recompute!r}")
+    return "deepspeed"
+
+
 def _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp) -> str:
     """layout='deepspeed': DeepSpeed's ZeRO layout even on one GPU (dp=1), where it shards nothing but still keeps
     its own buffers: 16-bit working parameters and gradients, the fp32 master and Adam states, the gradient bucket
@@ -317,23 +345,26 @@ def _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp) -> str:
 
 
 def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout,
-                      megatron_ce_inplace) -> tuple[int, float, float]:
+                      megatron_ce_inplace) -> tuple[int, float, float, bool]:
     """vpp (model chunks per pipeline GPU: Megatron's interleaved 1F1B, --num-layers-per-virtual-pipeline-stage =
-    L / (pp x vpp)), hidden_dropout and attention_dropout (--hidden-dropout, --attention-dropout) are Megatron-Core's
-    options: layout='megatron' only."""
+    L / (pp x vpp)), hidden_dropout and attention_dropout (--hidden-dropout, --attention-dropout) are Megatron's
+    options: layout='megatron' (vpp) or 'megatron-deepspeed'. megatron_ce_inplace None is the layout's own: in place
+    for Megatron-Core (since 9634c0e), out of place for Megatron-DeepSpeed (core/tensor_parallel/cross_entropy.py
+    at f4157bea: `vocab_parallel_logits - logits_max.unsqueeze(dim=-1)`)."""
     vpp = positive_int("vpp", vpp)
     for name, value in (("hidden_dropout", hidden_dropout), ("attention_dropout", attention_dropout)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
             raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
-    _flag("megatron_ce_inplace", megatron_ce_inplace)
+    if megatron_ce_inplace is not None:
+        _flag("megatron_ce_inplace", megatron_ce_inplace)
     if sharding != "megatron":  # tp/pp > 1 alone is Megatron's layout too (_sharding), where vpp applies
         _not_for("vpp", vpp, 1, "it is a Megatron-Core option: give layout='megatron' (or recipe='megatron')")
-    if layout != "megatron":  # only Megatron's fused layer ledger and loss (layout='megatron') have these
+    if layout not in MEGATRON_MODELS:  # only Megatron's layer ledgers and loss have these
         _not_for("hidden_dropout", hidden_dropout, 0.0,
                  "it is a Megatron-Core option of its fused layers: give layout='megatron' (or recipe='megatron')")
         _not_for("attention_dropout", attention_dropout, 0.0,
                  "it is a Megatron-Core option of its core attention: give layout='megatron' (or recipe='megatron')")
-        _not_for("megatron_ce_inplace", megatron_ce_inplace, True,
+        _not_for("megatron_ce_inplace", megatron_ce_inplace, None,
                  "it describes Megatron's vocabulary-parallel cross entropy: give layout='megatron'")
     if vpp > 1:
         if pp < 2:
@@ -344,7 +375,9 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attentio
                              "pipeline-stage)")
         if model.is_moe or len(set(model.layer_types)) > 1:
             raise ValueError("vpp > 1 is modelled for models whose layers are all alike (no MoE, one attention type)")
-    return vpp, float(hidden_dropout), float(attention_dropout)
+    if megatron_ce_inplace is None:
+        megatron_ce_inplace = layout != "megatron-deepspeed"
+    return vpp, float(hidden_dropout), float(attention_dropout), megatron_ce_inplace
 
 
 def _check_model(model) -> Model:
@@ -473,7 +506,7 @@ def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequenc
     # flatten each param group), so it needs no LLaMA shape (step._estimate_gpt); Megatron's layout has its GPT
     # layer (activations.megatron_layer_ledger); other tensor/pipeline splits and FSDP's per-layer units are
     # modelled for LLaMA-style layers only.
-    if model.mlp != "gated" and layout != "megatron" and (tp > 1 or pp > 1 or sharding not in ("none", "deepspeed")):
+    if model.mlp != "gated" and layout not in MEGATRON_MODELS and (tp > 1 or pp > 1 or sharding not in ("none", "deepspeed")):
         raise ValueError(f"parallel layouts are modelled for LLaMA-style models; {model.name} is {model.model_type}")
     if model.num_heads % tp or model.num_kv_heads % tp:
         raise ValueError(f"tp={tp} must divide the {model.num_heads} attention heads and the "

@@ -75,6 +75,14 @@ RECIPES = MappingProxyType({r.name: r for r in (
             "Transformer Engine's fused layers (Korthikanti's terms), vocabulary-parallel cross entropy, the fp32 "
             "main-grad buffer alive throughout; the interleaved schedule with vpp=; MoE layers' own Megatron "
             "ledger is not modelled (MoE layers use transformers' ledger)"),
+    _r("megatron-deepspeed", "Megatron-DeepSpeed",
+       "microsoft/Megatron-DeepSpeed@f4157bea69f3df8c6cb66f2ebcda66ba03d1288e:megatron/arguments.py",
+       options={"precision": "bf16-mixed", "layout": "megatron-deepspeed", "zero_stage": 1, "hidden_dropout": 0.1,
+                "attention_dropout": 0.1},
+       note="Megatron-LM's legacy model (--hidden-dropout and --attention-dropout 0.1 by default) and its "
+            "vocabulary-parallel cross entropy (the max subtracted out of place) under DeepSpeed's ZeRO (stage 1 "
+            "here; --zero-stage sets it): 16-bit params and grads, fp32 master + Adam sharded, DeepSpeed's buckets; "
+            "LLaMA-style layers op by op (Python RMSNorm with an fp32 upcast), GPT layers as Megatron's"),
     _r("deepspeed", "DeepSpeed",
        "deepspeedai/DeepSpeed@cbf3d6616244b003b6c55e506f246b0e0cf00540:deepspeed/runtime/zero/config.py",
        options={"precision": "bf16-mixed", "zero_stage": 2, "layout": "deepspeed"},

@@ -27,7 +27,7 @@ from memlib.training import layout
 from memlib.training import terms as T
 from memlib.training.estimate import Estimate, Moment
 from memlib.training.layout import Stage
-from memlib.training.options import TrainingSetup
+from memlib.training.options import MEGATRON_MODELS, TrainingSetup
 from memlib.units import fmt_bytes, fmt_count
 
 # Ledger entries outside the tensor-parallel region (replicated on every tp rank unless sequence parallel):
@@ -36,7 +36,7 @@ REPLICATED = ("attn_norm", "mlp_norm", "residual")
 
 
 def estimate(s: TrainingSetup) -> Estimate:
-    if s.model.mlp != "gated" and s.layout != "megatron":  # Megatron's GPT layer goes through the stages below
+    if s.model.mlp != "gated" and s.layout not in MEGATRON_MODELS:  # Megatron's GPT layer: the stages below
         return _estimate_gpt(s)
     if s.cp > 1 and not s.cp_shard:
         return _estimate_context_parallel(s)
@@ -191,8 +191,10 @@ def _context(p: _Step) -> None:
     c = T.Ctx(s, st, w, k, sums, tensors, trainable, sums.expert if full_ft else 0)
     pb, gb_ = w.param, w.grad
     # Megatron-Core's fused layers and vocabulary-parallel loss (layout='megatron', dense LLaMA-style layers)
-    p.fused = s.layout == "megatron" and not m.is_moe and m.head == "lm" and (
-        m.is_llama_layer or (m.mlp == "standard" and m.norm == "layernorm"))  # or Megatron's GPT layer
+    gpt_layer = m.mlp == "standard" and m.norm == "layernorm"  # Megatron's GPT layer
+    p.vocab_loss = s.layout in MEGATRON_MODELS and not m.is_moe and m.head == "lm" and (m.is_llama_layer or gpt_layer)
+    # Megatron-DeepSpeed's LLaMA layer runs op by op (transformers' ledger); Megatron-Core's is Transformer Engine's
+    p.fused = p.vocab_loss and (s.layout == "megatron" or gpt_layer)
     p.V, p.b, p.c, p.dp, p.full_ft, p.gb_, p.h, p.k, p.m, p.notes = V, b, c, dp, full_ft, gb_, h, k, m, notes
     p.num, p.pb, p.seq, p.sums, p.tok, p.tp, p.trainable, p.w = num, pb, seq, sums, tok, tp, trainable, w
 
@@ -270,6 +272,14 @@ def _ledger_builder(p: _Step) -> None:
             # Linear4bit returns its output in the input's dtype: fp32 MLP activations over an fp32-upcast base
             mlp_bytes=4 if (s.finetune == "qlora" and num.autocast and w.base == 4) else None,
             layer_type=layer_type, moe=moe, routed_rows=T.routed_rows(c) if moe else None)
+        if s.layout == "megatron-deepspeed" and not p.fused and s.hidden_dropout:
+            # Megatron's bias-dropout-add after the attention and after the MLP: a 1-byte mask per residual element
+            # each (megatron/model/transformer.py ParallelTransformerLayer; Korthikanti et al.'s sbh terms)
+            led = act.Ledger(led.items[:led.split] + [("residual.attn_dropout_mask", m.hidden_size * tok,
+                                                       "bias-dropout-add's 1-byte mask after the attention")]
+                             + led.items[led.split:] + [("residual.mlp_dropout_mask", m.hidden_size * tok,
+                                                         "bias-dropout-add's 1-byte mask after the MLP")],
+                             led.split + 1)
         if tp > 1:  # Korthikanti et al. 2022 Sec. 4.2: the tensor-parallel region splits by t; with
             # sequence parallelism the norms' tensors (and the residual stream) split too.
             led = act.Ledger([(n, v // tp if (s.sequence_parallel or not n.startswith(REPLICATED)) else v, why)
@@ -398,7 +408,7 @@ def _loss(p: _Step) -> None:
         loss_fwd = logits + T.chunked_head_log_softmax_bytes(c) + T.chunked_head_chunk_bytes(c)
         loss_bwd = loss_fwd
         casts_all_bwd_less = 0
-    elif p.fused and st.head:  # Megatron's vocabulary-parallel cross entropy: in place, nothing kept past the step
+    elif p.vocab_loss and st.head:  # Megatron's vocabulary-parallel cross entropy: nothing kept past the step
         logits = 0
         loss_fwd = T.vocab_parallel_cross_entropy_bytes(c)
         loss_bwd = T.vocab_parallel_cross_entropy_backward_bytes(c)
@@ -482,6 +492,12 @@ def _layout_notes(p: _Step) -> None:
                      "through the step"
                      + ("; Transformer Engine's fused layers (Korthikanti et al. 2022 Table 2 terms) and the "
                         "vocabulary-parallel cross entropy" if p.fused else ""))
+    if s.layout == "megatron-deepspeed":
+        notes.append("Megatron-DeepSpeed: Megatron-LM's legacy model with its vocabulary-parallel cross entropy"
+                     + ("" if s.megatron_ce_inplace else " (the max subtracted out of place)")
+                     + (", Megatron's GPT layer" if p.fused else ", the LLaMA layer op by op (transformers' ledger"
+                        + (" and the hidden-dropout masks)" if s.hidden_dropout else ")"))
+                     + f"; DeepSpeed's ZeRO-{s.zero_stage} keeps the states")
     if s.attention_note:
         notes.append(f"attention estimated as eager: {s.attention_note}")
     if m.is_moe:
@@ -997,7 +1013,7 @@ def _result(p: _Step) -> Estimate:
                   (T.chunked_head_conversion_bytes, T.chunked_head_conversion_bytes(c, num)),
                   (T.chunked_head_log_softmax_bytes, T.chunked_head_log_softmax_bytes(c)),
                   (T.chunked_head_chunk_bytes, T.chunked_head_chunk_bytes(c))]
-    elif p.fused and st.head:
+    elif p.vocab_loss and st.head:
         named += [(T.vocab_parallel_cross_entropy_bytes, loss_fwd),
                   (T.vocab_parallel_cross_entropy_backward_bytes, loss_bwd)]
     elif st.head:

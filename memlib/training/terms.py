@@ -748,7 +748,7 @@ def megatron_attention_score_buffer_bytes(c: Ctx) -> int:
     core/transformer/dot_product_attention.py: parallel_state.get_global_memory_buffer().get_tensor(..., "mpu")),
     16-bit, made at the first forward and kept for the whole run."""
     s = c.s
-    if s.layout != "megatron" or s.attention != "eager" or not c.st.layers:
+    if s.layout not in ("megatron", "megatron-deepspeed") or s.attention != "eager" or not c.st.layers:
         return 0
     m = s.model
     return 2 * (m.num_heads // s.tp) * s.seq_len * s.seq_len * s.micro_batch
