@@ -339,6 +339,42 @@ d_lower = G(gpjt["gpjt-llama-3-8b-zero2-offload-ckpt-seq2048-mb1"] - others)
 # without the embedding or the head {eval}`d_lower` lower. Size the run for its largest GPU, not the average one.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The first step fitted, the second ran out of memory: why?
+
+# %% tags=["nbval-check-output"]
+# NVIDIA/Megatron-LM@6e091e1b functional test gpt3_7b_tp4_pp1_memory_speed on DGX H100: torch's max allocated bytes
+# after steps 1 and 2 (golden values; validation/published.jsonl rows megatron-ci-gpt3-7b-tp4-pp1-h100*)
+ci = {"step 1": 50_289_487_872, "step 2 on": 57_143_791_616}
+gpt7b = memlib.Model(name="megatron-ci-gpt3-7b", hidden_size=4096, num_layers=32, num_heads=32, num_kv_heads=8,
+                     intermediate_size=16384, vocab_size=131584, tie_word_embeddings=False, qkv_bias=True,
+                     o_bias=True, mlp_bias=True, mlp="standard", norm="layernorm", position="learned",
+                     max_position_embeddings=8192, model_type="gpt")
+mega = estimate_training(gpt7b, recipe="megatron", seq_len=8192, micro_batch=2, grad_accum=2, dp=2, tp=4,
+                         hidden_dropout=0.1)
+print(f"memlib: first iteration {G(mega.first_iteration_peak_bytes)}, then {G(mega.peak_bytes)}; "
+      f"measured {G(ci['step 1'])}, then {G(ci['step 2 on'])}")
+
+# %%
+d_ci1, d_ci2, d_gap = G(ci["step 1"]), G(ci["step 2 on"]), G(ci["step 2 on"] - ci["step 1"])
+d_first, d_steady = G(mega.first_iteration_peak_bytes), G(mega.peak_bytes)
+d_moments = G(mega.peak_bytes - mega.first_iteration_peak_bytes)
+
+# %% [markdown]
+# Megatron-LM's own CI trains a 7B GPT with tensor parallelism 4 and the distributed optimizer over 2
+# data-parallel GPUs, and logs torch's allocated peak after every step. Step 1 peaks at {eval}`d_ci1`; from step 2
+# on the peak is {eval}`d_ci2`, {eval}`d_gap` more, on the same data.
+#
+# The difference is Adam's two moments. PyTorch's Adam, apex's and Transformer Engine's FusedAdam, and DeepSpeed
+# since v0.13.2 all create the optimizer's state inside the first `step()`. So the first forward and backward run
+# without it. From step 2 on, every forward and backward carries it: two fp32 tensors for this GPU's share of
+# the parameters.
+#
+# memlib gives both peaks: `first_iteration_peak_bytes` is {eval}`d_first` and `peak_bytes` is {eval}`d_steady`.
+# The gap is {eval}`d_moments`. Size a run by `peak_bytes`. A log line printed after iteration 1, such as
+# Megatron's "(after 1 iterations) memory (MB)", shows the smaller figure. DeepSpeed before v0.13.2 ran one step
+# with zero gradients at start-up, so its first iteration already held the states.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### GaLore or LOMO: full fine-tuning on a 24 GB card?
 
 # %% tags=["nbval-check-output"]
