@@ -66,3 +66,30 @@ def test_one_micro_batch_has_no_previous_output_either():
 def test_first_iteration_between_the_step_and_the_peak(kw):
     est = memlib.estimate_training("llama-3.1-8b", seq_len=4096, **kw)
     assert _step_peak(est) <= est.first_iteration_peak_bytes <= est.peak_bytes
+
+
+def test_megatron_bridge_qwen3_4b_first_step_is_the_peak():
+    """nagarajankarthik/paip@1c8772b, Megatron-Bridge Qwen3-4B on one GPU (validation row paip-megatron-bridge-*):
+    after iteration 1, max allocated 69,454.76 MiB, hardly above the 69,454.74 allocated after the step. Megatron's
+    own line counts 18 bytes per parameter (bf16 weight 2, fp32 main grad 4, fp32 main param 4, Adam 8): for
+    Qwen3-4B's 4,022,468,096 parameters 72,404,425,728 B = 69,050.2 MiB. So the first step, where Adam's moments are
+    made, is iteration 1's peak; memlib's steady peak (the forward and backward with the moments) is the later
+    steps' and lies well above the logged figure."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("published_benchmark_fi", Path(__file__).resolve().parents[1]
+                                                  / "benchmarks" / "published.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    row = next(r for r in bench.load_rows() if r["id"] == "paip-megatron-bridge-qwen3-4b-1gpu-step1")
+    kw = dict(row["memlib"]["kwargs"], model=bench.resolve_model(row["memlib"]["kwargs"]["model"]))
+    est = memlib.estimate_training(**kw)
+    assert est.counts["trainable"] == 4_022_468_096
+    states = est.counts["param_bytes"] + est.counts["grad_bytes"] + est.counts["optimizer_bytes"]
+    assert states == 18 * 4_022_468_096 == 72_404_425_728
+    measured = row["bytes"]
+    assert abs(est.first_iteration_peak_bytes - measured) / measured < 0.01
+    assert est.first_iteration_peak_bytes == _step_peak(est)
+    assert est.peak_bytes > 1.08 * measured   # steady: the moments live through every later forward and backward
