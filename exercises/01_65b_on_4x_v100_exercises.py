@@ -178,6 +178,17 @@ check("01.12", answer)
 # hint("01.12")
 
 # %% [markdown]
+# ## 01.13 · Step 1 fitted. Will step 2?
+
+# %%
+show("01.13")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or "919.8 GiB"
+check("01.13", answer)
+# hint("01.13")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -268,6 +268,25 @@ check("01.12", answer)
 solution("01.12")
 
 # %% [markdown]
+# ## 01.13 · Step 1 fitted. Will step 2?
+
+# %%
+show("01.13")
+
+# %%
+# BEGIN SOLUTION
+h, f, kv, L, V = 4096, 14336, 1024, 32, 128256        # Llama-3-8B's config.json (8 KV heads of 128)
+per_layer = (2 * h * h + 2 * h * kv + 3 * h * f) // 2 + 2 * h   # matrices split by tp 2, the two norms whole
+rank_params = L * per_layer + 2 * V * h // 2 + h                 # untied embedding and head split by tp 2
+answer = f"{8 * rank_params / 4 / 1e9:.2f} GB"   # Adam's two fp32 moments of this GPU's shard, over dp 4
+# END SOLUTION
+check("01.13", answer)
+# hint("01.13")
+
+# %% tags=["solution"]
+solution("01.13")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -57,6 +57,11 @@ N_Q32 = 64 * (2 * 5120 * 8192 + 2 * 5120 * 1024 + 3 * 5120 * 25600 + 2 * 5120 + 
 # 01.12: DeepSpeed v0.14 stage3.py blocks the host only past max_param_reduce_events = 2 outstanding bucket reductions,
 # so three buckets of reduce_bucket_size (3e8) fp16 gradients can be freed-but-held for the reduce stream
 HELD_3E8 = 3 * 3 * 10**8 * 2
+# 01.13: Llama-3-8B (its config.json: h 4096, 32 layers, 8 KV heads of 128, MLP 14336, vocabulary 128256, untied) under
+# Megatron with tp 2: each layer's q, k, v, o and gate, up, down halved, its two RMSNorms whole; embedding and head
+# halved; the final norm whole. Adam's two fp32 moments of that rank's share, over dp 4, are what iteration 2 adds.
+RANK_L3_TP2 = 32 * ((2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336) // 2 + 2 * 4096) + 128256 * 4096 + 4096
+MOMENTS_L3 = 8 * RANK_L3_TP2 // 4
 
 # notebook 04: Llama-3-70B served (Meta's config.json: hidden 8192, 80 layers, 64 heads of 128, 8 KV heads,
 # MLP 28672, vocabulary 128256, untied head); A100 80GB as torch sees it (81051 MiB), H100 SXM 3.35 TB/s
@@ -233,6 +238,13 @@ CASES = [
     ("01.12", GB(HELD_3E8 / 3), "incorrect", "outstanding hold theirs too"),
     ("01.12", GB(2 * HELD_3E8 / 3), "incorrect", "a third bucket is filled first"),
     ("01.12", GB(2 * HELD_3E8), "incorrect", "autograd's 16-bit ones"),
+    ("01.13", GB(MOMENTS_L3), "correct", None),
+    ("01.13", f"{MOMENTS_L3 / GiB:.1f} GiB", "correct", None),
+    ("01.13", "8 GB", "correct", None),
+    ("01.13", GB(12 * RANK_L3_TP2 / 4), "incorrect", "before the first step"),
+    ("01.13", GB(8 * RANK_L3_TP2), "incorrect", "shards the moments over the 4 data-parallel GPUs"),
+    ("01.13", GB(2 * MOMENTS_L3), "incorrect", "owns about half of the parameters"),
+    ("01.13", GB(MOMENTS_L3 / 2), "incorrect", "fp32: 4 bytes each"),
     # -- open questions are self-assessed: no automatic point, whatever the keywords --------------------
     ("03.9", STUFFED, "submitted", "mark('03.9'"),
     ("03.9", SOUND, "submitted", "not graded automatically"),

@@ -66,6 +66,9 @@ def widths(s: TrainingSetup, k: int) -> Widths:
         whole, shard = MEGATRON_LAYOUTS[grads]
         dist = (f"; its distributed optimizer shards the {shard} bytes over dp={s.dp}: {whole} + {shard}/{s.dp} = "
                 f"{whole + shard / s.dp:g} bytes/param" if k == 1 and s.dp > 1 else "")
+        if dist and s.ep > 1 and s.model.is_moe:  # the routed experts' states shard over their own dp / ep group
+            dist += (f" (the routed experts' over dp/ep={s.dp // s.ep}: {whole} + {shard}/{s.dp // s.ep} = "
+                     f"{whole + shard / (s.dp // s.ep):g})")
         g = 4 if grads == "fp32-grads" else 2
         return Widths(2, g, 4, 4, NUMERICS["bf16"],
                       f"Megatron-LM mixed precision: 2-byte params, {g}-byte main grads"

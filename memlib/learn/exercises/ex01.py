@@ -84,6 +84,20 @@ def _held_run():
     return estimate_training("llama-2-13b", **_HELD)
 
 
+_FIRST = dict(recipe="megatron", seq_len=8192, tp=2, dp=4)   # 01.13
+
+
+@lru_cache(maxsize=None)
+def _first_run():
+    """01.13's run: Llama-3-8B with Megatron (--bf16, the distributed optimizer), tp 2 x dp 4, sequence 8192."""
+    return estimate_training("llama-3-8b", **_FIRST)
+
+
+def _moments(k: float = 8, dp: int = 4) -> int:
+    """k bytes per parameter of one tp rank's share, over dp (01.13 and its slips)."""
+    return int(k * _first_run().counts["trainable"] / dp)
+
+
 def _infinity_time(**kw):
     return step_time(_LAYOUTS["e"](), "v100-32gb", **kw)
 
@@ -437,5 +451,37 @@ EXERCISES = [
             "them. They reach the bound when the reduce-scatters lag the backward: gpjt's Llama-3-8B ZeRO-3 runs "
             "(DeepSpeed's default 5e8 bucket, no checkpointing, 1,001 tokens or more) sit within 1% of memlib's "
             "active peak (docs/validation.md)."))(_held_run()),
+    ),
+    Numeric(
+        id="01.13", title="Step 1 fitted. Will step 2?", difficulty="interview", minutes=6,
+        formula="Adam's moments are made in the first optimizer step: the first forward and backward run without "
+                "them (memlib.training.terms.first_step_optimizer_state_bytes; Estimate.first_iteration_peak_bytes)",
+        prompt="Llama-3-8B pretrains with Megatron-LM (`--bf16`, `--use-distributed-optimizer`) on 8 GPUs: tensor "
+               "parallel 2, data parallel 4, sequence 8192, micro-batch 1, no recompute. Both iterations peak in the "
+               "forward and backward, not in the optimizer step. The team sized the job by the line Megatron prints after iteration 1, `(after 1 "
+               "iterations) memory (MB) | ... | max allocated: ...`. FusedAdam creates its state inside the first "
+               "`step()`. From iteration 2 on, how many more bytes per GPU does the peak need? Answer in GB or GiB.",
+        expected=lambda: _first_run().peak_bytes - _first_run().first_iteration_peak_bytes, per="one",
+        slips=(Slip("master copy too", lambda: _moments(12),
+                    "the fp32 master copy is made with the optimizer, before the first step; only Adam's two "
+                    "moments come later"),
+               Slip("moments not sharded", lambda: _moments(8, 1),
+                    "the distributed optimizer shards the moments over the 4 data-parallel GPUs"),
+               Slip("tensor parallelism left out", lambda: _moments(16),
+                    "tensor parallel 2 splits the matrices: each GPU owns about half of the parameters"),
+               Slip("bf16 moments", lambda: _moments(4),
+                    "Adam's moments are fp32: 4 bytes each, two of them")),
+        hints=("What does the optimizer create in its first step that the first forward and backward did not hold?",
+               "Adam's two fp32 moments of the parameters this GPU owns: tp 2 halves the matrices, the distributed "
+               "optimizer shards the moments over dp 4.",
+               "8 bytes x (the parameters of one tensor-parallel rank) / 4."),
+        worked=lambda: (lambda e: (
+            f"Adam's two fp32 moments of this GPU's shard: 8 bytes x {e.counts['trainable']:,} parameters (a "
+            f"tensor-parallel rank's half of Llama-3-8B) / 4 = **{b(e.peak_bytes - e.first_iteration_peak_bytes)}**. "
+            f"memlib puts iteration 1 at {gib(e.first_iteration_peak_bytes):.1f} GiB (`first_iteration_peak_bytes`) "
+            f"and every later one at {gib(e.peak_bytes):.1f} GiB (`peak_bytes`). The fp32 master copy and the fp32 "
+            "main-grad buffer exist from the start, so only the moments are new. Megatron-LM's CI shows the same "
+            "jump on its 7B run (deep dive 01): size a job by the steady peak, not by the line after iteration 1."
+        ))(_first_run()),
     ),
 ]
