@@ -109,3 +109,18 @@ def test_recipe_sets_megatron_deepspeeds_defaults():
 def test_refusals_name_the_reason(kw, words):
     with pytest.raises(ValueError, match=words):
         _estimate(**kw)
+
+
+def test_unfused_attention_score_buffer_in_every_moment():
+    """Megatron-DeepSpeed's legacy CoreAttention writes its scores into the global memory buffer
+    (megatron/model/transformer.py: get_global_memory_buffer().get_tensor(..., "mpu")), a 16-bit a x s x s x b
+    tensor kept for the run: 2 B x 16 heads x 1024^2 x micro-batch 2 = 67,108,864 B, in every moment."""
+    gpt = memlib.Model(name="gpt-345m", hidden_size=1024, num_layers=24, num_heads=16, num_kv_heads=16,
+                       intermediate_size=4096, vocab_size=50304, tie_word_embeddings=True, qkv_bias=True,
+                       o_bias=True, mlp_bias=True, mlp="standard", norm="layernorm", position="learned",
+                       max_position_embeddings=1024, model_type="gpt")
+    est = memlib.estimate_training(gpt, seq_len=1024, micro_batch=2, layout="megatron-deepspeed", zero_stage=1, dp=4,
+                                   attention="eager", attention_dropout=0.1, hidden_dropout=0.1)
+    buffer = 2 * 16 * 1024 * 1024 * 2
+    assert {t.name: t.nbytes for t in est.terms}["megatron_attention_score_buffer_bytes"] == buffer == 67_108_864
+    assert all(mo.parts.get("temporaries", 0) >= buffer for mo in est.moments)

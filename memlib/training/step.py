@@ -848,10 +848,11 @@ def _megatron_grad_buffer(p: _Step) -> None:
     alive at every moment. Unfused attention's score buffer (terms.megatron_attention_score_buffer_bytes) is kept
     from the first forward on, so it is in every moment too."""
     p.score_buffer = T.megatron_attention_score_buffer_bytes(p.c)
-    if p.s.layout != "megatron":
+    if p.s.layout not in MEGATRON_MODELS:
         return
+    whole = p.s.layout == "megatron"  # (Megatron-DeepSpeed: DeepSpeed's ZeRO keeps the gradients)
     for mo in p.moments:
-        if mo.name in ("forward", "backward"):
+        if whole and mo.name in ("forward", "backward"):
             mo.parts["gradients"] = p.grad_bytes
         # unfused attention's score buffer: kept from the first forward on, through every later moment
         mo.parts["temporaries"] = mo.parts.get("temporaries", 0) + p.score_buffer
