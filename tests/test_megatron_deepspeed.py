@@ -100,7 +100,7 @@ def test_recipe_sets_megatron_deepspeeds_defaults():
 
 
 @pytest.mark.parametrize("kw, words", [
-    (dict(zero_stage=0), "BF16_Optimizer"),
+    (dict(zero_stage=0, precision="fp16-mixed"), "BF16_Optimizer"),
     (dict(attention="eager"), "flash attention"),
     (dict(recompute="selective"), "flash attention"),
     (dict(finetune="lora"), "finetune='full'"),
@@ -124,3 +124,24 @@ def test_unfused_attention_score_buffer_in_every_moment():
     buffer = 2 * 16 * 1024 * 1024 * 2
     assert {t.name: t.nbytes for t in est.terms}["megatron_attention_score_buffer_bytes"] == buffer == 67_108_864
     assert all(mo.parts.get("temporaries", 0) >= buffer for mo in est.moments)
+
+
+def test_bf16_optimizer_without_zero_by_hand():
+    """zero_stage=0 with bf16 is DeepSpeed's BF16_Optimizer (v0.14.0 bf16_optimizer.py): bf16 params (2 B), an fp32
+    gradient buffer for every parameter (4 B, allocated at start-up), the bf16 gradients each backward leaves and
+    clear_lp_grads() only zeroes (2 B: engine.py's zero_grad passes for bf16 without ZeRO), and the fp32 master + Adam
+    partitioned over dp (12 B / 4): 8 + 12/4 = 11 bytes per parameter at the step. The first iteration's forward has
+    neither the bf16 gradients nor Adam's moments (8 B / 4)."""
+    est = memlib.estimate_training("llama-2-7b", seq_len=4096, dp=4, tp=2, layout="megatron-deepspeed", zero_stage=0)
+    n = est.counts["trainable"]
+    step = next(mo for mo in est.moments if mo.name == "optimizer")
+    assert step.parts["parameters"] == 2 * n
+    assert step.parts["gradients"] == 4 * n + 2 * n
+    assert step.parts["optimizer"] == 12 * n // 4
+    assert {t.name: t.nbytes for t in est.terms}["bf16_lp_grad_bytes"] == 2 * n
+    fwd = max((mo for mo in est.moments if mo.name == "forward"), key=lambda mo: mo.total)
+    assert fwd.lazy_bytes == 2 * n + 8 * n // 4
+    # the same states as Megatron's distributed optimizer, plus the bf16 gradients
+    meg = memlib.estimate_training("llama-2-7b", seq_len=4096, dp=4, tp=2, layout="megatron", zero_stage=1)
+    meg_step = next(mo for mo in meg.moments if mo.name == "optimizer")
+    assert step.parts["gradients"] - meg_step.parts["gradients"] == 2 * n

@@ -80,7 +80,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     layout:    "auto" (what the options imply) | "megatron" (Megatron-Core on any parallelism: 16-bit params, fp32
                main grads (16-bit under fp16-mixed), fp32 master + Adam; zero_stage=1 is its distributed optimizer,
                6 + 12/dp B/param) | "deepspeed" (ZeRO's layout even with dp=1: 16-bit params and grads, fp32 master
-               + Adam, its buckets) | "megatron-deepspeed" (Megatron's legacy model and loss, DeepSpeed's ZeRO 1-3).
+               + Adam, its buckets) | "megatron-deepspeed" (Megatron's legacy model and loss, DeepSpeed's ZeRO 0-3).
     reduce_bucket_size, overlap_comm, contiguous_gradients: DeepSpeed's zero_optimization options, with its
                defaults (5e8 elements; overlap_comm None = on for stage 3 only; True): the contiguous gradient
                bucket, 2 bytes x reduce_bucket_size, x2 with overlap_comm under ZeRO-1/2, alive through the backward

@@ -315,22 +315,24 @@ def _megatron_deepspeed_layout(model, finetune, precision, zero_stage, fsdp, att
     1-3 keeps the states (16-bit params and grads, fp32 master + Adam sharded, its buckets: runtime/engine.py
     _do_optimizer_sanity_check sends bf16 with ZeRO to the ZeRO optimizer unless grad_accum_dtype is fp32). Its
     LLaMA layer is op by op (rmsnorm.py upcasts to fp32; swiglu is F.silu(x[0]) * x[1]): transformers' ledger plus
-    the hidden-dropout masks; its GPT layer is Megatron's (activations.megatron_layer_ledger)."""
+    the hidden-dropout masks; its GPT layer is Megatron's (activations.megatron_layer_ledger). zero_stage=0 with
+    bf16-mixed is DeepSpeed's BF16_Optimizer (engine.py: bf16 without ZeRO accumulates gradients in fp32)."""
     gpt_layer = model.mlp == "standard" and model.norm == "layernorm" and not model.is_moe
     if finetune != "full" or not precision.endswith("mixed") or not (model.mlp == "gated" or gpt_layer):
         raise ValueError("layout='megatron-deepspeed' models Megatron-DeepSpeed's pretraining: finetune='full', a "
                          "*-mixed precision and a LLaMA-style or GPT (LayerNorm, GELU MLP) model; got "
                          f"finetune={finetune!r}, precision={precision!r}, {model.name}")
-    if fsdp or not zero_stage:
-        raise ValueError("layout='megatron-deepspeed' takes DeepSpeed's ZeRO, an integer zero_stage 1-3; without ZeRO "
-                         "its bf16 runs use BF16_Optimizer (16-bit params, fp32 gradients, fp32 master + Adam sharded "
-                         "over dp): 6 + 12/dp bytes per parameter, which layout='megatron', zero_stage=1 models; got "
-                         f"zero_stage={zero_stage!r}")
+    if fsdp or (not zero_stage and precision != "bf16-mixed"):
+        raise ValueError("layout='megatron-deepspeed' takes DeepSpeed's ZeRO (an integer zero_stage 1-3), or "
+                         "zero_stage=0 with bf16-mixed (DeepSpeed's BF16_Optimizer); its fp16 optimizer without ZeRO "
+                         f"is not modelled; got zero_stage={zero_stage!r}, precision={precision!r}")
     if model.mlp == "gated" and (attention == "eager" or recompute == "selective"):
         raise ValueError("layout='megatron-deepspeed' with a LLaMA-style model is modelled with flash attention "
                          "(--use-flash-attn-v2, attention='sdpa') and recompute 'none' or 'full' (DeepSpeed's "
                          f"activation checkpointing of every layer); got attention={attention!r}, recompute={recompute!r}")
-    return "deepspeed"
+    # bf16 without ZeRO is DeepSpeed's BF16_Optimizer: whole fp32 gradients, fp32 master + Adam partitioned over dp,
+    # the states of Megatron's distributed optimizer (step._context), and its bf16 gradients (terms.bf16_lp_grad_bytes)
+    return "deepspeed" if zero_stage else "megatron"
 
 
 def _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp) -> str:
@@ -357,8 +359,9 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attentio
             raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
     if megatron_ce_inplace is not None:
         _flag("megatron_ce_inplace", megatron_ce_inplace)
-    if sharding != "megatron":  # tp/pp > 1 alone is Megatron's layout too (_sharding), where vpp applies
-        _not_for("vpp", vpp, 1, "it is a Megatron-Core option: give layout='megatron' (or recipe='megatron')")
+    if sharding != "megatron" or layout == "megatron-deepspeed":  # tp/pp > 1 alone is Megatron's layout too
+        _not_for("vpp", vpp, 1, "it is a Megatron-Core option (DeepSpeed's pipeline does not interleave): give "
+                 "layout='megatron' (or recipe='megatron')")
     if layout not in MEGATRON_MODELS:  # only Megatron's layer ledgers and loss have these
         _not_for("hidden_dropout", hidden_dropout, 0.0,
                  "it is a Megatron-Core option of its fused layers: give layout='megatron' (or recipe='megatron')")

@@ -81,7 +81,8 @@ RECIPES = MappingProxyType({r.name: r for r in (
                 "attention_dropout": 0.1},
        note="Megatron-LM's legacy model (--hidden-dropout and --attention-dropout 0.1 by default) and its "
             "vocabulary-parallel cross entropy (the max subtracted out of place) under DeepSpeed's ZeRO (stage 1 "
-            "here; --zero-stage sets it): 16-bit params and grads, fp32 master + Adam sharded, DeepSpeed's buckets; "
+            "here; --zero-stage sets it, 0 being bf16's BF16_Optimizer): 16-bit params and grads, fp32 master + "
+            "Adam sharded, DeepSpeed's buckets; "
             "LLaMA-style layers op by op (Python RMSNorm with an fp32 upcast), GPT layers as Megatron's"),
     _r("deepspeed", "DeepSpeed",
        "deepspeedai/DeepSpeed@cbf3d6616244b003b6c55e506f246b0e0cf00540:deepspeed/runtime/zero/config.py",

@@ -181,6 +181,8 @@ def _context(p: _Step) -> None:
     full_ft = s.finetune == "full"
     notes: list[str] = []
     k = s.zero_stage if s.sharding != "none" else 0
+    if s.layout == "megatron-deepspeed" and s.sharding == "megatron":
+        k = 1  # DeepSpeed's BF16_Optimizer partitions the fp32 master and Adam over dp, as ZeRO-1 does
     w = T.widths(s, k)
     if w.note:
         notes.append(w.note)
@@ -497,7 +499,8 @@ def _layout_notes(p: _Step) -> None:
                      + ("" if s.megatron_ce_inplace else " (the max subtracted out of place)")
                      + (", Megatron's GPT layer" if p.fused else ", the LLaMA layer op by op (transformers' ledger"
                         + (" and the hidden-dropout masks)" if s.hidden_dropout else ")"))
-                     + f"; DeepSpeed's ZeRO-{s.zero_stage} keeps the states")
+                     + (f"; DeepSpeed's ZeRO-{s.zero_stage} keeps the states" if s.sharding == "deepspeed" else
+                        "; DeepSpeed's BF16_Optimizer keeps the states (bf16 without ZeRO)"))
     if s.attention_note:
         notes.append(f"attention estimated as eager: {s.attention_note}")
     if m.is_moe:
@@ -848,12 +851,20 @@ def _megatron_grad_buffer(p: _Step) -> None:
     alive at every moment. Unfused attention's score buffer (terms.megatron_attention_score_buffer_bytes) is kept
     from the first forward on, so it is in every moment too."""
     p.score_buffer = T.megatron_attention_score_buffer_bytes(p.c)
+    p.lp_grads = lp = T.bf16_lp_grad_bytes(p.c)
     if p.s.layout not in MEGATRON_MODELS:
         return
-    whole = p.s.layout == "megatron"  # (Megatron-DeepSpeed: DeepSpeed's ZeRO keeps the gradients)
+    # Megatron-Core's main-grad buffer, or BF16_Optimizer's fp32 gradients (allocated at start-up) and the bf16 ones
+    # the first backward leaves for good; under ZeRO (Megatron-DeepSpeed) DeepSpeed's own buckets and partitions
+    whole = p.s.sharding == "megatron"
     for mo in p.moments:
         if whole and mo.name in ("forward", "backward"):
-            mo.parts["gradients"] = p.grad_bytes
+            growing = mo.parts.get("gradients", 0)  # this backward's gradients so far, at the fp32 width
+            mo.parts["gradients"] = p.grad_bytes + lp
+            if lp and p.s.grad_accum == 1:  # the first iteration: none yet in its forward, growing in its backward
+                mo.lazy_bytes = lp if mo.name == "forward" else max(lp - growing // 2, 0)
+        elif lp and mo.name == "optimizer":
+            mo.parts["gradients"] = mo.parts.get("gradients", 0) + lp
         # unfused attention's score buffer: kept from the first forward on, through every later moment
         mo.parts["temporaries"] = mo.parts.get("temporaries", 0) + p.score_buffer
 
@@ -958,9 +969,9 @@ def _mark_first_step(moments: list[Moment], lazy_state: int, grad_accum: int) ->
     """What the first iteration's forward and backward lack (Moment.lazy_bytes): the optimizer states made in the
     first step (terms.first_step_optimizer_state_bytes) and, with one micro-batch per step, the previous step's
     output."""
-    for mo in moments:
+    for mo in moments:  # (adding to what a layout marked already: BF16_Optimizer's bf16 gradients)
         if mo.name != "optimizer":
-            mo.lazy_bytes = lazy_state + (mo.parts.get("previous_output", 0) if grad_accum == 1 else 0)
+            mo.lazy_bytes += lazy_state + (mo.parts.get("previous_output", 0) if grad_accum == 1 else 0)
 
 
 def _result(p: _Step) -> Estimate:
@@ -999,6 +1010,8 @@ def _result(p: _Step) -> Estimate:
         named.append((T.deepspeed_stream_held_grad_bytes, p.ds_stream_held))
     if p.score_buffer:
         named.append((T.megatron_attention_score_buffer_bytes, p.score_buffer))
+    if p.lp_grads:
+        named.append((T.bf16_lp_grad_bytes, p.lp_grads))
     if p.ds_offload_buffer:
         named += [(T.deepspeed_offload_grad_buffer_bytes, p.ds_offload_buffer),
                   (T.deepspeed_offload_check_bytes, p.ds_offload_check)]

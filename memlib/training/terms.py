@@ -70,6 +70,11 @@ def widths(s: TrainingSetup, k: int) -> Widths:
             dist += (f" (the routed experts' over dp/ep={s.dp // s.ep}: {whole} + {shard}/{s.dp // s.ep} = "
                      f"{whole + shard / (s.dp // s.ep):g})")
         g = 4 if grads == "fp32-grads" else 2
+        if s.layout == "megatron-deepspeed":  # zero_stage=0: DeepSpeed's BF16_Optimizer (bf16_lp_grad_bytes)
+            return Widths(2, 4, 4, 4, NUMERICS["bf16"],
+                          f"DeepSpeed's BF16_Optimizer: 2-byte params, 4-byte fp32 gradients and the 2-byte bf16 ones "
+                          f"backward leaves, 12-byte fp32 master + Adam partitioned over dp={s.dp}: 8 + 12/{s.dp} = "
+                          f"{8 + 12 / s.dp:g} bytes/param", base=2, gathered=2, reduce=4)
         return Widths(2, g, 4, 4, NUMERICS["bf16"],
                       f"Megatron-LM mixed precision: 2-byte params, {g}-byte main grads"
                       + ("" if g == 4 else " (fp32 copies, 4 bytes, made at the step)")
@@ -292,6 +297,17 @@ def optimizer_state_bytes(c: Ctx) -> int:
     """Optimizer states per trainable tensor (optimizers.state_bytes) plus a separate fp32 master copy where the
     framework keeps one (ZeRO paper Sec. 3.1: K = 12 bytes/param for mixed-precision Adam)."""
     return opt.state_bytes(c.s.optimizer, c.tensors, c.w.state) + c.w.master * c.trainable
+
+
+def bf16_lp_grad_bytes(c: Ctx) -> int:
+    """DeepSpeed's BF16_Optimizer (bf16 without ZeRO; deepspeedai/DeepSpeed v0.14.0 runtime/bf16_optimizer.py): each
+    backward leaves the bf16 parameters' own gradients, 2 bytes per parameter, beside the fp32 gradient buffer it adds
+    them into (update_hp_grads(clear_lp_grads=False)); clear_lp_grads() zeroes them in place before the next backward
+    and engine.py's zero_grad passes for bf16 without ZeRO, so from the first backward on they are never freed."""
+    s = c.s
+    if s.layout != "megatron-deepspeed" or s.sharding != "megatron":
+        return 0
+    return 2 * c.trainable
 
 
 def first_step_optimizer_state_bytes(c: Ctx) -> int:
