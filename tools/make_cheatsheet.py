@@ -20,7 +20,7 @@ from memlib.training import activations
 from memlib.serving import inference
 from memlib.serving import quantization
 from memlib.training import lora
-from memlib.parallel import moe
+from memlib.parallel import megatron, moe
 from memlib.training import optimizers
 from memlib.cost import timing
 from memlib.parallel import zero
@@ -60,6 +60,8 @@ LATEX = {
     "Largest model that fits (continuous)": r"N_{\text{largest}} = \max \{ N : \text{fits}(\text{estimate}(\mathrm{llama\_like}(N)), \text{gpu}) \}",
     "Optimizer step: bandwidth-bound": r"t_{\text{step}} \ge \frac{N \times B_{\text{moved}}}{\text{HBM bandwidth}}, \quad B_{\text{moved}} = 4 \cdot 4 + 3 \cdot 4 = 28 \text{ (AdamW)}",
     "ZeRO stages": r"\frac{K N}{dp}\ (\ge 1) + \frac{2N}{dp}\ (\ge 2) + \frac{2N}{dp}\ (3), \text{ else the full } K N,\ 2N,\ 2N",
+    "Megatron's distributed optimizer": r"\underbrace{2 + 4}_{\text{bf16 params, fp32 grads}} + \frac{12}{dp} \quad (\text{without it: } 18)",
+    "The first iteration's peak": r"\text{peak}_1 = \max\bigl(\text{forward/backward} - \frac{8 N}{dp},\ \text{step}\bigr) \quad (\text{AdamW's fp32 moments, made in the first step})",
     "ZeRO-Offload": r"\text{host} = \frac{K N}{dp} + \frac{4 N}{dp} \ (+\ 2N \text{ 16-bit weights with optimizer+params})",
     "KV cache (MHA/GQA)": r"2 \times L \times \frac{n_{kv}}{t} \times Q \times \text{bytes}",
     "fp8 / int8 KV cache": r"2 \times L \times \frac{n_{kv}}{t} \times (Q \times \text{bytes} + \text{per-head scale, zero point})",
@@ -232,6 +234,15 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          (lambda o: f"LLaMA-7B bf16-mixed, ZeRO-2 on one GPU with offload='optimizer': {fmt_bytes(o.host_bytes)} "
                     f"in host memory, {fmt_bytes(o.peak_bytes)} peak on the GPU")(
              memlib.estimate_training(m7, precision="bf16-mixed", zero_stage=2, offload="optimizer"))),
+        ("03", "Megatron's distributed optimizer", doc(megatron.megatron_bytes_per_param),
+         "memlib.parallel.megatron.megatron_bytes_per_param, estimate_training(recipe='megatron')",
+         f"bf16 over dp = 8: {float(megatron.megatron_bytes_per_param('fp32-grads', True, 8)):g} bytes per parameter; "
+         f"LLaMA-65B: {fmt_bytes(megatron.megatron_model_state_bytes(m65.num_params, 'fp32-grads', True, 8))} per GPU"),
+        ("03", "The first iteration's peak", doc(training_terms.first_step_optimizer_state_bytes),
+         "memlib.training.terms.first_step_optimizer_state_bytes, Estimate.first_iteration_peak_bytes",
+         (lambda e: f"LLaMA-7B with Megatron, tp 2 x dp 4, s=8192: iteration 1 {fmt_bytes(e.first_iteration_peak_bytes)}"
+                    f", every later one {fmt_bytes(e.peak_bytes)}")(
+             memlib.estimate_training(m7, recipe="megatron", seq_len=8192, tp=2, dp=4))),
         # --- 04 · serving: KV cache, paged blocks, the decode speed limit -------------------------
         ("04", "KV cache (MHA/GQA)", doc(inference.gqa_kv_bytes_per_token),
          "memlib.serving.inference.gqa_kv_bytes_per_token, kv_bytes_per_token, kv_cache_bytes",
