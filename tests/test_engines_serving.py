@@ -231,3 +231,17 @@ def test_vllm_budget_is_the_smallest_ranks():
     assert more - budget("llama-3-8b", "h100-80gb", **kw) == int(81 * GiB * 0.9) - int(80 * GiB * 0.9)
     with pytest.raises(ValueError, match="per-rank"):
         budget("llama-3-8b", "h100-80gb", non_torch_bytes=[1, 2, 3], **kw)
+
+
+def test_sglang_reserve_counts_the_communicators_above_tp_1():
+    """SGLang's reserve comes from the free memory init_torch_distributed leaves: the CUDA context (memlib's 0.5 GiB)
+    and, above tp 1, the NCCL communicators and custom all-reduce buffers (0.5 GiB, as for vLLM above tp 1). So the
+    default equals 0.5 GiB at tp 1 and 1 GiB at tp 2, and one more GiB of non-torch memory costs 2^30 / the cell
+    size tokens (Llama-3-8B at tp 2: 32 layers x 4 KV heads x 128 x 2 (K, V) x 2 bytes = 65,536 B a token)."""
+    GiB = 2**30
+    one = sglang_max_total_tokens("llama-3-8b", "h100-80gb", tp=1)
+    assert one == sglang_max_total_tokens("llama-3-8b", "h100-80gb", tp=1, non_torch_bytes=GiB // 2)
+    two = sglang_max_total_tokens("llama-3-8b", "h100-80gb", tp=2)
+    assert two == sglang_max_total_tokens("llama-3-8b", "h100-80gb", tp=2, non_torch_bytes=GiB)
+    less = sglang_max_total_tokens("llama-3-8b", "h100-80gb", tp=2, non_torch_bytes=2 * GiB)
+    assert two - less in (GiB // 65_536, GiB // 65_536 + 1)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlib._checks import choice, fraction, positive_int, plain_args
-from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
+from memlib.hardware.fit import usable_bytes
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.inference import AUTO, estimate_inference, kv_bytes_per_token
 from memlib.models import get_model
@@ -109,6 +109,8 @@ VLLM_SAMPLER_BYTES_PER_LOGIT = {"torch": 38, "flashinfer": 14}
 # validation/published_serving.jsonl); with tensor parallelism NCCL and the custom all-reduce buffers add
 # more (0.20 GiB at tp 4, 0.74 GiB at tp 2 in the same rows), so memlib's generic 0.5 GiB stays for tp > 1.
 VLLM_NON_TORCH_BYTES_TP1 = 100 * 2**20
+# Above tp 1, the NCCL communicators and custom all-reduce buffers (0.20-0.74 GiB in those vLLM rows): 0.5 GiB
+TP_COMMUNICATOR_BYTES = 512 * 2**20
 
 
 def vllm_sampler_warmup_bytes(model, rows: int, sampler: str = "torch") -> int:
@@ -171,7 +173,7 @@ def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = 
     util = fraction("gpu_memory_utilization", gpu_memory_utilization)
     tp = positive_int("tp", tp)
     if non_torch_bytes is None:
-        non_torch_bytes = VLLM_NON_TORCH_BYTES_TP1 if tp == 1 else DEFAULT_CUDA_CONTEXT_BYTES
+        non_torch_bytes = VLLM_NON_TORCH_BYTES_TP1 if tp == 1 else TP_COMMUNICATOR_BYTES
     per_rank = list(non_torch_bytes) if isinstance(non_torch_bytes, (list, tuple)) else [non_torch_bytes]
     if not per_rank:
         raise ValueError("non_torch_bytes: give one figure, or one per tensor-parallel rank (not an empty list)")

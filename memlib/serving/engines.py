@@ -185,21 +185,25 @@ def sglang_max_total_tokens(model, gpu, tp: int = 1, weights: str = "auto", kv_c
     sglang model_runner.profile_max_num_token: rest = available after loading the weights -
     total x (1 - mem_fraction_static); tokens = rest // cell_size, cell_size = per-token K and V
     bytes of every layer on this GPU. `available` is the card's total as torch reports it
-    (memlib.hardware.fit.usable_bytes) minus the weights minus non-torch memory (CUDA context,
-    NCCL; default memlib.fits' 0.5 GiB, SGLang measures it). total_bytes: the card's total as SGLang
-    logs it (default the catalog's torch total). Under tensor parallelism SGLang takes the minimum
-    available memory over the ranks (get_available_gpu_memory with distributed=True).
+    (memlib.hardware.fit.usable_bytes) minus the weights minus non-torch memory. SGLang's reserve
+    is taken from the free memory init_torch_distributed leaves, so that is the CUDA context
+    (memlib.fits' 0.5 GiB) and, above tp 1, the NCCL communicators and custom all-reduce buffers
+    (capacity.TP_COMMUNICATOR_BYTES, as for vLLM); non_torch_bytes overrides it. total_bytes: the
+    card's total as SGLang logs it (default the catalog's torch total). Under tensor parallelism SGLang
+    takes the minimum available memory over the ranks (get_available_gpu_memory with distributed=True).
     """
     from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
     from memlib.hardware.gpus import get_gpu
+    from memlib.serving.capacity import TP_COMMUNICATOR_BYTES
     from memlib.serving.inference import estimate_inference
 
     if not 0 < mem_fraction_static <= 1:
         raise ValueError(f"mem_fraction_static must be in (0, 1], got {mem_fraction_static!r}")
     g = get_gpu(gpu)
     est = estimate_inference(model, 1, 1, weights=weights, kv_cache=kv_cache, tp=tp, engine="sglang")
-    non_torch = DEFAULT_CUDA_CONTEXT_BYTES if non_torch_bytes is None else positive_int(
-        "non_torch_bytes", non_torch_bytes, allow_zero=True)
+    tp = positive_int("tp", tp)
+    non_torch = DEFAULT_CUDA_CONTEXT_BYTES + (TP_COMMUNICATOR_BYTES if tp > 1 else 0) if non_torch_bytes is None \
+        else positive_int("non_torch_bytes", non_torch_bytes, allow_zero=True)
     total = usable_bytes(g) if total_bytes is None else positive_int("total_bytes", total_bytes)
     rest = total - est.weight_bytes - non_torch - int(total * (1 - mem_fraction_static))
     return max(rest, 0) // est.kv_bytes_per_token
