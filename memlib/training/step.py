@@ -998,21 +998,12 @@ def _result(p: _Step) -> Estimate:
              (T.final_norm_activations, final_norm), (T.frozen_first_norm, frozen_input)]
     if recompute:
         named.append((T.checkpoint_bytes, checkpoint))
-    if ddp_buckets:
-        named.append((T.ddp_bucket_bytes, ddp_buckets))
-    if p.ds_buckets:
-        named.append((T.deepspeed_bucket_bytes, p.ds_buckets))
-    if p.ds_grad_partition:
-        named.append((T.deepspeed_grad_partition_bytes, p.ds_grad_partition))
-    if p.ds_saved_weights:
-        named.append((T.zero3_saved_weight_bytes, p.ds_saved_weights))
-    if p.ds_stream_held:
-        named.append((T.deepspeed_stream_held_grad_bytes, p.ds_stream_held))
-    if p.score_buffer:
-        named.append((T.megatron_attention_score_buffer_bytes, p.score_buffer))
-    if p.lp_grads:
-        named.append((T.bf16_lp_grad_bytes, p.lp_grads))
-    if p.ds_offload_buffer:
+    # the layouts' buffers (a term that is 0 here is left out with the others below)
+    named += [(T.ddp_bucket_bytes, ddp_buckets), (T.deepspeed_bucket_bytes, p.ds_buckets),
+              (T.deepspeed_grad_partition_bytes, p.ds_grad_partition), (T.zero3_saved_weight_bytes, p.ds_saved_weights),
+              (T.deepspeed_stream_held_grad_bytes, p.ds_stream_held),
+              (T.megatron_attention_score_buffer_bytes, p.score_buffer), (T.bf16_lp_grad_bytes, p.lp_grads)]
+    if p.ds_offload_buffer:  # (its check is computed only with the buffer)
         named += [(T.deepspeed_offload_grad_buffer_bytes, p.ds_offload_buffer),
                   (T.deepspeed_offload_check_bytes, p.ds_offload_check)]
     if s.finetune == "qlora":
