@@ -6,19 +6,16 @@ llama-context.cpp / llama-kv-cache-iswa.cpp sizing) or quoted from a published s
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
 import memlib
+from benchmark_support import load
 from memlib.cli import main
 from memlib.parallel.plan import plan_serving
 from memlib.serving.engines import (GGML_BLOCKS, ggml_row_bytes, llama_cpp_kv_bytes, llama_cpp_kv_cache, paged_tokens,
                                     sglang_max_total_tokens)
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 # --- ggml block formats ---------------------------------------------------------------------------
@@ -188,10 +185,7 @@ def test_cli_serve_engine(capsys):
 
 # --- the published startup logs -----------------------------------------------------------------------
 def _bench():
-    spec = importlib.util.spec_from_file_location("published_serving", ROOT / "benchmarks" / "published_serving.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = load("published_serving")
     return mod
 
 

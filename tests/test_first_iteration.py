@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 import memlib
+from benchmark_support import load
 
 
 def _fwd_bwd_peak(est):
@@ -75,14 +76,7 @@ def test_megatron_bridge_qwen3_4b_first_step_is_the_peak():
     Qwen3-4B's 4,022,468,096 parameters 72,404,425,728 B = 69,050.2 MiB. So the first step, where Adam's moments are
     made, is iteration 1's peak; memlib's steady peak (the forward and backward with the moments) is the later
     steps' and lies well above the logged figure."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-    spec = importlib.util.spec_from_file_location("published_benchmark_fi", Path(__file__).resolve().parents[1]
-                                                  / "benchmarks" / "published.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = load("published")
     row = next(r for r in bench.load_rows() if r["id"] == "paip-megatron-bridge-qwen3-4b-1gpu-step1")
     kw = dict(row["memlib"]["kwargs"], model=bench.resolve_model(row["memlib"]["kwargs"]["model"]))
     est = memlib.estimate_training(**kw)

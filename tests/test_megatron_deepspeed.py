@@ -5,19 +5,13 @@ written out below."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
 import memlib
+from benchmark_support import load
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("published_benchmark_mds", ROOT / "benchmarks" / "published.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench
-_spec.loader.exec_module(bench)
+bench = load("published")
 ROW = next(r for r in bench.load_rows() if r["id"].startswith("alcf-megatron-deepspeed-"))
 MiB = 2**20
 

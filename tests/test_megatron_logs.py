@@ -6,22 +6,16 @@ Expected values are the published bytes, or hand derivations from Megatron-LM's 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
 import memlib
+from benchmark_support import load
 from memlib.training.layout import interleaved_chunks_in_flight
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("published_benchmark_megatron", ROOT / "benchmarks" / "published.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench
-_spec.loader.exec_module(bench)
+bench = load("published")
 
 ROWS = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-") and not r.get("first_iteration")}
 STEP1 = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-") and r.get("first_iteration")}

@@ -14,18 +14,15 @@ import importlib.util
 import inspect
 import re
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
 
 import memlib
+from benchmark_support import load
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("published_benchmark", ROOT / "benchmarks" / "published.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench  # dataclasses look their module up while the class is built
-_spec.loader.exec_module(bench)
+bench = load("published")
 
 ROWS = bench.load_rows()
 IDS = [r["id"] for r in ROWS]

@@ -4,19 +4,13 @@ DeepSpeed terms written out by hand."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
 import memlib
+from benchmark_support import load
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("published_benchmark_ds", ROOT / "benchmarks" / "published.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench
-_spec.loader.exec_module(bench)
+bench = load("published")
 ROWS = {r["id"]: r for r in bench.load_rows()}
 
 # docs/validation.md, "DeepSpeed rows": the band each computed row's error must stay in (signed, memlib vs published)
