@@ -294,15 +294,24 @@ def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, c
     return zero_stage == 3 if overlap_comm is None else overlap_comm
 
 
+def megatron_gpt_layer(model) -> bool:
+    """Megatron's default GPT layer: LayerNorm and a GELU MLP with biases, no MoE."""
+    return model.mlp == "standard" and model.norm == "layernorm" and not model.is_moe
+
+
+def _check_megatron_model(layout, what, model, finetune, precision) -> None:
+    """Megatron's layouts model full pretraining in a *-mixed precision of LLaMA-style or GPT layers."""
+    if finetune != "full" or not precision.endswith("mixed") or not (model.mlp == "gated" or megatron_gpt_layer(model)):
+        raise ValueError(f"layout={layout!r} models {what}: finetune='full', a *-mixed precision and a LLaMA-style or "
+                         f"GPT (LayerNorm, GELU MLP) model; got finetune={finetune!r}, precision={precision!r}, "
+                         f"{model.name}")
+
+
 def _megatron_layout(model, finetune, precision, zero_stage, fsdp, offload) -> str:
     """layout='megatron': Megatron-Core's mixed precision on any parallelism (NVIDIA/Megatron-LM
     docs/source/api-guide/dist_optimizer.md); zero_stage=1 is its distributed optimizer (6 + 12/dp B/param).
     Its models: LLaMA-style layers, or Megatron's default GPT layer (LayerNorm, GELU MLP with biases)."""
-    gpt_layer = model.mlp == "standard" and model.norm == "layernorm" and not model.is_moe
-    if finetune != "full" or not precision.endswith("mixed") or not (model.mlp == "gated" or gpt_layer):
-        raise ValueError("layout='megatron' models Megatron-Core's pretraining layout: finetune='full', a *-mixed "
-                         f"precision and a LLaMA-style or GPT (LayerNorm, GELU MLP) model; got finetune={finetune!r}, "
-                         f"precision={precision!r}, {model.name}")
+    _check_megatron_model("megatron", "Megatron-Core's pretraining layout", model, finetune, precision)
     if fsdp or zero_stage > 1 or offload != "none":
         raise ValueError("layout='megatron' takes zero_stage=0 (optimizer states on every rank) or zero_stage=1 (its "
                          f"distributed optimizer), no offload; got zero_stage={zero_stage!r}, offload={offload!r}")
@@ -317,11 +326,7 @@ def _megatron_deepspeed_layout(model, finetune, precision, zero_stage, fsdp, att
     LLaMA layer is op by op (rmsnorm.py upcasts to fp32; swiglu is F.silu(x[0]) * x[1]): transformers' ledger plus
     the hidden-dropout masks; its GPT layer is Megatron's (activations.megatron_layer_ledger). zero_stage=0 with
     bf16-mixed is DeepSpeed's BF16_Optimizer (engine.py: bf16 without ZeRO accumulates gradients in fp32)."""
-    gpt_layer = model.mlp == "standard" and model.norm == "layernorm" and not model.is_moe
-    if finetune != "full" or not precision.endswith("mixed") or not (model.mlp == "gated" or gpt_layer):
-        raise ValueError("layout='megatron-deepspeed' models Megatron-DeepSpeed's pretraining: finetune='full', a "
-                         "*-mixed precision and a LLaMA-style or GPT (LayerNorm, GELU MLP) model; got "
-                         f"finetune={finetune!r}, precision={precision!r}, {model.name}")
+    _check_megatron_model("megatron-deepspeed", "Megatron-DeepSpeed's pretraining", model, finetune, precision)
     if fsdp or (not zero_stage and precision != "bf16-mixed"):
         raise ValueError("layout='megatron-deepspeed' takes DeepSpeed's ZeRO (an integer zero_stage 1-3), or "
                          "zero_stage=0 with bf16-mixed (DeepSpeed's BF16_Optimizer); its fp16 optimizer without ZeRO "
@@ -329,7 +334,8 @@ def _megatron_deepspeed_layout(model, finetune, precision, zero_stage, fsdp, att
     if model.mlp == "gated" and (attention == "eager" or recompute == "selective"):
         raise ValueError("layout='megatron-deepspeed' with a LLaMA-style model is modelled with flash attention "
                          "(--use-flash-attn-v2, attention='sdpa') and recompute 'none' or 'full' (DeepSpeed's "
-                         f"activation checkpointing of every layer); got attention={attention!r}, recompute={recompute!r}")
+                         f"activation checkpointing of every layer); got attention={attention!r}, "
+                         f"recompute={recompute!r}")
     # bf16 without ZeRO is DeepSpeed's BF16_Optimizer: whole fp32 gradients, fp32 master + Adam partitioned over dp,
     # the states of Megatron's distributed optimizer (step._context), and its bf16 gradients (terms.bf16_lp_grad_bytes)
     return "deepspeed" if zero_stage else "megatron"

@@ -27,7 +27,7 @@ from memlib.training import layout
 from memlib.training import terms as T
 from memlib.training.estimate import Estimate, Moment
 from memlib.training.layout import Stage
-from memlib.training.options import MEGATRON_MODELS, TrainingSetup
+from memlib.training.options import MEGATRON_MODELS, TrainingSetup, megatron_gpt_layer
 from memlib.units import fmt_bytes, fmt_count
 
 # Ledger entries outside the tensor-parallel region (replicated on every tp rank unless sequence parallel):
@@ -193,7 +193,7 @@ def _context(p: _Step) -> None:
     c = T.Ctx(s, st, w, k, sums, tensors, trainable, sums.expert if full_ft else 0)
     pb, gb_ = w.param, w.grad
     # Megatron-Core's fused layers and vocabulary-parallel loss (layout='megatron', dense LLaMA-style layers)
-    gpt_layer = m.mlp == "standard" and m.norm == "layernorm"  # Megatron's GPT layer
+    gpt_layer = megatron_gpt_layer(m)
     p.vocab_loss = s.layout in MEGATRON_MODELS and not m.is_moe and m.head == "lm" and (m.is_llama_layer or gpt_layer)
     # Megatron-DeepSpeed's LLaMA layer runs op by op (transformers' ledger); Megatron-Core's is Transformer Engine's
     p.fused = p.vocab_loss and (s.layout == "megatron" or gpt_layer)
