@@ -62,6 +62,12 @@ def widths(s: TrainingSetup, k: int) -> Widths:
         # 16-bit parameters, fp32 master weights + Adam moments; 16-bit compute, no autocast copies. --bf16 forces
         # accumulate_allreduce_grads_in_fp32 (arguments.py), so its main-grad buffer is fp32 (18 bytes/param);
         # --fp16 keeps it 16-bit, and the step copies it to fp32 (optimizer_step_temporaries): 20 bytes/param.
+        if s.layout == "megatron-deepspeed":  # zero_stage=0: DeepSpeed's BF16_Optimizer (bf16_lp_grad_bytes)
+            whole, shard = MEGATRON_LAYOUTS["fp32-grads"]
+            return Widths(2, 4, 4, 4, NUMERICS["bf16"],
+                          f"DeepSpeed's BF16_Optimizer: 2-byte params, 4-byte fp32 gradients and the 2-byte bf16 ones "
+                          f"backward leaves, {shard}-byte fp32 master + Adam partitioned over dp={s.dp}: {whole + 2} + "
+                          f"{shard}/{s.dp} = {whole + 2 + shard / s.dp:g} bytes/param", base=2, gathered=2, reduce=4)
         grads = "fp32-grads" if s.precision == "bf16-mixed" else "fp16-grads"
         whole, shard = MEGATRON_LAYOUTS[grads]
         dist = (f"; its distributed optimizer shards the {shard} bytes over dp={s.dp}: {whole} + {shard}/{s.dp} = "
@@ -70,11 +76,6 @@ def widths(s: TrainingSetup, k: int) -> Widths:
             dist += (f" (the routed experts' over dp/ep={s.dp // s.ep}: {whole} + {shard}/{s.dp // s.ep} = "
                      f"{whole + shard / (s.dp // s.ep):g})")
         g = 4 if grads == "fp32-grads" else 2
-        if s.layout == "megatron-deepspeed":  # zero_stage=0: DeepSpeed's BF16_Optimizer (bf16_lp_grad_bytes)
-            return Widths(2, 4, 4, 4, NUMERICS["bf16"],
-                          f"DeepSpeed's BF16_Optimizer: 2-byte params, 4-byte fp32 gradients and the 2-byte bf16 ones "
-                          f"backward leaves, 12-byte fp32 master + Adam partitioned over dp={s.dp}: 8 + 12/{s.dp} = "
-                          f"{8 + 12 / s.dp:g} bytes/param", base=2, gathered=2, reduce=4)
         return Widths(2, g, 4, 4, NUMERICS["bf16"],
                       f"Megatron-LM mixed precision: 2-byte params, {g}-byte main grads"
                       + ("" if g == 4 else " (fp32 copies, 4 bytes, made at the step)")
