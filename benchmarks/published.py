@@ -20,6 +20,8 @@ What a figure is compared with:
 A row with "first_iteration": true quotes a figure that covers the first training iteration only (e.g.
 Megatron's "(after 1 iterations) memory (MB)" line, or step 1 of a per-step series): it is compared with the
 estimate's first_iteration_peak_bytes (the forward and backward before the optimizer has made its states).
+A row with "pipeline_stage": "last" (or "first") quotes one pipeline stage's GPU, as Megatron's logs do (the
+last rank's): it is compared with the estimate's stage_peak_bytes for that stage.
 error = (memlib - published) / published: negative means memlib is LOW (the OOM direction).
 
 Rows are not dropped when memlib cannot compute them. They are listed as
@@ -151,7 +153,11 @@ def evaluate(row: dict, ignore_missing: bool = False) -> Result:
     except ValueError as e:
         return Result(row, "refused", f"memlib refuses: {e}", missing_options=missing)
     held = getattr(est, "stream_held_bytes", 0)
-    peak = est.first_iteration_peak_bytes if row.get("first_iteration") else est.peak_bytes
+    first = bool(row.get("first_iteration"))
+    if row.get("pipeline_stage"):  # a figure logged on one pipeline stage's GPU (Megatron: the last rank)
+        peak = est.stage_peak_bytes(row["pipeline_stage"], first_iteration=first)
+    else:
+        peak = est.first_iteration_peak_bytes if first else est.peak_bytes
     return Result(row, "ok", "", compared_bytes(peak, row["statistic"], held), peak,
                   getattr(est, "phase", None), missing_options=missing, approximate=bool(missing),
                   stream_held_bytes=held)

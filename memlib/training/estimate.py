@@ -44,6 +44,7 @@ class Estimate:
     # freed blocks another CUDA stream may still read (record_stream): active, not allocated (e.g.
     # terms.deepspeed_stream_held_grad_bytes); an upper bound, reached when communication lags the compute
     stream_held_bytes: int = 0
+    stage_names: list = field(default_factory=list)  # pp > 1: the stages evaluated, first to last; else []
 
     @property
     def peak_moment(self) -> Moment:
@@ -69,6 +70,20 @@ class Estimate:
         max_memory_allocated() shows after one step, e.g. Megatron's "(after 1 iterations) memory (MB)" line;
         later steps reach peak_bytes, which is what has to fit."""
         return max(m.total - m.lazy_bytes for m in self.moments)
+
+    def stage_peak_bytes(self, stage: str = "last", first_iteration: bool = False) -> int:
+        """The peak on one pipeline stage's GPU: stage "first", "last" or one of stage_names (peak_bytes is the
+        heaviest stage's). Megatron-LM logs its memory scalars on the last rank only (training/global_vars.py
+        _set_tensorboard_writer), so a Megatron log quotes the last stage. first_iteration: that stage's
+        first_iteration_peak_bytes. Without pipeline parallelism every GPU is alike: the whole estimate's."""
+        if not self.stage_names:
+            moments = self.moments
+        else:
+            name = {"first": self.stage_names[0], "last": self.stage_names[-1]}.get(stage, stage)
+            if name not in self.stage_names:
+                raise ValueError(f"unknown stage {stage!r}; accepted: 'first', 'last' or one of {self.stage_names}")
+            moments = [m for m in self.moments if m.where.startswith(name + ": ")]
+        return max(m.total - (m.lazy_bytes if first_iteration else 0) for m in moments)
 
     @property
     def phase(self) -> str:
@@ -106,7 +121,8 @@ class Estimate:
             "double_quant": s.double_quant if s.finetune == "qlora" else None,
             "terms": {t.name: t.nbytes for t in self.terms},
             **({"gradient_as_bucket_view": s.gradient_as_bucket_view} if s.ddp else {}),
-            **({"stage": self.stage} if s.pp > 1 else {}),
+            **({"stage": self.stage, "stage_peaks": {n: self.stage_peak_bytes(n) for n in self.stage_names}}
+               if s.pp > 1 else {}),
             **({"cp": s.cp, "cp_rotate": s.cp_rotate, "tokens_per_gpu": s.tokens_per_gpu} if s.cp > 1 else {}),
             **({"ep": s.ep, "router_aux_loss": s.router_aux_loss, "capacity_factor": s.capacity_factor,
                 "routed_rows": self.counts.get("routed_rows", 0)} if s.model.is_moe else {}),

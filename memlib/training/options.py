@@ -299,6 +299,13 @@ def megatron_gpt_layer(model) -> bool:
     return model.mlp == "standard" and model.norm == "layernorm" and not model.is_moe
 
 
+def megatron_moe_layer(model) -> bool:
+    """A MoE model whose layers Megatron-Core builds as Mixtral's: LLaMA's attention and SwiGLU experts (no MLA, no
+    q/k norms, no attention sinks), so layout='megatron' gives them its fused ledger (activations.megatron_moe_block)."""
+    from memlib.training.activations import _llama_attention
+    return model.is_moe and model.mlp == "gated" and model.activation == "silu" and _llama_attention(model)
+
+
 def _check_megatron_model(layout, what, model, finetune, precision) -> None:
     """Megatron's layouts model full pretraining in a *-mixed precision of LLaMA-style or GPT layers."""
     if finetune != "full" or not precision.endswith("mixed") or not (model.mlp == "gated" or megatron_gpt_layer(model)):

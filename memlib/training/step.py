@@ -27,7 +27,7 @@ from memlib.training import layout
 from memlib.training import terms as T
 from memlib.training.estimate import Estimate, Moment
 from memlib.training.layout import Stage
-from memlib.training.options import MEGATRON_MODELS, TrainingSetup, megatron_gpt_layer
+from memlib.training.options import MEGATRON_MODELS, TrainingSetup, megatron_gpt_layer, megatron_moe_layer
 from memlib.units import fmt_bytes, fmt_count
 
 # Ledger entries outside the tensor-parallel region (replicated on every tp rank unless sequence parallel):
@@ -76,7 +76,8 @@ def estimate(s: TrainingSetup) -> Estimate:
             f"i from 1), {sts[0].in_flight} on the first; bubble (p-1)/(m+p-1) = {bubble:.1%} with "
             f"m={s.grad_accum} micro-batches (Narayanan et al. 2021); {heaviest}"]
     return Estimate(s, moments, worst.counts, worst.layer, notes, worst.host_bytes, worst.nvme_bytes, worst.terms,
-                    worst.layer_kinds, stage=heavy.name, stream_held_bytes=worst.stream_held_bytes)
+                    worst.layer_kinds, stage=heavy.name, stream_held_bytes=worst.stream_held_bytes,
+                    stage_names=[st.name for st in sts])
 
 
 @dataclass(frozen=True)
@@ -192,9 +193,11 @@ def _context(p: _Step) -> None:
     trainable = sums.total if full_ft else layout.numel(tensors)
     c = T.Ctx(s, st, w, k, sums, tensors, trainable, sums.expert if full_ft else 0)
     pb, gb_ = w.param, w.grad
-    # Megatron-Core's fused layers and vocabulary-parallel loss (layout='megatron', dense LLaMA-style layers)
+    # Megatron-Core's fused layers and vocabulary-parallel loss (layout='megatron': LLaMA-style layers, dense or
+    # Mixtral-style MoE)
     gpt_layer = megatron_gpt_layer(m)
-    p.vocab_loss = s.layout in MEGATRON_MODELS and not m.is_moe and m.head == "lm" and (m.is_llama_layer or gpt_layer)
+    moe_layer = s.layout == "megatron" and megatron_moe_layer(m)
+    p.vocab_loss = s.layout in MEGATRON_MODELS and m.head == "lm" and (m.is_llama_layer or gpt_layer or moe_layer)
     # Megatron-DeepSpeed's LLaMA layer runs op by op (transformers' ledger); Megatron-Core's is Transformer Engine's
     p.fused = p.vocab_loss and (s.layout == "megatron" or gpt_layer)
     p.V, p.b, p.c, p.dp, p.full_ft, p.gb_, p.h, p.k, p.m, p.notes = V, b, c, dp, full_ft, gb_, h, k, m, notes
@@ -263,8 +266,9 @@ def _ledger_builder(p: _Step) -> None:
     def ledger(kind: tuple[str, bool], base_saves_input: bool = s.bnb_keeps_input) -> act.Ledger:
         layer_type, moe = kind
         led = act.megatron_layer_ledger(m, tok, recompute=s.recompute, hidden_dropout=s.hidden_dropout,
-                                        attention=s.attention, seq_len=seq,
-                                        attention_dropout=s.attention_dropout) if p.fused else act.llama_layer_ledger(
+                                        attention=s.attention, seq_len=seq, attention_dropout=s.attention_dropout,
+                                        moe=moe, routed_rows=T.routed_rows(c) if moe else 0, tp=tp,
+                                        aux_loss=s.router_aux_loss) if p.fused else act.llama_layer_ledger(
             m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
             lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
             # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)

@@ -574,8 +574,11 @@ def moe_forward_transient(c: Ctx, num: act.Numerics) -> int:
     """Inside a MoE block's forward, beyond what it saves: the routing-weighted expert outputs in fp32 and their
     copy in token order (integrations/moe.py: `weighted_out = proj_out * sample_weights_g`, then
     `weighted_out[inv_perm]`: S x h x 4 each); Llama 4: the experts' E x T x h output before its sum; plus the
-    all-to-all buffers under expert parallelism."""
+    all-to-all buffers under expert parallelism. Megatron-Core (layout='megatron'): fc2's output and its copy
+    back in the received order, S x h each (experts.py TEGroupedMLP, token_dispatcher.py)."""
     m, tok, h = c.s.model, c.s.tokens, c.s.model.hidden_size
+    if c.s.layout == "megatron":  # TEGroupedMLP: fc2's output and its copy back in the received order (S x h each)
+        return 2 * num.compute * routed_rows(c) * h
     if m.model_type.startswith("llama4"):  # + the shared expert's output and the experts' sum over E
         out = num.compute * (routed_rows(c) + 2 * tok) * h
     else:
@@ -589,9 +592,14 @@ def moe_backward_temporaries(c: Ctx, num: act.Numerics) -> int:
     expert output and of the weights (S x h x 4 each), the expert output's 16-bit gradient, or later the
     gate_up/product gradients (S x 3I); the gradient arriving at the block; Llama 4: two E x T x I gradients beyond
     the saved tensors freed by then. Plus the all-to-all buffers under expert parallelism. (Measured:
-    fam-mixtral-bf16-s4096-v128, where this moment holds the peak.)"""
+    fam-mixtral-bf16-s4096-v128, where this moment holds the peak.) Megatron-Core (layout='megatron'): the
+    gradients of fc1's output and fc2's input (S x 3I / tp) and of the experts' input and output (S x h each)."""
     m, tok, cb = c.s.model, c.s.tokens, num.compute
     h, Ie = m.hidden_size, m.moe_intermediate_size
+    if c.s.layout == "megatron":  # the gradients of fc1's output, of fc2's input (widths split over tp) and of the
+        # experts' input and output (S x h each, gathered over tp), beside the gradient arriving at the block
+        rows = routed_rows(c)
+        return cb * rows * (2 * h + 3 * Ie // c.s.tp) + cb * tok * h // c.s.tp
     if m.model_type.startswith("llama4"):  # the product's and gate/up gradients, as the saved ones are freed
         out = 2 * cb * routed_rows(c) * Ie + cb * tok * h
     else:
@@ -607,6 +615,8 @@ def router_aux_loss_bytes(c: Ctx, num: act.Numerics) -> int:
     gpt-oss; DeepSeek-V3 and Llama 4 in transformers compute none)."""
     from memlib.training.options import AUX_LOSS_TYPES
     m, s = c.s.model, c.s
+    if s.layout == "megatron":  # Megatron-Core's router keeps its own (activations.megatron_moe_block)
+        return 0
     if not (m.is_moe and s.router_aux_loss and m.model_type in AUX_LOSS_TYPES and c.st.head):
         return 0
     return 2 * num.compute * s.tokens * m.num_experts * m.num_moe_layers
