@@ -17,8 +17,8 @@ from memlib.training.layout import interleaved_chunks_in_flight
 
 bench = load("published")
 
-ROWS = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-") and not r.get("first_iteration")}
-STEP1 = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-") and r.get("first_iteration")}
+ROWS = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-gpt3-") and not r.get("first_iteration")}
+STEP1 = {r["id"]: r for r in bench.load_rows() if r["id"].startswith("megatron-ci-gpt3-") and r.get("first_iteration")}
 
 
 def _estimate(row, **over):
@@ -275,3 +275,25 @@ def test_out_of_place_max_subtraction_by_hand():
         return next(mo for mo in est.moments if mo.where.startswith("at the loss")).parts["logits_and_loss"]
     assert at_loss(old) == 10 * 50_304 // 4 * 2_048
     assert at_loss(old) - at_loss(new) == 4 * 50_304 // 4 * 2_048
+
+
+SMALL = {r["id"]: r for r in bench.load_rows()
+         if r["id"].startswith("megatron-ci-") and r["memlib"]["kwargs"]["model"]["_name_or_path"] == "megatron-ci-gpt-12l-512h"}
+
+
+def test_six_small_ci_rows_cover_the_features_the_7b_runs_lack():
+    """Megatron-LM's 12-layer, 512-wide functional tests: SwiGLU, full recompute, the local (non-TE) spec, interleaved
+    1F1B, the distributed optimizer at tp 4, unfused attention at tp 2 x pp 2."""
+    assert len(SMALL) == 6
+    kws = [r["memlib"]["kwargs"] for r in SMALL.values()]
+    assert any(k["model"]["swiglu"] for k in kws) and any(k["recompute"] == "full" for k in kws)
+    assert any(k.get("vpp", 1) > 1 for k in kws) and any(k["zero_stage"] == 1 and k["tp"] == 4 for k in kws)
+    assert any("local spec" in r["setup"]["model"]["implementation"] for r in SMALL.values())
+
+
+@pytest.mark.parametrize("rid", sorted(SMALL))
+def test_small_ci_rows_within_four_percent(rid):
+    """docs/validation.md (Engine layouts) states these six within 4%, none high by more than 1%."""
+    r = bench.evaluate(SMALL[rid])
+    assert r.status == "ok"
+    assert -0.04 <= r.error <= 0.01, f"{rid}: {r.error:+.2%}"

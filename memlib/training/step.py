@@ -496,8 +496,9 @@ def _layout_notes(p: _Step) -> None:
     if s.layout == "megatron":
         notes.append(f"Megatron-Core layout: the {'fp32' if p.w.grad == 4 else '16-bit'} main-grad buffer alive "
                      "through the step"
-                     + ("; Transformer Engine's fused layers (Korthikanti et al. 2022 Table 2 terms) and the "
-                        "vocabulary-parallel cross entropy" if p.fused else ""))
+                     + ("; Transformer Engine's fused layers (Korthikanti et al. 2022 Table 2 terms)"
+                        + (", its MoE block (router, all-to-all dispatcher, grouped GEMM experts)" if m.is_moe else "")
+                        + " and the vocabulary-parallel cross entropy" if p.fused else ""))
     if s.layout == "megatron-deepspeed":
         notes.append("Megatron-DeepSpeed: Megatron-LM's legacy model with its vocabulary-parallel cross entropy"
                      + ("" if s.megatron_ce_inplace else " (the max subtracted out of place)")
