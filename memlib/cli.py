@@ -109,6 +109,8 @@ def _add_estimate(sub) -> None:
     e.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
     e.add_argument("--ep", type=int, default=None,
                    help="MoE: expert-parallel GPUs within --dp (experts split whole over them; default 1)")
+    e.add_argument("--etp", type=int, default=None, help="MoE, --layout megatron: Megatron's "
+                   "--expert-tensor-parallel-size (default: --tp)")
     e.add_argument("--capacity-factor", type=float, default=None,
                    help="MoE: expert capacity factor (tokens beyond it dropped; default: dropless)")
     e.add_argument("--no-router-aux-loss", action="store_true",
@@ -257,7 +259,7 @@ def cmd_estimate(a) -> int:
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
     # valued flags given on the command line, and --no-X switches that turn option X off
     options = {name: getattr(a, name) for name in (
-        "lora_dropout", "adapter_dtype", "base_dtype", "qlora_backend", "optimizer_impl", "loss", "ep",
+        "lora_dropout", "adapter_dtype", "base_dtype", "qlora_backend", "optimizer_impl", "loss", "ep", "etp",
         "capacity_factor", "cp", "cp_rotate", "layout", "vpp", "hidden_dropout", "attention_dropout")
         if getattr(a, name) is not None}
     options.update({name: False for name in ("double_quant", "fsdp_mixed_precision", "router_aux_loss", "zero_init",

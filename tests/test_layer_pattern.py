@@ -56,7 +56,7 @@ def ref_stages(s) -> list:
     return sorted(kept.values(), key=lambda x: x.first_layer)
 
 
-def ref_stage_tensors(m, tp, st_, ep=1):
+def ref_stage_tensors(m, tp, st_, ep=1, etp=None):
     """layout._stage_tensors with each tensor's layers listed and counted index by index."""
     lo, hi = st_.first_layer, st_.first_layer + st_.layers
     out = []
@@ -70,8 +70,9 @@ def ref_stage_tensors(m, tp, st_, ep=1):
             count = 1 if st_.head else 0
         if not count:
             continue
-        out.append((layout.Tensor(t.name, layout._split(t, tp, ep), count, t.kind,
-                                  experts=t.experts // ep if t.experts else 0), layout._matrix_shape(t, tp)))
+        out.append((layout.Tensor(t.name, layout._split(t, tp, ep, etp), count, t.kind,
+                                  experts=t.experts // ep if t.experts else 0),
+                    layout._matrix_shape(t, (etp or tp) if t.experts else tp)))
     if m.tie_word_embeddings and st_.head and not st_.embed:
         h = m.hidden_size
         out.append((layout.Tensor("lm_head (tied copy)", m.vocab_size * h // tp, 1), (m.vocab_size // tp, h)))

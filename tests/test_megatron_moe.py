@@ -20,8 +20,8 @@ def _estimate(row, **over):
     return memlib.estimate_training(**kw)
 
 
-def test_four_mixtral_rows_on_the_last_stage():
-    assert len(ROWS) == 4
+def test_six_mixtral_rows_on_the_last_stage():
+    assert len(ROWS) == 6
     assert all(r["pipeline_stage"] == "last" and r["memlib"]["kwargs"]["layout"] == "megatron" for r in ROWS.values())
 
 
@@ -102,3 +102,51 @@ def test_stage_peak_bytes():
     one = memlib.estimate_training("llama-2-7b", seq_len=1024)
     assert one.stage_names == [] and one.stage_peak_bytes() == one.peak_bytes
     assert one.stage_peak_bytes(first_iteration=True) == one.first_iteration_peak_bytes
+
+
+def test_expert_tensor_parallelism_states_by_hand():
+    """The tp 2, etp 1 run (mixtral_8x7b_tp1pp4ep8vpp8_release): Megatron folds ep x etp = 8 GPUs out of tp x dp = 16,
+    so each GPU holds one whole expert per layer and the experts' data-parallel group is dp tp / (ep etp) = 2. Its
+    last GPU holds 8 one-layer chunks and the output layer, h = 4096, kv 1024, I = 14336, V = 32000:
+      attention (2 h^2 + 2 h 1024) / tp = 20,971,520, norms 2h = 8192, router 8h = 32,768 per layer;
+      dense: 8 x 21,012,480 + 4096 + h V / tp = 65,536,000 -> 233,639,936 at 6 + 12/8 = 7.5 B
+      experts: 8 x 3 h I = 8 x 176,160,768 = 1,409,286,144 at 6 + 12/2 = 12 B
+      = 1,752,299,520 + 16,911,433,728 = 18,663,733,248 bytes (logged after the step: 19,743,387,648 on H100)."""
+    dense = 8 * (20_971_520 + 8192 + 32_768) + 4096 + 65_536_000
+    experts = 8 * 3 * 4096 * 14336
+    assert (dense, experts) == (233_639_936, 1_409_286_144)
+    by_hand = dense * 15 // 2 + experts * 12
+    assert by_hand == 18_663_733_248
+    row = ROWS["megatron-ci-mixtral-8x7b-tp2-etp1-pp4-vpp8-ep8-h100"]
+    est = _estimate(row)
+    assert est.setup.expert_tp == 1 and est.setup.expert_dp == 2
+    step = [m for m in est.moments if m.name == "optimizer" and m.where.startswith(est.stage_names[-1])][0]
+    assert step.parts["parameters"] + step.parts["gradients"] + step.parts["optimizer"] == by_hand
+    assert -0.06 < by_hand / 19_743_387_648 - 1 < 0
+
+
+def test_expert_tensor_parallelism_rows_and_widths():
+    """With etp = 1 under tp = 2 each GPU routes its 2048 sequence-parallel tokens and nothing is gathered after
+    the all-to-all: S = 4096 x 2 x 1 / 2 = 4096 rows, each with the expert's whole width: input 2 h S = 33,554,432,
+    fc1's output 2 x 2I x S = 234,881,024, fc2's input 2 x I x S = 117,440,512 bytes per GPU. With etp = tp = 2:
+    S = 8192 rows at half the width: input 67,108,864, the same fc1 and fc2 bytes."""
+    row = ROWS["megatron-ci-mixtral-8x7b-tp2-etp1-pp4-vpp8-ep8-h100"]
+    for etp, rows, input_bytes in ((1, 4096, 33_554_432), (2, 8192, 67_108_864)):
+        est = _estimate(row, etp=etp, ep=4 if etp == 2 else 8)
+        items = {name: n for name, n, _ in est.layer.items}
+        assert est.to_dict()["routed_rows"] == rows and est.to_dict()["etp"] == etp
+        assert items["moe.experts.input"] == input_bytes  # est.layer: one GPU's bytes
+        assert items["moe.experts.fc1_out"] == 234_881_024 and items["moe.experts.fc2_in"] == 117_440_512
+
+
+def test_expert_tensor_parallelism_is_checked():
+    kw = dict(seq_len=4096, tp=2, dp=4, ep=8, etp=1, sequence_parallel=True)
+    assert memlib.estimate_training("mixtral-8x7b", layout="megatron", zero_stage=1, **kw).setup.expert_dp == 1
+    with pytest.raises(ValueError, match="layout='megatron'"):
+        memlib.estimate_training("mixtral-8x7b", **kw)
+    with pytest.raises(ValueError, match="must divide"):
+        memlib.estimate_training("mixtral-8x7b", layout="megatron", zero_stage=1, **dict(kw, dp=2))
+    with pytest.raises(ValueError, match="etp"):
+        memlib.estimate_training("llama-2-7b", layout="megatron", tp=2, dp=2, etp=1)
+    with pytest.raises(ValueError, match="etp"):
+        memlib.estimate_training("mixtral-8x7b", layout="megatron", tp=2, dp=4, ep=4, etp=0)

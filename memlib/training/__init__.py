@@ -42,7 +42,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
                       hidden_dropout: float = 0.0, attention_dropout: float = 0.0, megatron_ce_inplace: bool | None = None,
-                      keep_outputs: bool = True, recipe: str | None = None,
+                      keep_outputs: bool = True, etp: int | None = None, recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
@@ -60,8 +60,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                to offload_device "cpu" | "nvme"; est.host_bytes and est.nvme_bytes report them.
     ep:        expert parallelism (MoE): each GPU of an ep-sized group holds num_experts / ep whole experts
                of every MoE layer; the group is carved out of the dp data-parallel GPUs (ep divides dp),
-               and ZeRO shards the experts' states over the dp / ep GPUs holding the same experts
-               (DeepSpeed-MoE, Rajbhandari et al. 2022; Megatron-Core's expert parallelism).
+               and ZeRO shards the experts' states over the dp / ep GPUs holding the same experts (DeepSpeed-MoE,
+               Rajbhandari et al. 2022); etp (layout="megatron"): --expert-tensor-parallel-size, None = tp.
     router_aux_loss: MoE: the router's load-balancing loss where the family has one (Mixtral, Qwen3-MoE,
                gpt-oss: transformers' output_router_logits, set by LLaMA-Factory and Megatron's default).
     capacity_factor: MoE: None (default) routes every token (dropless: transformers, torchtitan, Megatron's

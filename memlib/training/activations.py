@@ -230,7 +230,8 @@ def _llama_attention_core(led: Ledger, model: Model, num: Numerics, tokens: int,
 
 def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none", hidden_dropout: float = 0.0,
                           attention: str = "sdpa", seq_len: int = 0, attention_dropout: float = 0.0,
-                          moe: bool = False, routed_rows: int = 0, tp: int = 1, aux_loss: bool = True) -> Ledger:
+                          moe: bool = False, routed_rows: int = 0, tp: int = 1, etp: int | None = None,
+                          aux_loss: bool = True) -> Ledger:
     """Saved tensors of one Megatron-Core decoder layer built from Transformer Engine's fused modules, bytes for
     `tokens`, before the tensor-parallel split (the caller divides: Korthikanti et al. 2022 Sec. 4.2). Korthikanti's
     Table 2 terms (34sbh + 5as^2b/t for GPT) with flash attention and GQA: each LayerNormLinear keeps its input, its
@@ -249,7 +250,7 @@ def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none",
     bytes, and with attention_dropout > 0 its 1-byte mask and the 16-bit dropped-out probabilities that the
     attention over values reads: Korthikanti's 5as^2b (seq_len is s; tokens = s x b).
     moe: the MLP half is Megatron-Core's MoE block (megatron_moe_block), its experts taking `routed_rows` rows
-    on one GPU of the tp group."""
+    on one GPU of the tp group, their widths split over etp (tp by default)."""
     h, q, kv, a, f = model.hidden_size, model.q_size, model.kv_size, model.num_heads, model.intermediate_size
     gated = model.mlp == "gated"
     stats, stat_why = (4, "the norm's fp32 1/rms per token") if model.norm == "rmsnorm" else (
@@ -283,7 +284,7 @@ def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none",
                 led.add("residual.attn_dropout_mask", h * tokens, "bias-dropout-add's 1-byte mask after linear_proj")
     if moe:
         led.split = len(led.items)
-        megatron_moe_block(led, model, tokens, routed_rows, tp, stats, stat_why, aux_loss)
+        megatron_moe_block(led, model, tokens, routed_rows, tp, etp or tp, stats, stat_why, aux_loss)
     elif gated:
         led.add("mlp.fc1_out", 2 * 2 * f * tokens, "fc1's output (gate and up), kept by SwiGLU")
         led.add("mlp.swiglu_out", 2 * f * tokens, "SwiGLU's output, kept by fc2")
@@ -295,7 +296,7 @@ def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none",
     return led
 
 
-def megatron_moe_block(led: Ledger, model: Model, T: int, S: int, tp: int, stats: int, stat_why: str,
+def megatron_moe_block(led: Ledger, model: Model, T: int, S: int, tp: int, etp: int, stats: int, stat_why: str,
                        aux_loss: bool) -> None:
     """Megatron-Core's MoE block with Transformer Engine's grouped GEMM and the all-to-all dispatcher
     (megatron/core/transformer/moe/: router.py, moe_utils.py, token_dispatcher.py, experts.py TEGroupedMLP), bytes
@@ -305,9 +306,10 @@ def megatron_moe_block(led: Ledger, model: Model, T: int, S: int, tp: int, stats
     softmax over the top-k and, with the load-balancing loss, the fp32 softmax over all E experts; the dispatcher
     holds the T x E probabilities and routing map until the layer's next forward; the unfused permute keeps its
     int64 sort indices (T x k) and the argsort buffer (T x E) its probability lookup slices. The experts see S rows
-    on one GPU: the dispatcher all-gathers the routed rows over the expert tensor-parallel group (its size is tp,
-    Megatron's default), so their input is S x h on every GPU of it (entered as S x h x tp here), while fc1 and
-    fc2 split their widths over tp; WeightedSwiGLU keeps fc1's output and the rows' probabilities, fc2 its input
+    on one GPU (terms.routed_rows): after the all-to-all over ep the dispatcher all-gathers the routed rows over the
+    expert tensor-parallel group of etp GPUs (tp by default; token_dispatcher.py dispatch_postprocess), so their
+    input is S x h on every GPU of it (entered as S x h x tp here), while fc1 and fc2 split their widths over etp
+    (entered x tp / etp); WeightedSwiGLU keeps fc1's output and the rows' probabilities, fc2 its input
     (the probabilities are applied before fc2, so its output is not kept). A shared expert keeps its SwiGLU
     input and fc2's input, like a dense MLP of its width."""
     h, E, k, Ie = model.hidden_size, model.num_experts, model.num_experts_per_tok, model.moe_intermediate_size
@@ -325,8 +327,9 @@ def megatron_moe_block(led: Ledger, model: Model, T: int, S: int, tp: int, stats
     led.add("moe.experts.input", 2 * h * S * tp, "the routed rows gathered over the expert tensor-parallel group "
             "(S x h on each GPU of it), kept by fc1's grouped GEMM")
     led.add("moe.experts.probs", 2 * S * tp, "each routed row's probability, kept by WeightedSwiGLU")
-    led.add("moe.experts.fc1_out", 2 * 2 * Ie * S, "fc1's output (S x 2I, split over tp), kept by WeightedSwiGLU")
-    led.add("moe.experts.fc2_in", 2 * Ie * S, "WeightedSwiGLU's output (S x I, split over tp), kept by fc2")
+    led.add("moe.experts.fc1_out", 2 * 2 * Ie * S * tp // etp, "fc1's output (S x 2I, split over etp), kept by "
+            "WeightedSwiGLU")
+    led.add("moe.experts.fc2_in", 2 * Ie * S * tp // etp, "WeightedSwiGLU's output (S x I, split over etp), kept by fc2")
     if model.num_shared_experts:
         Is = model.shared_expert_intermediate_size
         led.add("moe.shared.fc1_out", 2 * 2 * Is * T, "the shared expert's fc1 output (gate and up), kept by SwiGLU")

@@ -124,7 +124,7 @@ class Estimate:
             **({"stage": self.stage, "stage_peaks": {n: self.stage_peak_bytes(n) for n in self.stage_names}}
                if s.pp > 1 else {}),
             **({"cp": s.cp, "cp_rotate": s.cp_rotate, "tokens_per_gpu": s.tokens_per_gpu} if s.cp > 1 else {}),
-            **({"ep": s.ep, "router_aux_loss": s.router_aux_loss, "capacity_factor": s.capacity_factor,
+            **({"ep": s.ep, "etp": s.expert_tp, "router_aux_loss": s.router_aux_loss, "capacity_factor": s.capacity_factor,
                 "routed_rows": self.counts.get("routed_rows", 0)} if s.model.is_moe else {}),
         }
 

@@ -221,18 +221,21 @@ class StageSums:
 
 def stage_tensors(m: Model, s: TrainingSetup, st: Stage) -> list[tuple[Tensor, tuple[int, int] | None]]:
     """Parameter tensors on one GPU with their 2-D shapes (Adafactor, 8-bit Adam need them)."""
-    return _stage_tensors(m, s.tp, st, s.ep)
+    return _stage_tensors(m, s.tp, st, s.ep, s.expert_tp)
 
 
-def _split(t: Tensor, tp: int, ep: int) -> int:
-    """Elements of tensor `t` on one GPU: Tensor.tp's split over tp (Megatron; experts too: its expert
-    tensor-parallel size defaults to tp) and whole routed experts over ep (expert parallelism)."""
-    numel = t.numel // tp if t.tp else t.numel
+def _split(t: Tensor, tp: int, ep: int, etp: int | None = None) -> int:
+    """Elements of tensor `t` on one GPU: Tensor.tp's split over tp (Megatron), the routed experts' over the expert
+    tensor-parallel size etp (Megatron's --expert-tensor-parallel-size, tp by default), and whole routed experts
+    over ep (expert parallelism)."""
+    split = (etp or tp) if t.experts else tp
+    numel = t.numel // split if t.tp else t.numel
     return numel // ep if t.experts else numel
 
 
 @lru_cache(maxsize=512)
-def _stage_tensors(m: Model, tp: int, st: Stage, ep: int = 1) -> list[tuple[Tensor, tuple[int, int] | None]]:
+def _stage_tensors(m: Model, tp: int, st: Stage, ep: int = 1,
+                   etp: int | None = None) -> list[tuple[Tensor, tuple[int, int] | None]]:
     h = m.hidden_size
     lo, hi = st.first_layer, st.first_layer + st.layers * st.chunks
     out = []
@@ -246,9 +249,9 @@ def _stage_tensors(m: Model, tp: int, st: Stage, ep: int = 1) -> list[tuple[Tens
             count = 1 if st.head else 0
         if not count:
             continue
-        numel = _split(t, tp, ep)
+        numel = _split(t, tp, ep, etp)
         out.append((Tensor(t.name, numel, count, t.kind, experts=t.experts // ep if t.experts else 0),
-                    _matrix_shape(t, tp)))
+                    _matrix_shape(t, (etp or tp) if t.experts else tp)))
     if m.tie_word_embeddings and st.head and not st.embed:  # Megatron keeps a tied copy on the last stage
         out.append((Tensor("lm_head (tied copy)", m.vocab_size * h // tp, 1), (m.vocab_size // tp, h)))
     return out
@@ -273,7 +276,7 @@ def _matrix_shape(t: Tensor, tp: int) -> tuple[int, int] | None:
 
 
 @lru_cache(maxsize=512)
-def _layer_tensors(m: Model, tp: int, ep: int, moe: bool) -> tuple[Tensor, ...]:
+def _layer_tensors(m: Model, tp: int, ep: int, moe: bool, etp: int | None = None) -> tuple[Tensor, ...]:
     """One decoder layer's tensors on one GPU: a MoE layer's, or a dense layer's."""
     out = []
     for t in m.tensors():
@@ -282,13 +285,14 @@ def _layer_tensors(m: Model, tp: int, ep: int, moe: bool) -> tuple[Tensor, ...]:
             continue
         if m.is_moe and len(where) != m.num_layers and (t.name.startswith(MOE_TENSORS) != moe):
             continue
-        out.append(Tensor(t.name, _split(t, tp, ep), 1, t.kind, experts=t.experts // ep if t.experts else 0))
+        out.append(Tensor(t.name, _split(t, tp, ep, etp), 1, t.kind, experts=t.experts // ep if t.experts else 0))
     return tuple(out)
 
 
-def layer_expert_numel(m: Model, tp: int, ep: int) -> int:
-    """Routed-expert elements of one MoE layer on one GPU (whole experts over ep, each split over tp)."""
-    return sum(t.numel for t in _layer_tensors(m, tp, ep, True) if t.experts) if m.is_moe else 0
+def layer_expert_numel(m: Model, tp: int, ep: int, etp: int | None = None) -> int:
+    """Routed-expert elements of one MoE layer on one GPU (whole experts over ep, each split over etp, tp by
+    default)."""
+    return sum(t.numel for t in _layer_tensors(m, tp, ep, True, etp) if t.experts) if m.is_moe else 0
 
 
 def representative_layer(m: Model, st: Stage) -> bool:
@@ -297,9 +301,9 @@ def representative_layer(m: Model, st: Stage) -> bool:
 
 
 @lru_cache(maxsize=512)
-def stage_sums(m: Model, tp: int, st: Stage, ep: int = 1) -> StageSums:
-    ts = _stage_tensors(m, tp, st, ep)
-    layer = _layer_tensors(m, tp, ep, representative_layer(m, st))
+def stage_sums(m: Model, tp: int, st: Stage, ep: int = 1, etp: int | None = None) -> StageSums:
+    ts = _stage_tensors(m, tp, st, ep, etp)
+    layer = _layer_tensors(m, tp, ep, representative_layer(m, st), etp)
     linear = sum(t.numel * t.count for t, _ in ts if t.kind == "linear")
     if m.tie_word_embeddings and st.head and st.embed:  # the tied head is the embedding matrix
         linear += m.vocab_size * m.hidden_size // tp

@@ -51,7 +51,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                megatron_ce_inplace=None, keep_outputs=True)
+                megatron_ce_inplace=None, keep_outputs=True, etp=None)
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -89,6 +89,7 @@ class TrainingSetup:
     fsdp_mixed_precision: bool = True
     notes: tuple[str, ...] = ()  # defaults that do not apply here, said once
     ep: int = 1  # expert-parallel degree (MoE): routed experts split over ep GPUs of the data-parallel group
+    etp: int | None = None  # Megatron's expert tensor-parallel size (MoE); None: tp (expert_tp)
     router_aux_loss: bool = True  # MoE: the load-balancing loss over the router logits (where the family has one)
     capacity_factor: float | None = None  # MoE: expert capacity (token dropping); None: dropless
     attention_note: str = ""  # why the attention runs eagerly whatever was asked (Gemma 2, gpt-oss)
@@ -160,6 +161,17 @@ class TrainingSetup:
         return self.finetune == "qlora" and self.qlora_backend.startswith("lightning-")
 
     @property
+    def expert_tp(self) -> int:
+        """GPUs each routed expert's matrices split over: Megatron's --expert-tensor-parallel-size, tp by default."""
+        return self.etp or self.tp
+
+    @property
+    def expert_dp(self) -> int:
+        """GPUs holding the same routed experts, over which their states shard: dp tp / (ep etp) (Megatron's expert
+        data-parallel group; dp / ep when etp = tp, DeepSpeed-MoE's)."""
+        return self.dp * self.tp // (self.ep * self.expert_tp)
+
+    @property
     def tokens_per_gpu(self) -> int:
         """Tokens of one micro-batch on one GPU: the sequence split over the cp context-parallel GPUs."""
         return self.tokens if self.cp_shard else self.seq_len // self.cp * self.micro_batch
@@ -202,7 +214,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                megatron_ce_inplace=None, keep_outputs=True) -> TrainingSetup:
+                megatron_ce_inplace=None, keep_outputs=True, etp=None) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -214,7 +226,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
          ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision),
          ("gradient_as_bucket_view", gradient_as_bucket_view)),
-        lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor)
+        lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor, etp)
     zero_stage_arg = zero_stage
     zero_stage, fsdp = _zero_stage(zero_stage)
     if offload == "none" and offload_device != "cpu":
@@ -232,6 +244,9 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if layout == "megatron-deepspeed":
         sharding = _megatron_deepspeed_layout(model, finetune, precision, zero_stage, fsdp, attention, recompute)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
+    if etp is not None and etp != tp and layout != "megatron":
+        raise ValueError(f"etp={etp} (an expert tensor-parallel size other than tp={tp}) is Megatron-Core's "
+                         "--expert-tensor-parallel-size: layout='megatron' (or recipe='megatron') only")
     vpp, hidden_dropout, attention_dropout, megatron_ce_inplace = _megatron_options(
         model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout, megatron_ce_inplace)
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients,
@@ -266,7 +281,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
                          contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
                          attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
-                         keep_outputs=keep_outputs,
+                         keep_outputs=keep_outputs, etp=etp,
                          options=tuple(given.items()))
 
 
@@ -389,8 +404,9 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attentio
             raise ValueError(f"vpp={vpp} with pp={pp}: the {model.num_layers} layers of {model.name} must split into "
                              f"pp x vpp = {pp * vpp} equal model chunks (Megatron's --num-layers-per-virtual-"
                              "pipeline-stage)")
-        if model.is_moe or len(set(model.layer_types)) > 1:
-            raise ValueError("vpp > 1 is modelled for models whose layers are all alike (no MoE, one attention type)")
+        if (model.is_moe and model.num_moe_layers != model.num_layers) or len(set(model.layer_types)) > 1:
+            raise ValueError("vpp > 1 is modelled for models whose layers are all alike (all dense or all MoE, one "
+                             "attention type)")
     if megatron_ce_inplace is None:
         megatron_ce_inplace = layout != "megatron-deepspeed"
     return vpp, float(hidden_dropout), float(attention_dropout), megatron_ce_inplace
@@ -409,7 +425,7 @@ def _check_model(model) -> Model:
 
 def _check_values(model, seq_len, micro_batch, grad_accum, precision, optimizer, finetune, recompute, attention,
                   offload, offload_device, optimizer_impl, adapter_dtype, base_dtype, qlora_backend, loss, flags,
-                  lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor) -> tuple:
+                  lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor, etp=None) -> tuple:
     """Each option on its own: its type and its accepted values (memlib._checks); MoE options against the model."""
     seq_len = positive_int("seq_len", seq_len)
     micro_batch = positive_int("micro_batch", micro_batch)
@@ -436,8 +452,10 @@ def _check_values(model, seq_len, micro_batch, grad_accum, precision, optimizer,
     _flag("router_aux_loss", router_aux_loss)
     cp = positive_int("cp", cp)
     choice("cp_rotate", cp_rotate, CP_ROTATES)
+    if etp is not None:
+        positive_int("etp", etp)
     _check_moe_options(model, dp * cp, ep, router_aux_loss, capacity_factor,
-                       dp_label=f"dp x cp = {dp} x {cp}" if cp > 1 else None)
+                       dp_label=f"dp x cp = {dp} x {cp}" if cp > 1 else None, tp=tp, etp=etp)
     if capacity_factor is not None:
         capacity_factor = float(capacity_factor)
     return seq_len, micro_batch, grad_accum, lora_dropout, cp, capacity_factor
@@ -626,19 +644,27 @@ def _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_
 AUX_LOSS_TYPES = ("mixtral", "qwen3_moe", "gpt_oss")
 
 
-def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, dp_label: str | None = None) -> None:
-    """ep, router_aux_loss and capacity_factor: MoE options, each checked against the model and the layout."""
+def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, dp_label: str | None = None,
+                       tp: int = 1, etp: int | None = None) -> None:
+    """ep, etp, router_aux_loss and capacity_factor: MoE options, each checked against the model and the layout."""
     if not model.is_moe:
         why = f"{model.name} is dense (no experts)"
         if ep != 1:
             raise ValueError(f"ep={ep}: expert parallelism needs a mixture-of-experts model; {why}")
+        _not_for("etp", etp, None, why)
         _not_for("router_aux_loss", router_aux_loss, True, why)
         _not_for("capacity_factor", capacity_factor, None, why)
         return
     if model.num_experts % ep:
         raise ValueError(f"ep={ep} must divide {model.name}'s {model.num_experts} experts (each GPU of the "
                          "expert-parallel group holds num_experts / ep whole experts)")
-    if dp % ep:
+    if etp is not None and etp != tp:  # Megatron's MoE parallel folding: ep x etp GPUs out of the tp x dp ones
+        if (dp * tp) % (ep * etp) or model.moe_intermediate_size % etp:
+            raise ValueError(f"ep x etp = {ep} x {etp} must divide tp x {dp_label or f'dp'} = {tp} x {dp} and etp "
+                             f"{model.name}'s expert width {model.moe_intermediate_size} (Megatron's "
+                             "--expert-model-parallel-size and --expert-tensor-parallel-size fold the experts over the "
+                             "tp x dp GPUs)")
+    elif dp % ep:
         raise ValueError(f"ep={ep} must divide {dp_label or f'dp={dp}'}: the expert-parallel group is carved out of the data-parallel "
                          "group (DeepSpeed-MoE's ep_size, Megatron's --expert-model-parallel-size)")
     if capacity_factor is not None:

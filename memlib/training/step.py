@@ -147,7 +147,7 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics, moe: bool = Fal
         tmp += T.dequantized_weight_bytes(c, largest_linear)
         if s.grad_accum > 1:  # a new gradient exists beside the accumulated one until it is added in
             tmp += c.w.grad * (largest_linear if c.full_ft else trainable // max(len(s.lora_targets), 1))
-        expert = layout.layer_expert_numel(m, tp, s.ep) if (moe and not is_attn and c.full_ft) else 0
+        expert = layout.layer_expert_numel(m, tp, s.ep, s.expert_tp) if (moe and not is_attn and c.full_ft) else 0
         out[half] = Half(acts, trainable * c.w.grad, casts, tmp, expert * c.w.grad)
     return out
 
@@ -188,7 +188,7 @@ def _context(p: _Step) -> None:
     if w.note:
         notes.append(w.note)
     num = w.num
-    sums = layout.stage_sums(m, tp, st, s.ep)
+    sums = layout.stage_sums(m, tp, st, s.ep, s.expert_tp)
     tensors = layout.trainable_tensors(s, st)
     trainable = sums.total if full_ft else layout.numel(tensors)
     c = T.Ctx(s, st, w, k, sums, tensors, trainable, sums.expert if full_ft else 0)
@@ -267,7 +267,7 @@ def _ledger_builder(p: _Step) -> None:
         layer_type, moe = kind
         led = act.megatron_layer_ledger(m, tok, recompute=s.recompute, hidden_dropout=s.hidden_dropout,
                                         attention=s.attention, seq_len=seq, attention_dropout=s.attention_dropout,
-                                        moe=moe, routed_rows=T.routed_rows(c) if moe else 0, tp=tp,
+                                        moe=moe, routed_rows=T.routed_rows(c) if moe else 0, tp=tp, etp=s.expert_tp,
                                         aux_loss=s.router_aux_loss) if p.fused else act.llama_layer_ledger(
             m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
             lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
@@ -453,7 +453,7 @@ def _gathered_parameters(p: _Step) -> None:
         GPUs that hold the same experts (DeepSpeed-MoE's expert data-parallel group)."""
         if k < 2:
             return nbytes
-        return (nbytes - expert_bytes) // dp + expert_bytes * s.ep // dp
+        return (nbytes - expert_bytes) // dp + expert_bytes // s.expert_dp
     layer_param_bytes = T.layer_parameter_bytes(c)
     # ZeRO-3 over one GPU gathers nothing: with one partition DeepSpeed points each parameter at its own partition
     # (partition_parameters.py _no_gather_coalesced / NoGatherHandle: param.data = param.ds_tensor.data.to(device)),
@@ -513,6 +513,7 @@ def _layout_notes(p: _Step) -> None:
         per_gpu = m.num_experts // s.ep
         notes.append(f"MoE: every expert's parameters, gradients and optimizer states are held ({per_gpu} of "
                      f"{m.num_experts} experts per MoE layer on this GPU" + (f", ep={s.ep}" if s.ep > 1 else "")
+                     + (f", each split over etp={s.expert_tp}" if s.expert_tp != s.tp else "")
                      + f"); routed activations of {rows:,} (token, expert) rows per MoE layer = "
                      + ("tokens x experts: Llama 4 in transformers runs every token through every expert"
                         if m.model_type.startswith("llama4") else "tokens x top-k"

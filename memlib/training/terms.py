@@ -72,9 +72,10 @@ def widths(s: TrainingSetup, k: int) -> Widths:
         whole, shard = MEGATRON_LAYOUTS[grads]
         dist = (f"; its distributed optimizer shards the {shard} bytes over dp={s.dp}: {whole} + {shard}/{s.dp} = "
                 f"{whole + shard / s.dp:g} bytes/param" if k == 1 and s.dp > 1 else "")
-        if dist and s.ep > 1 and s.model.is_moe:  # the routed experts' states shard over their own dp / ep group
-            dist += (f" (the routed experts' over dp/ep={s.dp // s.ep}: {whole} + {shard}/{s.dp // s.ep} = "
-                     f"{whole + shard / (s.dp // s.ep):g})")
+        if dist and s.expert_dp != s.dp and s.model.is_moe:  # the routed experts' states over their own group
+            edp = s.expert_dp
+            dist += (f" (the routed experts' over their {edp} expert data-parallel GPUs, dp tp / (ep etp): {whole} + "
+                     f"{shard}/{edp} = {whole + shard / edp:g})")
         g = 4 if grads == "fp32-grads" else 2
         return Widths(2, g, 4, 4, NUMERICS["bf16"],
                       f"Megatron-LM mixed precision: 2-byte params, {g}-byte main grads"
@@ -352,12 +353,13 @@ def sharded(c: Ctx, nbytes: int, state: str) -> int:
     """ZeRO (Rajbhandari et al. 2020, Sec. 5): stage 1 shards optimizer states, 2 also gradients, 3 also
     parameters, each over the dp data-parallel GPUs; with expert parallelism the routed experts' share over
     the dp / ep GPUs that hold the same experts (DeepSpeed-MoE's expert data-parallel group, Rajbhandari et al.
-    2022; torchtitan's dp_shard_mod_ep mesh): num_experts / ep experts per GPU, sharded dp / ep ways."""
+    2022; torchtitan's dp_shard_mod_ep mesh): num_experts / ep experts per GPU, sharded dp / ep ways (Megatron with
+    expert tensor parallelism etp: dp tp / (ep etp) ways, TrainingSetup.expert_dp)."""
     s = c.s
-    if s.ep == 1 or not c.expert:
+    if s.expert_dp == s.dp or not c.expert:
         return zero.partitioned(nbytes, state, c.k, s.dp)
     experts = nbytes * c.expert // c.trainable
-    return zero.partitioned(nbytes - experts, state, c.k, s.dp) + zero.partitioned(experts, state, c.k, s.dp // s.ep)
+    return zero.partitioned(nbytes - experts, state, c.k, s.dp) + zero.partitioned(experts, state, c.k, s.expert_dp)
 
 
 def optimizer_step_temporaries(c: Ctx) -> int:
@@ -383,7 +385,7 @@ def optimizer_step_temporaries(c: Ctx) -> int:
     shard = s.dp if k >= 1 else 1
     largest = largest_trainable_numel(c)
     if k >= 1 and s.ep > 1 and any(t.experts and t.numel == largest for t, _ in c.tensors):
-        shard = s.dp // s.ep  # the largest tensor is a stacked expert tensor, sharded over dp / ep
+        shard = s.expert_dp  # the largest tensor is a stacked expert tensor, sharded over the expert dp group
     return opt.step_transient_bytes(s.optimizer, largest // shard, c.w.state, impl=s.optimizer_impl,
                                     group_numel=sharded(c, c.trainable, "optimizer"))
 
@@ -556,7 +558,9 @@ def routed_rows(c: Ctx) -> int:
     m, s = c.s.model, c.s
     if m.model_type.startswith("llama4"):  # transformers' Llama4TextExperts: every token, every (local) expert
         return s.tokens * m.num_experts // s.ep
-    rows = s.tokens * m.num_experts_per_tok
+    # Megatron's expert tensor parallelism: each GPU routes its tokens / tp (sequence parallel) and the rows are
+    # gathered over etp (token_dispatcher.py): tokens x top-k x etp / tp rows, tokens x top-k when etp = tp
+    rows = s.tokens * m.num_experts_per_tok * s.expert_tp // s.tp
     if s.capacity_factor is None:
         return rows
     return m.num_experts * -(-int(s.capacity_factor * rows) // m.num_experts)
@@ -599,7 +603,7 @@ def moe_backward_temporaries(c: Ctx, num: act.Numerics) -> int:
     if c.s.layout == "megatron":  # the gradients of fc1's output, of fc2's input (widths split over tp) and of the
         # experts' input and output (S x h each, gathered over tp), beside the gradient arriving at the block
         rows = routed_rows(c)
-        return cb * rows * (2 * h + 3 * Ie // c.s.tp) + cb * tok * h // c.s.tp
+        return cb * rows * (2 * h + 3 * Ie // c.s.expert_tp) + cb * tok * h // c.s.tp
     if m.model_type.startswith("llama4"):  # the product's and gate/up gradients, as the saved ones are freed
         out = 2 * cb * routed_rows(c) * Ie + cb * tok * h
     else:
