@@ -298,6 +298,10 @@ def cmd_estimate(a) -> int:
         first = est.first_iteration_peak_bytes
         print(f"{'first iteration':<20}{gb(first):>12,.2f}{gib(first):>12,.2f}"
               "   (before the optimizer's first step creates its states; later steps reach the total)")
+    if est.stage_names and est.stage != est.stage_names[-1]:
+        last = est.stage_peak_bytes("last")
+        print(f"{'last stage':<20}{gb(last):>12,.2f}{gib(last):>12,.2f}"
+              "   (the last pipeline GPU: the rank whose memory Megatron logs)")
     if est.host_bytes or est.nvme_bytes:
         print(f"\nOffload needs, per GPU: host RAM {fmt_bytes(est.host_bytes)}, NVMe {fmt_bytes(est.nvme_bytes)}")
     for note in est.notes:

@@ -150,3 +150,15 @@ def test_expert_tensor_parallelism_is_checked():
         memlib.estimate_training("llama-2-7b", layout="megatron", tp=2, dp=2, etp=1)
     with pytest.raises(ValueError, match="etp"):
         memlib.estimate_training("mixtral-8x7b", layout="megatron", tp=2, dp=4, ep=4, etp=0)
+
+
+def test_cli_prints_the_last_stage_and_takes_etp(capsys):
+    from memlib.cli import main
+    args = ["estimate", "mixtral-8x7b", "--layout", "megatron", "--zero-stage", "1", "--tp", "2", "--pp", "4",
+            "--dp", "8", "--ep", "8", "--etp", "1", "--sequence-parallel", "--seq-len", "4096", "--grad-accum", "32"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    est = memlib.estimate_training("mixtral-8x7b", layout="megatron", zero_stage=1, tp=2, pp=4, dp=8, ep=8, etp=1,
+                                   sequence_parallel=True, seq_len=4096, grad_accum=32)
+    line = next(x for x in out.splitlines() if x.startswith("last stage"))
+    assert f"{est.stage_peak_bytes('last') / 1e9:,.2f}" in line and "etp" in out
