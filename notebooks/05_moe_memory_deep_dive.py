@@ -136,6 +136,27 @@ display(Markdown(
     + ". Balanced routing is what makes every expert busy, and every expert's weights needed."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Training a MoE under Megatron: which GPU runs out first?
+
+# %% tags=["nbval-check-output"]
+mx = estimate_training("mixtral-8x7b", recipe="megatron", seq_len=4096, tp=2, pp=4, ep=4, dp=16,
+                       sequence_parallel=True, grad_accum=64)   # Megatron-Core's MoE layers on 128 GPUs
+for name in mx.stage_names:
+    print(f"{name}: {GB(mx.stage_peak_bytes(name))}")   # memlib.Estimate.stage_peak_bytes
+
+# %%
+mx_first, mx_last = GB(mx.stage_peak_bytes("first")), GB(mx.stage_peak_bytes("last"))
+mx_inflight = mx.setup.pp
+
+# %% [markdown]
+# Under pipeline parallelism the GPUs do not hold the same. With 1F1B the first stage keeps the activations of
+# {eval}`mx_inflight` micro-batches in flight, the last stage one, so Mixtral-8x7B at tp 2, pp 4, ep 4 needs
+# **{eval}`mx_first`** on the first GPU and **{eval}`mx_last`** on the last. Megatron-LM logs its memory on the
+# last rank only, so the figure in a log is the smaller one: size the cluster by the first GPU. The
+# `megatron-ci-mixtral-*` rows of `docs/validation.md` compare memlib's last stage with Megatron-LM's own Mixtral
+# runs.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Can you offload the experts to CPU memory?
 
 # %% tags=["nbval-check-output"]
