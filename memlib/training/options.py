@@ -244,9 +244,10 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if layout == "megatron-deepspeed":
         sharding = _megatron_deepspeed_layout(model, finetune, precision, zero_stage, fsdp, attention, recompute)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
-    if etp is not None and etp != tp and layout != "megatron":
+    if etp is not None and etp != tp and (layout != "megatron" or not megatron_moe_layer(model)):
         raise ValueError(f"etp={etp} (an expert tensor-parallel size other than tp={tp}) is Megatron-Core's "
-                         "--expert-tensor-parallel-size: layout='megatron' (or recipe='megatron') only")
+                         "--expert-tensor-parallel-size: layout='megatron' (or recipe='megatron') with Mixtral-style "
+                         f"layers (LLaMA attention, SwiGLU experts) only; {model.name} is not one")
     vpp, hidden_dropout, attention_dropout, megatron_ce_inplace = _megatron_options(
         model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout, megatron_ce_inplace)
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients,
