@@ -72,7 +72,7 @@ def ref_stage_tensors(m, tp, st_, ep=1, etp=None):
             continue
         out.append((layout.Tensor(t.name, layout._split(t, tp, ep, etp), count, t.kind,
                                   experts=t.experts // ep if t.experts else 0),
-                    layout._matrix_shape(t, (etp or tp) if t.experts else tp)))
+                    layout._matrix_shape(t, layout._tp_of(t, tp, etp))))
     if m.tie_word_embeddings and st_.head and not st_.embed:
         h = m.hidden_size
         out.append((layout.Tensor("lm_head (tied copy)", m.vocab_size * h // tp, 1), (m.vocab_size // tp, h)))

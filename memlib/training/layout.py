@@ -224,12 +224,16 @@ def stage_tensors(m: Model, s: TrainingSetup, st: Stage) -> list[tuple[Tensor, t
     return _stage_tensors(m, s.tp, st, s.ep, s.expert_tp)
 
 
+def _tp_of(t: Tensor, tp: int, etp: int | None) -> int:
+    """The tensor-parallel size `t` splits over: the routed experts' is etp (Megatron's
+    --expert-tensor-parallel-size, tp by default), every other tensor's tp."""
+    return (etp or tp) if t.experts else tp
+
+
 def _split(t: Tensor, tp: int, ep: int, etp: int | None = None) -> int:
-    """Elements of tensor `t` on one GPU: Tensor.tp's split over tp (Megatron), the routed experts' over the expert
-    tensor-parallel size etp (Megatron's --expert-tensor-parallel-size, tp by default), and whole routed experts
-    over ep (expert parallelism)."""
-    split = (etp or tp) if t.experts else tp
-    numel = t.numel // split if t.tp else t.numel
+    """Elements of tensor `t` on one GPU: Tensor.tp's split over its tensor-parallel size (_tp_of) and whole routed
+    experts over ep (expert parallelism)."""
+    numel = t.numel // _tp_of(t, tp, etp) if t.tp else t.numel
     return numel // ep if t.experts else numel
 
 
@@ -251,7 +255,7 @@ def _stage_tensors(m: Model, tp: int, st: Stage, ep: int = 1,
             continue
         numel = _split(t, tp, ep, etp)
         out.append((Tensor(t.name, numel, count, t.kind, experts=t.experts // ep if t.experts else 0),
-                    _matrix_shape(t, (etp or tp) if t.experts else tp)))
+                    _matrix_shape(t, _tp_of(t, tp, etp))))
     if m.tie_word_embeddings and st.head and not st.embed:  # Megatron keeps a tied copy on the last stage
         out.append((Tensor("lm_head (tied copy)", m.vocab_size * h // tp, 1), (m.vocab_size // tp, h)))
     return out

@@ -661,7 +661,7 @@ def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, d
                          "expert-parallel group holds num_experts / ep whole experts)")
     if etp is not None and etp != tp:  # Megatron's MoE parallel folding: ep x etp GPUs out of the tp x dp ones
         if (dp * tp) % (ep * etp) or model.moe_intermediate_size % etp:
-            raise ValueError(f"ep x etp = {ep} x {etp} must divide tp x {dp_label or f'dp'} = {tp} x {dp} and etp "
+            raise ValueError(f"ep x etp = {ep} x {etp} must divide tp x {dp_label or 'dp'} = {tp} x {dp} and etp "
                              f"{model.name}'s expert width {model.moe_intermediate_size} (Megatron's "
                              "--expert-model-parallel-size and --expert-tensor-parallel-size fold the experts over the "
                              "tp x dp GPUs)")
