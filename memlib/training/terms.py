@@ -384,7 +384,7 @@ def optimizer_step_temporaries(c: Ctx) -> int:
         return (4 + c.w.grad) * (min(grad_partition, DEEPSPEED_SUB_GROUP) if k == 3 else grad_partition)
     shard = s.dp if k >= 1 else 1
     largest = largest_trainable_numel(c)
-    if k >= 1 and s.ep > 1 and any(t.experts and t.numel == largest for t, _ in c.tensors):
+    if k >= 1 and s.expert_dp != s.dp and any(t.experts and t.numel == largest for t, _ in c.tensors):
         shard = s.expert_dp  # the largest tensor is a stacked expert tensor, sharded over the expert dp group
     return opt.step_transient_bytes(s.optimizer, largest // shard, c.w.state, impl=s.optimizer_impl,
                                     group_numel=sharded(c, c.trainable, "optimizer"))
