@@ -122,6 +122,21 @@ def _add_estimate(sub) -> None:
                    help="ring attention's K/V exchange with --cp (default allgather, torchtitan's)")
     e.add_argument("--offload", default="none", choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
     e.add_argument("--offload-device", choices=training.OFFLOAD_DEVICES, help="with --offload (default cpu)")
+    _add_megatron_flags(e)
+    e.add_argument("--no-zero-init", action="store_true",
+                   help="ZeRO-3 on a model built before deepspeed.initialize (not under zero.Init): torch's linear "
+                        "keeps every layer's gathered weights until its backward")
+    e.add_argument("--no-keep-outputs", action="store_true",
+                   help="the loop drops the model's output (its logits) before the backward, as HF Trainer does "
+                        "(--recipe hf-trainer sets it)")
+    e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
+    e.add_argument("--allocator-headroom", type=_headroom, default=DEFAULT_ALLOCATOR_HEADROOM, help=HEADROOM_HELP)
+    e.add_argument("--json", action="store_true", help="machine-readable output")
+    e.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
+
+
+def _add_megatron_flags(e) -> None:
+    """The layout flag and Megatron-Core's own options."""
     e.add_argument("--layout", default=None, choices=training.options.LAYOUTS,
                    help="megatron: Megatron-Core's layout on any parallelism (default auto)")
     e.add_argument("--vpp", type=int, default=None,
@@ -134,16 +149,9 @@ def _add_estimate(sub) -> None:
     e.add_argument("--no-megatron-ce-inplace", action="store_true",
                    help="Megatron-LM before 2024-06 (9634c0e): the loss subtracts the logits' max out of place, 4 more "
                         "bytes per logit (with --layout megatron)")
-    e.add_argument("--no-zero-init", action="store_true",
-                   help="ZeRO-3 on a model built before deepspeed.initialize (not under zero.Init): torch's linear "
-                        "keeps every layer's gathered weights until its backward")
-    e.add_argument("--no-keep-outputs", action="store_true",
-                   help="the loop drops the model's output (its logits) before the backward, as HF Trainer does "
-                        "(--recipe hf-trainer sets it)")
-    e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
-    e.add_argument("--allocator-headroom", type=_headroom, default=DEFAULT_ALLOCATOR_HEADROOM, help=HEADROOM_HELP)
-    e.add_argument("--json", action="store_true", help="machine-readable output")
-    e.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
+    e.add_argument("--megatron-ce-fusion", default=None, choices=("native", "te"),
+                   help="Megatron: --cross-entropy-loss-fusion with that --cross-entropy-fusion-impl (native: 4 more "
+                        "bytes per logit in the loss's backward; te: 4 fewer; with --layout megatron)")
 
 
 def _add_serve(sub) -> None:
@@ -260,7 +268,8 @@ def cmd_estimate(a) -> int:
     # valued flags given on the command line, and --no-X switches that turn option X off
     options = {name: getattr(a, name) for name in (
         "lora_dropout", "adapter_dtype", "base_dtype", "qlora_backend", "optimizer_impl", "loss", "ep", "etp",
-        "capacity_factor", "cp", "cp_rotate", "layout", "vpp", "hidden_dropout", "attention_dropout")
+        "capacity_factor", "cp", "cp_rotate", "layout", "vpp", "hidden_dropout", "attention_dropout",
+        "megatron_ce_fusion")
         if getattr(a, name) is not None}
     options.update({name: False for name in ("double_quant", "fsdp_mixed_precision", "router_aux_loss", "zero_init",
                                              "megatron_ce_inplace", "keep_outputs") if getattr(a, f"no_{name}")})

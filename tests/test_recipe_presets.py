@@ -161,6 +161,8 @@ def test_cli_recipe():
      dict(model="llama-2-7b", layout="megatron", attention="eager", attention_dropout=0.1)),
     (["llama-2-7b", "--layout", "megatron", "--no-megatron-ce-inplace"],
      dict(model="llama-2-7b", layout="megatron", megatron_ce_inplace=False)),
+    (["llama-2-7b", "--layout", "megatron", "--megatron-ce-fusion", "native"],
+     dict(model="llama-2-7b", layout="megatron", megatron_ce_fusion="native")),
 ])
 def test_cli_engine_flags_match_the_api(argv, kwargs):
     out = subprocess.run([sys.executable, "-m", "memlib", "estimate", *argv, "--json"], capture_output=True, text=True,

@@ -42,7 +42,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
                       hidden_dropout: float = 0.0, attention_dropout: float = 0.0, megatron_ce_inplace: bool | None = None,
-                      keep_outputs: bool = True, etp: int | None = None, recipe: str | None = None,
+                      megatron_ce_fusion: str | bool | None = None, keep_outputs: bool = True, etp: int | None = None, recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
@@ -67,11 +67,9 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     capacity_factor: MoE: None (default) routes every token (dropless: transformers, torchtitan, Megatron's
                default); a number sizes each expert's buffer at capacity_factor x tokens x top-k / experts
                rows and drops the overflow (GShard, Lepikhin et al. 2020; DeepSpeed-MoE).
-    cp:        context parallelism: each sequence split over cp GPUs (seq_len divisible by 2 x cp), attention as
-               ring attention (torch's context_parallel as torchtitan runs it; Liu et al. 2023; Megatron-Core CP);
-               every activation, the logits and the loss of seq_len / cp tokens per GPU; the model states
-               unchanged by cp but sharded by FSDP over dp x cp GPUs (torchtitan's dp_shard_cp mesh) with
-               zero_stage='FULL_SHARD'. The GPUs in use are dp x cp x tp x pp. See training/context_parallel.py.
+    cp:        context parallelism: each sequence split over cp GPUs (seq_len divisible by 2 x cp), ring attention
+               (Liu et al. 2023, as torchtitan runs it): seq_len / cp tokens per GPU; FULL_SHARD shards the states
+               over dp x cp GPUs; dp x cp x tp x pp GPUs in use (training/context_parallel.py).
     cp_rotate: "allgather" (torch's and torchtitan's default: all ranks' K/V gathered once per layer) | "alltoall"
                (one block passed around the ring per step).
     gradient_as_bucket_view: plain data parallelism (dp > 1 with zero_stage=0 and no tp/pp) is torch's
@@ -100,6 +98,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                layer (Korthikanti et al. 2022); flash attention draws its dropout inside the kernel, keeping neither.
     megatron_ce_inplace: Megatron's loss subtracts the logits' max in place (Megatron-LM since 9634c0e, 2024-06);
                False for older releases and Megatron-DeepSpeed (4 more bytes per logit at the loss); None: the layout's.
+    megatron_ce_fusion: layout="megatron": --cross-entropy-loss-fusion, "native" (or True: 10 bytes per logit in
+               its backward, not 6) | "te" (2 bytes per logit: TE works in the 16-bit logits) | None (the flag off).
     keep_outputs: loss="full": True (default) if the loop keeps the model's output, its logits, until the next
                forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
                the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.

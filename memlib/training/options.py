@@ -51,7 +51,9 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                megatron_ce_inplace=None, keep_outputs=True, etp=None)
+                megatron_ce_inplace=None, megatron_ce_fusion=None, keep_outputs=True, etp=None)
+# Megatron-Core's --cross-entropy-loss-fusion with --cross-entropy-fusion-impl (None: the flag off, Megatron's default)
+MEGATRON_CE_FUSIONS = (None, "native", "te")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
 # gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
 FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
@@ -112,6 +114,7 @@ class TrainingSetup:
     hidden_dropout: float = 0.0
     attention_dropout: float = 0.0  # --attention-dropout: masks kept only by the unfused core attention (eager)
     megatron_ce_inplace: bool = True  # the vocab-parallel loss subtracts the max in place (Megatron-LM >= 2024-06)
+    megatron_ce_fusion: str | None = None  # --cross-entropy-loss-fusion's implementation (MEGATRON_CE_FUSIONS)
     # the loop keeps the model's output (its logits) until the next forward (a custom loop's `out = model(...)`);
     # False: HF Trainer's compute_loss returns the loss alone, the logits are freed before the backward
     keep_outputs: bool = True
@@ -214,7 +217,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                megatron_ce_inplace=None, keep_outputs=True, etp=None) -> TrainingSetup:
+                megatron_ce_inplace=None, megatron_ce_fusion=None, keep_outputs=True, etp=None) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -250,6 +253,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          f"layers (LLaMA attention, SwiGLU experts) only; {model.name} is not one")
     vpp, hidden_dropout, attention_dropout, megatron_ce_inplace = _megatron_options(
         model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout, megatron_ce_inplace)
+    megatron_ce_fusion = _megatron_ce_fusion(megatron_ce_fusion, layout, given["megatron_ce_inplace"])
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients,
                                       zero_init, finetune)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
@@ -282,7 +286,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
                          contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
                          attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
-                         keep_outputs=keep_outputs, etp=etp,
+                         megatron_ce_fusion=megatron_ce_fusion, keep_outputs=keep_outputs, etp=etp,
                          options=tuple(given.items()))
 
 
@@ -373,6 +377,24 @@ def _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp) -> str:
         raise ValueError("layout='deepspeed' is DeepSpeed's ZeRO: an integer zero_stage 1-3, no tp/pp, not QLoRA; got "
                          f"zero_stage={zero_stage!r}, tp={tp}, pp={pp}, finetune={finetune!r}")
     return "deepspeed"
+
+
+def _megatron_ce_fusion(fusion, layout, inplace_given) -> str | None:
+    """Megatron-Core's --cross-entropy-loss-fusion (True is its default implementation, 'native') and
+    --cross-entropy-fusion-impl ('native' or 'te'); False or None: the flag off."""
+    fusion = {True: "native", False: None}[fusion] if isinstance(fusion, bool) else fusion
+    if fusion is None:
+        return None
+    if fusion not in MEGATRON_CE_FUSIONS:
+        raise ValueError(f"unknown megatron_ce_fusion {fusion!r}; accepted: None (the flag off), True or 'native', "
+                         "'te'")
+    if layout != "megatron":
+        raise ValueError(f"megatron_ce_fusion={fusion!r} is Megatron-Core's --cross-entropy-loss-fusion: give "
+                         f"layout='megatron' (or recipe='megatron'), got layout={layout!r}")
+    if inplace_given is False:
+        raise ValueError(f"megatron_ce_fusion={fusion!r} with megatron_ce_inplace=False: the fused loss came after "
+                         "the in-place one (Megatron-LM 2024-06), so the two do not go together")
+    return fusion
 
 
 def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout,

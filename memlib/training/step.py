@@ -498,7 +498,8 @@ def _layout_notes(p: _Step) -> None:
                      "through the step"
                      + ("; Transformer Engine's fused layers (Korthikanti et al. 2022 Table 2 terms)"
                         + (", its MoE block (router, all-to-all dispatcher, grouped GEMM experts)" if m.is_moe else "")
-                        + " and the vocabulary-parallel cross entropy" if p.fused else ""))
+                        + " and the vocabulary-parallel cross entropy" if p.fused else "")
+                     + (f" (--cross-entropy-loss-fusion, {s.megatron_ce_fusion})" if s.megatron_ce_fusion else ""))
     if s.layout == "megatron-deepspeed":
         notes.append("Megatron-DeepSpeed: Megatron-LM's legacy model with its vocabulary-parallel cross entropy"
                      + ("" if s.megatron_ce_inplace else " (the max subtracted out of place)")

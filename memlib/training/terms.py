@@ -793,14 +793,21 @@ def vocab_parallel_cross_entropy_bytes(c: Ctx) -> int:
     copy (megatron/core/tensor_parallel/cross_entropy.py, calculate_logits_max: `vocab_parallel_logits.float()`;
     the max subtraction, exp and normalisation then work in place). Nothing is kept to the next step. Before
     NVIDIA/Megatron-LM@9634c0e (2024-06-13, megatron_ce_inplace=False) the subtraction made a new fp32 tensor:
-    4 more bytes per logit."""
+    4 more bytes per logit. --cross-entropy-fusion-impl te (megatron_ce_fusion='te') keeps only the 16-bit logits:
+    Transformer Engine's Triton kernel reads them in place (transformer_engine/pytorch/triton/cross_entropy.py)."""
+    if c.s.megatron_ce_fusion == "te":
+        return _vocab_parallel_logit_bytes(c, 2)
     return _vocab_parallel_logit_bytes(c, 6 if c.s.megatron_ce_inplace else 10)
 
 
 def vocab_parallel_cross_entropy_backward_bytes(c: Ctx) -> int:
     """Its backward: the saved fp32 softmax becomes the gradient in place, then the 16-bit copy the head's backward
-    takes (cross_entropy.py backward; the .float() node casts back)."""
-    return _vocab_parallel_logit_bytes(c, 6)
+    takes (cross_entropy.py backward; the .float() node casts back). --cross-entropy-loss-fusion, native
+    (megatron/core/fusions/fused_cross_entropy.py, torch.compile'd): Inductor functionalises the in-place update
+    at the targets into a new fp32 copy of the softmax before the 16-bit gradient is written (its generated code,
+    torch 2.13): 4 more bytes per logit. te: the kernel writes the gradient into the 16-bit logits."""
+    per_logit = {"native": 10, "te": 2}.get(c.s.megatron_ce_fusion, 6)
+    return _vocab_parallel_logit_bytes(c, per_logit)
 
 
 def _vocab_parallel_logit_bytes(c: Ctx, per_logit: int) -> int:
