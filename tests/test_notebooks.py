@@ -13,6 +13,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 import pytest
+from jupytext_support import unversioned
 
 ROOT = Path(__file__).resolve().parents[1]
 import sys  # noqa: E402
@@ -197,14 +198,10 @@ def test_py_and_ipynb_agree(py):
 def test_py_is_exactly_what_jupytext_writes_from_the_ipynb(py):
     # Jupytext's contents manager refuses to open a pair whose newer .py differs from the .ipynb's
     # text (cell metadata order included); in a fresh clone either file can be the newer one.
-    # The header line naming the jupytext release that wrote the pair is left out: a fresh install may be newer.
     text = jupytext.writes(jupytext.read(py.with_suffix(".ipynb")), fmt="py:percent")
-    assert _unversioned(text) == _unversioned(py.read_text(encoding="utf-8")), \
+    assert unversioned(text) == unversioned(py.read_text(encoding="utf-8")), \
         f"{py.name}: run jupytext --sync {py.with_suffix('.ipynb')}"
 
-
-def _unversioned(text: str) -> str:
-    return re.sub(r"(?m)^#\s+jupytext_version: .*$", "", text)
 
 
 @pytest.mark.parametrize("py", PAIRED, ids=[str(p.relative_to(ROOT)) for p in PAIRED])
