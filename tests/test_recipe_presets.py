@@ -59,6 +59,20 @@ def test_recipes_listed_with_pinned_sources():
         assert set(r.applied("qlora")) <= set(DEFAULTS)
 
 
+def test_megatron_bridge_preset_is_megatron_with_the_fused_loss():
+    """NVIDIA-NeMo/Megatron-Bridge@067f987d: GPTModelProvider `cross_entropy_loss_fusion: bool = True` (Megatron-Core's
+    cross_entropy_fusion_impl default 'native'); recipes/common.py `use_distributed_optimizer=True`."""
+    bridge = memlib.estimate_training("llama-3-8b", recipe="megatron-bridge", dp=8, seq_len=4096)
+    assert (bridge.setup.layout, bridge.setup.zero_stage, bridge.setup.megatron_ce_fusion) == ("megatron", 1, "native")
+    plain = memlib.estimate_training("llama-3-8b", recipe="megatron", dp=8, seq_len=4096, megatron_ce_fusion="native")
+    assert bridge.peak_bytes == plain.peak_bytes
+    # the fusion's backward copy: 4 bytes x 4,096 tokens x 128,256 logits more than Megatron's default loss
+    unfused = memlib.estimate_training("llama-3-8b", recipe="megatron", dp=8, seq_len=4096)
+    backward = [mo.parts["logits_and_loss"] for est in (bridge, unfused) for mo in est.moments
+                if "gradient of the loss" in mo.where]
+    assert backward[0] - backward[1] == 4 * 4_096 * 128_256
+
+
 def test_torchtune_preset_is_its_config():
     """pytorch/torchtune@2943c61 recipes/configs/llama3_1/8B_lora_single_device.yaml: `dtype: bf16`,
     `optimizer: torch.optim.AdamW, fused: True`, `enable_activation_checkpointing: True`, `lora_dropout: 0.0`."""

@@ -104,8 +104,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
                the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.
     recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
-               "megatron-deepspeed", "deepspeed"): the options that framework uses by default; options given here
-               override it.
+               "megatron-bridge", "megatron-deepspeed", "deepspeed"): that framework's defaults; options override it.
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:
                estimate_training(setup), estimate_training(model, setup); keywords with it change it (setup.replace).
     """

@@ -73,8 +73,17 @@ RECIPES = MappingProxyType({r.name: r for r in (
        options={"precision": "bf16-mixed", "layout": "megatron", "zero_stage": 1},
        note="--bf16 with fp32 main grads and --use-distributed-optimizer: 6 + 12/dp bytes per parameter; "
             "Transformer Engine's fused layers (Korthikanti's terms), vocabulary-parallel cross entropy, the fp32 "
-            "main-grad buffer alive throughout; the interleaved schedule with vpp=; MoE layers' own Megatron "
-            "ledger is not modelled (MoE layers use transformers' ledger)"),
+            "main-grad buffer alive throughout; the interleaved schedule with vpp=; Mixtral-style MoE layers get "
+            "Megatron-Core's MoE block (other MoE layers use transformers' ledger); --cross-entropy-loss-fusion "
+            "is off by default (megatron_ce_fusion=)"),
+    _r("megatron-bridge", "Megatron-Bridge (NeMo)",
+       "NVIDIA-NeMo/Megatron-Bridge@067f987df03b8355b03192d88d70f1709fedf51a:src/megatron/bridge/models/gpt_provider.py",
+       options={"precision": "bf16-mixed", "layout": "megatron", "zero_stage": 1, "megatron_ce_fusion": "native"},
+       note="Megatron-Core as Bridge's recipes configure it: the distributed optimizer with fp32 gradient "
+            "reduction (recipes/common.py: use_distributed_optimizer=True, grad_reduce_in_fp32=True), and "
+            "GPTModelProvider's cross_entropy_loss_fusion=True with Megatron-Core's 'native' implementation; its "
+            "DeepSeek and Kimi bridges choose 'te' (megatron_ce_fusion='te'); hidden dropout 0, as its Llama and "
+            "Qwen bridges set"),
     _r("megatron-deepspeed", "Megatron-DeepSpeed",
        "microsoft/Megatron-DeepSpeed@f4157bea69f3df8c6cb66f2ebcda66ba03d1288e:megatron/arguments.py",
        options={"precision": "bf16-mixed", "layout": "megatron-deepspeed", "zero_stage": 1, "hidden_dropout": 0.1,
