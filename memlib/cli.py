@@ -152,6 +152,10 @@ def _add_megatron_flags(e) -> None:
     e.add_argument("--megatron-ce-fusion", default=None, choices=("native", "te"),
                    help="Megatron: --cross-entropy-loss-fusion with that --cross-entropy-fusion-impl (native: 4 more "
                         "bytes per logit in the loss's backward; te: 4 fewer; with --layout megatron)")
+    e.add_argument("--megatron-wgrad-deferral", type=int, default=None, metavar="N",
+                   help="Megatron: --defer-embedding-wgrad-compute with --wgrad-deferral-limit N (0: every "
+                        "micro-batch): the head's inputs and logit gradients held to the pipeline flush (with "
+                        "--layout megatron --pp > 1)")
 
 
 def _add_serve(sub) -> None:
@@ -269,7 +273,7 @@ def cmd_estimate(a) -> int:
     options = {name: getattr(a, name) for name in (
         "lora_dropout", "adapter_dtype", "base_dtype", "qlora_backend", "optimizer_impl", "loss", "ep", "etp",
         "capacity_factor", "cp", "cp_rotate", "layout", "vpp", "hidden_dropout", "attention_dropout",
-        "megatron_ce_fusion")
+        "megatron_ce_fusion", "megatron_wgrad_deferral")
         if getattr(a, name) is not None}
     options.update({name: False for name in ("double_quant", "fsdp_mixed_precision", "router_aux_loss", "zero_init",
                                              "megatron_ce_inplace", "keep_outputs") if getattr(a, f"no_{name}")})

@@ -286,12 +286,14 @@ SMALL = {r["id"]: r for r in bench.load_rows()
 
 
 CE_FUSION = {rid for rid, r in SMALL.items() if r["memlib"]["kwargs"].get("megatron_ce_fusion")}
+DEFERRED = {rid for rid, r in SMALL.items() if r["memlib"]["kwargs"].get("megatron_wgrad_deferral") is not None}
 
 
-def test_eight_small_ci_rows_cover_the_features_the_7b_runs_lack():
+def test_ten_small_ci_rows_cover_the_features_the_7b_runs_lack():
     """Megatron-LM's 12-layer, 512-wide functional tests: SwiGLU, full recompute, the local (non-TE) spec, interleaved
-    1F1B, the distributed optimizer at tp 4, unfused attention at tp 2 x pp 2, and the fused loss (A100 and H100)."""
-    assert len(SMALL) == 8 and len(CE_FUSION) == 2
+    1F1B, the distributed optimizer at tp 4, unfused attention at tp 2 x pp 2, the fused loss (A100 and H100) and
+    the deferred embedding weight gradient (two A100 containers)."""
+    assert len(SMALL) == 10 and len(CE_FUSION) == 2 and len(DEFERRED) == 2
     kws = [r["memlib"]["kwargs"] for r in SMALL.values()]
     assert any(k["model"]["swiglu"] for k in kws) and any(k["recompute"] == "full" for k in kws)
     assert any(k.get("vpp", 1) > 1 for k in kws) and any(k["zero_stage"] == 1 and k["tp"] == 4 for k in kws)
@@ -300,7 +302,7 @@ def test_eight_small_ci_rows_cover_the_features_the_7b_runs_lack():
 
 @pytest.mark.parametrize("rid", sorted(set(SMALL) - CE_FUSION))
 def test_small_ci_rows_within_four_percent(rid):
-    """docs/validation.md (Engine layouts) states these six within 4%, none high by more than 1%."""
+    """docs/validation.md (Engine layouts) states these eight within 4%, none high by more than 1%."""
     r = bench.evaluate(SMALL[rid])
     assert r.status == "ok"
     assert -0.04 <= r.error <= 0.01, f"{rid}: {r.error:+.2%}"
@@ -337,3 +339,45 @@ def test_fused_loss_by_hand():
     assert loss_terms("native") == (6 * logits, 10 * logits)
     assert loss_terms(True) == loss_terms("native")  # the flag alone is the native implementation
     assert loss_terms("te") == (2 * logits, 2 * logits)
+
+
+@pytest.mark.parametrize("rid", sorted(DEFERRED))
+def test_deferred_wgrad_rows_far_off_without_the_option(rid):
+    """Read without megatron_wgrad_deferral, the two --defer-embedding-wgrad-compute rows are 20% low: the held
+    logit gradients are what the option adds."""
+    row = SMALL[rid]
+    assert _estimate(row, megatron_wgrad_deferral=None).stage_peak_bytes("last") < 0.82 * row["bytes"]
+
+
+def test_deferred_embedding_wgrad_by_hand():
+    """--defer-embedding-wgrad-compute on the tp 2 x pp 2 test: each deferred micro-batch keeps the head's input
+    (4,096 tokens x 512 x 2 bytes; no sequence parallelism) and its 16-bit logit gradient (4,096 x 50,432 / 2 x 2
+    bytes) on the last stage until the flush. 4 micro-batches a step: with --wgrad-deferral-limit 2 the last one
+    finds 2 held from its forward on; with 0 (all) it finds 3 at its loss and holds 4 from its head's backward on;
+    nothing at the optimizer step (drained)."""
+    row = SMALL[next(iter(DEFERRED))]
+    per = 4_096 * 512 * 2 + 4_096 * 50_432 // 2 * 2
+    plain = _estimate(row, megatron_wgrad_deferral=None)
+
+    def extra(limit, where):
+        est = _estimate(row, megatron_wgrad_deferral=limit)
+        pick = [next(mo.total for mo in e.moments if mo.where.startswith("pipeline stage 2") and where in mo.where)
+                for e in (est, plain)]
+        return pick[0] - pick[1]
+    assert extra(2, "at the loss") == 2 * per and extra(2, "top decoder layer, mlp") == 2 * per
+    assert extra(0, "at the loss") == 3 * per and extra(0, "top decoder layer, mlp") == 4 * per
+    assert extra(0, "optimizer.step") == 0
+    first = _estimate(row, megatron_wgrad_deferral=2, pp=2).moments
+    assert all(mo.parts == pm.parts for mo, pm in zip(first, plain.moments) if mo.where.startswith("pipeline stage 1"))
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(megatron_wgrad_deferral=0, layout="megatron"), "pp > 1"),
+    (dict(megatron_wgrad_deferral=2, pp=2), "layout='megatron'"),
+    (dict(megatron_wgrad_deferral=-1, layout="megatron", pp=2), "--wgrad-deferral-limit"),
+    (dict(megatron_wgrad_deferral="all", layout="megatron", pp=2), "--wgrad-deferral-limit"),
+])
+def test_wgrad_deferral_refused_where_megatron_refuses_it(kw, match):
+    with pytest.raises(ValueError, match=match):
+        memlib.estimate_training("llama-2-7b", **kw)
+

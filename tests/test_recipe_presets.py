@@ -177,6 +177,8 @@ def test_cli_recipe():
      dict(model="llama-2-7b", layout="megatron", megatron_ce_inplace=False)),
     (["llama-2-7b", "--layout", "megatron", "--megatron-ce-fusion", "native"],
      dict(model="llama-2-7b", layout="megatron", megatron_ce_fusion="native")),
+    (["llama-2-7b", "--layout", "megatron", "--pp", "2", "--grad-accum", "4", "--megatron-wgrad-deferral", "0"],
+     dict(model="llama-2-7b", layout="megatron", pp=2, grad_accum=4, megatron_wgrad_deferral=0)),
 ])
 def test_cli_engine_flags_match_the_api(argv, kwargs):
     out = subprocess.run([sys.executable, "-m", "memlib", "estimate", *argv, "--json"], capture_output=True, text=True,

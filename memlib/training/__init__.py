@@ -42,7 +42,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
                       hidden_dropout: float = 0.0, attention_dropout: float = 0.0, megatron_ce_inplace: bool | None = None,
-                      megatron_ce_fusion: str | bool | None = None, keep_outputs: bool = True, etp: int | None = None, recipe: str | None = None,
+                      megatron_ce_fusion: str | bool | None = None, megatron_wgrad_deferral: int | bool | None = None,
+                      keep_outputs: bool = True, etp: int | None = None, recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
@@ -83,10 +84,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                defaults (5e8 elements; overlap_comm None = on for stage 3 only; True): the contiguous gradient
                bucket, 2 bytes x reduce_bucket_size, x2 with overlap_comm under ZeRO-1/2, alive through the backward
                (terms.deepspeed_bucket_bytes).
-    zero_init: ZeRO-3: True (default) if the model was built under deepspeed.zero.Init (HF from_pretrained after
-               TrainingArguments with a ZeRO-3 config, or `with deepspeed.zero.Init():`); False for a model built
-               first and partitioned by deepspeed.initialize: then torch's linear keeps every layer's gathered
-               16-bit weights from its forward to its backward (terms.zero3_saved_weight_bytes).
+    zero_init: ZeRO-3: True (default) if the model was built under deepspeed.zero.Init; False if partitioned by
+               deepspeed.initialize: torch's linear keeps each layer's gathered weights (terms.zero3_saved_weight_bytes).
     vpp:       layout="megatron" with pp > 1: model chunks per pipeline GPU, Megatron's interleaved 1F1B
                (--num-layers-per-virtual-pipeline-stage = num_layers / (pp x vpp)); GPU i of pp keeps
                min(grad_accum x vpp, 2(pp - i - 1) + (vpp - 1) pp + 1) chunks' activations in flight
@@ -100,6 +99,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                False for older releases and Megatron-DeepSpeed (4 more bytes per logit at the loss); None: the layout's.
     megatron_ce_fusion: layout="megatron": --cross-entropy-loss-fusion, "native" (or True: 10 bytes per logit in
                its backward, not 6) | "te" (2 bytes per logit: TE works in the 16-bit logits) | None (the flag off).
+    megatron_wgrad_deferral: layout="megatron", pp > 1: --defer-embedding-wgrad-compute, True or 0 (every micro-batch)
+               or N (--wgrad-deferral-limit): the head's input and 16-bit logit gradient held to the pipeline flush.
     keep_outputs: loss="full": True (default) if the loop keeps the model's output, its logits, until the next
                forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
                the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.

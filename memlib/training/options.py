@@ -51,7 +51,8 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                megatron_ce_inplace=None, megatron_ce_fusion=None, keep_outputs=True, etp=None)
+                megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
+                etp=None)
 # Megatron-Core's --cross-entropy-loss-fusion with --cross-entropy-fusion-impl (None: the flag off, Megatron's default)
 MEGATRON_CE_FUSIONS = (None, "native", "te")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
@@ -115,6 +116,8 @@ class TrainingSetup:
     attention_dropout: float = 0.0  # --attention-dropout: masks kept only by the unfused core attention (eager)
     megatron_ce_inplace: bool = True  # the vocab-parallel loss subtracts the max in place (Megatron-LM >= 2024-06)
     megatron_ce_fusion: str | None = None  # --cross-entropy-loss-fusion's implementation (MEGATRON_CE_FUSIONS)
+    # --defer-embedding-wgrad-compute with --wgrad-deferral-limit N (0: every micro-batch); None: the flag off
+    megatron_wgrad_deferral: int | None = None
     # the loop keeps the model's output (its logits) until the next forward (a custom loop's `out = model(...)`);
     # False: HF Trainer's compute_loss returns the loss alone, the logits are freed before the backward
     keep_outputs: bool = True
@@ -217,7 +220,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
-                megatron_ce_inplace=None, megatron_ce_fusion=None, keep_outputs=True, etp=None) -> TrainingSetup:
+                megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
+                etp=None) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -247,13 +251,11 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     if layout == "megatron-deepspeed":
         sharding = _megatron_deepspeed_layout(model, finetune, precision, zero_stage, fsdp, attention, recompute)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
-    if etp is not None and etp != tp and (layout != "megatron" or not megatron_moe_layer(model)):
-        raise ValueError(f"etp={etp} (an expert tensor-parallel size other than tp={tp}) is Megatron-Core's "
-                         "--expert-tensor-parallel-size: layout='megatron' (or recipe='megatron') with Mixtral-style "
-                         f"layers (LLaMA attention, SwiGLU experts) only; {model.name} is not one")
+    _check_etp(model, layout, tp, etp)
     vpp, hidden_dropout, attention_dropout, megatron_ce_inplace = _megatron_options(
         model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout, megatron_ce_inplace)
     megatron_ce_fusion = _megatron_ce_fusion(megatron_ce_fusion, layout, given["megatron_ce_inplace"])
+    megatron_wgrad_deferral = _megatron_wgrad_deferral(megatron_wgrad_deferral, layout, pp)
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients,
                                       zero_init, finetune)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
@@ -286,8 +288,15 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
                          contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
                          attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
-                         megatron_ce_fusion=megatron_ce_fusion, keep_outputs=keep_outputs, etp=etp,
-                         options=tuple(given.items()))
+                         megatron_ce_fusion=megatron_ce_fusion, megatron_wgrad_deferral=megatron_wgrad_deferral,
+                         keep_outputs=keep_outputs, etp=etp, options=tuple(given.items()))
+
+
+def _check_etp(model, layout, tp, etp) -> None:
+    if etp is not None and etp != tp and (layout != "megatron" or not megatron_moe_layer(model)):
+        raise ValueError(f"etp={etp} (an expert tensor-parallel size other than tp={tp}) is Megatron-Core's "
+                         "--expert-tensor-parallel-size: layout='megatron' (or recipe='megatron') with Mixtral-style "
+                         f"layers (LLaMA attention, SwiGLU experts) only; {model.name} is not one")
 
 
 def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients, zero_init,
@@ -395,6 +404,23 @@ def _megatron_ce_fusion(fusion, layout, inplace_given) -> str | None:
         raise ValueError(f"megatron_ce_fusion={fusion!r} with megatron_ce_inplace=False: the fused loss came after "
                          "the in-place one (Megatron-LM 2024-06), so the two do not go together")
     return fusion
+
+
+def _megatron_wgrad_deferral(limit, layout, pp) -> int | None:
+    """Megatron-Core's --defer-embedding-wgrad-compute (True or 0: every micro-batch) with --wgrad-deferral-limit N
+    (the first N micro-batches of a step); None or False: the flag off. Megatron refuses it without pipeline
+    parallelism (model_parallel_config.py __post_init__)."""
+    if limit is None or limit is False:
+        return None
+    limit = 0 if limit is True else limit
+    if not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"megatron_wgrad_deferral must be None, True or a micro-batch count >= 0 (Megatron's "
+                         f"--wgrad-deferral-limit; 0 defers every micro-batch), got {limit!r}")
+    if layout != "megatron" or pp < 2:
+        raise ValueError("megatron_wgrad_deferral is Megatron-Core's --defer-embedding-wgrad-compute: it needs "
+                         f"layout='megatron' and pp > 1 (Megatron refuses it without a pipeline), got "
+                         f"layout={layout!r}, pp={pp}")
+    return limit
 
 
 def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout,

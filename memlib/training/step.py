@@ -876,6 +876,25 @@ def _megatron_grad_buffer(p: _Step) -> None:
         mo.parts["temporaries"] = mo.parts.get("temporaries", 0) + p.score_buffer
 
 
+def _deferred_embedding_wgrad(p: _Step) -> None:
+    """--defer-embedding-wgrad-compute (terms.deferred_embedding_wgrad_bytes): on the head's stage the step's last
+    micro-batch finds the earlier ones' head inputs and logit gradients still held (up to --wgrad-deferral-limit),
+    and from its own head backward on, its own too; the flush drains them before the optimizer step."""
+    s = p.s
+    if s.megatron_wgrad_deferral is None or not p.st.head:
+        p.deferred_wgrad = 0
+        return
+    m = s.grad_accum
+    cap = min(s.megatron_wgrad_deferral or m, m)
+    for mo in p.moments:
+        if mo.name == "optimizer":
+            continue
+        before_head_backward = mo.name == "forward" or mo.where.startswith("start:")
+        held = T.deferred_embedding_wgrad_bytes(p.c, min(m - 1, cap) if before_head_backward else cap)
+        mo.parts["logits_and_loss"] = mo.parts.get("logits_and_loss", 0) + held
+    p.deferred_wgrad = T.deferred_embedding_wgrad_bytes(p.c, cap)
+
+
 def _deepspeed_buckets(p: _Step) -> None:
     """DeepSpeed's gradient bucket (terms.deepspeed_bucket_bytes), counted with the gradients: ZeRO-3's at every
     moment; ZeRO-1/2's from backward() on, released by the reduction epilogue at the end of each backward (ZeRO-1
@@ -1009,7 +1028,8 @@ def _result(p: _Step) -> Estimate:
     named += [(T.ddp_bucket_bytes, ddp_buckets), (T.deepspeed_bucket_bytes, p.ds_buckets),
               (T.deepspeed_grad_partition_bytes, p.ds_grad_partition), (T.zero3_saved_weight_bytes, p.ds_saved_weights),
               (T.deepspeed_stream_held_grad_bytes, p.ds_stream_held),
-              (T.megatron_attention_score_buffer_bytes, p.score_buffer), (T.bf16_lp_grad_bytes, p.lp_grads)]
+              (T.megatron_attention_score_buffer_bytes, p.score_buffer), (T.bf16_lp_grad_bytes, p.lp_grads),
+              (T.deferred_embedding_wgrad_bytes, p.deferred_wgrad)]
     if p.ds_offload_buffer:  # (its check is computed only with the buffer)
         named += [(T.deepspeed_offload_grad_buffer_bytes, p.ds_offload_buffer),
                   (T.deepspeed_offload_check_bytes, p.ds_offload_check)]
@@ -1056,7 +1076,7 @@ _PARTS = (_context, _model_states, _offload, _ledger_builder, _layer_kinds, _sav
           _gathered_parameters, _layout_notes, _forward_moments, _backward_start, _backward_state, _backward_top,
           _backward_bottom, _optimizer_moment, _gradient_accumulation, _input_leaf, _offloaded_gradients,
           _ddp_buckets, _deepspeed_buckets, _deepspeed_saved_weights, _deepspeed_offload_buffers,
-          _megatron_grad_buffer, _result)
+          _megatron_grad_buffer, _deferred_embedding_wgrad, _result)
 
 
 def _estimate_context_parallel(s: TrainingSetup) -> Estimate:

@@ -810,6 +810,20 @@ def vocab_parallel_cross_entropy_backward_bytes(c: Ctx) -> int:
     return _vocab_parallel_logit_bytes(c, per_logit)
 
 
+def deferred_embedding_wgrad_bytes(c: Ctx, held: int = 1) -> int:
+    """--defer-embedding-wgrad-compute (megatron_wgrad_deferral): the output layer does not compute its weight
+    gradient in each micro-batch's backward; it keeps that micro-batch's input (its tokens x h, over tp under
+    sequence parallelism) and its 16-bit logit gradient (tokens x V/tp) until the pipeline flush, for the first
+    --wgrad-deferral-limit micro-batches of a step (all with 0) (megatron/core/tensor_parallel/layers.py
+    ColumnParallelLinear.forward and LinearWithGradAccumulationAndAsyncCommunication.backward; drained by
+    core/utils.py drain_embedding_wgrad_compute). `held` micro-batches' worth, on the head's stage only."""
+    s = c.s
+    if not c.st.head or s.megatron_wgrad_deferral is None:
+        return 0
+    head_input = 2 * s.tokens * s.model.hidden_size // (s.tp if s.sequence_parallel else 1)
+    return held * (_vocab_parallel_logit_bytes(c, 2) + head_input)
+
+
 def _vocab_parallel_logit_bytes(c: Ctx, per_logit: int) -> int:
     """per_logit bytes for each of this GPU's V/tp logits of every token (none off the head's stage)."""
     m = c.s.model
