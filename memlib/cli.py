@@ -38,6 +38,15 @@ def _host_ram_gib(text: str) -> float:
     return x
 
 
+def _layer_counts(text: str) -> tuple[int, ...]:
+    """--pp-split: comma-separated layer counts, one per pipeline stage."""
+    try:
+        return tuple(int(n) for n in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected layer counts separated by commas such as 2,4,4,2, got {text!r}") \
+            from None
+
+
 def _headroom(text: str) -> float:
     """--allocator-headroom: a fraction of the peak in [0, 1)."""
     try:
@@ -107,6 +116,9 @@ def _add_estimate(sub) -> None:
     e.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (with --tp)")
     e.add_argument("--pp", type=int, default=1, help="pipeline stages (1F1B; default 1)")
     e.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
+    e.add_argument("--pp-split", type=_layer_counts, default=None, metavar="N,N,...",
+                   help="decoder layers of each pipeline stage, first to last (e.g. 2,4,4,2 for Megatron's "
+                        "--decoder-first/last-pipeline-num-layers 2; default: an even split)")
     e.add_argument("--ep", type=int, default=None,
                    help="MoE: expert-parallel GPUs within --dp (experts split whole over them; default 1)")
     e.add_argument("--etp", type=int, default=None, help="MoE, --layout megatron: Megatron's "
@@ -273,7 +285,7 @@ def cmd_estimate(a) -> int:
     options = {name: getattr(a, name) for name in (
         "lora_dropout", "adapter_dtype", "base_dtype", "qlora_backend", "optimizer_impl", "loss", "ep", "etp",
         "capacity_factor", "cp", "cp_rotate", "layout", "vpp", "hidden_dropout", "attention_dropout",
-        "megatron_ce_fusion", "megatron_wgrad_deferral")
+        "megatron_ce_fusion", "megatron_wgrad_deferral", "pp_split")
         if getattr(a, name) is not None}
     options.update({name: False for name in ("double_quant", "fsdp_mixed_precision", "router_aux_loss", "zero_init",
                                              "megatron_ce_inplace", "keep_outputs") if getattr(a, f"no_{name}")})

@@ -179,6 +179,8 @@ def test_cli_recipe():
      dict(model="llama-2-7b", layout="megatron", megatron_ce_fusion="native")),
     (["llama-2-7b", "--layout", "megatron", "--pp", "2", "--grad-accum", "4", "--megatron-wgrad-deferral", "0"],
      dict(model="llama-2-7b", layout="megatron", pp=2, grad_accum=4, megatron_wgrad_deferral=0)),
+    (["llama-2-7b", "--recipe", "megatron", "--pp", "4", "--grad-accum", "8", "--pp-split", "7,9,9,7"],
+     dict(model="llama-2-7b", recipe="megatron", pp=4, grad_accum=8, pp_split=(7, 9, 9, 7))),
 ])
 def test_cli_engine_flags_match_the_api(argv, kwargs):
     out = subprocess.run([sys.executable, "-m", "memlib", "estimate", *argv, "--json"], capture_output=True, text=True,

@@ -43,7 +43,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
                       hidden_dropout: float = 0.0, attention_dropout: float = 0.0, megatron_ce_inplace: bool | None = None,
                       megatron_ce_fusion: str | bool | None = None, megatron_wgrad_deferral: int | bool | None = None,
-                      keep_outputs: bool = True, etp: int | None = None, recipe: str | None = None,
+                      keep_outputs: bool = True, etp: int | None = None, pp_split=None, recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
@@ -55,8 +55,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     zero_stage: 0-3 over dp GPUs with DeepSpeed's layout (16-bit params and grads, fp32 master
                counted with the optimizer states), or "FULL_SHARD" | "SHARD_GRAD_OP" | "NO_SHARD"
                for PyTorch FSDP's layout. dp=1 shards nothing (layout="deepspeed" keeps DeepSpeed's buffers there).
-    tp, pp:    Megatron tensor and pipeline parallel degrees (sequence_parallel with tp);
-               grad_accum micro-batches per step (what 1F1B keeps in flight on the first stage).
+    tp, pp:    Megatron tensor and pipeline parallel degrees (sequence_parallel with tp); grad_accum micro-batches
+               per step (what 1F1B keeps in flight on the first stage); pp_split: each stage's layers (default even).
     offload:   "none" | "optimizer" (ZeRO-Offload) | "optimizer+params" (ZeRO-Infinity, stage 3),
                to offload_device "cpu" | "nvme"; est.host_bytes and est.nvme_bytes report them.
     ep:        expert parallelism (MoE): each GPU of an ep-sized group holds num_experts / ep whole experts

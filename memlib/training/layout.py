@@ -82,9 +82,12 @@ def _split_at(num_layers: int, pp: int, i: int) -> tuple[int, int]:
 
 
 def _stage(s: TrainingSetup, i: int) -> Stage:
-    """Stage i of all_stages(s) (pp > 1), in O(1)."""
+    """Stage i of all_stages(s) (pp > 1), in O(1) (O(pp) with an explicit pp_split)."""
     pp = s.pp
-    first, n = _split_at(s.model.num_layers, pp, i)
+    if s.pp_split:
+        first, n = sum(s.pp_split[:i]), s.pp_split[i]
+    else:
+        first, n = _split_at(s.model.num_layers, pp, i)
     where = f"layers {first}-{first + n - 1}" if n > 1 else f"layer {first}"
     if s.sharding == "device_map":
         name, in_flight = f"GPU {i + 1} of {pp} (device_map, {where})", 1
@@ -130,7 +133,8 @@ def stages(s: TrainingSetup) -> list[Stage]:
     if s.pp == 1 or s.vpp > 1:  # interleaved: pp stages of alike layers (checked), each evaluated
         return all_stages(s)
     kept: dict = {}
-    for i in _candidate_stages(m.layer_kind_pattern, m.num_layers, s.pp):
+    candidates = range(s.pp) if s.pp_split else _candidate_stages(m.layer_kind_pattern, m.num_layers, s.pp)
+    for i in candidates:
         st = _stage(s, i)
         if st.embed or st.head:
             kept[("end", st.first_layer)] = st

@@ -52,7 +52,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None)
+                etp=None, pp_split=None)
 # Megatron-Core's --cross-entropy-loss-fusion with --cross-entropy-fusion-impl (None: the flag off, Megatron's default)
 MEGATRON_CE_FUSIONS = (None, "native", "te")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
@@ -118,6 +118,9 @@ class TrainingSetup:
     megatron_ce_fusion: str | None = None  # --cross-entropy-loss-fusion's implementation (MEGATRON_CE_FUSIONS)
     # --defer-embedding-wgrad-compute with --wgrad-deferral-limit N (0: every micro-batch); None: the flag off
     megatron_wgrad_deferral: int | None = None
+    # decoder layers of each pipeline stage, first to last (Megatron's --decoder-first/last-pipeline-num-layers);
+    # None: the even split of layout.pipeline_split
+    pp_split: tuple[int, ...] | None = None
     # the loop keeps the model's output (its logits) until the next forward (a custom loop's `out = model(...)`);
     # False: HF Trainer's compute_loss returns the loss alone, the logits are freed before the backward
     keep_outputs: bool = True
@@ -221,7 +224,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None) -> TrainingSetup:
+                etp=None, pp_split=None) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -252,6 +255,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         sharding = _megatron_deepspeed_layout(model, finetune, precision, zero_stage, fsdp, attention, recompute)
     _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout)
     _check_etp(model, layout, tp, etp)
+    pp_split = _check_pp_split(model, pp, vpp, pp_split)
     vpp, hidden_dropout, attention_dropout, megatron_ce_inplace = _megatron_options(
         model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout, megatron_ce_inplace)
     megatron_ce_fusion = _megatron_ce_fusion(megatron_ce_fusion, layout, given["megatron_ce_inplace"])
@@ -289,7 +293,28 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
                          attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
                          megatron_ce_fusion=megatron_ce_fusion, megatron_wgrad_deferral=megatron_wgrad_deferral,
-                         keep_outputs=keep_outputs, etp=etp, options=tuple(given.items()))
+                         keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, options=tuple(given.items()))
+
+
+def _check_pp_split(model, pp, vpp, pp_split) -> tuple[int, ...] | None:
+    """pp_split: the decoder layers of each of the pp stages, first to last, all of them (Megatron's
+    --decoder-first-pipeline-num-layers F --decoder-last-pipeline-num-layers K on L layers is
+    (F, (L - F - K) / (pp - 2), ..., K))."""
+    if pp_split is None:
+        return None
+    if isinstance(pp_split, str) or not isinstance(pp_split, (list, tuple)) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in pp_split):
+        raise ValueError(f"pp_split must be a list or tuple of positive layer counts, one per pipeline stage, got "
+                         f"{pp_split!r}")
+    if len(pp_split) != pp or pp < 2:
+        raise ValueError(f"pp_split gives {len(pp_split)} stage(s): it needs one layer count per pipeline stage, "
+                         f"pp={pp} (and pp > 1)")
+    if sum(pp_split) != model.num_layers:
+        raise ValueError(f"pp_split {tuple(pp_split)} holds {sum(pp_split)} layers; {model.name} has "
+                         f"{model.num_layers}")
+    if vpp > 1:
+        raise ValueError("pp_split with vpp > 1 (an uneven interleaved pipeline) is not modelled")
+    return tuple(pp_split)
 
 
 def _check_etp(model, layout, tp, etp) -> None:

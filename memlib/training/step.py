@@ -54,6 +54,8 @@ def estimate(s: TrainingSetup) -> Estimate:
     worst, heavy = results[worst_i], sts[worst_i]
     q, r = divmod(s.model.num_layers, s.pp)  # layout.pipeline_split: r stages of q + 1 layers, then q each
     layers = f"{q} layers each" if r == 0 else f"{q + 1} layers on the first {r}, {q} on the rest"
+    if s.pp_split:
+        layers = f"{', '.join(map(str, s.pp_split))} layers (pp_split)"
     heaviest = (f"the heaviest is {heavy.name}{' with the embedding' if heavy.embed else ''}"
                 f"{' with the head' if heavy.head else ''}: {fmt_bytes(worst.peak_bytes)} of the "
                 f"{len(sts)} distinct stages evaluated")
