@@ -417,3 +417,20 @@ def test_pp_split_refused_when_it_does_not_describe_the_pipeline(kw, match):
     with pytest.raises(ValueError, match=match):
         memlib.estimate_training("llama-2-7b", **kw)
 
+
+
+def test_qk_layernorm_layer_by_hand():
+    """Qwen3-8B under layout='megatron' (Megatron-Core's --qk-layernorm): TE's LLaMA-style layer plus, per token,
+    the query heads' 16-bit input kept by the q norm (32 x 128 x 2 bytes) with one fp32 1/rms per head (32 x 4), and
+    the key heads' (8 x 128 x 2, 8 x 4); 4,096 tokens. Selective recompute is Megatron's (the attention core) here,
+    and the loss is the vocabulary-parallel one."""
+    est = memlib.estimate_training("qwen3-8b", layout="megatron", zero_stage=1, dp=8, seq_len=4096,
+                                   recompute="selective")
+    items = {name: v for name, v, _ in est.layer.items}
+    tokens = 4_096
+    assert items["attn.q_norm.input"] == 32 * 128 * 2 * tokens and items["attn.q_norm.rsigma"] == 32 * 4 * tokens
+    assert items["attn.k_norm.input"] == 8 * 128 * 2 * tokens and items["attn.k_norm.rsigma"] == 8 * 4 * tokens
+    assert items["core_attn.qkv"] == 2 * (4_096 + 2 * 1_024) * tokens and "core_attn.softmax_lse" not in items
+    assert "vocab_parallel_cross_entropy_bytes" in {t.name for t in est.terms}
+    with pytest.raises(ValueError, match="selective"):  # outside Megatron, torchtitan's policy: the LLaMA layer only
+        memlib.estimate_training("qwen3-8b", seq_len=4096, recompute="selective")

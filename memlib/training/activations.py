@@ -265,6 +265,12 @@ def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none",
         if half == "attn_norm":
             unfused = attention == "eager"
             kept_by = "QK^T and the attention over values" if unfused else "flash attention"
+            if model.qk_norm:  # --qk-layernorm: TENorm over each head of the query and the key, before the rotation
+                for name, width, heads in (("q", q, a), ("k", kv, model.num_kv_heads)):
+                    led.add(f"attn.{name}_norm.input", 2 * width * tokens,
+                            f"the {'query' if name == 'q' else 'key'} heads' 16-bit input, kept by the {name} norm")
+                    led.add(f"attn.{name}_norm.rsigma", stats * heads * tokens,
+                            f"the {name} norm's fp32 statistics per head and token")
             led.add("core_attn.qkv", 2 * (q + 2 * kv) * tokens,
                     f"rotated query, key and value, kept by {kept_by}" if model.position == "rope"
                     else f"query, key and value, kept by {kept_by}")
@@ -341,6 +347,14 @@ def megatron_moe_block(led: Ledger, model: Model, T: int, S: int, tp: int, etp: 
 # Gemma's `output * (1.0 + self.weight.float())`, OLMo 2's and gpt-oss's `(self.weight * x).to(dtype)`
 # (transformers 5.24 modeling_gemma2/gemma3/olmo2/gpt_oss.py, *RMSNorm.forward).
 FP32_NORM_TYPES = ("gemma2", "gemma3_text", "gemma3", "olmo2", "gpt_oss")
+
+
+def megatron_attention(model: Model) -> bool:
+    """Attention blocks Megatron-Core's fused ledger (megatron_layer_ledger) covers: LLaMA's, also with per-head q/k
+    norms (--qk-layernorm: a TENorm on each query and key head, as Qwen3 and Qwen3-MoE have)."""
+    return model.qk_norm in ("", "head") and not (
+        model.fused_qkv or model.is_mla or model.attention_sinks or model.attn_logit_softcap
+        or model.norm_layout != "pre" or model.model_type.startswith("llama4"))
 
 
 def _llama_attention(model: Model) -> bool:

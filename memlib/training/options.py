@@ -269,7 +269,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         _not_for("keep_outputs", keep_outputs, True, "only transformers' full loss leaves logits in the model's output "
                  "(Liger's and Megatron's losses make none to keep, LitGPT's loop holds its own; GPT-style models use "
                  "Korthikanti et al.'s formula)")
-    attention, attention_note = _resolve_attention(model, attention, recompute)
+    attention, attention_note = _resolve_attention(model, attention, recompute, layout)
     targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
                                                  adapter_dtype)
     # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
@@ -354,10 +354,19 @@ def megatron_gpt_layer(model) -> bool:
 
 
 def megatron_moe_layer(model) -> bool:
-    """A MoE model whose layers Megatron-Core builds as Mixtral's: LLaMA's attention and SwiGLU experts (no MLA, no
-    q/k norms, no attention sinks), so layout='megatron' gives them its fused ledger (activations.megatron_moe_block)."""
-    from memlib.training.activations import _llama_attention
-    return model.is_moe and model.mlp == "gated" and model.activation == "silu" and _llama_attention(model)
+    """A MoE model whose layers Megatron-Core builds as Mixtral's: LLaMA's attention (per-head q/k norms allowed, as
+    Qwen3-MoE's) and SwiGLU experts (no MLA, no attention sinks), so layout='megatron' gives them its fused ledger
+    (activations.megatron_moe_block)."""
+    from memlib.training.activations import megatron_attention
+    return model.is_moe and model.mlp == "gated" and model.activation == "silu" and megatron_attention(model)
+
+
+def megatron_dense_layer(model) -> bool:
+    """A dense model whose layers Megatron-Core builds as LLaMA's, with TE's fused modules: the LLaMA layer, also
+    with per-head q/k norms (--qk-layernorm: Qwen3)."""
+    from memlib.training.activations import megatron_attention
+    return (not model.is_moe and model.mlp == "gated" and model.activation == "silu" and model.head == "lm"
+            and megatron_attention(model))
 
 
 def _check_megatron_model(layout, what, model, finetune, precision) -> None:
@@ -666,15 +675,17 @@ def _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_i
                          f"not with tp={tp}, pp={pp}, sharding {sharding!r}")
 
 
-def _resolve_attention(model, attention, recompute) -> tuple[str, str]:
-    """The attention transformers runs (eager where the family needs it: activations.needs_eager), with the note why."""
+def _resolve_attention(model, attention, recompute, layout) -> tuple[str, str]:
+    """The attention transformers runs (eager where the family needs it: activations.needs_eager), with the note why.
+    Under layout='megatron', recompute='selective' is Megatron's (the attention core) on any layer of its ledger."""
     attention_note = ""
     if model.mlp == "gated":
         from memlib.training.activations import needs_eager
         attention_note = needs_eager(model)
         if attention_note and attention == "sdpa":
             attention = "eager"  # what transformers runs: estimated as such, and said in a note
-        if recompute == "selective" and not model.is_llama_layer:
+        megatron_selective = layout == "megatron" and (megatron_dense_layer(model) or megatron_moe_layer(model))
+        if recompute == "selective" and not model.is_llama_layer and not megatron_selective:
             raise ValueError(f"recompute='selective' (torchtitan's op-level policy) is modelled for the LLaMA layer; "
                              f"{model.name} ({model.model_type}) has other ops: use recompute 'full' or 'none'")
     return attention, attention_note
