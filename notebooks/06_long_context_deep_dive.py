@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -88,6 +88,40 @@ display(Markdown(
     f"so the ratio is the same at 8k; what changes at 128k is that recompute removes the layers' part and not "
     f"the logits, which then decide the peak. A chunked loss (or Megatron's vocabulary-parallel loss under "
     f"tensor parallelism) is the fix."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Does Megatron's fused cross entropy save memory? · Megatron 的融合交叉熵省显存吗？
+#
+# ✏️ **Back of the envelope.** Megatron's vocabulary-parallel loss keeps the 16-bit logits and one fp32 copy,
+# 6 bytes per logit. Take Llama-3.1-8B at 8k tokens on one node: tp = 2 with sequence parallelism, dp = 4. Each
+# GPU holds half the vocabulary, so the loss holds 8,192 × 64,128 × 6 B ≈ **3.2 GB**.
+# The name `--cross-entropy-loss-fusion` suggests it shrinks this. Does it?
+
+# %% tags=["nbval-check-output"]
+ce = {f: estimate_training(m, recipe="megatron", seq_len=SHORT, tp=2, dp=N_GPU // 2, sequence_parallel=True,
+                           recompute="selective", megatron_ce_fusion=f) for f in (None, "native", "te")}
+for f, e in ce.items():
+    print(f"{f or 'unfused'}: loss {G(term(e, 'vocab_parallel_cross_entropy_bytes'))}, its backward "
+          f"{G(term(e, 'vocab_parallel_cross_entropy_backward_bytes'))}; peak {G(e.peak_bytes)}")
+
+# %%
+ce_unfused, ce_native, ce_te = (GB(term(ce[f], "vocab_parallel_cross_entropy_backward_bytes"))
+                                for f in (None, "native", "te"))
+ce_peak_unfused, ce_peak_native, ce_peak_te = (G(ce[f].peak_bytes) for f in (None, "native", "te"))
+
+# %% [markdown]
+# memlib: unfused, the loss's backward holds **{eval}`ce_unfused`**. With the fusion's default
+# implementation (`native`) it holds **{eval}`ce_native`**, so the peak rises from {eval}`ce_peak_unfused`
+# to **{eval}`ce_peak_native`**.
+#
+# The fused functions are compiled by `torch.compile`. Its compiled code turns the in-place update at the
+# target tokens into a new fp32 copy of the softmax, which sits beside the saved softmax and the 16-bit
+# gradient: 10 bytes per logit instead of 6. Megatron-LM's own CI shows the same: its tp 2 × pp 2 test with
+# the fusion logs 0.45 GB more than the unfused estimate (`docs/validation.md`, "The fused loss").
+#
+# Only `--cross-entropy-fusion-impl te` saves memory: Transformer Engine's kernel reads the 16-bit logits and
+# writes the gradient into them, 2 bytes per logit ({eval}`ce_te`, peak {eval}`ce_peak_te`). The fusion buys
+# speed; check which implementation you run before counting on memory.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Activation offload: what stays on the GPU? · 激活卸载
