@@ -321,7 +321,8 @@ def _check_etp(model, layout, tp, etp) -> None:
     if etp is not None and etp != tp and (layout != "megatron" or not megatron_moe_layer(model)):
         raise ValueError(f"etp={etp} (an expert tensor-parallel size other than tp={tp}) is Megatron-Core's "
                          "--expert-tensor-parallel-size: layout='megatron' (or recipe='megatron') with Mixtral-style "
-                         f"layers (LLaMA attention, SwiGLU experts) only; {model.name} is not one")
+                         f"layers (LLaMA attention, per-head q/k norms allowed; SwiGLU experts) only; {model.name} is not "
+                         "one")
 
 
 def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients, zero_init,
