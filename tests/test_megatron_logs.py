@@ -170,10 +170,11 @@ def test_vpp_changes_only_activations_not_states():
     (dict(megatron_ce_fusion="native", layout="megatron-deepspeed"), "layout='megatron'"),
     (dict(megatron_ce_fusion="triton", layout="megatron"), "megatron_ce_fusion"),
     (dict(megatron_ce_fusion="te", layout="megatron", megatron_ce_inplace=False), "megatron_ce_inplace=False"),
+    (dict(model="gpt-oss-20b", megatron_ce_fusion="te", layout="megatron"), "transformers' ledger"),
 ])
 def test_megatron_options_refused_where_they_do_not_apply(kw, match):
     with pytest.raises(ValueError, match=match):
-        memlib.estimate_training("llama-2-7b", **kw)
+        memlib.estimate_training(**{"model": "llama-2-7b", **kw})
 
 
 def test_megatron_ci_rows_are_json_lines_with_the_golden_commit():

@@ -258,8 +258,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     pp_split = _check_pp_split(model, pp, vpp, pp_split)
     vpp, hidden_dropout, attention_dropout, megatron_ce_inplace = _megatron_options(
         model, sharding, layout, pp, vpp, hidden_dropout, attention_dropout, megatron_ce_inplace)
-    megatron_ce_fusion = _megatron_ce_fusion(megatron_ce_fusion, layout, given["megatron_ce_inplace"])
-    megatron_wgrad_deferral = _megatron_wgrad_deferral(megatron_wgrad_deferral, layout, pp)
+    megatron_ce_fusion, megatron_wgrad_deferral = _megatron_head_options(
+        model, layout, pp, megatron_ce_fusion, megatron_wgrad_deferral, given["megatron_ce_inplace"])
     overlap_comm = _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, contiguous_gradients,
                                       zero_init, finetune)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
@@ -362,6 +362,11 @@ def megatron_moe_layer(model) -> bool:
     return model.is_moe and model.mlp == "gated" and model.activation == "silu" and megatron_attention(model)
 
 
+def megatron_head(model) -> bool:
+    """Does layout='megatron' give this model Megatron's layers and vocabulary-parallel loss (step.py vocab_loss)?"""
+    return model.head == "lm" and (megatron_dense_layer(model) or megatron_gpt_layer(model) or megatron_moe_layer(model))
+
+
 def megatron_dense_layer(model) -> bool:
     """A dense model whose layers Megatron-Core builds as LLaMA's, with TE's fused modules: the LLaMA layer, also
     with per-head q/k norms (--qk-layernorm: Qwen3)."""
@@ -421,6 +426,16 @@ def _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp) -> str:
         raise ValueError("layout='deepspeed' is DeepSpeed's ZeRO: an integer zero_stage 1-3, no tp/pp, not QLoRA; got "
                          f"zero_stage={zero_stage!r}, tp={tp}, pp={pp}, finetune={finetune!r}")
     return "deepspeed"
+
+
+def _megatron_head_options(model, layout, pp, fusion, deferral, inplace_given) -> tuple:
+    """megatron_ce_fusion and megatron_wgrad_deferral, checked: both act on Megatron's loss and output layer."""
+    fusion, deferral = _megatron_ce_fusion(fusion, layout, inplace_given), _megatron_wgrad_deferral(deferral, layout, pp)
+    if (fusion is not None or deferral is not None) and not megatron_head(model):
+        raise ValueError(f"megatron_ce_fusion and megatron_wgrad_deferral act on Megatron's vocabulary-parallel "
+                         f"loss and output layer; {model.name}'s layers are estimated with transformers' ledger and "
+                         "loss (memlib's Megatron ledger covers LLaMA-style, GPT and Mixtral-style layers)")
+    return fusion, deferral
 
 
 def _megatron_ce_fusion(fusion, layout, inplace_given) -> str | None:
