@@ -227,6 +227,19 @@ def test_vllm_budget_is_the_smallest_ranks():
         budget("llama-3-8b", "h100-80gb", non_torch_bytes=[1, 2, 3], **kw)
 
 
+def test_vllm_budget_less_the_cuda_graph_estimate_from_v0_21():
+    """vLLM v0.21+ logs "Estimated CUDA graph memory: 0.36 GiB total" and takes it off the budget before sizing the
+    cache (gpustack/runner#251's log: "--gpu-memory-utilization=0.8200 is equivalent to 0.8048 without CUDA graph
+    memory profiling", so 0.36 GiB = (0.82 - 0.8048) x the card's 23.7 GiB): exactly that many bytes fewer."""
+    from memlib.serving.capacity import vllm_kv_cache_budget_bytes as budget
+    graphs = int(0.36 * 2**30)
+    kw = dict(tp=2, max_num_batched_tokens=2048, gpu_memory_utilization=0.82)
+    assert budget("llama-3-8b", "rtx-4090", **kw) - budget("llama-3-8b", "rtx-4090", cudagraph_bytes=graphs, **kw) \
+        == graphs
+    with pytest.raises(ValueError, match="cudagraph_bytes"):
+        budget("llama-3-8b", "rtx-4090", cudagraph_bytes=-1, **kw)
+
+
 def test_sglang_reserve_counts_the_communicators_above_tp_1():
     """SGLang's reserve comes from the free memory init_torch_distributed leaves: the CUDA context (memlib's 0.5 GiB)
     and, above tp 1, the NCCL communicators and custom all-reduce buffers (0.5 GiB, as for vLLM above tp 1). So the

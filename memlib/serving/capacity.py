@@ -149,7 +149,7 @@ def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = 
                                gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
                                non_torch_bytes: int | list[int] | tuple[int, ...] | None = None,
                                total_bytes: int | None = None, max_num_seqs: int | None = None,
-                               sampler: str = "torch") -> int:
+                               sampler: str = "torch", cudagraph_bytes: int = 0) -> int:
     """Bytes vLLM gives the KV cache on one GPU (negative: vLLM refuses to start, no room for a block).
 
     total x gpu_memory_utilization - (weights + the profile run's activation peak + non_torch_bytes), the
@@ -167,7 +167,12 @@ def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = 
     (vLLM: min over workers of determine_available_memory): this figure is one rank's, equal on all ranks
     for an even split; pass non_torch_bytes as a list, one entry per rank (rank 0 usually holds more: the
     driver process's CUDA context and NCCL buffers), and the budget is the smallest rank's.
-    Not counted: CUDA graphs (captured after the KV cache is allocated, from the 1 - utilization margin).
+    cudagraph_bytes: vLLM from v0.21.0 also subtracts its estimate of the CUDA graphs' memory, made before the KV
+    cache is allocated (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default since v0.21.0; vllm-project/vllm
+    PR #30515): give the figure its log prints ("Estimated CUDA graph memory: X GiB total"; also (U - U') x total
+    from "--gpu-memory-utilization=U is equivalent to ... U' without CUDA graph memory profiling"). The default 0
+    is earlier versions (and the variable set to 0), where the graphs are captured after the KV cache is allocated,
+    from the 1 - utilization margin.
     """
     g = get_gpu(gpu)
     util = fraction("gpu_memory_utilization", gpu_memory_utilization)
@@ -188,7 +193,7 @@ def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = 
     peak = weight_bytes + vllm_profile_peak_bytes(model, tokens, seqs, weights=weights, kv_cache=kv_cache, tp=tp,
                                                   sampler=sampler)
     total = usable_bytes(g) if total_bytes is None else positive_int("total_bytes", total_bytes)
-    return int(total * util) - peak - non_torch
+    return int(total * util) - peak - non_torch - positive_int("cudagraph_bytes", cudagraph_bytes, allow_zero=True)
 
 
 @plain_args
@@ -199,7 +204,7 @@ def vllm_max_concurrency(model, gpu, max_model_len: int, weights: str = AUTO, kv
 
     Blocks = budget // (block_size x KV bytes per token per GPU); `budget_kw` go to
     vllm_kv_cache_budget_bytes (max_num_batched_tokens, max_num_seqs, sampler, gpu_memory_utilization,
-    non_torch_bytes).
+    non_torch_bytes, cudagraph_bytes).
     """
     m = get_model(model) if isinstance(model, str) else model
     max_model_len = positive_int("max_model_len", max_model_len)

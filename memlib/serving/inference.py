@@ -325,8 +325,8 @@ class InferenceEstimate:
 
 ENGINE_NOTES = {
     "vllm": "engine 'vllm': each sequence's cache in whole 16-token blocks; vLLM's startup KV budget (total x "
-            "gpu_memory_utilization - weights - profile activations - non-torch) is "
-            "memlib.serving.capacity.vllm_kv_cache_budget_bytes",
+            "gpu_memory_utilization - weights - profile activations - non-torch, and from v0.21 its CUDA graph "
+            "estimate) is memlib.serving.capacity.vllm_kv_cache_budget_bytes",
     "sglang": "engine 'sglang': page size 1; SGLang's pool size from mem_fraction_static is "
               "memlib.serving.engines.sglang_max_total_tokens",
     "llama.cpp": "engine 'llama.cpp': KV cache as llama.cpp allocates it (cells padded to 256, one stream per "
