@@ -118,8 +118,20 @@ def test_gpt_layer_ledger_by_hand():
     assert est.counts["layer_activation_bytes"] == (41096 + 86024) * 8192
     tp4 = memlib.estimate_training(model, seq_len=8192, layout="megatron", hidden_dropout=0.1, tp=4)
     assert tp4.counts["layer_activation_bytes"] == 62512 * 8192
-    no_dropout = memlib.estimate_training(model, seq_len=8192, layout="megatron")
+    no_dropout = memlib.estimate_training(model, seq_len=8192, layout="megatron", hidden_dropout=0.0)
     assert est.counts["layer_activation_bytes"] - no_dropout.counts["layer_activation_bytes"] == 2 * 4096 * 8192
+
+
+def test_dropout_defaults_follow_megatrons_scripts():
+    """Megatron-Core's TransformerConfig has hidden_dropout = attention_dropout = 0.1 (d98e8a64
+    transformer_config.py), which its GPT functional tests leave; its LLaMA-style and MoE scripts set both to 0.0
+    (every mixtral/ release test's model_config.yaml). So None is 0.1 on a GPT layer, 0 on a LLaMA-style one, and 0
+    outside Megatron's layouts."""
+    gpt = bench.resolve_model(ROWS["megatron-ci-gpt3-7b-tp4-pp1-h100"]["memlib"]["kwargs"]["model"])
+    assert (memlib.estimate_training(gpt, layout="megatron").setup.hidden_dropout,
+            memlib.estimate_training(gpt, layout="megatron").setup.attention_dropout) == (0.1, 0.1)
+    assert memlib.estimate_training("llama-2-7b", layout="megatron").setup.hidden_dropout == 0.0
+    assert memlib.estimate_training("llama-2-7b").setup.hidden_dropout == 0.0
 
 
 def test_interleaved_chunks_in_flight_by_hand():

@@ -41,7 +41,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False, layout: str = "auto",
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
-                      hidden_dropout: float = 0.0, attention_dropout: float = 0.0, megatron_ce_inplace: bool | None = None,
+                      hidden_dropout: float | None = None, attention_dropout: float | None = None,
+                      megatron_ce_inplace: bool | None = None,
                       megatron_ce_fusion: str | bool | None = None, megatron_wgrad_deferral: int | bool | None = None,
                       keep_outputs: bool = True, etp: int | None = None, pp_split=None, recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
@@ -90,11 +91,9 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                (--num-layers-per-virtual-pipeline-stage = num_layers / (pp x vpp)); GPU i of pp keeps
                min(grad_accum x vpp, 2(pp - i - 1) + (vpp - 1) pp + 1) chunks' activations in flight
                (schedules.py get_pp_rank_microbatches; Narayanan et al. 2021 Sec. 2.2).
-    hidden_dropout: layout="megatron": Megatron's --hidden-dropout (0.1 by default for GPT, 0 in its LLaMA
-               recipes): a 1-byte mask per residual-stream element after the attention and after the MLP.
-    attention_dropout: layout="megatron", attention="eager" (unfused core attention, no --use-flash-attn): its
-               --attention-dropout keeps a 1-byte mask + the 16-bit dropped-out probabilities per score, 3as^2b a
-               layer (Korthikanti et al. 2022); flash attention draws its dropout inside the kernel, keeping neither.
+    hidden_dropout, attention_dropout: Megatron's --hidden-dropout (a 1-byte mask per residual element, twice a layer)
+               and --attention-dropout (attention="eager" only: mask + dropped 16-bit probabilities, 3as^2b a layer,
+               Korthikanti et al. 2022). None: 0.1 for GPT layers (Megatron-Core's default), else 0 (its LLaMA scripts).
     megatron_ce_inplace: Megatron's loss subtracts the logits' max in place (Megatron-LM since 9634c0e, 2024-06);
                False for older releases and Megatron-DeepSpeed (4 more bytes per logit at the loss); None: the layout's.
     megatron_ce_fusion: layout="megatron": --cross-entropy-loss-fusion, "native" (or True: 10 bytes per logit in

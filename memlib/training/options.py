@@ -50,7 +50,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 double_quant=True, loss="full", activation_offload=False, fsdp_mixed_precision=True, ep=1,
                 router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
+                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
                 etp=None, pp_split=None)
 # Megatron-Core's --cross-entropy-loss-fusion with --cross-entropy-fusion-impl (None: the flag off, Megatron's default)
@@ -222,7 +222,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
                 capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=0.0, attention_dropout=0.0,
+                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
                 etp=None, pp_split=None) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
@@ -482,7 +482,7 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attentio
     at f4157bea: `vocab_parallel_logits - logits_max.unsqueeze(dim=-1)`)."""
     vpp = positive_int("vpp", vpp)
     for name, value in (("hidden_dropout", hidden_dropout), ("attention_dropout", attention_dropout)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1):
             raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
     if megatron_ce_inplace is not None:
         _flag("megatron_ce_inplace", megatron_ce_inplace)
@@ -490,9 +490,9 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attentio
         _not_for("vpp", vpp, 1, "it is a Megatron-Core option (DeepSpeed's pipeline does not interleave): give "
                  "layout='megatron' (or recipe='megatron')")
     if layout not in MEGATRON_MODELS:  # only Megatron's layer ledgers and loss have these
-        _not_for("hidden_dropout", hidden_dropout, 0.0,
+        _not_for("hidden_dropout", hidden_dropout or 0.0, 0.0,
                  "it is a Megatron-Core option of its fused layers: give layout='megatron' (or recipe='megatron')")
-        _not_for("attention_dropout", attention_dropout, 0.0,
+        _not_for("attention_dropout", attention_dropout or 0.0, 0.0,
                  "it is a Megatron-Core option of its core attention: give layout='megatron' (or recipe='megatron')")
         _not_for("megatron_ce_inplace", megatron_ce_inplace, None,
                  "it describes Megatron's vocabulary-parallel cross entropy: give layout='megatron'")
@@ -508,6 +508,10 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attentio
                              "attention type)")
     if megatron_ce_inplace is None:
         megatron_ce_inplace = layout != "megatron-deepspeed"
+    # None: Megatron-Core's TransformerConfig default, 0.1, for GPT layers (its GPT scripts leave it); 0 for
+    # LLaMA-style and MoE layers, whose Megatron-LM scripts set --hidden-dropout 0.0 --attention-dropout 0.0
+    default = 0.1 if layout in MEGATRON_MODELS and megatron_gpt_layer(model) else 0.0
+    hidden_dropout, attention_dropout = (default if v is None else v for v in (hidden_dropout, attention_dropout))
     return vpp, float(hidden_dropout), float(attention_dropout), megatron_ce_inplace
 
 
