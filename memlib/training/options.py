@@ -363,8 +363,10 @@ def megatron_moe_layer(model) -> bool:
 
 
 def megatron_head(model) -> bool:
-    """Does layout='megatron' give this model Megatron's layers and vocabulary-parallel loss (step.py vocab_loss)?"""
-    return model.head == "lm" and (megatron_dense_layer(model) or megatron_gpt_layer(model) or megatron_moe_layer(model))
+    """Does layout='megatron' give this model Megatron's layers and vocabulary-parallel loss (step.py vocab_loss)?
+    LLaMA-style layers (q/k norms too), GPT layers and Mixtral-style MoE layers."""
+    return model.head == "lm" and (model.is_llama_layer or megatron_dense_layer(model) or megatron_gpt_layer(model)
+                                   or megatron_moe_layer(model))
 
 
 def megatron_dense_layer(model) -> bool:

@@ -27,8 +27,7 @@ from memlib.training import layout
 from memlib.training import terms as T
 from memlib.training.estimate import Estimate, Moment
 from memlib.training.layout import Stage
-from memlib.training.options import (MEGATRON_MODELS, TrainingSetup, megatron_dense_layer, megatron_gpt_layer,
-                                     megatron_moe_layer)
+from memlib.training.options import MEGATRON_MODELS, TrainingSetup, megatron_gpt_layer, megatron_head
 from memlib.units import fmt_bytes, fmt_count
 
 # Ledger entries outside the tensor-parallel region (replicated on every tp rank unless sequence parallel):
@@ -199,10 +198,8 @@ def _context(p: _Step) -> None:
     # Megatron-Core's fused layers and vocabulary-parallel loss (layout='megatron': LLaMA-style layers, dense or
     # Mixtral-style MoE)
     gpt_layer = megatron_gpt_layer(m)
-    moe_layer = s.layout == "megatron" and megatron_moe_layer(m)
-    dense_layer = s.layout == "megatron" and megatron_dense_layer(m)  # LLaMA's, with q/k norms too (Qwen3)
-    p.vocab_loss = s.layout in MEGATRON_MODELS and m.head == "lm" and (m.is_llama_layer or gpt_layer or moe_layer
-                                                                      or dense_layer)
+    p.vocab_loss = (s.layout == "megatron" and megatron_head(m)) or (
+        s.layout == "megatron-deepspeed" and m.head == "lm" and (m.is_llama_layer or gpt_layer))
     # Megatron-DeepSpeed's LLaMA layer runs op by op (transformers' ledger); Megatron-Core's is Transformer Engine's
     p.fused = p.vocab_loss and (s.layout == "megatron" or gpt_layer)
     p.V, p.b, p.c, p.dp, p.full_ft, p.gb_, p.h, p.k, p.m, p.notes = V, b, c, dp, full_ft, gb_, h, k, m, notes
