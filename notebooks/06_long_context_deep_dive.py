@@ -117,7 +117,7 @@ ce_peak_unfused, ce_peak_native, ce_peak_te = (G(ce[f].peak_bytes) for f in (Non
 # The fused functions are compiled by `torch.compile`. Its compiled code turns the in-place update at the
 # target tokens into a new fp32 copy of the softmax, which sits beside the saved softmax and the 16-bit
 # gradient: 10 bytes per logit instead of 6. Megatron-LM's own CI shows the same: its tp 2 × pp 2 test with
-# the fusion logs 0.45 GB more than the unfused estimate (`docs/validation.md`, "The fused loss").
+# the fusion logs that extra copy (`docs/validation.md`, "The fused loss").
 #
 # Only `--cross-entropy-fusion-impl te` saves memory: Transformer Engine's kernel reads the 16-bit logits and
 # writes the gradient into them, 2 bytes per logit ({eval}`ce_te`, peak {eval}`ce_peak_te`). The fusion buys
