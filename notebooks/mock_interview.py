@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -16,10 +16,12 @@
 # %% [markdown]
 # # Mock interview · 模拟面试
 #
-# One question drawn from every topic of the collection, 30 seconds to think, then your answer
-# as you would say it aloud. You mark it yourself against a rubric and a model answer (nothing
-# is graded by keywords), and the interviewer asks one follow-up with a fresh setup, graded by
-# `check`. Run the cells in order; change the seed (or drop it) for another question.
+# One interview question per run: most draws are scenarios with a setup you have not seen (a model,
+# GPUs and lengths drawn from memlib's catalogs: can it train, how many chats, how long, MoE, int4),
+# the rest are the exercise notebooks' open questions. Think for 30 seconds, then answer as you would
+# aloud. You mark it yourself against a rubric and a model answer, both computed by memlib (nothing
+# is graded by keywords); the interviewer then asks a follow-up on the first point you missed, graded
+# by `check`. Run the cells in order; change the seed (or drop it) for another question.
 
 # %%
 from memlib.grading import check, hint, solution
@@ -62,8 +64,9 @@ interview.mark(q, marks) if marks else "mark each rubric point above, then run t
 # %% [markdown]
 # ## 5. The follow-up
 #
-# A question of the same topic with a setup you have not seen: answer it with `check(f.id, answer)`
-# (`hint(f.id)` and `solution(f.id)` as in the exercises).
+# A graded question on the first rubric point you marked as missed (all covered: the last point, with
+# a new setup). Answer it with `check(f.id, answer)`; `hint(f.id)` and `solution(f.id)` work as in the
+# exercises.
 
 # %%
 f = interview.follow_up(q)

@@ -1,16 +1,19 @@
-"""A mock interview over every topic: one question, 30 seconds to think, a spoken-style answer marked
-against a rubric and a model answer, then one follow-up (notebooks/mock_interview.ipynb).
+"""A mock interview: one question per draw, 30 seconds to think, a spoken-style answer marked against a
+rubric and a model answer, then a follow-up on the point you missed (notebooks/mock_interview.ipynb).
 
     from memlib.learn import interview
-    q = interview.draw(seed=3)          # an open question from one of the topics 00-09
+    q = interview.draw(seed=3)          # a scenario with a fresh setup (most draws) or a notebook's open question
     interview.timer(30)                 # a 30-second countdown (ipywidgets; text without them)
     interview.assess(q, "my answer")    # the rubric and the model answer, to mark yourself against
     interview.mark(q, [True, False, ...])
-    f = interview.follow_up(q)          # a practice question of the same topic: check(f.id, answer)
+    f = interview.follow_up(q)          # a graded question on the first point you missed: check(f.id, answer)
 
-The questions are the collection's open (self-assessed) exercises; the model answers and the
-follow-up's figures are computed by memlib when shown. Nothing here is graded by keywords, and a mock
-interview does not change the exercises' progress.
+Most draws are scenarios (memlib.learn.scenarios): an open question whose setup (model, GPUs, length) is drawn
+from memlib's catalogs, so they are not the exercise notebooks' questions again. The rest are the notebooks'
+open questions. Every figure in a rubric or model answer is computed by memlib when shown. The follow-up drills
+the first rubric point you marked as missed (each scenario point names the practice kind that drills it);
+with every point covered it pushes on the last one. Nothing is graded by keywords, and a mock interview does
+not change the exercises' progress.
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ import threading
 import time
 from dataclasses import dataclass
 
+from memlib.learn import scenarios
 from memlib.learn.exercises import EXERCISES, NOTEBOOKS, SelfAssessed
 from memlib.learn.exercises.answers import Malformed, parse_marks
 
 THINK_SECONDS = 30
+SCENARIO_SHARE = 0.75  # the share of draws that are scenarios with a fresh setup (the rest: the notebooks' open questions)
 
 
 @dataclass(frozen=True)
 class Question:
-    id: str  # the open exercise it comes from ("04.10")
+    id: str  # the open exercise it comes from ("04.10") or the scenario ("m04.17")
     topic: str
     seed: int
     title: str
@@ -42,18 +47,34 @@ class Question:
         return f"{self.title}: {self.prompt}"
 
 
+@dataclass(frozen=True)
+class _Open:
+    """What assess() and mark() need of a question: its rubric and model answer."""
+
+    rubric: tuple[str, ...]
+    worked: object  # () -> str
+
+
 def _open_questions() -> list[SelfAssessed]:
     return [ex for ex in EXERCISES.values() if isinstance(ex, SelfAssessed)]
 
 
 def draw(seed: int | None = None) -> Question:
-    """One open question drawn from every topic's (the same seed, the same question)."""
+    """One question (the same seed, the same question): a scenario with a fresh setup, or an open question."""
     if seed is None:
         seed = random.SystemRandom().randrange(10**6)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative whole number, got {seed!r}")
-    ex = random.Random(f"interview:{seed}").choice(_open_questions())
+    rng = random.Random(f"interview:{seed}")
+    if rng.random() < SCENARIO_SHARE:
+        s = scenarios.build(rng.choice(sorted(scenarios.BUILDERS)), seed % 1_000_000)
+        return Question(s.id, s.topic, seed, s.title, s.prompt)
+    ex = rng.choice(_open_questions())
     return Question(ex.id, ex.notebook, seed, ex.title, ex.prompt)
+
+
+def _scenario(q: Question) -> scenarios.Scenario | None:
+    return scenarios.build(q.topic, int(q.id.split(".")[1])) if q.id.startswith("m") else None
 
 
 def _countdown(bar, label, seconds: int) -> None:
@@ -83,8 +104,12 @@ def timer(seconds: int = THINK_SECONDS, block: bool = False):
     return box
 
 
-def _exercise(q: Question) -> SelfAssessed:
-    return EXERCISES[q.id]
+def _exercise(q: Question) -> _Open:
+    s = _scenario(q)
+    if s is not None:
+        return _Open(s.rubric(), s.model_answer)
+    ex = EXERCISES[q.id]
+    return _Open(tuple(ex.rubric), ex.worked)
 
 
 def assess(q: Question, answer: str) -> str:
@@ -97,19 +122,40 @@ def assess(q: Question, answer: str) -> str:
             f"Mark it: `interview.mark(q, [True, False, ...])` ({len(ex.rubric)} marks, in order).")
 
 
+_MISSED: dict[Question, tuple[int, ...]] = {}  # this session's marks: the rubric points (1-based) each question missed
+
+
 def mark(q: Question, marks) -> str:
-    """Your self-assessment: points covered out of the rubric's, and which to revisit."""
+    """Your self-assessment: points covered out of the rubric's, and which to revisit (the follow-up asks about it)."""
     ex = _exercise(q)
     try:
         values = parse_marks(marks, len(ex.rubric))
     except Malformed as e:
         return f"⚠️ {e}"
-    missing = [str(i) for i, v in enumerate(values, 1) if not v]
-    return (f"📝 {sum(values)} of {len(values)} points" + (f"; revisit point {', '.join(missing)}" if missing else "")
-            + ". Next: the follow-up, interview.follow_up(q).")
+    missing = tuple(i for i, v in enumerate(values, 1) if not v)
+    _MISSED[q] = missing
+    return (f"📝 {sum(values)} of {len(values)} points" + (f"; revisit point {', '.join(map(str, missing))}" if missing else "")
+            + ". Next: the follow-up, interview.follow_up(q)"
+            + (f", on point {missing[0]}." if missing else ", pushing on the last point."))
 
 
-def follow_up(q: Question):
-    """One follow-up: a practice question of the same topic with a fresh setup (check(f.id, answer))."""
-    from memlib.learn.grading import practice
-    return practice(q.topic, seed=q.seed % 1_000_000)
+def follow_up(q: Question, marks=None):
+    """A graded follow-up (check(f.id, answer)): on a scenario, the practice kind that drills the first rubric
+    point you missed (from `marks`, or from your last mark(q, ...)); every point covered: the last point, with a
+    fresh setup. On a notebook's open question: a practice question of the same topic."""
+    from memlib.learn.exercises import practice as generator
+    from memlib.learn.grading import Practice, practice
+    s = _scenario(q)
+    if s is None:
+        return practice(q.topic, seed=q.seed % 1_000_000)
+    if marks is not None:
+        values = parse_marks(marks, len(s.points))
+        missed = tuple(i for i, v in enumerate(values, 1) if not v)
+    else:
+        missed = _MISSED.get(q, ())
+    point = missed[0] if missed else len(s.points)
+    topic, kind = s.drills[point - 1]
+    ex = generator.build(topic, q.seed % 1_000_000, kind)
+    why = (f"Follow-up on rubric point {point}, which your answer missed" if missed else
+           f"You covered every point; the interviewer pushes on point {point} with a new setup")
+    return Practice(ex.id, topic, q.seed % 1_000_000, f"{why}: {ex.title}", ex.render_prompt())

@@ -22,7 +22,9 @@ from memlib.learn.exercises.kinds import Numeric, Slip
 from memlib.models import get_model
 from memlib.parallel import zero
 from memlib.serving import quantization
+from memlib.serving.quantization import quantized_decode_bound
 from memlib.parallel.data_parallel import data_parallel_memory
+from memlib.serving.capacity import decode_bound
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token, kv_cache_bytes
 from memlib.units import fmt_bytes
 
@@ -33,7 +35,7 @@ MOE = ("mixtral-8x7b", "mixtral-8x22b", "qwen3-30b-a3b", "qwen3-235b-a22b", "dee
 LONG = ("llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-8b", "mistral-7b", "gemma-3-27b")
 GPUS = ("a100-40gb", "a100-80gb", "h100-80gb", "h200", "l40s", "rtx-4090", "v100-32gb", "b200", "mi300x")
 WEIGHTS = ("bf16", "fp32", "int8", "fp8-block", "int4-awq", "nf4")
-ID = re.compile(r"^p(\d\d)\.(\d{1,6})$")
+ID = re.compile(r"^p(\d\d)(?:k(\d{1,2}))?\.(\d{1,6})$")  # "p03.17", or "p03k2.17": kind 2 of topic 03
 MAX_SEED = 999_999
 
 
@@ -77,8 +79,8 @@ def _states(qid: str, rng: random.Random) -> Numeric:
                     "12 bytes of optimizer state per parameter: the fp32 master copy is one of them"),))
 
 
-def _gpus_for_states(qid: str, rng: random.Random) -> Numeric:
-    m, g = rng.choice(DENSE + MOE), rng.choice(GPUS)
+def _gpus_for_states(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeric:
+    m, g = rng.choice(models), rng.choice(GPUS)
     value = lambda: float(math.ceil(zero.zero_model_state_bytes(get_model(m).num_params, 0, 1)  # noqa: E731
                                     / get_gpu(g).memory_bytes))
     return _q(qid, f"{g} GPUs for the states of {m}",
@@ -93,20 +95,59 @@ def _gpus_for_states(qid: str, rng: random.Random) -> Numeric:
               (Slip("rounded down", lambda: value() - 1, "round up: the states would not fit"),))
 
 
+def _layer_terms(model, ctx: int, tp: int = 1, engine: str = "hf") -> list[tuple[str, int, int, int]]:
+    """(layer type, layers, tokens each keeps, bytes per token per layer) for a sequence of `ctx` tokens:
+    full-attention layers keep every token, sliding/chunked layers at most their window (kv_cap)."""
+    from memlib.serving.engines import paged_tokens
+    from memlib.serving.inference import kv_cap, kv_layer_bytes_per_token
+    per_layer = kv_layer_bytes_per_token(model, "bf16", tp)
+    rows = []
+    for layer_type, n in model.layer_counts().items():
+        cap = kv_cap(model, layer_type)
+        rows.append((layer_type, n, paged_tokens(ctx if cap is None else min(ctx, cap), engine), per_layer))
+    return rows
+
+
+def _window_note(model, ctx: int) -> str:
+    """The prompt's sentence on a windowed model's layers (empty when every layer keeps the whole context)."""
+    counts = model.layer_counts()
+    windowed = {t: n for t, n in counts.items() if t in ("sliding_attention", "chunked_attention")}
+    if not windowed:
+        return ""
+    full = counts.get("full_attention", 0)
+    cap = model.sliding_window if "sliding_attention" in windowed else model.attention_chunk_size
+    what = "a sliding window" if "sliding_attention" in windowed else "chunked attention"
+    return (f" {model.name} has {full} full-attention layers and {sum(windowed.values())} layers with {what} of "
+            f"{cap:,} tokens, which cache at most that many tokens{' (fewer than the context)' if cap < ctx else ''}.")
+
+
+def _kv_worked(model, batch: int, ctx: int, value: float, tp: int = 1, engine: str = "hf") -> str:
+    """The per-layer-type arithmetic of a KV cache, every product written as it is computed."""
+    parts = [f"{n} {t.replace('_', ' ')} layers x {tokens:,} tokens x {b:,} B"
+             for t, n, tokens, b in _layer_terms(model, ctx, tp, engine)]
+    return (f"per sequence: {' + '.join(parts)}; x {batch} sequences = **{fmt_bytes(value)}** "
+            "(`memlib.kv_cache_bytes`; windowed layers keep at most their window).")
+
+
 def _kv_cache(qid: str, rng: random.Random, models=DENSE + LONG, tp_choices=(1,)) -> Numeric:
     m, batch, ctx = rng.choice(models), rng.choice((1, 4, 8, 16, 32, 64)), rng.choice((2048, 4096, 8192, 32768))
     tp = rng.choice([t for t in tp_choices if t == 1 or _splits(m, "bf16", t)] or [1])
     value = lambda: float(kv_cache_bytes(get_model(m), batch, ctx, tp=tp))  # noqa: E731
     where = "in total" if tp == 1 else f"on **each** GPU with tensor parallelism over {tp}"
+    note = _window_note(get_model(m), ctx)
+    per_layer = "2 x kv_heads x head_dim x 2 bytes" + ("" if tp == 1 else f" / {tp}")
     return _q(qid, f"KV cache of {m}", f"Serving **{m}** with a bf16 KV cache: **{batch}** sequences of **{ctx:,}** "
-              f"tokens each. How many GB does the KV cache take {where}?", value, "GB",
-              lambda: f"{kv_bytes_per_token(get_model(m), tp=tp):,} bytes per token x {batch} x {ctx:,} = "
-                      f"**{fmt_bytes(value())}** (`memlib.kv_cache_bytes`).",
-              _hints("K and V are cached for every layer, every KV head and every token.",
-                     "bytes = 2 x layers x kv_heads x head_dim x 2 bytes x tokens (a latent cache for MLA)",
+              f"tokens each.{note} How many GB does the KV cache take {where}?", value, "GB",
+              lambda: _kv_worked(get_model(m), batch, ctx, value(), tp),
+              _hints("K and V are cached for every layer, every KV head and every token a layer keeps.",
+                     f"bytes = sequences x sum over layers of (tokens the layer keeps) x {per_layer}"
+                     + ("; a windowed layer keeps min(context, window) tokens" if note else ""),
                      f"Find the layers and KV heads of {m} in memlib.get_model({m!r})."),
-              "KV cache = 2 x layers x kv_heads x head_dim x bytes x tokens (memlib.serving.inference)",
-              (Slip("fp32 cache", lambda: 2 * value(), "the cache is bf16, 2 bytes per number"),))
+              "KV cache = sequences x sum over layers of tokens kept x 2 x kv_heads x head_dim x bytes "
+              "(memlib.serving.inference)",
+              (Slip("fp32 cache", lambda: 2 * value(), "the cache is bf16, 2 bytes per number"),)
+              + ((Slip("no window", lambda: float(batch * ctx * kv_bytes_per_token(get_model(m), tp=tp)),
+                       "the windowed layers keep only their window, not the whole context"),) if note else ()))
 
 
 def _kv_token(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeric:
@@ -134,6 +175,52 @@ def _moe_ratio(qid: str, rng: random.Random) -> Numeric:
               "total vs active parameters of a MoE (memlib.models)")
 
 
+def _expert_tokens(qid: str, rng: random.Random) -> Numeric:
+    m, batch = rng.choice(MOE), rng.choice((8, 32, 64, 128, 256, 512))
+    model = lambda: get_model(m)  # noqa: E731
+    value = lambda: batch * model().num_experts_per_tok / model().num_experts  # noqa: E731
+    return _q(qid, f"Tokens per expert of {m} at batch {batch}",
+              f"**{m}** routes each token to {get_model(m).num_experts_per_tok} of its {get_model(m).num_experts} "
+              f"routed experts per MoE layer. Decoding **{batch}** sequences (one new token each per step) with "
+              "balanced routing, how many tokens does one routed expert process per step on average? (This is "
+              "how many times each expert weight is reused per read: the reason MoE decode stays memory-bound.)",
+              value, "count",
+              lambda: f"{batch} tokens x {model().num_experts_per_tok} experts each / {model().num_experts} experts = "
+                      f"**{value():.3g}** tokens per expert per step; a dense layer would reuse each weight {batch} "
+                      "times.",
+              _hints("Each token sends its hidden state to top-k experts; spread evenly, every expert gets a share.",
+                     "tokens per expert = batch x top-k / routed experts",
+                     f"Read num_experts_per_tok and num_experts of get_model({m!r})."),
+              "tokens per expert = B x k / E (balanced routing; Fedus et al. 2022, Switch Transformer Sec. 2.2)",
+              (Slip("no top-k", lambda: batch / model().num_experts,
+                    "each token goes to top-k experts, not one"),) if get_model(m).num_experts_per_tok > 1 else ())
+
+
+def _mla_tp(qid: str, rng: random.Random) -> Numeric:
+    tp = rng.choice((2, 4, 8))
+    m = rng.choice([x for x in MOE + DENSE if get_model(x).kv_lora_rank] or ["deepseek-v3"])
+    value = lambda: float(kv_bytes_per_token(get_model(m), tp=tp))  # noqa: E731
+    mo = get_model(m)
+    return _q(qid, f"MLA cache of {m} over tp {tp}",
+              f"**{m}** uses multi-head latent attention: each layer caches one compressed latent of "
+              f"{mo.kv_lora_rank} values plus a {mo.qk_rope_head_dim}-value rope key per token, in bf16. Served with "
+              f"tensor parallelism over **{tp}** GPUs, how many **bytes** of cache does one token take on **each** "
+              "GPU (all layers)?", value, "bytes",
+              lambda: f"({mo.kv_lora_rank} + {mo.qk_rope_head_dim}) x 2 B x {mo.num_layers} layers = "
+                      f"**{value():,.0f} bytes** on every GPU: the latent is one vector per token, not per head, so "
+                      "tensor parallelism cannot split it; every rank keeps all of it (`memlib.kv_bytes_per_token`).",
+              _hints("Tensor parallelism splits attention by heads; what is cached per head splits, what is not stays.",
+                     "bytes = (kv_lora_rank + qk_rope_head_dim) x 2 x layers, on every GPU",
+                     f"Read kv_lora_rank, qk_rope_head_dim and num_layers of get_model({m!r})."),
+              "MLA latent cache (DeepSeek-V2 Sec. 2.1, eq. 9-10), replicated under TP (memlib.serving.inference)",
+              (Slip("split by tp", lambda: value() / tp,
+                    "the latent is shared by all heads: tensor parallelism replicates it, it does not split it"),))
+
+
+def _moe_states_gpus(qid: str, rng: random.Random) -> Numeric:
+    return _gpus_for_states(qid, rng, MOE)
+
+
 def _flops(qid: str, rng: random.Random) -> Numeric:
     m, tokens = rng.choice(DENSE), rng.choice((0.3e12, 1e12, 2e12, 5e12, 15e12))
     value = lambda: float(cost.training_flops(m, tokens))  # noqa: E731
@@ -159,6 +246,83 @@ def _gpu_hours(qid: str, rng: random.Random) -> Numeric:
               _hints("GPU-hours are work over the rate one GPU sustains.", "hours = 6ND / (MFU x peak x 3600)",
                      "Compute 6ND first."),
               "GPU-hours = FLOPs / (MFU x peak) (memlib.cost.gpu_hours)")
+
+
+def _mfu_from_throughput(qid: str, rng: random.Random) -> Numeric:
+    from memlib.cost.timing import flops_per_token
+    m, g, seq = rng.choice(DENSE), rng.choice(("a100-80gb", "h100-80gb", "h200", "b200")), rng.choice((2048, 4096, 8192))
+    peak = get_gpu(g).bf16_tflops * 1e12
+    model_fpt = lambda: flops_per_token(m, seq, "none", "full")  # noqa: E731
+    tps = max(1, round(rng.choice((0.3, 0.35, 0.4, 0.45, 0.5)) * peak / model_fpt()))  # a plausible logged rate
+    value = lambda: 100 * tps * model_fpt() / peak  # noqa: E731
+    hfu = lambda: 100 * tps * flops_per_token(m, seq, "full", "full") / peak  # noqa: E731
+    return _q(qid, f"MFU of a logged run of {m}",
+              f"Full fine-tuning of **{m}** at {seq:,}-token sequences **with full activation recompute** logs "
+              f"**{tps:,} tokens/s per GPU** on **{g}** GPUs ({get_gpu(g).bf16_tflops:g} TFLOP/s dense bf16). What "
+              "MFU (in %) is that, by PaLM's definition (model FLOPs: 6N plus the attention's 12·L·H·Q·T per token; "
+              "the recomputed forward is not counted)?", value, "%",
+              lambda: f"model FLOPs per token {model_fpt() / 1e9:,.1f} GFLOP; {tps:,} x {model_fpt() / 1e9:,.1f} GFLOP / "
+                      f"{get_gpu(g).bf16_tflops:g} TFLOP/s = **{value():.1f}% MFU**. Counting the recomputed forward "
+                      f"(8N + 16·L·H·Q·T) gives {hfu():.1f}%: that is HFU, the hardware's utilisation "
+                      "(`memlib.cost.flops_per_token`).",
+              _hints("MFU asks what fraction of the peak went into the FLOPs the model needs, not the FLOPs the GPU ran.",
+                     "MFU = tokens/s x (6N + 12·L·H·Q·T) / peak FLOP/s",
+                     f"Compute 6N + 12·L·H·Q·T for {m} at {seq:,} tokens first."),
+              "MFU from throughput (Chowdhery et al. 2022, PaLM, Sec. 4.1 and App. B)",
+              (Slip("HFU", hfu, "that counts the recomputed forward: hardware FLOPs utilisation (HFU), not MFU"),))
+
+
+def _int4_speedup_at_batch(qid: str, rng: random.Random) -> Numeric:
+    m, batch = rng.choice(("llama-3.1-70b", "llama-2-70b", "qwen2.5-72b", "llama-3-8b")), rng.choice((16, 64, 128, 256, 512))
+    g, ctx = rng.choice(("h100-80gb", "a100-80gb", "h200")), rng.choice((256, 1024))
+    tp = rng.choice([t for t in (2, 4) if _splits(m, "bf16", t) and _splits(m, "int4-awq", t)] or [1])
+    value = lambda: float(quantization.decode_speedup(m, g, batch, ctx, "int4-awq", tp=tp))  # noqa: E731
+    memory_only = lambda: float(decode_bound(m, g, batch, ctx, "bf16", tp=tp).memory_s  # noqa: E731
+                                / quantized_decode_bound(m, g, batch, ctx, "int4-awq", tp=tp).memory_s)
+    return _q(qid, f"int4 decode speed-up of {m} at batch {batch}",
+              f"**{m}** decodes **{batch}** sequences of {ctx:,} tokens (bf16 KV cache) on **{tp} x {g}** (tensor "
+              "parallel, the same GPUs for both formats). Each step is bound by the larger of its bytes read over the "
+              "bandwidth and its FLOPs over the dense bf16 peak. By what factor is the step faster with AWQ int4 "
+              "weights (W4A16, 4 + 20/128 bits) than with bf16 weights (dequantization cost not counted)?",
+              value, "x",
+              lambda: (lambda b, q: f"bf16: max({b.memory_s * 1e3:.2f} ms reading, {b.compute_s * 1e3:.2f} ms "
+                       f"computing) = {b.step_s * 1e3:.2f} ms ({b.bound}-bound); int4: max({q.memory_s * 1e3:.2f}, "
+                       f"{q.compute_s * 1e3:.2f}) = {q.step_s * 1e3:.2f} ms ({q.bound}-bound); ratio **{value():.2f}x** "
+                       "(`memlib.serving.quantization.decode_speedup`). The gain shrinks once int4 turns compute-bound "
+                       "and is gone once bf16 does too.")(decode_bound(m, g, batch, ctx, "bf16", tp=tp),
+                                                          quantized_decode_bound(m, g, batch, ctx, "int4-awq", tp=tp)),
+              _hints("A decode step reads every weight once for the whole batch, and does 2 FLOPs per weight per "
+                     "sequence.",
+                     "step = max(bytes / bandwidth, FLOPs / peak), per GPU; speed-up = bf16 step / int4 step",
+                     "Compute both formats' bytes per GPU (weights + KV) and the FLOPs of the batch."),
+              "decode roofline: step time = max(memory, compute) (Williams et al. 2009; memlib.serving.quantization)",
+              (Slip("bytes ratio only", memory_only,
+                    "past int4's ridge the int4 step is compute-bound: the bytes ratio overstates the gain"),)
+              if abs(memory_only() - value()) / value() > 0.05 else ())
+
+
+def _largest_full_finetune(qid: str, rng: random.Random) -> Numeric:
+    g, impl = rng.choice(GPUS), rng.choice(("fused", "foreach"))
+    per = {"fused": 16, "foreach": 20}[impl]
+    value = lambda: get_gpu(g).memory_bytes / per  # noqa: E731
+    return _q(qid, f"Largest full fine-tune on one {g}",
+              f"Full fine-tuning with mixed-precision AdamW on one **{g}** ({fmt_bytes(get_gpu(g).memory_bytes)}). "
+              f"The optimizer is torch's **{impl}** AdamW"
+              + (" (it adds a temporary the size of one fp32 state at the step)" if impl == "foreach" else "")
+              + ". Ignoring activations and the CUDA context, what is the largest model (parameters) whose peak "
+              "fits?", value, "params",
+              lambda: f"{fmt_bytes(get_gpu(g).memory_bytes)} / {per} B per parameter = **{value() / 1e9:.2f}B** "
+                      "parameters (PyTorch AMP: fp32 weights 4 + fp32 gradients 4 + Adam's m and v 8 = 16 B"
+                      + (", plus 4 for the foreach temporary" if impl == "foreach" else "") + "); activations lower it.",
+              _hints("Mixed precision keeps fp32 master weights, gradients and two Adam moments.",
+                     "largest N = memory / bytes per parameter at the peak (16; 20 with foreach's temporary)",
+                     "Write the bytes per parameter at the optimizer step first."),
+              "mixed-precision AdamW bytes per parameter (Rajbhandari et al. 2020, Sec. 3.1; torch.optim._multi_tensor)",
+              (Slip("12 bytes", lambda: get_gpu(g).memory_bytes / 12, "12 B is only the optimizer's share (master copy, m, "
+                    "v); the weights and gradients add 4 more: 16 B per parameter"),)
+              + ((Slip("temporary forgotten", lambda: get_gpu(g).memory_bytes / 16,
+                       "foreach AdamW allocates a temporary the size of one fp32 state at the step"),)
+                 if impl == "foreach" else ()))
 
 
 def _splits(model: str, weights: str, tp: int) -> bool:
@@ -258,7 +422,7 @@ def _batch1_speedup(qid: str, rng: random.Random) -> Numeric:
     value = lambda: float(quantization.decode_speedup(m, g, 1, ctx, w))  # noqa: E731
     return _q(qid, f"Batch-1 decode of {m} in {w}", f"One chat of **{ctx:,}** tokens (bf16 KV cache) decodes on a "
               f"**{g}**. By what factor does memlib's decode roofline get faster with **{w}** weights instead of "
-              "bf16 (memory aside: as if either fitted)?", value, "x",
+              "bf16 (memory aside: as if either fitted, and as if a kernel for the format ran on that GPU)?", value, "x",
               lambda: f"`decode_speedup({m!r}, {g!r}, 1, {ctx}, {w!r})` = **{value():.2f}x**: at batch 1 the step "
                       "reads the weights and the KV cache once, so the speed-up is the ratio of the bytes read.",
               _hints("At batch 1 decode is memory-bound: time = bytes read / bandwidth.",
@@ -311,22 +475,35 @@ def _rlhf_states(qid: str, rng: random.Random) -> Numeric:
                     "frozen models (reference, reward) keep no gradients or optimizer states: 2 B/param"),))
 
 
+_FULL_ATTENTION = tuple(m for m in dict.fromkeys(DENSE + LONG)
+                        if set(get_model(m).layer_counts()) == {"full_attention"})
+
+
 def _rollout_kv(qid: str, rng: random.Random) -> Numeric:
-    m, prompts, g = rng.choice(DENSE + LONG), rng.choice((4, 8, 16, 32)), rng.choice((1, 4, 8, 16))
+    # full-attention models only: a windowed layer's cache would need its own arithmetic here
+    m, prompts, g = rng.choice(_FULL_ATTENTION), rng.choice((4, 8, 16, 32)), rng.choice((4, 8, 16))
     prompt, response = rng.choice((256, 512, 1024)), rng.choice((512, 1024, 2048, 4096))
-    value = lambda: float(kv_cache_bytes(get_model(m), prompts * g, prompt + response, engine="vllm"))  # noqa: E731
-    return _q(qid, f"Rollout KV cache of {m}",
-              f"An RLHF rollout engine (vLLM, bf16 cache, no tensor parallelism) serving **{m}** decodes **{prompts}** "
-              f"prompts at once with **{g}** sample(s) per prompt, {prompt:,} prompt tokens + {response:,} response "
-              "tokens each. How many GB of KV cache does it hold when every sequence is complete?", value, "GB",
-              lambda: f"{kv_bytes_per_token(get_model(m)):,} bytes per token x {prompts} x {g} x {prompt + response:,}"
-                      f" = **{fmt_bytes(value())}** (`memlib.kv_cache_bytes`, vLLM's 16-token pages).",
-              _hints("Every sample of every prompt is its own sequence in the cache, prompt tokens included.",
-                     "bytes = prompts x samples x (prompt + response) x KV bytes per token",
+    kvb = lambda: kv_bytes_per_token(get_model(m))  # noqa: E731
+    # vLLM's prefix caching shares whole 16-token blocks; these prompts are whole blocks, so every
+    # sample of a prompt reuses its prompt's blocks and adds only its own response (n > 1 sampling)
+    value = lambda: float(prompts * (prompt + g * response) * kvb())  # noqa: E731
+    return _q(qid, f"Rollout KV cache of {m} with a shared prompt",
+              f"A GRPO rollout engine (vLLM with prefix caching, bf16 cache, no tensor parallelism) serving **{m}** "
+              f"decodes **{prompts}** prompts of {prompt:,} tokens with **{g}** samples per prompt, each sample "
+              f"{response:,} tokens long, all at once. How many GB of KV cache do they hold when every sample is "
+              "complete (assume the pool is large enough)?", value, "GB",
+              lambda: f"each prompt's {prompt:,} tokens are cached once and shared by its {g} samples: "
+                      f"{prompts} x ({prompt:,} + {g} x {response:,}) tokens x {kvb():,} B = **{fmt_bytes(value())}** "
+                      f"(without sharing {fmt_bytes(prompts * g * (prompt + response) * kvb())}). A real engine "
+                      "reserves a fixed pool and queues what does not fit: more samples cost time, not memory.",
+              _hints("Samples of one prompt start from the same prefix: the engine caches it once.",
+                     "bytes = prompts x (prompt + samples x response) x KV bytes per token",
                      f"Find the KV bytes per token of {m} with kv_bytes_per_token(get_model({m!r}))."),
-              "rollout KV cache = sequences x tokens x KV bytes per token (memlib.serving.inference.kv_cache_bytes)",
-              (Slip("response only", lambda: float(kv_cache_bytes(get_model(m), prompts * g, response, engine="vllm")),
-                    "the prompt's tokens stay in the cache too"),))
+              "rollout KV cache with a shared prefix (vLLM automatic prefix caching; memlib.kv_bytes_per_token)",
+              (Slip("prompt not shared", lambda: float(prompts * g * (prompt + response) * kvb()),
+                    "the samples of one prompt share its cached prefix (prefix caching / parallel sampling)"),
+               Slip("response only", lambda: float(prompts * g * response * kvb()),
+                    "the prompt's tokens stay in the cache too (once per prompt)")))
 
 
 # --- issue 26's mechanisms: number formats (00), serving techniques (04), sliding windows (06) --------------
@@ -414,31 +591,38 @@ def _window_saving(qid: str, rng: random.Random) -> Numeric:
 KINDS: dict[str, tuple[Callable, ...]] = {
     "00": (_weights, _states, _format_ratio),
     "01": (_states, _gpus_for_states),
-    "02": (_kv_cache, _weights),
+    "02": (_largest_full_finetune, _weights, _kv_cache),
     "03": (_tp_weights, _states, _dp_logits),
     "04": (_kv_token, lambda i, r: _kv_cache(i, r, tp_choices=(2, 4, 8)), _speculative, _littles_law),
-    "05": (_moe_ratio, lambda i, r: _kv_token(i, r, MOE), _gpus_for_states),
+    "05": (_moe_ratio, lambda i, r: _kv_token(i, r, MOE), _moe_states_gpus, _expert_tokens, _mla_tp),
     "06": (lambda i, r: _kv_cache(i, r, LONG), lambda i, r: _kv_cache(i, r, LONG, (2, 4, 8)), _window_saving),
-    "07": (_flops, _gpu_hours, _checkpoint_interval),
+    "07": (_flops, _gpu_hours, _checkpoint_interval, _mfu_from_throughput),
     "08": (_rlhf_states, _rollout_kv),
-    "09": (_quant_weights, _crossover, _batch1_speedup),
+    "09": (_quant_weights, _crossover, _batch1_speedup, _int4_speedup_at_batch),
 }
 
 
-def build(topic: str, seed: int) -> Numeric:
-    """The practice question of `topic` ("00".."09") for `seed` (0..999,999), reproducibly."""
+def build(topic: str, seed: int, kind: int | None = None) -> Numeric:
+    """The practice question of `topic` ("00".."09") for `seed` (0..999,999), reproducibly; `kind` (an index
+    into KINDS[topic]) asks for one kind of question (the mock interview's follow-ups drill one point)."""
     if topic not in KINDS:
         raise ValueError(f"unknown topic {topic!r}; topics are {', '.join(KINDS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise ValueError(f"seed must be a whole number from 0 to {MAX_SEED:,}, got {seed!r}")
-    rng = random.Random(f"{topic}:{seed}")
-    kind = rng.choice(KINDS[topic])
-    return kind(f"p{topic}.{seed}", rng)
+    if kind is None:
+        rng = random.Random(f"{topic}:{seed}")
+        return rng.choice(KINDS[topic])(f"p{topic}.{seed}", rng)
+    if isinstance(kind, bool) or not isinstance(kind, int) or not 0 <= kind < len(KINDS[topic]):
+        raise ValueError(f"kind must be a whole number from 0 to {len(KINDS[topic]) - 1} for topic {topic}, got {kind!r}")
+    return KINDS[topic][kind](f"p{topic}k{kind}.{seed}", random.Random(f"{topic}:k{kind}:{seed}"))
 
 
 def from_id(exercise_id: str) -> Numeric | None:
-    """Rebuild a practice question from its id ("p03.17"); None if the id is not one."""
+    """Rebuild a practice question from its id ("p03.17", "p03k2.17"); None if the id is not one."""
     m = ID.match(str(exercise_id).strip())
     if not m or m.group(1) not in KINDS:
         return None
-    return build(m.group(1), int(m.group(2)))
+    kind = None if m.group(2) is None else int(m.group(2))
+    if kind is not None and kind >= len(KINDS[m.group(1)]):
+        return None
+    return build(m.group(1), int(m.group(3)), kind)
