@@ -138,3 +138,11 @@ def test_int4_speedup_kind_fades_with_batch():
 def grade_value(q, value) -> bool:
     from memlib.learn.grading import _GRADERS
     return _GRADERS[type(q)](q, value).status == "correct"
+
+
+def test_a_question_id_works_where_the_question_does():
+    shown = interview.assess("04.10", "word " * 20)  # an open exercise's id
+    assert "Rubric" in shown
+    assert "Rubric" in interview.assess("m05.3", "word " * 20)  # a scenario's id
+    with pytest.raises(ValueError, match="not a mock-interview question"):
+        interview.assess("99.1", "word " * 20)

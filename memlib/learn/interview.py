@@ -73,6 +73,21 @@ def draw(seed: int | None = None) -> Question:
     return Question(ex.id, ex.notebook, seed, ex.title, ex.prompt)
 
 
+def question(q) -> Question:
+    """q itself, or the question with this id: a scenario ("m04.17") or an open exercise ("04.10")."""
+    if isinstance(q, Question):
+        return q
+    text = str(q).strip()[:40] if isinstance(q, str) else None
+    if text and text[:1] == "m" and text[1:3] in scenarios.BUILDERS and text[3:4] == "." and text[4:].isdecimal():
+        s = scenarios.build(text[1:3], int(text[4:]))
+        return Question(s.id, s.topic, int(text[4:]), s.title, s.prompt)
+    ex = EXERCISES.get(text) if text else None
+    if isinstance(ex, SelfAssessed):
+        return Question(ex.id, ex.notebook, 0, ex.title, ex.prompt)
+    raise ValueError(f"{str(q)[:40]!r} is not a mock-interview question: pass the q that interview.draw() returned "
+                     f"(or an open question's id, e.g. {_open_questions()[0].id!r})")
+
+
 def _scenario(q: Question) -> scenarios.Scenario | None:
     return scenarios.build(q.topic, int(q.id.split(".")[1])) if q.id.startswith("m") else None
 
@@ -114,6 +129,7 @@ def _exercise(q: Question) -> _Open:
 
 def assess(q: Question, answer: str) -> str:
     """The rubric and the model answer for your answer (Markdown); nothing is graded by keywords."""
+    q = question(q)
     if not isinstance(answer, str) or len(answer.split()) + sum("\u4e00" <= c <= "\u9fff" for c in answer) // 2 < 10:
         return "Say your answer first (at least 10 words, as you would aloud); then the rubric and a model answer."
     ex = _exercise(q)
@@ -127,6 +143,7 @@ _MISSED: dict[Question, tuple[int, ...]] = {}  # this session's marks: the rubri
 
 def mark(q: Question, marks) -> str:
     """Your self-assessment: points covered out of the rubric's, and which to revisit (the follow-up asks about it)."""
+    q = question(q)
     ex = _exercise(q)
     try:
         values = parse_marks(marks, len(ex.rubric))
@@ -145,6 +162,7 @@ def follow_up(q: Question, marks=None):
     fresh setup. On a notebook's open question: a practice question of the same topic."""
     from memlib.learn.exercises import practice as generator
     from memlib.learn.grading import Practice, practice
+    q = question(q)
     s = _scenario(q)
     if s is None:
         return practice(q.topic, seed=q.seed % 1_000_000)
