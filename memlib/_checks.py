@@ -66,17 +66,22 @@ def positive_float(name: str, value, *, maximum: float | None = None, unit: str 
 
 
 def fraction(name: str, value, *, what: str = "a fraction") -> float:
-    """A number in (0, 1]."""
+    """A number in (0, 1]: not a bool (True is not 100%), not a string (pass 0.8, not "0.8")."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
-        raise ValueError(f"{name} is {what} in (0, 1], got {show(value)}")
+        kind = f" (a {type(value).__name__})" if isinstance(value, (bool, str)) else ""
+        raise ValueError(f"{name} is {what} in (0, 1], got {show(value)}{kind}")
     return float(value)
 
 
 def flag(name: str, value) -> bool:
-    """True or False, nothing else: the string "false" and the number 2 are truthy."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {show(value)} ({type(value).__name__})")
-    return value
+    """True or False, nothing else: Python reads the string "false" and the number 2 as true, so a string
+    or a number here is an error that says what to pass, never a silent True."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "on", "off", "1", "0"):
+        word = value.strip().lower() in ("true", "yes", "on", "1")
+        raise ValueError(f"{name} must be True or False (a bool), got the string {show(value)}; pass {word}")
+    raise ValueError(f"{name} must be True or False, got {show(value)} ({type(value).__name__})")
 
 
 def choice(name: str, value, options: Iterable[str]) -> str:

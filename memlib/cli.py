@@ -83,11 +83,11 @@ def _add_estimate(sub) -> None:
     e.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of a name")
     e.add_argument("--recipe", choices=tuple(training.RECIPES), default=None,
                    help="start from a framework's defaults (memlib.RECIPES); flags set away from their default override it")
-    e.add_argument("--seq-len", type=int, default=2048, help="tokens per sequence (default 2048)")
-    e.add_argument("--micro-batch", type=int, default=1, help="sequences per step on one GPU (default 1)")
-    e.add_argument("--precision", default="bf16-mixed", choices=training.PRECISIONS, help="default bf16-mixed")
-    e.add_argument("--optimizer", default="adamw", choices=optimizers.OPTIMIZERS, help="default adamw")
-    e.add_argument("--finetune", default="full", choices=training.FINETUNES, help="default full")
+    e.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default 2048)")
+    e.add_argument("--micro-batch", type=int, default=None, help="sequences per step on one GPU (default 1)")
+    e.add_argument("--precision", default=None, choices=training.PRECISIONS, help="default bf16-mixed")
+    e.add_argument("--optimizer", default=None, choices=optimizers.OPTIMIZERS, help="default adamw")
+    e.add_argument("--finetune", default=None, choices=training.FINETUNES, help="default full")
     e.add_argument("--lora-rank", type=int, help="LoRA rank (LoRA/QLoRA; default 16)")
     e.add_argument("--lora-targets",
                    help="comma-separated projections or a group: " + ", ".join(lora_mod.TARGET_GROUPS)
@@ -106,16 +106,16 @@ def _add_estimate(sub) -> None:
     e.add_argument("--activation-offload", action="store_true", help="torchtune's activation offloading to CPU")
     e.add_argument("--no-fsdp-mixed-precision", action="store_true",
                    help="FSDP with fp32 params under autocast instead of MixedPrecisionPolicy(bf16, fp32 reduce)")
-    e.add_argument("--recompute", default="none", choices=training.RECOMPUTES, help="default none")
-    e.add_argument("--attention", default="sdpa", choices=training.ATTENTIONS, help="default sdpa")
-    e.add_argument("--zero-stage", default="0",
+    e.add_argument("--recompute", default=None, choices=training.RECOMPUTES, help="default none")
+    e.add_argument("--attention", default=None, choices=training.ATTENTIONS, help="default sdpa")
+    e.add_argument("--zero-stage", default=None,
                    help="ZeRO stage 0-3 (DeepSpeed layout; with --dp 1 it shards nothing) or an FSDP strategy: "
                         "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD")
-    e.add_argument("--dp", type=int, default=1, help="data-parallel GPUs (default 1)")
-    e.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (Megatron; default 1)")
-    e.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (with --tp)")
-    e.add_argument("--pp", type=int, default=1, help="pipeline stages (1F1B; default 1)")
-    e.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
+    e.add_argument("--dp", type=int, default=None, help="data-parallel GPUs (default 1)")
+    e.add_argument("--tp", type=int, default=None, help="tensor-parallel GPUs (Megatron; default 1)")
+    e.add_argument("--sequence-parallel", action="store_true", default=None, help="Megatron sequence parallelism (with --tp)")
+    e.add_argument("--pp", type=int, default=None, help="pipeline stages (1F1B; default 1)")
+    e.add_argument("--grad-accum", type=int, default=None, help="micro-batches per step (default 1)")
     e.add_argument("--pp-split", type=_layer_counts, default=None, metavar="N,N,...",
                    help="decoder layers of each pipeline stage, first to last (e.g. 2,4,4,2 for Megatron's "
                         "--decoder-first/last-pipeline-num-layers 2; default: an even split)")
@@ -132,7 +132,7 @@ def _add_estimate(sub) -> None:
                         "by 2 x CP; default 1)")
     e.add_argument("--cp-rotate", default=None, choices=training.CP_ROTATES,
                    help="ring attention's K/V exchange with --cp (default allgather, torchtitan's)")
-    e.add_argument("--offload", default="none", choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
+    e.add_argument("--offload", default=None, choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
     e.add_argument("--offload-device", choices=training.OFFLOAD_DEVICES, help="with --offload (default cpu)")
     _add_megatron_flags(e)
     e.add_argument("--no-zero-init", action="store_true",
@@ -250,14 +250,14 @@ def _estimate_options(a) -> dict:
     """LoRA and offload-device flags go on only when given, and only where they apply."""
     kw = {}
     if a.lora_rank is not None or a.lora_targets is not None:
-        if a.finetune == "full":
+        if a.finetune in (None, "full"):
             raise ValueError("--lora-rank and --lora-targets apply to --finetune lora or qlora, not full")
         if a.lora_rank is not None:
             kw["lora_rank"] = a.lora_rank
         if a.lora_targets is not None:
             kw["lora_targets"] = _targets(a.lora_targets)
     if a.offload_device is not None:
-        if a.offload == "none":
+        if a.offload in (None, "none"):
             raise ValueError("--offload-device applies with --offload optimizer or optimizer+params")
         kw["offload_device"] = a.offload_device
     return kw
@@ -291,12 +291,13 @@ def cmd_estimate(a) -> int:
                                              "megatron_ce_inplace", "keep_outputs") if getattr(a, f"no_{name}")})
     if a.activation_offload:
         options["activation_offload"] = True
+    # every flag defaults to None (not given): a given flag always wins, even when it equals memlib's default
+    # (--recipe megatron --zero-stage 0 is ZeRO 0); one not given leaves the recipe's value or memlib's default
     flags = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
                  finetune=a.finetune, recompute=a.recompute, attention=a.attention,
-                 zero_stage=_zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,
+                 zero_stage=None if a.zero_stage is None else _zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,
                  grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload)
-    if a.recipe:  # a flag left at its default leaves the preset's value
-        flags = {k: v for k, v in flags.items() if v != training.options.DEFAULTS[k]}
+    flags = {k: v for k, v in flags.items() if v is not None}
     est = training.estimate_training(model, recipe=a.recipe, **flags, **_estimate_options(a), **options)
     verdicts = _verdicts(est, a.gpu or COMMON_GPUS, a.allocator_headroom)
     if a.json:

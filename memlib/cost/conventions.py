@@ -8,7 +8,7 @@ FLOP model (6N + 12·L·H·Q·T, no causal discount) that step_time and plan use
 
 from __future__ import annotations
 
-from memlib._checks import positive_int
+from memlib._checks import flag, positive_int
 from memlib.cost.timing import _model, active_params, attention_flops_per_token
 from memlib.hardware.gpus import get_gpu
 
@@ -22,12 +22,14 @@ def causal_attention_flops_per_token(model, seq_len: int) -> float:
 
 def attention_to_weights_flops(model, seq_len: int, causal: bool = True) -> float:
     """Attention FLOPs per token over the weights' 6N (PaLM App. B counting; causal halves it)."""
+    causal = flag("causal", causal)
     attn = causal_attention_flops_per_token(model, seq_len) if causal else attention_flops_per_token(model, seq_len)
     return attn / (6 * active_params(model))
 
 
 def sequence_flops_ratio(model, long_len: int, short_len: int, causal: bool = True) -> float:
     """Training FLOPs of one sequence of long_len over one of short_len: T·(6N + attention(T))."""
+    causal = flag("causal", causal)
     n6 = 6 * active_params(model)
     attn = causal_attention_flops_per_token if causal else attention_flops_per_token
 
@@ -48,6 +50,7 @@ def recompute_overhead(model, seq_len: int, checkpoint_head: bool = False) -> fl
     embedding and head, the 6N convention of memlib.cost.timing.flops_per_token). Hugging Face's
     gradient_checkpointing_enable and torchtitan's AC wrap the decoder blocks only, so the replayed
     forward is 2(N - embedding - head) + 4·L·H·Q·T; with the head checkpointed too, one third."""
+    checkpoint_head = flag("checkpoint_head", checkpoint_head)
     model = _model(model, "recompute_overhead")
     n = active_params(model)
     attn = attention_flops_per_token(model, seq_len)
@@ -89,6 +92,7 @@ def mean_attended_keys(seq_len: int, window: int = 0, causal: bool = True) -> fl
     the triangle; causal_attention_flops_per_token), and with a causal sliding window of w tokens
     (Beltagy et al. 2020, Longformer, Sec. 3.1; Mistral 7B, arXiv:2310.06825, Sec. 2: w = 4,096) the
     triangle's first w rows then w per row: w - w²/(2T) for T >= w. window=0: no window."""
+    causal = flag("causal", causal)
     t = positive_int("seq_len", seq_len)
     w = positive_int("window", window, allow_zero=True)
     if not causal:
@@ -102,6 +106,7 @@ def windowed_attention_flops_per_token(model, seq_len: int, window: int = 0, cau
     """12·L·H·Q·K̄: PaLM's attention count (App. B; attention_flops_per_token charges K̄ = T) with K̄ the
     keys a query actually attends to (mean_attended_keys). Full causal: T/2; a sliding window of w << T:
     about w, so attention per token stops growing with T, and per sequence grows as T·w, not T²."""
+    causal = flag("causal", causal)
     full = attention_flops_per_token(model, seq_len)
     return full * mean_attended_keys(seq_len, window, causal) / seq_len
 

@@ -730,6 +730,16 @@ def _refuse_foreign_fields(c: _Cfg, model_type: str, moe: bool, mla: bool):
                                  f"{model_type!r} has ordinary attention; use deepseek_v2 or deepseek_v3")
 
 
+
+def _head_dim(c, mt) -> int:
+    """config.json's head_dim; absent or null: the family's default (0 means hidden_size // heads). An explicit 0
+    is refused: transformers would build projections 0 wide (LlamaConfig keeps head_dim as given unless None)."""
+    if c.d.get("head_dim", None) is not None and c.d.get("head_dim") == 0 and not isinstance(c.d.get("head_dim"), bool):
+        raise ValueError(f"{c.where} field 'head_dim' is 0: a head has no width (transformers takes it as given, only "
+                         "a missing or null head_dim defaults to hidden_size // num_attention_heads); remove it or "
+                         "give the real width")
+    return c.int("head_dim", hf_defaults.head_dim_default(mt), allow_zero=True)
+
 def _common(c: _Cfg, fam: dict, head_dim_default=None, vocab_default=None) -> dict:
     # Defaults of the family's transformers config class (memlib/models/hf_defaults.py); the
     # readers' own head_dim_default / vocab_default arguments are kept for callers, unused.
@@ -750,7 +760,7 @@ def _common(c: _Cfg, fam: dict, head_dim_default=None, vocab_default=None) -> di
         num_layers=c.int("num_hidden_layers"),
         num_heads=heads,
         num_kv_heads=c.int("num_key_value_heads", kv_default),
-        head_dim=c.int("head_dim", hf_defaults.head_dim_default(mt), allow_zero=True),
+        head_dim=_head_dim(c, mt),
         intermediate_size=c.int("intermediate_size"),
         vocab_size=c.int("vocab_size", hf_defaults.vocab_default(mt)),
         max_position_embeddings=c.int("max_position_embeddings", fam["max_position_embeddings"]),

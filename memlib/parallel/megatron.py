@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from memlib._checks import choice, positive_int
+from memlib._checks import choice, flag, positive_int
 
 # (param dtype, main-grad dtype) -> (bytes kept whole on every rank, bytes sharded over dp by the distributed
 # optimizer). Without the distributed optimizer everything is whole: the sum.
@@ -33,6 +33,7 @@ def megatron_bytes_per_param(grads: str = "fp32-grads", distributed_optimizer: b
     "fp16-grads" (16-bit params and grads: 20 B, or 4 + 16/dp) or "fp32" (16 B, or 8 + 8/dp).
     Megatron-LM dist_optimizer.md's table; theoretical_memory_usage.py. Exact, as a Fraction.
     """
+    distributed_optimizer = flag("distributed_optimizer", distributed_optimizer)
     choice("grads", grads, tuple(MEGATRON_LAYOUTS))
     if not isinstance(distributed_optimizer, bool):
         raise ValueError(f"distributed_optimizer must be True or False, got {distributed_optimizer!r}")
@@ -44,6 +45,7 @@ def megatron_bytes_per_param(grads: str = "fp32-grads", distributed_optimizer: b
 def megatron_model_state_bytes(num_params: int, grads: str = "fp32-grads", distributed_optimizer: bool = False,
                                dp: int = 1) -> int:
     """Model-state bytes on one GPU (rounded up) for num_params parameters: megatron_bytes_per_param x N."""
+    distributed_optimizer = flag("distributed_optimizer", distributed_optimizer)
     num_params = positive_int("num_params", num_params)
     b = megatron_bytes_per_param(grads, distributed_optimizer, dp) * num_params
     return -(-b.numerator // b.denominator)

@@ -216,6 +216,7 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     they allocate, memlib.hardware.fit's docstring: pass 0.25 there to plan with that margin).
     Invalid options are a ValueError here, before the search, not a list of "invalid" layouts.
     """
+    allow_offload = flag("allow_offload", allow_offload)
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {show(model)}")
@@ -373,7 +374,7 @@ def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offloa
     almost anything "fits" one GPU if the host has terabytes.
     """
     max_count, per_node, exhaustive = _min_gpus_bounds(max_count, exhaustive_up_to, plan_kw)
-    plan_kw["allow_offload"] = allow_offload
+    plan_kw["allow_offload"] = flag("allow_offload", allow_offload)
     floor_says = _nothing_fits(model, gpu, task, plan_kw, per_node)  # analytical: no search when no count fits
     if floor_says:
         return None

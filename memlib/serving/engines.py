@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib._checks import choice, positive_int
+from memlib._checks import choice, flag, fraction, positive_int
 from memlib.models import Model, get_model
 
 ENGINES = ("hf", "vllm", "sglang", "llama.cpp")
@@ -126,6 +126,8 @@ def llama_cpp_kv_cache(model, n_ctx: int, type_k: str = "f16", type_v: str | Non
     layers x streams x cells x (row(type_k, kv_heads x head_dim) + row(type_v, kv_heads x head_dim)).
     n_ubatch = min(n_ubatch, n_batch, n_ctx) as llama-context.cpp clamps it.
     """
+    kv_unified = flag("kv_unified", kv_unified)
+    swa_full = flag("swa_full", swa_full)
     m = get_model(model) if isinstance(model, str) else model
     if not isinstance(m, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
@@ -137,6 +139,11 @@ def llama_cpp_kv_cache(model, n_ctx: int, type_k: str = "f16", type_v: str | Non
     n_ctx, n_seq = positive_int("n_ctx", n_ctx), positive_int("n_seq", n_seq)
     pad_to = positive_int("pad_to", pad_to)
     ubatch = min(positive_int("n_ubatch", n_ubatch), positive_int("n_batch", n_batch), n_ctx)
+    if not kv_unified and n_ctx < n_seq:
+        # llama-context.cpp: n_ctx_seq = n_ctx / n_seq_max without a unified cache; fewer cells than streams
+        # leaves a stream with none (llama.cpp stops there too), not a cache of 0 bytes
+        raise ValueError(f"n_ctx {n_ctx:,} over n_seq {n_seq:,} streams leaves no cell per stream (kv_unified=False "
+                         f"splits the context evenly); give n_ctx >= n_seq, e.g. n_ctx = {n_seq:,} x tokens per stream")
     n_ctx = pad(n_ctx, pad_to)
     streams = 1 if kv_unified else n_seq
     cells = n_ctx if kv_unified else pad(n_ctx // n_seq, pad_to)
@@ -197,8 +204,8 @@ def sglang_max_total_tokens(model, gpu, tp: int = 1, weights: str = "auto", kv_c
     from memlib.serving.capacity import TP_COMMUNICATOR_BYTES
     from memlib.serving.inference import estimate_inference
 
-    if not 0 < mem_fraction_static <= 1:
-        raise ValueError(f"mem_fraction_static must be in (0, 1], got {mem_fraction_static!r}")
+    mem_fraction_static = fraction("mem_fraction_static", mem_fraction_static,
+                                   what="SGLang's static memory fraction (weights + KV pool)")
     g = get_gpu(gpu)
     est = estimate_inference(model, 1, 1, weights=weights, kv_cache=kv_cache, tp=tp, engine="sglang")
     tp = positive_int("tp", tp)

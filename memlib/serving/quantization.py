@@ -36,7 +36,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from memlib._checks import choice, plain, plain_args, positive_float, positive_int
+from memlib._checks import choice, flag, plain, plain_args, positive_float, positive_int
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.capacity import DecodeBound, decode_bound
 from memlib.training.lora import NF4_BITS_PER_PARAM
@@ -93,12 +93,22 @@ def _values(values) -> list[float]:
     return out
 
 
+def _finite_scale(scale: float, span: float) -> float:
+    """A scale a float can hold and divide by: a range of 1e-320 gives a subnormal or 0 scale (x / S overflows),
+    a range near 1e308 an infinite one (every code 0). Real tensors are nowhere near either."""
+    if not (math.isfinite(scale) and scale >= 2.2250738585072014e-308):
+        raise ValueError(f"the values span {span!r}: the scale {scale!r} is {'0 or subnormal' if scale < 1 else 'infinite'}"
+                         " in float64, so quantize/dequantize would give inf or nan; rescale the values first")
+    return scale
+
+
 @plain_args
 def affine_params(values, bits: int = 8, symmetric: bool = True) -> AffineParams:
     """Scale and zero point for `values` at `bits` (module docstring: Jacob et al. 2018; LLM.int8() Sec. 2.1).
 
     symmetric=True: absmax, Z = 0, codes in [−(2^(b−1) − 1), 2^(b−1) − 1]. symmetric=False: min/max with
     the range widened to include 0, Z = round(−min / S), codes in [0, 2^b − 1]."""
+    symmetric = flag("symmetric", symmetric)
     xs = _values(values)
     bits = positive_int("bits", bits, maximum=16)
     if bits < 2:
@@ -108,12 +118,12 @@ def affine_params(values, bits: int = 8, symmetric: bool = True) -> AffineParams
         absmax = max(abs(x) for x in xs)
         if absmax == 0:
             raise ValueError("every value is 0: absmax quantization has no range (scale would be 0)")
-        return AffineParams(absmax / qmax, 0, -qmax, qmax, bits, True)
+        return AffineParams(_finite_scale(absmax / qmax, absmax), 0, -qmax, qmax, bits, True)
     lo, hi = min(min(xs), 0.0), max(max(xs), 0.0)
     if hi == lo:
         raise ValueError("every value is 0: min/max quantization has no range (scale would be 0)")
     qmax = 2 ** bits - 1
-    scale = (hi - lo) / qmax
+    scale = _finite_scale((hi - lo) / qmax, hi - lo)
     return AffineParams(scale, min(max(round(-lo / scale), 0), qmax), 0, qmax, bits, False)
 
 

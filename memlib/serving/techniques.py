@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from memlib._checks import plain_args, positive_float, positive_int
+from memlib._checks import flag, plain_args, positive_float, positive_int
 
 
 @plain_args
@@ -25,6 +25,7 @@ def token_forwards(prompt: int, new: int, kv_cache: bool = True) -> int:
     the keys and values of earlier positions are kept, so step 1 runs the prompt (prefill) and each later
     step only its one new token: prompt + new - 1. Without, every step reruns the whole sequence:
     sum_t (prompt + t - 1) = new x prompt + new (new - 1) / 2 (Pope et al. 2022, Sec. 2)."""
+    kv_cache = flag("kv_cache", kv_cache)
     prompt = positive_int("prompt", prompt)
     new = positive_int("new", new)
     if not isinstance(kv_cache, bool):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memlib._checks import flag
 from memlib.models import Model
 
 
@@ -39,6 +40,7 @@ def korthikanti_layer_bytes(s: int, b: int, h: int, a: int, t: int = 1, sequence
     selective: drops the 5as/h attention term (softmax, its dropout mask and output)   Sec. 5
     full:      s*b*h*2 (only the layer input is kept)                  Sec. 5
     """
+    sequence_parallel = flag("sequence_parallel", sequence_parallel)
     if recompute == "full":
         return 2 * s * b * h // (t if sequence_parallel else 1)
     attn_core = 0 if recompute == "selective" else 5 * a * s * s * b // t
@@ -113,6 +115,8 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
     `routed_rows` (token, expert) rows (tokens x top-k without a capacity limit); the q/k norms,
     post-norms, fused projections, MLA and the eager variants follow from the model's fields.
     """
+    adapter_casts_input, base_saves_input, gqa_native, moe = map(flag, ("adapter_casts_input", "base_saves_input",
+                                                                       "gqa_native", "moe"), (adapter_casts_input, base_saves_input, gqa_native, moe))
     h, r, cm, full = model.hidden_size, num.residual, mlp_bytes or num.compute, trainable_linears
     keeps_input = full or base_saves_input
     led = Ledger()
@@ -251,6 +255,8 @@ def megatron_layer_ledger(model: Model, tokens: int, *, recompute: str = "none",
     attention over values reads: Korthikanti's 5as^2b (seq_len is s; tokens = s x b).
     moe: the MLP half is Megatron-Core's MoE block (megatron_moe_block), its experts taking `routed_rows` rows
     on one GPU of the tp group, their widths split over etp (tp by default)."""
+    moe = flag("moe", moe)
+    aux_loss = flag("aux_loss", aux_loss)
     h, q, kv, a, f = model.hidden_size, model.q_size, model.kv_size, model.num_heads, model.intermediate_size
     gated = model.mlp == "gated"
     stats, stat_why = (4, "the norm's fp32 1/rms per token") if model.norm == "rmsnorm" else (

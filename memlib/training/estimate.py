@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memlib._checks import flag, show
 from memlib.training import activations as act
 from memlib.training.options import TrainingSetup
 from memlib.units import fmt_bytes
@@ -76,9 +77,12 @@ class Estimate:
         heaviest stage's). Megatron-LM logs its memory scalars on the last rank only (training/global_vars.py
         _set_tensorboard_writer), so a Megatron log quotes the last stage. first_iteration: that stage's
         first_iteration_peak_bytes. Without pipeline parallelism every GPU is alike: the whole estimate's."""
+        first_iteration = flag("first_iteration", first_iteration)
         if not self.stage_names:
             moments = self.moments
         else:
+            if not isinstance(stage, str):
+                raise ValueError(f"stage must be 'first', 'last' or one of {self.stage_names}, got {show(stage)}")
             name = {"first": self.stage_names[0], "last": self.stage_names[-1]}.get(stage, stage)
             if name not in self.stage_names:
                 raise ValueError(f"unknown stage {stage!r}; accepted: 'first', 'last' or one of {self.stage_names}")

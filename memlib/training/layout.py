@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from math import gcd
 
+from memlib._checks import flag
 from memlib.training import lora as lora_mod
 from memlib.models import Model, Tensor
 from memlib.models.layer_pattern import LayerIndices, LayerPattern
@@ -354,6 +355,7 @@ def numel(tensors) -> int:
 def half_weights(m: Model, moe: bool = False, ep: int = 1) -> dict[str, tuple[int, int, int]]:
     """Per decoder layer (a MoE layer's when `moe`), for each half: (matmul weight elements, all elements, largest
     matmul weight), on one GPU of the expert-parallel group (before the tp split, which the caller applies)."""
+    moe = flag("moe", moe)
     layer = _layer_tensors(m, 1, ep, moe)
     out = {}
     for half in ("attn", "mlp"):

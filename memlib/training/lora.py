@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from memlib._checks import positive_int
+from memlib._checks import flag, positive_int
 from memlib.models import Model
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -72,6 +72,7 @@ def nf4_bytes(numel: int, block: int = 64, block2: int = 256, double_quant: bool
     quantization (compress_statistics=True) in 8 bits plus one fp32 constant per 256 absmax blocks:
     4 + 8/64 + 32/(64*256) = 4.127 bits. torchao (NF4Tensor.from_tensor, always double-quantized): int8 scalers
     plus one 16-bit quantization factor per 256 scalers."""
+    double_quant = flag("double_quant", double_quant)
     blocks = -(-numel // block)
     codes = -(-numel // 2)
     if backend == "torchao":

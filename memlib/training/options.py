@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from memlib.training import lora as lora_mod
 from memlib.training import optimizers as opt
-from memlib._checks import choice, positive_int
+from memlib._checks import choice, flag, positive_int
 from memlib.models import Model, get_model
 
 PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
@@ -186,10 +186,7 @@ class TrainingSetup:
         return self.tokens if self.cp_shard else self.seq_len // self.cp * self.micro_batch
 
 
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
+_flag = flag  # the one bool check (memlib._checks.flag)
 
 
 def _zero_stage(zero_stage) -> tuple[int, bool]:
@@ -209,10 +206,19 @@ def _zero_stage(zero_stage) -> tuple[int, bool]:
     return zero_stage, False
 
 
+class NotApplicable(ValueError):
+    """An option set away from its default where it does not apply (`option` names it): a recipe preset that set
+    it drops it (memlib.training.recipes.resolve); a user who set it gets this error."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(message)
+        self.option = option
+
+
 def _not_for(option: str, value, default, why: str) -> None:
     """An option set away from its default where it does not apply is an error, never ignored."""
     if value != default:
-        raise ValueError(f"{option}={value!r} does not apply here: {why}")
+        raise NotApplicable(option, f"{option}={value!r} does not apply here: {why}")
 
 
 def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,

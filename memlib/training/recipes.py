@@ -12,7 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from memlib.training.options import DEFAULTS, TrainingSetup, check_setup
+from memlib._checks import choice
+from memlib.training.options import DEFAULTS, NotApplicable, TrainingSetup, check_setup
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,15 @@ def resolve(model, recipe: str | None, options: dict) -> TrainingSetup:
         raise ValueError(f"unknown option(s) {', '.join(unknown)}; accepted: {', '.join(DEFAULTS)}")
     if recipe is None:
         return check_setup(model, **{**DEFAULTS, **options})
-    if recipe not in RECIPES:
-        raise ValueError(f"unknown recipe {recipe!r}; accepted: {', '.join(RECIPES)}")
-    r = RECIPES[recipe]
+    r = RECIPES[choice("recipe", recipe, RECIPES)]
     finetune = options.get("finetune", r.options.get("finetune", "full"))
     preset = {k: v for k, v in r.applied(finetune).items() if k not in options}
-    s = check_setup(model, **{**DEFAULTS, **preset, **options})
-    return dataclasses.replace(s, recipe=recipe, recipe_set=tuple(preset.items()))
+    while True:  # a preset never sets an option that does not apply to this setup: such an option is dropped
+        try:
+            s = check_setup(model, **{**DEFAULTS, **preset, **options})
+        except NotApplicable as e:
+            if e.option not in preset:
+                raise  # the user's own option: say so
+            del preset[e.option]
+            continue
+        return dataclasses.replace(s, recipe=recipe, recipe_set=tuple(preset.items()))

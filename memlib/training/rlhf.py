@@ -202,6 +202,7 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
     train_options: passed to memlib.estimate_training for the trainable roles (precision, recompute,
                    offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
     """
+    offload_idle = flag("offload_idle", offload_idle)
     c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
                rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options)
     c["kv_cache"] = kv_cache

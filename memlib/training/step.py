@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from memlib._checks import flag
 from memlib.training import activations as act
 from memlib.training import optimizers as opt
 from memlib.training import context_parallel as CP
@@ -96,6 +97,7 @@ class Half:
 def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics, moe: bool = False) -> dict[str, Half]:
     """Per half of a decoder layer (a MoE layer's when `moe`): its saved activations, weight gradients, autocast
     copies and the largest temporaries of its backward (the activation gradients in flight)."""
+    moe = flag("moe", moe)
     s, m = c.s, c.s.model
     tok, cb, tp = s.tokens, num.compute, s.tp
     out = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memlib._checks import flag
 from memlib.parallel.megatron import MEGATRON_LAYOUTS
 from memlib.training import activations as act
 from memlib.training import lora as lora_mod
@@ -502,6 +503,8 @@ def layer_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: in
     SiLU(gate) when checkpointing saves nothing; at down_proj, the SwiGLU product (unless kept), the output
     and an adapter's fp32 copies of its input (peft's cast, then dropout's). rebuilding: the same inside a layer
     recomputed for its backward."""
+    rebuilding = flag("rebuilding", rebuilding)
+    moe = flag("moe", moe)
     m, s = c.s.model, c.s
     tok, r, cb, I, h, tp = s.tokens, num.residual, num.compute, m.intermediate_size, m.hidden_size, s.tp
     cm = 4 if (s.finetune == "qlora" and num.autocast and c.w.base == 4) else cb

@@ -56,7 +56,11 @@ def notebook_key(notebook) -> str | None:
 
 
 def get_exercise(exercise_id) -> Exercise:
-    """The exercise with this id ("01.3", also "1.3"); KeyError with close ids if unknown."""
+    """The exercise with this id ("01.3", also "1.3"); KeyError with close ids if unknown. A float is refused:
+    1.10 and 1.1 are the same float, so check(1.10, ...) cannot mean 01.10."""
+    if isinstance(exercise_id, float):
+        raise KeyError(f"exercise ids are strings: write check('{exercise_id}', ...) in quotes (the number "
+                       f"{exercise_id!r} cannot tell 01.1 from 01.10)")
     key = str(exercise_id).strip()[:40]
     m = re.match(r"^(\d{1,2})\.(\d+)$", key)
     if m:

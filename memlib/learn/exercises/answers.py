@@ -183,6 +183,10 @@ def significant_figures(digits: str) -> int:
     return max(len(mantissa.lstrip("0").rstrip("0")), 1)
 
 
+_BIT_WORDS = ("bits", "bit", "bits per weight", "bit per weight", "bits/weight", "bits per param", "bits/param",
+              "bits per parameter", "bit/param", "比特", "位")
+
+
 def _unit_token(rest: str) -> str:
     while True:  # strip trailing qualifiers ("per GPU", "in total", ...), which do not change the figure
         stripped = _QUALIFIER.sub("", rest).strip()
@@ -254,7 +258,10 @@ def _scale(number: float, token: str, unit: str) -> float:
                      "x fewer", "times less", "fold fewer", "fold smaller", "times as few"),
                "%": ("", "%"),
                "bytes/param": ("", "b", "b/param", "bytes/param", "byte/param", "b/p", "bytes per param",
-                               "bytes per parameter", "byte per parameter", "bytes/parameter")}.get(unit, ("",))
+                               "bytes per parameter", "byte per parameter", "bytes/parameter", "bytes per weight",
+                               "byte per weight", "bytes/weight", "b/weight", "字节", "字节/参数")}.get(unit, ("",))
+    if unit == "bytes/param" and token in _BIT_WORDS:  # "3.3 bits" (per weight): a chapter speaks bits per weight
+        return number / 8
     if token not in allowed:
         raise Malformed(f"unexpected unit {token!r}; write a plain number, e.g. {example(unit)}")
     return number

@@ -18,6 +18,7 @@ download, import_progress(path) merges one back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -44,7 +45,21 @@ def path() -> Path | None:
     if setting.lower() in ("off", "none", "0", "false"):
         return None
     chosen = Path(setting) if setting else Path.cwd() / FILENAME
+    if str(chosen) not in _FALLBACK and not _writable(chosen):
+        # a read-only folder: progress lives in the user data folder, also after a restart (where the last
+        # session saved it), not in memory until the first failed write
+        _FALLBACK[str(chosen)] = _fallback_file()
     return _FALLBACK.get(str(chosen), chosen)
+
+
+def _writable(p: Path) -> bool:
+    """Whether progress can be written at p: the file itself if it exists, else its folder."""
+    target = p if p.exists() else p.parent
+    return os.access(target, os.W_OK) and (not p.exists() or os.access(p.parent, os.W_OK))
+
+
+def _fallback_file() -> Path:
+    return user_data_dir() / FILENAME.lstrip(".")
 
 
 def user_data_dir() -> Path:
@@ -166,20 +181,40 @@ def update(exercise_id: str, **fields) -> dict:
     mine[exercise_id] = _merge(mine.get(exercise_id, {}), fields)
     p = path()
     if p is not None:
-        on_disk = _read(p)
-        for eid, rec in on_disk.items():
-            mine[eid] = _merge(rec, mine[eid]) if eid in mine else rec
-        _write(p, mine)
+        with _locked(p):  # another process's write between our read and our replace would be lost
+            on_disk = _read(p)
+            for eid, rec in on_disk.items():
+                mine[eid] = _merge(rec, mine[eid]) if eid in mine else rec
+            _write(p, mine)
     if on_binder():
         _say_once("binder", "on Binder your progress ends with the session: export_progress() writes a file to "
                             "download, import_progress(path) reads it back next time.")
     return dict(mine[exercise_id])
 
 
+@contextlib.contextmanager
+def _locked(p: Path):
+    """An exclusive lock on p's lock file (POSIX flock) for a read-merge-write; where there is no flock (Windows,
+    the browser's Pyodide) or the folder cannot hold the lock file, no lock (one writer is the common case)."""
+    try:
+        import fcntl
+        fd = os.open(str(p.with_name(p.name + ".lock")), os.O_CREAT | os.O_RDWR, 0o644)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 def _write(p: Path, data: dict) -> None:
     text = json.dumps({"version": VERSION, "exercises": data}, indent=1, sort_keys=True)
     tmp = None
     try:
+        if p == _fallback_file():  # the user data folder may not exist yet
+            p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".memlib_progress.", dir=str(p.parent))
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text + "\n")
@@ -187,13 +222,16 @@ def _write(p: Path, data: dict) -> None:
     except OSError as e:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        fallback = user_data_dir() / FILENAME.lstrip(".")
+        fallback = _fallback_file()
         if p != fallback and str(p) not in _FALLBACK.values():
             _FALLBACK[str(p)] = fallback
             try:
                 fallback.parent.mkdir(parents=True, exist_ok=True)
-                _MEMORY[str(fallback.resolve())] = {**_read(fallback), **data}
-                _write(fallback, _MEMORY[str(fallback.resolve())])
+                merged = _read(fallback)
+                for eid, rec in data.items():  # entry by entry: a pass kept there survives a later slip here
+                    merged[eid] = _merge(merged[eid], rec) if eid in merged else rec
+                _MEMORY[str(fallback.resolve())] = merged
+                _write(fallback, merged)
                 _say_once(f"fallback:{p}", f"could not save exercise progress beside the notebook ({e}); it is "
                                            f"saved in {fallback} instead.")
                 return
@@ -207,16 +245,30 @@ def _write(p: Path, data: dict) -> None:
 
 
 def export_progress(to: str | os.PathLike = "memlib_progress_export.json") -> Path:
-    """Write every exercise's record to a file (to download from Binder); returns its path."""
+    """Write every exercise's record to a file (to download from Binder); returns its path (None, with a message,
+    when it cannot be written)."""
+    if not isinstance(to, (str, os.PathLike)) or not str(to).strip():
+        print(f"⚠️ export_progress needs a file name, e.g. export_progress('my_progress.json'); got {to!r}")
+        return None
     target = Path(to)
-    target.write_text(json.dumps({"version": VERSION, "exercises": entries()}, indent=1, sort_keys=True) + "\n",
-                      encoding="utf-8")
+    if not target.parent.is_dir():
+        print(f"⚠️ the folder {target.parent} does not exist: create it first, or export to a file in this folder")
+        return None
+    try:
+        target.write_text(json.dumps({"version": VERSION, "exercises": entries()}, indent=1, sort_keys=True) + "\n",
+                          encoding="utf-8")
+    except OSError as e:
+        print(f"⚠️ could not write {target}: {e}")
+        return None
     print(f"ℹ️ progress written to {target.resolve()}: download it, and next time import_progress({str(target)!r}).")
     return target
 
 
 def import_progress(source: str | os.PathLike) -> int:
     """Merge a file written by export_progress() into the current progress; returns how many entries it read."""
+    if not isinstance(source, (str, os.PathLike)) or not str(source).strip():
+        print(f"⚠️ import_progress needs the path of a file export_progress() wrote; got {source!r}")
+        return 0
     try:
         text = Path(source).read_text(encoding="utf-8")
     except (OSError, ValueError) as e:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from memlib.hardware.fit import fits, usable_bytes
 from memlib.hardware.gpus import get_gpu, list_gpus
+from memlib.serving.engines import kv_formats
 from memlib.serving.inference import KV_FORMATS, WEIGHT_FORMATS, estimate_inference, max_batch
 from memlib.models import list_models
 from memlib.learn.playgrounds import Controls
@@ -31,7 +32,9 @@ def serving_summary(values: dict) -> dict:
     batch = max(limit.value, 1)
     est = estimate_inference(m, batch, ctx, prefill_tokens=tokens, **kw)
     util = values.get("utilization", VLLM_GPU_MEMORY_UTILIZATION)
-    vllm = vllm_max_concurrency(m, g, ctx, max_num_batched_tokens=tokens, gpu_memory_utilization=util, **kw)
+    # vLLM's own cache formats only: an int8 cache is LMDeploy's (quant_policy=8), which vLLM does not offer
+    vllm = (vllm_max_concurrency(m, g, ctx, max_num_batched_tokens=tokens, gpu_memory_utilization=util, **kw)
+            if values["kv_cache"] in kv_formats("vllm") else None)
     full, one = decode_bound(m, g, batch, ctx, **kw), decode_bound(m, g, 1, ctx, **kw)
     return {"estimate": est, "verdict": fits(est, g), "max_batch": limit.value, "reason": limit.reason,
             "vllm_concurrency": vllm, "prefill_tokens": tokens, "decode_full": full, "decode_one": one,
@@ -87,8 +90,10 @@ class ServingPlayground(Controls):
         self.summary_html.value = (
             f"<b style='color:{colour}'>{n:,} concurrent chats</b> of {v['context']:,} tokens fit "
             f"({'memlib.max_batch' if n else s['reason']}); "
-            f"vLLM at gpu_memory_utilization {v['utilization']:.2f} admits {s['vllm_concurrency']:.1f}.<br>"
-            f"Per GPU: weights {gib(est.weight_bytes):.1f} GiB, KV cache {gib(per_chat):.2f} GiB per chat, "
+            + (f"vLLM at gpu_memory_utilization {v['utilization']:.2f} admits {s['vllm_concurrency']:.1f}.<br>"
+               if s["vllm_concurrency"] is not None else
+               f"vLLM has no {v['kv_cache']} KV cache (it is LMDeploy's), so no vLLM figure.<br>")
+            + f"Per GPU: weights {gib(est.weight_bytes):.1f} GiB, KV cache {gib(per_chat):.2f} GiB per chat, "
             f"prefill chunk {s['prefill_tokens']:,} tokens, of {gib(s['capacity']):.1f} GiB.<br>"
             f"Decode limit ({full.bound}-bound, HBM {gb(full.bandwidth_bytes_per_s):,.0f} GB/s): one chat alone "
             f"&le; {one.tokens_per_s_per_sequence:,.0f} tokens/s; at {max(n, 1):,} chats &le; "
