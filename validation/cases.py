@@ -418,6 +418,7 @@ SHARDED_CASES += [
              attention="eager"),
 ]
 
+
 for _c in SHARDED_CASES:
     _legacy(_c)
     if _c["precision"].endswith("mixed"):  # fp32 params + autocast, no MixedPrecisionPolicy
@@ -429,6 +430,19 @@ SHARDED_CASES += [
     _sharded("fsdp8-llama3-8b-4l-mixed-mp-ckpt", LLAMA3_8B_4L, 4096, 1, 8, precision="bf16-mixed",
              recompute="full"),
     _sharded("fsdp8-llama-7b-4l-mixed-mp", LLAMA_7B_4L, 2048, 1, 8, precision="bf16-mixed"),
+]
+
+# LoRA on an fp32 base under FSDP2's MixedPrecisionPolicy(bf16, fp32 reduce), as RL trainers run their actors
+# (verl loads the actor in fp32, wraps it with peft, then shards it): each unit gathered in 16 bits as it runs.
+_LORA_ALL = {"r": 16, "alpha": 32, "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                               "down_proj"], "dropout": 0.0}
+SHARDED_CASES += [
+    _sharded("fsdp4-tiny-llama-lora-fp32base-mixed", TINY_LLAMA, 512, 2, 4, precision="bf16-mixed",
+             finetune="lora", lora=_LORA_ALL, base_dtype="fp32"),
+    _sharded("fsdp8-llama3-8b-4l-lora-fp32base-mixed", LLAMA3_8B_4L, 2048, 1, 8, precision="bf16-mixed",
+             finetune="lora", lora=_LORA_ALL, base_dtype="fp32"),
+    _sharded("fsdp8-llama3-8b-4l-lora-fp32base-mixed-ckpt", LLAMA3_8B_4L, 2048, 1, 8, precision="bf16-mixed",
+             finetune="lora", lora=_LORA_ALL, base_dtype="fp32", recompute="full"),
 ]
 
 # Quick case re-measured by `--sharded --check` when no case is named.

@@ -55,7 +55,8 @@ def _init_fake_pg(world_size: int):
 
 
 def _decoder_layers(model):
-    inner = getattr(model, "model", model)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a peft model: its base
+    inner = getattr(base, "model", base)
     return inner.layers
 
 
@@ -82,8 +83,8 @@ def _build_sharded(case: dict, mesh):
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     from torch.distributed.fsdp import fully_shard
 
-    if case["finetune"] != "full":
-        raise ValueError("sharded cases are full fine-tuning only")
+    if case["finetune"] == "qlora":
+        raise ValueError("sharded cases are full fine-tuning or LoRA (peft, then fully_shard as RL trainers do)")
     base_case = dict(case, recompute="none")  # recompute is applied here, torchtitan's way
     with H._SkipRandomInit(), H._fake_safe_module_to():
         model, opt, ids, _ = H._build(base_case, DEVICE)

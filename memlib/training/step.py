@@ -274,7 +274,8 @@ def _ledger_builder(p: _Step) -> None:
                                         moe=moe, routed_rows=T.routed_rows(c) if moe else 0, tp=tp, etp=s.expert_tp,
                                         aux_loss=s.router_aux_loss) if p.fused else act.llama_layer_ledger(
             m, num, tok, b, seq, attention=s.attention, trainable_linears=full_ft, adapters=adapters,
-            lora_rank=s.lora_rank, adapter_bytes=pb if not full_ft else 2, lora_dropout=s.lora_dropout,
+            # the adapters compute at their gathered width (16 bits under FSDP2's MixedPrecisionPolicy)
+            lora_rank=s.lora_rank, adapter_bytes=(w.gathered or pb) if not full_ft else 2, lora_dropout=s.lora_dropout,
             # peft's bitsandbytes LoRA layer casts the input to the adapter dtype only without autocast (lora/bnb.py)
             adapter_casts_input=not (qlora_bnb and num.autocast),
             # bitsandbytes before 0.43.2: MatMul4Bit keeps its 16-bit input A for the backward

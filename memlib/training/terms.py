@@ -54,6 +54,11 @@ class Widths:
     cast_adapters: bool = False  # ... and of fp32 adapters
     gathered: int = 0  # FSDP: width of the all-gathered (unsharded) parameters and their gradients
     reduce: int = 0  # FSDP: width of the reduce-scatter input
+    gathered_base: int = 0  # FSDP, LoRA: width the frozen base is gathered at (0: its stored width, base)
+
+    @property
+    def base_gathered(self) -> int:
+        return self.gathered_base or self.base
 
 
 def widths(s: TrainingSetup, k: int) -> Widths:
@@ -95,20 +100,7 @@ def widths(s: TrainingSetup, k: int) -> Widths:
                       gathered=pb, reduce=pb)
     autocast = s.precision.endswith("mixed")
     if s.finetune != "full":
-        # LoRA / QLoRA: the frozen base as the recipe loads it (16-bit under *-mixed, torch_dtype=bf16), the
-        # adapters in adapter_dtype (peft's autocast_adapter_dtype=True keeps them fp32), autocast on under *-mixed.
-        base, ad = BYTES[s.base_dtype], BYTES[s.adapter_dtype]
-        compute = 4 if s.precision == "fp32" else 2
-        num = act.Numerics(residual=base, compute=compute, autocast=autocast)
-        note = (f"{s.finetune}: frozen base in {s.base_dtype}, adapters in {s.adapter_dtype}"
-                + (", autocast" if autocast else ""))
-        if s.sharding == "fsdp":
-            note += (f"; {'FSDP-QLoRA (AnswerDotAI/fsdp_qlora: the 4-bit base in a 16-bit quant_storage)' if s.finetune == 'qlora' else 'FSDP'}"
-                     f" sharded over {s.dp} GPUs, each decoder layer gathered in turn")
-        elif s.dp > 1:
-            note += f"; DDP over {s.dp} GPUs: each holds a replica"
-        return Widths(ad, ad, ad, 0, num, note, base=base, cast_base=autocast and base == 4,
-                      cast_adapters=autocast and ad == 4, gathered=ad, reduce=ad)
+        return _adapter_widths(s, autocast)
     pb = PARAM_BYTES[s.precision]
     note = ""
     if s.sharding == "fsdp" and autocast and s.fsdp_mixed_precision:
@@ -126,6 +118,36 @@ def widths(s: TrainingSetup, k: int) -> Widths:
     elif s.zero_stage and s.dp == 1:
         note = f"zero_stage={s.zero_stage} over one GPU shards nothing: same as no ZeRO"
     return Widths(pb, pb, pb, 0, NUMERICS[s.precision], note, base=pb, cast_base=autocast, gathered=pb, reduce=pb)
+
+
+def _adapter_widths(s: TrainingSetup, autocast: bool) -> Widths:
+    """Widths of a LoRA/QLoRA setup outside Megatron and DeepSpeed."""
+    # LoRA / QLoRA: the frozen base as the recipe loads it (16-bit under *-mixed, torch_dtype=bf16), the
+    # adapters in adapter_dtype (peft's autocast_adapter_dtype=True keeps them fp32), autocast on under *-mixed.
+    base, ad = BYTES[s.base_dtype], BYTES[s.adapter_dtype]
+    compute = 4 if s.precision == "fp32" else 2
+    num = act.Numerics(residual=base, compute=compute, autocast=autocast)
+    note = (f"{s.finetune}: frozen base in {s.base_dtype}, adapters in {s.adapter_dtype}"
+            + (", autocast" if autocast else ""))
+    if s.sharding == "fsdp" and autocast and base == 4 and ad == 4 and s.finetune == "lora" \
+            and s.fsdp_mixed_precision:
+        # FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over an fp32 base and fp32 adapters
+        # (RL trainers such as verl load the actor in fp32 and shard it so): each unit is cast to 16 bits and
+        # all-gathered when it runs, then freed (torch/distributed/fsdp/_fully_shard/_fsdp_param.py
+        # init_all_gather_outputs with param_dtype); the layers compute in 16 bits without autocast, so there is
+        # no whole-model 16-bit copy, only the gathered unit; adapter gradients reduce-scatter into fp32 shards.
+        return Widths(4, 4, 4, 0, NUMERICS[s.precision[:4]],
+                      f"lora under FSDP2 over {s.dp} GPUs with MixedPrecisionPolicy(param_dtype="
+                      f"{s.precision[:4]}, reduce_dtype=fp32): fp32 base and adapters sharded, each unit gathered "
+                      "in 16 bits as it runs (no autocast copies)", base=4, gathered=2, reduce=4,
+                      gathered_base=2)
+    if s.sharding == "fsdp":
+        note += (f"; {'FSDP-QLoRA (AnswerDotAI/fsdp_qlora: the 4-bit base in a 16-bit quant_storage)' if s.finetune == 'qlora' else 'FSDP'}"
+                 f" sharded over {s.dp} GPUs, each decoder layer gathered in turn")
+    elif s.dp > 1:
+        note += f"; DDP over {s.dp} GPUs: each holds a replica"
+    return Widths(ad, ad, ad, 0, num, note, base=base, cast_base=autocast and base == 4,
+                  cast_adapters=autocast and ad == 4, gathered=ad, reduce=ad)
 
 
 @dataclass(frozen=True)
@@ -337,17 +359,17 @@ def layer_parameter_bytes(c: Ctx) -> int:
     sums, w = c.sums, c.w
     if c.full_ft:
         return w.gathered * sums.layer_all
-    adapters = c.trainable // max(c.st.layers, 1) * w.param
+    adapters = c.trainable // max(c.st.layers, 1) * (w.gathered or w.param)
     if c.s.finetune == "lora":
-        return w.base * sums.layer_all + adapters
+        return w.base_gathered * sums.layer_all + adapters
     nf4 = sum(lora_mod.nf4_bytes(n, double_quant=c.s.double_quant, backend=c.s.qlora_backend)
               for n in sums.layer_linear_numels)
-    return nf4 + w.base * (sums.layer_all - sums.layer_linear) + adapters
+    return nf4 + w.base_gathered * (sums.layer_all - sums.layer_linear) + adapters
 
 
 def root_parameter_bytes(c: Ctx) -> int:
     """The root unit's parameters (embeddings, final norm, lm_head) at the gathered width (the base's under LoRA)."""
-    return (c.w.gathered if c.full_ft else c.w.base) * root_numel(c)
+    return (c.w.gathered if c.full_ft else c.w.base_gathered) * root_numel(c)
 
 
 def sharded(c: Ctx, nbytes: int, state: str) -> int:
