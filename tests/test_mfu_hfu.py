@@ -158,3 +158,13 @@ def test_cli_mfu_and_hfu_flags():
     assert out.returncode == 0 and "30% MFU" in out.stdout
     out = subprocess.run(base + ["--mfu", "0.3", "--hfu", "0.4"], capture_output=True, text=True)
     assert out.returncode != 0 and "not allowed with" in out.stderr
+
+
+def test_mfu_from_throughput_counts_a_frozen_base_as_4n():
+    # Llama-2-7B LoRA at 4,096: model FLOPs 4N + 12LHQT; 1,000 tokens/s on an H100 (989.4 TFLOP/s dense bf16)
+    m = memlib.get_model("llama-2-7b")
+    a = 12 * m.num_layers * m.num_heads * m.head_dim * 4096
+    assert cost.mfu_from_throughput(m, 4096, 1000, "h100-80gb", finetune="lora") == \
+        pytest.approx((4 * m.num_params + a) * 1000 / 989.4e12)
+    assert cost.mfu_from_throughput(m, 4096, 1000, "h100-80gb") == \
+        pytest.approx((6 * m.num_params + a) * 1000 / 989.4e12)

@@ -140,13 +140,15 @@ def gpu_hours(flops: float, gpu, mfu: float = DEFAULT_MFU, precision: str = "bf1
 
 
 def mfu_from_throughput(model, seq_len: int, tokens_per_s_per_gpu: float, gpu, precision: str = "bf16",
-                        peak_tflops: float | None = None) -> float:
-    """MFU implied by a measured tokens/s per GPU: flops_per_token x tokens/s / peak (no recompute counted)."""
+                        peak_tflops: float | None = None, finetune: str = "full") -> float:
+    """MFU implied by a measured tokens/s per GPU: model FLOPs per token x tokens/s / peak (no recompute counted,
+    Chowdhery et al. 2022, App. B). finetune="lora" / "qlora" counts a frozen base's 4N + 12·L·H·Q·T, the FLOPs
+    such a run does (no weight gradients of the base)."""
     m = _params_or_model(model)
     if not isinstance(m, Model):
         raise ValueError("mfu_from_throughput needs a Model or catalog name (its attention term needs the shape)")
     rate = positive_float("tokens_per_s_per_gpu", tokens_per_s_per_gpu, maximum=1e12)
-    return flops_per_token(m, seq_len) * rate / peak_flops(gpu, precision, peak_tflops)
+    return flops_per_token(m, seq_len, "none", finetune) * rate / peak_flops(gpu, precision, peak_tflops)
 
 
 @dataclass(frozen=True)
