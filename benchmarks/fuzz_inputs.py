@@ -245,6 +245,10 @@ add("step_time internode_bytes_per_s=-25e9", lambda: step_time(est(**_dp16), "a1
 add("step_time mfu=0", lambda: step_time(est(), "a100", mfu=0), Err("mfu"))
 add("step_time mfu=40", lambda: step_time(est(), "a100", mfu=40), Err("mfu"))
 add("step_time bf16 on a V100", lambda: step_time(est(), "v100"), Err("bf16"))
+add("step_time mfu and hfu both", lambda: step_time(est(), "a100", mfu=0.4, hfu=0.4), Err("not both"))
+add("step_time hfu=0", lambda: step_time(est(), "a100", hfu=0), Err("hfu"))
+add("step_time mfu=0.8 with full recompute (HFU > 1)", lambda: step_time(est(recompute="full"), "a100", mfu=0.8),
+    Err("not reachable"))
 # A100 dense bf16 312 TFLOP/s (NVIDIA A100 datasheet); PaLM's 6N + 12 L H Q T FLOPs per token
 add("step_time compute at 50% MFU", lambda: step_time(est(seq_len=2048), "a100-80gb", mfu=0.5).compute_s,
     Ok(lambda s: math.isclose(s, (6 * LLAMA_7B_PARAMS + 12 * 32 * 32 * 128 * 2048) * 2048 / (312e12 * 0.5))))
@@ -256,6 +260,7 @@ add("plan precisions='bf16-mixed' (a string)", lambda: plan("llama-7b", "a100", 
     Err("precisions"))
 add("plan mfu=0", lambda: plan("llama-7b", "a100", 8, mfu=0), Err("mfu"))
 add("plan mfu=5", lambda: plan("llama-7b", "a100", 8, mfu=5), Err("mfu"))
+add("plan mfu and hfu both", lambda: plan("llama-7b", "a100", 8, mfu=0.4, hfu=0.4), Err("not both"))
 add("plan bf16 on a V100", lambda: plan("llama-7b", "v100", 8, precisions=("bf16-mixed",)), Err("bf16"))
 add("plan fp32, no peak_tflops (untimed)", lambda: plan("llama-7b", "a100", 8, precisions=("fp32",)).to_dict(),
     Ok(lambda d: d["feasible"] and all(row["tokens_per_s_per_gpu"] is None for row in d["feasible"])))

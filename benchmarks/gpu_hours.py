@@ -2,7 +2,7 @@
 
     python benchmarks/gpu_hours.py
 
-Prints, per run: the published GPU-hours, memlib's (6ND + attention FLOPs at the MFU the source
+Prints, per run: the published GPU-hours, memlib's (6ND + attention FLOPs, no recompute, at the MFU the source
 reports or implies), the signed error (memlib - published) / published, the MFU used and the
 MFU the published hours imply. Rows without a published MFU show only the implied one.
 """

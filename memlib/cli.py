@@ -58,6 +58,22 @@ def _headroom(text: str) -> float:
     return x
 
 
+def _utilisation(text: str) -> float:
+    """--mfu / --hfu: a fraction of the dense peak in (0, 1]."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction of the peak such as 0.4, got {text!r}") from None
+    if not 0 < x <= 1:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"expected a fraction of the peak in (0, 1], got {text!r}")
+    return x
+
+
+MFU_HELP = ("training: rank layouts at this model-FLOPs utilisation, MFU (model FLOPs 6N + attention, recompute not "
+            "counted, PaLM App. B): every layout gets the same MFU, so recompute looks free; not with --hfu")
+HFU_HELP = ("training: rank layouts at this hardware-FLOPs utilisation, HFU (every FLOP the GPU runs, recompute "
+            "included: recompute costs its time). Default 0.4 when neither --mfu nor --hfu is given")
+
 HEADROOM_HELP = ("allocator headroom on top of the peak, a fraction of it (default 0.05; published FSDP runs reserve "
                  "up to 0.24 more than they allocate: 0.25 plans with that margin)")
 
@@ -230,6 +246,9 @@ def _add_fit(sub) -> None:
     f.add_argument("--prefill-tokens", type=int, default=None,
                    help="serve: tokens per prefill forward (default 8192, vLLM's chunk; 0: the whole batch at once)")
     f.add_argument("--no-offload", action="store_true", help="leave ZeRO-Offload/Infinity out of the search")
+    rate = f.add_mutually_exclusive_group()
+    rate.add_argument("--mfu", type=_utilisation, default=None, help=MFU_HELP)
+    rate.add_argument("--hfu", type=_utilisation, default=None, help=HFU_HELP)
     f.add_argument("--cp", type=int, action="append", default=None,
                    help="training: also try context parallelism of this degree (repeatable; FSDP over dp x cp)")
     f.add_argument("--host-ram-gib", type=_host_ram_gib, help="host RAM per node; offload plans needing more fail")
@@ -383,12 +402,21 @@ def cmd_serve(a) -> int:
     return 0
 
 
-_TRAIN_ONLY = ("seq_len", "micro_batch", "grad_accum", "optimizer", "cp")
+_TRAIN_ONLY = ("seq_len", "micro_batch", "grad_accum", "optimizer", "cp", "mfu", "hfu")
 _SERVE_ONLY = ("context_len", "weights", "kv_cache", "mla_cache", "prefill_tokens")
 
 
 def _flag_name(key: str) -> str:
     return "--" + key.replace("_", "-")
+
+
+def _rate_words(a) -> str:
+    """The utilisation the plans were timed at, named as PaLM defines it (Chowdhery et al. 2022, App. B)."""
+    if a.mfu is not None:
+        return f"{a.mfu:.0%} MFU (model FLOPs; a recompute layout's kernels run faster)"
+    from memlib.cost.timing import DEFAULT_HFU
+    hfu = DEFAULT_HFU if a.hfu is None else a.hfu
+    return f"{hfu:.0%} HFU: every FLOP the GPU runs, recompute included; MFU is lower with recompute"
 
 
 def cmd_fit(a) -> int:
@@ -411,6 +439,7 @@ def cmd_fit(a) -> int:
     kw = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, grad_accum=a.grad_accum, optimizer=a.optimizer or "adamw")
     cps = (1,) + tuple(a.cp) if a.cp else (1,)
     kw["allocator_headroom"] = a.allocator_headroom
+    kw.update({k: getattr(a, k) for k in ("mfu", "hfu") if getattr(a, k) is not None})
     r = plan(a.model, a.gpu, a.count, a.task, allow_offload=not a.no_offload, host_bytes_per_node=host, cps=cps, **kw)
     fewest = min_gpus(a.model, a.gpu, a.task, **kw) if a.min_gpus else None
     if a.json:
@@ -428,7 +457,7 @@ def cmd_fit(a) -> int:
     if not r.feasible:
         print("\nNo layout fits.")
     else:
-        print(f"\n{len(r.feasible)} layouts fit; best first (estimated at 40% MFU):")
+        print(f"\n{len(r.feasible)} layouts fit; best first (estimated at {_rate_words(a)}):")
         print(f"  {'tok/s/GPU':>9}  {'peak GiB':>8}  {'margin':>7}  {'host GiB':>8}  layout")
         for p in r.feasible[:a.top]:
             speed = f"{p.tokens_per_s_per_gpu:>9.0f}" if p.time else f"{'n/a':>9}"  # untimed: fp32

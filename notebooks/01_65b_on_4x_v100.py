@@ -39,7 +39,7 @@ from memlib.fit import usable_bytes
 from memlib.lora import lora_params
 from memlib.plan import max_micro_batch, min_gpus, plan
 from memlib.playground import Playground
-from memlib.timing import flops_per_token
+from memlib.timing import CPU_ADAM_PARAMS_PER_S, NVME_BYTES_PER_S, flops_per_token
 from memlib.parallel.megatron import megatron_bytes_per_param, megatron_model_state_bytes
 from memlib.units import fmt_count
 from memlib.viz import breakdown_bars, sweep
@@ -83,27 +83,26 @@ dm = next(p for p in qlora_plan.feasible if p.estimate.setup.sharding == "device
 fsdp = next(p for p in qlora_plan.feasible if p.estimate.setup.sharding == "fsdp")
 no_offload_fits = any(p.settings["offload"] == "none" for p in full_plan.feasible)
 full_en, full_zh = ("yes", "可以") if no_offload_fits else ("no", "不行")
-q_en, q_zh = ("yes, slowly", "可以，但慢") if qlora_plan.feasible else ("no", "不行")
-a_states = f"{R(gib(states))} GiB"
-a_times = f"{R(states / (N * cap))}"
+q_en, q_zh = ("yes", "可以") if qlora_plan.feasible else ("no", "不行")
 a_z3 = f"{R(gib(z3_states))} GiB"
 a_dm = f"{R(gib(dm.estimate.peak_bytes))} GiB"
-a_job = f"{R(N * dm.tokens_per_s_per_gpu)}"
-a_mfu = f"{dm.time.mfu:.0%}"
+a_job = f"{R(N * dm.tokens_per_s_per_gpu)}"   # the whole device_map job, memlib.step_time's default utilisation
+a_hfu = f"{dm.time.hfu:.0%}"                  # HFU: every FLOP the GPU runs, the recomputed forward included
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
-# > **EN** **Full fine-tuning: {eval}`full_en`.** Mixed-precision AdamW keeps 16 bytes per parameter,
-# > {eval}`a_states`: {eval}`a_times` times four V100s. ZeRO-3 still leaves {eval}`a_z3` per card;
-# > only offloading the states to host RAM or NVMe runs it. **QLoRA: {eval}`q_en`.** Split layer by
-# > layer, the 4-bit model and its adapters take {eval}`a_dm` per card, in fp16 with loss scaling (no
-# > bf16 on Volta). Caveat: at best {eval}`a_job` tokens/s for the whole job, at an assumed {eval}`a_mfu` MFU.
+# > **EN** **Full fine-tuning: {eval}`full_en`.** Mixed-precision AdamW keeps 16 bytes per parameter;
+# > even ZeRO-3 leaves {eval}`a_z3` per card, so only offloading states to host RAM or NVMe runs it.
+# > **QLoRA: {eval}`q_en`.** Split layer by layer, the 4-bit model and adapters take {eval}`a_dm` per
+# > card, but one card computes at a time; FSDP-QLoRA keeps all four busy. Caveat: fp16 with loss
+# > scaling (no bf16 on Volta); at {eval}`a_hfu` HFU, recompute counted, the layer split makes at most
+# > {eval}`a_job` tokens/s.
 #
-# > **中文** **全参数微调：{eval}`full_zh`。** 混合精度 AdamW 每参数 16 字节，共 {eval}`a_states`，是 4 张 V100 的
-# > {eval}`a_times` 倍；ZeRO-3 后每卡仍要 {eval}`a_z3`，只能把状态卸载到内存或 NVMe。**QLoRA：{eval}`q_zh`。**
-# > 4-bit 模型按层切到 4 卡，每卡约 {eval}`a_dm`，fp16 加 loss scaling（V100 无 bf16）。注意：整个任务最多约
-# > {eval}`a_job` tokens/s（假设 MFU {eval}`a_mfu`）。
+# > **中文** **全参数微调：{eval}`full_zh`。** 混合精度 AdamW 每参数 16 字节；即使 ZeRO-3，每卡仍要
+# > {eval}`a_z3`，只能把状态卸载到内存或 NVMe。**QLoRA：{eval}`q_zh`。** 4-bit 模型按层切到 4 卡，每卡约
+# > {eval}`a_dm`，但同一时刻只有一张卡在算；FSDP-QLoRA 把模型分片，四卡同时计算。注意：fp16 加 loss
+# > scaling（V100 无 bf16）；速度是上限：按 HFU {eval}`a_hfu`（含重算），按层切分约 {eval}`a_job` tokens/s。
 #
 # The long answer follows: every figure above is derived in section 5.
 
@@ -129,7 +128,7 @@ a_mfu = f"{dm.time.mfu:.0%}"
 # - **TP / PP, bubble**: each layer's matrices split over GPUs (Megatron) / consecutive layers per GPU; the bubble is the time a stage waits.
 # - **Offload**: states kept in host RAM or NVMe (ZeRO-Offload, ZeRO-Infinity); **recompute**: keep each layer's input only and redo its forward in the backward.
 # - **QLoRA, NF4, device_map, FSDP-QLoRA**: LoRA adapters on a 4-bit NormalFloat base; the layers spread over GPUs one working at a time / the 4-bit base sharded, all working.
-# - **MFU**: the share of the GPU's peak FLOP/s a run achieves. **GB / GiB**: 1e9 / 2**30 bytes.
+# - **MFU / HFU**: model / hardware FLOPs utilisation: the share of the GPU's peak FLOP/s spent on the model's FLOPs (no recompute) / on every FLOP it runs, recompute included (PaLM, App. B). **GB / GiB**: 1e9 / 2**30 bytes.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
@@ -229,13 +228,23 @@ print(f"{len(full_plan.feasible)} layouts fit, all offloading: {not no_offload_f
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s4_n, s4_peak, s4_host = f"{len(full_plan.feasible)}", f"{G(best.estimate.peak_bytes)}", f"{fmt_bytes(host)}"
 s4_bpp, s4_nvme = f"{host / P:.1f}", f"{G(N * nv.estimate.nvme_bytes)}"
-s4_tps = f"{nv.tokens_per_s_per_gpu:.0f}"
+s4_tps, s4_tps_ram = f"{nv.tokens_per_s_per_gpu:.0f}", f"{best.tokens_per_s_per_gpu:.0f}"
+s4_hfu, s4_accum = f"{nv.time.hfu:.0%}", f"{nv.time.micro_batches}"
+s4_link, s4_nvme_rate = f"{g.host_link_bytes_per_s / 1e9:.0f} GB/s", f"{NVME_BYTES_PER_S / 1e9:.0f} GB/s"
+s4_adam = f"{CPU_ADAM_PARAMS_PER_S / 1e9:.0f} billion"
 
 # %% [markdown]
 # memlib: {eval}`s4_n` layouts fit, and every one offloads. The fastest (ZeRO-3 with parameters and
 # optimizer offloaded, full recompute) peaks at {eval}`s4_peak` per card but needs **{eval}`s4_host` of
 # host RAM** ({eval}`s4_bpp` B per parameter). On a 512 GiB server the states go to NVMe instead
-# (ZeRO-Infinity): {eval}`s4_nvme` of NVMe, at most about {eval}`s4_tps` tokens/s per card.
+# (ZeRO-Infinity): {eval}`s4_nvme` of NVMe.
+#
+# Its speed rests on four assumptions (`memlib.step_time`'s defaults): kernels at {eval}`s4_hfu` of the fp16
+# peak on every FLOP they run (HFU), {eval}`s4_accum` micro-batches per optimizer step, DeepSpeed's CPU Adam at
+# {eval}`s4_adam` parameters/s per server, and per card a {eval}`s4_link` host link and a {eval}`s4_nvme_rate`
+# NVMe drive. Then offloaded full fine-tuning makes **about {eval}`s4_tps` tokens/s per card** from NVMe, and
+# up to {eval}`s4_tps_ram` if the server has the host RAM to keep the states there. Fewer micro-batches per
+# step or a slower CPU lower both.
 
 # %% [markdown]
 # ### Step 5 · QLoRA split over the four cards
@@ -269,31 +278,48 @@ s5_nf4_gib, s5_cap = f"{G(nf4)}", f"{G(cap)}"
 # %% [markdown]
 # ### Step 6 · How fast: an upper bound on tokens per second
 #
-# ✏️ **Back of the envelope.** LoRA skips the weight gradients: forward 2N + input gradients 2N,
-# plus 2N to recompute the forward = 6 × 65e9 ≈ **390 GFLOP per token**. A V100 does 125 TFLOP/s
-# in fp16; at 40% MFU, 50 TFLOP/s gives **130 tokens/s** per card when all four compute (FSDP);
-# with device_map one card works at a time, so the **whole job** gets about one card's 130.
+# ✏️ **Back of the envelope.** LoRA skips the weight gradients: the model's FLOPs are forward 2N + input
+# gradients 2N = 4 × 65e9 ≈ **260 GFLOP per token**; recompute runs the forward again, so the GPU executes
+# 6 × 65e9 ≈ **390 GFLOP**. A V100 does 125 TFLOP/s in fp16. If its kernels run every FLOP at 40% of that
+# (40% HFU), 50 TFLOP/s / 390 GFLOP ≈ **130 tokens/s** per card when all four compute (FSDP); with
+# device_map one card works at a time, so the **whole job** gets about one card's 130. That is
+# 40% × 260 / 390 ≈ 27% MFU; a true 40% MFU would be 50 TFLOP/s / 260 GFLOP ≈ 190 tokens/s.
 
 # %% tags=["nbval-check-output"]
-fpt = flops_per_token(m, SEQ, recompute="full", finetune="qlora")   # memlib.timing: PaLM's 6N + attention, LoRA form
-t_dm, t_fsdp = dm.time, fsdp.time                                    # memlib.step_time, at memlib's default MFU
+fpt = flops_per_token(m, SEQ, recompute="full", finetune="qlora")   # memlib.timing: what the GPU runs (hardware FLOPs)
+mfpt = flops_per_token(m, SEQ, recompute="none", finetune="qlora")  # model FLOPs, what MFU counts: 4N + 12·L·H·Q·T
+t_dm, t_fsdp = dm.time, fsdp.time                                    # memlib.step_time, at its default 40% HFU
+t_dm_mfu = step_time(dm.estimate, g, mfu=0.4)                        # the same job at a true 40% MFU
 ten_m = {name: cost.training_run_from_step(t, 1e7, GPU) for name, t in (("device_map", t_dm), ("FSDP", t_fsdp))}
-print(f"{fpt / 1e9:.0f} GFLOP/token at {t_dm.mfu:.0%} MFU; job: device_map {N * t_dm.tokens_per_s_per_gpu:.0f}, "
-      f"FSDP {N * t_fsdp.tokens_per_s_per_gpu:.0f} tokens/s; 10M tokens: {ten_m['device_map'].days * 24:.0f} h, "
-      f"{ten_m['FSDP'].days * 24:.0f} h")
+print(f"{fpt / 1e9:.0f} GFLOP/token run, {mfpt / 1e9:.0f} model; {t_dm.hfu:.0%} HFU = {t_dm.mfu:.0%} MFU: job "
+      f"device_map {N * t_dm.tokens_per_s_per_gpu:.0f}, FSDP {N * t_fsdp.tokens_per_s_per_gpu:.0f} tokens/s; "
+      f"10M tokens: {ten_m['device_map'].days * 24:.0f} h, {ten_m['FSDP'].days * 24:.0f} h; "
+      f"at 40% MFU device_map {N * t_dm_mfu.tokens_per_s_per_gpu:.0f} tokens/s ({t_dm_mfu.hfu:.0%} HFU)")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s6_fpt, s6_fpt_over = f"{fpt / 1e9:.0f}", f"{fpt / (6 * 65e9) - 1:+.0%}"
 s6_mfu, s6_bubble = f"{t_dm.mfu:.0%}", f"{t_dm.bubble_fraction:.0%}"
+s6_hfu, s6_mfpt = f"{t_dm.hfu:.0%}", f"{mfpt / 1e9:.0f}"
+s6_mfu_job, s6_mfu_hfu = f"{N * t_dm_mfu.tokens_per_s_per_gpu:.0f}", f"{t_dm_mfu.hfu:.0%}"
+s6_x = f"{t_fsdp.tokens_per_s_per_gpu / t_dm.tokens_per_s_per_gpu:.0f}"
 s6_dm_job, s6_fsdp_job = f"{N * t_dm.tokens_per_s_per_gpu:.0f}", f"{N * t_fsdp.tokens_per_s_per_gpu:.0f}"
 s6_dm_h, s6_fsdp_h = f"{ten_m['device_map'].days * 24:.0f} h", f"{ten_m['FSDP'].days * 24:.0f} h"
 
 # %% [markdown]
-# memlib: {eval}`s6_fpt` GFLOP per token (the pencil left out attention, {eval}`s6_fpt_over`). These
-# speeds assume **{eval}`s6_mfu` MFU**, an upper bound here: bitsandbytes' 4-bit matmuls on Volta, without
-# FlashAttention, run well below it. At that MFU the **whole job** runs at most {eval}`s6_dm_job` tokens/s with
-# device_map (a {eval}`s6_bubble` bubble: three cards wait while one works) and {eval}`s6_fsdp_job` with
-# FSDP-QLoRA; ten million tokens of chat data take at least **{eval}`s6_dm_h`** or **{eval}`s6_fsdp_h`**.
+# memlib: the GPU runs {eval}`s6_fpt` GFLOP per token, {eval}`s6_mfpt` of them the model's (the pencil left
+# out attention, {eval}`s6_fpt_over`). memlib's default rate is **{eval}`s6_hfu` HFU**: the kernels run every
+# FLOP, the recomputed forward included, at that share of the peak, which is **{eval}`s6_mfu` MFU** (PaLM's
+# model FLOPs utilisation counts no recompute). Even that is an upper bound here: bitsandbytes' 4-bit matmuls
+# on Volta, without FlashAttention, run below it, and memlib does not model the NF4 dequantization. At that
+# rate the **whole job** runs at most {eval}`s6_dm_job` tokens/s with device_map (a {eval}`s6_bubble` bubble:
+# three cards wait while one works) and {eval}`s6_fsdp_job` with FSDP-QLoRA; ten million tokens of chat data
+# take at least **{eval}`s6_dm_h`** or **{eval}`s6_fsdp_h`**. Someone who quotes "40% MFU" for the device_map
+# job means {eval}`s6_mfu_job` tokens/s, with its kernels at {eval}`s6_mfu_hfu` of peak.
+#
+# So FSDP-QLoRA is the lever for speed, {eval}`s6_x`× the layer split on the same cards. It needs
+# bitsandbytes' `bnb_4bit_quant_storage` (the NF4 weights packed in a 16-bit dtype that FSDP can shard,
+# bitsandbytes 0.43 and later), and on Volta fp16 with FSDP's `ShardedGradScaler` for loss scaling: the
+# published FSDP-QLoRA recipes run bf16 on Ampere and newer, so budget a trial run.
 
 # %% [markdown]
 # ### Step 7 · fp16 on a V100: loss scaling
@@ -320,13 +346,15 @@ print(f"fp16 max {float(f16.max):g}, smallest normal {float(f16.smallest_normal)
 #
 # **Takeaway: only offloaded full fine-tuning and the two QLoRA splits get under a V100; every
 # other layout misses by hundreds of GiB.** Per-GPU peak of each way to train on 4 V100s
-# (`memlib.viz.breakdown_bars`, linear bars, the card's capacity dashed).
+# (`memlib.viz.breakdown_bars`, on a log scale so the layouts that fit stay visible; the card's capacity dashed).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 bars = {"DDP": split["DDP"], "ZeRO-3": split["ZeRO-3"], "TP=4": split["TP=4"], "PP=4": split["PP=4"],
         "ZeRO-3\n+offload": best.estimate, "QLoRA\ndevice_map": dm.estimate, "QLoRA\nFSDP": fsdp.estimate}
 fig, ax = plt.subplots(figsize=(8, 3.6))
 breakdown_bars(bars, gpu=GPU, ax=ax, title=f"LLaMA-65B, seq {SEQ}, fp16: per-GPU peak on 4 V100s")
+ax.set_yscale("log")
+ax.set_ylabel("GiB per GPU at the peak (log)")
 plt.show()
 
 # %% [markdown]
@@ -417,7 +445,8 @@ f2_nodes = f"{-(-(a100_min.count + 1) // 8)}"
 # - Treating offload as free: it needs host RAM of the order of the states ({eval}`s4_host` here).
 # - Mixing GB and GiB: a "32GB" V100 is 32 GiB, and torch sees {eval}`s1_cap`.
 # - Casting the adapters to fp16 on a V100: GradScaler refuses fp16 gradients; keep them fp32.
-# - Quoting tokens/s without the MFU behind them: the figures above assume {eval}`s6_mfu`.
+# - Quoting tokens/s without the utilisation behind them, or calling it MFU when recompute is counted: the
+#   figures above assume {eval}`s6_hfu` HFU, which is {eval}`s6_mfu` MFU.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10. Deep dive (skip on first read) · 深入（可跳过）

@@ -45,7 +45,7 @@ CARDS = ["rtx-4090", "l40s", A100, "h200"]  # 24, 48, 80 and 141 GB
 LORA = dict(lora_targets="all-linear", lora_rank=16)  # adapters on every projection, rank 16
 M7 = memlib.get_model("llama-7b")
 LADDER = ladder()  # LLaMA-like shapes from 0.37B to 175B (step 4)
-MFU = memlib.timing.DEFAULT_MFU  # the model-FLOPs utilisation every time below assumes
+MFU = memlib.timing.DEFAULT_MFU  # 40% of peak: MFU without recompute, HFU (recompute counted) with it
 
 # Each recipe maps a model to a memlib estimate. Training: memlib.estimate_training with the common
 # recipe's defaults (PyTorch AMP "bf16-mixed", torch's foreach AdamW; LoRA/QLoRA: 16-bit or NF4 frozen
@@ -315,9 +315,10 @@ print("compute capability:", ", ".join(f"{n} {g.compute_capability}" for n, g in
 print("no bf16:", [n for n, g in gens.items() if not g.supports_bf16], "; fp8:", [n for n, g in gens.items() if g.fp8_tflops])
 flops_6nd = cost.training_flops(M7, 1e12)  # memlib.cost: 6·N·D (Kaplan et al. 2020)
 days_6nd = cost.gpu_hours(flops_6nd, A100, mfu=MFU) / 24  # memlib.cost.gpu_hours: / (peak x MFU)
-run_ft = cost.training_run(M7, 1e8, A100, 1, mfu=MFU, seq_len=SEQ, recompute="full")  # a fine-tune
-print(f"7B on 1T tokens: {flops_6nd:.2e} FLOP, {days_6nd:,.0f} days on one A100 at {MFU:.0%} MFU")
-print(f"7B fine-tune on 100M tokens with recompute: {run_ft.gpu_hours:.0f} A100-hours")
+run_ft = cost.training_run(M7, 1e8, A100, 1, hfu=MFU, seq_len=SEQ, recompute="full")  # a fine-tune, 8N + 16LHQT
+print(f"7B on 1T tokens: {flops_6nd:.2e} FLOP, {days_6nd:,.0f} days on one A100 at {MFU:.0%} MFU (6N per token)")
+print(f"7B fine-tune on 100M tokens with recompute: {run_ft.gpu_hours:.0f} A100-hours at {run_ft.hfu:.0%} HFU "
+      f"= {run_ft.mfu:.0%} MFU")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s5_days, s5_years = f"{days_6nd:,.0f} days", f"{days_6nd / 365:.0f} years"
@@ -325,13 +326,16 @@ s5_err, s5_ft = f"{days_6nd / 3900 - 1:+.0%}", f"{run_ft.gpu_hours:.0f} hours"
 s5_v100, s5_t4, s5_a100 = f"{gens['v100-32gb'].compute_capability}", f"{memlib.get_gpu('t4').compute_capability}", f"{gens[A100].compute_capability}"
 s5_4090, s5_h100 = f"{gens['rtx-4090'].compute_capability}", f"{gens['h100-80gb'].compute_capability}"
 s5_mfu = f"{MFU:.0%}"
+s5_ft_hfu, s5_ft_mfu = f"{run_ft.hfu:.0%}", f"{run_ft.mfu:.0%}"
 
 # %% [markdown]
 # V100 ({eval}`s5_v100`) and T4 ({eval}`s5_t4`) have fp16 tensor cores only: train in fp16 with a loss scaler
 # (notebook 01, step 7). bf16 starts with the A100 ({eval}`s5_a100`); fp8 matmuls (`torch._scaled_mm`,
 # Transformer Engine) need an RTX 4090 or L40S ({eval}`s5_4090`) or an H100 ({eval}`s5_h100`). And memory is
 # not time: 1T tokens on one A100 take **{eval}`s5_days`** ({eval}`s5_years`; the pencil is {eval}`s5_err`
-# off) at {eval}`s5_mfu` MFU. One GPU fine-tunes: 100M tokens take about {eval}`s5_ft`.
+# off) at {eval}`s5_mfu` MFU, counting 6N per token (no attention, no recompute). One GPU fine-tunes: 100M
+# tokens take about {eval}`s5_ft` with recompute, counting what the GPU runs, 8N plus attention, at
+# {eval}`s5_ft_hfu` of peak (HFU; that is {eval}`s5_ft_mfu` MFU, which counts no recompute).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图

@@ -45,7 +45,7 @@ CARDS = ["rtx-4090", "l40s", A100, "h200"]  # 24, 48, 80 and 141 GB
 LORA = dict(lora_targets="all-linear", lora_rank=16)  # adapters on every projection, rank 16
 M7 = memlib.get_model("llama-7b")
 LADDER = ladder()  # LLaMA-like shapes from 0.37B to 175B (step 5)
-MFU = memlib.timing.DEFAULT_MFU  # the model-FLOPs utilisation every time below assumes
+MFU = memlib.timing.DEFAULT_MFU  # 40% of peak: MFU without recompute, HFU (recompute counted) with it
 
 # Each recipe maps a model to a memlib estimate. Training: memlib.estimate_training with the common
 # recipe's defaults (PyTorch AMP "bf16-mixed", torch's foreach AdamW; LoRA/QLoRA: 16-bit or NF4 frozen
@@ -198,7 +198,7 @@ display(Markdown(
 # 8 × 7e9 × 2048 ≈ 1.1e14 FLOP at 40% of 312 TFLOP/s ≈ 0.9 s. Total ≈ 3.2 s: **≈ 3.5× the compute**.
 
 # %% tags=["nbval-check-output"]
-# memlib.step_time: compute at MFU, PCIe at the catalog's host link, CPU Adam at
+# memlib.step_time: compute at 40% HFU (recompute counted), PCIe at the catalog's host link, CPU Adam at
 # memlib.timing.CPU_ADAM_PARAMS_PER_S, no overlap. Baseline: plain AMP where it fits, else compute.
 t1, base1, _ = offload_vs_baseline(A100, 1)
 t8, base8, _ = offload_vs_baseline(A100, 8)
@@ -214,12 +214,12 @@ ot_mfu = f"{MFU:.0%}"
 
 # %% [markdown]
 # On an A100 80GB ZeRO-Offload takes **{eval}`ot_x1`** its own compute at one sequence per step and
-# {eval}`ot_x8` with eight accumulated ({eval}`ot_mfu` MFU): CPU Adam ({eval}`ot_cpu`) comes once per step,
+# {eval}`ot_x8` with eight accumulated (kernels at {eval}`ot_mfu` of peak, recompute counted: HFU): CPU Adam ({eval}`ot_cpu`) comes once per step,
 # but the gradient sum crosses PCIe with **every** micro-batch ({eval}`ot_pcie1` → {eval}`ot_pcie8`). On an
 # H200, where plain AMP fits, offload costs {eval}`ot_h200`. Three cards, with and without accumulation:
 
 # %% tags=["nbval-check-output"]
-# memlib.step_time: compute at memlib.timing.DEFAULT_MFU, PCIe at the catalog's host link, CPU Adam at
+# memlib.step_time: compute at memlib.timing.DEFAULT_HFU, PCIe at the catalog's host link, CPU Adam at
 # memlib.timing.CPU_ADAM_PARAMS_PER_S (one node's rate), no overlap. Baseline: plain AMP where it fits, else compute.
 slow, rows = {}, []
 for g in ("a100-80gb", "rtx-4090", "h200"):
@@ -230,7 +230,7 @@ for g in ("a100-80gb", "rtx-4090", "h200"):
                      f"{t.step_s:.2f} s", f"{t.offload_s:.2f} s", f"{t.cpu_optimizer_s:.2f} s", f"{slow[(g, accum)]:.1f}x"))
 time_table = markdown_table(rows, ["GPU", "tokens per step", "baseline", "baseline step", "ZeRO-Offload step",
                                    "PCIe", "CPU Adam", "slowdown"])
-print(f"assumed: MFU {MFU:.0%}, CPU Adam {memlib.timing.CPU_ADAM_PARAMS_PER_S:.0e} params/s per node")
+print(f"assumed: HFU {MFU:.0%} (recompute counted), CPU Adam {memlib.timing.CPU_ADAM_PARAMS_PER_S:.0e} params/s per node")
 for (g, accum), x in slow.items():
     print(f"{g:10} {SEQ * accum:>6,} tokens/step: {x:.1f}x")
 
@@ -346,7 +346,7 @@ display(Markdown(
     f"Recompute is what fits 7B LoRA on a 24 GB card: **{gb(lora_norc.peak_bytes):.1f} GB** without it "
     f"({verdict(lora_norc, 'rtx-4090')}), **{gb(packed.peak_bytes):.1f} GB** with it. Four 512-token samples "
     f"padded to 2,048 peak at {gb(padded.peak_bytes):.1f} GB and take {t_pad.step_s / t_pack.step_s:.1f}× the time "
-    f"per real token of the packed row, at {MFU:.0%} MFU. memlib counts the packed row's attention over all "
+    f"per real token of the packed row, at {MFU:.0%} HFU (recompute counted). memlib counts the packed row's attention over all "
     f"2,048 tokens; with variable-length kernels each sample attends over its own 512, so packing saves a little more."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}

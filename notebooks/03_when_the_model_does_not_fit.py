@@ -407,11 +407,15 @@ f3_host, f3_step = f"{GiB(best3080.estimate.host_bytes)}", f"{t3080.step_s:.1f} 
 f3_comp, f3_pcie = f"{parts3080['compute']:.1f} s", f"{parts3080['offload over PCIe']:.1f} s"
 f3_adam, f3_tps = f"{parts3080['CPU Adam']:.1f} s", f"{t3080.tokens_per_s_per_gpu:,.0f}"
 f3_q, f3_qtps = f"{GiB(qlora3080.peak_bytes)}", f"{tq.tokens_per_s_per_gpu:,.0f}"
+f3_tflops, f3_hfu, f3_mfu = f"{t3080.peak_flops / 1e12:g}", f"{t3080.hfu:.0%}", f"{t3080.mfu:.0%}"
 
 # %% [markdown]
 # {eval}`f3_n` layout fits: {eval}`f3_best`, with **{eval}`f3_host` of host RAM**. A 2k-token step takes
 # **{eval}`f3_step`** ({eval}`f3_comp` compute, {eval}`f3_pcie` PCIe, {eval}`f3_adam` CPU Adam): ~{eval}`f3_tps`
-# tokens/s, not 0.2-0.3. QLoRA needs {eval}`f3_q`, ~{eval}`f3_qtps` tokens/s, no host RAM.
+# tokens/s, not 0.2-0.3. QLoRA needs {eval}`f3_q`, ~{eval}`f3_qtps` tokens/s, no host RAM. The card is an RTX 3080
+# 12GB: {eval}`f3_tflops` TFLOP/s dense 16-bit with fp32 accumulate (the rate mixed precision runs at; GeForce's
+# headline fp16 figure, with fp16 accumulate, is twice that), its kernels at {eval}`f3_hfu` of it on every FLOP
+# they run, recompute included (HFU; {eval}`f3_mfu` MFU).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### DP or DDP: why is GPU 0 the fullest? · 为什么 0 号卡最满？

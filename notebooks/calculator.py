@@ -340,7 +340,8 @@ class Calculator:
                 seqs = s["micro_batch"] * s["grad_accum"] * s["dp"]
                 self.time.value = (f"<h4 style='margin:10px 0 0'>Step time of the best layout</h4><p>"
                                    f"<b>{t.step_s:.2f} s</b> per optimizer step, {t.tokens_per_s_per_gpu:,.0f} "
-                                   f"tokens/s per GPU (memlib.step_time at 40% MFU; micro-batch {s['micro_batch']} "
+                                   f"tokens/s per GPU (memlib.step_time, kernels at 40% of peak on every FLOP, recompute "
+                                   f"included: 40% HFU, {t.mfu:.0%} MFU; micro-batch {s['micro_batch']} "
                                    f"&times; {s['grad_accum']} accumulation steps &times; dp {s['dp']} = {seqs:,} "
                                    f"sequences of {s['seq_len']:,} tokens).</p>")
             elif a["best"] is not None:

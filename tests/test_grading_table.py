@@ -47,7 +47,7 @@ LORA_7B_ALL = 32 * 16 * (4 * (4096 + 4096) + 2 * (4096 + 11008) + (11008 + 4096)
 LORA_7B_QV = 32 * 16 * 2 * (4096 + 4096)
 KV_70B_TOKEN = 2 * 80 * 8 * 128 * 2  # K and V, 80 layers, 8 KV heads, head_dim 128, bf16
 ATTN_65 = 80 * 64 * 128 * 2048
-STEP_65 = (8 * N65 + 16 * ATTN_65) * 4 * 2048 / (4 * 125e12 * 0.4)  # PaLM FLOPs with recompute, 40% MFU
+STEP_65 = (8 * N65 + 16 * ATTN_65) * 4 * 2048 / (4 * 125e12 * 0.4)  # PaLM FLOPs with recompute at 40% HFU (recompute counted: PaLM App. B); = 30% MFU
 # 01.11: torch's linear keeps each Qwen3-32B layer's 7 gathered fp16 matmul weights (q, o: 5120 x 8192, 64 heads of
 # 128; k, v: 5120 x 1024; gate, up, down: 5120 x 25600) until that layer's backward, all 64 layers at the loss, whole
 # on every GPU. Qwen3-32B (its config.json): those, two RMSNorms and q/k norms (128) per layer, untied 151936 x 5120
@@ -329,7 +329,7 @@ CASES = [
     ("01.9", f"{STEP_65 / 60:.3f} min", "correct", None),
     ("01.9", f"{STEP_65 * 0.75:.1f} s", "incorrect", "6N + 12"),
     ("01.9", f"{STEP_65 * 4:.0f} s", "incorrect", "share the step's tokens"),
-    ("01.9", f"{STEP_65 * 0.4:.1f} s", "incorrect", "MFU"),
+    ("01.9", f"{STEP_65 * 0.4:.1f} s", "incorrect", "HFU"),
     ("02.1", f"{80 * GiB / 16 / 1e9:.2f}B", "correct", None),
     ("02.1", f"{80e9 / 16 / 1e9:.2f}B", "incorrect", "80 GiB"),
     ("02.1", f"{80 * GiB / 12 / 1e9:.2f}B", "incorrect", "master copy"),

@@ -85,6 +85,7 @@ LATEX = {
     "Training FLOPs per token": r"6N + 12\,L\,H\,Q\,T \quad (\text{full recompute: } + 2N + 4\,L\,H\,Q\,T)",
     "Training FLOPs of a run: 6ND": r"C = 6\,N\,D \ (+\ 12\,L\,H\,Q\,T \cdot D \text{ for attention})",
     "MFU -> GPU-hours": r"\text{GPU-hours} = \frac{C}{\text{peak} \times \text{MFU} \times 3600}",
+    "MFU vs HFU": r"\text{MFU} = \text{HFU} \times \frac{\text{model FLOPs (no recompute)}}{\text{hardware FLOPs (recompute included)}}; \quad \text{full recompute: } \frac{6N + 12\,L\,H\,Q\,T}{8N + 16\,L\,H\,Q\,T} = \frac{3}{4}",
     "Chinchilla: 20 tokens per parameter": r"D = 20\,N, \quad C = 6\,N\,D \ \Rightarrow\ N = \sqrt{\frac{C}{6 \times 20}}",
     "Ring all-reduce": r"\text{all-reduce: } \frac{2(n-1)}{n} B, \quad \text{reduce-scatter, all-gather: } \frac{n-1}{n} B",
     "Little's law": r"L = \lambda W \ \Rightarrow\ \lambda = \frac{L}{W}",
@@ -174,6 +175,11 @@ def rows() -> list[tuple[str, str, str, str, str]]:
     off = memlib.estimate_training(m31, dp=8, loss="chunked", recompute="full", activation_offload=True, **long)
     # notebook 07: Llama-2-7B on 2T tokens, 256 H100s at 40% MFU
     run = cost.training_run("llama-2-7b", tokens=2e12, gpu="h100-80gb", gpus=256, mfu=0.4, seq_len=4096)
+    # notebook 01: the QLoRA job, at 40% HFU (memlib's default) and at 40% MFU
+    q65 = memlib.estimate_training("llama-65b", seq_len=2048, grad_accum=16, precision="fp16-mixed", finetune="qlora",
+                            recompute="full", pp=4, lora_rank=64, lora_targets="all-linear", lora_dropout=0.05,
+                            optimizer_impl="fused")
+    qlora_hfu, qlora_mfu = timing.step_time(q65, "v100-32gb", hfu=0.4), timing.step_time(q65, "v100-32gb", mfu=0.4)
     n7b2 = memlib.get_model("llama-2-7b").num_params
     chin_n, chin_d = cost.chinchilla_optimal(5.9e23)
     return [
@@ -337,6 +343,10 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          "memlib.cost.gpu_hours, training_run (from a layout: training_run_from_step)",
          f"Llama-2-7B, 2T tokens at 4,096, H100-80GB at 40% MFU: {run.gpu_hours:,.0f} GPU-hours, "
          f"{run.days:.1f} days on 256 GPUs"),
+        ("07", "MFU vs HFU", doc(timing.utilisation),
+         "memlib.step_time(..., mfu= | hfu=), StepTime.mfu, .hfu, .achieved_mfu; memlib.cost.timing.utilisation",
+         f"LLaMA-65B QLoRA split over 4 V100s (full recompute): the whole job makes {4 * qlora_hfu.tokens_per_s_per_gpu:.0f} "
+         f"tokens/s at 40% HFU = {qlora_hfu.mfu:.0%} MFU, {4 * qlora_mfu.tokens_per_s_per_gpu:.0f} at 40% MFU"),
         ("07", "Chinchilla: 20 tokens per parameter", doc(cost.chinchilla_tokens) + " " + doc(cost.chinchilla_optimal),
          "memlib.cost.chinchilla_tokens, chinchilla_optimal, CHINCHILLA_TOKENS_PER_PARAM",
          f"70B parameters: {cost.chinchilla_tokens(70e9):.2e} tokens; 5.9e23 FLOPs buys {chin_n:.3e} parameters "

@@ -14,9 +14,12 @@ The formulas, each once:
   the attention term 12·L·H·Q·T per token is added (Chowdhery et al. 2022, PaLM, App. B), the
   same flops_per_token that step_time uses. It matters at long context: +8% for a 405B model
   at 8k tokens, +27% for Llama-3-8B at 8k;
-* gpu_hours = FLOPs / (peak x MFU) / 3600, with peak the GPU's dense 16-bit tensor throughput
-  (MFU: model FLOPs utilisation, the fraction of that peak the run sustains, Chowdhery et al.
-  2022, Sec. 4.1); wall-clock = gpu_hours / GPUs;
+* gpu_hours = FLOPs / (peak x utilisation) / 3600, with peak the GPU's dense 16-bit tensor
+  throughput; wall-clock = gpu_hours / GPUs. The utilisation belongs to the FLOPs it divides
+  (Chowdhery et al. 2022, PaLM, Sec. 4.1 and App. B): MFU (model FLOPs utilisation) to model
+  FLOPs, 6ND + attention with no recompute; HFU (hardware FLOPs utilisation) to the FLOPs the
+  GPUs execute, a recomputed forward included. training_run takes either (mfu= or hfu=; neither:
+  hfu=0.4, which is also 40% MFU when nothing is recomputed) and reports both;
 * training_run_from_step: the same from memlib.step_time for a concrete layout (its
   tokens/s per GPU already holds communication, bubble and offload);
 * chinchilla_tokens: ~20 tokens per parameter is compute-optimal (Hoffmann et al. 2022,
@@ -38,8 +41,8 @@ from dataclasses import dataclass
 from memlib._checks import fraction, positive_float, positive_int, show
 from memlib.hardware.gpus import get_gpu
 from memlib.models import Model, get_model
-from memlib.cost.timing import (DEFAULT_MFU, MAX_PEAK_TFLOPS, StepTime, active_params, flops_per_token,
-                           palm_flops_per_token)
+from memlib.cost.timing import (DEFAULT_MFU, MAX_PEAK_TFLOPS, StepTime, active_params,
+                                flops_per_token, palm_flops_per_token, utilisation)
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3
 PRECISIONS = ("bf16", "fp16")  # the dense tensor peak the MFU is a fraction of
@@ -128,20 +131,24 @@ def peak_flops(gpu, precision: str = "bf16", peak_tflops: float | None = None) -
 def gpu_hours(flops: float, gpu, mfu: float = DEFAULT_MFU, precision: str = "bf16",
               peak_tflops: float | None = None) -> float:
     """GPU-hours to do `flops` at `mfu` of one GPU's dense peak: flops / (peak x mfu) / 3600 (MFU, model
-    FLOPs utilisation: Chowdhery et al. 2022, PaLM, Sec. 4.1)."""
+    FLOPs utilisation: Chowdhery et al. 2022, PaLM, Sec. 4.1). The fraction is MFU when `flops` are model
+    FLOPs (6ND + attention, no recompute, as training_flops gives by default); with FLOPs that include a
+    recomputed forward it is HFU (training_run(..., recompute=) keeps the two apart)."""
     flops = positive_float("flops", flops, maximum=1e32)
     mfu = fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
     return flops / (peak_flops(gpu, precision, peak_tflops) * mfu) / 3600
 
 
 def mfu_from_throughput(model, seq_len: int, tokens_per_s_per_gpu: float, gpu, precision: str = "bf16",
-                        peak_tflops: float | None = None) -> float:
-    """MFU implied by a measured tokens/s per GPU: flops_per_token x tokens/s / peak (no recompute counted)."""
+                        peak_tflops: float | None = None, finetune: str = "full") -> float:
+    """MFU implied by a measured tokens/s per GPU: model FLOPs per token x tokens/s / peak (no recompute counted,
+    Chowdhery et al. 2022, App. B). finetune="lora" / "qlora" counts a frozen base's 4N + 12·L·H·Q·T, the FLOPs
+    such a run does (no weight gradients of the base)."""
     m = _params_or_model(model)
     if not isinstance(m, Model):
         raise ValueError("mfu_from_throughput needs a Model or catalog name (its attention term needs the shape)")
     rate = positive_float("tokens_per_s_per_gpu", tokens_per_s_per_gpu, maximum=1e12)
-    return flops_per_token(m, seq_len) * rate / peak_flops(gpu, precision, peak_tflops)
+    return flops_per_token(m, seq_len, "none", finetune) * rate / peak_flops(gpu, precision, peak_tflops)
 
 
 @dataclass(frozen=True)
@@ -152,9 +159,11 @@ class TrainingRun:
     tokens: float
     gpu: str
     gpus: int
-    mfu: float  # model-FLOPs utilisation assumed (or implied by a step_time layout)
+    mfu: float  # model-FLOPs utilisation (model FLOPs / GPU-seconds / peak): assumed, implied, or achieved by a layout
     gpu_hours: float
     wall_clock_s: float
+    model_flops: float = math.nan  # total model FLOPs (no recompute); `flops` are hardware FLOPs (recompute included)
+    hfu: float = math.nan  # hardware-FLOPs utilisation: flops / (GPU-seconds x peak)
 
     @property
     def days(self) -> float:
@@ -168,23 +177,32 @@ class TrainingRun:
         return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "days": self.days}
 
 
-def training_run(model, tokens: float, gpu, gpus: int, mfu: float = DEFAULT_MFU, seq_len: int | None = None,
+def training_run(model, tokens: float, gpu, gpus: int, mfu: float | None = None, seq_len: int | None = None,
                  precision: str = "bf16", peak_tflops: float | None = None,
                  attention_flops_per_token: float | None = None, recompute: str = "none",
-                 finetune: str = "full") -> TrainingRun:
-    """GPU-hours and wall-clock of training `model` on `tokens` with `gpus` GPUs at `mfu`
-    (recompute, finetune: see training_flops; mfu then counts the FLOPs the run really does)."""
+                 finetune: str = "full", *, hfu: float | None = None) -> TrainingRun:
+    """GPU-hours and wall-clock of training `model` on `tokens` with `gpus` GPUs (recompute, finetune: see
+    training_flops).
+
+    The rate, one of (PaLM's definitions, Chowdhery et al. 2022, App. B): mfu=x, the run reaches x of the
+    peak in model FLOPs (no recompute); hfu=x, every FLOP the GPUs execute, the recomputed forward included,
+    runs at x of the peak, so recompute costs time. Neither: hfu=DEFAULT_HFU. Without recompute the two are
+    the same number. The run's `flops` are the hardware FLOPs, `model_flops` the model's; it reports both
+    utilisations. An mfu that needs more than the peak under recompute is a ValueError."""
     gpus = positive_int("gpus", gpus)
     f = training_flops(model, tokens, seq_len, attention_flops_per_token, recompute, finetune)
-    hours = gpu_hours(f, gpu, mfu, precision, peak_tflops)
-    return TrainingRun(f, float(tokens), get_gpu(gpu).name, gpus, mfu, hours, hours * 3600 / gpus)
+    model_f = training_flops(model, tokens, seq_len, attention_flops_per_token, "none", finetune)
+    mfu, hfu = utilisation(model_f, f, mfu, hfu)
+    hours = gpu_hours(f, gpu, hfu, precision, peak_tflops)
+    return TrainingRun(f, float(tokens), get_gpu(gpu).name, gpus, mfu, hours, hours * 3600 / gpus, model_f, hfu)
 
 
 def training_run_from_step(step: StepTime, tokens: float, gpu) -> TrainingRun:
     """The run a step_time layout gives: tokens / tokens_per_step steps of step_s on step.gpus GPUs.
 
-    The FLOPs are step_time's (with the recompute's extra forward when the layout recomputes) and
-    mfu is the utilisation achieved after communication, bubble and offload: flops / (GPU-s x peak).
+    `flops` are step_time's hardware FLOPs (with the recompute's extra forward when the layout recomputes),
+    `model_flops` its model FLOPs; mfu and hfu are the utilisations achieved after communication, bubble and
+    offload: model FLOPs (resp. hardware FLOPs) / (GPU-s x peak), step.achieved_mfu and step.achieved_hfu.
     """
     if not isinstance(step, StepTime):
         raise ValueError(f"training_run_from_step needs a memlib.StepTime (from memlib.step_time), got "
@@ -193,8 +211,10 @@ def training_run_from_step(step: StepTime, tokens: float, gpu) -> TrainingRun:
     wall = tokens / step.tokens_per_step * step.step_s
     hours = wall * step.gpus / 3600
     f = step.flops_per_token * tokens
+    model_f = (step.model_flops_per_token or step.flops_per_token) * tokens
     achieved = f / (hours * 3600 * step.peak_flops) if step.peak_flops else math.nan
-    return TrainingRun(f, tokens, get_gpu(gpu).name, step.gpus, achieved, hours, wall)
+    achieved_mfu = model_f / (hours * 3600 * step.peak_flops) if step.peak_flops else math.nan
+    return TrainingRun(f, tokens, get_gpu(gpu).name, step.gpus, achieved_mfu, hours, wall, model_f, achieved)
 
 
 def _row_model(row: dict):

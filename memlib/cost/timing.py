@@ -3,11 +3,20 @@
 step_time(estimate, gpu) reads the setup of a training estimate and returns a StepTime
 with every term named. The model is deliberately simple and stated:
 
-* compute: FLOPs per token (PaLM's 6N + 12·L·H·Q·T, Chowdhery et al. 2022 App. B; N the
-  parameters a token passes through, the active ones for a mixture of experts; full
-  recompute adds a forward: 8N + 16·L·H·Q·T; LoRA skips weight gradients: 4N + 12·L·H·Q·T)
-  at a model-FLOPs utilisation `mfu` of the GPU's dense 16-bit tensor peak. The forward is
-  2N + 4·L·H·Q·T of it, the backward (with any recompute) the rest;
+* compute: the FLOPs the GPU executes per token (PaLM's 6N + 12·L·H·Q·T, Chowdhery et al.
+  2022 App. B; N the parameters a token passes through, the active ones for a mixture of
+  experts; full recompute adds a forward: 8N + 16·L·H·Q·T; LoRA skips weight gradients:
+  4N + 12·L·H·Q·T) at a utilisation of the GPU's dense 16-bit tensor peak. The forward is
+  2N + 4·L·H·Q·T of it, the backward (with any recompute) the rest.
+  MFU and HFU, as PaLM defines them (Chowdhery et al. 2022, Sec. 4.1 and App. B): model FLOPs
+  utilisation counts the model FLOPs only (flops_per_token with recompute="none": 6N + 12·L·H·Q·T,
+  4N + 12·L·H·Q·T for LoRA/QLoRA); hardware FLOPs utilisation counts every FLOP the GPU runs,
+  the recomputed forward included (flops_per_token with the setup's recompute). So
+  MFU = HFU x model FLOPs / hardware FLOPs: 40% HFU with full recompute is 40% x 6/8 = 30% MFU
+  for a dense full fine-tune. step_time takes either: hfu=x (the GPU's kernels run at x of peak;
+  recompute costs its own time), or mfu=x (the run reaches x MFU; the implied HFU,
+  x x hardware / model FLOPs, must not exceed 1). Given neither, hfu=DEFAULT_HFU: kernel
+  efficiency is what stays the same when a run adds recompute, so recompute keeps its time;
 * pipeline bubble (p - 1) / (m + p - 1) of the compute (Narayanan et al. 2021, Sec. 2.2); a
   device_map split (QLoRA over pp GPUs) runs the GPUs one after another: (p - 1) / p;
 * data parallel: the collectives each scheme issues, when, and how many times per optimizer
@@ -62,7 +71,12 @@ from memlib.models import Model, get_model
 from memlib.training import FINETUNES, RECOMPUTES, Estimate
 from memlib.training.terms import PARAM_BYTES
 
-DEFAULT_MFU = 0.4
+# The utilisation step_time assumes when given neither mfu nor hfu: 40% of the dense 16-bit peak for every FLOP
+# the GPU runs (hardware FLOPs, recompute included). Without recompute MFU = HFU, so this is also 40% MFU there;
+# with full recompute it is 30% MFU for a dense model (6N / 8N). DEFAULT_MFU is kept for code that imports it:
+# the same number, applied as HFU by step_time, training_run and plan (as MFU only where FLOPs have no recompute).
+DEFAULT_HFU = 0.4
+DEFAULT_MFU = DEFAULT_HFU
 INTERNODE_BYTES_PER_S = 25 * 10**9  # one 200 Gb/s InfiniBand HDR port per GPU, one direction
 NVME_BYTES_PER_S = 3 * 10**9  # one PCIe 4.0 NVMe drive per GPU, sustained
 # DeepSpeed CPU-Adam, per server (node), not per process: Ren et al. 2021 (ZeRO-Offload) Table 2
@@ -89,9 +103,19 @@ MAX_PARAMS_PER_S = 1e15
 
 @dataclass(frozen=True)
 class StepTime:
-    flops_per_token: float
+    """One optimizer step, term by term (see the module docstring).
+
+    flops_per_token are the *hardware* FLOPs per token (what the GPU executes, recompute included);
+    model_flops_per_token the *model* FLOPs (no recompute: PaLM's MFU numerator). hfu and mfu are the
+    compute phase's utilisations (busy seconds only): hfu = the rate of every executed FLOP over the
+    peak, mfu = hfu x model / hardware FLOPs. achieved_mfu and achieved_hfu are end to end: tokens/s
+    per GPU over the whole step (pipeline bubble, exposed communication, offload included) x the FLOPs
+    per token / peak, the figure a paper reports (Chowdhery et al. 2022, Sec. 4.1 and App. B).
+    """
+
+    flops_per_token: float  # hardware FLOPs per token: what the GPU executes, the recomputed forward included
     tokens_per_step: int  # across all GPUs
-    compute_s: float  # per GPU, at the given MFU, including the pipeline bubble
+    compute_s: float  # per GPU, at the compute phase's HFU, including the pipeline bubble
     bubble_fraction: float
     dp_comm_bytes: int  # per GPU per optimizer step, every micro-batch's collectives included
     dp_comm_s: float
@@ -115,12 +139,14 @@ class StepTime:
     backward_s: float = 0.0  # compute of one micro-batch's backward incl. recompute
     cpu_adam_processes_per_node: int = 0  # processes sharing one node's CPU-Adam rate (0: no offload)
     peak_flops: float = 0.0  # the dense 16-bit peak per GPU it was timed against, FLOP/s
-    mfu: float = 0.0  # the model-FLOPs utilisation it was timed at
+    mfu: float = 0.0  # the compute phase's model-FLOPs utilisation: hfu x model_flops_per_token / flops_per_token
     ep_comm_bytes: int = 0  # expert-parallel all-to-alls, per GPU per step (MoE with ep > 1)
     ep_comm_s: float = 0.0
     cp_comm_bytes: int = 0  # context parallelism: ring attention's K/V (and dK/dV) traffic, per GPU per step
     cp_comm_s: float = 0.0  # its seconds on the link
     cp_exposed_s: float = 0.0  # what the attention blocks' compute does not hide (cp_exposed_seconds)
+    model_flops_per_token: float = 0.0  # model FLOPs per token (no recompute; 0 from old constructors: = flops)
+    hfu: float = 0.0  # the compute phase's hardware-FLOPs utilisation (every executed FLOP, recompute included)
 
     @property
     def step_s(self) -> float:
@@ -131,9 +157,23 @@ class StepTime:
     def tokens_per_s_per_gpu(self) -> float:
         return self.tokens_per_step / self.step_s / self.gpus
 
+    @property
+    def achieved_mfu(self) -> float:
+        """End-to-end MFU: tokens/s per GPU x model FLOPs per token / dense peak, with the bubble, exposed
+        communication and offload in the step (Chowdhery et al. 2022, PaLM, Sec. 4.1)."""
+        if not self.peak_flops:
+            return math.nan
+        return self.tokens_per_s_per_gpu * (self.model_flops_per_token or self.flops_per_token) / self.peak_flops
+
+    @property
+    def achieved_hfu(self) -> float:
+        """End-to-end HFU: tokens/s per GPU x hardware FLOPs per token (recompute included) / dense peak."""
+        return self.tokens_per_s_per_gpu * self.flops_per_token / self.peak_flops if self.peak_flops else math.nan
+
     def as_dict(self) -> dict:
         return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "step_s": self.step_s,
-                "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu}
+                "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "achieved_mfu": self.achieved_mfu,
+                "achieved_hfu": self.achieved_hfu}
 
 
 def _training_estimate(estimate) -> Estimate:
@@ -217,6 +257,35 @@ def palm_flops_per_token(num_params: int, num_layers: int, num_heads: int, head_
     elif recompute == "selective":
         f += 4 * attn
     return float(f)
+
+
+@plain_args
+def model_flops_per_token(model, seq_len: int, finetune: str = "full") -> float:
+    """Model FLOPs per token, the numerator of MFU (Chowdhery et al. 2022, PaLM, App. B): flops_per_token
+    without recompute, 6N + 12·L·H·Q·T (4N + 12·L·H·Q·T for a frozen base). A recomputed forward is
+    hardware FLOPs, counted by HFU only."""
+    return flops_per_token(model, seq_len, "none", finetune)
+
+
+def utilisation(model_flops: float, hardware_flops: float, mfu=None, hfu=None) -> tuple[float, float]:
+    """(mfu, hfu) from the one given, for work of `model_flops` that the GPU runs as `hardware_flops`
+    (per token or in total): MFU = HFU x model / hardware FLOPs (Chowdhery et al. 2022, PaLM, App. B).
+    Neither given: hfu = DEFAULT_HFU. Both given, or an mfu that needs more than the peak (HFU > 1), is a
+    ValueError."""
+    if mfu is not None and hfu is not None:
+        raise ValueError(f"give mfu= (model FLOPs utilisation, recompute not counted) or hfu= (hardware FLOPs "
+                         f"utilisation, recompute counted), not both: got mfu={show(mfu)}, hfu={show(hfu)}")
+    ratio = hardware_flops / model_flops  # >= 1: recompute only adds FLOPs
+    if mfu is not None:
+        mfu = fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
+        if mfu * ratio > 1 + 1e-12:
+            raise ValueError(f"mfu={mfu:g} is not reachable here: the run executes {ratio:.3f}x the model FLOPs "
+                             f"(recompute), so it needs an HFU of {mfu:g} x {ratio:.3f} = {mfu * ratio:.0%} of the "
+                             f"peak; give mfu <= {1 / ratio:.3f}, or hfu= for the kernels' utilisation")
+        return mfu, mfu * ratio
+    hfu = DEFAULT_HFU if hfu is None else fraction("hfu", hfu, what="a fraction of peak (hardware FLOPs "
+                                                                     "utilisation, recompute included)")
+    return hfu / ratio, hfu
 
 
 def forward_flops_per_token(model, seq_len: int) -> float:
@@ -577,10 +646,18 @@ def zero_offload_traffic_bytes(partition_numel: int, micro_batches: int) -> int:
 
 
 @plain_args
-def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
+def step_time(estimate, gpu, mfu: float | None = None, gpus_per_node: int = 8,
               internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, nvme_bytes_per_s: float = NVME_BYTES_PER_S,
-              cpu_adam_params_per_s: float = CPU_ADAM_PARAMS_PER_S, peak_tflops: float | None = None) -> StepTime:
+              cpu_adam_params_per_s: float = CPU_ADAM_PARAMS_PER_S, peak_tflops: float | None = None, *,
+              hfu: float | None = None) -> StepTime:
     """Time of one optimizer step for a training estimate on `gpu`, and tokens/s per GPU.
+
+    The compute's rate, one of (PaLM's definitions, Chowdhery et al. 2022, Sec. 4.1 and App. B):
+    hfu=x: every FLOP the GPU executes (flops_per_token, the recomputed forward included) runs at x of
+    the dense peak, so recompute shows as extra time; mfu=x: the compute reaches x model-FLOPs
+    utilisation (model_flops_per_token: no recompute; 4N + attention for LoRA), i.e. HFU
+    x · hardware / model FLOPs, which must not exceed 1. Neither: hfu=DEFAULT_HFU (0.4). Both: ValueError.
+    The StepTime carries both (mfu, hfu) for the compute phase and achieved_mfu for the whole step.
 
     cpu_adam_params_per_s is the CPU-Adam rate of one node's CPUs (Ren et al. 2021 Table 2 measures
     a whole server), shared by the processes that offload on that node: each of the
@@ -591,7 +668,6 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     """
     estimate = _training_estimate(estimate)
     gpu: GPU = get_gpu(gpu)
-    mfu = fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
     gpus_per_node = positive_int("gpus_per_node", gpus_per_node)
     internode_bytes_per_s = positive_float("internode_bytes_per_s", internode_bytes_per_s, maximum=MAX_BYTES_PER_S,
                                            unit=" bytes/s")
@@ -603,8 +679,10 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     peak = positive_float("peak_tflops", peak_tflops, maximum=MAX_PEAK_TFLOPS, unit=" TFLOP/s") * 1e12
     n_gpus = s.dp * s.tp * s.pp * s.cp
     tokens = s.seq_len * s.micro_batch * s.grad_accum * s.dp
-    fpt = flops_per_token(s.model, s.seq_len, s.recompute, s.finetune)
-    bubble, compute, fwd_s, bwd_s = _compute_seconds(s, fpt, tokens, n_gpus, peak * mfu)
+    fpt = flops_per_token(s.model, s.seq_len, s.recompute, s.finetune)  # hardware FLOPs
+    model_fpt = model_flops_per_token(s.model, s.seq_len, s.finetune)
+    mfu, hfu = utilisation(model_fpt, fpt, mfu, hfu)
+    bubble, compute, fwd_s, bwd_s = _compute_seconds(s, fpt, tokens, n_gpus, peak * hfu)
 
     def link(group: int, stride: int) -> float:
         """Bandwidth of a group of `group` GPUs spaced `stride` apart: in-node or not."""
@@ -618,7 +696,7 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
     # expert parallelism: the MoE layers' all-to-alls over the ep group (consecutive data-parallel ranks)
     ep_bytes = ep_all_to_all_bytes(estimate)
     ep_s = ep_bytes / link(s.ep, s.tp * s.pp) if ep_bytes else 0.0
-    cp_bytes, cp_s, cp_exposed = _cp_traffic(estimate, link, peak * mfu)
+    cp_bytes, cp_s, cp_exposed = _cp_traffic(estimate, link, peak * hfu)
     off_bytes, nvme_s, cpu_s, procs = _offload_traffic(estimate, min(n_gpus, gpus_per_node), nvme_bytes_per_s,
                                                        cpu_adam_params_per_s)
     off_s = off_bytes / gpu.host_link_bytes_per_s if off_bytes else 0.0  # no offload: no host link needed
@@ -628,9 +706,10 @@ def step_time(estimate, gpu, mfu: float = DEFAULT_MFU, gpus_per_node: int = 8,
                  dp_gather_bytes=int(gather), dp_reduce_bytes=int(dp_bytes) - int(gather),
                  micro_batches=s.grad_accum, forward_s=fwd_s, backward_s=bwd_s, cpu_adam_processes_per_node=procs,
                  peak_flops=peak, mfu=mfu, ep_comm_bytes=int(ep_bytes), ep_comm_s=ep_s,
-                 cp_comm_bytes=int(cp_bytes), cp_comm_s=cp_s, cp_exposed_s=cp_exposed)
+                 cp_comm_bytes=int(cp_bytes), cp_comm_s=cp_s, cp_exposed_s=cp_exposed,
+                 model_flops_per_token=model_fpt, hfu=hfu)
     if not (0 < t.step_s < math.inf and t.tokens_per_s_per_gpu > 0):  # e.g. mfu=1e-300: no finite answer
-        raise ValueError(f"these rates give a step time of {t.step_s!r} s; check mfu={mfu!r}, "
+        raise ValueError(f"these rates give a step time of {t.step_s!r} s; check mfu={mfu!r} (hfu={hfu!r}), "
                          f"peak_tflops={peak_tflops!r} and the link rates")
     return t
 

@@ -18,7 +18,7 @@ from memlib.training import estimate_training
 
 STATE_PARTS = ("parameters", "gradients", "optimizer")
 _DP = 2**30
-_PLAN_ONLY = ("allow_offload", "gpus_per_node", "mfu", "host_bytes_per_node", "peak_tflops", "internode_bytes_per_s",
+_PLAN_ONLY = ("allow_offload", "gpus_per_node", "mfu", "hfu", "host_bytes_per_node", "peak_tflops", "internode_bytes_per_s",
               "cuda_context_bytes", "allocator_headroom", "precisions", "recomputes", "cps", "top")
 
 

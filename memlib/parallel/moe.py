@@ -25,7 +25,7 @@ from memlib.hardware.fit import Verdict, fits
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.inference import AUTO, estimate_inference
 from memlib.models import Model, get_model
-from memlib.cost.timing import DEFAULT_MFU, StepTime, step_time
+from memlib.cost.timing import StepTime, step_time
 from memlib.training import RECOMPUTES, estimate_training
 
 
@@ -150,8 +150,8 @@ def _ep_degrees(m: Model, count: int) -> list[int]:
 
 @plain_args
 def min_gpus_sharded(model, gpu, zero_stage=3, seq_len: int = 4096, micro_batch: int = 1,
-                     recompute: str = "full", gpus_per_node: int = 8, max_count: int = 4096, mfu: float = DEFAULT_MFU,
-                     **estimate_kw) -> ShardedFit | None:
+                     recompute: str = "full", gpus_per_node: int = 8, max_count: int = 4096, mfu: float | None = None,
+                     *, hfu: float | None = None, **estimate_kw) -> ShardedFit | None:
     """Fewest GPUs, in whole nodes of gpus_per_node, for full fine-tuning with ZeRO-3 (DeepSpeed,
     zero_stage=3) or FSDP (zero_stage="FULL_SHARD") over every GPU, no pipeline and no offload; for a
     MoE, of the expert-parallel degrees that fit (every ep dividing the count and the experts), the one
@@ -160,6 +160,7 @@ def min_gpus_sharded(model, gpu, zero_stage=3, seq_len: int = 4096, micro_batch:
     Each count is judged by memlib.estimate_training and memlib.fits (CUDA context, allocator
     headroom). This is the layout a Hugging Face Trainer + DeepSpeed/FSDP fine-tuning job runs; the
     whole search (memlib.parallel.plan.min_gpus) also tries tensor and pipeline splits.
+    mfu / hfu rate the layouts as memlib.step_time does (neither: hfu=0.4, recompute costing its time).
     """
     m = _moe(model, "min_gpus_sharded")
     g = get_gpu(gpu)
@@ -185,7 +186,7 @@ def min_gpus_sharded(model, gpu, zero_stage=3, seq_len: int = 4096, micro_batch:
             v = fits(est, g)
             if not v.fits:
                 continue
-            t = step_time(est, g, mfu=mfu, gpus_per_node=node)
+            t = step_time(est, g, mfu=mfu, gpus_per_node=node, hfu=hfu)
             if best is None or (t.tokens_per_s_per_gpu, v.margin_bytes) > (best[3].tokens_per_s_per_gpu,
                                                                           best[2].margin_bytes):
                 best = (ep, est, v, t)

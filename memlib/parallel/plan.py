@@ -15,13 +15,13 @@ import inspect
 from dataclasses import dataclass, field
 
 from memlib import training
-from memlib._checks import choice, choices, flag, fraction, positive_int, show, plain_args
+from memlib._checks import choice, choices, flag, positive_int, show, plain_args
 from memlib.hardware.fit import DEFAULT_ALLOCATOR_HEADROOM, Verdict, check_allocator_headroom, fits
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.engines import DEFAULT_ENGINE, ENGINES, kv_formats
 from memlib.serving.inference import AUTO, KV_FORMATS, MLA_CACHES, WEIGHT_FORMATS, Limit, estimate_inference, max_batch
 from memlib.models import Model, get_model
-from memlib.cost.timing import INTERNODE_BYTES_PER_S, StepTime, step_time
+from memlib.cost.timing import INTERNODE_BYTES_PER_S, StepTime, step_time, utilisation
 from memlib.training import Estimate, estimate_training
 from memlib.units import gib
 
@@ -193,9 +193,10 @@ def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisio
 @plain_args
 def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_batch: int = 1,
          grad_accum: int = 8, precisions=None, recomputes=("none", "full"), allow_offload: bool = True,
-         gpus_per_node: int = 8, mfu: float = 0.4, host_bytes_per_node: int | None = None,
+         gpus_per_node: int = 8, mfu: float | None = None, host_bytes_per_node: int | None = None,
          peak_tflops: float | None = None, internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, cps=(1,),
-         allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM, **estimate_kw) -> PlanResult:
+         allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM, *, hfu: float | None = None,
+         **estimate_kw) -> PlanResult:
     """Feasible layouts of `model` on `count` GPUs of one kind, best estimated throughput first.
 
     task: "full" | "lora" | "qlora" (training). For serving see plan_serving() (and memlib.max_batch/max_context).
@@ -214,6 +215,10 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     divisible by 2 x cp (estimate_training's cp). Leave 1 in to compare with the layouts without it.
     allocator_headroom goes to fits() (default 5% of the peak; published FSDP runs reserve up to 24% more than
     they allocate, memlib.hardware.fit's docstring: pass 0.25 there to plan with that margin).
+    mfu / hfu go to step_time (PaLM's definitions, Chowdhery et al. 2022, App. B): hfu=x runs every FLOP a
+    layout executes, its recomputed forward included, at x of the peak, so recompute costs its time (neither
+    given: hfu=0.4); mfu=x gives every layout the same model-FLOPs utilisation, and a recompute layout that
+    would need more than the peak for it (HFU > 1) is listed as infeasible.
     Invalid options are a ValueError here, before the search, not a list of "invalid" layouts.
     """
     allow_offload = flag("allow_offload", allow_offload)
@@ -230,7 +235,7 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
         precisions = ("bf16-mixed",) if g.supports_bf16 else ("fp16-mixed",)
     precisions, recomputes, estimate_kw = _check_plan_options(
         model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload, gpus_per_node,
-        mfu, host_bytes_per_node, peak_tflops, internode_bytes_per_s, estimate_kw)
+        (mfu, hfu), host_bytes_per_node, peak_tflops, internode_bytes_per_s, estimate_kw)
     cps = _check_cps(cps, seq_len, task)
     allocator_headroom = check_allocator_headroom(allocator_headroom)
     result = PlanResult(model.name, g.name, count, task)
@@ -259,10 +264,17 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
                 result.infeasible.append((settings, f"needs {gib(host):.0f} GiB of host RAM per node for offload, "
                                           f"more than {gib(host_bytes_per_node):.0f} GiB"))
                 continue
-        # the options were checked against step_time up front: an error here is a bug, not a 0 tokens/s plan
-        t = None if _untimed(settings["precision"], peak_tflops) else \
-            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops,
-                      internode_bytes_per_s=internode_bytes_per_s)
+        # the options were checked against step_time up front: an error here is a bug, not a 0 tokens/s plan,
+        # except an mfu= that this layout's recompute cannot reach (HFU > 1): that layout is infeasible at it
+        try:
+            t = None if _untimed(settings["precision"], peak_tflops) else \
+                step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops,
+                          internode_bytes_per_s=internode_bytes_per_s, hfu=hfu)
+        except ValueError as e:
+            if mfu is None or "not reachable" not in str(e):
+                raise
+            result.infeasible.append((settings, f"recompute {settings['recompute']} cannot reach {mfu:.0%} MFU: {e}"))
+            continue
         result.feasible.append(Plan(settings, est, v, t))
     if result.infeasible and not result.feasible and all(why.startswith("invalid: ") for _, why in result.infeasible):
         # not one layout could even be estimated: that is bad input, not "nothing fits"
@@ -273,7 +285,7 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
 
 
 def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload,
-                        gpus_per_node, mfu, host_bytes_per_node, peak_tflops, internode_bytes_per_s, estimate_kw):
+                        gpus_per_node, rates, host_bytes_per_node, peak_tflops, internode_bytes_per_s, estimate_kw):
     """Every plan() option checked once, before the search: a bad one is a ValueError naming it."""
     positive_int("seq_len", seq_len)
     positive_int("micro_batch", micro_batch)
@@ -282,7 +294,8 @@ def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precis
     recomputes = choices("recomputes", recomputes, training.RECOMPUTES)
     flag("allow_offload", allow_offload)
     positive_int("gpus_per_node", gpus_per_node)
-    fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
+    mfu, hfu = rates
+    utilisation(1.0, 1.0, mfu, hfu)  # one of mfu / hfu, each a fraction of the peak
     if host_bytes_per_node is not None:
         positive_int("host_bytes_per_node", host_bytes_per_node, allow_zero=True)
     accepted = [n for n in inspect.signature(estimate_training).parameters if n != "model"]
@@ -311,8 +324,8 @@ def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precis
                                     precision=precision, recompute=recompute, finetune=task, **trial_kw)
         # plans are ranked by time: a precision the GPU cannot run (bf16 on a V100) is refused, not a 0 tokens/s plan
         if not _untimed(precision, peak_tflops):
-            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops,
-                      internode_bytes_per_s=internode_bytes_per_s)
+            step_time(est, g, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops,
+                      internode_bytes_per_s=internode_bytes_per_s, **({"hfu": hfu} if mfu is None else {"hfu": mfu}))
     return precisions, recomputes, estimate_kw
 
 

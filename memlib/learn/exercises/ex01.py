@@ -12,7 +12,7 @@ from memlib.learn.exercises._common import b, fits, n_params, only_fitting, peak
 from memlib.learn.exercises.kinds import Choice, Figure, Implement, Numeric, Option, SelfAssessed, Slip, SpotError
 from memlib.hardware.gpus import get_gpu
 from memlib.models import get_model
-from memlib.cost.timing import DEFAULT_MFU, flops_per_token, palm_flops_per_token, step_time
+from memlib.cost.timing import DEFAULT_HFU, flops_per_token, palm_flops_per_token, step_time
 from memlib.training import estimate_training
 from memlib.units import gb, gib
 
@@ -30,6 +30,9 @@ def _v100_layout(model: str = _65, **kw):
 _LAYOUTS = {"a": _v100_layout(zero_stage=3, dp=4), "b": _v100_layout(tp=4), "c": _v100_layout(pp=4),
             "d": _v100_layout(zero_stage=3, dp=4, offload="optimizer"),
             "e": _v100_layout(zero_stage=3, dp=4, offload="optimizer+params")}
+# notebook 01's QLoRA recipe (Dettmers et al. 2023, App. B; artidoro/qlora qlora.py): r=64 on every linear layer,
+# dropout 0.05 for 65B, paged 32-bit AdamW (one fused kernel)
+_QLORA_RECIPE = dict(lora_rank=64, lora_targets="all-linear", lora_dropout=0.05, optimizer_impl="fused")
 _LAYOUTS_33 = {"d": _v100_layout(_33, zero_stage=3, dp=4, offload="optimizer"),
                "e": _v100_layout(_33, zero_stage=3, dp=4, offload="optimizer+params")}
 
@@ -100,6 +103,12 @@ def _moments(k: float = 8, dp: int = 4) -> int:
 
 def _infinity_time(**kw):
     return step_time(_LAYOUTS["e"](), "v100-32gb", **kw)
+
+
+def _accum8_tokens_per_s() -> float:
+    """Tokens/s per GPU of the same layout with notebook 01's 8 micro-batches per step (memlib.step_time)."""
+    return step_time(_v100_layout(zero_stage=3, dp=4, offload="optimizer+params", grad_accum=8)(),
+                     "v100-32gb").tokens_per_s_per_gpu
 
 
 def _compute_s_with_flops(fpt: float) -> float:
@@ -320,32 +329,38 @@ EXERCISES = [
     ),
     Numeric(
         id="01.9", title="How long is one step?", difficulty="interview", minutes=10,
-        formula="step time = FLOPs per token x tokens / (GPUs x peak x MFU) (memlib.step_time)",
+        formula="step time = hardware FLOPs per token x tokens / (GPUs x peak x HFU) (memlib.step_time)",
         prompt=f"The ZeRO-Infinity layout (LLaMA-65B, 4x V100 32GB, fp16 mixed precision, full recompute, sequence "
-               f"2048, micro-batch 1 per GPU, no gradient accumulation) processes 4 x 2048 tokens per step. At "
-               f"{DEFAULT_MFU:.0%} model-FLOPs utilisation of the V100's 125 TFLOPS fp16 tensor-core peak, how many "
-               f"seconds of **compute** does one step take? (Use PaLM's FLOPs per token, with recompute; "
+               f"2048, micro-batch 1 per GPU, no gradient accumulation) processes 4 x 2048 tokens per step. The "
+               f"GPUs run every FLOP they execute, the recomputed forward included, at {DEFAULT_HFU:.0%} of the "
+               f"V100's 125 TFLOPS fp16 tensor-core peak ({DEFAULT_HFU:.0%} hardware-FLOPs utilisation, HFU). How "
+               f"many seconds of **compute** does one step take? (Use PaLM's FLOPs per token, with recompute; "
                f"`memlib.step_time(...).compute_s` is the reference.) Answer in seconds, e.g. `\"12.5 s\"`.",
         expected=lambda: _infinity_time().compute_s, unit="s", tolerance=0.03,
         slips=(Slip("no recompute", lambda: _compute_s_with_flops(flops_per_token(get_model(_65), 2048, "none")),
-                    "you counted 6N + 12·L·H·Q·T; full recompute runs each forward twice: 8N + 16·L·H·Q·T"),
+                    "you counted 6N + 12·L·H·Q·T, the model FLOPs (that would be 40% MFU); HFU counts what the GPU "
+                    "runs, and full recompute runs each forward twice: 8N + 16·L·H·Q·T"),
                Slip("no attention term", lambda: _compute_s_with_flops(8 * n_params(_65)),
                     "8N alone leaves out the attention FLOPs (16·L·H·Q·T with recompute)"),
                Slip("one GPU does all tokens", lambda: 4 * _infinity_time().compute_s,
                     "the 4 GPUs share the step's tokens: divide by 4 GPUs' throughput"),
-               Slip("peak, not MFU", lambda: DEFAULT_MFU * _infinity_time().compute_s,
-                    f"you assumed 100% of the tensor-core peak; real training reaches about {DEFAULT_MFU:.0%} (MFU)")),
+               Slip("peak, not HFU", lambda: DEFAULT_HFU * _infinity_time().compute_s,
+                    f"you assumed 100% of the tensor-core peak; the question gives {DEFAULT_HFU:.0%} (HFU)")),
         hints=("Time = work / rate: the work is FLOPs per token x tokens, the rate is what the GPUs really sustain.",
-               "compute_s = (8N + 16·L·H·Q·T) x tokens_per_step / (GPUs x 125e12 x MFU), with L = 80, H = 64, "
+               "compute_s = (8N + 16·L·H·Q·T) x tokens_per_step / (GPUs x 125e12 x HFU), with L = 80, H = 64, "
                "Q = 128, T = 2048.",
                "Start with FLOPs per token for LLaMA-65B with full recompute (memlib.cost.timing.flops_per_token)."),
         worked=lambda: (lambda t: (
             f"FLOPs per token with full recompute: {t.flops_per_token / 1e9:,.0f} GFLOPs "
             f"(`memlib.cost.timing.flops_per_token`); x {t.tokens_per_step:,} tokens / (4 x 125 TFLOPS x "
-            f"{DEFAULT_MFU:.0%}) = **{t.compute_s:.1f} s** of compute. The whole step is {t.step_s:.0f} s "
+            f"{t.hfu:.0%}) = **{t.compute_s:.1f} s** of compute: {t.hfu:.0%} HFU is {t.mfu:.0%} MFU (model FLOPs "
+            f"6N + 12·L·H·Q·T, PaLM App. B), since a quarter of what the GPU runs is the recomputed forward. "
+            f"The whole step is {t.step_s:.0f} s "
             f"(`memlib.step_time`): offload traffic over PCIe adds {t.offload_s:.0f} s and the CPU Adam step "
             f"{t.cpu_optimizer_s:.0f} s, so {t.tokens_per_s_per_gpu:.0f} tokens/s per GPU: a billion tokens would take "
-            f"{1e9 / (t.tokens_per_s_per_gpu * 4) / 86400:.0f} days."))(_infinity_time()),
+            f"{1e9 / (t.tokens_per_s_per_gpu * 4) / 86400:.0f} days. Without gradient accumulation the CPU Adam step "
+            f"and the parameter upload come after every micro-batch; notebook 01's 8 micro-batches per step spread "
+            f"them: {_accum8_tokens_per_s():.0f} tokens/s per GPU."))(_infinity_time()),
     ),
     SelfAssessed(
         id="01.10", title="Fine-tune LLaMA-65B (a Vicuna-style SFT) on 4x V100 this week", difficulty="stretch", minutes=15,
@@ -365,26 +380,30 @@ EXERCISES = [
         hints=("Start from the numbers: full fine-tuning needs 16 bytes/param; what fits per GPU and what is left for "
                "the host?",
                "Full: ZeRO-Infinity host RAM is 18 bytes/param; QLoRA: ~0.5 byte/param of base plus small adapters; "
-               "time: FLOPs per token x tokens / (GPUs x peak x MFU).",
+               "time: FLOPs per token x tokens / (GPUs x peak x utilisation), with the recomputed forward in the "
+               "FLOPs when the utilisation is HFU.",
                "Write down the per-GPU peak and host RAM of ZeRO-Infinity with memlib, then the same for QLoRA."),
         worked=lambda: (lambda inf, dm, fs, q33: (
             f"Full fine-tuning fits only as ZeRO-Infinity: {gib(inf.peak_bytes):.1f} GiB per GPU but "
             f"{b(4 * inf.host_bytes)} of host RAM and about {step_time(inf, 'v100-32gb').tokens_per_s_per_gpu:.0f} "
-            f"tokens/s per GPU (`memlib.step_time`), i.e. days for a modest dataset. QLoRA (NF4 base, LoRA r=64 on "
-            f"all linear layers, fp32 adapters) split over the four GPUs fits: the 4-bit layers spread layer by layer "
-            f"(`device_map`, the QLoRA reference code) peak at {gib(dm.peak_bytes):.1f} GiB per GPU at about "
-            f"{step_time(dm, 'v100-32gb').tokens_per_s_per_gpu:.0f} tokens/s per GPU (one GPU works at a time), "
-            f"FSDP-QLoRA at {gib(fs.peak_bytes):.1f} GiB and about {step_time(fs, 'v100-32gb').tokens_per_s_per_gpu:.0f} "
-            f"tokens/s per GPU. The same recipe on a 33B needs {gib(q33.peak_bytes):.1f} GiB on one GPU. V100 has "
-            "no bf16: fp16 with dynamic loss scaling, gradient checkpointing on. Ask for A100/H100 80GB if full "
+            f"tokens/s per GPU (`memlib.step_time` at {DEFAULT_HFU:.0%} HFU, 8 micro-batches per step as in "
+            f"notebook 01, CPU Adam at memlib's 5e9 parameters/s per node), i.e. days for a modest dataset. QLoRA "
+            f"(the paper's recipe as notebook 01 runs it: NF4 base, LoRA r=64 on all linear layers, dropout 0.05, "
+            f"fp32 adapters, 16 micro-batches) split over the four GPUs fits: the 4-bit layers spread layer by layer "
+            f"(`device_map`, the QLoRA reference code) peak at {gib(dm.peak_bytes):.1f} GiB per GPU, and the whole "
+            f"job makes about {4 * step_time(dm, 'v100-32gb').tokens_per_s_per_gpu:.0f} tokens/s (one GPU works at "
+            f"a time); FSDP-QLoRA peaks at {gib(fs.peak_bytes):.1f} GiB and makes about "
+            f"{4 * step_time(fs, 'v100-32gb').tokens_per_s_per_gpu:.0f} tokens/s, all four GPUs computing (both at "
+            f"{DEFAULT_HFU:.0%} HFU = {step_time(dm, 'v100-32gb').mfu:.0%} MFU: the recomputed forward is a third of "
+            f"what a LoRA step runs). The same recipe on a 33B needs {gib(q33.peak_bytes):.1f} GiB on one GPU. V100 "
+            "has no bf16: fp16 with dynamic loss scaling, gradient checkpointing on. Ask for A100/H100 80GB if full "
             "fine-tuning is a must."))(
-            _LAYOUTS["e"](),
-            estimate_training(_65, precision="fp16-mixed", finetune="qlora", recompute="full", lora_rank=64,
-                              lora_targets="all-linear", pp=4),
-            estimate_training(_65, precision="fp16-mixed", finetune="qlora", recompute="full", lora_rank=64,
-                              lora_targets="all-linear", zero_stage="FULL_SHARD", dp=4),
-            estimate_training("vicuna-33b", precision="fp16", finetune="qlora", recompute="full", lora_rank=64,
-                              lora_targets="all-linear")),
+            _v100_layout(zero_stage=3, dp=4, offload="optimizer+params", grad_accum=8)(),
+            estimate_training(_65, precision="fp16-mixed", finetune="qlora", recompute="full", grad_accum=16,
+                              pp=4, **_QLORA_RECIPE),
+            estimate_training(_65, precision="fp16-mixed", finetune="qlora", recompute="full", grad_accum=16,
+                              zero_stage="FULL_SHARD", dp=4, **_QLORA_RECIPE),
+            estimate_training("vicuna-33b", precision="fp16", finetune="qlora", recompute="full", **_QLORA_RECIPE)),
     ),
     Numeric(
         id="01.11", title="The gigabytes a late model load costs under ZeRO-3", difficulty="interview", minutes=8,

@@ -101,9 +101,14 @@ def _ddp_bytes() -> float:
 
 # --- 07.7, 07.8: the 70B fine-tune --------------------------------------------------------------------
 def _ft_hours(**kw) -> float:
-    args = dict(mfu=_MFU, seq_len=_SEQ, recompute="full")
+    args = dict(hfu=_MFU, seq_len=_SEQ, recompute="full")  # 40% of peak for every FLOP run: HFU (30% MFU)
     args.update(kw)
     return cost.training_run(_70B, _FT_TOKENS, _H100, 1, **args).gpu_hours
+
+
+def _ft_mfu() -> float:
+    """The MFU of the 70B fine-tune at 40% HFU with full recompute: 0.4 x (6N + 12LHQT) / (8N + 16LHQT) = 0.3."""
+    return cost.training_run(_70B, _FT_TOKENS, _H100, 1, hfu=_MFU, seq_len=_SEQ, recompute="full").mfu
 
 
 def _gpus_for_memory() -> int:
@@ -305,15 +310,17 @@ EXERCISES = [
     ),
     Numeric(
         id="07.7", title="GPU-hours of a 70B fine-tune", difficulty="interview", minutes=6,
-        formula="GPU-hours = FLOPs / (dense peak x MFU) / 3600 (memlib.cost.gpu_hours)",
+        formula="GPU-hours = hardware FLOPs / (dense peak x HFU) / 3600 (memlib.cost.training_run(..., hfu=))",
         prompt=f"Full fine-tuning of Llama-3.1-70B on 1B tokens of 4,096-token sequences needs full activation "
                f"recompute to fit, so count PaLM's FLOPs per token with the recomputed forward, 8N + 16·L·H·Q·T "
-               f"(`memlib.cost.timing.flops_per_token(model, 4096, 'full')`). At {_MFU:.0%} of an H100's dense "
-               f"{get_gpu(_H100).bf16_tflops} TFLOP/s, how many GPU-hours does it take? The run uses 16 GPUs. Write "
+               f"(`memlib.cost.timing.flops_per_token(model, 4096, 'full')`). The GPUs run every one of those FLOPs "
+               f"at {_MFU:.0%} of an H100's dense {get_gpu(_H100).bf16_tflops} TFLOP/s ({_MFU:.0%} hardware-FLOPs "
+               f"utilisation, HFU; that is {_ft_mfu():.0%} MFU). How many GPU-hours does it take? The run uses 16 GPUs. Write "
                f"it like `\"123 GPU-hours\"`.",
         expected=lambda: _ft_hours(), unit="GPU-hours", tolerance=0.02,
         slips=(Slip("no recompute", lambda: _ft_hours(recompute="none"),
-                    "you left out the recomputed forward the run needs to fit (+2N + 4·L·H·Q·T)"),
+                    "you left out the recomputed forward the run needs to fit (+2N + 4·L·H·Q·T); model FLOPs over "
+                    "40% of the peak would be 40% MFU, but the question gives HFU, which counts what the GPU runs"),
                Slip("6ND only", lambda: cost.gpu_hours(cost.training_flops(_70B, _FT_TOKENS), _H100, _MFU),
                     "6ND alone leaves out both the attention term and the recompute"),
                Slip("divided by the GPUs", lambda: _ft_hours() / 16,
@@ -321,19 +328,22 @@ EXERCISES = [
                     "hours of wall-clock)"),
                Slip("GPU-days", lambda: _ft_hours() / 24, "that is GPU-days; the question asks for GPU-hours")),
         hints=("GPU-hours measure the work at the rate one GPU sustains; the GPU count only changes the wall-clock.",
-               "GPU-hours = flops_per_token × tokens / (989.4e12 × 0.4) / 3600.",
+               "GPU-hours = flops_per_token (with recompute) × tokens / (989.4e12 × 0.4) / 3600.",
                "Get flops_per_token from memlib.cost.timing.flops_per_token(memlib.get_model('llama-3.1-70b'), 4096, "
                "'full')."),
         worked=lambda: (f"{flops_per_token(get_model(_70B), _SEQ, 'full'):.3g} FLOPs per token × 1e9 / "
                         f"({get_gpu(_H100).bf16_tflops}e12 × {_MFU}) / 3600 = **{_ft_hours():,.0f} GPU-hours** "
-                        f"(`memlib.cost.gpu_hours`), {_ft_hours() / 16:.0f} hours on 16 GPUs if the communication "
-                        "hides (notebook 07, step 6, finds it does not entirely)."),
+                        f"(`memlib.cost.training_run(..., hfu=0.4)`), {_ft_hours() / 16:.0f} hours on 16 GPUs if the "
+                        "communication hides (notebook 07, step 6, finds it does not entirely). The same run is "
+                        f"{_ft_mfu():.0%} MFU (model FLOPs 6N + 12·L·H·Q·T are 3/4 of the 8N + 16·L·H·Q·T it runs); "
+                        f"at a true {_MFU:.0%} MFU it would take {_ft_hours(hfu=None, mfu=_MFU):,.0f} GPU-hours."),
     ),
     Choice(
         id="07.8", title="What sets the GPU count of the 70B fine-tune?", difficulty="interview", minutes=8,
         formula="fewest GPUs: the larger of the memory floor (memlib.parallel.plan.min_gpus) and the deadline's compute",
         prompt=f"You must fully fine-tune Llama-3.1-70B on 1B tokens (4,096-token sequences) on H100 80GB GPUs "
-               f"within {_DEADLINE_DAYS} days, at about {_MFU:.0%} MFU. How many GPUs do you rent?",
+               f"within {_DEADLINE_DAYS} days, its kernels at about {_MFU:.0%} of peak ({_MFU:.0%} HFU, recompute "
+               f"counted). How many GPUs do you rent?",
         options=(Option("a", "Enough for the FLOPs to finish by the deadline: GPU-hours / (7 × 24), rounded up",
                         lambda: (f"the FLOPs would finish on {_gpus_for_deadline()} GPUs, but the model states "
                                  "alone do not fit on so few"),
@@ -423,7 +433,7 @@ EXERCISES = [
             f"{_GPUS} H100s, {pre.days:.1f} days, {pre.gpu_hours:,.0f} GPU-hours, ${pre.cost(2.0):,.0f} at $2 per "
             f"GPU-hour, if the network (400 Gb/s per GPU) hides ZeRO-3's traffic. Fine-tuning: memory sets "
             f"{_gpus_for_memory()} H100s (16 bytes/param of model states); {ft:,.0f} GPU-hours with full recompute "
-            f"(+33% FLOPs), about ${2.0 * ft:,.0f}. Add a margin for failures, restarts, evaluation and checkpoints "
+            f"(+33% FLOPs, at {_MFU:.0%} HFU = {_ft_mfu():.0%} MFU), about ${2.0 * ft:,.0f}. Add a margin for failures, restarts, evaluation and checkpoints "
             f"(published runs come out 5-15% above 6ND at their MFU) and for a lower MFU at scale."))(
             _run(), _ft_hours()),
     ),

@@ -24,27 +24,40 @@ TASKS = {"pretrain or full fine-tune": "full", "LoRA / QLoRA (frozen base)": "lo
 RECOMPUTES = ("none", "full")
 
 
-def run_summary(model, tokens: float, gpu, gpus: int, mfu: float = 0.4, price: float = 2.0, seq_len: int = 4096,
-                task: str = "full", recompute: str = "none") -> dict:
+def run_summary(model, tokens: float, gpu, gpus: int, mfu: float | None = 0.4, price: float = 2.0,
+                seq_len: int = 4096, task: str = "full", recompute: str = "none", *, hfu: float | None = None) -> dict:
     """The playground's figures for one setting: FLOPs, GPU-hours, days, cost at `price` per
     GPU-hour (a figure you set, not a quote), tokens per parameter against Chinchilla's ~20, and
-    the 6ND-only figure a pencil gives (to show what the attention term adds)."""
+    the 6ND-only figure a pencil gives (to show what the attention term adds).
+
+    mfu is model-FLOPs utilisation (PaLM App. B: recompute not counted), so at a fixed MFU recompute
+    adds no GPU-hours, only the HFU the kernels must reach (reported as "hfu"); pass hfu= (and mfu=None)
+    to fix the kernels' utilisation instead, so that recompute costs its time."""
     choice("task", task, tuple(TASKS.values()))
     choice("recompute", recompute, RECOMPUTES)
     price = positive_float("price", price, maximum=1e6)
     m = get_model(model)
-    run = cost.training_run(m, tokens, gpu, gpus, mfu=mfu, seq_len=seq_len, recompute=recompute, finetune=task)
+    run = cost.training_run(m, tokens, gpu, gpus, mfu=mfu, seq_len=seq_len, recompute=recompute, finetune=task,
+                            hfu=hfu)
     pencil = cost.training_flops(m, tokens, finetune=task)  # no attention term, no recompute
-    return {"model": m.name, "gpu": get_gpu(gpu).name, "gpus": run.gpus, "mfu": run.mfu, "tokens": run.tokens,
+    return {"model": m.name, "gpu": get_gpu(gpu).name, "gpus": run.gpus, "mfu": run.mfu, "hfu": run.hfu,
+            "tokens": run.tokens,
             "flops": run.flops, "gpu_hours": run.gpu_hours, "days": run.days, "cost": run.cost(price), "price": price,
             "tokens_per_param": run.tokens / active_params(m),
             "chinchilla_ratio": run.tokens / cost.chinchilla_tokens(m), "pencil_flops": pencil,
             "beyond_pencil": run.flops / pencil - 1}
 
 
+def _hfu_words(s: dict) -> str:
+    """The HFU beside the MFU when they differ (recompute): PaLM's two utilisations (Chowdhery et al. 2022, App. B)."""
+    hfu = s.get("hfu", s["mfu"])
+    return "" if abs(hfu - s["mfu"]) < 5e-4 else f" ({hfu:.0%} HFU: the recomputed forward's FLOPs count too)"
+
+
 def describe(s: dict) -> str:
     """One short HTML block of run_summary's figures (the playground's output)."""
-    return (f"<b>{s['model']}</b> on {s['tokens']:.3g} tokens, {s['gpus']:,} x {s['gpu']} at {s['mfu']:.0%} MFU:<br>"
+    return (f"<b>{s['model']}</b> on {s['tokens']:.3g} tokens, {s['gpus']:,} x {s['gpu']} at {s['mfu']:.0%} MFU"
+            f"{_hfu_words(s)}:<br>"
             f"<b>{s['flops']:.3g} FLOPs</b> ({s['beyond_pencil']:+.0%} over the pencil's 6ND or 4ND: attention and "
             f"recompute) &middot; <b>{s['gpu_hours']:,.0f} GPU-hours</b> &middot; <b>{s['days']:,.2f} days</b> "
             f"wall-clock &middot; <b>${s['cost']:,.0f}</b> at ${s['price']:g} per GPU-hour<br>"

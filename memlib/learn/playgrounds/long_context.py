@@ -31,7 +31,8 @@ def settings_from(values: dict) -> dict:
 
 
 def step_line(estimate, gpu: str) -> str:
-    """One line of timing: tokens/s per GPU at memlib's default MFU, the attention share of the FLOPs, the ring."""
+    """One line of timing: tokens/s per GPU at memlib's default 40% HFU (every FLOP the GPU runs, recompute included;
+    the MFU it means is printed beside it), the attention share of the FLOPs, the ring."""
     s = estimate.setup
     try:
         t = step_time(estimate, gpu)
@@ -41,7 +42,7 @@ def step_line(estimate, gpu: str) -> str:
     ring = (f"; ring attention moves {t.cp_comm_bytes / 1e9:,.0f} GB per GPU per step, {t.cp_exposed_s:.2f} s of it "
             "not hidden by attention" if s.cp > 1 else "")
     return (f"step of {t.tokens_per_step:,} tokens on {t.gpus} GPUs: {t.step_s:,.1f} s, "
-            f"{t.tokens_per_s_per_gpu:,.0f} tokens/s per GPU (40% MFU); attention is {share:.0%} of the FLOPs{ring}")
+            f"{t.tokens_per_s_per_gpu:,.0f} tokens/s per GPU ({t.hfu:.0%} HFU, {t.mfu:.0%} MFU); attention is {share:.0%} of the FLOPs{ring}")
 
 
 class LongContextPlayground(Controls):
