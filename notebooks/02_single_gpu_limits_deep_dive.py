@@ -423,7 +423,8 @@ FACTS = [
      f"{verdict(amp7, A100)}", overall(cv(115e9, amp7.peak_bytes), cv(False, fits(amp7, A100).fits)),
      "Conclusion right; the sum misses foreach AdamW's step temporary, and the 3 GB of activations are gone by then."),
     ("激活值约 2-3GB（使用激活重计算后）",
-     f"full recompute: {gb(act_full):.2f} GB at the loss, {gb(largest(rc7, 'activations')):.2f} GB at most; "
+     f"full recompute: {gb(rc7.moments[0].parts['activations']):.2f} GB at the loss, "
+     f"{gb(largest(rc7, 'activations')):.2f} GB at most; "
      f"{gb(act_logits_rc):.2f} GB with the logits",
      overall(cv((2e9, 3e9), largest(rc7, "activations")), cv((2e9, 3e9), act_logits_rc)),
      "Right order, a little high: the activations alone (checkpoints plus one rebuilt layer) are below 2 GB; with "
