@@ -221,6 +221,9 @@ s4_off = f"{gb(13e9) / gb(at_loss['autocast_copies']) - 1:+.0%}"
 # temporary copy of v (4 B × 6.7e9 = 27 GB): **135 GB**. Foreach: the step wins; fused: the backward wins.
 
 # %% tags=["nbval-check-output"]
+# who defaults to which: bare torch.optim.AdamW on CUDA, foreach; HF Trainer, fused on torch >= 2.8
+# (transformers v5.15.0 training_args.py, memlib.RECIPES["hf-trainer"]); torchtitan, fused (memlib.RECIPES);
+# LitGPT pretraining, fused (Lightning-AI/litgpt@e570612 litgpt/pretrain.py: {"fused": device is cuda})
 impls = {impl: memlib.estimate_training(MODEL, seq_len=SEQ, optimizer_impl=impl)
          for impl in ("foreach", "fused", "for-loop")}
 bwd_start = next(mo for mo in est.moments if mo.where.startswith("start"))
