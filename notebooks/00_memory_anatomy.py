@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -47,20 +47,21 @@ def R(x, sig=2):
 
 
 # The figures the 30-second answer quotes; section 5 derives each one step by step.
-est = memlib.estimate_training(MODEL, seq_len=SEQ)                      # torch's default AdamW (foreach)
+est = memlib.estimate_training(MODEL, seq_len=SEQ)                      # bare torch's default AdamW (foreach)
+est_fused = memlib.estimate_training(MODEL, seq_len=SEQ, optimizer_impl="fused")   # HF Trainer (torch >= 2.8), torchtitan
 est_rc = memlib.estimate_training(MODEL, seq_len=SEQ, recompute="full")
 at_loss = est.moments[0].parts                                          # alive at the end of the forward
 step_moment = next(mo for mo in est.moments if mo.name == "optimizer")
-fit_a100 = memlib.fits(est, GPU)                                        # memlib.fits, step 6
-fit_en, fit_zh = ("fits", "放得下") if fit_a100.fits else ("does not fit", "放不下")
-a_states = f"{R(gb(est.model_state_bytes))} GB"
-a_act, a_casts = f"{R(gb(at_loss['activations']))} GB", f"{R(gb(at_loss['autocast_copies']))} GB"
-a_rc = f"{R(gb(est_rc.moments[0].parts['activations']), 1)} GB"
-a_tmp, a_peak = f"{R(gb(step_moment.parts['temporaries']))} GB", f"{R(gb(est.peak_bytes), 3)} GB"
+fit_both = [memlib.fits(e, GPU).fits for e in (est, est_fused)]         # memlib.fits, step 6
+fit_en, fit_zh = (("Both fit", "都放得下") if all(fit_both) else ("Neither fits", "都放不下") if not any(fit_both)
+                  else ("Only fused fits" if fit_both[1] else "Only foreach fits", "只有一种放得下"))
+a_states = f"{R(gb(est.model_state_bytes), 3)} GB"
+a_peak, a_fused = f"{R(gb(est.peak_bytes), 3)} GB", f"{R(gb(est_fused.peak_bytes), 3)} GB"
+c1_gib = f"{gib(est.peak_bytes):.1f} GiB"   # section 6: the same peak on the charts' GiB axis
 # section 6's first chart: one estimate per setup (memlib.estimate_training)
 BARS = {"fp32\nAdamW": dict(precision="fp32"), "bf16-mixed\nAdamW": dict(),
         "bf16-mixed\nfused AdamW": dict(optimizer_impl="fused"), "bf16-mixed\n8-bit AdamW": dict(optimizer="adamw-8bit"),
-        "bf16-mixed\nSGD": dict(optimizer="sgd"), "bf16\nAdamW": dict(precision="bf16"),
+        "bf16\nAdamW": dict(precision="bf16"),
         "bf16\n8-bit AdamW": dict(precision="bf16", optimizer="adamw-8bit")}
 bar_estimates = {label: memlib.estimate_training(MODEL, seq_len=SEQ, **kw) for label, kw in BARS.items()}
 
@@ -68,15 +69,15 @@ bar_estimates = {label: memlib.estimate_training(MODEL, seq_len=SEQ, **kw) for l
 # ## 2. The 30-second answer · 30 秒回答
 #
 # > **EN** Two groups. Model states scale with parameters: mixed-precision AdamW keeps 16 bytes per
-# > parameter (fp32 weights, gradients, two Adam moments), {eval}`a_states` for LLaMA-7B. Activations
-# > scale with tokens: {eval}`a_act` at 2k tokens, plus {eval}`a_casts` of bf16 weight copies; full
-# > recompute leaves {eval}`a_rc`. The peak is the largest moment, not the sum: torch's default AdamW
-# > adds a {eval}`a_tmp` temporary at the step, peaking at {eval}`a_peak`, so it {eval}`fit_en` one 80 GB card.
+# > parameter, {eval}`a_states` for LLaMA-7B. Activations and bf16 weight copies scale with tokens. The peak
+# > is one moment, not the sum: foreach AdamW (bare PyTorch) peaks at the step, {eval}`a_peak`; fused AdamW
+# > (HF Trainer, torchtitan) at the backward's start, {eval}`a_fused`. {eval}`fit_en` one 80 GB card. To fit,
+# > shard or shrink the optimizer; recompute helps only when the peak is in the backward.
 #
-# > **中文** 分两块。模型状态随参数量增长：混合精度 AdamW 每参数 16 字节（fp32 权重、梯度和两个 Adam 动量），
-# > LLaMA-7B 约 {eval}`a_states`。激活随 token 数增长：2k token 约 {eval}`a_act`，另有 {eval}`a_casts` bf16
-# > 权重副本；全量重计算后约 {eval}`a_rc`。峰值是最大的那个时刻，不是各项之和：PyTorch 默认的 AdamW 在 step
-# > 时多出 {eval}`a_tmp` 临时张量，峰值 {eval}`a_peak`，单张 80 GB 卡{eval}`fit_zh`。
+# > **中文** 模型状态随参数量增长：混合精度 AdamW 每参数 16 字节，LLaMA-7B 约 {eval}`a_states`。激活值和 bf16
+# > 权重副本随 token 数增长。峰值是某一时刻，不是总和：foreach AdamW（PyTorch 默认）峰值在 step，{eval}`a_peak`；
+# > fused AdamW（HF Trainer、torchtitan）在反向开始，{eval}`a_fused`。单张 80 GB 卡{eval}`fit_zh`。
+# > 要放下就分片或压缩优化器；重计算只在峰值落在反向时有用。
 #
 # The long answer follows: every figure above is derived in section 5.
 
@@ -99,7 +100,7 @@ bar_estimates = {label: memlib.estimate_training(MODEL, seq_len=SEQ, **kw) for l
 # - **Autocast copies**: the bf16 copy of each weight autocast makes for a matmul, kept until its backward.
 # - **Activations**: tensors the forward saves for the backward; Korthikanti et al.'s 34sbh + 5as²b bytes per layer (**s** sequence, **b** micro-batch, **h** hidden size, **a** heads).
 # - **Recompute (checkpointing)**: keep each layer's input only; redo its forward in the backward. **sdpa / FlashAttention**: fused attention that never stores the s × s scores.
-# - **foreach / fused AdamW**: torch's implementations of the step; foreach (the CUDA default) holds a temporary copy of v.
+# - **foreach / fused AdamW**: torch's implementations of the step. foreach (bare `torch.optim.AdamW`'s CUDA default) holds a temporary copy of v; fused (HF Trainer's default on torch ≥ 2.8, torchtitan) does not.
 # - **Exponent / mantissa bits**: a float's range / its precision; **epsilon** is the gap between 1 and the next number. **fp8 e4m3 / e5m2**: 4 or 5 exponent bits, 3 or 2 mantissa bits. **Loss scaling**: multiplying the loss so small fp16 gradients do not round to zero.
 # - **Peak, moment**: memlib evaluates what is alive at moments of a step; the peak is the largest. **GB / GiB**: 1e9 / 2**30 bytes.
 
@@ -216,10 +217,13 @@ s4_off = f"{gb(13e9) / gb(at_loss['autocast_copies']) - 1:+.0%}"
 # ### Step 5 · The peak is one moment of the step
 #
 # ✏️ **Back of the envelope.** Start of the backward: weights and moments (12 B × 6.7e9 = 81 GB) +
-# activations 15 + copies 13 = **109 GB**. Optimizer step: all 16 B (108 GB) + torch's default
-# (foreach) AdamW, which holds a temporary copy of v: 4 B × 6.7e9 = 27 GB, **135 GB**. The step wins.
+# activations 15 + copies 13 = **109 GB**. Optimizer step: all 16 B (108 GB), plus, with foreach AdamW, a
+# temporary copy of v (4 B × 6.7e9 = 27 GB): **135 GB**. Foreach: the step wins; fused: the backward wins.
 
 # %% tags=["nbval-check-output"]
+# who defaults to which: bare torch.optim.AdamW on CUDA, foreach; HF Trainer, fused on torch >= 2.8
+# (transformers v5.15.0 training_args.py, memlib.RECIPES["hf-trainer"]); torchtitan, fused (memlib.RECIPES);
+# LitGPT pretraining, fused (Lightning-AI/litgpt@e570612 litgpt/pretrain.py: {"fused": device is cuda})
 impls = {impl: memlib.estimate_training(MODEL, seq_len=SEQ, optimizer_impl=impl)
          for impl in ("foreach", "fused", "for-loop")}
 bwd_start = next(mo for mo in est.moments if mo.where.startswith("start"))
@@ -227,18 +231,25 @@ for impl, e in impls.items():
     print(f"{impl}: peak {gb(e.peak_bytes):.1f} GB at {e.peak_moment.where}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-s5_peak, s5_grads = f"{fmt_bytes(est.peak_bytes)}", f"{gb(step_moment.parts['gradients']):.1f} GB"
-s5_tmp, s5_bwd = f"{gb(step_moment.parts['temporaries']):.1f} GB", f"{gb(bwd_start.total):.1f} GB"
-s5_fused, s5_loop = f"{fmt_bytes(impls['fused'].peak_bytes)}", f"{fmt_bytes(impls['for-loop'].peak_bytes)}"
+s5_tmp = f"{gb(step_moment.parts['temporaries']):.1f} GB"
+s5_fe, s5_fu = f"{fmt_bytes(impls['foreach'].peak_bytes)}", f"{fmt_bytes(impls['fused'].peak_bytes)}"
+s5_lo = f"{fmt_bytes(impls['for-loop'].peak_bytes)}"
+s5_fe_at, s5_fu_at = f"{impls['foreach'].peak_moment.where}", f"{impls['fused'].peak_moment.where}"
+s5_lo_at = f"{impls['for-loop'].peak_moment.where}"
 s5_sum = f"{fmt_bytes(est.model_state_bytes + at_loss['activations'] + at_loss['autocast_copies'])}"
 
 # %% [markdown]
-# memlib: the peak is **{eval}`s5_peak` at `optimizer.step()`**: the gradients ({eval}`s5_grads`) are
-# whole and torch's default foreach AdamW holds a {eval}`s5_tmp` temporary (`_foreach_sqrt` of v). The
-# start of the backward comes next at {eval}`s5_bwd`. With `fused=True` (torchtitan, LitGPT) or
-# `foreach=False` the step has no such copy and the peak moves to the backward: {eval}`s5_fused` (fused),
-# {eval}`s5_loop` (for-loop). Adding every term, as write-ups do, gives {eval}`s5_sum`: gradients and
-# activations are never both whole. Every moment's ledger is on the deep-dive page; section 6 draws it.
+# memlib: which moment wins depends on torch's AdamW implementation. Foreach holds a {eval}`s5_tmp`
+# temporary at the step (`_foreach_sqrt` of v); fused and for-loop hold none, so the start of the backward wins.
+#
+# | AdamW implementation | default in | peak | moment |
+# |---|---|---|---|
+# | foreach | bare `torch.optim.AdamW` on CUDA | **{eval}`s5_fe`** | {eval}`s5_fe_at` |
+# | fused | HF Trainer (torch ≥ 2.8), torchtitan, LitGPT pretraining | **{eval}`s5_fu`** | {eval}`s5_fu_at` |
+# | for-loop (`foreach=False`) | this project's measurement harness | {eval}`s5_lo` | {eval}`s5_lo_at` |
+#
+# Adding every term, as write-ups do, gives {eval}`s5_sum`: gradients and activations are never both
+# whole. Every moment's ledger is on the deep-dive page; section 6 draws it.
 
 # %% [markdown]
 # ### Step 6 · GB or GiB, and does it fit?
@@ -261,11 +272,15 @@ s6_card, s6_gb = f"{gib(a100.memory_bytes):.0f} GiB = {gb(a100.memory_bytes):.1f
 s6_amp = f"{gib(v_amp.required_bytes):.1f} GiB and {'fits' if v_amp.fits else 'does not fit'} ({v_amp.margin_gib:+.1f} GiB)"
 s6_bf16 = f"{gib(v_bf16.required_bytes):.1f} GiB and {'fits' if v_bf16.fits else 'does not fit'} ({v_bf16.margin_gib:+.1f} GiB)"
 s6_peak = f"{gb(est_bf16.peak_bytes):.1f} GB peak is {gib(est_bf16.peak_bytes):.1f} GiB"
+s6_lost = f"2^-{FORMATS['bf16'].mantissa_bits + 1}"   # half of bf16's epsilon: the round-to-nearest cut-off
 
 # %% [markdown]
 # memlib: the card is {eval}`s6_card` and torch reports **{eval}`s6_gb`**. `memlib.fits` adds a CUDA
 # context (0.5 GiB) and allocator headroom (5% of the peak) that the pencil left out: bf16-mixed AdamW
 # needs {eval}`s6_amp`; pure bf16 needs {eval}`s6_bf16`. Compare GiB with GiB: the {eval}`s6_peak`.
+# Pure bf16 has a cost: an update smaller than about {eval}`s6_lost` of a weight rounds away, so it needs
+# stochastic rounding or Kahan summation in the optimizer. Without them, keep the 16-byte AMP recipe and
+# shard the optimizer (ZeRO/FSDP) or use 8-bit AdamW.
 
 # %% [markdown]
 # ### Step 7 · Number formats: fp32, fp16, bf16, fp8
@@ -307,20 +322,23 @@ s7_fp8_gb = f"{gb(DTYPE_BYTES['fp8'] * N):.1f} GB"
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图
 #
-# **Takeaway: model states set the bar's height; shrinking them (pure bf16, 8-bit AdamW, SGD) is what
-# gets LLaMA-7B under the dashed A100 line.** What is alive at the peak, by setup
-# (`memlib.viz.breakdown_bars`, linear GiB).
+# **Takeaway: model states set the bar's height; shrinking them (8-bit AdamW; pure bf16, with stochastic
+# rounding or Kahan summation) is what gets LLaMA-7B under the dashed A100 line.** What is alive at the
+# peak, by setup (`memlib.viz.breakdown_bars`). The charts are in **GiB**, as torch reports: the
+# {eval}`a_peak` of section 2 is the {eval}`c1_gib` bar.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(8, 3.6))
-breakdown_bars(bar_estimates, gpu=GPU, ax=ax, title=f"{MODEL}, seq {SEQ}, micro-batch 1: alive at the peak")
+breakdown_bars(bar_estimates, gpu=GPU, ax=ax, title=f"{MODEL}, seq {SEQ}, micro-batch 1: alive at the peak (GiB)")
+ax.texts[-1].set_bbox(dict(facecolor="white", alpha=0.85, lw=0))   # the card's label, legible over the bars
 ax.set_ylim(top=ax.get_ylim()[1] * 1.08)  # room for the value labels under the title
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
 # **Takeaway: activations turn into gradients from left to right, and the foreach step's temporary makes
-# the last moment the peak.** Each bar is one moment of `est.moments` (linear GiB).
+# the last moment the peak; with fused AdamW the step bar loses that temporary and "bwd: loss" is the
+# peak.** Each bar is one moment of `est.moments` (GiB).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 SHORT = {"at the loss (log-softmax over the vocabulary)": "fwd: loss", "inside the last decoder layer": "fwd: last",
@@ -331,7 +349,11 @@ SHORT = {"at the loss (log-softmax over the vocabulary)": "fwd: loss", "inside t
 moment_views = {SHORT.get(mo.where, mo.where): SimpleNamespace(breakdown=mo.parts, peak_bytes=mo.total)
                 for mo in est.moments}
 fig, ax = plt.subplots(figsize=(8, 3.6))
-breakdown_bars(moment_views, gpu=GPU, ax=ax, title=f"{MODEL} bf16-mixed AdamW, seq {SEQ}: the moments of a step")
+breakdown_bars(moment_views, gpu=GPU, ax=ax, title=f"{MODEL} bf16-mixed foreach AdamW, seq {SEQ}: the moments of a step")
+card_label = ax.texts[-1]   # the card's label: move it off the tall right-hand bars
+card_label.set_x(-0.5)
+card_label.set_horizontalalignment("left")
+card_label.set_bbox(dict(facecolor="white", alpha=0.85, lw=0))
 ax.set_ylabel("GiB alive")
 ax.set_ylim(top=ax.get_ylim()[1] * 1.08)
 fig.tight_layout()
@@ -355,24 +377,30 @@ Playground(model="llama-7b", gpu="a100-80gb")
 acts7 = at_loss["activations"]                       # at the loss
 acts7_rc = est_rc.moments[0].parts["activations"]
 rc_max = max(est_rc.moments, key=lambda mo: mo.parts["activations"])
+est_rc_fused = memlib.estimate_training(MODEL, seq_len=SEQ, recompute="full", optimizer_impl="fused")
 print(f"at the loss: none {gb(acts7):.2f} GB, full {gb(acts7_rc):.2f} GB")
 print(f"full, at most: {gb(rc_max.parts['activations']):.2f} GB ({rc_max.name})")
-print(f"peak {gb(est.peak_bytes):.1f} -> {gb(est_rc.peak_bytes):.1f} GB")
+print(f"peak, foreach AdamW: {gb(est.peak_bytes):.1f} -> {gb(est_rc.peak_bytes):.1f} GB")
+print(f"peak, fused AdamW: {gb(est_fused.peak_bytes):.1f} -> {gb(est_rc_fused.peak_bytes):.1f} GB")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 f1_none, f1_full, f1_less = f"{gb(acts7):.2f} GB", f"{gb(acts7_rc):.2f} GB", f"{1 - acts7_rc / acts7:.0%}"
 f1_max = f"{gb(rc_max.parts['activations']):.2f} GB"
 f1_rebuilt = f"{gb(rc_max.parts['activations'] - acts7_rc):.2f} GB"
 f1_peaks = f"{gb(est.peak_bytes):.1f} to {gb(est_rc.peak_bytes):.1f} GB"
+f1_fused = f"{gb(est_fused.peak_bytes):.1f} to {gb(est_rc_fused.peak_bytes):.1f} GB"
 
 # %% [markdown]
 # Full recomputation cuts the activations at the loss from {eval}`f1_none` to **{eval}`f1_full`**
 # ({eval}`f1_less` less, not the seed's 50-70%) and lets autocast's weight copies die with the forward.
 # [Notebook 02](02_single_gpu_limits.ipynb) quotes {eval}`f1_max` for the same setup: it takes the
 # largest moment of the step, in the backward when the top layer is rebuilt and its {eval}`f1_rebuilt`
-# of saved tensors sit beside the 32 checkpoints; {eval}`f1_full` is the end of the forward, checkpoints only. The peak barely moves
-# ({eval}`f1_peaks`): it is the optimizer step, which holds no activations. Recompute pays where the
-# peak is in the backward (long sequences, big micro-batches, a fused step), for one extra forward.
+# of saved tensors sit beside the 32 checkpoints; {eval}`f1_full` is the end of the forward, checkpoints only.
+# With foreach AdamW the peak barely moves ({eval}`f1_peaks`): it is the optimizer step, which holds no
+# activations. With fused AdamW the peak is in the backward: recompute lowers it from {eval}`f1_fused`, where
+# the step's 16 bytes per parameter become the floor.
+# Recompute pays where the peak is in the backward (a fused step, long sequences, big micro-batches),
+# for one extra forward.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why does LLaMA-3-8B need more than LLaMA-7B beyond its parameters?
@@ -401,7 +429,8 @@ f2_l3, f2_l7 = f"{gb(logits8):.2f} GB", f"{gb(logits7):.2f} GB"
 # - Saying "2 bytes per parameter" for training: that is one 16-bit copy; mixed-precision AdamW keeps 16.
 # - Forgetting the fp32 master copy (12 instead of 16) or counting PyTorch AMP's gradients as fp16.
 # - Adding activations to all the gradients: they are never both whole; the peak is a moment.
-# - Placing the peak in the backward by habit: torch's foreach AdamW makes the step the peak here.
+# - Placing the peak without naming the optimizer: torch's foreach AdamW peaks at the step; fused AdamW (HF Trainer on torch ≥ 2.8, torchtitan) at the start of the backward.
+# - Recommending pure bf16 without its cost: small updates round away unless the optimizer uses stochastic rounding or Kahan summation.
 # - Quoting a GPT activation formula (s² term, dropout) for LLaMA with a fused attention kernel.
 # - Forgetting autocast's 16-bit weight copies and the logits over the vocabulary.
 # - Training in fp16 without loss scaling, or expecting fp8 to shrink the model states.

@@ -38,7 +38,7 @@ from memlib.explain import markdown_table
 from memlib.fit import usable_bytes
 from memlib.measured import estimate_case
 from memlib.optimizers import BNB_BLOCK
-from memlib.units import DTYPE_BYTES, fmt_bytes, gb, gib
+from memlib.units import DTYPE_BYTES, FORMATS, fmt_bytes, gb, gib
 from memlib.viz import crossover, sweep
 
 MODEL, SEQ, GPU = "llama-7b", 2048, "a100-80gb"   # full fine-tuning, micro-batch 1, bf16 mixed precision
@@ -78,10 +78,12 @@ print(markdown_table(alt_rows, ["setup", "model states B/param", "model states G
 display(Markdown(markdown_table(alt_rows, ["setup", "model states B/param", "model states GB", "peak GB", "peak in"])))
 display(Markdown(
     f"Pure bf16 halves the model states to {est_bf16.model_state_bytes / N:.0f} B/param and drops the autocast copies; the price is "
-    "numerical: bf16 weights cannot absorb updates much smaller than themselves, which is why mixed precision "
-    "keeps an fp32 master (Micikevicius et al. 2018). bitsandbytes' 8-bit AdamW stores both moments in "
+    f"numerical: bf16 weights cannot absorb an update smaller than about 2^-{FORMATS['bf16'].mantissa_bits + 1} of "
+    "themselves (it rounds away), which is why mixed precision keeps an fp32 master (Micikevicius et al. 2018); pure "
+    "bf16 training needs stochastic rounding or Kahan summation in the optimizer. bitsandbytes' 8-bit AdamW stores both moments in "
     f"{e7_8.counts['optimizer_bytes'] / N:.2f} B/param (uint8 plus an fp32 absmax per {BNB_BLOCK}-element block); "
-    "SGD stores nothing and SGD with momentum one buffer. Watch the peak move to the backward once the optimizer "
+    "SGD stores nothing and SGD with momentum one buffer (shown for scale: SGD is not a realistic optimizer for "
+    "fine-tuning an LLM). Watch the peak move to the backward once the optimizer "
     "side shrinks."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -107,8 +109,9 @@ display(Markdown(markdown_table(rows, ["setup", "highest backward moment, GB", "
 display(Markdown(
     "Both moments hold the parameters and optimizer states. The backward's highest moment adds what the forward "
     "left behind (activations, autocast copies, logits), which grows with tokens × layers × width; the optimizer "
-    "step adds the whole gradients and the step's temporaries, which grow with parameters. torch's default foreach "
-    "AdamW makes the step the peak of full fine-tuning at ordinary lengths. With a fused (or for-loop) step the two "
+    "step adds the whole gradients and the step's temporaries, which grow with parameters. Bare torch's default "
+    "(foreach) AdamW makes the step the peak of full fine-tuning at ordinary lengths; HF Trainer (torch >= 2.8) and "
+    "torchtitan step with fused AdamW. With a fused (or for-loop) step the two "
     "are close at 2k tokens: shorter sequences put the peak at the step, longer sequences and bigger micro-batches "
     "in the backward."))
 
@@ -171,7 +174,7 @@ SETUPS = {
     "bf16-mixed 8-bit AdamW": dict(optimizer="adamw-8bit"),
     "bf16-mixed SGD + momentum": dict(optimizer="sgd-momentum"),
     "bf16-mixed SGD": dict(optimizer="sgd"),
-    "bf16-mixed Adafactor": dict(optimizer="adafactor"),
+    "bf16-mixed Adafactor (factored v, no momentum)": dict(optimizer="adafactor"),
 }
 per_param = {}
 for label, kw in SETUPS.items():
@@ -180,7 +183,12 @@ for label, kw in SETUPS.items():
 ds = memlib.estimate_training(MODEL, seq_len=SEQ, zero_stage=1, dp=2).counts   # DeepSpeed's layout
 per_param["DeepSpeed / ZeRO paper (fp16 working copy)"] = (
     ds["param_bytes_unsharded"] / N, ds["grad_bytes_unsharded"] / N, ds["optimizer_bytes_unsharded"] / N)
-rows = [(label, f"{p:.2f}", f"{g:.2f}", f"{o:.2f}", f"**{p + g + o:.2f}**", f"{gb((p + g + o) * N):.1f} GB")
+def bpp(x):
+    """Bytes per parameter as the table shows them: 2 decimals, or 3 significant digits below 0.01 (never 0.00)."""
+    return f"{x:.2f}" if x == 0 or x >= 0.01 else f"≈{x:.3g}"
+
+
+rows = [(label, bpp(p), bpp(g), bpp(o), f"**{p + g + o:.2f}**", f"{gb((p + g + o) * N):.1f} GB")
         for label, (p, g, o) in per_param.items()]
 table_states = markdown_table(rows, ["setup", "params B/param", "grads B/param", "optimizer B/param",
                                      "total B/param", "LLaMA-7B model states"])
@@ -356,6 +364,7 @@ acts7_bf16 = est_bf16.moments[0].parts["activations"]
 acts7_rc_bf16 = e7_rc_bf16.moments[0].parts["activations"]
 casts7 = at_loss["autocast_copies"]
 acts7, acts7_rc = at_loss["activations"], est_rc.moments[0].parts["activations"]
+acts7_rc_max = max(mo.parts["activations"] for mo in est_rc.moments)   # the rebuilt top layer beside the checkpoints
 a100_fits = memlib.fits(e7_8rc, a100).fits
 print(f"65B: {gb(z65_0):.1f} GB of states, {gb(z65_3):.1f} GB per GPU under ZeRO-3 on 4")
 print(f"7B ZeRO-1 on one GPU "
@@ -391,9 +400,11 @@ rows = [
      "✅ right", f"Right: the ZeRO paper's K = {dsp[2]:.0f}; with 16-bit weights and grads the total is "
            f"{sum(dsp):.0f} B/param."),
     ("激活值约 2-3GB（使用激活重计算后）。若不重计算，可达 20-30GB", "seed 001 · 标准答",
-     f"full recompute {G(acts7_rc)}; none {G(acts7)} + autocast copies {G(casts7)}",
-     "⚠️ partly", "The no-recompute range holds only if autocast's bf16 weight copies are counted; with recompute it is "
-           "below 2-3 GB."),
+     f"full recompute {G(acts7_rc)} (at most {G(acts7_rc_max)} in the backward); none {G(acts7)} + autocast copies "
+     f"{G(casts7)}",
+     "⚠️ partly", "Right order of magnitude both ways, a little high with recompute: HF gradient checkpointing plus the "
+           "logits land at about 1.5-2 GB; the no-recompute range holds only if autocast's bf16 weight copies are "
+           "counted. Notebook 02's deep dive gives the same verdict."),
     ("总显存：14 + 14 + 84 + 3 = 115GB，远超 80GB", "seed 001 · 标准答",
      f"peak {G(est_rc.peak_bytes)} with full recompute ({est_rc.phase}); {G(est.peak_bytes)} without",
      "✅ right", "Conclusion right (does not fit); the peak is a moment (here the foreach optimizer step), not this sum."),

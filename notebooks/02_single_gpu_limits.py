@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -48,10 +48,12 @@ LADDER = ladder()  # LLaMA-like shapes from 0.37B to 175B (step 4)
 MFU = memlib.timing.DEFAULT_MFU  # 40% of peak: MFU without recompute, HFU (recompute counted) with it
 
 # Each recipe maps a model to a memlib estimate. Training: memlib.estimate_training with the common
-# recipe's defaults (PyTorch AMP "bf16-mixed", torch's foreach AdamW; LoRA/QLoRA: 16-bit or NF4 frozen
+# recipe's defaults (PyTorch AMP "bf16-mixed", bare torch's foreach AdamW; "fused": HF Trainer's AdamW on torch
+# >= 2.8, torchtitan's; LoRA/QLoRA: 16-bit or NF4 frozen
 # base, autocast, fp32 adapters as PEFT keeps them). Serving: memlib.estimate_inference, batch 1, 4,096 tokens.
 RECIPES = {
     "full · AdamW": lambda m: estimate_training(m, SEQ, MB),
+    "full · fused AdamW": lambda m: estimate_training(m, SEQ, MB, optimizer_impl="fused"),
     "full · 8-bit AdamW + recompute": lambda m: estimate_training(m, SEQ, MB, optimizer="adamw-8bit",
                                                                    recompute="full"),
     "full · ZeRO-Offload + recompute": lambda m: estimate_training(m, SEQ, MB, zero_stage=2, offload="optimizer",
@@ -63,7 +65,7 @@ RECIPES = {
     "serve · bf16": lambda m: estimate_inference(m, batch=1, context_len=4096, weights="bf16"),
     "serve · int4 (AWQ)": lambda m: estimate_inference(m, batch=1, context_len=4096, weights="int4-awq"),
 }
-SHORT = {"full · AdamW": "full, AdamW", "full · 8-bit AdamW + recompute": "full, 8-bit AdamW + rc",
+SHORT = {"full · AdamW": "full, AdamW", "full · fused AdamW": "full, fused AdamW", "full · 8-bit AdamW + recompute": "full, 8-bit AdamW + rc",
          "full · ZeRO-Offload + recompute": "full, ZeRO-Offload + rc", "LoRA + recompute": "LoRA + rc",
          "QLoRA + recompute": "QLoRA + rc", "full · pure bf16 + 8-bit AdamW + recompute": "full, pure bf16 + 8-bit",
          "serve · bf16": "serve bf16", "serve · int4 (AWQ)": "serve int4 (AWQ)"}
@@ -124,22 +126,26 @@ def offload_vs_baseline(gpu, accum):
 # The figures the 30-second answer quotes; the steps below derive each one.
 amp7 = estimate("full · AdamW", M7)
 a_bpp = f"{spoken(amp7.model_state_bytes / M7.num_params)}"
-a_full, a_8bit = f"{size('full · AdamW', A100)}", f"{size('full · 8-bit AdamW + recompute', A100)}"
-a_lora, a_qlora = f"{size('LoRA + recompute', A100)}", f"{size('QLoRA + recompute', A100)}"
+a_tmp_bpp = f"{spoken(amp7.counts['optimizer_temporary_bytes'] / M7.num_params)}"   # foreach AdamW's copy of v
+a_full, a_fused = f"{size('full · AdamW', A100)}", f"{size('full · fused AdamW', A100)}"
+a_qlora = f"{size('QLoRA + recompute', A100)}"
+_x8 = limit("full · 8-bit AdamW + recompute", A100).num_params / limit("full · AdamW", A100).num_params
+a_8bit_x = {2: "doubles", 3: "triples"}.get(round(_x8), f"multiplies by {_x8:.1f}")   # said as a word
+a_8bit_zh = {2: "翻倍", 3: "翻三倍"}.get(round(_x8), f"乘以 {_x8:.1f}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
-# > **EN** Count bytes per parameter at the peak. Mixed-precision AdamW keeps {eval}`a_bpp`, so an A100
-# > 80GB fully trains only about {eval}`a_full`. Levers: 8-bit AdamW with recompute (about {eval}`a_8bit`),
-# > LoRA ({eval}`a_lora`) or QLoRA ({eval}`a_qlora`); ZeRO shards nothing on one GPU, and CPU offload buys
-# > size with host RAM and a slower step. bf16 needs Ampere or newer.
-# > Caveat: one short sequence per step; longer ones lower these limits.
+# > **EN** Count bytes per parameter at the peak. Mixed-precision AdamW keeps {eval}`a_bpp`, plus
+# > {eval}`a_tmp_bpp` for torch's foreach step: an A100 80GB fully trains about {eval}`a_full` (about
+# > {eval}`a_fused` with fused AdamW). Levers: 8-bit AdamW with recompute {eval}`a_8bit_x` it; LoRA, or QLoRA
+# > up to about {eval}`a_qlora`. ZeRO shards nothing on one GPU; CPU offload buys size with host RAM and a
+# > slower step. Caveat: one short sequence per step; longer ones lower these limits.
 #
-# > **中文** 按峰值时每参数字节数算。混合精度 AdamW 每参数 {eval}`a_bpp` 字节，A100 80GB 全量只能训约
-# > {eval}`a_full`。手段：8-bit AdamW 加重计算约 {eval}`a_8bit`，LoRA 约 {eval}`a_lora`，QLoRA 约 {eval}`a_qlora`；
-# > 单卡上 ZeRO 无可分片，CPU 卸载用内存和速度换规模。bf16 需 Ampere 及以上。
-# > 注意：这是每步一条短序列时的上限。
+# > **中文** 按峰值时每参数字节数算。混合精度 AdamW 每参数 {eval}`a_bpp` 字节，torch 的 foreach step 再加
+# > {eval}`a_tmp_bpp`：A100 80GB 全量约 {eval}`a_full`（fused AdamW 约 {eval}`a_fused`）。手段：8-bit AdamW
+# > 加重计算让它{eval}`a_8bit_zh`；LoRA，或 QLoRA 约 {eval}`a_qlora`。单卡上 ZeRO 无可分片，
+# > CPU 卸载用内存和速度换规模。注意：这是每步一条短序列时的上限。
 #
 # The long answer follows: every figure above is derived in section 5.
 
@@ -158,7 +164,7 @@ a_lora, a_qlora = f"{size('LoRA + recompute', A100)}", f"{size('QLoRA + recomput
 #
 # - **GB / GiB**: 10⁹ / 2³⁰ bytes; a card's "80GB" is 80 GiB. **s, b, h**: sequence, micro-batch, hidden size.
 # - **Model states**: weights, gradients and optimizer states (AdamW's fp32 moments m, v).
-# - **AMP**: fp32 states, bf16 matmuls under `autocast`. **foreach AdamW**: torch's default; its step copies v.
+# - **AMP**: fp32 states, bf16 matmuls under `autocast`. **foreach AdamW**: bare torch's default; its step copies v. **fused AdamW** (HF Trainer on torch ≥ 2.8, torchtitan): no copy.
 # - **8-bit AdamW**: m, v in 8 bits (bitsandbytes). **Recompute**: keep layer inputs, rerun the forward.
 # - **ZeRO-1/2/3**: shard optimizer / + gradients / + weights over GPUs; **ZeRO-Offload**: states in host RAM.
 # - **LoRA / QLoRA**: rank-r adapters on a frozen 16-bit / 4-bit (NF4) base. **KV cache**: kept keys, values.
@@ -189,11 +195,13 @@ s1_l40s = f"{gib(memlib.get_gpu('l40s').torch_total_bytes):.1f} GiB"
 # ({eval}`s1_driver` of the card). GDDR6 cards with ECC on lose more: an L40S "48GB" shows {eval}`s1_l40s`.
 
 # %% [markdown]
-# ### Step 2 · Model states: 16 bytes per parameter, and 4 more during torch's AdamW step
+# ### Step 2 · Bytes per parameter at the peak: 16, and 4 more with foreach AdamW
 #
-# ✏️ **Back of the envelope.** Mixed-precision AdamW: 16-bit weights 2 + gradients 2 + fp32 master 4
-# + m 4 + v 4 = **16 B/param** (PyTorch AMP stores 4 + 4 + 8: the same 16). 7e9 × 16 B = **112 GB**:
-# more than the 80 GB of step 1 before a single activation.
+# [Chapter 00](00_memory_anatomy.ipynb) (steps 2 and 5) derives the 16 B/param of mixed-precision AdamW and
+# where the peak sits; here only what it means for one card.
+#
+# ✏️ **Back of the envelope.** 7e9 × 16 B = **112 GB**: more than the 80 GB of step 1 before a single
+# activation. At the step, foreach AdamW adds a copy of v (4 B): 20 B/param.
 
 # %% tags=["nbval-check-output"]
 N7 = M7.num_params  # memlib.estimate_training(llama-7b) in the setup cell: AMP, foreach AdamW
@@ -201,17 +209,20 @@ bpp = amp7.model_state_bytes / N7
 step_extra = amp7.counts["optimizer_temporary_bytes"]  # foreach AdamW's copy of the second moments
 print(f"llama-7b: {N7:,} parameters; states {gb(amp7.model_state_bytes):.1f} GB ({bpp:.0f} B/param)")
 print(f"foreach AdamW temporary {gb(step_extra):.1f} GB; peak {gb(amp7.peak_bytes):.1f} GB ({amp7.phase})")
+fused7 = estimate("full · fused AdamW", M7)
+print(f"fused AdamW: peak {gb(fused7.peak_bytes):.1f} GB ({fused7.phase})")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s2_states, s2_low = f"{gb(amp7.model_state_bytes):.1f} GB", f"{amp7.model_state_bytes / 112e9 - 1:+.1%}"
 s2_n, s2_peak, s2_phase = f"{fmt_count(N7)}", f"{gb(amp7.peak_bytes):.1f} GB", f"{amp7.phase}"
 s2_over, s2_tmp = f"{amp7.peak_bytes / 112e9 - 1:+.0%}", f"{gb(step_extra):.1f} GB"
+s2_fused, s2_fused_phase = f"{gb(fused7.peak_bytes):.1f} GB", f"{fused7.phase}"
 
 # %% [markdown]
 # llama-7b has {eval}`s2_n` parameters, so its states are **{eval}`s2_states`** ({eval}`s2_low` against the
-# pencil's 7B). The peak is **{eval}`s2_peak`** during the {eval}`s2_phase` step, {eval}`s2_over` over the
-# pencil: it left out torch's foreach AdamW, whose step allocates a temporary the size of the second moments
-# ({eval}`s2_tmp`). torch's fused AdamW (`optimizer_impl="fused"`) and DeepSpeed's FusedAdam allocate none.
+# pencil's 7B). With foreach AdamW the peak is **{eval}`s2_peak`**, in the {eval}`s2_phase` step, where the
+# copy of v adds {eval}`s2_tmp`. Fused AdamW (`optimizer_impl="fused"`) and DeepSpeed's FusedAdam allocate
+# none: the peak is then **{eval}`s2_fused`**, in the {eval}`s2_fused_phase`.
 
 # %% [markdown]
 # ### Step 3 · 7B on one A100 80GB: the seed's menu, peak by peak
@@ -272,7 +283,8 @@ s3_off, s3_off_host = f"{gb(MENU['ZeRO-Offload'].peak_bytes):.1f} GB", f"{gb(MEN
 PENCIL = {"full · AdamW": 4e9, "full · 8-bit AdamW + recompute": 8e9, "full · ZeRO-Offload + recompute": 40e9,
           "LoRA + recompute": 40e9, "QLoRA + recompute": 145e9, "serve · bf16": 40e9,
           "serve · int4 (AWQ)": 145e9}  # the pencil's figures above
-largest_table = markdown_table([(SHORT[r], *(size(r, g) for g in CARDS)) for r in RECIPES if "pure" not in r],
+largest_table = markdown_table([(SHORT[r], *(size(r, g) for g in CARDS)) for r in RECIPES if "pure" not in r
+                                and "fused" not in r],
                                ["largest size that fits", "RTX 4090 24GB", "L40S 48GB", "A100 80GB",
                                 "H200 141GB"])
 ratio = {r: p / limit(r, A100).num_params for r, p in PENCIL.items()}
@@ -441,7 +453,7 @@ f3_v = f"{verdict(e8_norc, A100) + ' an A100 80GB without it and ' + verdict(e8,
 # ## 9. Pitfalls · 避坑
 #
 # - **ZeRO without peers.** On one GPU only ZeRO's *offload* options save memory.
-# - **The peak is not a sum.** Plain AdamW peaks in the {eval}`s2_phase` step, where activations are gone;
+# - **The peak is not a sum.** Foreach AdamW peaks in the {eval}`s2_phase` step, where activations are gone;
 #   "+ 3 GB of activations" double-counts one thing and misses foreach AdamW's {eval}`s2_tmp`.
 # - **Offload needs host RAM**: {eval}`s3_off_host` for llama-7b, {eval}`s4_host` at the {eval}`s4_off` limit.
 # - **Padding is paid twice**: pad tokens cost activation memory and FLOPs; pack short samples (deep dive).

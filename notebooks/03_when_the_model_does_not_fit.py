@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -30,7 +30,6 @@ import matplotlib.pyplot as plt
 
 import memlib
 from memlib import zero
-from memlib.parallel.data_parallel import data_parallel_memory
 from memlib.plan import plan
 from memlib.playground import Playground
 from memlib.step_parts import step_parts
@@ -89,15 +88,15 @@ a_int4 = f"{spoken(gb(memlib.estimate_inference(M7, weights='int4-awq').weight_b
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
-# > **EN** First ask: training or serving, and on how many GPUs? Then remove the largest part at the
-# > peak. Training 7B holds {eval}`a_states` of AdamW states. Levers: ZeRO-3 shards them ({eval}`a_z3`
-# > per GPU on eight), recompute trades extra compute for activations, tensor parallelism splits each
-# > layer's matrices within a node, CPU offload comes last. Serving: 4-bit weights ({eval}`a_int4`), then
-# > the KV cache limits. Caveat: every lever costs communication, compute or accuracy.
+# > **EN** First ask: training or serving, how many GPUs, and must it be full fine-tuning? If not, QLoRA
+# > first. Otherwise remove the largest part at the peak: 7B holds {eval}`a_states` of AdamW states.
+# > Levers: ZeRO-3 shards them ({eval}`a_z3` per GPU on eight), recompute trades compute for activations,
+# > tensor parallelism splits each layer within a node, CPU offload comes last. Serving: 4-bit weights
+# > ({eval}`a_int4`), then the KV cache limits. Caveat: every lever costs communication, compute or accuracy.
 #
-# > **中文** 先问：训练还是推理？几张卡？再去掉峰值时最大的那部分。训练 7B 光 AdamW 模型状态就
-# > {eval}`a_states`。手段：ZeRO-3 分片（8 卡每卡 {eval}`a_z3`），重计算用算力换激活值，张量并行在机内切分每层的矩阵，
-# > CPU 卸载放最后。推理：4-bit 权重 {eval}`a_int4`，之后瓶颈是 KV cache。注意：每个手段都有代价（通信、算力或精度）。
+# > **中文** 先问：训练还是推理？几张卡？必须全参微调吗？不必就先用 QLoRA。否则去掉峰值时最大的那部分：7B 光 AdamW
+# > 模型状态就 {eval}`a_states`。手段：ZeRO-3 分片（8 卡每卡 {eval}`a_z3`），重计算用算力换激活值，张量并行在机内切分每层，CPU 卸载放最后。
+# > 推理：4-bit 权重 {eval}`a_int4`，之后瓶颈是 KV cache。注意：每个手段都有代价（通信、算力或精度）。
 #
 # The long answer follows: every figure above is derived in section 5.
 
@@ -117,6 +116,9 @@ a_int4 = f"{spoken(gb(memlib.estimate_inference(M7, weights='int4-awq').weight_b
 #   (one process, threads) / `DistributedDataParallel` (a process per GPU). **Micro-batch**: one forward's batch.
 # - **ZeRO-1/2/3**: shard optimizer states / + gradients / + parameters (FSDP FULL_SHARD ≈ ZeRO-3). **TP / PP**:
 #   split every matrix / layers per GPU; PP's idle **bubble** is (p-1)/(m+p-1). **Offload**: states in host RAM.
+# - **Collectives** (per GPU, ring over n GPUs): **all-reduce** sums a tensor so every GPU has the total (sends
+#   2(n-1)/n of it); **reduce-scatter** sums it and leaves each GPU 1/n; **all-gather** assembles the n slices on
+#   every GPU (each sends (n-1)/n). **Exposed**: communication the compute does not hide.
 # - **QLoRA**: adapters on a 4-bit (NF4) base. **AWQ, GPTQ**: 4-bit weights. **KV cache**: past keys and values.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -148,7 +150,7 @@ s1_tmp = f"{GB(amp.counts['optimizer_temporary_bytes'])}"
 # 7B has {eval}`s1_p` parameters: pure fp16 states are **{eval}`s1_fp16`**, mixed precision **{eval}`s1_amp`**
 # ({eval}`s1_vs` against the pencil, which rounded the count up). The step peaks at **{eval}`s1_peak`** in the
 # {eval}`s1_phase` step, which the pencil left out: torch's foreach AdamW allocates a temporary copy of the second
-# moments there ({eval}`s1_tmp`). {eval}`s1_fit` on one 80 GB GPU; every step below removes some of these bytes.
+# moments there ({eval}`s1_tmp`; fused AdamW, HF Trainer's default, does not). {eval}`s1_fit` on one 80 GB GPU; every step below removes some of these bytes.
 
 # %% [markdown]
 # ### Step 2 · ZeRO 1/2/3: shard the states, pay in traffic
@@ -179,10 +181,11 @@ s2_r8, s2_rinf = f"{ratio[8]:.2f}", f"{ratio[10**6]:.2f}"
 s2_t1, s2_t8 = f"{GB(z3_traffic[1])}", f"{GB(z3_traffic[8])}"
 
 # %% [markdown]
-# The pencil left out what is not a model state: under ZeRO-3 the peak ({eval}`s2_z3peak`) is mostly
-# **activations** ({eval}`s2_z3act`), which ZeRO does not shard. ZeRO-1 saves {eval}`s2_r8`× on 8 GPUs; the paper's
-# "4x" ({eval}`s2_rinf`×) is a limit. ZeRO-3's traffic is per *micro-batch*: {eval}`s2_t1` at one, **{eval}`s2_t8`**
-# at eight (DeepSpeed keeps the last layers gathered); NVLink hides it, links between nodes do not.
+# The pencil left out what is not a model state: under ZeRO-3 the largest single part of the peak
+# ({eval}`s2_z3peak`) is the **activations** ({eval}`s2_z3act`), which ZeRO does not shard. ZeRO-1 saves
+# {eval}`s2_r8`× on 8 GPUs; the paper's "4x" ({eval}`s2_rinf`×) is a limit. ZeRO-3's traffic is per
+# *micro-batch*: {eval}`s2_t1` at one, {eval}`s2_t8` at eight (DeepSpeed keeps the last layers gathered);
+# step 4 compares it with TP and PP on the same step.
 
 # %% [markdown]
 # ### Step 3 · Recompute: what it saves at the peak
@@ -213,19 +216,19 @@ s3_ph_none, s3_ph_full = f"{rc['none'].phase}", f"{rc['full'].phase}"
 # %% [markdown]
 # Saved activations: **{eval}`s3_none`** without recompute ({eval}`s3_vs` against the pencil: SwiGLU's wide
 # tensors and HF RMSNorm's fp32 copies), **{eval}`s3_full`** with full recompute, for **{eval}`s3_cost` more
-# FLOPs**. The peak falls less, {eval}`s3_peak_none` → **{eval}`s3_peak_full`** ({eval}`s3_saved`): it moves from the
-# {eval}`s3_ph_none` to the {eval}`s3_ph_full` step, where gradients and the optimizer's temporary live.
+# FLOPs**. The peak falls less: {eval}`s3_peak_none` → **{eval}`s3_peak_full`** ({eval}`s3_saved` saved). It moves
+# from the {eval}`s3_ph_none` to the {eval}`s3_ph_full` step, where gradients and the optimizer's temporary live.
 
 # %% [markdown]
 # ### Step 4 · Tensor and pipeline parallelism: split the model itself
 #
-# ✏️ **Back of the envelope.** TP = 8 gives each GPU 1/8 of every matrix, 14 GB / 8 ≈ **1.7 GB** of weights,
-# and 1/8 of most activations; it all-reduces b·s·h activations 4 times per layer: 4 × 32 × 2 × 7/8 × 17 MB ≈
-# **3.8 GB** per 2k-token sequence, on the critical path. PP = 8 gives each GPU 4 layers; with 64
-# micro-batches the bubble is 7/(64 + 7) ≈ **10%**.
+# ✏️ **Back of the envelope.** One step of 64 sequences of 2k tokens on 8 GPUs. TP = 8 gives each GPU 1/8 of
+# every matrix, 14 GB / 8 ≈ **1.7 GB** of weights; it all-reduces b·s·h activations 4 times per layer:
+# 4 × 32 × 2 × 7/8 × 17 MB ≈ 3.8 GB per sequence, × 64 ≈ **240 GB** per GPU per step. PP = 8 gives each GPU 4
+# layers; with 64 micro-batches the bubble is 7/(64 + 7) ≈ **10%**. ZeRO-3: step 2's ~290 GB.
 
 # %% tags=["nbval-check-output"]
-GBS, pencil_tp = 64, 3.8e9  # sequences per step; the pencil's TP figure
+GBS, pencil_tp = 64, 240e9  # sequences per step; the pencil's TP figure per step
 lay = {"ZeRO-3": train7(zero_stage=3, dp=8, grad_accum=GBS // 8),
        "TP=8": train7(tp=8, grad_accum=GBS),
        "PP=8": train7(pp=8, grad_accum=GBS)}
@@ -239,18 +242,35 @@ for k, e in lay.items():
 bubbles = {m: memlib.step_time(train7(pp=8, grad_accum=m), A100)
            .bubble_fraction for m in (8, 64)}
 tp_per_seq = lay_t["TP=8"].tp_comm_bytes / GBS
+# per GPU per step of the same 64 sequences: bytes sent, seconds on NVLink, seconds the compute does not hide
+# (memlib.step_time: dp_collectives() for ZeRO-3, all_reduce_bytes for TP, point-to-point sends for PP)
+sent = {"ZeRO-3": (lay_t["ZeRO-3"].dp_comm_bytes, lay_t["ZeRO-3"].dp_comm_s, lay_t["ZeRO-3"].dp_exposed_s),
+        "TP=8": (lay_t["TP=8"].tp_comm_bytes, lay_t["TP=8"].tp_comm_s, lay_t["TP=8"].tp_comm_s),
+        "PP=8": (lay_t["PP=8"].pp_comm_bytes, lay_t["PP=8"].pp_comm_s, lay_t["PP=8"].pp_comm_s)}
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-s4_tpw = f"{GB(lay['TP=8'].counts['param_bytes'], 2)}"
-s4_tpseq, s4_tpvs = f"{GB(tp_per_seq, 2)}", f"{tp_per_seq / pencil_tp - 1:+.0%}"
-s4_pp, s4_bub, s4_b8 = f"{GB(lay_t['PP=8'].pp_comm_bytes, 2)}", f"{bubbles[64]:.0%}", f"{bubbles[8]:.0%}"
-s4_z3 = f"{GB(lay_t['ZeRO-3'].dp_comm_bytes)}"
+s4_tpw, s4_ppw = f"{GB(lay['TP=8'].counts['param_bytes'], 2)}", f"{GB(lay['PP=8'].counts['param_bytes'], 2)}"
+s4_z3w = f"{GB(lay['ZeRO-3'].counts['param_bytes'], 2)}"
+s4_tpseq, s4_tpvs = f"{GB(tp_per_seq, 2)}", f"{sent['TP=8'][0] / pencil_tp - 1:+.0%}"
+s4_pp, s4_bub, s4_b8 = f"{GB(sent['PP=8'][0], 2)}", f"{bubbles[64]:.0%}", f"{bubbles[8]:.0%}"
+s4_z3, s4_tp = f"{GB(sent['ZeRO-3'][0])}", f"{GB(sent['TP=8'][0])}"
+s4_z3_s, s4_z3_x = f"{sent['ZeRO-3'][1]:.2f} s", f"{sent['ZeRO-3'][2]:.2f} s"
+s4_tp_s, s4_pp_s = f"{sent['TP=8'][1]:.2f} s", f"{sent['PP=8'][1]:.3f} s"
+s4_ratio = f"{sent['TP=8'][0] / sent['ZeRO-3'][0]:.2f}"
 
 # %% [markdown]
-# **TP=8** holds {eval}`s4_tpw` of weights per GPU and a slice of the activations; its all-reduces move
-# {eval}`s4_tpseq` per sequence ({eval}`s4_tpvs` against the pencil) on the critical path: keep it in an NVLink node. **PP=8** sends only {eval}`s4_pp` per
-# step, so it crosses nodes; it pays the bubble ({eval}`s4_bub` at 64 micro-batches, {eval}`s4_b8` at 8) and its
-# first stage holds `pp` micro-batches of activations. **ZeRO-3** moves the most ({eval}`s4_z3`) but overlaps it.
+# The three layouts on the same step, per GPU (NVLink inside one node):
+#
+# | one step of 64 sequences | weights per GPU | sent per GPU | time on the link | exposed |
+# |---|---|---|---|---|
+# | ZeRO-3 (8 micro-batches a GPU) | {eval}`s4_z3w` | **{eval}`s4_z3`** | {eval}`s4_z3_s` | {eval}`s4_z3_x` |
+# | TP=8 | {eval}`s4_tpw` | **{eval}`s4_tp`** | {eval}`s4_tp_s` | {eval}`s4_tp_s` (all) |
+# | PP=8 (64 micro-batches) | {eval}`s4_ppw` | {eval}`s4_pp` | {eval}`s4_pp_s` | {eval}`s4_pp_s`, plus the bubble |
+#
+# TP's pencil was {eval}`s4_tpvs` off. TP sends {eval}`s4_ratio`× what ZeRO-3 sends, but on the critical path:
+# keep it in an NVLink node. ZeRO-3's gathers overlap the compute. **PP** sends little, so it crosses nodes; it
+# pays the bubble ({eval}`s4_bub` at 64 micro-batches, {eval}`s4_b8` at 8) and its first stage holds `pp`
+# micro-batches of activations.
 
 # %% [markdown]
 # ### Step 5 · Offload: move the states to the host
@@ -372,9 +392,9 @@ Playground(model="llama-13b", gpu="a100-80gb", count=4)
 # ### 追问 1: ZeRO-3 和模型并行（TP/PP）有什么区别？什么时候该用哪个？ (seed)
 #
 # ZeRO-3 is data parallelism with sharded states: each GPU runs the whole model and gathers each layer just in
-# time, traffic growing with the micro-batches ({eval}`s2_t8` at eight), overlapped. TP splits weights *and*
-# activations, with all-reduces on the critical path ({eval}`s4_tpseq` per sequence): within NVLink. PP sends little
-# ({eval}`s4_pp` per step), fits slow links, pays a bubble. ZeRO-3 first; add TP, then PP across nodes (step 4).
+# time, overlapped with the compute. TP splits weights *and* activations; per step it sends about as much as
+# ZeRO-3 (step 4's table), all of it on the critical path: within NVLink. PP sends little, fits slow links, pays
+# a bubble. ZeRO-3 first; add TP, then PP across nodes.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2: 量化到 INT4 后，模型精度下降多少？怎么评估？ (seed)
@@ -384,8 +404,9 @@ f2_bf16, f2_int4 = f"{GB(serve['bf16'].weight_bytes, 2)}", f"{GB(int4.weight_byt
 f2_x = f"{serve['bf16'].weight_bytes / int4.weight_bytes:.1f}"
 
 # %% [markdown]
-# **Accuracy is outside memlib's scope**: check the seed's MMLU (38.9% → 37.2%) against the GPTQ and AWQ papers,
-# with perplexity and downstream tasks in one prompt format. INT4 buys {eval}`f2_bf16` → {eval}`f2_int4` for 7B,
+# **Accuracy is outside memlib's scope**: the seed's MMLU baseline (38.9%) is unsourced; LLaMA-7B's 5-shot MMLU is
+# 35.1% (Touvron et al. 2023, Table 9). Measure the loss yourself: perplexity and downstream tasks, bf16 and INT4
+# in one prompt format (the GPTQ and AWQ papers report theirs). INT4 buys {eval}`f2_bf16` → {eval}`f2_int4` for 7B,
 # {eval}`f2_x`× smaller, not 4×.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -417,44 +438,9 @@ f3_tflops, f3_hfu, f3_mfu = f"{t3080.peak_flops / 1e12:g}", f"{t3080.hfu:.0%}", 
 # headline fp16 figure, with fp16 accumulate, is twice that), its kernels at {eval}`f3_hfu` of it on every FLOP
 # they run, recompute included (HFU; {eval}`f3_mfu` MFU).
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### DP or DDP: why is GPU 0 the fullest? · 为什么 0 号卡最满？
-#
-# DP is one process with threads: each step it scatters the batch, copies the model from cuda:0, gathers every
-# output onto cuda:0, sums the gradients and steps the optimizer there. DDP (PyTorch's recommendation) runs a
-# process per GPU, each with its replica and optimizer, all-reducing gradient buckets during the backward.
-#
-# ✏️ **Back of the envelope.** Qwen2-0.5B (0.5e9 parameters, 152k vocabulary), fp32 AdamW, 40 sequences of 2k
-# tokens on 8 GPUs. DP: the whole batch's logits land on cuda:0, 40 × 2048 × 152k × 4 B ≈ **50 GB**, beside the
-# gradients (2 GB) and Adam's m, v (4 GB). DDP: each rank holds its 5 sequences' logits (6 GB), 2 + 4 GB and a
-# 2 GB bucket copy of the gradients, **14 GB**, the same on every GPU.
-
-# %% tags=["nbval-check-output"]
-MDP, BATCH, NG = memlib.get_model("qwen2-0.5b"), 40, 8
-# memlib.parallel.data_parallel: the parts that differ between DP and DDP
-dpm = data_parallel_memory(MDP.num_params, BATCH, SEQ, MDP.vocab_size, NG)
-ddp = memlib.estimate_training(MDP, seq_len=SEQ, micro_batch=BATCH // NG,
-                               dp=NG, precision="fp32")  # a whole DDP rank
-v_ddp = memlib.fits(ddp, A100)
-dp0_required = v_ddp.required_bytes + dpm.dp_over_ddp_bytes  # DP's cuda:0
-f4_fits = dp0_required <= v_ddp.capacity_bytes
-f4_verdict = "fits" if f4_fits else "does not fit"
-print(f"DP cuda:0 {GB(dpm.dp_device0_bytes)}, DDP rank "
-      f"{GB(dpm.ddp_rank_bytes)}; need {GiB(dp0_required)} vs "
-      f"{GiB(v_ddp.required_bytes)}")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f4_gath, f4_dp0, f4_rank = f"{GB(dpm.dp_device0['gathered outputs'])}", f"{GB(dpm.dp_device0_bytes)}", f"{GB(dpm.ddp_rank_bytes)}"
-f4_req_ddp, f4_req_dp = f"{GiB(v_ddp.required_bytes)}", f"{GiB(dp0_required)}"
-f4_cap, f4_ddp_verdict = f"{GiB(v_ddp.capacity_bytes)}", f"{'fits' if v_ddp.fits else 'does not fit'}"
-
 # %% [markdown]
-# memlib: under DP, cuda:0 carries **{eval}`f4_dp0`** of gradients, AdamW states and gathered logits ({eval}`f4_gath`
-# of logits); a DDP rank {eval}`f4_rank` of gradients, states, buckets and its own logits. Of an A100's {eval}`f4_cap`,
-# a DDP rank's peak needs {eval}`f4_req_ddp` (**{eval}`f4_ddp_verdict`**), DP's cuda:0 about {eval}`f4_req_dp`
-# (**{eval}`f4_verdict`**), while seven GPUs keep none of these parts. Use DDP or FSDP; `gradient_as_bucket_view=True` drops DDP's bucket copy.
-#
-# More follow-ups (accumulation, FSDP, fewest A100s, QLoRA 70B on two cards): the [deep dive](03_when_the_model_does_not_fit_deep_dive.ipynb).
+# More follow-ups (accumulation, FSDP, fewest A100s, QLoRA 70B on two cards, and DataParallel against DDP: why
+# GPU 0 is the fullest) are on the [deep dive](03_when_the_model_does_not_fit_deep_dive.ipynb).
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 p_bpp, p_int4x, p_r8 = f"{amp_bpp:.0f}", f"{serve['bf16'].weight_bytes / int4.weight_bytes:.1f}", f"{ratio[8]:.2f}"

@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -30,8 +30,9 @@ from IPython.display import Markdown, display
 
 import memlib
 from memlib import zero
-from memlib.claims import WRONG, claim_verdict, overall
+from memlib.claims import PARTLY, WRONG, claim_verdict, overall
 from memlib.explain import markdown_table
+from memlib.parallel.data_parallel import data_parallel_memory
 from memlib.plan import min_gpus, plan
 from memlib.step_parts import step_parts
 from memlib.timing import CPU_ADAM_PARAMS_PER_S, DEFAULT_MFU, dp_collectives, flops_per_token
@@ -208,6 +209,43 @@ display(Markdown(
        f"gradients and optimizer states wait in host RAM ({GiB(q70_off.estimate.host_bytes)} per GPU) and each layer "
        f"is copied up for its all-gather: **{GiB(q70_off.estimate.peak_bytes)}** per GPU, both GPUs busy, "
        f"~{q70_off.tokens_per_s_per_gpu:,.0f} tokens/s per GPU." if q70_off else "")))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### DP or DDP: why is GPU 0 the fullest? · 为什么 0 号卡最满？
+#
+# DP is one process with threads: each step it scatters the batch, copies the model from cuda:0, gathers every
+# output onto cuda:0, sums the gradients and steps the optimizer there. DDP (PyTorch's recommendation) runs a
+# process per GPU, each with its replica and optimizer, all-reducing gradient buckets during the backward.
+#
+# ✏️ **Back of the envelope.** Qwen2-0.5B (0.5e9 parameters, 152k vocabulary), fp32 AdamW, 40 sequences of 2k
+# tokens on 8 GPUs. DP: the whole batch's logits land on cuda:0, 40 × 2048 × 152k × 4 B ≈ **50 GB**, beside the
+# gradients (2 GB) and Adam's m, v (4 GB). DDP: each rank holds its 5 sequences' logits (6 GB), 2 + 4 GB and a
+# 2 GB bucket copy of the gradients, **14 GB**, the same on every GPU.
+
+# %% tags=["nbval-check-output"]
+MDP, BATCH, NG = memlib.get_model("qwen2-0.5b"), 40, 8
+# memlib.parallel.data_parallel: the parts that differ between DP and DDP
+dpm = data_parallel_memory(MDP.num_params, BATCH, SEQ, MDP.vocab_size, NG)
+ddp = memlib.estimate_training(MDP, seq_len=SEQ, micro_batch=BATCH // NG,
+                               dp=NG, precision="fp32")  # a whole DDP rank
+v_ddp = memlib.fits(ddp, A100)
+dp0_required = v_ddp.required_bytes + dpm.dp_over_ddp_bytes  # DP's cuda:0
+f4_fits = dp0_required <= v_ddp.capacity_bytes
+f4_verdict = "fits" if f4_fits else "does not fit"
+print(f"DP cuda:0 {GB(dpm.dp_device0_bytes)}, DDP rank "
+      f"{GB(dpm.ddp_rank_bytes)}; need {GiB(dp0_required)} vs "
+      f"{GiB(v_ddp.required_bytes)}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f4_gath, f4_dp0, f4_rank = f"{GB(dpm.dp_device0['gathered outputs'])}", f"{GB(dpm.dp_device0_bytes)}", f"{GB(dpm.ddp_rank_bytes)}"
+f4_req_ddp, f4_req_dp = f"{GiB(v_ddp.required_bytes)}", f"{GiB(dp0_required)}"
+f4_cap, f4_ddp_verdict = f"{GiB(v_ddp.capacity_bytes)}", f"{'fits' if v_ddp.fits else 'does not fit'}"
+
+# %% [markdown]
+# memlib: under DP, cuda:0 carries **{eval}`f4_dp0`** of gradients, AdamW states and gathered logits ({eval}`f4_gath`
+# of logits); a DDP rank {eval}`f4_rank` of gradients, states, buckets and its own logits. Of an A100's {eval}`f4_cap`,
+# a DDP rank's peak needs {eval}`f4_req_ddp` (**{eval}`f4_ddp_verdict`**), DP's cuda:0 about {eval}`f4_req_dp`
+# (**{eval}`f4_verdict`**), while seven GPUs keep none of these parts. Use DDP or FSDP; `gradient_as_bucket_view=True` drops DDP's bucket copy.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 5: 重计算、ZeRO、offload 分别在峰值时刻省了多少显存，花了多少时间？
@@ -489,8 +527,8 @@ plt.show()
 #
 # Claims quoted from seed 003; the middle column is computed here. Verdicts come from
 # `memlib.claims.claim_verdict` (✅ right: within 10% of memlib's figure or the same yes/no; ⚠️ partly:
-# within 30%; ❌ wrong: beyond; `memlib.claims.overall` for claims with several parts), except the two rows
-# marked ➖ not computed, which memlib does not compute.
+# within 30%; ❌ wrong: beyond; `memlib.claims.overall` for claims with several parts), except the rows
+# marked ➖ not computed, which memlib does not compute, and the rows on methods, checked against their papers.
 
 # %% tags=["nbval-check-output"]
 cv = claim_verdict
@@ -517,6 +555,8 @@ seed_tok_s = (t3080.tokens_per_step / 5, t3080.tokens_per_step / 3)  # the seed'
 mfu_tpz3 = memlib.cost.mfu_from_throughput(M13, SEQ, tp_z3.tokens_per_s_per_gpu, A100)  # model FLOPs / peak
 h_, i_ = 4096, 11008  # one llama-7b MLP projection (memlib.inference.quantized_linear_bytes)
 nf4_bpp, awq_bpp = (memlib.inference.quantized_linear_bytes(h_, i_, f) / (h_ * i_) for f in ("nf4", "int4-awq"))
+LLAMA7B_MMLU_5SHOT = 35.1  # Touvron et al. 2023 (LLaMA), Table 9: LLaMA-7B, MMLU 5-shot, % (a paper's figure, quoted)
+nvl = A100.interconnect_bytes_per_s_per_direction  # the catalog's NVLink, per direction
 fact_rows = [
     ["“以 7B 参数、FP16 精度为例：参数占 14GB，梯度同 14GB，Adam 优化器状态（动量+方差）占 28GB，合计 56GB”",
      f"pure fp16 {GB(fp16_pure.model_state_bytes)}; mixed precision {GB(amp.model_state_bytes)}",
@@ -614,8 +654,32 @@ fact_rows = [
     ["“PP 适合层数极深（>80 层）的模型”", "not computed", "➖",
      f"Opinion. PP is chosen for memory and slow inter-node links (LLaMA-2-70B has "
      f"{memlib.get_model(M70).num_layers} layers)."],
-    ["“LLaMA-7B 在 MMLU 上从 38.9% 降到 37.2%”", "not checked (accuracy, not memory)", "➖",
-     "Outside memlib's scope; see the GPTQ and AWQ papers."],
+    ["“LLaMA-7B 在 MMLU 上从 38.9% 降到 37.2%”",
+     f"not memlib's (accuracy): LLaMA-7B 5-shot MMLU is {LLAMA7B_MMLU_5SHOT}% (Touvron et al. 2023, Table 9)",
+     cv(38.9, LLAMA7B_MMLU_5SHOT),
+     "The baseline is unsourced: the LLaMA paper reports a lower figure. The 37.2% after INT4 cannot be checked "
+     "without its source, method and prompt format; measure both in one harness."],
+    ["“INT4 量化通常导致 1-3% 的准确率下降…数学推理（如 GSM8K）可能下降 5%+”", "not computed (accuracy)", "➖",
+     "Plausible but method- and model-dependent: group-wise weight-only INT4 (GPTQ, AWQ) loses little on large models, "
+     "more on small ones and on multi-step reasoning; no single range holds. Quote a paper's table or measure."],
+    ["“INT4 量化后若激活值有 outlier，需用 SmoothQuant 或 AWQ 做权重-激活联合量化，否则精度暴跌”",
+     f"AWQ int4: {awq_bpp:.3f} B/weight; activations stay 16-bit (memlib.estimate_inference)", WRONG,
+     "AWQ is weight-only: it uses activation statistics to pick per-channel scales that protect salient weights, "
+     "and leaves activations in fp16 (Lin et al. 2023). SmoothQuant is for W8A8: it moves activation outliers into "
+     "the weights so both can be 8-bit (Xiao et al. 2023). Weight-only INT4 never quantizes activations, so their "
+     "outliers cannot make it collapse."],
+    ["“单机多卡且带宽高（>400GB/s）时 TP 更优”",
+     f"{A100.interconnect} on an A100: {nvl / 1e9:.0f} GB/s per direction ({2 * nvl / 1e9:.0f} GB/s both); "
+     "TP's all-reduces are exposed (core page, step 4)", PARTLY,
+     "TP inside one NVLink node is the usual choice, but not for the reason the threshold suggests: per step TP "
+     "sends about as much as ZeRO-3, all of it on the critical path, so it needs the fastest link; 400 GB/s is "
+     "neither direction's figure of an A100's NVLink."],
+    ["“推理时可用 ZeRO-Inference 只分片参数，但需预取（prefetch）来隐藏延迟”", "not computed (a DeepSpeed feature)",
+     PARTLY,
+     "Prefetch, yes. But ZeRO-Inference's point is offload: it keeps the weights in CPU or NVMe memory and streams "
+     "them into the GPU layer by layer (ZeRO-3 with offload_param, no gradients or optimizer states to shard), so "
+     "one GPU serves a model larger than its memory, slowly; with several GPUs each fetches a slice of the layer "
+     "and they all-gather it (DeepSpeed blog, ZeRO-Inference, 2022-09-09)."],
 ]
 fact_table = markdown_table([(claim, "seed 003", mem, LABEL[v], why) for claim, mem, v, why in fact_rows],
                             ["claim (as written)", "source", "memlib", "verdict", "why"])

@@ -99,13 +99,16 @@ def test_explicit_option_overrides_the_preset_and_explain_names_it():
 def test_hf_trainer_preset_is_memlibs_defaults_with_the_trainers_loop():
     # HF Trainer's compute_loss returns the loss alone (transformers trainer.py: `return (loss, outputs) if
     # return_outputs else loss`): the output and its 16-bit logits (2 bytes x vocab per token) are freed before the
-    # backward. Everything else is memlib's defaults. At the start of the backward of Llama-2-7B at 2,048 tokens the
-    # held logits are 2 x 32,000 x 2,048 bytes; the loss's own fp32 tensors are there either way.
+    # backward. Its optimizer is TrainingArguments.optim's default, adamw_torch_fused on torch >= 2.8
+    # (transformers v5.15.0 training_args.py). Everything else is memlib's defaults. At the start of the backward of
+    # Llama-2-7B at 2,048 tokens the held logits are 2 x 32,000 x 2,048 bytes; the loss's fp32 tensors are there
+    # either way.
     model = memlib.get_model("llama-2-7b")
     for kw in ({}, {"finetune": "lora"}, {"finetune": "qlora"}):
         trainer = memlib.estimate_training(model, recipe="hf-trainer", **kw)
-        assert dict(trainer.setup.recipe_set) == {"keep_outputs": False}
-        assert trainer.peak_bytes == memlib.estimate_training(model, keep_outputs=False, **kw).peak_bytes
+        assert dict(trainer.setup.recipe_set) == {"keep_outputs": False, "optimizer_impl": "fused"}
+        assert trainer.peak_bytes == memlib.estimate_training(model, keep_outputs=False, optimizer_impl="fused",
+                                                              **kw).peak_bytes
     loop, trainer = (memlib.estimate_training(model, keep_outputs=k) for k in (True, False))
 
     def at_start(est):

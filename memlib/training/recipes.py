@@ -25,6 +25,9 @@ class Recipe:
     lora: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # finetune 'lora' or 'qlora'
     qlora: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # finetune 'qlora'
     note: str = ""  # what the preset does not (yet) express
+    # options that apply only when the run steps with torch.optim.AdamW (optimizer 'adamw' outside the DeepSpeed and
+    # Megatron layouts, which bring their own fused Adam): a framework's choice of torch's implementation
+    torch_adamw: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
 
     def applied(self, finetune: str) -> dict:
         """The options this preset sets for a run with `finetune`."""
@@ -36,16 +39,26 @@ class Recipe:
         return out
 
 
-def _r(name, framework, source, options=None, lora=None, qlora=None, note="") -> Recipe:
+def _r(name, framework, source, options=None, lora=None, qlora=None, note="", torch_adamw=None) -> Recipe:
     mp = MappingProxyType
-    return Recipe(name, framework, source, mp(options or {}), mp(lora or {}), mp(qlora or {}), note)
+    return Recipe(name, framework, source, mp(options or {}), mp(lora or {}), mp(qlora or {}), note,
+                  mp(torch_adamw or {}))
+
+
+# HF Trainer's optimizer: TrainingArguments.optim defaults to "adamw_torch_fused" when torch >= 2.8, else
+# "adamw_torch" (foreach on CUDA). huggingface/transformers@v5.15.0:src/transformers/training_args.py, the
+# `# --- Optimizer ---` block: `default_optim = "adamw_torch"; if is_torch_greater_or_equal_than_2_8: default_optim =
+# "adamw_torch_fused"` (read at that tag; introduced by huggingface/transformers#37358, merged 2025-07-10). The
+# validate extra pins transformers>=5.24,<6 with torch >= 2.8, so the Trainer steps with fused AdamW.
 
 
 RECIPES = MappingProxyType({r.name: r for r in (
     _r("hf-trainer", "Hugging Face Trainer + PEFT",
        "huggingface/peft@6b2556e6ff971c85b2b3d919ba7e67d41bf2c813:src/peft/tuners/lora/config.py",
-       options={"keep_outputs": False},
-       note="memlib's defaults are this recipe (torch AdamW (foreach), fp32 adapters (autocast_adapter_dtype=True), "
+       options={"keep_outputs": False}, torch_adamw={"optimizer_impl": "fused"},
+       note="memlib's defaults are this recipe (but TrainingArguments.optim's adamw_torch_fused on torch >= 2.8: "
+            "transformers@v5.15.0:src/transformers/training_args.py; memlib's own default is foreach, torch's), "
+            "fp32 adapters (autocast_adapter_dtype=True), "
             "lora_dropout 0.0, bitsandbytes NF4 with double quantization) but for the loop: Trainer.compute_loss "
             "returns the loss alone (huggingface/transformers@2cda12cbf6e476183e68ec476551fa7e3717394a:"
             "src/transformers/trainer.py), so the model's output and its logits are freed before the backward"),
@@ -114,12 +127,21 @@ def resolve(model, recipe: str | None, options: dict) -> TrainingSetup:
     r = RECIPES[choice("recipe", recipe, RECIPES)]
     finetune = options.get("finetune", r.options.get("finetune", "full"))
     preset = {k: v for k, v in r.applied(finetune).items() if k not in options}
-    while True:  # a preset never sets an option that does not apply to this setup: such an option is dropped
+    s = _checked(model, preset, options)
+    adamw = {k: v for k, v in r.torch_adamw.items() if k not in options and k not in preset}
+    if adamw and s.optimizer == "adamw" and s.sharding not in ("deepspeed", "megatron"):
+        preset.update(adamw)   # the run steps with torch.optim.AdamW: the framework's choice of its implementation
+        s = _checked(model, preset, options)
+    return dataclasses.replace(s, recipe=recipe, recipe_set=tuple(preset.items()))
+
+
+def _checked(model, preset: dict, options: dict) -> TrainingSetup:
+    """check_setup on the preset overridden by the user's options. A preset never sets an option that does not
+    apply to this setup: such an option is dropped from `preset` (in place); the user's own is an error."""
+    while True:
         try:
-            s = check_setup(model, **{**DEFAULTS, **preset, **options})
+            return check_setup(model, **{**DEFAULTS, **preset, **options})
         except NotApplicable as e:
             if e.option not in preset:
                 raise  # the user's own option: say so
             del preset[e.option]
-            continue
-        return dataclasses.replace(s, recipe=recipe, recipe_set=tuple(preset.items()))

@@ -163,7 +163,8 @@ EXERCISES = [
     Choice(
         id="00.6", title="Where is the peak with full recompute?", difficulty="interview", minutes=6,
         formula="peak = max over the moments of a step (memlib.estimate_training(...).moments)",
-        prompt="LLaMA-7B, bf16-mixed AdamW, sequence 2048, micro-batch 1, **full activation recompute**, steady state "
+        prompt="LLaMA-7B, bf16-mixed AdamW (`torch.optim.AdamW` with its CUDA default, foreach), sequence 2048, "
+               "micro-batch 1, **full activation recompute**, steady state "
                "(step 2 and later). At which moment of the step is memory highest?",
         options=(Option("a", "at the end of the forward, at the loss", "with full recompute only the layer inputs "
                         "are saved, so the forward's activations are small", "1",

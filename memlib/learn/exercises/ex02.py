@@ -15,6 +15,7 @@ from memlib.models import get_model
 from memlib.training.optimizers import adamw_8bit_state_bytes
 from memlib.cost.timing import step_time
 from memlib.training import estimate_training
+from memlib.models.llama_like import largest_size_that_fits
 from memlib.units import gib
 
 NOTEBOOK = "02_single_gpu_limits"
@@ -72,6 +73,18 @@ _ASK = {  # option -> (setup if the answer is the usual one, setup if it is the 
 }
 
 
+def _limit_at_peak(impl: str) -> int:
+    """02.1's reconciliation with the chapter: the largest LLaMA-like shape whose whole step (activations, the
+    optimizer's temporaries, torch's view of the card, fits()' headroom) fits an A100 80GB, with torch's AdamW
+    `impl` ('foreach' or 'fused'), one 2,048-token sequence (notebook 02, steps 2 and 4)."""
+    return largest_size_that_fits("a100-80gb", lambda m: estimate_training(m, 2048, 1, optimizer_impl=impl)).num_params
+
+
+def _said(n: int) -> str:
+    """A parameter count as notebook 02 says it, 2 significant figures ('4B', '4.8B')."""
+    return f"{float(f'{n / 1e9:.2g}'):g}B"
+
+
 def _ask_verdicts(key: str) -> tuple[bool, bool]:
     usual, other, gpu1, gpu2 = _ASK[key]
     return (fits(estimate_training("llama-13b", **_ask_setup(usual)), gpu1).fits,
@@ -117,7 +130,12 @@ EXERCISES = [
         worked=lambda: (lambda per: f"{get_gpu('a100-80gb').memory_bytes:,} bytes / {per:g} bytes/param = **"
                         f"{get_gpu('a100-80gb').memory_bytes / per / 1e9:.2f}B parameters**: a 7B does not fit with "
                         "plain mixed-precision AdamW, before any activation; the seed's \"7B fits with tricks\" needs "
-                        "exactly those tricks.")(states("llama-7b") / n_params("llama-7b")),
+                        "exactly those tricks.\n\nThis is the bound on the states alone. Notebook 02's \"about "
+                        f"{_said(_limit_at_peak('foreach'))}\" is the bound on the whole step: torch sees less than "
+                        "80 GiB, fits() keeps headroom, and torch's foreach AdamW adds a copy of v at the step (4 more "
+                        f"bytes/param, 20 in all). With fused AdamW (HF Trainer's default on torch >= 2.8) the step "
+                        f"adds nothing and the limit is about {_said(_limit_at_peak('fused'))}, set by the backward's "
+                        "activations.")(states("llama-7b") / n_params("llama-7b")),
     ),
     SpotError(
         id="02.2", title="8-bit Adam: what is 28GB?", difficulty="interview", minutes=8,
