@@ -127,8 +127,20 @@ def test_a_pool_too_small_for_one_sequence_is_refused():
     assert pool.sequences_at_once(1024, 1024) == 0
     with pytest.raises(ValueError, match="holds no sequence"):
         pool.waves(16, 1024, 1024)
-    with pytest.raises(ValueError, match="refuses to start|no room"):
-        estimate_rlhf("llama-2-70b", gpus=8, gpu_memory_utilization=0.5)  # 140 GB of weights in 42 GB, tp 1
+    with pytest.raises(ValueError, match="refuses to start"):
+        rollout_pool("llama-2-70b", "a100-80gb", "vllm", 0.5)  # 138 GB of bf16 weights in a 42.5 GB share, tp 1
+    # the estimate keeps the models' own bytes readable (a question about their states), but its peak, fits()
+    # and min_rlhf_gpus refuse: the step cannot run
+    e = estimate_rlhf("llama-2-70b", gpus=8, gpu_memory_utilization=0.5)
+    assert e.roles["actor"].resident_bytes > 0 and "cannot start" in e.explain()
+    for ask in (lambda: e.peak_bytes, lambda: fits(e, "a100-80gb"),
+                lambda: min_rlhf_gpus("llama-2-70b", "a100-80gb", gpu_memory_utilization=0.5)):
+        with pytest.raises(ValueError, match="refuses to start"):
+            ask()
+    # a share that holds the weights but not one 32k-token sequence: vLLM refuses too (max_model_len > cache)
+    tight = estimate_rlhf("llama-2-13b", gpus=8, gpu_memory_utilization=0.35, prompt_len=1024, response_len=31744)
+    with pytest.raises(ValueError, match="holds no sequence"):
+        tight.peak_bytes
 
 
 # --- GRPO against PPO at an equal pool ------------------------------------------------------------------

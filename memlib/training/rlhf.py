@@ -210,7 +210,7 @@ def rollout_pool(model, gpu=DEFAULT_GPU, engine: str = "vllm", fraction: float =
         page, seqs = 1, None
         slots = sglang_max_total_tokens(m, g, tp=tp, weights="bf16", kv_cache=kv_cache, mem_fraction_static=frac)
     if slots <= 0:
-        raise ValueError(f"{engine} at {frac:g} of a {g.name} has no room for a KV cache after {m.name}'s weights "
+        raise ValueError(f"{engine} at {frac:g} of each {g.name} has no room for a KV cache after {m.name}'s weights "
                          f"({fmt_bytes(weights)} per GPU at tp {tp}): the engine refuses to start; raise the fraction "
                          "or the rollout tensor parallelism")
     return RolloutPool(engine, g.name, frac, tp, reserved, weights, slots * per_token, per_token, slots, page, seqs,
@@ -246,6 +246,11 @@ class RLHFEstimate:
     pool: RolloutPool | None = None  # the vLLM/SGLang engine's pool (None: DPO, or transformers' generate)
     sequences_at_once: int | None = None  # sequences one engine decodes at once (the pool's, or the hf batch)
     waves: int | None = None  # rounds of decoding one engine needs for its rollout_batch x G sequences
+    engine_error: str | None = None  # why the engine cannot start (its share cannot hold it): the peak is then refused
+
+    def _check_engine(self) -> None:
+        if self.engine_error:
+            raise ValueError(self.engine_error)
 
     @property
     def gpus(self) -> int:
@@ -263,12 +268,15 @@ class RLHFEstimate:
 
     @property
     def peak_bytes(self) -> int:
-        """The largest per-GPU figure: max over phases (colocated) or over groups (separate)."""
+        """The largest per-GPU figure: max over phases (colocated) or over groups (separate). A ValueError when the
+        rollout engine cannot start (engine_error): the step does not run, whatever the other roles need."""
+        self._check_engine()
         return max(self.phases.values()) if self.placement == "colocated" else max(self.per_group.values())
 
     @property
     def peak_at(self) -> str:
         """The phase (colocated) or the role's group (separate) where the peak is."""
+        self._check_engine()
         source = self.phases if self.placement == "colocated" else self.per_group
         return max(source, key=source.get)
 
@@ -290,6 +298,8 @@ class RLHFEstimate:
         return "\n".join(rows)
 
     def explain(self) -> str:
+        if self.engine_error:
+            return f"{self.algorithm.upper()}, {self.placement}: the rollout engine cannot start: {self.engine_error}"
         lines = [f"{self.algorithm.upper()}, {self.placement}"
                  + (f" ({'idle roles offloaded' if self.offload_idle else 'every role resident'})"
                     if self.placement == "colocated" else "") + f", {self.gpus} GPUs in use"]
@@ -310,6 +320,8 @@ class RLHFEstimate:
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
     def __repr__(self) -> str:
+        if self.engine_error:
+            return f"RLHFEstimate({self.algorithm}, {self.placement}: the rollout engine cannot start)"
         return (f"RLHFEstimate({self.algorithm}, {self.placement}: peak {fmt_bytes(self.peak_bytes)} per GPU at "
                 f"{self.peak_at}, {self.gpus} GPUs)")
 
@@ -396,10 +408,19 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
         # a reward model scores with a one-output value head instead of the LM head (OpenRLHF's get_llm_for_
         # sequence_regression: value_head = nn.Linear(hidden, 1); TRL's AutoModelForSequenceClassification)
         models["reward"] = rm.with_(head="score", num_labels=1) if rm.head == "lm" else rm
-    out = {role: _role(role, models[role], n[role], c, train_options) for role in roles}
+    # An engine whose share cannot hold it does not start (vLLM raises at start-up). The roles' own bytes stay
+    # readable (a question about the models' states alone), but the peak, fits() and min_rlhf_gpus refuse.
+    engine_error = None
+    out = {}
+    for role in roles:
+        try:
+            out[role] = _role(role, models[role], n[role], c, train_options)
+        except _EngineCannotStart as err:
+            engine_error = str(err)
+            out[role] = err.role
     notes = []
     pool = at_once = waves = None
-    if "rollout" in out:
+    if "rollout" in out and engine_error is None:
         r = out["rollout"]
         if c["engine"] == "hf":
             at_once, waves = c["rollout_batch"] * c["group_size"], 1
@@ -407,12 +428,13 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
             pool = r.estimate
             at_once = pool.sequences_at_once(c["prompt_len"], c["response_len"], c["group_size"], c["shared_prefix"])
             if at_once == 0:
-                raise ValueError(f"the {c['engine']} pool on a {c['gpu']} ({pool.token_slots:,} tokens at "
-                                 f"{pool.fraction:g}) holds no sequence of {c['seq']:,} tokens: the engine refuses to "
-                                 "start (max_model_len larger than its KV cache); raise gpu_memory_utilization or "
-                                 "rollout_tp, or shorten prompt_len + response_len")
-            waves = pool.waves(c["rollout_batch"], c["prompt_len"], c["response_len"], c["group_size"],
-                               c["shared_prefix"])
+                engine_error = (f"the {c['engine']} pool on a {c['gpu']} ({pool.token_slots:,} tokens at "
+                                f"{pool.fraction:g}) holds no sequence of {c['seq']:,} tokens: the engine refuses to "
+                                "start (max_model_len larger than its KV cache); raise gpu_memory_utilization or "
+                                "rollout_tp, or shorten prompt_len + response_len")
+            else:
+                waves = pool.waves(c["rollout_batch"], c["prompt_len"], c["response_len"], c["group_size"],
+                                   c["shared_prefix"])
     if placement == "colocated":
         phases = _phases(out, algorithm, c["offload_idle"])
         if c["offload_idle"]:
@@ -422,7 +444,7 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
         phases = {}
         notes.append("separate groups: the weights are synchronised from the actor group to the rollout engines "
                      "after each step (staging buffers not counted)")
-    if pool is not None:
+    if pool is not None and engine_error is None:
         notes.append(f"the {c['engine']} engine reserves {pool.fraction:g} of each {c['gpu']} whatever the batch; "
                      f"the {c['rollout_batch']} x {c['group_size']} sequences per engine take {waves} wave(s) of "
                      f"{at_once}: the batch and the group size cost time, not memory")
@@ -432,7 +454,19 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
     if "critic" in out:
         notes.append("the critic is counted with an LM head (estimate_training models causal-LM heads); its value "
                      "head is one output: a slight over-count of its states and logits")
-    return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes, pool, at_once, waves)
+    if engine_error:
+        notes.append(f"the rollout engine cannot start: {engine_error}")
+    return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes, pool, at_once, waves,
+                        engine_error)
+
+
+class _EngineCannotStart(ValueError):
+    """rollout_pool's refusal, carrying a stand-in RoleMemory (the share it would reserve) so the other roles stay
+    readable."""
+
+    def __init__(self, message: str, role: RoleMemory):
+        super().__init__(message)
+        self.role = role
 
 
 def _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
@@ -503,7 +537,15 @@ def _role(role: str, m, g: int, c: dict, train_options: dict) -> RoleMemory:
                                  prefill_tokens=c["prefill_tokens"])
         return RoleMemory(role, m.name, "rollout", g, est.peak_bytes, est.weight_bytes + est.kv_cache_bytes,
                           est.peak_bytes, est.activation_bytes, est, est.breakdown)
-    pool = rollout_pool(m, c["gpu"], c["engine"], c["fraction"], c["rollout_tp"], c["kv_cache"], c["cudagraph_bytes"])
+    try:
+        pool = rollout_pool(m, c["gpu"], c["engine"], c["fraction"], c["rollout_tp"], c["kv_cache"],
+                            c["cudagraph_bytes"])
+    except ValueError as err:
+        if "refuses to start" not in str(err):
+            raise
+        share = int(usable_bytes(get_gpu(c["gpu"])) * c["fraction"])
+        raise _EngineCannotStart(str(err), RoleMemory(role, m.name, "rollout", g, share, share, 0, 0, None,
+                                                      {"share": share})) from None
     return RoleMemory(role, m.name, "rollout", g, pool.reserved_bytes, pool.reserved_bytes, 0, 0, pool,
                       {"weights": pool.weight_bytes, "kv pool": pool.kv_pool_bytes, "other": pool.other_bytes},
                       pool.asleep_bytes)
