@@ -197,8 +197,8 @@ s4_sum, s4_train = f"{GB(asleep.sum_of_roles)}", f"{GB(asleep.phases['train_acto
 s4_x = f"{awake.peak_bytes / asleep.peak_bytes:.1f}"
 
 # %% [markdown]
-# memlib: **{eval}`s4_peak`** during {eval}`s4_at`, {eval}`s4_x`× less than with everything resident; training the
-# actor needs {eval}`s4_train`. Adding every role's own peak ({eval}`s4_sum`) is the mistake sleep mode exists to
+# memlib: **{eval}`s4_peak`** during {eval}`s4_at`: the engine's share is the largest phase. That is {eval}`s4_x`×
+# less than with everything resident. Training the actor needs {eval}`s4_train`. Adding every role's own peak ({eval}`s4_sum`) is the mistake sleep mode exists to
 # avoid. The price: the sleeping states live in pinned host RAM and move back each step.
 
 # %% [markdown]
@@ -219,8 +219,8 @@ s5_min_peak, s5_min_at = f"{GB(at_min.peak_bytes)}", f"{at_min.peak_at.replace('
 s5_min_margin = f"{fits(at_min, GPU).margin_gib:+.1f} GiB"
 
 # %% [markdown]
-# memlib: **{eval}`a_n_sleep` GPUs** with sleep mode ({eval}`s5_min_peak` during {eval}`s5_min_at`,
-# {eval}`s5_min_margin`), **{eval}`a_n_wake`** with everything resident. In an interview say both, then what people
+# memlib: **{eval}`a_n_sleep` GPUs** with sleep mode, **{eval}`a_n_wake`** with everything resident. At the minimum
+# the peak is {eval}`s5_min_peak` during {eval}`s5_min_at` (margin {eval}`s5_min_margin`). In an interview say both, then what people
 # run: one 8-GPU node (OpenRLHF's Llama-3-8B hybrid example uses eight), because two cards would generate and train
 # slowly.
 

@@ -224,3 +224,16 @@ def test_rollout_token_slots_checks_its_input():
 
 def test_llama_2_7b_count_used_above():
     assert get_model(M7).num_params == P7
+
+
+# --- FSDP trainers (verl's workers) ---------------------------------------------------------------------
+def test_fsdp_full_shard_trainers_shard_the_frozen_weights_too():
+    # verl wraps actor and reference in FSDP FULL_SHARD: the reference's bf16 weights are 1/8 each, ceil(2P / 8),
+    # and the actor's bf16-mixed states 16P / 8 (FSDP2's fp32 sharded parameters, gradients and AdamW states)
+    e = estimate_rlhf(M7, "grpo", gpus=8, zero_stage="FULL_SHARD")
+    assert e.roles["reference"].resident_bytes == -(-2 * P7 // 8)
+    assert e.roles["actor"].resident_bytes == pytest.approx(16 * P7 / 8, rel=1e-6)
+    # SHARD_GRAD_OP keeps whole parameters: the frozen reference is not sharded
+    assert estimate_rlhf(M7, "grpo", gpus=8, zero_stage="SHARD_GRAD_OP").roles["reference"].resident_bytes == 2 * P7
+    with pytest.raises(ValueError, match="FULL_SHARD"):
+        estimate_rlhf(M7, zero_stage="HYBRID")

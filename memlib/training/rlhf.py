@@ -348,7 +348,9 @@ def _role_gpus(gpus, roles: list[str], placement: str) -> dict:
 def _forward(model, gpus: int, zero_stage: int, micro_batch: int, seq: int, logits: str) -> tuple[int, int, object]:
     """(16-bit weights per GPU, one forward's activations, the estimate) of a forward without autograd."""
     est = estimate_inference(model, batch=micro_batch, context_len=seq, weights="bf16", logits=logits)
-    weights = est.weight_bytes if zero_stage != 3 else -(-est.weight_bytes // gpus)  # ZeRO-3 shards frozen weights
+    # ZeRO-3 and FSDP's FULL_SHARD shard the frozen weights too (OpenRLHF wraps the reference in DeepSpeed ZeRO-3;
+    # verl's reference is an FSDP module like the actor)
+    weights = est.weight_bytes if zero_stage not in (3, "FULL_SHARD") else -(-est.weight_bytes // gpus)
     return weights, est.activation_bytes, est
 
 
@@ -384,7 +386,9 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                    fraction (vLLM v0.21+), and kept while the engine sleeps.
     rollout_tp:    tensor parallelism of each rollout engine (it must divide the rollout GPUs).
     gpu:           the card (the engine reserves a share of it); fits() should be asked about the same card.
-    zero_stage:    ZeRO stage of the trainable roles over their GPUs (3 also shards frozen weights).
+    zero_stage:    ZeRO stage of the trainable roles over their GPUs (3 also shards frozen weights), or an FSDP
+                   sharding strategy ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD": verl's FSDP workers; FULL_SHARD
+                   shards the frozen weights too), passed to estimate_training as its zero_stage.
     train_options: passed to memlib.estimate_training for the trainable roles (precision, recompute,
                    offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
     """
@@ -483,9 +487,17 @@ def _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_b
                     ("rollout_batch", rollout_batch), ("rollout_tp", rollout_tp), ("prefill_tokens", prefill_tokens)):
         c[name] = positive_int(name, v)
     c["group_size"] = positive_int("group_size", (8 if algorithm == "grpo" else 1) if group_size is None else group_size)
-    if zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
-        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
-    c["zero_stage"] = int(zero_stage)
+    from memlib.training.options import FSDP_ALIASES  # here: memlib.training's package imports this module
+    if isinstance(zero_stage, str):
+        if zero_stage not in FSDP_ALIASES:
+            raise ValueError(f"zero_stage must be 0, 1, 2, 3 (DeepSpeed) or one of {sorted(FSDP_ALIASES)} (FSDP, as "
+                             f"verl's trainers), got {zero_stage!r}")
+        c["zero_stage"] = zero_stage
+    elif zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
+        raise ValueError(f"zero_stage must be 0, 1, 2, 3 (DeepSpeed) or one of {sorted(FSDP_ALIASES)} (FSDP), "
+                         f"got {zero_stage!r}")
+    else:
+        c["zero_stage"] = int(zero_stage)
     for bad in ("model", "seq_len", "micro_batch", "dp", "zero_stage"):
         if bad in train_options:
             raise ValueError(f"{bad!r} is set by estimate_rlhf itself (from the actor, prompt_len + response_len, "
