@@ -152,8 +152,8 @@ s2_rb = f"{RB}"
 # memlib: the engine holds **{eval}`s2_share` per GPU**, whatever you ask it to generate. Its KV pool is
 # {eval}`s2_pool`, room for {eval}`s2_tokens` tokens: **{eval}`s2_seqs` sequences at once**. The pencil left out the
 # activation peak vLLM profiles and the memory outside torch (the "other" above). A step's {eval}`s2_rb` prompts per
-# engine take {eval}`s2_waves` waves: more prompts cost time, not memory. (The 16 in OpenRLHF's scripts,
-# `--micro_rollout_batch_size`, is the scoring forward's batch, not what the engine decodes.)
+# engine take {eval}`s2_waves` waves: more prompts cost time, not memory. (OpenRLHF's `--micro_rollout_batch_size`,
+# 8 to 32 in its example scripts, is the batch of the scoring forwards, not what the engine decodes.)
 
 # %% [markdown]
 # ### Step 3 · Everything resident on eight GPUs
