@@ -304,7 +304,8 @@ f1_save = f"{1 - shared / apart:.0%}"
 # | waves of decoding | {eval}`f1_wp` | {eval}`f1_wg` |
 #
 # The G samples share their prompt's KV blocks: a group needs {eval}`f1_shared` token slots, not {eval}`f1_apart`
-# ({eval}`f1_save` fewer), when prefix caching or parallel sampling is on (OpenRLHF: `--enable_prefix_caching`).
+# ({eval}`f1_save` fewer), when the engine caches prefixes (vLLM V1's default; OpenRLHF's flag
+# `--enable_prefix_caching` is off unless set).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2 · DPO: what does it need?

@@ -51,10 +51,12 @@ example train_grpo_ray_hybrid_engine.sh at @dda5a145 uses 0.6), and verl's rollo
 of GPU memory used by vLLM/SGLang", n > 1 for GRPO). On GPUs of its own (placement "separate") an engine
 defaults to vLLM's 0.9 (OpenRLHF's --vllm_gpu_memory_utilization flag defaults to 0.95 at @021d1b09).
 
-Prefix sharing: the G samples of one prompt share its KV blocks (vLLM: SamplingParams(n=G) or repeated
-prompts with prefix caching, which shares whole 16-token blocks; SGLang's radix cache, page 1):
-P + G x R token slots per group, not G x (P + R) (rollout_token_slots). OpenRLHF passes
---enable_prefix_caching (default off at @021d1b09) to vLLM; shared_prefix=False models an engine without it.
+Prefix sharing: the G samples of one prompt share its KV blocks: P + G x R token slots per group, not
+G x (P + R) (rollout_token_slots). vLLM V1 fans SamplingParams(n=G) out into G child requests
+(vllm/v1/engine/parallel_sampling.py, ParentRequest), which share the prompt's whole 16-token blocks through
+prefix caching (V1's default; V0 forked the block table copy-on-write); SGLang's radix cache shares at page 1.
+OpenRLHF exposes it as --enable_prefix_caching (off by default at @021d1b09): shared_prefix=False models an engine
+that does not share.
 
 Not counted: the CUDA context and allocator headroom (`fits` adds them), the fp32 log-softmax of the
 response tokens, experience buffers (kept in host RAM by OpenRLHF and verl), weight-sync staging buffers,
