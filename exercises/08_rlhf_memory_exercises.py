@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -17,8 +17,8 @@
 # # 08 · Exercises: RLHF memory
 #
 # Companion to `notebooks/08_rlhf_memory.ipynb`: PPO's four models (two trained at 16 bytes per parameter,
-# two frozen at 2), the rollout engine's KV cache, colocated phases with and without sleep mode, GRPO
-# against PPO, DPO's policy and reference, and the fewest GPUs for a PPO run. Each exercise says its
+# two frozen at 2), the rollout engine's share of the card and the sequences its pool holds, colocated phases
+# with and without sleep mode, GRPO against PPO, DPO's policy and reference, and the fewest GPUs for a PPO run. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("08.k", answer)` grades an answer against a value memlib computes now; numbers may carry units
 # (`"987.6 GB"`, `"919.8 GiB"`; a plain number means the unit the question names). `hint("08.k")` shows the
@@ -47,13 +47,13 @@ check("08.1", answer)
 # hint("08.1")
 
 # %% [markdown]
-# ## 08.2 · GRPO's rollout KV cache
+# ## 08.2 · GRPO's rollout: how many sequences at once?
 
 # %%
 show("08.2")
 
 # %%
-answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
+answer = ...  # your answer here: a number with its unit, e.g. 999
 check("08.2", answer)
 # hint("08.2")
 
@@ -130,7 +130,7 @@ marks = ...  # your marks here, after check() shows the rubric: one True/False p
 mark("08.8", marks)
 
 # %% [markdown]
-# ## 08.9 · The rollout engine's KV cache
+# ## 08.9 · The rollout's KV cache with a shared prompt
 
 # %%
 show("08.9")
@@ -138,7 +138,7 @@ show("08.9")
 
 # %%
 def rollout_kv_bytes(layers, kv_heads, head_dim, prompts, group_size, prompt_len, response_len):
-    """bf16 K and V of every KV head in every layer, for prompts x group_size complete sequences."""
+    """bf16 K and V of every KV head in every layer; each group caches its prompt once and its G responses."""
     ...  # TODO: your code here (until then it returns None: "not answered yet")
 
 

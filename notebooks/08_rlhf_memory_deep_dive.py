@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -25,11 +25,14 @@ from IPython.display import Markdown, display
 
 from memlib import estimate_rlhf, estimate_training, fits, get_gpu, get_model, gib, min_rlhf_gpus
 from memlib.explain import markdown_table
+from memlib.learn.claims import claim_verdict
 from memlib.fit import max_peak_bytes, usable_bytes
 from memlib.serving.capacity import vllm_max_concurrency
+from memlib.serving.inference import kv_cache_bytes
+from memlib.training.rlhf import rollout_pool
 
 MODEL, GPU, N = "llama-2-7b", "a100-80gb", 8
-PROMPT, RESPONSE, RB = 1024, 1024, 16
+PROMPT, RESPONSE, RB = 1024, 1024, 128
 RUN = dict(prompt_len=PROMPT, response_len=RESPONSE, rollout_batch=RB)
 
 
@@ -48,9 +51,11 @@ P = get_model(MODEL).num_params
 whole = estimate_rlhf(MODEL, "ppo", gpus=1, zero_stage=0, **RUN)
 awake = estimate_rlhf(MODEL, "ppo", gpus=N, offload_idle=False, **RUN)
 asleep = estimate_rlhf(MODEL, "ppo", gpus=N, offload_idle=True, **RUN)
-sft = estimate_training(MODEL, seq_len=PROMPT + RESPONSE, zero_stage=3, dp=N, recompute="full")  # the actor alone
-grpo = estimate_rlhf(MODEL, "grpo", gpus=N, offload_idle=False, group_size=8, **RUN)
-dpo = estimate_rlhf(MODEL, "dpo", gpus=N, prompt_len=PROMPT, response_len=RESPONSE, micro_batch=2)
+grpo = {off: estimate_rlhf(MODEL, "grpo", gpus=N, offload_idle=off, group_size=8, **RUN) for off in (True, False)}
+# DPO against SFT at equal tokens: one pair (a chosen and a rejected sequence) against two SFT sequences; the
+# reference stays on the GPU (TRL's and OpenRLHF's default)
+dpo = estimate_rlhf(MODEL, "dpo", gpus=N, prompt_len=PROMPT, response_len=RESPONSE, micro_batch=1, offload_idle=False)
+sft = estimate_training(MODEL, seq_len=PROMPT + RESPONSE, micro_batch=2, zero_stage=3, dp=N, recompute="full")
 CAP = usable_bytes(get_gpu(GPU))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -72,34 +77,48 @@ print({mb: G(b) for mb, b in pair.items()}, "engine", G(sep[4].roles["rollout"].
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 d1_four, d1_sixteen, d1_cap = f"{G(pair[4])}", f"{G(pair[16])}", f"{G(CAP)}"
+d1_engine, d1_frac = f"{G(sep[4].roles['rollout'].peak_bytes)}", f"{sep[4].pool.fraction:g}"
 
 # %% [markdown]
 # Two models share a pair of GPUs without sleeping, so their bytes add: the actor's training peak plus the
 # reference's weights. With 4 full-length sequences of 2,048 tokens per micro-batch the pair needs
-# {eval}`d1_four`; with 16 it needs {eval}`d1_sixteen`, at the edge of the card's {eval}`d1_cap` before the CUDA
+# {eval}`d1_four`. With 16 it needs {eval}`d1_sixteen`, at the edge of the card's {eval}`d1_cap` before the CUDA
 # context. The script works because packed batches hold 16 *real* sequences, most far shorter than the maximum.
+# The engines, alone on their GPUs, take vLLM's own share ({eval}`d1_frac`): {eval}`d1_engine` per GPU.
 # Separate groups cost GPUs but let generation and training overlap (OpenRLHF's async mode); the hybrid engine
 # (notebook 08, step 4) uses fewer GPUs and runs the phases one after another.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Why does the rollout's KV cache decide the batch?
+# ### What does the engine's share buy?
+#
+# vLLM reserves `gpu_memory_utilization` of each card when it starts (OpenRLHF's flag:
+# `--vllm_gpu_memory_utilization`; its hybrid PPO example passes 0.5, its GRPO example 0.6; verl's rollout default is
+# 0.5). The pool holds what it holds; a larger batch waits for a free slot. So the share sets the rollout's speed and
+# the room left for training, and the model's KV bytes per token decide how many sequences one share holds.
 
 # %% tags=["nbval-check-output"]
-kv_sweep = {rb: estimate_rlhf(MODEL, "ppo", gpus=N, prompt_len=PROMPT, response_len=RESPONSE, rollout_batch=rb)
-            for rb in (8, 16, 32, 64, 128)}                            # memlib.estimate_rlhf, idle roles asleep
-conc = vllm_max_concurrency(MODEL, GPU, max_model_len=PROMPT + RESPONSE)   # memlib.serving.capacity
-print({rb: G(e.phases["rollout"]) for rb, e in kv_sweep.items()}, f"vLLM fits {conc:.0f} sequences")
+FRACS = (0.3, 0.4, 0.5, 0.6, 0.7)
+share = {(m, f): estimate_rlhf(m, "ppo", gpus=N, gpu_memory_utilization=f, **RUN)   # memlib.estimate_rlhf, asleep
+         for m in (MODEL, "llama-3.1-8b") for f in FRACS}
+print({k: (G(e.phases["rollout"]), e.sequences_at_once, e.waves) for k, e in share.items() if k[1] in (0.3, 0.7)})
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+rows = [[f"{f:g}", G(share[(MODEL, f)].phases["rollout"]), f"{share[(MODEL, f)].sequences_at_once}",
+         f"{share[(MODEL, f)].waves}", f"{share[('llama-3.1-8b', f)].sequences_at_once}",
+         f"{share[('llama-3.1-8b', f)].waves}"] for f in FRACS]
+display(Markdown(markdown_table(rows, ["share", "rollout phase / GPU", "Llama-2-7B: at once", "waves",
+                                       "Llama-3.1-8B (GQA): at once", "waves"])))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-d2_8, d2_128 = f"{G(kv_sweep[8].phases['rollout'])}", f"{G(kv_sweep[128].phases['rollout'])}"
-d2_conc, d2_train = f"{conc:.0f}", f"{G(asleep.phases['train_actor'])}"
+d2_rb, d2_seq = f"{RB}", f"{PROMPT + RESPONSE:,}"
 
 # %% [markdown]
-# The rollout phase grows linearly with the sequences in flight: {eval}`d2_8` per GPU at 8 prompts per engine,
-# {eval}`d2_128` at 128, while training the actor stays at {eval}`d2_train`. Llama-2-7B caches 0.5 MB per token (no
-# grouped-query attention); vLLM at its default 0.9 memory fraction fits {eval}`d2_conc` sequences of 2,048 tokens and
-# queues the rest. More sequences in flight means faster generation, and generation is most of an RLHF step's time:
-# that is why colocated setups tune `gpu_memory_utilization` and why GQA models (8 KV heads) are cheaper to roll out.
+# Each row is one engine per A100 80GB, {eval}`d2_rb` prompts of {eval}`d2_seq` tokens per step, idle roles asleep
+# (`memlib.estimate_rlhf`, `RLHFEstimate.sequences_at_once` and `.waves`). The rollout phase is the share itself,
+# whatever the batch. Llama-2-7B caches 0.5 MB per token (no grouped-query attention); Llama-3.1-8B caches a quarter
+# of that (8 KV heads), so the same share holds several times the sequences. Colocated setups tune the share against
+# the training phase: too small and generation, most of the step's time, crawls; too large and the resident
+# trainer states no longer fit.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Published layouts checked · 已发表配置核对
@@ -110,7 +129,7 @@ d2_conc, d2_train = f"{conc:.0f}", f"{G(asleep.phases['train_actor'])}"
 
 # %% tags=["nbval-check-output"]
 four = estimate_rlhf(MODEL, "ppo", placement="separate", gpus=1, offload="optimizer", micro_batch=4,
-                     rollout_batch=4, **{k: v for k, v in RUN.items() if k != "rollout_batch"})
+                     rollout_batch=4, prompt_len=PROMPT, response_len=RESPONSE)
 four_no = estimate_rlhf(MODEL, "ppo", placement="separate", gpus=1, micro_batch=4, rollout_batch=4,
                         prompt_len=PROMPT, response_len=RESPONSE)
 big = {"actor": 8, "critic": 8, "reference": 8, "reward": 8, "rollout": 16}
@@ -150,14 +169,19 @@ e48 = {off: estimate_rlhf("llama-3-70b", "ppo", placement="separate", rollout_tp
                           gpus=dict(actor=16, critic=16, reference=16, reward=16, rollout=16), prompt_len=PROMPT,
                           response_len=RESPONSE) for off in ("optimizer", "none")}
 pair48 = {off: e.roles["actor"].peak_bytes + e.roles["reference"].resident_bytes for off, e in e48.items()}
-he8 = estimate_rlhf("llama-3-8b", "ppo", gpus=8, **RUN)       # OpenRLHF's hybrid engine on 8 A100s
-train8 = max(v for k, v in he8.phases.items() if k.startswith("train"))
+# OpenRLHF's hybrid PPO example: Llama-3-8B on 8 A100s, 4 vLLM engines of tp 2 at --vllm_gpu_memory_utilization 0.5
+he8 = estimate_rlhf("llama-3-8b", "ppo", gpus=8, rollout_tp=2, gpu_memory_utilization=0.5, **RUN)
+kv16 = {m: kv_cache_bytes(get_model(m), 16, PROMPT + RESPONSE) for m in (MODEL, "llama-3-8b")}  # 16 sequences
+dpo_mark = claim_verdict(sft.peak_bytes, dpo.peak_bytes)   # memlib.learn.claims: "about SFT" within 10%
 print(f"{states4 / whole.roles['actor'].resident_bytes:.2f}x, awake/SFT {awake.peak_bytes / sft.peak_bytes:.1f}x, "
       f"asleep/SFT {asleep.peak_bytes / sft.peak_bytes:.1f}x; 48 GPUs: {G(pair48['optimizer'])} / {G(pair48['none'])}; "
-      f"8B training phase {train8 / CAP:.0%} of a card")
+      f"8B hybrid peak {G(he8.peak_bytes)} at {he8.peak_at}, fits {fits(he8, GPU).fits}")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 C = "circulating (paraphrase)"
+dpo_verdict = f"{dpo_mark} {({'✅': 'right', '⚠️': 'partly', '❌': 'wrong'})[dpo_mark]}"
+grpo_lighter_resident = grpo[False].peak_bytes < awake.peak_bytes
+grpo_lighter_asleep = grpo[True].peak_bytes < asleep.peak_bytes
 facts = [
     ["PPO needs about 4× the memory of SFT: four models", C,
      f"four models' states {states4 / whole.roles['actor'].resident_bytes:.2f}× the actor's; per GPU on 8 A100s "
@@ -167,14 +191,21 @@ facts = [
      f"{GB(whole.roles['reference'].resident_bytes)} vs {GB(whole.roles['actor'].resident_bytes)}", "❌ wrong",
      "no gradients, no optimizer states: bf16 weights only"],
     ["The rollout's KV cache is small next to training", C,
-     f"KV {GB(whole.roles['rollout'].estimate.kv_cache_bytes)} at {RB} prompts vs the actor's states "
-     f"{GB(asleep.roles['actor'].resident_bytes)} per GPU on {N}", "❌ wrong",
-     "it is the largest phase of a hybrid engine; it grows with batch × length"],
+     f"16 sequences of 2,048 tokens: {GB(kv16[MODEL])} on Llama-2-7B, {GB(kv16['llama-3-8b'])} on Llama-3-8B (GQA); "
+     f"the engine reserves {GB(asleep.phases['rollout'])} per GPU at {asleep.pool.fraction:g}",
+     "⚠️ partly", "it depends on GQA, the length and the share you reserve: the engine's share, not the batch, is "
+                  "what a colocated card gives up, and asleep it is often the largest phase"],
     ["GRPO saves memory because it has no critic", C,
-     f"{GB(grpo.peak_bytes)} vs PPO {GB(awake.peak_bytes)} per GPU at 16 prompts × 8 samples", "⚠️ partly",
-     "it drops the critic's states, but the group of G multiplies the sequences in the cache"],
-    ["DPO needs about the memory of SFT", C, f"{GB(dpo.peak_bytes)} vs SFT {GB(sft.peak_bytes)} per GPU (2 pairs)",
-     "⚠️ partly", "plus a frozen reference and two sequences per pair; close to SFT, not equal"],
+     f"resident: {GB(grpo[False].peak_bytes)} vs PPO {GB(awake.peak_bytes)} per GPU; asleep: "
+     f"{GB(grpo[True].peak_bytes)} vs {GB(asleep.peak_bytes)} (same engine share, G = 8)",
+     "✅ right" if grpo_lighter_resident and grpo_lighter_asleep else
+     "⚠️ partly" if grpo_lighter_resident or grpo_lighter_asleep else "❌ wrong",
+     "at an equal engine share it drops the critic's sharded states; asleep the peak is the engine's share or the "
+     "actor's training, the same for both. G costs rollout time (waves), not memory"],
+    ["DPO needs about the memory of SFT", C,
+     f"{GB(dpo.peak_bytes)} vs SFT {GB(sft.peak_bytes)} per GPU at equal tokens (1 pair vs 2 sequences)",
+     dpo_verdict,
+     "the same tokens through the policy, plus the frozen reference's sharded bf16 weights"],
     ["Colocating all models means paying for all of them at once", C,
      f"{GB(awake.peak_bytes)} resident vs {GB(asleep.peak_bytes)} with sleep mode", "⚠️ partly",
      "only without sleep/offload; verl's and OpenRLHF's hybrid engines time-share the GPUs"],
@@ -184,14 +215,17 @@ facts = [
      "✅ right", "with `--adam_offload`: the Adam states live in host RAM"],
     ["70B PPO on 32 A100 80GB: 8 actor+ref, 8 critic+reward, 16 vLLM (tp 2)", "[OpenRLHF issue #566](https://github.com/OpenRLHF/OpenRLHF/issues/566) (maintainer)",
      f"actor+ref {G(pair70)} per GPU; vLLM room for {conc70:.0f} sequences", "✅ right",
-     "ZeRO-3 over 8 and `--adam_offload`; the engines hold 70 GB of weights each, little cache"],
+     f"ZeRO-3 over 8 and `--adam_offload`; each engine GPU holds {GB(e70.pool.weight_bytes)} of weights, little cache"],
     ["\"for a 70B model with 48 A100 GPUs, ... 16 ... vLLM Engine, 16 ... Actor ... 16 ... Critic\"",
      "[OpenRLHF README](https://github.com/OpenRLHF/OpenRLHF), performance tuning guide",
      f"actor+ref {G(pair48['optimizer'])} per GPU with `--adam_offload`, {G(pair48['none'])} without", "⚠️ partly",
      "fits only with the Adam states offloaded; the guide also advises disabling offload when memory allows"],
-    ["8B on 8 A100 80GB hybrid engine: `--vllm.gpu_memory_utilization 0.6` leaves room for the full RLHF stack",
-     "[OpenRLHF docs](https://openrlhf.readthedocs.io), hybrid engine page", f"training phase {G(train8)} per GPU, {train8 / CAP:.0%} of the card",
-     "✅ right", "the 40% vLLM leaves holds the training phase"],
+    ["Llama-3-8B PPO on 8 A100 80GB, hybrid engine: `--colocate_all_models --vllm_gpu_memory_utilization 0.5 "
+     "--vllm_enable_sleep --deepspeed_enable_sleep`",
+     "OpenRLHF `examples/scripts/train_ppo_llama_ray_hybrid_engine.sh` (OpenRLHF@22697a1b)",
+     f"peak {G(he8.peak_bytes)} per GPU during {he8.peak_at.replace('_', ' ')}; training phase "
+     f"{G(he8.phases['train_actor'])}", "✅ right" if fits(he8, GPU).fits else "❌ wrong",
+     "half of each card for the engine, the other half holds the training phase while the engine sleeps"],
 ]
 display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))
 
@@ -200,8 +234,11 @@ display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", 
 #
 # - The experience buffer (rollouts, log-probs, values, advantages): OpenRLHF and verl keep it in host RAM or move it
 #   batch by batch; it is small next to the models.
-# - Weight synchronisation from the trainer to the engines (NCCL broadcast buffers), CUDA graphs of the engine,
-#   and the host RAM that sleep mode and `--adam_offload` need.
-# - The critic's value head: memlib counts the LM head's logits for it, a slight over-count.
+# - Weight synchronisation from the trainer to the engines (NCCL broadcast buffers, verl's 512 MB update buckets) and
+#   the host RAM that sleep mode and `--adam_offload` need. CUDA graphs are an input (`cudagraph_bytes`): give the
+#   figure vLLM logs; OpenRLHF's hybrid examples run `--enforce_eager` (none).
+# - The critic's value head: estimate_training models causal-LM heads, so the critic is counted with its LM head, a
+#   slight over-count; the frozen reward model is counted with its one-output value head.
+# - SGLang's activations and CUDA graph buffers, which live outside `mem_fraction_static`.
 # - LoRA-based RLHF (the reference is then the base model with adapters off: no second copy); pass
 #   `finetune="lora"` through estimate_rlhf's training options for the trainable roles' part.

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -17,8 +17,8 @@
 # # 08 · Exercises: RLHF memory
 #
 # Companion to `notebooks/08_rlhf_memory.ipynb`: PPO's four models (two trained at 16 bytes per parameter,
-# two frozen at 2), the rollout engine's KV cache, colocated phases with and without sleep mode, GRPO
-# against PPO, DPO's policy and reference, and the fewest GPUs for a PPO run. Each exercise says its
+# two frozen at 2), the rollout engine's share of the card and the sequences its pool holds, colocated phases
+# with and without sleep mode, GRPO against PPO, DPO's policy and reference, and the fewest GPUs for a PPO run. Each exercise says its
 # difficulty (warm-up · interview · stretch) and about how long it takes.
 # `check("08.k", answer)` grades an answer against a value memlib computes now; numbers may carry units
 # (`"987.6 GB"`, `"919.8 GiB"`; a plain number means the unit the question names). `hint("08.k")` shows the
@@ -59,16 +59,16 @@ check("08.1", answer)
 solution("08.1")
 
 # %% [markdown]
-# ## 08.2 · GRPO's rollout KV cache
+# ## 08.2 · GRPO's rollout: how many sequences at once?
 
 # %%
 show("08.2")
 
 # %%
 # BEGIN SOLUTION
-m = memlib.get_model("llama-3.1-8b")
-per_token = 2 * m.num_layers * m.num_kv_heads * m.head_dim * 2  # K and V, bf16, 8 KV heads (GQA)
-answer = f"{24 * 8 * (512 + 1536) * per_token / 1e9:.2f} GB"   # prompts x G x tokens
+pool_tokens = memlib.training.rlhf.rollout_pool("llama-3.1-8b", "a100-80gb", "vllm", 0.5).token_slots  # the log line
+group = 512 + 8 * 1536                      # the prompt once, eight responses: slots of one group
+answer = pool_tokens * 8 // group           # sequences decoded at once
 # END SOLUTION
 check("08.2", answer)
 # hint("08.2")
@@ -84,7 +84,8 @@ show("08.3")
 
 # %%
 # BEGIN SOLUTION
-e = memlib.estimate_rlhf("qwen2.5-7b", "ppo", gpus=2, rollout_batch=32, prompt_len=1024, response_len=1024)
+e = memlib.estimate_rlhf("qwen2.5-7b", "ppo", gpus=2, prompt_len=1024, response_len=1024, gpu="a100-80gb",
+                         gpu_memory_utilization=0.5)
 answer = f"{max(e.phases.values()) / 1e9:.2f} GB"  # asleep: the largest phase
 # END SOLUTION
 check("08.3", answer)
@@ -93,7 +94,7 @@ check("08.3", answer)
 # %% [markdown]
 # <!-- BEGIN SOLUTION -->
 # **Why.** With sleep mode each phase holds only what it runs; here training the actor (16 B/param over 2 GPUs plus
-# its activations) outweighs the engine's weights and cache, so it sets the peak.
+# its activations) outweighs the engine's share of the card (half of it), so it sets the peak.
 # <!-- END SOLUTION -->
 
 # %% tags=["solution"]
@@ -107,7 +108,7 @@ show("08.4")
 
 # %%
 # BEGIN SOLUTION
-answer = ("b", 1)
+answer = ("a", 1)  # resident: the critic's states; the engine's share does not grow with G
 # END SOLUTION
 check("08.4", answer)
 # hint("08.4")
@@ -140,7 +141,7 @@ show("08.6")
 
 # %%
 # BEGIN SOLUTION
-answer = "a, c"  # the peak is one phase asleep; the cache grows with tokens
+answer = "a, c"  # the peak is one phase asleep; the share is fixed, so longer sequences mean fewer at once
 # END SOLUTION
 check("08.6", answer)
 # hint("08.6")
@@ -156,9 +157,10 @@ show("08.7")
 
 # %%
 # BEGIN SOLUTION
-e = memlib.estimate_rlhf("llama-2-13b", "ppo", gpus=8, offload_idle=False, rollout_batch=16, prompt_len=1024,
-                         response_len=1024)
-answer = f"{e.peak_bytes / 1e9:.2f} GB"  # the engine's 2 N + KV cache is on every GPU, unsharded
+e = memlib.estimate_rlhf("llama-2-13b", "ppo", gpus=8, offload_idle=False, prompt_len=1024, response_len=1024,
+                         gpu="a100-80gb", gpu_memory_utilization=0.5)
+verdict = "fits" if memlib.fits(e, "a100-80gb").fits else "does not fit"
+answer = f"{e.peak_bytes / 1e9:.1f} GB, {verdict}"  # the engine's share is on every GPU, unsharded
 # END SOLUTION
 check("08.7", answer)
 # hint("08.7")
@@ -174,15 +176,17 @@ show("08.8")
 
 # %%
 # BEGIN SOLUTION
-answer = """
+n_col = memlib.min_rlhf_gpus("llama-3-70b", "a100-80gb", rollout_tp=4, prompt_len=1024, response_len=1024)
+answer = f"""
 Actor and critic train at 16 bytes per parameter (about 1.1 TB each for a 70B), the reference and the
-reward model are frozen bf16 weights (141 GB each). The vLLM engine needs tensor parallelism of at least 2
-(141 GB of weights), and what is left per GPU is its KV cache, which sets how many sequences decode at once.
-Colocated with sleep mode the peak is one phase: memlib fits it on 16 A100 80GB, but generation and training
-take turns. Separate groups as in OpenRLHF's 70B script: actor + reference on 8 GPUs (about 45 GB per GPU with
-ZeRO-3 and Adam offloaded), critic + reward on 8, 8 vLLM engines of tp 2 on 16: 32 GPUs, generation can overlap
-training, and the weights are broadcast after each step. Offloaded Adam states need about 12 bytes per trained
-parameter of host RAM, so I check the nodes' RAM too.
+reward model are frozen bf16 weights (about 140 GB each). Each vLLM engine reserves a share of every card
+(gpu_memory_utilization): at half an A100 80GB the weights need tensor parallelism of 4 to fit inside it, and
+the KV pool left sets how many sequences decode at once. Colocated with sleep mode the peak is one phase:
+memlib fits it on {n_col} A100 80GB (memlib.min_rlhf_gpus), but generation and training take turns. Separate
+groups as in OpenRLHF's 70B script: actor + reference on 8 GPUs (ZeRO-3, Adam offloaded), critic + reward on 8,
+8 vLLM engines of tp 2 on 16: 32 GPUs, generation can overlap training, and the weights are broadcast after
+each step. Offloaded Adam states need about 12 bytes per trained parameter of host RAM, so I check the nodes'
+RAM too.
 """
 # END SOLUTION
 check("08.8", answer)
@@ -194,7 +198,7 @@ marks = [True, True, True, True, True, True]  # every rubric point is covered ab
 mark("08.8", marks)
 
 # %% [markdown]
-# ## 08.9 · The rollout engine's KV cache
+# ## 08.9 · The rollout's KV cache with a shared prompt
 
 # %%
 show("08.9")
@@ -203,9 +207,9 @@ show("08.9")
 # %%
 # BEGIN SOLUTION
 def rollout_kv_bytes(layers, kv_heads, head_dim, prompts, group_size, prompt_len, response_len):
-    """bf16 K and V of every KV head in every layer, for prompts x group_size complete sequences."""
+    """bf16 K and V of every KV head in every layer; each group caches its prompt once and its G responses."""
     per_token = 2 * layers * kv_heads * head_dim * 2
-    return per_token * prompts * group_size * (prompt_len + response_len)
+    return per_token * prompts * (prompt_len + group_size * response_len)
 # END SOLUTION
 
 

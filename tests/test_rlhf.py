@@ -26,7 +26,9 @@ def test_trainable_roles_keep_16_bytes_per_param_and_the_reference_2():
     for role in ("actor", "critic"):
         assert e.roles[role].resident_bytes == 16 * P7
     assert e.roles["reference"].resident_bytes == 2 * P7
-    assert e.roles["reward"].resident_bytes == 2 * P7
+    # the reward model scores with a one-output value head (nn.Linear(4096, 1, bias=False)) instead of the
+    # 32,000 x 4,096 LM head: 2 x (P - 32,000 x 4,096 + 4,096) bytes
+    assert e.roles["reward"].resident_bytes == 2 * (P7 - 32000 * 4096 + 4096)
 
 
 def test_dpo_reference_is_weights_only_and_pairs_double_the_sequences():
@@ -49,11 +51,13 @@ def test_zero3_shards_the_frozen_weights_too():
     assert e.roles["actor"].resident_bytes == pytest.approx(16 * P7 / 8, rel=1e-6)
 
 
-def test_rollout_kv_cache_is_batch_times_group_times_tokens():
-    # Llama-2-7B caches K and V in 32 layers x 32 heads x 128 dims x 2 bytes = 524,288 B per token.
-    # 8 prompts x G=4 samples x (512 + 1,536) tokens (a multiple of vLLM's 16-token pages):
+def test_hf_generate_kv_cache_is_batch_times_group_times_tokens():
+    # transformers' generate (rollout_engine="hf") holds every sequence of the batch at once, the prompt
+    # repeated for each sample. Llama-2-7B caches K and V in 32 layers x 32 heads x 128 dims x 2 bytes =
+    # 524,288 B per token; 8 prompts x G=4 samples x (512 + 1,536) tokens:
     kv_per_token = 2 * 32 * 32 * 128 * 2
-    e = estimate_rlhf(M7, "grpo", gpus=8, rollout_batch=8, group_size=4, prompt_len=512, response_len=1536)
+    e = estimate_rlhf(M7, "grpo", gpus=8, rollout_batch=8, group_size=4, prompt_len=512, response_len=1536,
+                      rollout_engine="hf")
     assert e.roles["rollout"].estimate.kv_cache_bytes == 8 * 4 * 2048 * kv_per_token
     # the engine's resident bytes: its bf16 copy of the weights (2 B/param) + that KV pool
     assert e.roles["rollout"].resident_bytes == 2 * P7 + 8 * 4 * 2048 * kv_per_token
@@ -218,12 +222,13 @@ def test_rlhf_playground_follows_its_controls():
 
 
 def test_min_rlhf_gpus_tries_every_count_up_to_a_node():
-    # Llama-2-7B PPO with every role resident, 16 prompts per engine: by hand the four models' states
-    # are 36 x 6.74e9 = 243 GB, sharded over n GPUs, plus the unsharded engine (13.5 GB weights + 17.2 GB
-    # KV cache) on every GPU: 243 / n + 31 < ~75 GB usable gives n >= 6. A search over powers of two
-    # would say 8; the answer must be a count that fits with the one below it not fitting.
+    # Llama-2-7B PPO with every role resident: by hand the four models' states are 36 x 6.74e9 = 243 GB,
+    # sharded over n GPUs, plus the vLLM engine's share on every GPU, 0.5 x 81,051 MiB = 42.5 GB, plus the
+    # actor's activations (~6 GB). fits() allows (84.99 - 0.54 GB CUDA context) / 1.05 = 80.4 GB of peak:
+    # 243 / n <= 80.4 - 42.5 - 6 = 31.9 gives n >= 7.6, so 8 (at 7: 34.7 + 48.5 = 83.2 GB > 80.4).
+    # The answer must be a count that fits with the one below it not fitting.
     run = dict(rollout_batch=16, prompt_len=1024, response_len=1024, offload_idle=False)
     n = min_rlhf_gpus(M7, "a100-80gb", **run)
-    assert n is not None and 5 <= n <= 7
+    assert n == 8
     assert fits(estimate_rlhf(M7, gpus=n, **run), "a100-80gb").fits
     assert not fits(estimate_rlhf(M7, gpus=n - 1, **run), "a100-80gb").fits

@@ -33,7 +33,8 @@ from memlib.learn.exercises import (EXERCISES, NOTEBOOKS, Choice, Exercise, Impl
 from memlib.learn.exercises import progress
 from memlib.learn.exercises.progress import export_progress, import_progress
 from memlib.learn.exercises.answers import (BINARY, BYTE_UNITS, DECIMAL, Malformed, Quantity, example, number_in,
-                                      parse_choice, parse_marks, parse_quantity, parse_selection, plain, unanswered)
+                                      parse_choice, parse_marks, parse_quantity, parse_selection, plain, stated_fit,
+                                      unanswered)
 from memlib.units import GB, GiB, fmt_bytes
 
 # words that say a named figure is right, or not the one meant ("28GB is fine", "not 40%", "不是 ZeRO-2")
@@ -248,6 +249,10 @@ def _judge(ex: Numeric, q: Quantity, expected: float) -> tuple[bool, str, tuple[
 def _grade_numeric(ex: Numeric, answer) -> Feedback:
     q = parse_quantity(answer, ex.unit)
     ok, msg, slips = _judge(ex, q, float(ex.expected()))
+    said = stated_fit(answer) if ex.fits is not None else None
+    if ok and said is not None and said != ex.fits():  # a right figure with the wrong conclusion
+        ok, msg, slips = False, ("the figure is right, the verdict is not: compare it with what the card holds once "
+                                 "the CUDA context and allocator headroom are counted (memlib.fits)"), ("verdict",)
     return Feedback(ex.id, "correct" if ok else "incorrect", ("correct: " if ok else "") + msg, slips)
 
 

@@ -14,10 +14,15 @@ Roles (Ouyang et al. 2022, InstructGPT, Sec. 3.5; Schulman et al. 2017, PPO):
              over the role's GPUs too (OpenRLHF and verl wrap it like the actor).
   reward     the frozen reward model, counted like the reference (reward=None: a rule or verifier
              reward, as GRPO on math often uses, costs no GPU memory).
-  rollout    the generation engine (vLLM/SGLang) holding its own copy of the actor's weights and the
-             KV cache of rollout_batch x group_size sequences of prompt_len + response_len tokens
-             (estimate_inference(engine="vllm"): memlib.serving.inference.kv_cache_bytes), chunked
-             prefill of prefill_tokens.
+  rollout    the generation engine. vLLM and SGLang reserve a fixed share of each card when they start
+             (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static): their bf16 copy of the weights,
+             the activation peak they profile, and a KV pool that fills the rest (rollout_pool below, built on
+             memlib.serving.capacity.vllm_kv_cache_budget_bytes and memlib.serving.engines.sglang_max_total_tokens).
+             A rollout batch larger than the pool is queued or preempted, so the batch and GRPO's group size
+             cost time (waves), not memory. rollout_engine="hf" is the mode whose cache does grow with the
+             batch: transformers' generate (verl's rollout name "hf", DeepSpeed-Chat) holds the KV cache of
+             rollout_batch x group_size sequences of prompt_len + response_len tokens at once
+             (estimate_inference(engine="hf")), the prompt repeated for each sample.
 GRPO (Shao et al. 2024, DeepSeekMath, Sec. 4.1): no critic; G = group_size samples per prompt, the
 advantage is each reward's z-score within its group. DPO (Rafailov et al. 2023): the policy (actor)
 and a frozen reference; each preference pair is a chosen and a rejected sequence, so every forward
@@ -38,10 +43,26 @@ Placement:
 Phases (colocated): rollout (the engine generates), scoring (actor, reference, reward and critic
 forwards: old log-probs, KL reference, rewards, values; each role in turn), train_actor, train_critic.
 
-Not counted: the CUDA context and allocator headroom (`fits` adds them), vLLM's
-gpu_memory_utilization reservation (memlib.serving.capacity), the fp32 log-softmax of the response
-tokens, experience buffers (kept in host RAM by OpenRLHF and verl), weight-sync staging buffers,
-and the pinned host RAM that offloading needs.
+The engine's share (colocated default 0.5): OpenRLHF's hybrid-engine PPO example,
+examples/scripts/train_ppo_llama_ray_hybrid_engine.sh at OpenRLHF@22697a1b (--colocate_all_models
+--vllm_gpu_memory_utilization 0.5 --vllm_enable_sleep --deepspeed_enable_sleep --enforce_eager; its GRPO
+example train_grpo_ray_hybrid_engine.sh at @dda5a145 uses 0.6), and verl's rollout default
+(verl/trainer/config/rollout/rollout.yaml at volcengine/verl@b10cabe4: gpu_memory_utilization 0.5, "Fraction
+of GPU memory used by vLLM/SGLang", n > 1 for GRPO). On GPUs of its own (placement "separate") an engine
+defaults to vLLM's 0.9 (OpenRLHF's --vllm_gpu_memory_utilization flag defaults to 0.95 at @021d1b09).
+
+Prefix sharing: the G samples of one prompt share its KV blocks: P + G x R token slots per group, not
+G x (P + R) (rollout_token_slots). vLLM V1 fans SamplingParams(n=G) out into G child requests
+(vllm/v1/engine/parallel_sampling.py, ParentRequest), which share the prompt's whole 16-token blocks through
+prefix caching (V1's default; V0 forked the block table copy-on-write); SGLang's radix cache shares at page 1.
+OpenRLHF exposes it as --enable_prefix_caching (off by default at @021d1b09): shared_prefix=False models an engine
+that does not share.
+
+Not counted: the CUDA context and allocator headroom (`fits` adds them), the fp32 log-softmax of the
+response tokens, experience buffers (kept in host RAM by OpenRLHF and verl), weight-sync staging buffers,
+the pinned host RAM that offloading needs, and the critic's value head (estimate_training models a causal-LM
+head, so the critic is counted with its LM head: 16 x vocabulary x hidden bytes too many, sharded; the frozen
+reward model is counted with its one-output value head).
 """
 
 from __future__ import annotations
@@ -49,8 +70,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memlib._checks import choice, flag, positive_int
+from memlib._checks import fraction as _fraction
+from memlib.hardware.fit import usable_bytes
+from memlib.hardware.gpus import get_gpu
 from memlib.models import get_model
-from memlib.serving.inference import estimate_inference
+from memlib.serving.capacity import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, vllm_default_max_num_batched_tokens,
+                                     vllm_default_max_num_seqs, vllm_kv_cache_budget_bytes)
+from memlib.serving.engines import sglang_max_total_tokens
+from memlib.serving.inference import estimate_inference, kv_bytes_per_token
 from memlib.units import fmt_bytes, gb
 
 ALGORITHMS = ("ppo", "grpo", "dpo")
@@ -60,6 +87,137 @@ SAME = "same"  # critic/reward default: the actor's model
 ROLLOUT_ENGINE = "vllm"
 KINDS = {"actor": "trainable", "critic": "trainable", "reference": "frozen", "reward": "frozen", "rollout": "rollout"}
 PHASES = ("rollout", "scoring", "train_actor", "train_critic")
+ROLLOUT_ENGINES = ("vllm", "sglang", "hf")
+# The share of each card a colocated engine reserves by default: OpenRLHF's hybrid-engine PPO example
+# (train_ppo_llama_ray_hybrid_engine.sh at OpenRLHF@22697a1b: --vllm_gpu_memory_utilization 0.5) and verl's
+# rollout default (rollout.yaml at volcengine/verl@b10cabe4: gpu_memory_utilization 0.5).
+COLOCATED_ENGINE_FRACTION = 0.5
+# An engine on GPUs of its own: vLLM's default gpu_memory_utilization (OpenRLHF's flag defaults to 0.95)
+SEPARATE_ENGINE_FRACTION = VLLM_GPU_MEMORY_UTILIZATION
+DEFAULT_GPU = "a100-80gb"  # the card of OpenRLHF's and verl's published examples; estimate_rlhf(gpu=) sets it
+
+
+# --- the rollout engine's pool -----------------------------------------------------------------------
+def rollout_token_slots(prompt_len: int, response_len: int, group_size: int = 1, shared_prefix: bool = True,
+                        page: int = VLLM_BLOCK_SIZE) -> int:
+    """KV-cache slots (tokens) one prompt's group of G samples occupies when every response reaches response_len.
+
+    shared_prefix=True: the samples share the prompt's whole pages (vLLM: parallel sampling n=G, or prefix caching,
+    which shares only full 16-token blocks; SGLang's radix cache: page 1), and each sample keeps its own pages for
+    the rest of the prompt's last page and its response:
+        floor(P / page) x page + G x ceil((P mod page + R) / page) x page   (= P + G x R when page divides P).
+    shared_prefix=False: each sample is a sequence of its own (transformers' generate repeats the prompt for
+    num_return_sequences; vLLM with prefix caching off): G x ceil((P + R) / page) x page.
+    page: 16 for vLLM (CacheConfig.block_size), 1 for SGLang and transformers."""
+    p = positive_int("prompt_len", prompt_len)
+    r = positive_int("response_len", response_len)
+    g = positive_int("group_size", group_size)
+    page = positive_int("page", page)
+    ceil = lambda n: -(-n // page) * page  # noqa: E731
+    if not flag("shared_prefix", shared_prefix):
+        return g * ceil(p + r)
+    shared = p // page * page
+    return shared + g * ceil(p - shared + r)
+
+
+@dataclass(frozen=True)
+class RolloutPool:
+    """What a vLLM/SGLang rollout engine holds on each of its GPUs while awake, and how many sequences it decodes at
+    once. Built by rollout_pool(); every byte figure is per GPU, the token slots per engine (its tp GPUs)."""
+
+    engine: str
+    gpu: str
+    fraction: float  # gpu_memory_utilization (vLLM) / mem_fraction_static (SGLang)
+    tp: int
+    reserved_bytes: int  # fraction x the card's total: the engine's share, whatever the batch
+    weight_bytes: int  # its bf16 copy of the weights
+    kv_pool_bytes: int  # the KV cache pool (vLLM: whole blocks' worth)
+    kv_bytes_per_token: int  # K and V of one token on one GPU (the engine's heads / tp)
+    token_slots: int  # tokens the pool holds (vLLM: whole 16-token blocks)
+    page: int  # tokens per block: 16 (vLLM), 1 (SGLang)
+    max_num_seqs: int | None  # the scheduler's cap on running sequences (vLLM's max_num_seqs; None: no cap)
+    asleep_bytes: int = 0  # what stays while the engine sleeps: CUDA graphs cannot be offloaded
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """The KV pool (the name estimate_inference uses for the cache)."""
+        return self.kv_pool_bytes
+
+    @property
+    def other_bytes(self) -> int:
+        """The rest of the share: the profiled activation peak, memory outside torch, CUDA graphs, the part block."""
+        return self.reserved_bytes - self.weight_bytes - self.kv_pool_bytes
+
+    def sequences_at_once(self, prompt_len: int, response_len: int, group_size: int = 1,
+                          shared_prefix: bool = True) -> int:
+        """Sequences the pool decodes at once when every one runs to prompt_len + response_len tokens:
+        token_slots x G // rollout_token_slots(P, R, G), capped by max_num_seqs. The rest wait (or are preempted)."""
+        per_group = rollout_token_slots(prompt_len, response_len, group_size, shared_prefix, self.page)
+        n = self.token_slots * group_size // per_group
+        return n if self.max_num_seqs is None else min(n, self.max_num_seqs)
+
+    def waves(self, prompts: int, prompt_len: int, response_len: int, group_size: int = 1,
+              shared_prefix: bool = True) -> int:
+        """Rounds of decoding for `prompts` x G sequences: ceil(sequences / sequences_at_once). An upper bound when
+        responses end early (continuous batching refills a slot as soon as a sequence finishes): the time side."""
+        prompts = positive_int("prompts", prompts)
+        at_once = self.sequences_at_once(prompt_len, response_len, group_size, shared_prefix)
+        if at_once == 0:
+            raise ValueError(f"the {self.engine} pool ({self.token_slots:,} tokens) holds no sequence of "
+                             f"{prompt_len + response_len:,} tokens: raise the fraction or the tensor parallelism")
+        return -(-prompts * positive_int("group_size", group_size) // at_once)
+
+    def __str__(self) -> str:
+        return (f"{self.engine} at {self.fraction:g} of {self.gpu} (tp {self.tp}): {fmt_bytes(self.reserved_bytes)} "
+                f"per GPU = weights {fmt_bytes(self.weight_bytes)} + KV pool {fmt_bytes(self.kv_pool_bytes)} "
+                f"({self.token_slots:,} tokens) + other {fmt_bytes(self.other_bytes)}")
+
+
+def rollout_pool(model, gpu=DEFAULT_GPU, engine: str = "vllm", fraction: float = COLOCATED_ENGINE_FRACTION,
+                 tp: int = 1, kv_cache: str = "bf16", cudagraph_bytes: int = 0,
+                 max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None) -> RolloutPool:
+    """The pool a vLLM or SGLang rollout engine reserves on each of its GPUs.
+
+    vLLM: reserved = fraction x the card's total (torch's figure); the KV pool is memlib.serving.capacity.
+    vllm_kv_cache_budget_bytes at that fraction (the share minus the bf16 weights, the profiled activation peak,
+    memory outside torch and cudagraph_bytes), in whole 16-token blocks. RL frameworks drive vLLM's offline
+    LLM class, so max_num_batched_tokens / max_num_seqs default to vLLM's "offline" defaults for the card
+    (memlib.serving.capacity.vllm_default_*). cudagraph_bytes: the CUDA graphs' memory (vLLM v0.21+ takes its
+    estimate off the KV budget); they stay while the engine sleeps (verl rollout.yaml: "cudagraph in inference
+    engine can not be offloaded during update policy"); 0 with enforce_eager, as OpenRLHF's hybrid examples run.
+    SGLang: the pool is memlib.serving.engines.sglang_max_total_tokens at mem_fraction_static = fraction (page 1);
+    its activations live outside the fraction (not counted)."""
+    m = get_model(model)
+    g = get_gpu(gpu)
+    choice("engine", engine, ("vllm", "sglang"))
+    frac = _fraction("gpu_memory_utilization" if engine == "vllm" else "mem_fraction_static", fraction,
+                    what="the share of each card the engine reserves")
+    tp = positive_int("tp", tp)
+    graphs = positive_int("cudagraph_bytes", cudagraph_bytes, allow_zero=True)
+    per_token = kv_bytes_per_token(m, kv_cache, tp)
+    weights = estimate_inference(m, 1, 1, weights="bf16", kv_cache=kv_cache, tp=tp, engine=engine).weight_bytes
+    reserved = int(usable_bytes(g) * frac)
+    if engine == "vllm":
+        tokens = vllm_default_max_num_batched_tokens(g, "offline") if max_num_batched_tokens is None else             positive_int("max_num_batched_tokens", max_num_batched_tokens)
+        seqs = vllm_default_max_num_seqs(g, "offline") if max_num_seqs is None else             positive_int("max_num_seqs", max_num_seqs)
+        budget = vllm_kv_cache_budget_bytes(m, g, weights="bf16", kv_cache=kv_cache, tp=tp,
+                                            max_num_batched_tokens=tokens, max_num_seqs=seqs,
+                                            gpu_memory_utilization=frac, cudagraph_bytes=graphs)
+        page = VLLM_BLOCK_SIZE
+        slots = max(budget, 0) // (page * per_token) * page
+    else:
+        if max_num_batched_tokens is not None or max_num_seqs is not None:
+            raise ValueError("max_num_batched_tokens and max_num_seqs are vLLM's settings; SGLang's pool is set by "
+                             "mem_fraction_static alone here")
+        page, seqs = 1, None
+        slots = sglang_max_total_tokens(m, g, tp=tp, weights="bf16", kv_cache=kv_cache, mem_fraction_static=frac)
+    if slots <= 0:
+        raise ValueError(f"{engine} at {frac:g} of each {g.name} has no room for a KV cache after {m.name}'s weights "
+                         f"({fmt_bytes(weights)} per GPU at tp {tp}): the engine refuses to start; raise the fraction "
+                         "or the rollout tensor parallelism")
+    return RolloutPool(engine, g.name, frac, tp, reserved, weights, slots * per_token, per_token, slots, page, seqs,
+                       graphs)
+
 
 
 @dataclass
@@ -74,8 +232,9 @@ class RoleMemory:
     resident_bytes: int  # what stays while the role is idle and not offloaded
     forward_bytes: int  # weights + one forward's activations without autograd (scoring)
     forward_activation_bytes: int  # the activations of that forward alone
-    estimate: object  # the memlib estimate behind it (Estimate or InferenceEstimate)
+    estimate: object  # the memlib estimate behind it (Estimate, InferenceEstimate, or the engine's RolloutPool)
     breakdown: dict = field(default_factory=dict)
+    asleep_bytes: int = 0  # what stays on the GPU while the role sleeps (an engine's CUDA graphs)
 
 
 @dataclass
@@ -86,6 +245,14 @@ class RLHFEstimate:
     roles: dict  # role -> RoleMemory
     phases: dict  # colocated: phase -> bytes per GPU; separate: {}
     notes: list = field(default_factory=list)
+    pool: RolloutPool | None = None  # the vLLM/SGLang engine's pool (None: DPO, or transformers' generate)
+    sequences_at_once: int | None = None  # sequences one engine decodes at once (the pool's, or the hf batch)
+    waves: int | None = None  # rounds of decoding one engine needs for its rollout_batch x G sequences
+    engine_error: str | None = None  # why the engine cannot start (its share cannot hold it): the peak is then refused
+
+    def _check_engine(self) -> None:
+        if self.engine_error:
+            raise ValueError(self.engine_error)
 
     @property
     def gpus(self) -> int:
@@ -103,12 +270,15 @@ class RLHFEstimate:
 
     @property
     def peak_bytes(self) -> int:
-        """The largest per-GPU figure: max over phases (colocated) or over groups (separate)."""
+        """The largest per-GPU figure: max over phases (colocated) or over groups (separate). A ValueError when the
+        rollout engine cannot start (engine_error): the step does not run, whatever the other roles need."""
+        self._check_engine()
         return max(self.phases.values()) if self.placement == "colocated" else max(self.per_group.values())
 
     @property
     def peak_at(self) -> str:
         """The phase (colocated) or the role's group (separate) where the peak is."""
+        self._check_engine()
         source = self.phases if self.placement == "colocated" else self.per_group
         return max(source, key=source.get)
 
@@ -130,12 +300,17 @@ class RLHFEstimate:
         return "\n".join(rows)
 
     def explain(self) -> str:
+        if self.engine_error:
+            return f"{self.algorithm.upper()}, {self.placement}: the rollout engine cannot start: {self.engine_error}"
         lines = [f"{self.algorithm.upper()}, {self.placement}"
                  + (f" ({'idle roles offloaded' if self.offload_idle else 'every role resident'})"
                     if self.placement == "colocated" else "") + f", {self.gpus} GPUs in use"]
         for r in self.roles.values():
             lines.append(f"  {r.role:<9} {r.model} ({r.kind}, {r.gpus} GPUs): peak {fmt_bytes(r.peak_bytes)}, "
                          f"resident {fmt_bytes(r.resident_bytes)}, forward {fmt_bytes(r.forward_bytes)} per GPU")
+        if self.pool is not None:
+            lines.append(f"  pool      {self.pool}; {self.sequences_at_once} sequences at once, {self.waves} "
+                         f"wave(s) per step")
         if self.placement == "colocated":
             rule = ("max over phases" if self.offload_idle else
                     "sum of resident bytes + the phase's transient")
@@ -147,6 +322,8 @@ class RLHFEstimate:
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
     def __repr__(self) -> str:
+        if self.engine_error:
+            return f"RLHFEstimate({self.algorithm}, {self.placement}: the rollout engine cannot start)"
         return (f"RLHFEstimate({self.algorithm}, {self.placement}: peak {fmt_bytes(self.peak_bytes)} per GPU at "
                 f"{self.peak_at}, {self.gpus} GPUs)")
 
@@ -173,52 +350,98 @@ def _role_gpus(gpus, roles: list[str], placement: str) -> dict:
 def _forward(model, gpus: int, zero_stage: int, micro_batch: int, seq: int, logits: str) -> tuple[int, int, object]:
     """(16-bit weights per GPU, one forward's activations, the estimate) of a forward without autograd."""
     est = estimate_inference(model, batch=micro_batch, context_len=seq, weights="bf16", logits=logits)
-    weights = est.weight_bytes if zero_stage != 3 else -(-est.weight_bytes // gpus)  # ZeRO-3 shards frozen weights
+    # ZeRO-3 and FSDP's FULL_SHARD shard the frozen weights too (OpenRLHF wraps the reference in DeepSpeed ZeRO-3;
+    # verl's reference is an FSDP module like the actor)
+    weights = est.weight_bytes if zero_stage not in (3, "FULL_SHARD") else -(-est.weight_bytes // gpus)
     return weights, est.activation_bytes, est
 
 
 def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gpus=8, placement: str = "colocated",
                   offload_idle: bool = True, prompt_len: int = 1024, response_len: int = 1024, micro_batch: int = 1,
                   rollout_batch: int = 64, group_size: int | None = None, rollout_tp: int = 1, prefill_tokens: int = 8192,
-                  kv_cache: str = "bf16", zero_stage: int = 3, **train_options) -> RLHFEstimate:
+                  kv_cache: str = "bf16", zero_stage: int = 3, gpu=DEFAULT_GPU, rollout_engine: str = "vllm",
+                  gpu_memory_utilization: float | None = None, shared_prefix: bool = True, cudagraph_bytes: int = 0,
+                  **train_options) -> RLHFEstimate:
     """Per-GPU memory of one RLHF step: each role's estimate, each phase, the peak.
 
     actor:         a catalog name or memlib.Model (the policy; DPO's policy too).
     algorithm:     "ppo" (actor, critic, reference, reward, rollout) | "grpo" (no critic) |
                    "dpo" (actor and reference only; chosen + rejected: 2 x micro_batch sequences).
     critic:        PPO's value model ("same": the actor's model; or another name, e.g. the reward's size).
-    reward:        the reward model ("same": the actor's model; None: a rule/verifier, no GPU memory).
+    reward:        the reward model ("same": the actor's model with a one-output value head; None: a rule or
+                   verifier, no GPU memory).
     gpus:          colocated: the GPUs every role shares; separate: a dict role -> GPUs, or one count each.
     offload_idle:  colocated only: idle roles sleep/offload (hybrid engine) -> peak = max over phases;
                    False -> every role resident, peak = sum of resident + the largest transient.
     prompt_len, response_len: tokens per sequence (training and scoring see prompt + response).
     micro_batch:   sequences per GPU per training and scoring forward (DPO: pairs).
-    rollout_batch: prompts decoded at once per rollout engine (vLLM's running batch);
-                   group_size: samples per prompt (GRPO's G, default 8 as OpenRLHF's GRPO examples'
-                   n_samples_per_prompt; PPO default 1; DPO none): KV cache of
-                   rollout_batch x group_size sequences of prompt_len + response_len tokens.
+    rollout_engine: "vllm" | "sglang": the engine reserves gpu_memory_utilization (mem_fraction_static) of each
+                   `gpu` (default 0.5 colocated, as OpenRLHF's hybrid example and verl; 0.9 on GPUs of its own)
+                   and decodes what its KV pool holds: memory set by the fraction, the batch costs time
+                   (RLHFEstimate.pool, .sequences_at_once, .waves). "hf": transformers' generate, whose KV cache
+                   holds all rollout_batch x group_size sequences at once (no shared prefix).
+    rollout_batch: prompts handed to each rollout engine per step (OpenRLHF's --rollout_batch_size / engines).
+    group_size:    samples per prompt (GRPO's G, default 8 as OpenRLHF's GRPO examples' n_samples_per_prompt;
+                   PPO default 1; DPO none).
+    shared_prefix: the G samples share their prompt's KV blocks (vLLM n=G / prefix caching, SGLang radix cache).
+    cudagraph_bytes: the engine's CUDA graphs per GPU (0: enforce_eager, OpenRLHF's hybrid examples); inside the
+                   fraction (vLLM v0.21+), and kept while the engine sleeps.
     rollout_tp:    tensor parallelism of each rollout engine (it must divide the rollout GPUs).
-    zero_stage:    ZeRO stage of the trainable roles over their GPUs (3 also shards frozen weights).
+    gpu:           the card (the engine reserves a share of it); fits() should be asked about the same card.
+    zero_stage:    ZeRO stage of the trainable roles over their GPUs (3 also shards frozen weights), or an FSDP
+                   sharding strategy ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD": verl's FSDP workers; FULL_SHARD
+                   shards the frozen weights too), passed to estimate_training as its zero_stage.
     train_options: passed to memlib.estimate_training for the trainable roles (precision, recompute,
                    offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
     """
     offload_idle = flag("offload_idle", offload_idle)
     c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
-               rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options)
-    c["kv_cache"] = kv_cache
+               rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine,
+               gpu_memory_utilization, shared_prefix, cudagraph_bytes)
+    c["kv_cache"], c["gpu"] = kv_cache, get_gpu(gpu).name
     actor_model = get_model(actor)
     roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + ["reference"]
     roles += (["reward"] if reward is not None else []) + ["rollout"] if algorithm != "dpo" else []
     n = _role_gpus(gpus, roles, placement)
     if "rollout" in roles and n["rollout"] % c["rollout_tp"]:
         raise ValueError(f"rollout_tp {c['rollout_tp']} must divide the rollout engine's {n['rollout']} GPUs")
+    if c["fraction"] is None and c["engine"] != "hf":
+        c["fraction"] = COLOCATED_ENGINE_FRACTION if placement == "colocated" else SEPARATE_ENGINE_FRACTION
     models = {"actor": actor_model, "reference": actor_model, "rollout": actor_model}
     if "critic" in roles:
         models["critic"] = actor_model if critic == SAME else get_model(critic)
     if "reward" in roles:
-        models["reward"] = actor_model if reward == SAME else get_model(reward)
-    out = {role: _role(role, models[role], n[role], c, train_options) for role in roles}
+        rm = actor_model if reward == SAME else get_model(reward)
+        # a reward model scores with a one-output value head instead of the LM head (OpenRLHF's get_llm_for_
+        # sequence_regression: value_head = nn.Linear(hidden, 1); TRL's AutoModelForSequenceClassification)
+        models["reward"] = rm.with_(head="score", num_labels=1) if rm.head == "lm" else rm
+    # An engine whose share cannot hold it does not start (vLLM raises at start-up). The roles' own bytes stay
+    # readable (a question about the models' states alone), but the peak, fits() and min_rlhf_gpus refuse.
+    engine_error = None
+    out = {}
+    for role in roles:
+        try:
+            out[role] = _role(role, models[role], n[role], c, train_options)
+        except _EngineCannotStart as err:
+            engine_error = str(err)
+            out[role] = err.role
     notes = []
+    pool = at_once = waves = None
+    if "rollout" in out and engine_error is None:
+        r = out["rollout"]
+        if c["engine"] == "hf":
+            at_once, waves = c["rollout_batch"] * c["group_size"], 1
+        else:
+            pool = r.estimate
+            at_once = pool.sequences_at_once(c["prompt_len"], c["response_len"], c["group_size"], c["shared_prefix"])
+            if at_once == 0:
+                engine_error = (f"the {c['engine']} pool on a {c['gpu']} ({pool.token_slots:,} tokens at "
+                                f"{pool.fraction:g}) holds no sequence of {c['seq']:,} tokens: the engine refuses to "
+                                "start (max_model_len larger than its KV cache); raise gpu_memory_utilization or "
+                                "rollout_tp, or shorten prompt_len + response_len")
+            else:
+                waves = pool.waves(c["rollout_batch"], c["prompt_len"], c["response_len"], c["group_size"],
+                                   c["shared_prefix"])
     if placement == "colocated":
         phases = _phases(out, algorithm, c["offload_idle"])
         if c["offload_idle"]:
@@ -228,27 +451,56 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
         phases = {}
         notes.append("separate groups: the weights are synchronised from the actor group to the rollout engines "
                      "after each step (staging buffers not counted)")
+    if pool is not None and engine_error is None:
+        notes.append(f"the {c['engine']} engine reserves {pool.fraction:g} of each {c['gpu']} whatever the batch; "
+                     f"the {c['rollout_batch']} x {c['group_size']} sequences per engine take {waves} wave(s) of "
+                     f"{at_once}: the batch and the group size cost time, not memory")
     if algorithm == "dpo":
         notes.append("DPO: each pair is a chosen and a rejected sequence; the reference's log-probs can also be "
                      "precomputed once (TRL precompute_ref_log_probs), which removes the reference from the step")
     if "critic" in out:
-        notes.append("the critic's value head replaces the LM head: its logits term is a slight over-count")
-    return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes)
+        notes.append("the critic is counted with an LM head (estimate_training models causal-LM heads); its value "
+                     "head is one output: a slight over-count of its states and logits")
+    if engine_error:
+        notes.append(f"the rollout engine cannot start: {engine_error}")
+    return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes, pool, at_once, waves,
+                        engine_error)
+
+
+class _EngineCannotStart(ValueError):
+    """rollout_pool's refusal, carrying a stand-in RoleMemory (the share it would reserve) so the other roles stay
+    readable."""
+
+    def __init__(self, message: str, role: RoleMemory):
+        super().__init__(message)
+        self.role = role
 
 
 def _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
-           rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options) -> dict:
+           rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine="vllm",
+           gpu_memory_utilization=None, shared_prefix=True, cudagraph_bytes=0) -> dict:
     """estimate_rlhf's options, checked: a ValueError that names the option, else the cleaned values."""
     choice("algorithm", algorithm, ALGORITHMS)
     choice("placement", placement, PLACEMENTS)
-    c = dict(offload_idle=flag("offload_idle", offload_idle))
+    c = dict(offload_idle=flag("offload_idle", offload_idle), engine=choice("rollout_engine", rollout_engine,
+                                                                           ROLLOUT_ENGINES),
+             shared_prefix=flag("shared_prefix", shared_prefix),
+             cudagraph_bytes=positive_int("cudagraph_bytes", cudagraph_bytes, allow_zero=True))
     for name, v in (("prompt_len", prompt_len), ("response_len", response_len), ("micro_batch", micro_batch),
                     ("rollout_batch", rollout_batch), ("rollout_tp", rollout_tp), ("prefill_tokens", prefill_tokens)):
         c[name] = positive_int(name, v)
     c["group_size"] = positive_int("group_size", (8 if algorithm == "grpo" else 1) if group_size is None else group_size)
-    if zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
-        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
-    c["zero_stage"] = int(zero_stage)
+    from memlib.training.options import FSDP_ALIASES  # here: memlib.training's package imports this module
+    if isinstance(zero_stage, str):
+        if zero_stage not in FSDP_ALIASES:
+            raise ValueError(f"zero_stage must be 0, 1, 2, 3 (DeepSpeed) or one of {sorted(FSDP_ALIASES)} (FSDP, as "
+                             f"verl's trainers), got {zero_stage!r}")
+        c["zero_stage"] = zero_stage
+    elif zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
+        raise ValueError(f"zero_stage must be 0, 1, 2, 3 (DeepSpeed) or one of {sorted(FSDP_ALIASES)} (FSDP), "
+                         f"got {zero_stage!r}")
+    else:
+        c["zero_stage"] = int(zero_stage)
     for bad in ("model", "seq_len", "micro_batch", "dp", "zero_stage"):
         if bad in train_options:
             raise ValueError(f"{bad!r} is set by estimate_rlhf itself (from the actor, prompt_len + response_len, "
@@ -262,6 +514,18 @@ def _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_b
         raise ValueError(f"DPO learns from preference pairs and has no reward model: leave reward unset, got {reward!r}")
     if algorithm == "dpo" and c["group_size"] != 1:
         raise ValueError("DPO generates nothing: group_size applies to PPO and GRPO rollouts")
+    if algorithm == "dpo" and (gpu_memory_utilization is not None or c["cudagraph_bytes"]):
+        raise ValueError("DPO generates nothing: gpu_memory_utilization and cudagraph_bytes apply to PPO and GRPO "
+                         "rollout engines")
+    c["fraction"] = None
+    if gpu_memory_utilization is not None:
+        if c["engine"] == "hf":
+            raise ValueError("rollout_engine 'hf' (transformers' generate) reserves no share of the card: its KV "
+                             "cache is sized by the batch; gpu_memory_utilization applies to 'vllm' and 'sglang'")
+        c["fraction"] = _fraction("gpu_memory_utilization", gpu_memory_utilization,
+                                  what="the share of each card the rollout engine reserves")
+    if c["engine"] == "hf" and c["cudagraph_bytes"]:
+        raise ValueError("cudagraph_bytes applies to the 'vllm' and 'sglang' engines, not transformers' generate")
     c["seq"] = c["prompt_len"] + c["response_len"]
     c["rows"] = 2 * c["micro_batch"] if algorithm == "dpo" else c["micro_batch"]  # DPO: chosen + rejected
     return c
@@ -282,16 +546,30 @@ def _role(role: str, m, g: int, c: dict, train_options: dict) -> RoleMemory:
         weights, acts, est = _forward(m, g, z, rows, seq, "all" if role == "reference" else "last")
         return RoleMemory(role, m.name, "frozen", g, weights + acts, weights, weights + acts, acts, est,
                           {"weights": weights, "activations": acts})
-    est = estimate_inference(m, batch=c["rollout_batch"] * c["group_size"], context_len=seq, weights="bf16",
-                             kv_cache=c["kv_cache"], tp=c["rollout_tp"], engine=ROLLOUT_ENGINE,
-                             prefill_tokens=c["prefill_tokens"])
-    return RoleMemory(role, m.name, "rollout", g, est.peak_bytes, est.weight_bytes + est.kv_cache_bytes,
-                      est.peak_bytes, est.activation_bytes, est, est.breakdown)
+    if c["engine"] == "hf":  # transformers' generate: the cache holds every sequence of the batch at once
+        est = estimate_inference(m, batch=c["rollout_batch"] * c["group_size"], context_len=seq, weights="bf16",
+                                 kv_cache=c["kv_cache"], tp=c["rollout_tp"], engine="hf",
+                                 prefill_tokens=c["prefill_tokens"])
+        return RoleMemory(role, m.name, "rollout", g, est.peak_bytes, est.weight_bytes + est.kv_cache_bytes,
+                          est.peak_bytes, est.activation_bytes, est, est.breakdown)
+    try:
+        pool = rollout_pool(m, c["gpu"], c["engine"], c["fraction"], c["rollout_tp"], c["kv_cache"],
+                            c["cudagraph_bytes"])
+    except ValueError as err:
+        if "refuses to start" not in str(err):
+            raise
+        share = int(usable_bytes(get_gpu(c["gpu"])) * c["fraction"])
+        raise _EngineCannotStart(str(err), RoleMemory(role, m.name, "rollout", g, share, share, 0, 0, None,
+                                                      {"share": share})) from None
+    return RoleMemory(role, m.name, "rollout", g, pool.reserved_bytes, pool.reserved_bytes, 0, 0, pool,
+                      {"weights": pool.weight_bytes, "kv pool": pool.kv_pool_bytes, "other": pool.other_bytes},
+                      pool.asleep_bytes)
 
 
 def _phases(out: dict, algorithm: str, offload_idle: bool) -> dict:
-    """Bytes per GPU in each phase of a colocated step: with sleep, what the running role holds; without,
-    every role's resident bytes plus what the running role needs on top."""
+    """Bytes per GPU in each phase of a colocated step: with sleep, what the running role holds (plus what the
+    sleeping ones cannot give back: an engine's CUDA graphs); without, every role's resident bytes plus what the
+    running role needs on top."""
     resident = sum(r.resident_bytes for r in out.values())
     active = {"rollout": [out["rollout"]] if "rollout" in out else [],
               "scoring": [out[r] for r in ("actor", "critic", "reference", "reward")
@@ -304,7 +582,10 @@ def _phases(out: dict, algorithm: str, offload_idle: bool) -> dict:
         if not running:
             continue
         if offload_idle:  # only the running role is awake; scoring wakes one model at a time
-            phases[phase] = max(r.forward_bytes if phase == "scoring" else r.peak_bytes for r in running)
+            phases[phase] = max(r.forward_bytes + sum(o.asleep_bytes for o in out.values() if o is not r)
+                                if phase == "scoring" else
+                                r.peak_bytes + sum(o.asleep_bytes for o in out.values() if o is not r)
+                                for r in running)
         else:
             phases[phase] = resident + max(r.forward_activation_bytes if phase == "scoring"
                                            else r.peak_bytes - r.resident_bytes for r in running)
@@ -326,10 +607,11 @@ def min_rlhf_gpus(actor, gpu, algorithm: str = "ppo", candidates=GPU_COUNTS, **k
         c = positive_int("candidate GPU count", c)
         if c % kwargs.get("rollout_tp", 1):
             continue
-        if fits(estimate_rlhf(actor, algorithm, gpus=c, **kwargs), gpu).fits:
+        if fits(estimate_rlhf(actor, algorithm, gpus=c, gpu=gpu, **kwargs), gpu).fits:
             return c
     return None
 
 
-__all__ = ["ALGORITHMS", "PLACEMENTS", "ROLES", "PHASES", "GPU_COUNTS", "RoleMemory", "RLHFEstimate", "estimate_rlhf",
-           "min_rlhf_gpus"]
+__all__ = ["ALGORITHMS", "PLACEMENTS", "ROLES", "PHASES", "GPU_COUNTS", "ROLLOUT_ENGINES", "COLOCATED_ENGINE_FRACTION",
+           "SEPARATE_ENGINE_FRACTION", "RoleMemory", "RLHFEstimate", "RolloutPool", "rollout_pool", "rollout_token_slots",
+           "estimate_rlhf", "min_rlhf_gpus"]

@@ -64,12 +64,22 @@ _NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d(?:_?\d)*)(?:\.\d*)?|\.\d+"
 _QUANTITY = re.compile(rf"^{_LEADING}\s*{_APPROX}\s*(?P<sign>[-+]?)\s*(?P<num>{_NUMBER})"
                        rf"(?P<exp>[eE][-+]?\d{{1,4}}|{_TIMES_TEN})?\s*(?P<rest>.*?)$", re.S)
 # what may follow the unit without changing the figure: "per GPU", "in total", "每卡" ...
+# a verdict after the figure ("119 GB, does not fit", "约119GB，放不下"): the figure is read as it is; an exercise
+# that asks whether it fits (Numeric.fits) compares the verdict too (stated_fit)
+_NO_FIT = (r"(?:so\s+|and\s+|which\s+|that\s+)?(?:it\s+)?(?:does\s*n[o']?t|does\s+not|won'?t|will\s+not|would\s+not|"
+           r"can\s*n[o']?t|cannot)\s+fit(?:\s+(?:on\s+)?(?:one|an?|the|each)\s+(?:gpu|card))?|"
+           r"(?:so\s+|and\s+)?(?:it\s+)?(?:will\s+)?oom|not\s+fitting|放不下|装不下|不够|塞不下|会\s*oom")
+_FITS = (r"(?:so\s+|and\s+|which\s+|that\s+)?(?:it\s+)?(?:fits|will\s+fit|does\s+fit|would\s+fit)"
+         r"(?:\s+(?:on\s+)?(?:one|an?|the|each)\s+(?:gpu|card))?|放得下|装得下|能放下|够用|够")
+_VERDICTS = f"{_NO_FIT}|{_FITS}"
+_NO_FIT_RE = re.compile(rf"(?:^|[\s,;:，；：、(（]){_NO_FIT}(?:$|[\s.!。！)）])", re.I)
+_FITS_RE = re.compile(rf"(?:^|[\s,;:，；：、(（]){_FITS}(?:$|[\s.!。！)）])", re.I)
 # a trailing qualifier, bare or set off by a comma or parentheses ("14 GB (per GPU)", "14GB（每张卡）" after NFKC)
 _QUALIFIER = re.compile(r"\s*[,;]?\s*\(?\s*(?:(?:per|/|a|each|every|for\s+each|for\s+one|on\s+each|on\s+one)\s*(?:gpu|card|device|"
                         r"rank|process|worker|node|sequence|layer)s?|/\s*(?:卡|张卡|块卡)|each|in\s+total|total|overall|altogether|"
                         r"combined|左右|上下|大约|约|"
                         r"together|of\s+(?:memory|ram|host\s+ram|cpu\s+ram|vram|gpu\s+memory|hbm)|on\s+the\s+host|"
-                        r"每卡|每张卡|每个gpu|总共|总计|合计|一共)\s*\)?\s*$")
+                        r"每卡|每张卡|每个gpu|总共|总计|合计|一共|" + _VERDICTS + r")\s*\)?\s*[.!。！]?\s*$")
 _PARAM_WORD = r"(?:params?|parameters?|weights|参数|个参数)"
 # what a count may be a count of: GPUs ("31 V100s", "8 cards") or served sequences ("32 chats", notebook 04)
 _GPU_WORD = re.compile(r"^(?:(?:张|块|台|个)?\s*(?:nvidia\s+)?(?:[a-z]+\s?\d{2,4}[a-z]*|gpu|card|device)s?"
@@ -169,6 +179,17 @@ def parse_quantity(answer, unit: str) -> Quantity:
     if not math.isfinite(value):
         raise Malformed("that number is far too large to be an answer here")
     return Quantity(value, number, token, decimals, sig)
+
+
+def stated_fit(answer) -> bool | None:
+    """The verdict an answer states after its figure: False ("does not fit", "OOM", "放不下"), True ("fits",
+    "放得下"), None (no verdict, or a number without text)."""
+    if not isinstance(answer, str):
+        return None
+    text = _normalise(answer).lower()
+    if _NO_FIT_RE.search(text):
+        return False
+    return True if _FITS_RE.search(text) else None
 
 
 def significant_figures(digits: str) -> int:

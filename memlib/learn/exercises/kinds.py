@@ -115,6 +115,9 @@ class Numeric(Exercise):
     close_advice: str = ""  # said when an answer is close but outside the tolerance
     # other conventions the question accepts as right, each named when it matches (Slip: name, value(), message)
     accepts: tuple[Slip, ...] = ()
+    # the question also asks whether it fits: a verdict stated after the figure ("119 GB, does not fit") must agree
+    # with fits() (None: the question asks for the figure alone; a verdict is then read and ignored)
+    fits: Callable[[], bool] | None = None
     kind: ClassVar[str] = "numeric"
     kind_label: ClassVar[str] = "numeric derivation"
 
