@@ -173,9 +173,9 @@ s1_fit8 = f"{'fits' if fits(base_short, g).fits else 'does not fit'}"
 s1_peak128, s1_vocab = f"{G(base_long.peak_bytes)}", f"{GB(base_long.breakdown['logits_and_loss'])}"
 
 # %% [markdown]
-# memlib: states **{eval}`s1_states`** per GPU (pencil {eval}`s1_states_pencil`), activations **{eval}`s1_a8`**
+# memlib: states **{eval}`s1_states`** per GPU (pencil {eval}`s1_states_pencil`). Activations: **{eval}`s1_a8`**
 # at 8k and **{eval}`s1_a128`** at 128k (pencil {eval}`s1_a_pencil`). The pencil left out that the peak is
-# not their sum: at 8k it is {eval}`s1_peak8` ({eval}`s1_where8`), and with the CUDA context it needs
+# not their sum: at 8k it is {eval}`s1_peak8` ({eval}`s1_where8`). With the CUDA context it needs
 # {eval}`s1_req8` of {eval}`s1_cap`: it **{eval}`s1_fit8`** without recompute. At 128k: **{eval}`s1_peak128`**.
 
 # %% [markdown]
@@ -264,7 +264,7 @@ s4_ff_full, s4_ff_sel = f"{ff['full'] / ff['none'] - 1:+.0%}", f"{ff['selective'
 # %% [markdown]
 # At the peak, torchtitan's op-level selective recompute saves **{eval}`s4_sel`** and full recompute **{eval}`s4_full`**
 # (Megatron's selective recompute, the attention core only, saves nothing more under a flash kernel: it
-# removes the s² probabilities a fused kernel never stores); full
+# removes the s² probabilities a fused kernel never stores). Full recompute
 # leaves {eval}`s4_left` per GPU, {eval}`s4_vs` an H100 (checkpoints {eval}`s4_ckpt` and one rebuilt
 # layer, as the pencil said). Full recompute's extra FLOPs at 128k: {eval}`s4_ff_full`, the same third as
 # at 8k because attention's FLOPs are rerun too; selective costs {eval}`s4_ff_sel`.
@@ -350,8 +350,8 @@ s7_margin, s7_min = f"{v_sel.margin_gib:+.1f} GiB", f"{G(cp8_min.peak_bytes)}"
 s7_pencil = f"{cp8_min.peak_bytes / 25e9 - 1:+.0%}"
 
 # %% [markdown]
-# memlib's search finds **{eval}`s7_n`** layouts that fit; the fastest is {eval}`s7_best`,
-# **{eval}`s7_sel`**: it **{eval}`s7_fit`** ({eval}`s7_margin`, "borderline"). A chunked loss and full
+# memlib's search finds **{eval}`s7_n`** layouts that fit. The fastest is {eval}`s7_best`:
+# **{eval}`s7_sel`**, it **{eval}`s7_fit`** ({eval}`s7_margin`, "borderline"). A chunked loss and full
 # recompute bring it to **{eval}`s7_min`** (pencil {eval}`s7_pencil`), at a third more FLOPs: the torchtitan
 # and Megatron long-context recipe; a 70B adds tensor parallelism (deep dive).
 
@@ -469,7 +469,7 @@ w_n6 = f"{6 * mis.num_params / 1e9:.0f}"
 
 # %% [markdown]
 # memlib: the window's KV cache is **{eval}`w_kv`** at any length, against {eval}`w_kv32` at 32k and
-# {eval}`w_kv128` at 128k with full attention; attention FLOPs per token are {eval}`w_fl32`x fewer at 32k,
+# {eval}`w_kv128` at 128k with full attention. Attention FLOPs per token are {eval}`w_fl32`x fewer at 32k,
 # {eval}`w_fl128`x at 128k (the weights' 6N: {eval}`w_n6` GFLOPs): both grow as s·w, not s². The remedies:
 #
 # - **FlashAttention**: exact; removes the s² memory and HBM traffic, not the s² FLOPs.

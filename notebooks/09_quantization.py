@@ -205,14 +205,20 @@ s3_p, s3_bf16 = f"{fmt_count(m.num_params)}", f"{GB(weights['bf16'])}"
 s3_int8, s3_int4 = f"{GB(weights['int8'])}", f"{GB(weights['int4-awq'])}"
 s3_ratio = f"{weights['bf16'] / weights['int4-awq']:.2f}"
 s3_m8, s3_m4 = f"{verdict['int8'].margin_gib:+.1f} GiB", f"{verdict['int4-awq'].margin_gib:+.1f} GiB"
+s3_m16 = f"{verdict['bf16'].margin_gib:+.1f} GiB"
 s3_n16, s3_n8, s3_n4 = f"{need['bf16']}", f"{need['int8']}", f"{need['int4-awq']}"
 
 # %% [markdown]
-# memlib ({eval}`s3_p` parameters): **{eval}`s3_bf16`** in bf16, **{eval}`s3_int8`** in int8, **{eval}`s3_int4`**
-# in int4 g128, a ratio of {eval}`s3_ratio` (the pencil left out that the embeddings and the head stay 16-bit).
-# With one 4k chat, the CUDA context and the allocator's headroom: bf16 needs {eval}`s3_n16` cards, int8
-# {eval}`s3_n8` (margin {eval}`s3_m8`), int4 {eval}`s3_n4` (margin {eval}`s3_m4`). What quantization
-# does not shrink: the **KV cache** (bf16 here) and the activations.
+# memlib, {eval}`s3_p` parameters, one 4k chat, with the CUDA context and the allocator's headroom:
+#
+# | weights | bytes | margin on one H100 | fewest H100s |
+# |---|---|---|---|
+# | bf16 | {eval}`s3_bf16` | {eval}`s3_m16` | {eval}`s3_n16` |
+# | int8 | {eval}`s3_int8` | {eval}`s3_m8` | {eval}`s3_n8` |
+# | int4 g128 | {eval}`s3_int4` | {eval}`s3_m4` | {eval}`s3_n4` |
+#
+# bf16 over int4 is {eval}`s3_ratio`, not 3.85: the pencil left out that the embeddings and the head stay
+# 16-bit. What quantization does not shrink: the **KV cache** (bf16 here) and the activations.
 
 # %% [markdown]
 # ### Step 4 · Batch 1: every token reads every weight
@@ -240,9 +246,15 @@ s4_bound = f"{one['int4-awq'].bound}"
 s4_alone, s4_xcard = f"{alone.tokens_per_s_per_sequence:.0f}", f"{one['bf16'].step_s / alone.step_s:.1f}"
 
 # %% [markdown]
-# memlib, at most, on the same two H100s: **{eval}`s4_t16` tokens/s** in bf16, {eval}`s4_t8` with int8 weights
-# (a W8A16 kernel), **{eval}`s4_t4`** in int4: {eval}`s4_x8`× and **{eval}`s4_x4`×**, the bytes ratio, because every
-# step is {eval}`s4_bound`-bound. Deployed on one card, int4 makes {eval}`s4_alone` tokens/s: **{eval}`s4_xcard`×
+# memlib, at most, on the same two H100s; every step is {eval}`s4_bound`-bound, so the speed-up is the bytes ratio:
+#
+# | weights | tokens/s per sequence | speed-up |
+# |---|---|---|
+# | bf16 | {eval}`s4_t16` | 1× |
+# | int8 (a W8A16 kernel) | {eval}`s4_t8` | {eval}`s4_x8`× |
+# | int4 g128 | {eval}`s4_t4` | **{eval}`s4_x4`×** |
+#
+# Deployed on one card, int4 makes {eval}`s4_alone` tokens/s: **{eval}`s4_xcard`×
 # per sequence** against bf16 on two, with half the GPUs. These are rooflines: real W4A16 kernels reach less
 # (AWQ's TinyChat reports 3.4× over FP16 on an RTX 4090).
 
