@@ -273,7 +273,6 @@ crossover = {w: decode_crossover_batch(GPU, b) for w, b in bits.items()}     # m
 w8a8_cross = decode_crossover_batch(GPU, 8, activations="int8")               # W8A8 on the int8 tensor cores
 end4 = decode_speedup_end_batch(GPU, bits["int4-awq"])                         # the larger ridge: the gain ends
 BATCHES = [1, 8, 32, 64, 128, 256, 512, 1024]
-roof = {w: [decode_bound(m, GPU, b, SHORT, weights=w, tp=tp) for b in BATCHES] for w in ("bf16", "int4-awq")}
 gain = {"int8 weight-only (W8A16)": [decode_speedup(m, GPU, b, SHORT, "int8", tp=tp) for b in BATCHES],
         "int4 weight-only (W4A16)": [decode_speedup(m, GPU, b, SHORT, "int4-awq", tp=tp) for b in BATCHES],
         "int8 W8A8 (SmoothQuant)": [decode_speedup(m, GPU, b, SHORT, "int8", "int8", tp=tp) for b in BATCHES]}
@@ -292,7 +291,8 @@ s5_end, s5_g128 = f"{end4:.0f}", f"{gain['int4 weight-only (W4A16)'][BATCHES.ind
 # int4 is still faster (**{eval}`s5_g128`×** at batch 128, {eval}`s5_short`-token contexts); the gain ends at the
 # larger ridge, **{eval}`s5_end`** (`decode_speedup_end_batch`). At {eval}`s5_big` sequences the int4 roofline is
 # **{eval}`s5_g4`×** bf16's: the weights are read once per step either way, and the FLOPs are the same. Real W4A16
-# kernels dequantize every weight for every step, so they lose the gain earlier than the roofline. **W8A8** changes the compute roof instead:
+# kernels dequantize every weight for every step, so they lose the gain earlier than the roofline. The deep
+# dive plots these steps on the roofline itself. **W8A8** changes the compute roof instead:
 # SmoothQuant's int8 matmuls run on the {eval}`s5_int8_tops` TOPS int8 tensor cores, twice the bf16 peak,
 # so it keeps **{eval}`s5_g8a8`×** there, and it speeds up prefill, compute-bound even for one long prompt.
 # The pencil left out the KV cache: it is read every step too, unquantized, and at long contexts it is
@@ -329,33 +329,6 @@ fig, ax = plt.subplots(figsize=(7, 3.4))
 count_sweep(BATCHES, gain, ax=ax, logx=True, xlabel="sequences decoded together (batch)",
             ylabel="speed-up over bf16 (roofline)", title="Llama-2-70B decode on 2 × H100: when quantization pays")
 ax.axhline(1.0, color="k", lw=0.8, ls="--")
-plt.show()
-
-# %% [markdown]
-# **Takeaway: the same decode steps on the roofline; int4's points reach the compute roof at a quarter of bf16's
-# batch, and between the two ridges bf16 is still on the bandwidth slope, below int4.** Each point is one batch
-# size (1 to {eval}`s5_big`): its arithmetic intensity (FLOPs per byte read) and the FLOP/s it reaches
-# (`memlib.serving.decode_bound`, log-log; the roof is min(peak, bandwidth × intensity) of one H100).
-
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(7, 3.6))
-peak, bw = roof["bf16"][0].peak_flops, roof["bf16"][0].bandwidth_bytes_per_s
-xs_roof = [2 ** (k / 4) for k in range(0, 49)]   # 1 to 4,096 FLOP/byte
-ax.plot(xs_roof, [min(peak, bw * x) / 1e12 for x in xs_roof], color="k", lw=1, label="roof: min(peak, bandwidth × intensity)")
-pt = {w: [(p.flops / p.bytes_read, p.flops / p.step_s / 1e12, p.batch) for p in roof[w]] for w in roof}
-for w, marker, off in (("bf16", "o", (4, -12)), ("int4-awq", "s", (-30, 6))):
-    ax.plot([x for x, _, _ in pt[w]], [y for _, y, _ in pt[w]], marker=marker, ls="", label=w)
-    for x, y, b in pt[w]:
-        if b in (8, 128, 1024):
-            ax.annotate(f"B={b}", (x, y), fontsize=7, textcoords="offset points", xytext=off)
-for (x16, y16, _), (x4, y4, _) in zip(pt["bf16"], pt["int4-awq"]):   # the same batch: int4 sits further right
-    ax.plot([x16, x4], [y16, y4], color="grey", lw=0.6, ls=":")
-ax.set_xscale("log")
-ax.set_yscale("log")
-ax.set_xlabel("arithmetic intensity (FLOP per byte read)")
-ax.set_ylabel("TFLOP/s per GPU")
-ax.set_title("Llama-2-70B decode on 2 × H100: the roofline")
-ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown] slideshow={"slide_type": "slide"}

@@ -22,6 +22,8 @@
 # with their table numbers.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %matplotlib inline
+import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from memlib import estimate_inference, fits, fmt_bytes, get_gpu, get_model, max_batch
@@ -150,6 +152,47 @@ display(Markdown(
     f"**{b4}**: the decode roofline of the whole batch goes from {t16:,.0f} to **{t4:,.0f} tokens/s** "
     f"({t4 / t16:.1f}×), far more than the per-step gain. In a serving interview, that is the answer to \"does "
     "int4 speed up a loaded server\": fewer bytes per step, and, above all, more sequences per step."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The roofline: where each format's decode steps sit
+#
+# The core page's speed-up chart, drawn as a roofline (Williams et al. 2009): the same decode steps of
+# Llama-2-70B on two H100s, one point per batch size.
+
+# %% tags=["nbval-check-output"]
+BATCHES = [1, 8, 32, 64, 128, 256, 512, 1024]
+roof = {w: [decode_bound(m, GPU, b, SHORT, weights=w, tp=2) for b in BATCHES] for w in ("bf16", "int4-awq")}  # memlib
+print({w: "".join(p.bound[0] for p in pts) for w, pts in roof.items()})   # m: memory-bound, c: compute-bound
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+r_batches, r_short = f"{BATCHES[0]} to {BATCHES[-1]:,}", f"{SHORT}"
+
+# %% [markdown]
+# **Takeaway: the same decode steps on the roofline; int4's points reach the compute roof at a quarter of bf16's
+# batch, and between the two ridges bf16 is still on the bandwidth slope, below int4.** Each point is one batch
+# size ({eval}`r_batches`, {eval}`r_short`-token contexts): its arithmetic intensity (FLOPs per byte read) and the FLOP/s it reaches
+# (`memlib.serving.decode_bound`, log-log; the roof is min(peak, bandwidth × intensity) of one H100).
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+fig, ax = plt.subplots(figsize=(7, 3.6))
+peak, bw = roof["bf16"][0].peak_flops, roof["bf16"][0].bandwidth_bytes_per_s
+xs_roof = [2 ** (k / 4) for k in range(0, 49)]   # 1 to 4,096 FLOP/byte
+ax.plot(xs_roof, [min(peak, bw * x) / 1e12 for x in xs_roof], color="k", lw=1, label="roof: min(peak, bandwidth × intensity)")
+pt = {w: [(p.flops / p.bytes_read, p.flops / p.step_s / 1e12, p.batch) for p in roof[w]] for w in roof}
+for w, marker, off in (("bf16", "o", (4, -12)), ("int4-awq", "s", (-30, 6))):
+    ax.plot([x for x, _, _ in pt[w]], [y for _, y, _ in pt[w]], marker=marker, ls="", label=w)
+    for x, y, b in pt[w]:
+        if b in (8, 128, 1024):
+            ax.annotate(f"B={b}", (x, y), fontsize=7, textcoords="offset points", xytext=off)
+for (x16, y16, _), (x4, y4, _) in zip(pt["bf16"], pt["int4-awq"]):   # the same batch: int4 sits further right
+    ax.plot([x16, x4], [y16, y4], color="grey", lw=0.6, ls=":")
+ax.set_xscale("log")
+ax.set_yscale("log")
+ax.set_xlabel("arithmetic intensity (FLOP per byte read)")
+ax.set_ylabel("TFLOP/s per GPU")
+ax.set_title("Llama-2-70B decode on 2 × H100: the roofline")
+ax.legend(fontsize=8)
+plt.show()
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Is LLM.int8() slower end to end as well?
