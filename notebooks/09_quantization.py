@@ -88,14 +88,14 @@ a_ppl = f"{AWQ_T4_70B['INT4 g128 AWQ'] - AWQ_T4_70B['FP16']:.2f}"
 # > **EN** **Memory, always:** at 4 bits, scales included, Llama-2-70B needs {eval}`a_cards` 80 GB card instead
 # > of {eval}`a_from`. **Speed, while decode is bandwidth-bound:** on the same cards int4 is up to {eval}`a_x1`×
 # > faster at batch 1; the gain shrinks past about {eval}`a_cross` sequences (int4's ridge) and is gone near
-# > {eval}`a_end` (bf16's). **Serving:** more chats fit, about {eval}`a_thr`× the tokens/s at 4k. **Accuracy:**
-# > per-group scales keep it; AWQ adds {eval}`a_ppl` perplexity on 70B. **Caveat:** real W4A16 kernels lose the
+# > {eval}`a_end` (bf16's). **Serving**, same cards: more chats fit, about {eval}`a_thr`× the tokens/s at 4k.
+# > **Accuracy:** AWQ adds {eval}`a_ppl` perplexity on 70B. **Caveat:** real W4A16 kernels lose the
 # > speed earlier (dequantization).
 #
-# > **中文** **显存：一定省。** 4-bit（含 scale）后 Llama-2-70B 从 {eval}`z_from` 张 80 GB 卡变 {eval}`z_cards` 张。
+# > **中文** **显存：一定省。** 4-bit（含 scale）后 Llama-2-70B 从{eval}`z_from`张 80 GB 卡变{eval}`z_cards`张。
 # > **速度：只在 decode 受带宽限制时更快。** 同样的卡上 batch 1 int4 最多快 {eval}`a_x1` 倍；并发超过约
-# > {eval}`a_cross`（int4 的拐点）后收益变小，到约 {eval}`a_end`（bf16 的拐点）消失。**服务：** 能放下更多对话，4k
-# > 上下文吞吐约 {eval}`a_thr` 倍。**精度：** 分组 scale 保住精度，70B 上 AWQ 困惑度只升 {eval}`a_ppl`。**注意：**
+# > {eval}`a_cross`（int4 的拐点）后收益变小，到约 {eval}`a_end`（bf16 的拐点）消失。**服务：** 同样的卡能放下更多对话，4k
+# > 上下文吞吐约 {eval}`a_thr` 倍。**精度：** 70B 上 AWQ 困惑度只升 {eval}`a_ppl`。**注意：**
 # > W4A16 kernel 要反量化，收益更早消失。
 #
 # The long answer follows: every figure above is derived in section 5.
@@ -444,8 +444,9 @@ f4_mx, f4_nv = f"{fp_bits['mxfp4']:.2f}", f"{fp_bits['nvfp4']:.1f}"
 # ## 10. Deep dive (skip on first read) · 深入（可跳过）
 #
 # On its own page, [09 · deep dive](09_quantization_deep_dive.ipynb): the fact-check of the claims that
-# circulate (memlib's figure and a verdict for each), the papers' accuracy tables quoted in full (GPTQ, AWQ,
-# SmoothQuant), LLM.int8()'s measured speed, and the follow-ups above.
+# circulate (memlib's figure and a verdict for each), fp8 and FP4 (E4M3/E5M2, block scales, MXFP4, NVFP4), the
+# decode steps on a roofline, the papers' accuracy tables quoted in full (GPTQ, AWQ, SmoothQuant), LLM.int8()'s
+# measured speed, and the follow-ups above.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 11. Further reading · 延伸阅读
