@@ -111,14 +111,14 @@ series = {
 # ## 2. The 30-second answer · 30 秒回答
 #
 # > **EN** At 128k the activations, not the weights, decide: Llama-3.1-8B saves about {eval}`a_act` GiB
-# > of them, a {eval}`a_peak` TiB peak on one GPU. Levers: split the sequence over the GPUs (context
+# > of them, far more than one GPU holds. Levers: split the sequence over the GPUs (context
 # > parallelism) with FSDP and selective recompute, {eval}`a_cp8` GiB of the {eval}`a_cap` an H100 offers: it
 # > {eval}`fit_word`; chunked loss and full recompute cut more. Caveat: compute grows too: a causal
 # > FlashAttention kernel spends
 # > {eval}`a_attn`x the weights' FLOPs on attention, and a 128k sequence costs {eval}`a_seq`x an 8k one.
 #
-# > **中文** 128k 时决定显存的是激活，不是权重：Llama-3.1-8B 要存约 {eval}`a_act` GiB 激活，单卡峰值约
-# > {eval}`a_peak` TiB。手段：上下文并行把序列切到多张卡，加 FSDP 和选择性重计算，每张 H100 约 {eval}`a_cp8` GiB
+# > **中文** 128k 时决定显存的是激活，不是权重：Llama-3.1-8B 要存约 {eval}`a_act` GiB 激活，
+# > 远超单卡。手段：上下文并行把序列切到多张卡，加 FSDP 和选择性重计算，每张 H100 约 {eval}`a_cp8` GiB
 # > （共 {eval}`a_cap` GiB），{eval}`fit_zh`；分块 loss 和全量重计算还能再省。注意算力也涨：因果 FlashAttention 的注意力计算量是权重部分的
 # > {eval}`a_attn` 倍，一条 128k 序列的计算量是 8k 的 {eval}`a_seq` 倍。
 #
