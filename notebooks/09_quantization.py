@@ -421,7 +421,7 @@ f4_mx, f4_nv = f"{fp_bits['mxfp4']:.2f}", f"{fp_bits['nvfp4']:.1f}"
 # across the range, so outliers hurt it less than int8's evenly spaced codes; its tensor cores run at
 # {eval}`f4_peak` TFLOP/s against {eval}`f4_bf16` in bf16. E4M3 (max {eval}`f4_e4m3`) holds weights and activations; E5M2 (max {eval}`f4_e5m2`)
 # gradients. FP4 stores E2M1 values with a scale per small block: **MXFP4** {eval}`f4_mx` bits per weight
-# (gpt-oss ships it), **NVFP4** {eval}`f4_nv` (Blackwell's FP4 tensor cores). Scales, formats and DeepSeek's
+# (gpt-oss ships it), **NVFP4** {eval}`f4_nv` (NVIDIA's; Blackwell's FP4 tensor cores run both). Scales, formats and DeepSeek's
 # block fp8 are on the deep-dive page.
 #
 # More follow-ups (fp8 and FP4 in detail, PTQ vs QAT, NF4 vs int4, quantizing the KV cache, the bigger batch

@@ -97,8 +97,9 @@ display(Markdown("Bits per weight with the scales (`scaled_format_bits`; per-cha
                  f"{g.bf16_tflops:,.0f}: at batch 1,024 its roofline is **{fp8_big:.2f}×** bf16's, where "
                  "weight-only int4 has none left. **MXFP4** (OCP MX v1.0: an E8M0, power-of-two scale per 32) "
                  f"is how gpt-oss ships its experts: gpt-oss-120b fits one H100 ({oss.margin_gib:+.1f} GiB). "
-                 "**NVFP4** (a finer E4M3 scale per 16 and an fp32 per tensor) is what Blackwell's FP4 tensor "
-                 "cores run; Hopper has none, so FP4 there is weight-only."))
+                 "**NVFP4** (a finer E4M3 scale per 16 and an fp32 per tensor) is NVIDIA's own; Blackwell's FP4 "
+                 "tensor cores run both. Hopper has no FP4 tensor cores, so FP4 there is weight-only (dequantized to "
+                 "16-bit, as W4A16)."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### NF4 or int4 g128?
