@@ -7,7 +7,7 @@ from memlib.learn.exercises.answers import parse_quantity
 
 @pytest.mark.parametrize("text, expected", [
     ("3.3 bits", 3.3 / 8), ("4.25 bits per weight", 4.25 / 8), ("3.297 bits/weight", 3.297 / 8),
-    ("4.5 bpw", 4.5 / 8), ("0.412 bytes", 0.412), ("0.412", 0.412), ("2 bytes/param", 2.0),
+    ("4.5 bits/param", 4.5 / 8), ("0.412 bytes", 0.412), ("0.412", 0.412), ("2 bytes/param", 2.0),
 ])
 def test_bits_and_bytes_per_weight(text, expected):
     assert parse_quantity(text, "bytes/param").value == pytest.approx(expected)

@@ -9,7 +9,7 @@ FLOP model (6N + 12·L·H·Q·T, no causal discount) that step_time and plan use
 from __future__ import annotations
 
 from memlib._checks import positive_int
-from memlib.cost.timing import _model, active_params, attention_flops_per_token, flops_per_token
+from memlib.cost.timing import _model, active_params, attention_flops_per_token
 from memlib.hardware.gpus import get_gpu
 
 
@@ -26,6 +26,7 @@ def causal_flops_per_token(model, seq_len: int, recompute: str = "none") -> floa
     it counts, 6·L·H·Q·T, and of its rerun under full recompute (a third of that again; Korthikanti's attention
     recompute of GPT-style selective too). Llama-3.1-8B at 128k: 48 + 206 = 254 GFLOP by PaLM's count, 48 + 103
     = 151 with a causal kernel, so the same hardware FLOP/s makes 254 / 151 = 1.68x the tokens."""
+    from memlib.cost.timing import flops_per_token  # one line apart from the module's imports: a clean merge
     model = _model(model, "causal_flops_per_token")
     total = flops_per_token(model, seq_len, recompute)
     reruns_attention = recompute == "full" or (recompute == "selective" and model.mlp != "gated")

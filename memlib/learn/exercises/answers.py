@@ -10,8 +10,7 @@ exercise asks for (a plain number means that unit, or bytes for "bytes"):
   x                "57x", "57 times", "57倍"
   %                "98%", "98 percent", 98
   s                "22.3 s", "22 seconds", "0.4 min"
-  bytes/param      16, "16 bytes", "16 bytes/param"; bits are read too: "3.3 bits", "4.25 bits per weight"
-                   (divided by 8: quantization questions speak bits per weight)
+  bytes/param      16, "16 bytes", "16 bytes/param"
   FLOPs            "8.4e22 FLOPs", 8.4e22, "84 ZFLOP", "3640 petaflop/s-days" (an amount of work, not a rate)
   GPU-hours        "66k GPU-hours", "1.7M H100 hours", 65800
   days             "10.7 days", "257 hours", "1.5 weeks", "10.7 天", 10.7
@@ -35,8 +34,6 @@ _BYTE_WORDS = {"byte": "b", "bytes": "b", "kilobyte": "kb", "kilobytes": "kb", "
                "gigabyte": "gb", "gigabytes": "gb", "terabyte": "tb", "terabytes": "tb", "petabyte": "pb",
                "petabytes": "pb", "kibibyte": "kib", "kibibytes": "kib", "mebibyte": "mib", "mebibytes": "mib",
                "gibibyte": "gib", "gibibytes": "gib", "tebibyte": "tib", "tebibytes": "tib", "gbytes": "gb"}
-_BITS_PER_WEIGHT = ("bit", "bits", "bit/weight", "bits/weight", "bits per weight", "bit per weight", "bits/param",
-                    "bits per param", "bits per parameter", "bpw", "比特", "位")
 COUNT_SUFFIX = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6, "b": 1e9, "bn": 1e9,
                 "billion": 1e9, "billions": 1e9, "t": 1e12, "trillion": 1e12, "万": 1e4, "亿": 1e8}
 SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "秒": 1, "ms": 1e-3, "毫秒": 1e-3, "min": 60, "mins": 60,
@@ -186,6 +183,10 @@ def significant_figures(digits: str) -> int:
     return max(len(mantissa.lstrip("0").rstrip("0")), 1)
 
 
+_BIT_WORDS = ("bits", "bit", "bits per weight", "bit per weight", "bits/weight", "bits per param", "bits/param",
+              "bits per parameter", "bit/param", "比特", "位")
+
+
 def _unit_token(rest: str) -> str:
     while True:  # strip trailing qualifiers ("per GPU", "in total", ...), which do not change the figure
         stripped = _QUALIFIER.sub("", rest).strip()
@@ -253,13 +254,14 @@ def _scale(number: float, token: str, unit: str) -> float:
         if token in DAYS:
             return number * DAYS[token]
         raise Malformed(f"unknown time unit {token!r}; write days, e.g. {example(unit)}")
-    if unit == "bytes/param" and token in _BITS_PER_WEIGHT:
-        return number / 8
     allowed = {"x": ("", "x", "×", "times", "fold", "-fold", "倍", "x smaller", "x less", "times smaller", "times fewer",
                      "x fewer", "times less", "fold fewer", "fold smaller", "times as few"),
                "%": ("", "%"),
                "bytes/param": ("", "b", "b/param", "bytes/param", "byte/param", "b/p", "bytes per param",
-                               "bytes per parameter", "byte per parameter", "bytes/parameter")}.get(unit, ("",))
+                               "bytes per parameter", "byte per parameter", "bytes/parameter", "bytes per weight",
+                               "byte per weight", "bytes/weight", "b/weight", "字节", "字节/参数")}.get(unit, ("",))
+    if unit == "bytes/param" and token in _BIT_WORDS:  # "3.3 bits" (per weight): a chapter speaks bits per weight
+        return number / 8
     if token not in allowed:
         raise Malformed(f"unexpected unit {token!r}; write a plain number, e.g. {example(unit)}")
     return number
