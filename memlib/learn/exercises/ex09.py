@@ -293,7 +293,8 @@ EXERCISES = [
                "to throughput at high load, what accuracy it costs and how you would check it, and what you would "
                "quantize next. Then mark your answer against the rubric.",
         rubric=("Weights about 3.8× smaller (not 4×): one H100 instead of two, or far more KV cache on two",
-                "Batch-1 decode up to ~3.8× faster (memory-bound), less with real kernels",
+                "Batch-1 decode up to ~3.8× faster on the same cards (memory-bound; ~1.9× per sequence for int4 on "
+                "one card against bf16 on two), less with real kernels",
                 "At high load the per-step gain shrinks past int4's ridge (~77 sequences on an H100) and is gone "
                 "near bf16's (~295); real W4A16 kernels lose it earlier (dequantization); the throughput gain "
                 "comes from the larger batch that fits",
