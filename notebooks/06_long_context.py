@@ -285,6 +285,8 @@ for c, e in by_cp.items():
     print(f"cp={c}: peak {G(e.peak_bytes)}, activations {G(e.breakdown['activations'])}")
 print(f"ring per layer {cp_kv_bytes(by_cp[8]) / 1e9:.2f} GB; per step {t_cp8.cp_comm_bytes / 1e9:.1f} GB, "
       f"{t_cp8.cp_exposed_s:.3f} s exposed")
+pairs = {lb: causal_attention_pairs_per_rank(LONG, N_GPU, load_balance=lb) for lb in (False, True)}  # causal work
+print("attention share per GPU, contiguous / zigzag:", *([f"{p / sum(v):.1%}" for p in v] for v in pairs.values()))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s6_peak, s6_x = f"{G(by_cp[8].peak_bytes)}", f"{by_cp[1].peak_bytes / by_cp[8].peak_bytes:.1f}"
@@ -303,11 +305,7 @@ s6_exposed, s6_buf = f"{t_cp8.cp_exposed_s * 1e3:.0f} ms", f"{GB(term(by_cp[8], 
 # into 8 contiguous pieces gives the last GPU far more attention work than the first, and every layer waits for
 # it. torch's context parallelism (and Megatron's) cuts the sequence into 2·cp chunks and gives rank i chunks i
 # and 2·cp − 1 − i, one early and one late ("zigzag"): query-key pairs per GPU at 128k, cp = 8
-# (`causal_attention_pairs_per_rank`):
-
-# %% tags=["nbval-check-output"]
-pairs = {lb: causal_attention_pairs_per_rank(LONG, N_GPU, load_balance=lb) for lb in (False, True)}  # memlib
-print({lb: [f"{p / sum(v):.1%}" for p in v] for lb, v in pairs.items()})
+# (`causal_attention_pairs_per_rank`, computed with step 5):
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 lb_first, lb_last = f"{pairs[False][0] / sum(pairs[False]):.1%}", f"{pairs[False][-1] / sum(pairs[False]):.1%}"
