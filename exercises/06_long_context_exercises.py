@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -65,7 +65,7 @@ check("06.2", answer)
 show("06.3")
 
 # %%
-answer = ...  # your answer here: ([the wrong figures as written], the right value), e.g. (["99GB", "ZeRO-9"], "987.6 GB")
+answer = ...  # your answer here: (the wrong figure as written, the right value), e.g. ("99GB", "987.6 GB")
 check("06.3", answer)
 # hint("06.3")
 

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -19,10 +19,11 @@
 # Companion to `notebooks/09_quantization.ipynb`: a zero-point by hand, the bytes of a grouped 3-bit
 # format, a 72B model in AWQ int4, where W4A16 decode turns compute-bound, a batch-1 decode step,
 # which format speeds up a full server, the "4 bits is a quarter" error, what GPTQ, AWQ and
-# SmoothQuant do, and a serving recommendation. Each exercise says its difficulty (warm-up ·
+# SmoothQuant do, a serving recommendation, and a 70B in NVFP4. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("09.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"98.7 GB"`, `"9.9 ms"`, `"98.7x"`; a plain number means the unit the question names).
+# carry units (`"98.7 GB"`, `"9.9 ms"`, `"98.7x"`, `"3.3 bits"` where bytes per weight are asked; a plain
+# number means the unit the question names).
 # `hint("09.k")` shows the concept, then the formula, then the first step. The open question is
 # self-assessed: `check` shows a rubric and a model answer, `mark` records your marks. Progress is
 # saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -156,6 +157,17 @@ def round_trip(x, absmax, bits):
 
 check("09.10", round_trip)
 # hint("09.10")
+
+# %% [markdown]
+# ## 09.11 · A 70B's projections in NVFP4
+
+# %%
+show("09.11")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
+check("09.11", answer)
+# hint("09.11")
 
 # %% [markdown]
 # ## Your score

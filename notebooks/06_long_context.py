@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -39,8 +39,9 @@ from memlib.fit import usable_bytes
 from memlib.long_context_playground import LongContextPlayground
 from memlib.plan import plan
 from memlib.timing import attention_flops_per_token, cp_kv_bytes, flops_per_token
-from memlib.cost.conventions import (attention_hbm_accesses, attention_to_weights_flops,
+from memlib.cost.conventions import (attention_hbm_accesses, attention_to_weights_flops, causal_flops_per_token,
                                      sequence_flops_ratio, windowed_attention_flops_per_token)
+from memlib.training.context_parallel import causal_attention_pairs_per_rank
 from memlib.viz import breakdown_bars, sweep
 
 MODEL, GPU, N_GPU = "llama-3.1-8b", "h100-80gb", 8   # one 8 x H100 node
@@ -83,9 +84,13 @@ attn_ratio = attention_flops_per_token(m, LONG) / (6 * m.num_params)  # PaLM's c
 # one 128k sequence's training FLOPs over one 8k sequence's
 attn_ratio_causal = attention_to_weights_flops(m, LONG, causal=True)
 seq_ratio_causal, seq_ratio_full = (sequence_flops_ratio(m, LONG, SHORT, causal=c) for c in (True, False))
-act_total = max(mo.parts.get("activations", 0) for mo in base_long.moments)  # all layers, one GPU, no lever
-fit_word, fit_zh = ("fits", "放得下") if fits(cp8_sel, g).fits else ("does not fit", "放不下")
-a_act, a_peak, a_cp8 = sig(act_total / 1e9, 3), sig(base_long.peak_bytes / 1e12), sig(cp8_sel.peak_bytes / 1e9)
+act_total = base_long.counts["layer_activation_bytes"] * m.num_layers  # all layers, one GPU, no lever (step 1)
+v_cp8 = fits(cp8_sel, g)                        # memlib.fits: + CUDA context and allocator headroom
+JUST_GIB = 5                                    # a margin under 5 GiB is "just"
+fit_word, fit_zh = (("just fits", "刚好放得下") if v_cp8.margin_gib < JUST_GIB else ("fits", "放得下")) \
+    if v_cp8.fits else ("does not fit", "放不下")
+a_act, a_peak = sig(act_total / 2**30, 3), f"{base_long.peak_bytes / 2**40:.1f}"
+a_cp8, a_cap = sig(cp8_sel.peak_bytes / 2**30), f"{usable_bytes(g) / 2**30:.0f}"
 a_attn, a_seq = sig(attn_ratio_causal), sig(seq_ratio_causal)
 # section 6's second chart also shows full recompute + chunked loss with the checkpoints offloaded to host
 off = estimate_training(m, seq_len=LONG, dp=N_GPU, loss="chunked", recompute="full", activation_offload=True,
@@ -105,15 +110,16 @@ series = {
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
-# > **EN** At 128k the activations, not the weights, decide: Llama-3.1-8B saves about {eval}`a_act` GB
-# > of them, a {eval}`a_peak` TB peak on one GPU. Levers: split the sequence over the GPUs (context
-# > parallelism) with FSDP and selective recompute, {eval}`a_cp8` GB per H100, it {eval}`fit_word`; chunked
-# > loss and full recompute cut more. Caveat: compute grows too: a causal FlashAttention kernel spends
+# > **EN** At 128k the activations, not the weights, decide: Llama-3.1-8B saves about {eval}`a_act` GiB
+# > of them, far more than one GPU holds. Levers: split the sequence over the GPUs (context
+# > parallelism) with FSDP and selective recompute, {eval}`a_cp8` GiB of the {eval}`a_cap` an H100 offers: it
+# > {eval}`fit_word`; chunked loss and full recompute cut more. Caveat: compute grows too: a causal
+# > FlashAttention kernel spends
 # > {eval}`a_attn`x the weights' FLOPs on attention, and a 128k sequence costs {eval}`a_seq`x an 8k one.
 #
-# > **中文** 128k 时决定显存的是激活，不是权重：Llama-3.1-8B 要存约 {eval}`a_act` GB 激活，单卡峰值约
-# > {eval}`a_peak` TB。手段：上下文并行把序列切到多张卡，加 FSDP 和选择性重计算，每张 H100 约 {eval}`a_cp8` GB，
-# > {eval}`fit_zh`；分块 loss 和全量重计算还能再省。注意算力也涨：因果 FlashAttention 的注意力计算量是权重部分的
+# > **中文** 128k 时决定显存的是激活，不是权重：Llama-3.1-8B 要存约 {eval}`a_act` GiB 激活，
+# > 远超单卡。手段：上下文并行把序列切到多张卡，加 FSDP 和选择性重计算，每张 H100 约 {eval}`a_cp8` GiB
+# > （共 {eval}`a_cap` GiB），{eval}`fit_zh`；分块 loss 和全量重计算还能再省。注意算力也涨：因果 FlashAttention 的注意力计算量是权重部分的
 # > {eval}`a_attn` 倍，一条 128k 序列的计算量是 8k 的 {eval}`a_seq` 倍。
 #
 # The long answer follows: every figure above is derived in section 5.
@@ -134,7 +140,7 @@ series = {
 # - **Activations**: what the forward saves for the backward. **Eager attention** keeps the (a, s, s) probabilities; **sdpa / FlashAttention**, a fused kernel, keeps Q, K, V, the output and a logsumexp per row.
 # - **HBM / SRAM**: the GPU's memory / each multiprocessor's on-chip memory (H100: 228 KB). **Online softmax**: a softmax built block by block from a running max and sum.
 # - **Chunked loss**: the head and cross-entropy computed chunk by chunk, so the b·s·V logits never exist whole.
-# - **Recompute**: *full* keeps each layer's input and reruns it; *selective* keeps every other matmul output and the attention output.
+# - **Recompute**: *full* keeps each layer's input and reruns it; *selective* here is torchtitan's op-level SAC (`selective_ac_option="op"`): it keeps every other matmul output and the attention output. Megatron's selective recompute (Korthikanti: rerun the attention core) saves nothing more under a flash kernel.
 # - **FSDP**: parameters, gradients, optimizer states (16 B/param: the **model states**) sharded over GPUs. **Context parallelism (cp)**: the sequence split over GPUs, K and V passed around (ring attention).
 # - **Sliding window**: each token attends to the last w tokens. **12·L·H·Q·T**: attention FLOPs per training token (PaLM), beside 6N. **MFU**: achieved / peak FLOP/s.
 # - **GB / GiB**: 10⁹ / 2³⁰ bytes; prose in GB, verdicts against an H100 in GiB (what torch reports).
@@ -167,9 +173,9 @@ s1_fit8 = f"{'fits' if fits(base_short, g).fits else 'does not fit'}"
 s1_peak128, s1_vocab = f"{G(base_long.peak_bytes)}", f"{GB(base_long.breakdown['logits_and_loss'])}"
 
 # %% [markdown]
-# memlib: states **{eval}`s1_states`** per GPU (pencil {eval}`s1_states_pencil`), activations **{eval}`s1_a8`**
+# memlib: states **{eval}`s1_states`** per GPU (pencil {eval}`s1_states_pencil`). Activations: **{eval}`s1_a8`**
 # at 8k and **{eval}`s1_a128`** at 128k (pencil {eval}`s1_a_pencil`). The pencil left out that the peak is
-# not their sum: at 8k it is {eval}`s1_peak8` ({eval}`s1_where8`), and with the CUDA context it needs
+# not their sum: at 8k it is {eval}`s1_peak8` ({eval}`s1_where8`). With the CUDA context it needs
 # {eval}`s1_req8` of {eval}`s1_cap`: it **{eval}`s1_fit8`** without recompute. At 128k: **{eval}`s1_peak128`**.
 
 # %% [markdown]
@@ -256,7 +262,9 @@ s4_ckpt = f"{GB(term(rec['full'], 'checkpoint_bytes') * m.num_layers)}"
 s4_ff_full, s4_ff_sel = f"{ff['full'] / ff['none'] - 1:+.0%}", f"{ff['selective'] / ff['none'] - 1:+.0%}"
 
 # %% [markdown]
-# At the peak, selective recompute saves **{eval}`s4_sel`** and full recompute **{eval}`s4_full`**; full
+# At the peak, torchtitan's op-level selective recompute saves **{eval}`s4_sel`** and full recompute **{eval}`s4_full`**
+# (Megatron's selective recompute, the attention core only, saves nothing more under a flash kernel: it
+# removes the s² probabilities a fused kernel never stores). Full recompute
 # leaves {eval}`s4_left` per GPU, {eval}`s4_vs` an H100 (checkpoints {eval}`s4_ckpt` and one rebuilt
 # layer, as the pencil said). Full recompute's extra FLOPs at 128k: {eval}`s4_ff_full`, the same third as
 # at 8k because attention's FLOPs are rerun too; selective costs {eval}`s4_ff_sel`.
@@ -277,6 +285,8 @@ for c, e in by_cp.items():
     print(f"cp={c}: peak {G(e.peak_bytes)}, activations {G(e.breakdown['activations'])}")
 print(f"ring per layer {cp_kv_bytes(by_cp[8]) / 1e9:.2f} GB; per step {t_cp8.cp_comm_bytes / 1e9:.1f} GB, "
       f"{t_cp8.cp_exposed_s:.3f} s exposed")
+pairs = {lb: causal_attention_pairs_per_rank(LONG, N_GPU, load_balance=lb) for lb in (False, True)}  # causal work
+print("attention share per GPU, contiguous / zigzag:", *([f"{p / sum(v):.1%}" for p in v] for v in pairs.values()))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s6_peak, s6_x = f"{G(by_cp[8].peak_bytes)}", f"{by_cp[1].peak_bytes / by_cp[8].peak_bytes:.1f}"
@@ -289,6 +299,29 @@ s6_exposed, s6_buf = f"{t_cp8.cp_exposed_s * 1e3:.0f} ms", f"{GB(term(by_cp[8], 
 # ({eval}`s6_states`) stay, FSDP shards them over dp x cp = 8 either way. The ring sends **{eval}`s6_layer` per
 # layer**, {eval}`s6_step` per GPU per step, {eval}`s6_link` on NVLink, {eval}`s6_exposed` of it not hidden behind
 # attention. The pencil left out the K/V buffers ({eval}`s6_buf` per layer) and that cp alone is not enough.
+
+# %% [markdown]
+# **Load balance.** Under a causal mask a token attends only to the tokens before it, so cutting the sequence
+# into 8 contiguous pieces gives the last GPU far more attention work than the first, and every layer waits for
+# it. torch's context parallelism (and Megatron's) cuts the sequence into 2·cp chunks and gives rank i chunks i
+# and 2·cp − 1 − i, one early and one late ("zigzag"): query-key pairs per GPU at 128k, cp = 8
+# (`causal_attention_pairs_per_rank`, computed with step 5):
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+lb_first, lb_last = f"{pairs[False][0] / sum(pairs[False]):.1%}", f"{pairs[False][-1] / sum(pairs[False]):.1%}"
+lb_slow = f"{max(pairs[False]) / (sum(pairs[False]) / N_GPU):.2f}"
+lb_even, lb_slow_z = f"{pairs[True][0] / sum(pairs[True]):.1%}", f"{max(pairs[True]) / (sum(pairs[True]) / N_GPU):.2f}"
+lb_chunks, lb_last_chunks = f"{0} and {1}", f"{2 * N_GPU - 2} and {2 * N_GPU - 1}"
+lb_z0, lb_z7 = f"0 and {2 * N_GPU - 1}", f"{N_GPU - 1} and {N_GPU}"
+
+# %% [markdown]
+# | split | GPU 0 holds chunks | its share | last GPU holds chunks | its share | slowest / mean |
+# |---|---|---|---|---|---|
+# | contiguous | {eval}`lb_chunks` | {eval}`lb_first` | {eval}`lb_last_chunks` | {eval}`lb_last` | {eval}`lb_slow`× |
+# | zigzag (2·cp chunks) | {eval}`lb_z0` | {eval}`lb_even` | {eval}`lb_z7` | {eval}`lb_even` | {eval}`lb_slow_z`× |
+#
+# Without the split the step's attention takes {eval}`lb_slow`× as long as with it; with it every GPU does
+# one eighth. It is also why the sequence length must divide by 2·cp.
 
 # %% [markdown]
 # ### Step 6 · How a practitioner trains at 128k
@@ -315,8 +348,8 @@ s7_margin, s7_min = f"{v_sel.margin_gib:+.1f} GiB", f"{G(cp8_min.peak_bytes)}"
 s7_pencil = f"{cp8_min.peak_bytes / 25e9 - 1:+.0%}"
 
 # %% [markdown]
-# memlib's search finds **{eval}`s7_n`** layouts that fit; the fastest is {eval}`s7_best`,
-# **{eval}`s7_sel`**: it **{eval}`s7_fit`** ({eval}`s7_margin`, "borderline"). A chunked loss and full
+# memlib's search finds **{eval}`s7_n`** layouts that fit. The fastest is {eval}`s7_best`:
+# **{eval}`s7_sel`**, it **{eval}`s7_fit`** ({eval}`s7_margin`, "borderline"). A chunked loss and full
 # recompute bring it to **{eval}`s7_min`** (pencil {eval}`s7_pencil`), at a third more FLOPs: the torchtitan
 # and Megatron long-context recipe; a 70B adds tensor parallelism (deep dive).
 
@@ -353,6 +386,17 @@ s8_hfu, s8_m8, s8_m128 = f"{t_short.hfu:.0%}", f"{t_short.mfu:.0%}", f"{t_long.m
 # TFLOP/s on every FLOP, the selective recompute included (HFU): **{eval}`s8_t8` tokens/s per GPU** at 8k,
 # **{eval}`s8_t128`** at 128k with cp = 8 (`memlib.step_time`; {eval}`s8_m8` and {eval}`s8_m128` MFU, which
 # counts no recompute).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+s8_gain = f"{flops_per_token(m, LONG, 'selective') / causal_flops_per_token(m, LONG, 'selective'):.2f}"
+s8_causal_tps = f"{sig(t_long.tokens_per_s_per_gpu * flops_per_token(m, LONG, 'selective') / causal_flops_per_token(m, LONG, 'selective'))}"
+s8_causal_f = f"{causal_flops_per_token(m, LONG) / 1e9:,.0f}"
+
+# %% [markdown]
+# That 128k speed counts FLOPs as PaLM does, non-causal attention included. A causal kernel computes
+# {eval}`s8_causal_f` GFLOPs per token, not {eval}`s8_f128`: at the same hardware FLOP/s it makes about
+# {eval}`s8_gain`× the tokens, **≈{eval}`s8_causal_tps` tokens/s per GPU** (`causal_flops_per_token`). Quote a
+# long-context speed with its FLOP count.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图
@@ -426,7 +470,7 @@ w_n6 = f"{6 * mis.num_params / 1e9:.0f}"
 
 # %% [markdown]
 # memlib: the window's KV cache is **{eval}`w_kv`** at any length, against {eval}`w_kv32` at 32k and
-# {eval}`w_kv128` at 128k with full attention; attention FLOPs per token are {eval}`w_fl32`x fewer at 32k,
+# {eval}`w_kv128` at 128k with full attention. Attention FLOPs per token are {eval}`w_fl32`x fewer at 32k,
 # {eval}`w_fl128`x at 128k (the weights' 6N: {eval}`w_n6` GFLOPs): both grow as s·w, not s². The remedies:
 #
 # - **FlashAttention**: exact; removes the s² memory and HBM traffic, not the s² FLOPs.
@@ -440,8 +484,9 @@ w_n6 = f"{6 * mis.num_params / 1e9:.0f}"
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑
 #
-# - **Eager attention at long context**: {eval}`s2_eager_layer` for one layer at 128k; Gemma 2's
-#   soft-capping and gpt-oss's sinks force eager in transformers: check `attn_implementation`.
+# - **Eager attention at long context**: {eval}`s2_eager_layer` for one layer at 128k. sdpa cannot do Gemma 2's
+#   soft-capping or gpt-oss's attention sinks; FlashAttention-2 (softcap since 2.6), flex attention and a sinks
+#   kernel can: check `attn_implementation`, since a silent fallback to eager is the s² matrix.
 # - **"FlashAttention cuts FLOPs"**: it cuts memory and HBM traffic; the backward recomputes S and P.
 # - **Forgetting the logits** ({eval}`s3_vocab` at 128k): use a chunked or vocabulary-parallel loss.
 # - **Expecting CP to shard the model**: it splits tokens; FSDP over dp x cp shards the states.

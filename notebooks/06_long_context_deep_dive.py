@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -438,6 +438,10 @@ display(Markdown(markdown_table(rows, ["tokens", "sdpa per token", "eager per to
 
 # %% [markdown]
 # ### Recompute at 128k (chunked loss, FSDP over 8)
+#
+# "selective" is torchtitan's op-level SAC (`selective_ac_option="op"`: every other matmul output kept, k, o and
+# up rerun). Megatron's selective recompute (Korthikanti et al.: rerun the attention core) would save nothing
+# more here: a flash kernel already stores no s² tensor.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 rows = [[rc, G(e.peak_bytes), e.peak_moment.where, G(e.breakdown["activations"]),

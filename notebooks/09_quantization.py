@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -29,19 +29,19 @@
 # %matplotlib inline
 import matplotlib.pyplot as plt
 
-from memlib import estimate_inference, fits, fmt_bytes, get_gpu, get_model
+from memlib import estimate_inference, fits, fmt_bytes, get_gpu, get_model, max_batch
 from memlib.learn.playgrounds.serving import ServingPlayground
 from memlib.serving import decode_bound
-from memlib.serving.quantization import (LLM_INT8_MATMUL_SPEEDUP, NF4_DOUBLE_QUANT_BITS, affine_params,
-                                         bits_per_weight, decode_crossover_batch, decode_speedup, dequantize,
-                                         quantize)
+from memlib.serving.quantization import (FLOAT_FORMATS, LLM_INT8_MATMUL_SPEEDUP, NF4_DOUBLE_QUANT_BITS,
+                                         affine_params, bits_per_weight, decode_crossover_batch, decode_speedup,
+                                         decode_speedup_end_batch, dequantize, quantize, scaled_format_bits)
 from memlib.units import fmt_count
 from memlib.viz import breakdown_bars, count_sweep
 
 MODEL, GPU = "llama-2-70b", "h100-80gb"
 CTX = 4096          # a chat's context for the memory steps
 SHORT = 256         # a short context for the batch sweep, so the weights, not the KV cache, dominate the bytes
-FORMATS = ("bf16", "int8", "int4-awq")   # 16-bit; LLM.int8()-style int8; AWQ int4 with group size 128
+FORMATS = ("bf16", "int8", "int4-awq")   # 16-bit; int8 per-channel weights run by a W8A16 kernel; AWQ int4 g128
 # AWQ (Lin et al. 2023, arXiv:2306.00978), Table 4: WikiText-2 perplexity of Llama-2-70B (quoted, not computed)
 AWQ_T4_70B = {"FP16": 3.32, "INT4 g128 RTN": 3.46, "INT4 g128 GPTQ": 3.42, "INT4 g128 AWQ": 3.41,
               "INT3 g128 RTN": 3.98, "INT3 g128 AWQ": 3.74}
@@ -68,26 +68,35 @@ m, g = get_model(MODEL), get_gpu(GPU)
 weights = {w: estimate_inference(m, 1, CTX, weights=w).weight_bytes for w in FORMATS}       # step 3
 need = {w: cards(w) for w in FORMATS}                                                       # step 3
 x1 = decode_speedup(m, GPU, 1, SHORT, "int4-awq", tp=need["bf16"])                          # step 4
-cross = decode_crossover_batch(GPU, bits_per_weight(4, 128, scale_bits=16, zero_bits=4))   # step 5
-a_bf16, a_int8, a_int4 = (f"{R(weights[w] / 1e9)} GB" for w in FORMATS)
+cross = decode_crossover_batch(GPU, bits_per_weight(4, 128, scale_bits=16, zero_bits=4))   # step 5: int4's ridge
+end = decode_speedup_end_batch(GPU, bits_per_weight(4, 128, scale_bits=16, zero_bits=4))  # step 5: bf16's ridge
+serve = {}   # the batch that fits two H100s at 4k, and its decode roofline (deep dive: the throughput gain)
+for w in ("bf16", "int4-awq"):
+    b = max_batch(m, GPU, CTX, weights=w, tp=need["bf16"]).value
+    serve[w] = (b, decode_bound(m, GPU, b, CTX, weights=w, tp=need["bf16"]).tokens_per_s)
 WORDS = {1: "one", 2: "two", 4: "four", 8: "eight"}
+WORDS_ZH = {1: "一", 2: "两", 4: "四", 8: "八"}
 a_cards, a_from = f"{WORDS[need['int4-awq']]}", f"{WORDS[need['bf16']]}"
-a_x1, a_cross = f"{x1:.1f}", f"{R(cross, 1)}"
+z_cards, z_from = f"{WORDS_ZH[need['int4-awq']]}", f"{WORDS_ZH[need['bf16']]}"
+a_x1, a_cross, a_end = f"{x1:.1f}", f"{R(cross, 1)}", f"{R(end, 1)}"
+a_thr = f"{serve['int4-awq'][1] / serve['bf16'][1]:.0f}"
 a_ppl = f"{AWQ_T4_70B['INT4 g128 AWQ'] - AWQ_T4_70B['FP16']:.2f}"
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
-# > **EN** **Memory, always:** Llama-2-70B's weights drop from {eval}`a_bf16` in bf16 to {eval}`a_int8` in
-# > int8 and {eval}`a_int4` at 4 bits (a 16-bit scale per 128 weights): {eval}`a_cards` 80 GB card instead of
-# > {eval}`a_from`. **Speed, only while decode is memory-bound:** at batch 1 every step reads every weight, so
-# > int4 is up to {eval}`a_x1`× faster; past about {eval}`a_cross` sequences the matmuls are compute-bound and
-# > weight-only int4 gains nothing. **Accuracy:** AWQ at 4 bits adds {eval}`a_ppl` perplexity on 70B.
+# > **EN** **Memory, always:** at 4 bits, scales included, Llama-2-70B needs {eval}`a_cards` 80 GB card instead
+# > of {eval}`a_from`. **Speed, while decode is bandwidth-bound:** on the same cards int4 is up to {eval}`a_x1`×
+# > faster at batch 1; the gain shrinks past about {eval}`a_cross` sequences (int4's ridge) and is gone near
+# > {eval}`a_end` (bf16's). **Serving**, same cards: more chats fit, about {eval}`a_thr`× the tokens/s at 4k.
+# > **Accuracy:** AWQ adds {eval}`a_ppl` perplexity on 70B. **Caveat:** real W4A16 kernels lose the
+# > speed earlier (dequantization).
 #
-# > **中文** **显存：一定省。** Llama-2-70B 权重 bf16 {eval}`a_bf16`，int8 {eval}`a_int8`，4-bit（每 128 个权重一个
-# > 16-bit scale）{eval}`a_int4`：80 GB 卡从 {eval}`a_from` 张变 {eval}`a_cards` 张。**速度：只在 decode 受带宽限制时更快。**
-# > batch 1 每步读一遍全部权重，int4 最多快 {eval}`a_x1` 倍；并发超过约 {eval}`a_cross` 后矩阵乘受算力限制，只量化权重
-# > 不再加速。**精度：** 70B 上 AWQ 4-bit 困惑度只升 {eval}`a_ppl`。
+# > **中文** **显存：一定省。** 4-bit（含 scale）后 Llama-2-70B 从{eval}`z_from`张 80 GB 卡变{eval}`z_cards`张。
+# > **速度：只在 decode 受带宽限制时更快。** 同样的卡上 batch 1 int4 最多快 {eval}`a_x1` 倍；并发超过约
+# > {eval}`a_cross`（int4 的拐点）后收益变小，到约 {eval}`a_end`（bf16 的拐点）消失。**服务：** 同样的卡能放下更多对话，4k
+# > 上下文吞吐约 {eval}`a_thr` 倍。**精度：** 70B 上 AWQ 困惑度只升 {eval}`a_ppl`。**注意：**
+# > W4A16 kernel 要反量化，收益更早消失。
 #
 # The long answer follows: every figure above is derived in section 5.
 
@@ -99,8 +108,9 @@ a_ppl = f"{AWQ_T4_70B['INT4 g128 AWQ'] - AWQ_T4_70B['FP16']:.2f}"
 # - **Bytes, honestly counted.** Scales and zero-points cost bits; embeddings, the head and the KV cache
 #   usually stay 16-bit. "4 bits" is about 4.16 bits of the projections, not a quarter of the model.
 # - **The roofline.** Decode at small batch is bound by HBM bandwidth, so fewer bytes mean faster
-#   steps; at large batch it is bound by compute, where weight-only formats do nothing and W8A8 needs
-#   int8 tensor cores. LLM.int8() is usually slower than fp16.
+#   steps; the gain shrinks once the quantized step turns compute-bound and ends when the 16-bit one does
+#   too; only W8A8 (int8 or fp8 tensor cores) raises the compute roof. LLM.int8() is usually slower than fp16.
+# - **fp8 and FP4.** E4M3 vs E5M2, per-tensor vs block scales, and what Hopper and Blackwell run natively.
 # - **Why accuracy survives.** Group-wise scales, error compensation (GPTQ), protecting salient
 #   channels (AWQ), and the activation outliers that break naive int8 past ~6.7B (SmoothQuant, LLM.int8()).
 
@@ -114,7 +124,8 @@ a_ppl = f"{AWQ_T4_70B['INT4 g128 AWQ'] - AWQ_T4_70B['FP16']:.2f}"
 # - **AWQ**: activation-aware weight quantization; scales up the ~1% salient input channels (large activations) before rounding, so their weights lose less.
 # - **SmoothQuant**: moves activation outliers into the weights with a per-channel factor s, so both quantize to int8 (W8A8).
 # - **Outlier features**: a few hidden dimensions with values up to 20× the rest, in every layer of models past ~6.7B (LLM.int8()).
-# - **W4A16 / W8A8**: 4-bit weights with 16-bit activations (weight-only: dequantized to 16-bit for the matmul) / int8 weights and int8 activations (an int8 matmul on the tensor cores).
+# - **W4A16 / W8A16 / W8A8**: 4- or 8-bit weights with 16-bit activations (weight-only: dequantized to 16-bit for the matmul) / 8-bit weights and activations (an int8 or fp8 matmul on the tensor cores; SmoothQuant, LLM.int8()).
+# - **fp8 E4M3 / E5M2, MXFP4 / NVFP4**: 8-bit floats with 4 or 5 exponent bits / 4-bit floats (E2M1) with a scale per block of 32 or 16.
 # - **NF4**: QLoRA's 4-bit NormalFloat, one absmax per 64 weights. **Roofline, ridge point**: a kernel is memory-bound below peak FLOP/s ÷ bandwidth FLOPs per byte, compute-bound above. **GB**: 1e9 bytes.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -194,14 +205,20 @@ s3_p, s3_bf16 = f"{fmt_count(m.num_params)}", f"{GB(weights['bf16'])}"
 s3_int8, s3_int4 = f"{GB(weights['int8'])}", f"{GB(weights['int4-awq'])}"
 s3_ratio = f"{weights['bf16'] / weights['int4-awq']:.2f}"
 s3_m8, s3_m4 = f"{verdict['int8'].margin_gib:+.1f} GiB", f"{verdict['int4-awq'].margin_gib:+.1f} GiB"
+s3_m16 = f"{verdict['bf16'].margin_gib:+.1f} GiB"
 s3_n16, s3_n8, s3_n4 = f"{need['bf16']}", f"{need['int8']}", f"{need['int4-awq']}"
 
 # %% [markdown]
-# memlib ({eval}`s3_p` parameters): **{eval}`s3_bf16`** in bf16, **{eval}`s3_int8`** in int8, **{eval}`s3_int4`**
-# in int4 g128, a ratio of {eval}`s3_ratio` (the pencil left out that the embeddings and the head stay 16-bit).
-# With one 4k chat, the CUDA context and the allocator's headroom: bf16 needs {eval}`s3_n16` cards, int8
-# {eval}`s3_n8` (margin {eval}`s3_m8`), int4 {eval}`s3_n4` (margin {eval}`s3_m4`). What quantization
-# does not shrink: the **KV cache** (bf16 here) and the activations.
+# memlib, {eval}`s3_p` parameters, one 4k chat, with the CUDA context and the allocator's headroom:
+#
+# | weights | bytes | margin on one H100 | fewest H100s |
+# |---|---|---|---|
+# | bf16 | {eval}`s3_bf16` | {eval}`s3_m16` | {eval}`s3_n16` |
+# | int8 | {eval}`s3_int8` | {eval}`s3_m8` | {eval}`s3_n8` |
+# | int4 g128 | {eval}`s3_int4` | {eval}`s3_m4` | {eval}`s3_n4` |
+#
+# bf16 over int4 is {eval}`s3_ratio`, not 3.85: the pencil left out that the embeddings and the head stay
+# 16-bit. What quantization does not shrink: the **KV cache** (bf16 here) and the activations.
 
 # %% [markdown]
 # ### Step 4 · Batch 1: every token reads every weight
@@ -209,13 +226,16 @@ s3_n16, s3_n8, s3_n4 = f"{need['bf16']}", f"{need['int8']}", f"{need['int4-awq']
 # ✏️ **Back of the envelope.** One decode step multiplies each weight once: 2 FLOPs per 2 bytes in bf16.
 # H100: 3.35 TB/s and 989 TFLOP/s. bf16 over two cards: 69 GB per card / 3.35 TB/s ≈ 21 ms, **~48
 # tokens/s**. int4 over the same two cards: 18 GB / 3.35 TB/s ≈ 5.5 ms, **~180 tokens/s**, ~3.8× faster.
+# int4 on one card: 37 GB / 3.35 TB/s ≈ 11 ms, ~1.9× bf16-on-two per sequence.
 
 # %% tags=["nbval-check-output"]
 tp = need["bf16"]   # compare on the same two cards
 one = {w: decode_bound(m, GPU, 1, SHORT, weights=w, tp=tp) for w in FORMATS}   # memlib.serving.decode_bound
+alone = decode_bound(m, GPU, 1, SHORT, weights="int4-awq", tp=need["int4-awq"])  # int4 as deployed: one card
 for w, b in one.items():
     print(f"{w}: {fmt_bytes(b.bytes_read)} read per GPU per step, {b.step_s * 1e3:.2f} ms, "
           f"{b.tokens_per_s_per_sequence:.0f} tokens/s, {b.bound}-bound")
+print(f"int4 on {need['int4-awq']} card: {alone.step_s * 1e3:.2f} ms, {alone.tokens_per_s_per_sequence:.0f} tokens/s")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s4_t16 = f"{one['bf16'].tokens_per_s_per_sequence:.0f}"
@@ -223,29 +243,40 @@ s4_t8, s4_t4 = f"{one['int8'].tokens_per_s_per_sequence:.0f}", f"{one['int4-awq'
 s4_x8 = f"{one['bf16'].step_s / one['int8'].step_s:.2f}"
 s4_x4 = f"{one['bf16'].step_s / one['int4-awq'].step_s:.2f}"
 s4_bound = f"{one['int4-awq'].bound}"
+s4_alone, s4_xcard = f"{alone.tokens_per_s_per_sequence:.0f}", f"{one['bf16'].step_s / alone.step_s:.1f}"
 
 # %% [markdown]
-# memlib, at most: **{eval}`s4_t16` tokens/s** in bf16, {eval}`s4_t8` in int8, **{eval}`s4_t4`** in int4 on
-# two H100s: {eval}`s4_x8`× and **{eval}`s4_x4`×**, the bytes ratio, because every step is {eval}`s4_bound`-bound.
-# These are rooflines: real W4A16 kernels reach less (AWQ's TinyChat reports 3.4× over FP16 on an RTX 4090).
+# memlib, at most, on the same two H100s; every step is {eval}`s4_bound`-bound, so the speed-up is the bytes ratio:
+#
+# | weights | tokens/s per sequence | speed-up |
+# |---|---|---|
+# | bf16 | {eval}`s4_t16` | 1× |
+# | int8 (a W8A16 kernel) | {eval}`s4_t8` | {eval}`s4_x8`× |
+# | int4 g128 | {eval}`s4_t4` | **{eval}`s4_x4`×** |
+#
+# Deployed on one card, int4 makes {eval}`s4_alone` tokens/s: **{eval}`s4_xcard`×
+# per sequence** against bf16 on two, with half the GPUs. These are rooflines: real W4A16 kernels reach less
+# (AWQ's TinyChat reports 3.4× over FP16 on an RTX 4090).
 
 # %% [markdown]
 # ### Step 5 · Large batch: where weight-only quantization stops helping
 #
 # ✏️ **Back of the envelope.** At batch B a weight read once serves B sequences: 2B FLOPs per 2 bytes in
 # bf16, B FLOP/byte. The H100's ridge: 989 / 3.35 ≈ **295 FLOP/byte**, so bf16 decode turns compute-bound
-# near B ≈ 295. int4 (4.16 bits, 0.52 B) gets there 3.85× sooner: **B ≈ 77**. Past 295 both are
-# compute-bound on the same 16-bit tensor cores: no speed-up left.
+# near B ≈ 295. int4 (4.16 bits, 0.52 B) gets there 3.85× sooner: **B ≈ 77**. Between 77 and 295 int4 is
+# compute-bound but bf16 still reads 3.85× the bytes, so int4 stays faster, by about 295 / B. Past 295
+# both are compute-bound on the same 16-bit tensor cores: no speed-up left.
 
 # %% tags=["nbval-check-output"]
 bits = {"bf16": 16, "int8": 8, "int4-awq": bpw["int4 g128 + zero (AWQ)"]}
 crossover = {w: decode_crossover_batch(GPU, b) for w, b in bits.items()}     # memlib: ridge x bits / 16
 w8a8_cross = decode_crossover_batch(GPU, 8, activations="int8")               # W8A8 on the int8 tensor cores
+end4 = decode_speedup_end_batch(GPU, bits["int4-awq"])                         # the larger ridge: the gain ends
 BATCHES = [1, 8, 32, 64, 128, 256, 512, 1024]
 gain = {"int8 weight-only (W8A16)": [decode_speedup(m, GPU, b, SHORT, "int8", tp=tp) for b in BATCHES],
         "int4 weight-only (W4A16)": [decode_speedup(m, GPU, b, SHORT, "int4-awq", tp=tp) for b in BATCHES],
         "int8 W8A8 (SmoothQuant)": [decode_speedup(m, GPU, b, SHORT, "int8", "int8", tp=tp) for b in BATCHES]}
-print({w: round(c) for w, c in crossover.items()}, round(w8a8_cross),
+print({w: round(c) for w, c in crossover.items()}, round(w8a8_cross), round(end4),
       {k: [round(v, 2) for v in vals] for k, vals in gain.items()})
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -253,11 +284,15 @@ s5_ridge, s5_c16, s5_c4 = f"{crossover['bf16']:.0f}", f"{crossover['bf16']:.0f}"
 s5_big = f"{BATCHES[-1]:,}"
 s5_g4, s5_g8a8 = f"{gain['int4 weight-only (W4A16)'][-1]:.2f}", f"{gain['int8 W8A8 (SmoothQuant)'][-1]:.2f}"
 s5_int8_tops, s5_short = f"{g.int8_tops:,.0f}", f"{SHORT}"
+s5_end, s5_g128 = f"{end4:.0f}", f"{gain['int4 weight-only (W4A16)'][BATCHES.index(128)]:.2f}"
 
 # %% [markdown]
-# memlib: bf16 decode turns compute-bound near batch **{eval}`s5_c16`**, int4 near **{eval}`s5_c4`**. At
-# {eval}`s5_big` sequences of {eval}`s5_short` tokens the int4 roofline is **{eval}`s5_g4`×** bf16's: the weights
-# are read once per step either way, and the FLOPs are the same. **W8A8** changes the compute roof instead:
+# memlib: int4 decode turns compute-bound near batch **{eval}`s5_c4`**, bf16 near **{eval}`s5_c16`**. In between
+# int4 is still faster (**{eval}`s5_g128`×** at batch 128, {eval}`s5_short`-token contexts); the gain ends at the
+# larger ridge, **{eval}`s5_end`** (`decode_speedup_end_batch`). At {eval}`s5_big` sequences the int4 roofline is
+# **{eval}`s5_g4`×** bf16's: the weights are read once per step either way, and the FLOPs are the same. Real W4A16
+# kernels dequantize every weight for every step, so they lose the gain earlier than the roofline. The deep
+# dive plots these steps on the roofline itself. **W8A8** changes the compute roof instead:
 # SmoothQuant's int8 matmuls run on the {eval}`s5_int8_tops` TOPS int8 tensor cores, twice the bf16 peak,
 # so it keeps **{eval}`s5_g8a8`×** there, and it speeds up prefill, compute-bound even for one long prompt.
 # The pencil left out the KV cache: it is read every step too, unquantized, and at long contexts it is
@@ -268,11 +303,9 @@ s5_int8_tops, s5_short = f"{g.int8_tops:,.0f}", f"{SHORT}"
 #
 # memlib does not model accuracy; these are the papers' measurements, WikiText-2 perplexity (lower is better),
 # quoted. Llama-2-70B, AWQ (Lin et al. 2023, arXiv:2306.00978, Table 4): **FP16 3.32**; int4 g128: RTN
-# (plain rounding) 3.46, GPTQ 3.42, **AWQ 3.41**; int3 g128: RTN 3.98, AWQ 3.74. W8A8 with SmoothQuant
-# (arXiv:2211.10438, Table 6): LLaMA-65B 6.17 → 6.20. Larger models lose less: GPTQ's OPT-175B goes 8.34 →
-# 8.37 at 4 bits while plain rounding gives 10.54 (arXiv:2210.17323, Table 3). Why it survives: a g128
+# (plain rounding) 3.46, GPTQ 3.42, **AWQ 3.41**; int3 g128: RTN 3.98, AWQ 3.74. Why it survives: a g128
 # scale keeps each group's error at S/2 of *its* range, and GPTQ/AWQ spend that error where it matters
-# least. The deep dive has the full tables.
+# least. The deep dive has the full tables (GPTQ's OPT, SmoothQuant's W8A8).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图
@@ -287,8 +320,8 @@ breakdown_bars({w: est[w] for w in FORMATS}, gpu=GPU, ax=ax, title="Llama-2-70B,
 plt.show()
 
 # %% [markdown]
-# **Takeaway: weight-only int4 is ~3.8× faster at batch 1 and no faster past a few hundred sequences; only W8A8
-# keeps a gain there.** Decode roofline speed-up over bf16 on two H100s, {eval}`s5_short`-token contexts
+# **Takeaway: weight-only int4 is ~3.8× faster at batch 1; the gain shrinks past int4's ridge and is gone past
+# bf16's (a few hundred sequences); only W8A8 keeps a gain there.** Decode roofline speed-up over bf16 on two H100s, {eval}`s5_short`-token contexts
 # (`memlib.serving.quantization.decode_speedup`, linear y).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
@@ -364,12 +397,35 @@ f3_s2 = f"{p_rest.scale:.4f}"
 # One feature of 60 makes S = {eval}`f3_s`, and the five ordinary values round to {eval}`f3_codes`: almost
 # all information gone. Dettmers et al. (LLM.int8(), arXiv:2208.07339, Sec. 4) find such features in about
 # 25% of layers at smaller scale and, **at around 6.7B parameters, in every layer**, concentrated in about 6
-# hidden dimensions, with magnitudes up to 20× the others. Their fix keeps those columns in fp16 (S drops to
-# {eval}`f3_s2` for the rest); SmoothQuant moves them into the weights; weight-only formats (GPTQ, AWQ) avoid the
+# hidden dimensions, with magnitudes up to 20× the others. Their fix, LLM.int8(), is **W8A8 with an fp16
+# side path**: the outlier columns go through an fp16 matmul, the rest through an int8 × int8 matmul with a
+# scale per activation row and per weight column (S drops to {eval}`f3_s2` for the rest); SmoothQuant moves
+# them into the weights; weight-only formats (GPTQ, AWQ) avoid the
 # problem by leaving the activations in 16-bit.
 #
-# More follow-ups (PTQ vs QAT, NF4 vs int4, quantizing the KV cache, the bigger batch that quantization
-# buys, LLM.int8()'s end-to-end speed) are on the [deep-dive page](09_quantization_deep_dive.ipynb).
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 追问 4 · fp8 or int8 on an H100? And FP4?
+
+# %% tags=["nbval-check-output"]
+fp = {k: FLOAT_FORMATS[k].max_value for k in ("fp8-e4m3", "fp8-e5m2", "fp4-e2m1")}   # memlib.serving.quantization
+fp_bits = {k: scaled_format_bits(k) for k in ("fp8 block 128x128", "mxfp4", "nvfp4")}  # per weight, scales included
+print(fp, {k: round(v, 3) for k, v in fp_bits.items()}, f"fp8 peak {g.fp8_tflops:,.0f} TFLOP/s")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f4_e4m3, f4_e5m2 = f"{fp['fp8-e4m3']:g}", f"{fp['fp8-e5m2']:,.0f}"
+f4_peak, f4_bf16 = f"{g.fp8_tflops:,.0f}", f"{g.bf16_tflops:,.0f}"
+f4_mx, f4_nv = f"{fp_bits['mxfp4']:.2f}", f"{fp_bits['nvfp4']:.1f}"
+
+# %% [markdown]
+# On Hopper, **fp8 is the default W8A8**: the same 8 bits as int8, but a float keeps its relative precision
+# across the range, so outliers hurt it less than int8's evenly spaced codes; its tensor cores run at
+# {eval}`f4_peak` TFLOP/s against {eval}`f4_bf16` in bf16. E4M3 (max {eval}`f4_e4m3`) holds weights and activations; E5M2 (max {eval}`f4_e5m2`)
+# gradients. FP4 stores E2M1 values with a scale per small block: **MXFP4** {eval}`f4_mx` bits per weight
+# (gpt-oss ships it), **NVFP4** {eval}`f4_nv` (NVIDIA's; Blackwell's FP4 tensor cores run both). Scales, formats and DeepSeek's
+# block fp8 are on the deep-dive page.
+#
+# More follow-ups (fp8 and FP4 in detail, PTQ vs QAT, NF4 vs int4, quantizing the KV cache, the bigger batch
+# that quantization buys, LLM.int8()'s end-to-end speed) are on the [deep-dive page](09_quantization_deep_dive.ipynb).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑
@@ -381,14 +437,16 @@ f3_s2 = f"{p_rest.scale:.4f}"
 # - Calling LLM.int8() a speed optimisation: it saves memory and costs time ({eval}`f1_67`× fp16 on a 6.7B-shaped matmul).
 # - Quantizing activations per tensor naively past ~6.7B: outlier features destroy the small values (追问 3).
 # - Forgetting that W8A8 needs int8 (or fp8) tensor cores: a V100 has neither.
+# - Saying "past the int4 crossover, int4 gains nothing": it gains until bf16 is compute-bound too ({eval}`s5_g128`× at batch 128).
 # - Quoting perplexity from one table as "lossless": 4-bit g128 is close on 70B (+{eval}`a_ppl`), worse on small models and at 3 bits.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 10. Deep dive (skip on first read) · 深入（可跳过）
 #
 # On its own page, [09 · deep dive](09_quantization_deep_dive.ipynb): the fact-check of the claims that
-# circulate (memlib's figure and a verdict for each), the papers' accuracy tables quoted in full (GPTQ, AWQ,
-# SmoothQuant), LLM.int8()'s measured speed, and the follow-ups above.
+# circulate (memlib's figure and a verdict for each), fp8 and FP4 (E4M3/E5M2, block scales, MXFP4, NVFP4), the
+# decode steps on a roofline, the papers' accuracy tables quoted in full (GPTQ, AWQ, SmoothQuant), LLM.int8()'s
+# measured speed, and the follow-ups above.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 11. Further reading · 延伸阅读

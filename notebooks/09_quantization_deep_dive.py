@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -22,15 +22,18 @@
 # with their table numbers.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %matplotlib inline
+import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from memlib import estimate_inference, fits, fmt_bytes, get_gpu, get_model, max_batch
 from memlib.explain import markdown_table
 from memlib.serving import decode_bound
 from memlib.serving.inference import kv_cache_bytes
-from memlib.serving.quantization import (LLM_INT8_BLOOM_MS_PER_TOKEN, LLM_INT8_MATMUL_SPEEDUP, NF4_DOUBLE_QUANT_BITS,
-                                         SMOOTHQUANT_LATENCY_MS, affine_params, bits_per_weight,
-                                         decode_crossover_batch, decode_speedup)
+from memlib.serving.quantization import (FLOAT_FORMATS, LLM_INT8_BLOOM_MS_PER_TOKEN, LLM_INT8_MATMUL_SPEEDUP,
+                                         NF4_DOUBLE_QUANT_BITS, SCALED_FORMATS, SMOOTHQUANT_LATENCY_MS, affine_params,
+                                         bits_per_weight, decode_crossover_batch, decode_speedup,
+                                         decode_speedup_end_batch, scaled_format_bits)
 
 MODEL, GPU, CTX, SHORT = "llama-2-70b", "h100-80gb", 4096, 256   # as on the core page
 FORMATS = ("bf16", "int8", "int4-awq", "nf4")
@@ -55,6 +58,48 @@ def GB(n_bytes):
 # but it costs a training run of the full model, with its 16 bytes per parameter of states. For LLMs at 8 and
 # 4 bits, PTQ (GPTQ, AWQ, SmoothQuant) is the default; QAT is for 2-3 bits or when a vendor ships a
 # quantized checkpoint it trained for.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### fp8 and FP4: the formats, their scales, and what they buy on an H100
+#
+# A float of 1 sign, e exponent and m mantissa bits keeps the same relative precision over its whole range,
+# where int8's 255 codes are evenly spaced: an outlier costs a float less. Two fp8 layouts share the 8 bits
+# (OCP OFP8 rev. 1.0; Micikevicius et al. 2022, arXiv:2209.05433): **E4M3** for weights and activations
+# (precision) and **E5M2** for gradients (range). FP4 is **E2M1**: 16 values, ±6 at most, so it only works
+# with a scale per small block.
+
+# %% tags=["nbval-check-output"]
+ff = FLOAT_FORMATS                                             # memlib.serving.quantization
+print({k: (f.bits, f.max_value, f.min_subnormal) for k, f in ff.items()})
+sb = {k: scaled_format_bits(k, in_features=m.hidden_size) for k in SCALED_FORMATS}   # bits per weight, scales in
+print({k: round(v, 4) for k, v in sb.items()})
+ds = estimate_inference("deepseek-v3", 1, CTX)                 # its released block-fp8 checkpoint
+oss = fits(estimate_inference("gpt-oss-120b", 1, CTX), GPU)    # MXFP4 experts, the rest bf16
+fp8_big = decode_speedup(m, GPU, 1024, SHORT, "fp8-block", tp=2)   # W8A8 fp8: the fp8 tensor-core roof
+print(f"DeepSeek-V3 {fmt_bytes(ds.weight_bytes)}; gpt-oss-120b on one H100: {oss.margin_gib:+.1f} GiB; "
+      f"fp8 W8A8 at batch 1,024: {fp8_big:.2f}x")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+use = {"fp8-e4m3": "weights, activations (inference; training forward)", "fp8-e5m2": "gradients (training backward)",
+       "fp4-e2m1": "MXFP4 / NVFP4 elements"}
+rows = [[k, f"{f.bits}", f"E{f.exponent_bits}M{f.mantissa_bits}, bias {f.bias}", f"{f.max_value:,g}",
+         f"{f.min_subnormal:.3g}", use[k]] for k, f in ff.items()]
+display(Markdown(markdown_table(rows, ["format", "bits", "layout", "largest", "smallest > 0", "used for"])))
+rows = [[k, SCALED_FORMATS[k][0], f"{sb[k]:.4f}", SCALED_FORMATS[k][5]] for k in SCALED_FORMATS]
+display(Markdown("Bits per weight with the scales (`scaled_format_bits`; per-channel for a "
+                 f"{m.hidden_size:,}-wide row, the per-tensor fp32 of fp8 and NVFP4 counted as ~0 on a large "
+                 "tensor):\n\n" + markdown_table(rows, ["scaling", "element", "bits per weight", "scales"])
+                 + f"\n\n**Per tensor** (vLLM's `--quantization fp8` on a bf16 checkpoint: fp32 weight scales, "
+                 "activation scales computed at each step) is the cheapest; **per 128×128 block** (DeepSeek-V3: "
+                 f"{GB(ds.weight_bytes)} of weights, its fp8 matrices at {sb['fp8 block 128x128']:.4f} bits each, and 1×128 tiles for "
+                 f"activations, {sb['fp8 tile 1x128']:.2f} bits) keeps an outlier's damage inside its block. "
+                 f"W8A8 fp8 runs on the {g.fp8_tflops:,.0f} TFLOP/s fp8 tensor cores, twice bf16's "
+                 f"{g.bf16_tflops:,.0f}: at batch 1,024 its roofline is **{fp8_big:.2f}×** bf16's, where "
+                 "weight-only int4 has none left. **MXFP4** (OCP MX v1.0: an E8M0, power-of-two scale per 32) "
+                 f"is how gpt-oss ships its experts: gpt-oss-120b fits one H100 ({oss.margin_gib:+.1f} GiB). "
+                 "**NVFP4** (a finer E4M3 scale per 16 and an fp32 per tensor) is NVIDIA's own; Blackwell's FP4 "
+                 "tensor cores run both. Hopper has no FP4 tensor cores, so FP4 there is weight-only (dequantized to "
+                 "16-bit, as W4A16)."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### NF4 or int4 g128?
@@ -110,6 +155,47 @@ display(Markdown(
     "int4 speed up a loaded server\": fewer bytes per step, and, above all, more sequences per step."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The roofline: where each format's decode steps sit
+#
+# The core page's speed-up chart, drawn as a roofline (Williams et al. 2009): the same decode steps of
+# Llama-2-70B on two H100s, one point per batch size.
+
+# %% tags=["nbval-check-output"]
+BATCHES = [1, 8, 32, 64, 128, 256, 512, 1024]
+roof = {w: [decode_bound(m, GPU, b, SHORT, weights=w, tp=2) for b in BATCHES] for w in ("bf16", "int4-awq")}  # memlib
+print({w: "".join(p.bound[0] for p in pts) for w, pts in roof.items()})   # m: memory-bound, c: compute-bound
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+r_batches, r_short = f"{BATCHES[0]} to {BATCHES[-1]:,}", f"{SHORT}"
+
+# %% [markdown]
+# **Takeaway: the same decode steps on the roofline; int4's points reach the compute roof at a quarter of bf16's
+# batch, and between the two ridges bf16 is still on the bandwidth slope, below int4.** Each point is one batch
+# size ({eval}`r_batches`, {eval}`r_short`-token contexts): its arithmetic intensity (FLOPs per byte read) and the FLOP/s it reaches
+# (`memlib.serving.decode_bound`, log-log; the roof is min(peak, bandwidth × intensity) of one H100).
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+fig, ax = plt.subplots(figsize=(7, 3.6))
+peak, bw = roof["bf16"][0].peak_flops, roof["bf16"][0].bandwidth_bytes_per_s
+xs_roof = [2 ** (k / 4) for k in range(0, 49)]   # 1 to 4,096 FLOP/byte
+ax.plot(xs_roof, [min(peak, bw * x) / 1e12 for x in xs_roof], color="k", lw=1, label="roof: min(peak, bandwidth × intensity)")
+pt = {w: [(p.flops / p.bytes_read, p.flops / p.step_s / 1e12, p.batch) for p in roof[w]] for w in roof}
+for w, marker, off in (("bf16", "o", (4, -12)), ("int4-awq", "s", (-30, 6))):
+    ax.plot([x for x, _, _ in pt[w]], [y for _, y, _ in pt[w]], marker=marker, ls="", label=w)
+    for x, y, b in pt[w]:
+        if b in (8, 128, 1024):
+            ax.annotate(f"B={b}", (x, y), fontsize=7, textcoords="offset points", xytext=off)
+for (x16, y16, _), (x4, y4, _) in zip(pt["bf16"], pt["int4-awq"]):   # the same batch: int4 sits further right
+    ax.plot([x16, x4], [y16, y4], color="grey", lw=0.6, ls=":")
+ax.set_xscale("log")
+ax.set_yscale("log")
+ax.set_xlabel("arithmetic intensity (FLOP per byte read)")
+ax.set_ylabel("TFLOP/s per GPU")
+ax.set_title("Llama-2-70B decode on 2 × H100: the roofline")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Is LLM.int8() slower end to end as well?
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
@@ -140,13 +226,15 @@ on_4090 = fits(estimate_inference(m, 1, CTX, weights="int4-awq"), "rtx-4090")   
 x_b1 = decode_speedup(m, GPU, 1, SHORT, "int4-awq", tp=2)                                 # memlib, batch 1
 x_big = decode_speedup(m, GPU, 1024, SHORT, "int4-awq", tp=2)                             # batch 1,024
 x_w8a8 = decode_speedup(m, GPU, 1024, SHORT, "int8", "int8", tp=2)
+x_128 = decode_speedup(m, GPU, 128, SHORT, "int4-awq", tp=2)                              # between the ridges
+c4, end4 = decode_crossover_batch(GPU, bits_per_weight(4, 128, 16, 4)), decode_speedup_end_batch(GPU, bits_per_weight(4, 128, 16, 4))
 sym = affine_params([-1.0, 0.5, 1.0])
 g128 = bits_per_weight(4, 128, 16, 4) - 4
 ratios = [i / b - 1 for i, b in zip(table6["LLM.int8(), 8 x A100 80GB"], table6["bfloat16, 8 x A100 80GB"])]
 slow = (min(ratios), max(ratios))   # the paper's Table 6, quoted: LLM.int8() vs bf16 on the same 8 GPUs
 print(f"bf16/int4 {W['bf16'] / W['int4-awq']:.2f}, int8/bf16 {W['int8'] / W['bf16']:.3f}, 4090 margin "
       f"{on_4090.margin_gib:+.1f} GiB, batch 1 {x_b1:.2f}x, batch 1024 {x_big:.2f}x, W8A8 {x_w8a8:.2f}x, "
-      f"g128 +{g128:.3f} bits, S/2 = {sym.max_error:.5f}")
+      f"g128 +{g128:.3f} bits, S/2 = {sym.max_error:.5f}, batch 128 {x_128:.2f}x, ridges {c4:.0f} / {end4:.0f}")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 facts = [
@@ -161,7 +249,12 @@ facts = [
      f"{x_big:.2f}× at batch 1,024", "❌ wrong", "only while decode is memory-bound; LLM.int8() is slower than fp16 "
      "below the 13B shape (Table 5)"],
     ["\"TinyChat on RTX 4090 (3.4x faster than FP16)\"", "mit-han-lab/llm-awq README", f"roofline {x_b1:.2f}× "
-     "(Llama-2-70B, batch 1)", "✅ right", "below the bytes-ratio ceiling of W4A16, as a measured kernel should be"],
+     "(Llama-2-70B on H100s, batch 1)", "✅ consistent", "a 7B-class measurement on a 4090, not the same setup; it "
+     "sits below W4A16's bytes-ratio ceiling, as a measured kernel should"],
+    ["Past about 80 sequences weight-only int4 gains nothing", "this chapter's first draft (review 2026-12-06)",
+     f"{x_128:.2f}× at batch 128; ridges {c4:.0f} (int4) and {end4:.0f} (bf16)", "❌ wrong", f"{c4:.0f} is int4's own "
+     "ridge; bf16 stays memory-bound, reading 3.85× the bytes, until its ridge: the gain shrinks as 295 / B and "
+     "ends there"],
     ["W8A8 speeds up large batches and prefill, weight-only does not", "SmoothQuant, Sec. 5.3", f"W8A8 {x_w8a8:.2f}× "
      f"vs W4A16 {x_big:.2f}× at batch 1,024", "✅ right", "int8 tensor cores double the compute roof; weight-only "
      "formats still compute in 16-bit"],

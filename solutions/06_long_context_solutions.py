@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -85,7 +85,7 @@ show("06.3")
 # %%
 # BEGIN SOLUTION
 per_layer = 32 * 131_072**2 * (4 + 2)  # 32 heads, s² scores, fp32 softmax + its bf16 copy
-answer = (["2 bytes", "~32 GB"], f"{per_layer / 1e9:.0f} GB")
+answer = (["2 bytes"], f"{per_layer / 1e9:.0f} GB")  # "~32 GB" is 32 GiB labelled GB, not an error
 # END SOLUTION
 check("06.3", answer)
 # hint("06.3")

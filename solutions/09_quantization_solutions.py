@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -19,10 +19,11 @@
 # Companion to `notebooks/09_quantization.ipynb`: a zero-point by hand, the bytes of a grouped 3-bit
 # format, a 72B model in AWQ int4, where W4A16 decode turns compute-bound, a batch-1 decode step,
 # which format speeds up a full server, the "4 bits is a quarter" error, what GPTQ, AWQ and
-# SmoothQuant do, and a serving recommendation. Each exercise says its difficulty (warm-up ·
+# SmoothQuant do, a serving recommendation, and a 70B in NVFP4. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("09.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"98.7 GB"`, `"9.9 ms"`, `"98.7x"`; a plain number means the unit the question names).
+# carry units (`"98.7 GB"`, `"9.9 ms"`, `"98.7x"`, `"3.3 bits"` where bytes per weight are asked; a plain
+# number means the unit the question names).
 # `hint("09.k")` shows the concept, then the formula, then the first step. The open question is
 # self-assessed: `check` shows a rubric and a model answer, `mark` records your marks. Progress is
 # saved in `.memlib_progress.json` beside the notebook; `score()` sums it up.
@@ -184,9 +185,10 @@ answer = """
 Memory: AWQ int4 makes the weights about 3.5-3.8x smaller, not 4x (scales, zero-points and the 16-bit
 embeddings and head): Llama-3-70B goes from about 141 GB to 40 GB, one H100 instead of two, or far more
 KV cache on two. Latency at low load: batch-1 decode is memory-bound, so steps get up to ~3.7x shorter
-on the same cards (kernels reach about 3.4x). Throughput at high load: past about 77 sequences on an
-H100 the step is compute-bound and W4A16 saves no time per step; the gain comes from the larger batch
-that fits. Accuracy: AWQ's paper has Llama-2-70B at 3.41 vs 3.32 WikiText-2 perplexity at int4 g128;
+on the same cards (kernels reach about 3.4x); on one card against bf16 on two, about 1.9x per sequence.
+Throughput at high load: the per-step gain shrinks past about 77 sequences on an H100 (int4's ridge:
+its step turns compute-bound) and is gone near 295 (bf16's ridge); real W4A16 kernels lose it earlier
+(dequantization). The bigger gain comes from the larger batch that fits. Accuracy: AWQ's paper has Llama-2-70B at 3.41 vs 3.32 WikiText-2 perplexity at int4 g128;
 we run our own evals before switching. Next: an fp8 KV cache for long chats, W8A8 or fp8 if the load
 is compute-bound.
 """
@@ -220,6 +222,20 @@ check("09.10", round_trip)
 
 # %% tags=["solution"]
 solution("09.10")
+
+# %% [markdown]
+# ## 09.11 · A 70B's projections in NVFP4
+
+# %%
+show("09.11")
+
+# %%
+# BEGIN SOLUTION
+bits = 4 + 8 / 16  # an E2M1 value plus its share of the block's E4M3 scale; the fp32 per-tensor scale is ~0
+answer = f"{68.45e9 * bits / 8 / 1e9:.1f} GB"
+# END SOLUTION
+check("09.11", answer)
+# hint("09.11")
 
 # %% [markdown]
 # ## Your score

@@ -20,6 +20,19 @@ def causal_attention_flops_per_token(model, seq_len: int) -> float:
     return attention_flops_per_token(model, seq_len) / 2
 
 
+def causal_flops_per_token(model, seq_len: int, recompute: str = "none") -> float:
+    """Training FLOPs per token when the attention kernel is causal: memlib.cost.timing.flops_per_token (PaLM
+    App. B: 12·L·H·Q·T of attention, which counts every query-key pair) less the masked half of the attention
+    it counts, 6·L·H·Q·T, and of its rerun under full recompute (a third of that again; Korthikanti's attention
+    recompute of GPT-style selective too). Llama-3.1-8B at 128k: 48 + 206 = 254 GFLOP by PaLM's count, 48 + 103
+    = 151 with a causal kernel, so the same hardware FLOP/s makes 254 / 151 = 1.68x the tokens."""
+    from memlib.cost.timing import flops_per_token  # one line apart from the module's imports: a clean merge
+    model = _model(model, "causal_flops_per_token")
+    total = flops_per_token(model, seq_len, recompute)
+    reruns_attention = recompute == "full" or (recompute == "selective" and model.mlp != "gated")
+    return total - causal_attention_flops_per_token(model, seq_len) * (4 / 3 if reruns_attention else 1)
+
+
 def attention_to_weights_flops(model, seq_len: int, causal: bool = True) -> float:
     """Attention FLOPs per token over the weights' 6N (PaLM App. B counting; causal halves it)."""
     causal = flag("causal", causal)
@@ -191,7 +204,7 @@ def deepseek_v3_implied_mfu(precision: str = "bf16") -> float:
                        "h100-80gb", precision)
 
 
-__all__ = ["causal_attention_flops_per_token", "attention_to_weights_flops", "sequence_flops_ratio", "head_params",
+__all__ = ["causal_attention_flops_per_token", "causal_flops_per_token", "attention_to_weights_flops", "sequence_flops_ratio", "head_params",
            "recompute_overhead", "mla_absorbed_attention_flops", "mla_absorbed_intensity", "ridge_flop_per_byte",
            "optimizer_step_hbm_bytes", "littles_law_arrival_rate",
            "ulysses_all_to_all_bytes", "mean_attended_keys", "windowed_attention_flops_per_token",

@@ -26,6 +26,26 @@ weight, and when storing fewer bits makes decoding faster.
                     W8A16) compute in 16-bit, W8A8 (SmoothQuant, Xiao et al. 2022, arXiv:2211.10438) runs its
                     matmuls on the int8 (or fp8) tensor cores, so its compute roof is that peak. Upper bounds:
                     dequantization, kernel launches and communication are not counted.
+  decode_speedup_end_batch
+                    where a weight-only format's decode speed-up ends: the larger of the two ridges. Below the
+                    quantized format's own ridge (ridge · bits / 16) both are memory-bound and the speed-up is
+                    the bytes ratio; between the two ridges the quantized step is compute-bound while the 16-bit
+                    one still reads its bytes, so the speed-up falls as 1 / B; past the 16-bit ridge both are
+                    compute-bound on the same 16-bit tensor cores: 1.0 (W4A16 on an H100: 77, then 295).
+  FloatFormat, FLOAT_FORMATS
+                    sign + e exponent + m mantissa bits, bias 2^(e−1) − 1. fp8 E4M3 ("fn": no infinities, only
+                    S.1111.111 is NaN) tops out at 2^8 × 1.75 = 448; E5M2 keeps IEEE infinities, 2^15 × 1.75 =
+                    57,344 (OCP 8-bit Floating Point Specification (OFP8) rev. 1.0, 2023; Micikevicius et al. 2022,
+                    arXiv:2209.05433, Table 1); fp4 E2M1 has no special values, 2^2 × 1.5 = 6 (OCP Microscaling
+                    Formats (MX) Specification v1.0, 2023, Sec. 5.3.3).
+  SCALED_FORMATS, scaled_format_bits
+                    an element format plus its scales: one scale per block of k elements, and optionally one per
+                    tensor. MXFP4: E2M1 + an E8M0 (8-bit power of two) scale per 32 = 4 + 8/32 = 4.25 bits (OCP MX
+                    v1.0, Sec. 5, Table 1); NVFP4: E2M1 + an E4M3 scale per 16 + one fp32 per tensor = 4 + 8/16 +
+                    32/n = 4.5 bits (NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision
+                    Inference", 2025); fp8 with an fp32 scale per tensor, per output channel, or per 128×128 block
+                    (DeepSeek-V3 Technical Report, arXiv:2412.19437, Sec. 3.3.2: 8 + 32/16,384 bits; its activations
+                    1×128 tiles: 8 + 32/128).
   LLM_INT8_*        LLM.int8()'s own measured speed against 16-bit (arXiv:2208.07339, App. D, Tables 5-6):
                     published figures, quoted, not modelled.
 """
@@ -201,6 +221,92 @@ def decode_crossover_batch(gpu, bits: float, activations: str = "16-bit") -> flo
 
 
 @plain_args
+def decode_speedup_end_batch(gpu, bits: float, baseline_bits: float = 16) -> float:
+    """The batch past which a weight-only format decodes no faster than the baseline (module docstring): the larger
+    of the two formats' crossover batches, max(ridge · bits / 16, ridge · baseline_bits / 16).
+
+    Both compute in 16-bit (W4A16, W8A16 against bf16), so the compute roof is the same; the weight bytes differ.
+    Between the smaller and the larger crossover the quantized step is compute-bound and the baseline still
+    memory-bound: the speed-up is (baseline bytes / bandwidth) / (FLOPs / peak) = larger crossover / B, falling to 1.
+    KV-cache reads are not counted (they delay both crossovers)."""
+    bits = positive_float("bits", bits, maximum=64.0)
+    baseline_bits = positive_float("baseline_bits", baseline_bits, maximum=64.0)
+    return max(decode_crossover_batch(gpu, bits), decode_crossover_batch(gpu, baseline_bits))
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A small floating-point format: 1 sign bit, `exponent_bits`, `mantissa_bits`, bias 2^(e−1) − 1.
+
+    specials: "ieee" (the top exponent holds infinities and NaNs: E5M2), "nan" (no infinities; only the all-ones
+    pattern is NaN: E4M3 "fn"), "none" (every pattern is a number: FP4 E2M1). Module docstring for the sources."""
+
+    name: str
+    exponent_bits: int
+    mantissa_bits: int
+    specials: str
+
+    @property
+    def bits(self) -> int:
+        return 1 + self.exponent_bits + self.mantissa_bits
+
+    @property
+    def bias(self) -> int:
+        return 2 ** (self.exponent_bits - 1) - 1
+
+    @property
+    def max_value(self) -> float:
+        """The largest finite value: 2^(top exponent − bias) × (1 + largest mantissa / 2^m)."""
+        top = 2 ** self.exponent_bits - 1 - (self.specials == "ieee")
+        frac = 2 ** self.mantissa_bits - 1 - (self.specials == "nan")
+        return 2.0 ** (top - self.bias) * (1 + frac / 2 ** self.mantissa_bits)
+
+    @property
+    def min_subnormal(self) -> float:
+        """The smallest positive value: 2^(1 − bias − m)."""
+        return 2.0 ** (1 - self.bias - self.mantissa_bits)
+
+
+FLOAT_FORMATS = {
+    "fp8-e4m3": FloatFormat("fp8-e4m3", 4, 3, "nan"),     # weights and activations (forward): more precision
+    "fp8-e5m2": FloatFormat("fp8-e5m2", 5, 2, "ieee"),    # gradients (backward): more range
+    "fp4-e2m1": FloatFormat("fp4-e2m1", 2, 1, "none"),    # MXFP4 / NVFP4 elements
+}
+
+# name: (element format, elements per scale, scale bits, scale format, per-tensor scale bits, what it is)
+SCALED_FORMATS = {
+    "fp8 per-tensor": ("fp8-e4m3", None, 0, "", 32, "one fp32 scale per tensor (vLLM --quantization fp8)"),
+    "fp8 per-channel": ("fp8-e4m3", "in_features", 32, "fp32", 0, "one fp32 scale per output row"),
+    "fp8 block 128x128": ("fp8-e4m3", 128 * 128, 32, "fp32", 0, "DeepSeek-V3 weights: one fp32 per 128x128 block"),
+    "fp8 tile 1x128": ("fp8-e4m3", 128, 32, "fp32", 0, "DeepSeek-V3 activations: one fp32 per 128 values of a token"),
+    "mxfp8": ("fp8-e4m3", 32, 8, "e8m0", 0, "OCP MX: an E8M0 scale per 32"),
+    "mxfp4": ("fp4-e2m1", 32, 8, "e8m0", 0, "OCP MX: an E8M0 scale per 32 (gpt-oss's experts)"),
+    "nvfp4": ("fp4-e2m1", 16, 8, "e4m3", 32, "NVIDIA: an E4M3 scale per 16 and an fp32 per tensor (Blackwell)"),
+}
+
+
+@plain_args
+def scaled_format_bits(name: str, numel: int | None = None, in_features: int | None = None) -> float:
+    """Storage bits per element of a scaled float format (SCALED_FORMATS; module docstring for the sources):
+    element bits + block scale bits / block + per-tensor scale bits / numel.
+
+    numel: elements of the tensor (for the per-tensor scale; None: a large tensor, where it costs ~0 bits).
+    in_features: the row length, for the per-channel format."""
+    choice("format", name, tuple(SCALED_FORMATS))
+    element, block, scale_bits, _, tensor_bits, _ = SCALED_FORMATS[name]
+    out = float(FLOAT_FORMATS[element].bits)
+    if block == "in_features":
+        if in_features is None:
+            raise ValueError(f"{name!r} has one scale per output row: give in_features (the row length)")
+        block = positive_int("in_features", in_features)
+    if block:
+        out += scale_bits / block
+    if tensor_bits and numel is not None:
+        out += tensor_bits / positive_int("numel", numel)
+    return out
+
+
+@plain_args
 def quantized_decode_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: str = "bf16",
                            activations: str = "16-bit", kv_cache: str = "bf16", tp: int = 1) -> DecodeBound:
     """decode_bound with the matmuls' compute roof set by `activations`: 16-bit (weight-only formats), or the
@@ -224,4 +330,5 @@ def decode_speedup(model, gpu, batch: int = 1, context_len: int = 4096, weights:
 
 __all__ = ["ACTIVATIONS", "AffineParams", "affine_params", "quantize", "dequantize", "max_rounding_error",
            "bits_per_weight", "NF4_DOUBLE_QUANT_BITS", "decode_crossover_batch", "quantized_decode_bound",
-           "decode_speedup", "LLM_INT8_MATMUL_SPEEDUP", "LLM_INT8_BLOOM_MS_PER_TOKEN", "SMOOTHQUANT_LATENCY_MS"]
+           "decode_speedup", "decode_speedup_end_batch", "FloatFormat", "FLOAT_FORMATS", "SCALED_FORMATS",
+           "scaled_format_bits", "LLM_INT8_MATMUL_SPEEDUP", "LLM_INT8_BLOOM_MS_PER_TOKEN", "SMOOTHQUANT_LATENCY_MS"]

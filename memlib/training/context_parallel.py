@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from memlib._checks import flag, positive_int
 from memlib.training import activations as act
 from memlib.training.estimate import Moment
 from memlib.training.options import TrainingSetup
@@ -125,3 +126,25 @@ def add_ring_backward(s: TrainingSetup, num: act.Numerics, moments: list[Moment]
 
 
 RING_TERMS = (ring_kv_buffer_bytes, ring_merge_bytes, ring_backward_bytes)
+
+
+def causal_attention_pairs_per_rank(seq_len: int, cp: int, load_balance: bool = True) -> list[int]:
+    """Query-key pairs of causal attention each of the cp ranks computes for one sequence: the work of its
+    ring attention (every rank waits for the slowest at each layer).
+
+    The sequence is cut into 2·cp chunks of c = seq_len / (2·cp) tokens; chunk j's queries see the j chunks
+    before it and the causal half of their own: j·c² + c(c + 1)/2 pairs. load_balance=True: rank i holds chunks
+    i and 2cp − 1 − i (torch's _HeadTailLoadBalancer, Megatron-Core's CP, the "zigzag" split), 2cp·c² + c pairs
+    each, equal; False: rank i holds the contiguous chunks 2i and 2i + 1, and the last rank does 2 − 1/cp times
+    the mean (seq_len 131,072, cp 8: 1.875x)."""
+    t, n = positive_int("seq_len", seq_len), positive_int("cp", cp)
+    if t % (2 * n):
+        raise ValueError(f"seq_len {t} must be divisible by 2 x cp = {2 * n}: the sequence is cut into 2 x cp chunks")
+    c = t // (2 * n)
+
+    def chunk(j: int) -> int:
+        return j * c * c + c * (c + 1) // 2
+
+    if flag("load_balance", load_balance):
+        return [chunk(i) + chunk(2 * n - 1 - i) for i in range(n)]
+    return [chunk(2 * i) + chunk(2 * i + 1) for i in range(n)]

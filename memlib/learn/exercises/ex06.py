@@ -185,7 +185,7 @@ EXERCISES = [
                 "layer (memlib.training.activations.llama_layer_ledger, eager.probs_fp32 + eager.probs)",
         prompt="Hugging Face Accelerate's guide to context parallelism motivates it with this arithmetic for vanilla "
                "(eager) attention. transformers' eager attention computes the softmax in fp32 and casts it back "
-               "to bf16, and both tensors are kept for the backward. Find the errors and give what one layer of "
+               "to bf16, and both tensors are kept for the backward. Find the error and give what one layer of "
                "Llama-3.1-8B (32 heads) keeps for its attention probabilities at 128k tokens, in GB.",
         quote="With sequence length of 128k, the memory requirement of the attention matrix is 128k * 128k * 2 bytes "
               "* num_heads = ~32 GB * num_heads for bf16 precision, given vanilla attention implementation.",
@@ -193,18 +193,18 @@ EXERCISES = [
         figures=(Figure("128k * 128k", "right", "one score per (query, key) pair: s² per head"),
                  Figure("2 bytes", "error", "the eager softmax runs in fp32 (4 bytes) and its bf16 cast (2 bytes) is "
                                             "kept too: 6 bytes per score", group="bytes"),
-                 Figure("~32 GB", "error", "128k x 128k x 2 bytes is 34.4 GB = 32 GiB: the unit is GiB",
-                        group="unit")),
+                 Figure("~32 GB", "right", "128k x 128k x 2 bytes is 34.4 GB = 32 GiB: a GiB labelled GB, not an "
+                                          "independent error (with 128,000 tokens it is 32.8 GB)")),
         expected=lambda: _probs(_est(attention="eager")), unit="GB",
         slips=(Slip("bf16 only", lambda: _probs(_est(attention="eager")) // 3,
                     "that counts one bf16 copy (2 bytes per score); the fp32 softmax output is kept as well"),
                Slip("one head", lambda: _probs(_est(attention="eager")) // 32,
                     "that is one head; the question asks for the layer's 32 heads")),
-        hints=("Two different things can be off: how many bytes each score costs, and the unit of the result.",
+        hints=("Ask how many bytes each score costs in transformers' eager attention, and what is kept for the backward.",
                "bytes = 32 heads x 131,072² x (4 + 2).",
                "Compute 131,072² x 2 bytes in bytes, then check it in GB (1e9) and in GiB (2³⁰)."),
-        worked=lambda: (f"Two errors. **2 bytes**: transformers keeps the fp32 softmax and its bf16 copy, 6 bytes per "
-                        f"score. **~32 GB**: 128k² x 2 B = 34.4 GB, which is 32 GiB. One layer of Llama-3.1-8B: "
+        worked=lambda: (f"One error. **2 bytes**: transformers keeps the fp32 softmax and its bf16 copy, 6 bytes per "
+                        f"score. (\"~32 GB\" is a GiB label: 128k² x 2 B = 34.4 GB = 32 GiB.) One layer of Llama-3.1-8B: "
                         f"32 x 131,072² x 6 B = **{b(_probs(_est(attention='eager')))}** "
                         "(the layer's ledger, eager.probs_fp32 + eager.probs): the reason no one trains long context "
                         "with eager attention."),

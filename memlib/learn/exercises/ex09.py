@@ -12,7 +12,7 @@ from memlib.learn.exercises.kinds import (Choice, Figure, Implement, MultiChoice
 from memlib.serving.capacity import decode_bound
 from memlib.serving.inference import estimate_inference
 from memlib.serving.quantization import (affine_params, bits_per_weight, decode_crossover_batch, decode_speedup,
-                                         dequantize, quantize)
+                                         decode_speedup_end_batch, dequantize, quantize, scaled_format_bits)
 from memlib.units import fmt_bytes
 
 NOTEBOOK = "09_quantization"
@@ -23,6 +23,7 @@ _8B, _4090, _CTX6 = "llama-3.1-8b", "rtx-4090", 1024          # 09.6
 _BIG_BATCH, _SHORT = 2048, 128          # 09.5: Llama-3.1-8B on an H100
 _13B = "llama-2-13b"                    # 09.7
 _AWQ_BITS = bits_per_weight(4, 128, scale_bits=16, zero_bits=4)
+_FP4_MODEL = "llama-2-70b"              # 09.11
 
 
 # --- 09.1: the zero-point ----------------------------------------------------------------------
@@ -54,6 +55,19 @@ def _step(weights: str) -> float:
 
 def _w(model: str, weights: str) -> float:
     return float(estimate_inference(model, weights=weights).weight_bytes)
+
+
+# --- 09.11: FP4 projections ------------------------------------------------------------------------
+def _proj_weights() -> int:
+    """Weights of the decoder projections: every parameter but the embedding, the head and the norms."""
+    m = get_model(_FP4_MODEL)
+    vh = m.vocab_size * m.hidden_size
+    return m.num_params - (1 if m.tie_word_embeddings else 2) * vh - (2 * m.num_layers + 1) * m.hidden_size
+
+
+def _fp4_bytes(fmt: str) -> float:
+    """Bytes of the projections in `fmt` (the per-tensor scales, 32 bits per matrix, are within a byte of nothing)."""
+    return _proj_weights() * scaled_format_bits(fmt) / 8
 
 
 # --- 09.10: the round trip ----------------------------------------------------------------------
@@ -155,8 +169,10 @@ EXERCISES = [
         worked=lambda: (f"ridge = {get_gpu(_A100).bf16_tflops:g}e12 / {get_gpu(_A100).memory_bandwidth_gb_per_s:,.0f}e9 "
                         f"= {decode_crossover_batch(_A100, 16):.0f} FLOP/byte; B* = ridge × {_AWQ_BITS:.3f} / 16 = **"
                         f"{decode_crossover_batch(_A100, _AWQ_BITS):.0f}** sequences "
-                        "(`memlib.serving.quantization.decode_crossover_batch`). Past it, int4 weights save no time "
-                        f"per step; bf16 weights would stay memory-bound up to {decode_crossover_batch(_A100, 16):.0f}."),
+                        "(`memlib.serving.quantization.decode_crossover_batch`). Past it the int4 step is compute-bound, "
+                        f"but bf16 weights stay memory-bound up to {decode_crossover_batch(_A100, 16):.0f}, so int4 is "
+                        "still faster in between; its gain shrinks and ends at that larger ridge "
+                        f"(`decode_speedup_end_batch`: {decode_speedup_end_batch(_A100, _AWQ_BITS):.0f})."),
     ),
     Choice(
         id="09.5", title="A large batch: which format decodes faster?", difficulty="interview", minutes=6,
@@ -170,7 +186,7 @@ EXERCISES = [
                         misconception="fewer bytes always mean a faster step"),
                  Option("b", "SmoothQuant W8A8: int8 weights and activations on the int8 tensor cores",
                         lambda: f"{_gain('b'):.2f}×: the int8 tensor cores double the compute roof", "1"),
-                 Option("c", "LLM.int8()-style int8 weights, W8A16",
+                 Option("c", "int8 per-channel weights dequantized to bf16 for the matmul (a W8A16 kernel)",
                         lambda: f"{_gain('c'):.2f}×: half the bytes, but the bytes no longer decide the step",
                         misconception="int8 storage means int8 arithmetic"),
                  Option("d", "None of them: quantization never speeds up decoding",
@@ -277,9 +293,11 @@ EXERCISES = [
                "to throughput at high load, what accuracy it costs and how you would check it, and what you would "
                "quantize next. Then mark your answer against the rubric.",
         rubric=("Weights about 3.8× smaller (not 4×): one H100 instead of two, or far more KV cache on two",
-                "Batch-1 decode up to ~3.8× faster (memory-bound), less with real kernels",
-                "At high load the step turns compute-bound (crossover ~77 sequences on an H100): no per-step gain; "
-                "the throughput gain comes from the larger batch that fits",
+                "Batch-1 decode up to ~3.8× faster on the same cards (memory-bound; ~1.9× per sequence for int4 on "
+                "one card against bf16 on two), less with real kernels",
+                "At high load the per-step gain shrinks past int4's ridge (~77 sequences on an H100) and is gone "
+                "near bf16's (~295); real W4A16 kernels lose it earlier (dequantization); the throughput gain "
+                "comes from the larger batch that fits",
                 "Accuracy: published 4-bit g128 perplexity costs are small on 70B (AWQ: +0.09 on Llama-2-70B), "
                 "but must be checked on the team's own tasks",
                 "Alternatives: W8A8/fp8 for compute-bound load; KV-cache quantization for long contexts"),
@@ -289,9 +307,10 @@ EXERCISES = [
         worked=lambda: (f"Weights: {fmt_bytes(_w('llama-3-70b', 'int4-awq'))} in int4 against "
                         f"{fmt_bytes(_w('llama-3-70b', 'bf16'))} in bf16, so one H100 holds the model with room for "
                         f"the KV cache. Batch 1: up to {decode_speedup('llama-3-70b', 'h100-80gb', 1, 1024, 'int4-awq', tp=2):.1f}× "
-                        "faster steps on the same two cards (roofline; kernels reach ~3.4×). High load: past about "
-                        f"{decode_crossover_batch('h100-80gb', _AWQ_BITS):.0f} sequences W4A16 saves no time per step, "
-                        "but more sequences fit. Accuracy: AWQ's Table 4 has Llama-2-70B at 3.41 vs 3.32 perplexity; "
+                        "faster steps on the same two cards (roofline; kernels reach ~3.4×). High load: the gain shrinks "
+                        f"past about {decode_crossover_batch('h100-80gb', _AWQ_BITS):.0f} sequences (int4's ridge) and "
+                        f"is gone near {decode_speedup_end_batch('h100-80gb', _AWQ_BITS):.0f} (bf16's), earlier with "
+                        "real kernels, but more sequences fit. Accuracy: AWQ's Table 4 has Llama-2-70B at 3.41 vs 3.32 perplexity; "
                         "run the team's evals before switching. Next: an fp8 KV cache for long chats; W8A8 or fp8 if "
                         "the load is compute-bound."),
     ),
@@ -323,5 +342,29 @@ EXERCISES = [
                         "    return scale * round(x / scale)\n```\n\n"
                         f"0.5 at 8 bits with absmax 1 comes back as **{_round_trip(dict(x=0.5, absmax=1.0, bits=8)):.5f}**"
                         " (63.5 rounds to 64, half to even); the error is at most S/2."),
+    ),
+    Numeric(
+        id="09.11", title="A 70B's projections in NVFP4", difficulty="interview", minutes=5,
+        formula="block-scaled FP4: 4 bits per E2M1 value + scale bits / block (+ 32 bits per tensor) "
+                "(memlib.serving.quantization.scaled_format_bits; NVIDIA NVFP4, OCP MX v1.0)",
+        prompt=(f"A Blackwell deployment stores the decoder projections of **{_FP4_MODEL}** "
+                f"({_proj_weights() / 1e9:.2f} billion weights; embeddings, head and norms stay bf16) in "
+                "**NVFP4**: E2M1 values (4 bits), one E4M3 scale per block of 16 values, and one fp32 scale "
+                "per tensor. How many GB do the projections take?"),
+        expected=lambda: _fp4_bytes("nvfp4"), unit="GB", tolerance=0.01,
+        slips=(Slip("MXFP4", lambda: _fp4_bytes("mxfp4"),
+                    "that is MXFP4: an 8-bit scale per 32 values; NVFP4 puts one per 16"),
+               Slip("no scales", lambda: _proj_weights() * 4 / 8,
+                    "each block of 16 values also stores its 8-bit E4M3 scale: 0.5 bits per weight"),
+               Slip("16-bit scales", lambda: _proj_weights() * (4 + 16 / 16) / 8,
+                    "NVFP4's block scale is an 8-bit E4M3, not fp16")),
+        hints=("Bits per weight = the value's bits + its share of the block's scale (+ a negligible per-tensor one).",
+               "bits = 4 + 8 / 16; bytes = weights × bits / 8.",
+               "Compute the bits per weight first."),
+        worked=lambda: (f"4 + 8/16 = {scaled_format_bits('nvfp4'):.1f} bits per weight (the fp32 per-tensor scales add "
+                        f"32 bits per matrix): {_proj_weights() / 1e9:.2f}e9 × 4.5 / 8 = **{fmt_bytes(_fp4_bytes('nvfp4'))}"
+                        "** (`memlib.serving.quantization.scaled_format_bits('nvfp4')`). MXFP4 would take "
+                        f"{fmt_bytes(_fp4_bytes('mxfp4'))} (4.25 bits: a power-of-two E8M0 scale per 32): NVFP4 spends "
+                        "6% more bytes on a finer, more precise scale."),
     ),
 ]
