@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -35,8 +35,8 @@ from memlib.fit import usable_bytes
 from memlib.inference import kv_bytes_per_token, kv_cache_bytes
 from memlib.serving import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, decode_bound,
                             paged_kv_blocks, paged_kv_waste_bytes,
-                            vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes,
-                            vllm_max_concurrency)
+                            vllm_default_max_num_batched_tokens, vllm_default_max_num_seqs,
+                            vllm_kv_cache_budget_bytes, vllm_max_concurrency)
 from memlib.units import gib
 from memlib.viz import count_sweep
 
@@ -91,16 +91,23 @@ print(f"{blocks} blocks per 8k chat; waste at most {worst / 1e6:.1f} MB per chat
 print(f"contiguous reservation, 2,000-token chat: {reserve_waste:.0%} empty")
 print(f"preempt one 8k chat: swap {swap_s * 1e3:.0f} ms one way; "
       f"recompute >= {prefill_s:.1f} s at peak FLOP/s")
+seqs = {g: vllm_default_max_num_seqs(g) for g in (A100, H100)}   # memlib.serving: vLLM's table
+print(f"max_num_seqs default: A100 {seqs[A100]}, H100 {seqs[H100]}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 d1_blocks, d1_worst = f"{blocks}", f"{worst / 1e6:.1f} MB"
 d1_short, d1_res = f"{short_share:.0%}", f"{reserve_waste:.0%}"
 d1_swap, d1_pre = f"{swap_s * 1e3:.0f} ms", f"{prefill_s:.1f} s"
+d1_seq_a, d1_seq_h = f"{seqs[A100]:,}", f"{seqs[H100]:,}"
 
 # %% [markdown]
 # Each step, vLLM's scheduler (V1: `vllm/v1/core/sched/scheduler.py`) spends a token budget,
 # `max_num_batched_tokens`, over running requests (one decode token each) and waiting ones (their
-# next prefill chunk), up to `max_num_seqs` (256). Its KV cache manager hands each request 16-token
+# next prefill chunk), up to `max_num_seqs` requests. That default depends on the GPU: {eval}`d1_seq_h`
+# on a card of 70 GiB or more that is not an A100 (an H100), {eval}`d1_seq_a` on an A100 and smaller cards
+# (`EngineArgs.get_batch_defaults` in `vllm/engine/arg_utils.py`, v0.10 on; memlib's
+# `vllm_default_max_num_seqs`). It caps the batch before memory does when more chats fit, and the
+# profile run's sampler warm-up grows with it. Its KV cache manager hands each request 16-token
 # blocks from a free pool and keeps a block table, logical block → physical block, that the
 # PagedAttention kernel reads through (Kwon et al. 2023, Sec. 4.2). An 8k chat holds {eval}`d1_blocks`
 # blocks; the only waste is its last block's empty slots, at most {eval}`d1_worst` (a 100-token chat
