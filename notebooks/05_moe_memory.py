@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -39,6 +39,7 @@ from memlib.inference import kv_bytes_per_token, kv_cache_bytes
 from memlib.moe import expert_ridge_tokens, min_gpus_sharded, routed_expert_params, tokens_per_expert
 from memlib.moe_playground import MoEServingPlayground
 from memlib.plan import plan_serving
+from memlib.serving import vllm_concurrency_for_estimate
 from memlib.timing import flops_per_token
 from memlib.cost.conventions import mla_absorbed_attention_flops, mla_absorbed_intensity, ridge_flop_per_byte
 from memlib.units import fmt_count
@@ -76,7 +77,11 @@ tp_only = next(p for p in serve.feasible if p.settings["tp"] == N and p.settings
 states = zero_model_state_bytes(P, 0, 1)                                                  # step 6
 flops_ratio = cost.training_flops(P, 1) / cost.training_flops(m, 1)                       # step 3
 serve_en, serve_zh = ("fit", "放得下") if serve.feasible else ("do not fit", "放不下")
-a_total, a_active = f"{R(P / 1e9, 3)}", f"{R(A / 1e9, 3)}"
+# vLLM at its default gpu_memory_utilization (0.9), on the same layout: every GPU an engine of its own (step 5)
+vllm_chats = N // serve.best.settings["tp"] * int(vllm_concurrency_for_estimate(serve.best.estimate, g))
+# "37B": DeepSeek's count, the active parameters without the input embedding (a lookup does no matmul; step 1)
+a_total, a_active = f"{R(P / 1e9, 3)}", f"{R(m.active_params_without_embedding / 1e9)}"
+a_vllm = f"{R(vllm_chats)}"
 a_fp8, a_chats, a_states = f"{R(fp8_total / 1e9)}", f"{R(serve.best.sequences)}", f"{R(states / 1e12, 3)}"
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -84,13 +89,15 @@ a_fp8, a_chats, a_states = f"{R(fp8_total / 1e9)}", f"{R(serve.best.sequences)}"
 #
 # > **EN** Memory follows all {eval}`a_total`B parameters; compute follows the {eval}`a_active`B active
 # > ones. Serving keeps every expert resident: {eval}`a_fp8` GB of fp8 weights, so eight H200s
-# > {eval}`serve_en`, and MLA's compressed cache leaves room for about {eval}`a_chats` chats. Levers: fp8
-# > or 4-bit weights, expert parallelism with data-parallel attention, more GPUs. Caveat: fine-tuning
-# > needs about {eval}`a_states` TB of states, and even LoRA must hold the whole base.
+# > {eval}`serve_en`, and MLA's compressed cache leaves room for about {eval}`a_chats` 8k-token chats,
+# > {eval}`a_vllm` at vLLM's default memory fraction. Levers: fp8 or 4-bit weights, expert parallelism
+# > with data-parallel attention, more GPUs. Caveat: fine-tuning keeps gradients and optimizer states for
+# > every expert, and even LoRA must hold the whole base.
 #
 # > **中文** 显存看全部 {eval}`a_total`B 参数，算力只看 {eval}`a_active`B 激活参数。推理时专家全部常驻：fp8 权重约
-# > {eval}`a_fp8` GB，8 张 H200 {eval}`serve_zh`；MLA 的压缩缓存还能放约 {eval}`a_chats` 个对话。手段：fp8 或 4-bit
-# > 权重、专家并行加数据并行注意力、更多卡。注意：微调的模型状态约 {eval}`a_states` TB，LoRA 也要放下整个底座。
+# > {eval}`a_fp8` GB，8 张 H200 {eval}`serve_zh`；MLA 的压缩缓存还能放约 {eval}`a_chats` 个 8k 对话，按 vLLM 默认
+# > 显存比例约 {eval}`a_vllm` 个。手段：fp8 或 4-bit 权重、专家并行加数据并行注意力、更多卡。注意：微调要为每个专家存梯度和
+# > 优化器状态，LoRA 也要放下整个底座。
 #
 # The long answer follows: every figure above is derived in section 5.
 
@@ -185,10 +192,11 @@ with_attention = flops_per_token(m, FT_SEQ)           # memlib.timing: + 12·L·
 peer = flops_per_token(GQA_PEER, FT_SEQ)
 attn_absorbed = mla_absorbed_attention_flops(m, CTX)  # memlib.cost.conventions: 2·L·H·(2·d_c + d_r)·T
 mla_ai, h100_ridge = mla_absorbed_intensity(m, CTX), ridge_flop_per_byte("h100-80gb")
+h200_ridge = ridge_flop_per_byte(GPU)                 # the question's GPU: same FLOP/s, more bandwidth
 print(f"6N {six_n_active / 1e9:,.0f} GFLOP/token (dense {six_n_dense / 1e12:.2f} TFLOP); + attention at 4k "
       f"{with_attention / 1e9:,.0f}; {GQA_PEER} {peer / 1e9:,.0f}")
 print(f"absorbed MLA at 8k: {attn_absorbed / 1e9:,.0f} GFLOP of attention alone, {mla_ai:,.0f} FLOP/B "
-      f"(H100 ridge {h100_ridge:,.0f})")
+      f"(ridge: H200 {h200_ridge:,.0f}, H100 {h100_ridge:,.0f})")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s3_active, s3_x = f"{six_n_active / 1e9:,.0f}", f"{six_n_dense / six_n_active:.1f}"
@@ -196,6 +204,9 @@ s3_attn_pct = f"{with_attention / six_n_active - 1:+.0%}"
 s3_peer, s3_peer_x = f"{peer / 1e9:,.0f}", f"{peer / with_attention:.1f}"
 s3_absorbed = f"{attn_absorbed / 1e9:,.0f}"
 s3_fwd, s3_ai, s3_ridge = f"{(2 * A + attn_absorbed) / 1e9:,.0f}", f"{mla_ai:,.0f}", f"{h100_ridge:,.0f}"
+s3_ridge200 = f"{h200_ridge:,.0f}"
+s3_side = f"{'above' if mla_ai > h200_ridge else 'below'}"
+s3_bound = f"{'compute-bound' if mla_ai > h200_ridge else 'still bandwidth-bound'}"
 
 # %% [markdown]
 # memlib: **{eval}`s3_active` GFLOP per training token**, **{eval}`s3_x`×** fewer than a dense 671B; the
@@ -204,7 +215,8 @@ s3_fwd, s3_ai, s3_ridge = f"{(2 * A + attn_absorbed) / 1e9:,.0f}", f"{mla_ai:,.0
 # up-projection folds into the query, the value up-projection into the output, and all 128 heads attend
 # over the cached latent directly: {eval}`s3_absorbed` GFLOP of attention alone at 8k tokens
 # ({eval}`s3_fwd` per token with the weights), at **{eval}`s3_ai` FLOP
-# per byte** of cache, near an H100's ridge of {eval}`s3_ridge`: close to compute-bound, where GQA decode
+# per byte** of cache, {eval}`s3_side` the ridge of the question's H200, {eval}`s3_ridge200` (an H100's,
+# with less bandwidth, is {eval}`s3_ridge`): on the H200 that attention is {eval}`s3_bound`, where GQA decode
 # reads bytes.
 
 # %% [markdown]
@@ -263,6 +275,7 @@ s5_w, s5_kv, s5_tp = f"{GB(serve.best.weight_bytes)}", f"{GB(serve.best.kv_cache
 s5_off_tp, s5_off_ep = f"{tp_only.sequences / 110 - 1:+.0%}", f"{serve.best.sequences / 680 - 1:+.0%}"
 s5_act = f"{GB(serve.best.estimate.breakdown['activations'])}"
 s5_verdict = f"{'Eight H200s serve it' if serve.feasible else 'Eight H200s cannot serve it'}"
+s5_vllm, s5_vllm_gpu = f"{vllm_chats}", f"{vllm_chats // (N // serve.best.settings['tp'])}"
 
 # %% [markdown]
 # memlib: with **{eval}`s5_layout`** the server holds **{eval}`s5_best` chats of 8k** ({eval}`s5_per_gpu`
@@ -271,6 +284,10 @@ s5_verdict = f"{'Eight H200s serve it' if serve.feasible else 'Eight H200s canno
 # the pencil, which left out the CUDA context, 5% allocator headroom and one 8k prefill chunk ({eval}`s5_act`
 # per GPU). **{eval}`s5_verdict`**: SGLang `--tp 8 --dp 8 --enable-dp-attention --ep 8` or vLLM
 # `--data-parallel-size 8 --enable-expert-parallel` for throughput; tensor parallel 8 for the lowest latency.
+# That count fills each card up to memlib's headroom (the CUDA context and 5% of the peak). vLLM at its
+# default `gpu_memory_utilization` of
+# 0.9, with its profile run's sampler warm-up (`memlib.serving.vllm_concurrency_for_estimate`), admits
+# **{eval}`s5_vllm`** ({eval}`s5_vllm_gpu` per GPU): read its "Maximum concurrency" log line.
 
 # %% [markdown]
 # ### Step 6 · Full fine-tuning: 16 bytes per parameter, all of them
@@ -289,9 +306,9 @@ for gpu, r in ft.items():
           f"margin {GB(r.verdict.margin_bytes)}")
 h2 = ft[GPU]
 no_rc = estimate_training(m, seq_len=FT_SEQ, zero_stage=3, dp=h2.count, ep=h2.ep)   # the same, no recompute
-# DeepSeek-V3 report, Sec. 3.3.3: AdamW's m and v in bf16, K = 4 (fp32 master) + 2 + 2 = 8
-states_bf16_moments = zero_model_state_bytes(P, 0, 1, k=8)
-print(f"states {TB(states)} ({states // P} B/param), {TB(states_bf16_moments)} with bf16 moments "
+# DeepSeek-V3 report, Sec. 3.3.3: master weights and gradients in fp32 (4 + 4), AdamW's m and v in bf16 (2 + 2)
+states_bf16_moments = zero_model_state_bytes(P, 0, 1, k=4, working_bytes=4)
+print(f"states {TB(states)} ({states // P} B/param), {TB(states_bf16_moments)} in DeepSeek's layout "
       f"({states_bf16_moments // P} B/param)")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -310,8 +327,9 @@ s6_bpp12, s6_tb12 = f"{states_bf16_moments // P}", f"{TB(states_bf16_moments)}"
 # its {eval}`s6_share` of states: the MoE layer ZeRO-3 gathers ({eval}`s6_gather`; ep shrinks it to 1/ep of
 # the experts), the backward's temporaries ({eval}`s6_tmp`), checkpointed activations ({eval}`s6_act`), the
 # CUDA context and headroom. Without recompute one 4k sequence keeps {eval}`s6_no_rc` of activations.
-# **DeepSeek trained with bf16 AdamW moments** (report, Sec. 3.3.3): 2 + 2 + 4 (fp32 master) + 2 + 2 =
-# **{eval}`s6_bpp12` B/param, not 16**, {eval}`s6_tb12` of states (it also accumulates gradients in fp32).
+# **DeepSeek kept fp32 master weights and fp32 gradients but bf16 AdamW moments** (report, Sec. 3.3.3:
+# gradients in fp32 for accumulation over micro-batches): 4 + 4 + 2 + 2 = **{eval}`s6_bpp12` B/param, not
+# 16**, {eval}`s6_tb12` of states; a bf16 working copy of the weights, if kept, adds 2 bytes per parameter.
 
 # %% [markdown]
 # ### Step 7 · LoRA and QLoRA: what memlib refuses, and the honest answer

@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -371,9 +371,11 @@ rows = [[gpu, "DeepSpeed ZeRO-3" if z == 3 else "FSDP FULL_SHARD (fp32 shards)",
          GB(r.estimate.peak_bytes), GB(r.verdict.capacity_bytes)] for (gpu, z), r in ft_all.items()]
 display(Markdown(markdown_table(rows, ["GPU", "sharding", "fewest GPUs (whole nodes)", "expert parallel",
                                        "peak per GPU", "torch sees per GPU"])))
+more = [gpu for (gpu, z), r in ft_all.items() if z != 3 and r.count > ft_all[(gpu, 3)].count]
 display(Markdown(
     "FSDP under PyTorch AMP keeps fp32 parameters (4 bytes) where DeepSpeed keeps bf16 ones beside an fp32 master, "
-    "and gathers bf16 copies under its mixed-precision policy: a node more on most GPUs. Pipeline layouts are not "
+    f"and gathers bf16 copies under its mixed-precision policy: a node more on {len(more)} of the "
+    f"{len(ft_all) // 2} GPUs ({', '.join(more)}), the same count on the others. Pipeline layouts are not "
     "searched here; DeepSeek's own pre-training used 16-way pipeline, 64-way expert parallelism and ZeRO-1 over "
     "2,048 H800s (report, Sec. 3.2)."))
 

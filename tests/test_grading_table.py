@@ -153,9 +153,12 @@ V3_TP8_CHATS = 55e9 / (KV_V3 * 8192)  # ~55 GB free per GPU, the whole latent on
 H200 = 141 * GiB
 DISPATCH = 4096 * 8 * 7168 * 2 * 7 / 8  # rows x hidden x bf16, 7/8 leave the GPU: 411,041,792 bytes
 assert N_V3_ACTIVE == 37_552_282_624 and KV_V3 == 70_272 and math.ceil(16 * N_V3 / H200) == 71
-# 05.7 with DeepSeek's bf16 AdamW moments (report, Sec. 3.3.3): bf16 weights 2 + bf16 gradients 2 + fp32 master 4
-# + bf16 m 2 + bf16 v 2 = 12 B/param; 12 x 671,026,404,352 = 8.052e12 B / (141 x 2^30 = 1.514e11 B) = 53.2 -> 54
-assert math.ceil(12 * N_V3 / H200) == 54 and math.ceil(8 * N_V3 / H200) == 36
+# 05.7, DeepSeek's own layout (report, Sec. 3.3.3: master weights and gradients in fp32, AdamW's moments in bf16):
+# fp32 weights 4 + fp32 gradients 4 + bf16 m 2 + bf16 v 2 = 12 B/param; one H200 as torch reports it,
+# total_memory=143156MB (an H200's _CudaDeviceProperties, memlib.hardware's cited source) = 143,156 x 2^20 B
+# = 150,109,945,856 B; 12 x 671,026,404,352 = 8.052e12 B / 1.501e11 B = 53.6 -> 54
+H200_TORCH = 143_156 * 2**20
+assert math.ceil(12 * N_V3 / H200_TORCH) == 54 and math.ceil(8 * N_V3 / H200_TORCH) == 36
 # Mixtral-8x22B (05.1; config.json: 56 layers, hidden 6144, 48 heads and 8 KV heads of 128, 8 experts of 16384,
 # vocab 32000, untied): per layer q and o 2 x 6144^2, k and v 2 x 6144 x 1024, experts 8 x 3 x 6144 x 16384, router
 # 6144 x 8, two norms 2 x 6144; plus embedding and head 2 x 32000 x 6144 and the final norm
@@ -497,11 +500,11 @@ CASES = [
     ("05.5", ("8.8 KB", f"{8 * V3_TP8_CHATS:.0f}"), "incorrect", "every GPU caches all of it"),
     ("05.6", ("c", 2), "correct", None),
     ("05.6", ("a", 1), "incorrect", "splits the KV cache as well"),
-    ("05.7", math.ceil(12 * N_V3 / H200), "correct", None),  # 54
-    ("05.7", math.ceil(12 * N_V3 / 141e9), "incorrect", "141 × 2³⁰ bytes"),
-    ("05.7", math.ceil(16 * N_V3 / H200), "incorrect", "bf16, 2 bytes each"),
-    ("05.7", math.ceil(8 * N_V3 / H200), "incorrect", "fp32 master weights"),
-    ("05.7", math.ceil(12 * N_V3_ACTIVE / H200), "incorrect", "count all parameters"),
+    ("05.7", math.ceil(12 * N_V3 / H200_TORCH), "correct", None),  # 54
+    ("05.7", math.ceil(12 * N_V3 / 141e9), "incorrect", "torch reports more"),  # 58
+    ("05.7", math.ceil(16 * N_V3 / H200_TORCH), "incorrect", "bf16, 2 bytes each"),  # 72
+    ("05.7", math.ceil(8 * N_V3 / H200_TORCH), "incorrect", "fp32 gradients"),  # 36: 2 + 2 + 2 + 2
+    ("05.7", math.ceil(12 * N_V3_ACTIVE / H200_TORCH), "incorrect", "count all parameters"),
     ("05.8", "b, d", "correct", None),
     ("05.8", "b, d, e", "incorrect", "1 of your 3 picks"),
     ("05.8", "a, b, d", "incorrect", "1 of your 3 picks"),

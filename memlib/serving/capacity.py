@@ -144,11 +144,22 @@ def vllm_profile_peak_bytes(model, tokens: int, max_num_seqs: int = 256, weights
     whenever max_num_seqs x vocabulary is large against the batch's MLP."""
     m = get_model(model) if isinstance(model, str) else model
     tokens = positive_int("max_num_batched_tokens", tokens)
-    rows = min(positive_int("max_num_seqs", max_num_seqs), tokens)
     fwd = estimate_inference(m, 1, tokens, weights=weights, kv_cache=kv_cache, tp=tp, prefill_tokens=tokens,
                              engine="vllm")
-    forward = fwd.activation_bytes + fwd.dequant_workspace
-    return max(forward, vllm_sampler_warmup_bytes(m, rows, sampler) + tokens * m.hidden_size * 2)
+    return _profile_peak(m, fwd.activation_bytes + fwd.dequant_workspace, tokens, max_num_seqs, sampler)
+
+
+def _profile_peak(m, forward_bytes: int, tokens: int, max_num_seqs: int, sampler: str) -> int:
+    """The larger of the profile forward's workspace and the sampler's warm-up over min(max_num_seqs, tokens) rows
+    while the forward's output hidden states (tokens x hidden x 2 bytes) are held (vllm_profile_peak_bytes)."""
+    rows = min(positive_int("max_num_seqs", max_num_seqs), tokens)
+    return max(forward_bytes, vllm_sampler_warmup_bytes(m, rows, sampler) + tokens * m.hidden_size * 2)
+
+
+def _vllm_available(total: int, util: float, peak: int, non_torch: int, cudagraph_bytes: int) -> int:
+    """Worker.determine_available_memory (see the module docstring): total x utilization - peak - non-torch,
+    less the CUDA graphs' estimate from v0.21.0."""
+    return int(total * util) - peak - non_torch - positive_int("cudagraph_bytes", cudagraph_bytes, allow_zero=True)
 
 
 @plain_args
@@ -201,7 +212,44 @@ def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = 
     peak = weight_bytes + vllm_profile_peak_bytes(model, tokens, seqs, weights=weights, kv_cache=kv_cache, tp=tp,
                                                   sampler=sampler)
     total = usable_bytes(g) if total_bytes is None else positive_int("total_bytes", total_bytes)
-    return int(total * util) - peak - non_torch - positive_int("cudagraph_bytes", cudagraph_bytes, allow_zero=True)
+    return _vllm_available(total, util, peak, non_torch, cudagraph_bytes)
+
+
+@plain_args
+def vllm_kv_budget_for_estimate(estimate, gpu, gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
+                                max_num_seqs: int | None = None, sampler: str = "torch",
+                                non_torch_bytes: int | None = None, cudagraph_bytes: int = 0) -> int:
+    """Bytes vLLM gives the KV cache on one GPU of the layout `estimate` describes (any memlib.estimate_inference
+    result: tensor, expert or data-parallel attention layouts, e.g. memlib.plan.plan_serving's plans).
+
+    The same formula as vllm_kv_cache_budget_bytes, with the estimate's weights per GPU and its prefill forward
+    (setup.forward_tokens tokens, the profile run's max_num_batched_tokens) in place of a tensor-parallel model:
+    total x gpu_memory_utilization - (weights + the larger of the forward's workspace and the sampler's warm-up
+    over min(max_num_seqs, tokens) rows) - non_torch_bytes. Under data-parallel attention every GPU is an engine
+    of its own with its own profile run and scheduler, so the figure is per GPU. non_torch_bytes: default
+    VLLM_NON_TORCH_BYTES_TP1 on one GPU with no expert parallelism, else memlib's 0.5 GiB for the communicators."""
+    g = get_gpu(gpu)
+    s = estimate.setup
+    util = fraction("gpu_memory_utilization", gpu_memory_utilization)
+    seqs = vllm_default_max_num_seqs(g) if max_num_seqs is None else positive_int("max_num_seqs", max_num_seqs)
+    if non_torch_bytes is None:
+        non_torch_bytes = VLLM_NON_TORCH_BYTES_TP1 if s.tp == 1 and s.ep == 1 else TP_COMMUNICATOR_BYTES
+    non_torch = positive_int("non_torch_bytes", non_torch_bytes, allow_zero=True)
+    peak = estimate.weight_bytes + _profile_peak(s.model, estimate.activation_bytes + estimate.dequant_workspace,
+                                                 s.forward_tokens, seqs, sampler)
+    return _vllm_available(usable_bytes(g), util, peak, non_torch, cudagraph_bytes)
+
+
+@plain_args
+def vllm_concurrency_for_estimate(estimate, gpu, block_size: int = VLLM_BLOCK_SIZE, **budget_kw) -> float:
+    """vLLM's "Maximum concurrency" for the layout `estimate` describes, per GPU (per engine): the KV blocks
+    vllm_kv_budget_for_estimate holds x block_size / the estimate's context_len. 0.0 when no block fits.
+    Multiply by the data-parallel groups (GPUs / tp) for a server of several engines."""
+    block_size = positive_int("block_size", block_size)
+    budget = vllm_kv_budget_for_estimate(estimate, gpu, **budget_kw)
+    if budget <= 0:
+        return 0.0
+    return budget // (block_size * estimate.kv_bytes_per_token) * block_size / estimate.setup.context_len
 
 
 @plain_args
@@ -455,5 +503,6 @@ def concurrency_at_rate(model, gpu, qps: float, prompt_tokens: int, reply_tokens
 __all__ = ["VLLM_BLOCK_SIZE", "VLLM_GPU_MEMORY_UTILIZATION", "VLLM_SAMPLER_BYTES_PER_LOGIT", "paged_kv_blocks",
            "paged_kv_waste_bytes", "vllm_default_max_num_batched_tokens", "vllm_default_max_num_seqs",
            "vllm_sampler_warmup_bytes", "vllm_profile_peak_bytes", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
+           "vllm_kv_budget_for_estimate", "vllm_concurrency_for_estimate",
            "DecodeBound", "decode_bound", "decode_tokens_per_s_upper_bound", "request_flops", "RequestRateBound",
            "request_rate_bound", "LoadPoint", "concurrency_at_rate"]
