@@ -95,6 +95,7 @@ def chats(gpu, tp, weights, kv_cache="bf16", context=CTX, model=MODEL):
 m = get_model(MODEL)
 a100, h100 = get_gpu(A100), get_gpu(H100)
 cap_a100 = usable_bytes(a100)   # what torch sees of an A100 80GB
+a_kv = f"{r2(kv_bytes_per_token(m) / 2**10)}"
 a_chat = f"{G(kv_cache_bytes(m, 1, CTX))}"
 a_w = f"{G(estimate_inference(m, weights='bf16').weight_bytes, 0)}"
 a_a100, a_h100 = f"{r2(chats(A100, 2, 'bf16'))}", f"{r2(chats(H100, 8, 'bf16'))}"
@@ -105,11 +106,12 @@ a_v09, a_v95 = (f"{vllm_max_concurrency(m, A100, CTX, weights='bf16', tp=2, gpu_
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
-# > **EN** Serving memory is weights plus KV cache; the cache decides how many users fit. An 8k
-# > Llama-3-70B chat needs {eval}`a_chat` of cache. After {eval}`a_w` of bf16 weights, two A100s hold
-# > about {eval}`a_v09` chats at vLLM's default memory fraction, {eval}`a_v95` at 95%; eight H100s about
-# > {eval}`a_h100`. Levers: fp8 or int4 weights, an fp8 cache, wider tensor parallelism. Caveat: that
-# > assumes every chat at full length; real chats are shorter, so servers admit more and preempt when full.
+# > **EN** Serving memory is weights plus KV cache; the cache decides how many users fit.
+# > Llama-3-70B caches ≈ {eval}`a_kv` KiB per token, {eval}`a_chat` per 8k chat. After {eval}`a_w`
+# > of bf16 weights, two A100s hold {eval}`a_v09` chats at vLLM's default memory fraction,
+# > {eval}`a_v95` at 95%; eight H100s about {eval}`a_h100`. Levers: fp8 or int4 weights, an fp8 cache,
+# > wider tensor parallelism. Caveat: that is worst-case, every chat at full length; real chats are
+# > shorter, so servers admit more, preempting when full.
 #
 # > **中文** 推理显存 = 权重 + KV cache，能服务多少用户由 KV cache 决定。一个 8k 对话要 {eval}`a_chat`
 # > 的 KV cache；两张 A100 放下 {eval}`a_w` 的 bf16 权重后，按 vLLM 默认显存比例只能放约 {eval}`a_v09`
