@@ -292,9 +292,9 @@ s7_u, s7_b = f"{VLLM_GPU_MEMORY_UTILIZATION}", f"{G(budget['bf16'])}"
 s7_c, s7_c8 = f"{conc['bf16']:.1f}", f"{conc['fp8']:.0f}"
 
 # %% [markdown]
-# At its default {eval}`s7_u`, vLLM gives the cache **{eval}`s7_b`** per GPU in bf16 and logs a
-# maximum concurrency of **{eval}`s7_c`×** for 8k requests ({eval}`s6_n` by memlib's 5% headroom);
-# with fp8 weights {eval}`s7_c8`×. On a tight fit the 10% it leaves is half the chats: read the
+# At its default {eval}`s7_u`, vLLM gives the cache **{eval}`s7_b`** per GPU in bf16. Its startup log
+# then reports a maximum concurrency of **{eval}`s7_c`×** for 8k requests, against {eval}`s6_n` chats by
+# memlib's 5% headroom; with fp8 weights it reports {eval}`s7_c8`×. On a tight fit the 10% it leaves is half the chats: read the
 # startup log before promising a number, or raise the fraction to 0.95.
 
 # %% [markdown]
@@ -323,8 +323,8 @@ s8_fp8 = f"{min(h100_rows[('fp8', 'fp8')])}"
 s5_off = f"{pct(tp_est[8].weight_bytes, tp_est[1].weight_bytes / 8)}"
 
 # %% [markdown]
-# Memory says **one tp 8 group**: {eval}`s8_t8` chats against {eval}`s8_t4`, the weights stored
-# once ({eval}`s8_w8` per GPU, not {eval}`s8_w4`; norms copied on every GPU add {eval}`s5_off`).
+# Memory says **one tp 8 group**: {eval}`s8_t8` chats against {eval}`s8_t4` for two replicas. The weights
+# are stored once, {eval}`s8_w8` per GPU instead of {eval}`s8_w4` (norms copied on every GPU add {eval}`s5_off`).
 # But each tp 8 all-reduce crosses eight GPUs, and users report throughput that stops scaling
 # beyond tp 4 (vLLM issue #8089): benchmark both. fp8 weights and cache: {eval}`s8_fp8`+ either way.
 
@@ -452,9 +452,9 @@ f1_lat5, f1_x = f"{load.latency_s:.1f} s", f"{rate.memory_rate / rate.compute_ra
 #
 # **The {eval}`f1_bound` bound binds**: the FLOPs of prefill and decode run out long before the cache
 # does: quoting the cache's bound as the server's rate overstates it {eval}`f1_x`×. Little's law also needs
-# the latency *at the load*: at {eval}`f1_qps` req/s about **{eval}`f1_need` chats** are in flight, TPOT
-# is {eval}`f1_tpot5` and a request stays {eval}`f1_lat5`; the full-batch latency would claim
-# {eval}`f1_naive`. Past the compute bound, queues and p99 TTFT grow without limit.
+# the latency *at the load*. At {eval}`f1_qps` req/s about **{eval}`f1_need` chats** are in flight; at
+# that batch TPOT is {eval}`f1_tpot5`, so a request stays {eval}`f1_lat5`. The full-batch latency would
+# claim {eval}`f1_naive` in flight. Past the compute bound, queues and p99 TTFT grow without limit.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2 · Continuous batching and chunked prefill: what do they change?

@@ -144,11 +144,18 @@ s1_routed_off, s1_active_off = f"{abs(experts / 654e9 - 1):.2%}", f"{37e9 / A - 
 s1_noemb = f"{fmt_count(m.active_params_without_embedding)}"
 
 # %% [markdown]
-# memlib: **{eval}`s1_total` parameters**, **{eval}`s1_active` active per token** ({eval}`s1_share`);
-# routed experts {eval}`s1_experts` ({eval}`s1_eshare`), the rest (MLA, shared experts, three dense layers,
-# router, embeddings) {eval}`s1_rest`. The pencil is off by {eval}`s1_routed_off` and {eval}`s1_active_off`.
-# DeepSeek's "37B activated" matches the count without the input embedding ({eval}`s1_noemb`); the
-# multi-token-prediction module is not counted (transformers does not build it).
+# memlib, tensor by tensor:
+#
+# | part | parameters | share |
+# |---|---|---|
+# | total | {eval}`s1_total` | |
+# | routed experts | {eval}`s1_experts` | {eval}`s1_eshare` |
+# | the rest: MLA, shared experts, three dense layers, router, embeddings | {eval}`s1_rest` | |
+# | active per token | {eval}`s1_active` | {eval}`s1_share` |
+#
+# The pencil is off by {eval}`s1_routed_off` and {eval}`s1_active_off`. DeepSeek's "37B activated" matches
+# the count without the input embedding ({eval}`s1_noemb`), the right N for FLOPs too: a lookup does no
+# matmul. The multi-token-prediction module is not counted (transformers does not build it).
 
 # %% [markdown]
 # ### Step 2 · Weights: every expert resident, fp8 as released
@@ -209,15 +216,16 @@ s3_side = f"{'above' if mla_ai > h200_ridge else 'below'}"
 s3_bound = f"{'compute-bound' if mla_ai > h200_ridge else 'still bandwidth-bound'}"
 
 # %% [markdown]
-# memlib: **{eval}`s3_active` GFLOP per training token**, **{eval}`s3_x`×** fewer than a dense 671B; the
+# memlib: **{eval}`s3_active` GFLOP per training token**, **{eval}`s3_x`×** fewer than a dense 671B. The
 # pencil left out attention, {eval}`s3_attn_pct` at 4k tokens. Llama-3.1-405B costs {eval}`s3_peer` GFLOP,
-# {eval}`s3_peer_x`× more. **At decode, MLA absorbs its weights** (DeepSeek-V2, Sec. 2.1.2): the key
-# up-projection folds into the query, the value up-projection into the output, and all 128 heads attend
-# over the cached latent directly: {eval}`s3_absorbed` GFLOP of attention alone at 8k tokens
-# ({eval}`s3_fwd` per token with the weights), at **{eval}`s3_ai` FLOP
-# per byte** of cache, {eval}`s3_side` the ridge of the question's H200, {eval}`s3_ridge200` (an H100's,
-# with less bandwidth, is {eval}`s3_ridge`): on the H200 that attention is {eval}`s3_bound`, where GQA decode
-# reads bytes.
+# {eval}`s3_peer_x`× more.
+#
+# **At decode, MLA absorbs its weights** (DeepSeek-V2, Sec. 2.1.2): the key up-projection folds into the
+# query, the value up-projection into the output, and all 128 heads attend over the cached latent
+# directly. That is {eval}`s3_absorbed` GFLOP of attention alone at 8k tokens ({eval}`s3_fwd` per token
+# with the weights), at **{eval}`s3_ai` FLOP per byte** of cache. The question's H200 has a ridge of
+# {eval}`s3_ridge200` (an H100's, with less bandwidth, is {eval}`s3_ridge`), so the intensity is
+# {eval}`s3_side` it: on the H200 that attention is {eval}`s3_bound`, where GQA decode reads bytes.
 
 # %% [markdown]
 # ### Step 4 · The KV cache: MLA's latent vs full K/V vs GQA
@@ -246,10 +254,11 @@ s4_gqa_128k = f"{GB(per_seq['GQA 405B'][131072])}"
 s4_tp = f"{kv_bytes_per_token(m, tp=N):,}"
 
 # %% [markdown]
-# memlib: **{eval}`s4_lat` bytes per token** (the pencil was exact), {eval}`s4_full_x`× less than full
-# K/V and {eval}`s4_gqa_x`× less than Llama-3.1-405B's GQA; {eval}`s4_8k` per 8k chat, {eval}`s4_128k` per
-# 128k one ({eval}`s4_gqa_128k` for the dense model). The cache is one vector per token, not per head, so
-# **tensor parallelism does not split it**: at tensor parallel 8 each GPU keeps {eval}`s4_tp` bytes per token.
+# memlib: **{eval}`s4_lat` bytes per token**; the pencil was exact. That is {eval}`s4_full_x`× less than
+# full K/V and {eval}`s4_gqa_x`× less than Llama-3.1-405B's GQA. An 8k chat holds {eval}`s4_8k`; a 128k one
+# {eval}`s4_128k`, against {eval}`s4_gqa_128k` for the dense model. The cache is one vector per token, not
+# per head, so **tensor parallelism does not split it**: at tensor parallel 8 each GPU keeps {eval}`s4_tp`
+# bytes per token.
 
 # %% [markdown]
 # ### Step 5 · Serving on 8 × H200: tensor or expert parallelism
@@ -278,16 +287,18 @@ s5_verdict = f"{'Eight H200s serve it' if serve.feasible else 'Eight H200s canno
 s5_vllm, s5_vllm_gpu = f"{vllm_chats}", f"{vllm_chats // (N // serve.best.settings['tp'])}"
 
 # %% [markdown]
-# memlib: with **{eval}`s5_layout`** the server holds **{eval}`s5_best` chats of 8k** ({eval}`s5_per_gpu`
-# per GPU, with {eval}`s5_w` of weights and {eval}`s5_kv` of cache each); tensor parallel 8 holds
-# **{eval}`s5_tp`**, each replicated on all eight GPUs. memlib is {eval}`s5_off_tp` and {eval}`s5_off_ep` off
-# the pencil, which left out the CUDA context, 5% allocator headroom and one 8k prefill chunk ({eval}`s5_act`
-# per GPU). **{eval}`s5_verdict`**: SGLang `--tp 8 --dp 8 --enable-dp-attention --ep 8` or vLLM
-# `--data-parallel-size 8 --enable-expert-parallel` for throughput; tensor parallel 8 for the lowest latency.
-# That count fills each card up to memlib's headroom (the CUDA context and 5% of the peak). vLLM at its
-# default `gpu_memory_utilization` of
-# 0.9, with its profile run's sampler warm-up (`memlib.serving.vllm_concurrency_for_estimate`), admits
-# **{eval}`s5_vllm`** ({eval}`s5_vllm_gpu` per GPU): read its "Maximum concurrency" log line.
+# memlib: with **{eval}`s5_layout`** the server holds **{eval}`s5_best` chats of 8k**, {eval}`s5_per_gpu`
+# per GPU. Each GPU keeps {eval}`s5_w` of weights and {eval}`s5_kv` of cache. Tensor parallel 8 holds
+# **{eval}`s5_tp`**, each chat's latent replicated on all eight GPUs. memlib is {eval}`s5_off_tp` and
+# {eval}`s5_off_ep` off the pencil, which left out the CUDA context, 5% allocator headroom and one 8k
+# prefill chunk ({eval}`s5_act` per GPU). **{eval}`s5_verdict`**: SGLang
+# `--tp 8 --dp 8 --enable-dp-attention --ep 8` or vLLM `--data-parallel-size 8 --enable-expert-parallel`
+# for throughput; tensor parallel 8 for the lowest latency.
+#
+# Those counts fill each card up to memlib's headroom (the CUDA context and 5% of the peak). vLLM at its
+# default `gpu_memory_utilization` of 0.9, with its profile run's sampler warm-up
+# (`memlib.serving.vllm_concurrency_for_estimate`), admits **{eval}`s5_vllm`** chats of 8k
+# ({eval}`s5_vllm_gpu` per GPU): read its "Maximum concurrency" log line before promising a number.
 
 # %% [markdown]
 # ### Step 6 · Full fine-tuning: 16 bytes per parameter, all of them
@@ -321,15 +332,23 @@ s6_no_rc = f"{GB(no_rc.breakdown['activations'])}"
 s6_bpp12, s6_tb12 = f"{states_bf16_moments // P}", f"{TB(states_bf16_moments)}"
 
 # %% [markdown]
-# memlib: **{eval}`s6_states`** of states; the fewest whole nodes that fit are **{eval}`s6_h200` H200s**
-# (ZeRO-3, expert parallel {eval}`s6_ep`, full recompute, 4k sequences) or **{eval}`s6_h100` H100s**
-# (expert parallel {eval}`s6_h100_ep`), {eval}`s6_off` over the pencil, which left out what a GPU holds beside
-# its {eval}`s6_share` of states: the MoE layer ZeRO-3 gathers ({eval}`s6_gather`; ep shrinks it to 1/ep of
-# the experts), the backward's temporaries ({eval}`s6_tmp`), checkpointed activations ({eval}`s6_act`), the
-# CUDA context and headroom. Without recompute one 4k sequence keeps {eval}`s6_no_rc` of activations.
-# **DeepSeek kept fp32 master weights and fp32 gradients but bf16 AdamW moments** (report, Sec. 3.3.3:
-# gradients in fp32 for accumulation over micro-batches): 4 + 4 + 2 + 2 = **{eval}`s6_bpp12` B/param, not
-# 16**, {eval}`s6_tb12` of states; a bf16 working copy of the weights, if kept, adds 2 bytes per parameter.
+# memlib: **{eval}`s6_states`** of states. The fewest whole nodes that fit are **{eval}`s6_h200` H200s**
+# (ZeRO-3, expert parallel {eval}`s6_ep`, full recompute, 4k sequences). On H100s: **{eval}`s6_h100`**
+# (expert parallel {eval}`s6_h100_ep`). That is {eval}`s6_off` over the pencil, which left out what an H200
+# holds beside its share of the states:
+#
+# | on one H200 | bytes |
+# |---|---|
+# | its share of the states | {eval}`s6_share` |
+# | the MoE layer ZeRO-3 gathers (expert parallelism shrinks it to 1/ep of the experts) | {eval}`s6_gather` |
+# | the backward's temporaries | {eval}`s6_tmp` |
+# | checkpointed activations | {eval}`s6_act` |
+#
+# plus the CUDA context and headroom. Without recompute one 4k sequence keeps {eval}`s6_no_rc` of
+# activations. **DeepSeek kept fp32 master weights and fp32 gradients but bf16 AdamW moments** (report,
+# Sec. 3.3.3: gradients in fp32 for accumulation over micro-batches): 4 + 4 + 2 + 2 =
+# **{eval}`s6_bpp12` B/param, not 16**, {eval}`s6_tb12` of states. A bf16 working copy of the weights, if
+# kept, adds 2 bytes per parameter.
 
 # %% [markdown]
 # ### Step 7 · LoRA and QLoRA: what memlib refuses, and the honest answer
