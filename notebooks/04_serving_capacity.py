@@ -37,8 +37,7 @@ from memlib.fit import usable_bytes
 from memlib.inference import (gqa_kv_bytes_per_token, kv_bytes_per_token, kv_cache_bytes,
                               quantized_linear_bytes)
 from memlib.serving import (VLLM_GPU_MEMORY_UTILIZATION, concurrency_at_rate, decode_bound,
-                            littles_law_concurrency, request_rate_bound,
-                            speculative_expected_tokens, speculative_speedup, token_forwards,
+                            littles_law_concurrency, request_rate_bound, token_forwards,
                             vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes,
                             vllm_max_concurrency)
 from memlib.serving_playground import ServingPlayground
@@ -144,9 +143,7 @@ a_v09, a_v95 = (f"{vllm_max_concurrency(m, A100, CTX, weights='bf16', tp=2, gpu_
 # - **MFU / MBU**: model FLOPs utilisation, the model's FLOPs per second over the GPUs' dense peak;
 #   model bandwidth utilisation, the bytes a decode step must read per second over the peak HBM
 #   bandwidth (Databricks 2023). **Little's law**: requests in flight = arrival rate × time in the server.
-# - **Speculative decoding**: a draft model or draft head proposes tokens, the model verifies several
-#   per step; **acceptance rate α**: the share of drafted tokens it keeps.
-#   **GB / GiB**: 10⁹ / 2³⁰ bytes; an "80GB" GPU has 80 GiB.
+# - **GB / GiB**: 10⁹ / 2³⁰ bytes; an "80GB" GPU has 80 GiB.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
@@ -464,41 +461,8 @@ f1_lat5, f1_x = f"{load.latency_s:.1f} s", f"{rate.memory_rate / rate.compute_ra
 # prefill* (Sarathi-Serve, 2024) cuts a prompt into chunks ({eval}`s6_chunk` of workspace, not
 # {eval}`s6_whole`) run beside the decode tokens: running chats' inter-token latency stays flat
 # instead of stalling behind an 8k prefill, while that prompt's TTFT grows by a few steps.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### 追问 3 · Speculative decoding: how much faster, and what memory?
-
-# %% tags=["nbval-check-output"]
-ALPHA, GAMMA = 0.8, 4                 # assumed: acceptance rate (measure it per workload), draft tokens
-draft = get_model("llama-3.1-8b")     # the draft: Llama-3.1-8B, same tokenizer as Llama-3-70B
-per_step = speculative_expected_tokens(ALPHA, GAMMA)   # memlib.serving: Leviathan eq. 1
-c = (decode_bound(draft, H100, 1, CTX, weights="bf16", tp=8).step_s
-     / decode_bound(m, H100, 1, CTX, weights="bf16", tp=8).step_s)  # draft / target step
-gain = speculative_speedup(ALPHA, GAMMA, c)            # Leviathan Theorem 3.8
-draft_w = estimate_inference(draft, 1, CTX, weights="bf16", tp=8).weight_bytes
-draft_kv = kv_bytes_per_token(draft, tp=8) / kv_bytes_per_token(m, tp=8)
-print(f"{per_step:.2f} tokens per step, {gain:.2f}x; draft {GB(draft_w, 2)} per GPU")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f3_tok, f3_c, f3_gain = f"{per_step:.2f}", f"{c:.2f}", f"{gain:.1f}"
-f3_w, f3_kv = f"{GB(draft_w)}", f"{draft_kv:.0%}"
-f3_chats = f"{t8 / (1 + draft_kv):.0f}"
-
-# %% [markdown]
-# A draft proposes γ tokens; the target checks them in one forward and keeps the accepted prefix
-# plus one token of its own, so the output distribution is unchanged. Here the draft is
-# **Llama-3.1-8B** (a separate model with the same tokenizer). With acceptance rate α a target step
-# yields (1 − α^(γ+1)) / (1 − α) tokens (Leviathan et al. 2023, eq. 1): **{eval}`f3_tok`** at an
-# assumed α = 0.8, γ = 4; a draft step costs {eval}`f3_c` of a target step, so ≈ **{eval}`f3_gain`×**.
-# α is not a constant: it depends on the prompts and the sampling temperature, and a separate 8B draft
-# often accepts less than 0.8, so measure it on your own traffic (vLLM reports the acceptance rate).
-# Memory: the draft's weights ({eval}`f3_w` per GPU) and its cache, {eval}`f3_kv` of the target's
-# per token: about {eval}`f3_chats` chats instead of {eval}`s8_t8`. At a full batch the gain shrinks.
-# Servers now mostly draft with a head trained on the target's own hidden states instead of a second
-# model: EAGLE-3 (Li et al. 2025), or the model's multi-token-prediction (MTP) module where it has one
-# (DeepSeek-V3); both are one extra layer, so far less memory than an 8B draft.
 #
-# More follow-ups (vLLM's scheduler and preemption, SGLang, TensorRT-LLM and TGI, prefix caching,
+# More follow-ups (speculative decoding, vLLM's scheduler and preemption, SGLang, TensorRT-LLM and TGI, prefix caching,
 # kernel fusion and CUDA graphs, MHA to GQA, 128k) are on the [deep-dive page](04_serving_capacity_deep_dive.ipynb).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
