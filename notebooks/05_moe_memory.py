@@ -36,7 +36,7 @@ import memlib
 from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib
 from memlib.fit import usable_bytes
 from memlib.inference import kv_bytes_per_token, kv_cache_bytes
-from memlib.moe import expert_ridge_tokens, min_gpus_sharded, routed_expert_params, tokens_per_expert
+from memlib.moe import min_gpus_sharded, routed_expert_params
 from memlib.moe_playground import MoEServingPlayground
 from memlib.plan import plan_serving
 from memlib.serving import vllm_concurrency_for_estimate
@@ -440,31 +440,8 @@ f1_n, f1_exposed, f1_step = f"{a2a_per_layer}", f"{t.ep_comm_s:.2f} s", f"{t.ste
 # {eval}`f1_step` step that compute cannot hide. DeepSeek sends the dispatch in fp8 and limits each token
 # to 4 nodes (report, Secs. 2.1.2, 3.3).
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Expert load at inference: why does DeepSeek decode with large expert parallelism?
-
-# %% tags=["nbval-check-output"]
-node_batch, unit_batch = serve.best.sequences, 32 * 256   # one node; DeepSeek's decode unit, 32 per GPU
-per_expert = {b: tokens_per_expert(b, m.num_experts_per_tok, m.num_experts)   # memlib.moe: B·k/E
-              for b in (node_batch, unit_batch)}
-ridge_tokens = expert_ridge_tokens(GPU)   # memlib.moe: tokens an fp8 expert matmul needs, ridge / 2
-print({b: round(v, 1) for b, v in per_expert.items()}, f"tokens per expert; ridge {ridge_tokens:.0f}")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f2_node, f2_node_t = f"{node_batch}", f"{per_expert[node_batch]:.0f}"
-f2_unit, f2_unit_t, f2_ridge = f"{unit_batch:,}", f"{per_expert[unit_batch]:.0f}", f"{ridge_tokens:.0f}"
-
 # %% [markdown]
-# A decode step gives each expert batch × {eval}`f1_k` / 256 tokens: **{eval}`f2_node_t`** at the
-# {eval}`f2_node` chats of one H200 node, far below the ~{eval}`f2_ridge` an fp8 expert matmul needs on an
-# H200 to be compute-bound. So DeepSeek decodes with expert parallelism over 320 GPUs (report, Sec. 3.4.2:
-# one expert per GPU, 64 GPUs for redundant and shared experts): {eval}`f2_unit` sequences in flight (an
-# assumed 32 per expert GPU) give each expert **{eval}`f2_unit_t`** tokens per step. Routing is never
-# uniform, and the GPU with a hot expert sets the step: DeepSeek's load balancer (EPLB) copies hot experts
-# to more GPUs as *redundant experts*, re-placed from observed load.
-
-# %% [markdown]
-# More follow-ups (is MoE decode cheap in bandwidth, capacity factor and dropped tokens, router load
+# More follow-ups (expert load at decode and DeepSeek's large expert parallelism, is MoE decode cheap in bandwidth, capacity factor and dropped tokens, router load
 # balancing, experts in CPU memory, other GPUs) are on the [deep-dive page](05_moe_memory_deep_dive.ipynb).
 
 
