@@ -88,3 +88,8 @@ def test_no_room_is_zero_concurrency():
 def test_bad_utilization_is_named(best):
     with pytest.raises(ValueError, match="gpu_memory_utilization"):
         vllm_kv_budget_for_estimate(best.estimate, "h200", gpu_memory_utilization=1.5)
+
+
+def test_not_an_estimate_is_named():
+    with pytest.raises(ValueError, match="estimate_inference result"):
+        vllm_kv_budget_for_estimate("deepseek-v3", "h200")

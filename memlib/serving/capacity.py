@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from memlib._checks import choice, fraction, positive_float, positive_int, plain_args
 from memlib.hardware.fit import usable_bytes
 from memlib.hardware.gpus import get_gpu
-from memlib.serving.inference import AUTO, estimate_inference, kv_bytes_per_token
+from memlib.serving.inference import AUTO, InferenceEstimate, estimate_inference, kv_bytes_per_token
 from memlib.models import get_model
 from memlib.cost.conventions import littles_law_arrival_rate
 from memlib.cost.timing import active_params, attention_flops_per_token, forward_flops_per_token
@@ -228,6 +228,9 @@ def vllm_kv_budget_for_estimate(estimate, gpu, gpu_memory_utilization: float = V
     over min(max_num_seqs, tokens) rows) - non_torch_bytes. Under data-parallel attention every GPU is an engine
     of its own with its own profile run and scheduler, so the figure is per GPU. non_torch_bytes: default
     VLLM_NON_TORCH_BYTES_TP1 on one GPU with no expert parallelism, else memlib's 0.5 GiB for the communicators."""
+    if not isinstance(estimate, InferenceEstimate):
+        raise ValueError(f"estimate must be a memlib.estimate_inference result (an InferenceEstimate, e.g. a "
+                         f"plan_serving plan's .estimate), got {type(estimate).__name__}")
     g = get_gpu(gpu)
     s = estimate.setup
     util = fraction("gpu_memory_utilization", gpu_memory_utilization)
