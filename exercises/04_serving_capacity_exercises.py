@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -18,7 +18,7 @@
 #
 # Companion to `notebooks/04_serving_capacity.ipynb`: the KV cache per token with GQA, quantized
 # weights split over GPUs, the chats that fit, vLLM's reservation, PagedAttention's blocks, the
-# layout of eight GPUs, the decode speed limit, speculative decoding and MHA converted to GQA. Most
+# layout of eight GPUs, the decode speed limit, speculative decoding, MHA converted to GQA and the request rate. Most
 # numeric exercises change the notebook's setup: derive them with its method. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("04.k", answer)` grades an answer against a value memlib computes now; numbers may
@@ -200,6 +200,17 @@ show("04.14")
 answer = ...  # your answer here: a pair ("option letter", reason number)
 check("04.14", answer)
 # hint("04.14")
+
+# %% [markdown]
+# ## 04.15 · What caps the request rate: the cache or the FLOPs?
+
+# %%
+show("04.15")
+
+# %%
+answer = ...  # your answer here: a pair ("option letter", reason number)
+check("04.15", answer)
+# hint("04.15")
 
 # %% [markdown]
 # ## Your score

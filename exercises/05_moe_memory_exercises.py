@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -110,7 +110,7 @@ check("05.6", answer)
 # hint("05.6")
 
 # %% [markdown]
-# ## 05.7 · H200s for the model states alone, with bf16 moments
+# ## 05.7 · H200s for the model states alone, DeepSeek's way
 
 # %%
 show("05.7")

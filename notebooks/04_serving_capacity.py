@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -33,12 +33,11 @@ import matplotlib.pyplot as plt
 
 import memlib
 from memlib import estimate_inference, get_gpu, get_model, max_batch
-from memlib.cost.conventions import littles_law_arrival_rate
 from memlib.fit import usable_bytes
 from memlib.inference import (gqa_kv_bytes_per_token, kv_bytes_per_token, kv_cache_bytes,
                               quantized_linear_bytes)
-from memlib.serving import (VLLM_GPU_MEMORY_UTILIZATION, decode_bound, littles_law_concurrency,
-                            speculative_expected_tokens, speculative_speedup, token_forwards,
+from memlib.serving import (VLLM_GPU_MEMORY_UTILIZATION, concurrency_at_rate, decode_bound,
+                            littles_law_concurrency, request_rate_bound, token_forwards,
                             vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes,
                             vllm_max_concurrency)
 from memlib.serving_playground import ServingPlayground
@@ -99,20 +98,23 @@ a_kv = f"{r2(kv_bytes_per_token(m) / 2**10)}"
 a_chat = f"{G(kv_cache_bytes(m, 1, CTX))}"
 a_w = f"{G(estimate_inference(m, weights='bf16').weight_bytes, 0)}"
 a_a100, a_h100 = f"{r2(chats(A100, 2, 'bf16'))}", f"{r2(chats(H100, 8, 'bf16'))}"
+# what vLLM itself admits on the two A100s: its startup log's maximum concurrency (step 5)
+a_v09, a_v95 = (f"{vllm_max_concurrency(m, A100, CTX, weights='bf16', tp=2, gpu_memory_utilization=u):.0f}"
+                for u in (VLLM_GPU_MEMORY_UTILIZATION, 0.95))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2. The 30-second answer · 30 秒回答
 #
-# > **EN** Serving memory is weights plus KV cache, and the cache decides how many users fit.
-# > Llama-3-70B's cache costs ≈ {eval}`a_kv` KiB per token; an 8k chat needs {eval}`a_chat`.
-# > After {eval}`a_w` of bf16 weights, two A100s hold about {eval}`a_a100` chats, eight H100s about
-# > {eval}`a_h100`. Levers: fp8 or int4 weights, an fp8 cache, wider tensor parallelism.
-# > Caveat: that count is worst-case, every chat at full length; real chats average shorter, so a
-# > server admits more and preempts when memory runs out.
+# > **EN** Serving memory is weights plus KV cache; the cache decides how many users fit.
+# > Llama-3-70B caches ≈ {eval}`a_kv` KiB per token, {eval}`a_chat` per 8k chat. After {eval}`a_w`
+# > of bf16 weights, two A100s hold {eval}`a_v09` chats at vLLM's default memory fraction,
+# > {eval}`a_v95` at 95%; eight H100s about {eval}`a_h100`. Levers: fp8 or int4 weights, an fp8 cache,
+# > wider tensor parallelism. Caveat: that is worst-case, every chat at full length; real chats are
+# > shorter, so servers admit more, preempting when full.
 #
-# > **中文** 推理显存 = 权重 + KV cache，能服务多少用户由 KV cache 决定。Llama-3-70B 每个 token 的
-# > KV cache 约 {eval}`a_kv` KiB，一个 8k 对话要 {eval}`a_chat`；两张 A100 放下 {eval}`a_w` 的 bf16
-# > 权重后约能放 {eval}`a_a100` 个对话，八张 H100 约 {eval}`a_h100` 个。手段：fp8 或 int4 权重、fp8
+# > **中文** 推理显存 = 权重 + KV cache，能服务多少用户由 KV cache 决定。一个 8k 对话要 {eval}`a_chat`
+# > 的 KV cache；两张 A100 放下 {eval}`a_w` 的 bf16 权重后，按 vLLM 默认显存比例只能放约 {eval}`a_v09`
+# > 个对话，放开到 95% 约 {eval}`a_v95` 个；八张 H100 约 {eval}`a_h100` 个。手段：fp8 或 int4 权重、fp8
 # > KV cache、更多卡张量并行。注意：这是最坏情况，每个对话都到满长度；实际更短，服务器会多接纳，显存不够时再抢占。
 #
 # The long answer follows: every figure above is derived in section 5.
@@ -123,7 +125,8 @@ a_a100, a_h100 = f"{r2(chats(A100, 2, 'bf16'))}", f"{r2(chats(H100, 8, 'bf16'))}
 # - **The KV cache as mechanism and bill**: why decode keeps K and V (not Q); bytes per token with GQA.
 # - **Levers**: precision and tensor parallelism on weights and cache; replicas copy the weights.
 # - **The server**: vLLM's reservation, continuous batching, chunked prefill, paged blocks.
-# - **Memory to latency**: the cache caps the batch; the batch sets TPOT and, by Little's law, QPS.
+# - **Memory and compute to QPS**: the cache caps the batch and the batch sets TPOT; the request rate
+#   is the smaller of the cache's bound (Little's law) and the FLOPs' bound.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. Words we use · 术语
@@ -137,8 +140,10 @@ a_a100, a_h100 = f"{r2(chats(A100, 2, 'bf16'))}", f"{r2(chats(H100, 8, 'bf16'))}
 # - **bf16 / fp8 / int8 / int4 (AWQ)**: 2, 1, 1, ½ byte per weight, plus scales.
 # - **TTFT / TPOT (ITL) / QPS / p99**: time to first token / per output token / requests per second /
 #   the latency 99% of requests beat. **Memory-bound**: a step takes ≥ bytes read ÷ HBM bandwidth.
-# - **Speculative decoding**: a draft proposes tokens, the model verifies several per step.
-#   **GB / GiB**: 10⁹ / 2³⁰ bytes; an "80GB" GPU has 80 GiB.
+# - **MFU / MBU**: model FLOPs utilisation, the model's FLOPs per second over the GPUs' dense peak;
+#   model bandwidth utilisation, the bytes a decode step must read per second over the peak HBM
+#   bandwidth (Databricks 2023). **Little's law**: requests in flight = arrival rate × time in the server.
+# - **GB / GiB**: 10⁹ / 2³⁰ bytes; an "80GB" GPU has 80 GiB.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
@@ -284,9 +289,9 @@ s7_u, s7_b = f"{VLLM_GPU_MEMORY_UTILIZATION}", f"{G(budget['bf16'])}"
 s7_c, s7_c8 = f"{conc['bf16']:.1f}", f"{conc['fp8']:.0f}"
 
 # %% [markdown]
-# At its default {eval}`s7_u`, vLLM gives the cache **{eval}`s7_b`** per GPU in bf16 and logs a
-# maximum concurrency of **{eval}`s7_c`×** for 8k requests ({eval}`s6_n` by memlib's 5% headroom);
-# with fp8 weights {eval}`s7_c8`×. On a tight fit the 10% it leaves is half the chats: read the
+# At its default {eval}`s7_u`, vLLM gives the cache **{eval}`s7_b`** per GPU in bf16. Its startup log
+# then reports a maximum concurrency of **{eval}`s7_c`×** for 8k requests, against {eval}`s6_n` chats by
+# memlib's 5% headroom; with fp8 weights it reports {eval}`s7_c8`×. On a tight fit the 10% it leaves is half the chats: read the
 # startup log before promising a number, or raise the fraction to 0.95.
 
 # %% [markdown]
@@ -315,8 +320,8 @@ s8_fp8 = f"{min(h100_rows[('fp8', 'fp8')])}"
 s5_off = f"{pct(tp_est[8].weight_bytes, tp_est[1].weight_bytes / 8)}"
 
 # %% [markdown]
-# Memory says **one tp 8 group**: {eval}`s8_t8` chats against {eval}`s8_t4`, the weights stored
-# once ({eval}`s8_w8` per GPU, not {eval}`s8_w4`; norms copied on every GPU add {eval}`s5_off`).
+# Memory says **one tp 8 group**: {eval}`s8_t8` chats against {eval}`s8_t4` for two replicas. The weights
+# are stored once, {eval}`s8_w8` per GPU instead of {eval}`s8_w4` (norms copied on every GPU add {eval}`s5_off`).
 # But each tp 8 all-reduce crosses eight GPUs, and users report throughput that stops scaling
 # beyond tp 4 (vLLM issue #8089): benchmark both. fp8 weights and cache: {eval}`s8_fp8`+ either way.
 
@@ -403,29 +408,50 @@ ServingPlayground(model=MODEL, gpu=A100, tp=2)
 # ## 8. Follow-up questions · 追问
 #
 # ### 追问 1 · TTFT, TPOT, throughput, QPS, p99: where does memory come in?
+#
+# ✏️ **Back of the envelope.** Two limits, the smaller binds. *Memory:* ~740 chats of 2k fit; each
+# stays ~12 s (500 tokens × 24 ms), so ≤ 740 / 12 ≈ **60 req/s**. *Compute:* a request of 2k tokens
+# costs 2 × 70e9 × 2k ≈ 2.9e14 FLOP; 8 × 1e15 FLOP/s ÷ 2.9e14 ≈ **27 req/s** at 100% of peak, ~14 at 50%.
 
 # %% tags=["nbval-check-output"]
-AVG, QPS, TTFT = 2048, 5.0, 0.5   # assumed: 2k-token chats, 5 req/s, 0.5 s to 1st token
-n_avg = chats(H100, 8, "bf16", context=AVG)                            # memlib.max_batch
-tpot = decode_bound(m, H100, n_avg, AVG, weights="bf16", tp=8).step_s  # shortest TPOT
-latency = TTFT + REPLY * tpot                      # each request's time in the server
-need = littles_law_concurrency(QPS, latency)       # memlib.serving: L = lambda x W
-most = littles_law_arrival_rate(n_avg, latency)    # memlib.cost.conventions: L / W
-print(f"{n_avg} chats fit, TPOT >= {tpot * 1e3:.0f} ms; {QPS:g} req/s need {need:.0f}; "
-      f"cap {most:.1f} req/s")
+AVG, PROMPT_F1 = 2048, 2048 - REPLY   # assumed: 2k-token requests, 1,548 prompt + 500 reply tokens
+QPS, TTFT, MFU = 5.0, 0.5, 0.5        # assumed: 5 req/s offered, 0.5 s to first token, 50% MFU
+# memlib.serving.request_rate_bound: min(cache batch / latency at that batch, peak x MFU / FLOPs)
+rate = request_rate_bound(m, H100, PROMPT_F1, REPLY, TTFT, mfu=MFU, weights="bf16", tp=8)
+peak = request_rate_bound(m, H100, PROMPT_F1, REPLY, TTFT, mfu=1.0, weights="bf16", tp=8)
+# memlib.serving.concurrency_at_rate: Little's law with TPOT at the batch actually in flight
+load = concurrency_at_rate(m, H100, QPS, PROMPT_F1, REPLY, TTFT, weights="bf16", tp=8)
+naive = littles_law_concurrency(QPS, rate.latency_s)   # the full-batch latency: wrong at 5 req/s
+print(f"memory {rate.memory_rate:.1f} req/s ({rate.batch} chats), compute {rate.compute_rate:.1f} "
+      f"at {MFU:.0%} MFU ({peak.compute_rate:.1f} at peak): {rate.bound} binds")
+print(f"{QPS:g} req/s: {load.in_flight:.1f} in flight, TPOT {load.tpot_s * 1e3:.1f} ms "
+      f"(full-batch latency would claim {naive:.0f})")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-f1_n, f1_tpot, f1_lat = f"{n_avg}", f"{tpot * 1e3:.0f} ms", f"{latency:.1f} s"
-f1_need, f1_most, f1_qps = f"{need:.0f}", f"{most:.1f}", f"{QPS:g}"
-f1_reply = f"{REPLY}"
+f1_n, f1_tpot, f1_lat = f"{rate.batch}", f"{rate.tpot_s * 1e3:.0f} ms", f"{rate.latency_s:.1f} s"
+f1_most, f1_qps, f1_reply = f"{rate.memory_rate:.0f}", f"{QPS:g}", f"{REPLY}"
+f1_flops, f1_mfu = f"{rate.flops_per_request / 1e14:.1f} × 10¹⁴", f"{MFU:.0%}"
+f1_comp, f1_peak, f1_bound = f"{rate.compute_rate:.0f}", f"{peak.compute_rate:.0f}", f"{rate.bound}"
+f1_need, f1_tpot5, f1_naive = f"{load.in_flight:.0f}", f"{load.tpot_s * 1e3:.1f} ms", f"{naive:.0f}"
+f1_lat5, f1_x = f"{load.latency_s:.1f} s", f"{rate.memory_rate / rate.compute_rate:.0f}"
 
 # %% [markdown]
 # **TTFT** is queueing plus prefill; **TPOT** (inter-token latency) one decode step, longer as the
-# batch grows (each step reads every cache); throughput is tokens/s over all chats; **p99** the tail,
-# where queueing and preemptions show. Memory caps the batch: {eval}`f1_n` chats of 2k on 8 × H100,
-# TPOT ≥ {eval}`f1_tpot`, a {eval}`f1_reply`-token reply ≈ {eval}`f1_lat` in the server. Little's
-# law, concurrency = QPS × latency: {eval}`f1_qps` req/s need {eval}`f1_need` in flight; the cache
-# caps the server at **{eval}`f1_most` req/s**, beyond which queues and p99 TTFT grow.
+# batch grows (each step reads every cache); **p99** is the tail, where queueing and preemptions show.
+# The request rate a server sustains is the smaller of two bounds (2k-token requests with a
+# {eval}`f1_reply`-token reply, 8 × H100, bf16):
+#
+# | bound | what it counts | req/s |
+# |---|---|---|
+# | memory | {eval}`f1_n` chats fit; at that batch TPOT ≥ {eval}`f1_tpot`, so each stays {eval}`f1_lat` (Little's law) | {eval}`f1_most` |
+# | compute, at peak | {eval}`f1_flops` FLOP per request (2N per token + attention) | {eval}`f1_peak` |
+# | compute, at {eval}`f1_mfu` MFU | the same FLOPs at an assumed utilisation | {eval}`f1_comp` |
+#
+# **The {eval}`f1_bound` bound binds**: the FLOPs of prefill and decode run out long before the cache
+# does: quoting the cache's bound as the server's rate overstates it {eval}`f1_x`×. Little's law also needs
+# the latency *at the load*. At {eval}`f1_qps` req/s about **{eval}`f1_need` chats** are in flight; at
+# that batch TPOT is {eval}`f1_tpot5`, so a request stays {eval}`f1_lat5`. The full-batch latency would
+# claim {eval}`f1_naive` in flight. Past the compute bound, queues and p99 TTFT grow without limit.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 2 · Continuous batching and chunked prefill: what do they change?
@@ -435,35 +461,8 @@ f1_reply = f"{REPLY}"
 # prefill* (Sarathi-Serve, 2024) cuts a prompt into chunks ({eval}`s6_chunk` of workspace, not
 # {eval}`s6_whole`) run beside the decode tokens: running chats' inter-token latency stays flat
 # instead of stalling behind an 8k prefill, while that prompt's TTFT grows by a few steps.
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### 追问 3 · Speculative decoding: how much faster, and what memory?
-
-# %% tags=["nbval-check-output"]
-ALPHA, GAMMA = 0.8, 4                 # assumed: acceptance rate, draft tokens per step
-draft = get_model("llama-3.1-8b")     # a typical draft for Llama-3.x-70B
-per_step = speculative_expected_tokens(ALPHA, GAMMA)   # memlib.serving: Leviathan eq. 1
-c = (decode_bound(draft, H100, 1, CTX, weights="bf16", tp=8).step_s
-     / decode_bound(m, H100, 1, CTX, weights="bf16", tp=8).step_s)  # draft / target step
-gain = speculative_speedup(ALPHA, GAMMA, c)            # Leviathan Theorem 3.8
-draft_w = estimate_inference(draft, 1, CTX, weights="bf16", tp=8).weight_bytes
-draft_kv = kv_bytes_per_token(draft, tp=8) / kv_bytes_per_token(m, tp=8)
-print(f"{per_step:.2f} tokens per step, {gain:.2f}x; draft {GB(draft_w, 2)} per GPU")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f3_tok, f3_c, f3_gain = f"{per_step:.2f}", f"{c:.2f}", f"{gain:.1f}"
-f3_w, f3_kv = f"{GB(draft_w)}", f"{draft_kv:.0%}"
-f3_chats = f"{t8 / (1 + draft_kv):.0f}"
-
-# %% [markdown]
-# A draft proposes γ tokens; the target checks them in one forward and keeps the accepted prefix
-# plus one token of its own, so the output distribution is unchanged. With acceptance rate α a
-# target step yields (1 − α^(γ+1)) / (1 − α) tokens (Leviathan et al. 2023, eq. 1): **{eval}`f3_tok`**
-# at α = 0.8, γ = 4; a draft step costs {eval}`f3_c` of a target step, so ≈ **{eval}`f3_gain`×**.
-# Memory: the draft's weights ({eval}`f3_w` per GPU) and its cache, {eval}`f3_kv` of the target's
-# per token: about {eval}`f3_chats` chats instead of {eval}`s8_t8`. At a full batch the gain shrinks.
 #
-# More follow-ups (vLLM's scheduler and preemption, SGLang, TensorRT-LLM and TGI, prefix caching,
+# More follow-ups (speculative decoding, vLLM's scheduler and preemption, SGLang, TensorRT-LLM and TGI, prefix caching,
 # kernel fusion and CUDA graphs, MHA to GQA, 128k) are on the [deep-dive page](04_serving_capacity_deep_dive.ipynb).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -490,7 +489,7 @@ f3_chats = f"{t8 / (1 + draft_kv):.0f}"
 # - Agrawal et al. 2024, *Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve* (OSDI), [arXiv:2403.02310](https://arxiv.org/abs/2403.02310)
 # - Zheng et al. 2024, *SGLang: Efficient Execution of Structured Language Model Programs* (RadixAttention), [arXiv:2312.07104](https://arxiv.org/abs/2312.07104)
 # - Ainslie et al. 2023, *GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints*, [arXiv:2305.13245](https://arxiv.org/abs/2305.13245); Shazeer 2019, *Fast Transformer Decoding: One Write-Head is All You Need* (MQA), [arXiv:1911.02150](https://arxiv.org/abs/1911.02150)
-# - Leviathan et al. 2023, *Fast Inference from Transformers via Speculative Decoding*, [arXiv:2211.17192](https://arxiv.org/abs/2211.17192)
+# - Leviathan et al. 2023, *Fast Inference from Transformers via Speculative Decoding*, [arXiv:2211.17192](https://arxiv.org/abs/2211.17192); Li et al. 2025, *EAGLE-3: Scaling up Inference Acceleration of Large Language Models via Training-Time Test*, [arXiv:2503.01840](https://arxiv.org/abs/2503.01840)
 # - Pope et al. 2022, *Efficiently Scaling Transformer Inference*, [arXiv:2211.05102](https://arxiv.org/abs/2211.05102)
 # - Frantar et al. 2022, *GPTQ*, [arXiv:2210.17323](https://arxiv.org/abs/2210.17323); Lin et al. 2023, *AWQ*, [arXiv:2306.00978](https://arxiv.org/abs/2306.00978)
 # - vLLM docs: [engine arguments](https://docs.vllm.ai/en/stable/configuration/engine_args/), [quantized KV cache](https://docs.vllm.ai/en/stable/features/quantization/quantized_kvcache/)

@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -34,9 +34,10 @@ from memlib.explain import markdown_table
 from memlib.fit import usable_bytes
 from memlib.inference import kv_bytes_per_token, kv_cache_bytes
 from memlib.serving import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, decode_bound,
+                            speculative_expected_tokens, speculative_speedup,
                             paged_kv_blocks, paged_kv_waste_bytes,
-                            vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes,
-                            vllm_max_concurrency)
+                            vllm_default_max_num_batched_tokens, vllm_default_max_num_seqs,
+                            vllm_kv_cache_budget_bytes, vllm_max_concurrency)
 from memlib.units import gib
 from memlib.viz import count_sweep
 
@@ -91,16 +92,23 @@ print(f"{blocks} blocks per 8k chat; waste at most {worst / 1e6:.1f} MB per chat
 print(f"contiguous reservation, 2,000-token chat: {reserve_waste:.0%} empty")
 print(f"preempt one 8k chat: swap {swap_s * 1e3:.0f} ms one way; "
       f"recompute >= {prefill_s:.1f} s at peak FLOP/s")
+seqs = {g: vllm_default_max_num_seqs(g) for g in (A100, H100)}   # memlib.serving: vLLM's table
+print(f"max_num_seqs default: A100 {seqs[A100]}, H100 {seqs[H100]}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 d1_blocks, d1_worst = f"{blocks}", f"{worst / 1e6:.1f} MB"
 d1_short, d1_res = f"{short_share:.0%}", f"{reserve_waste:.0%}"
 d1_swap, d1_pre = f"{swap_s * 1e3:.0f} ms", f"{prefill_s:.1f} s"
+d1_seq_a, d1_seq_h = f"{seqs[A100]:,}", f"{seqs[H100]:,}"
 
 # %% [markdown]
 # Each step, vLLM's scheduler (V1: `vllm/v1/core/sched/scheduler.py`) spends a token budget,
 # `max_num_batched_tokens`, over running requests (one decode token each) and waiting ones (their
-# next prefill chunk), up to `max_num_seqs` (256). Its KV cache manager hands each request 16-token
+# next prefill chunk), up to `max_num_seqs` requests. That default depends on the GPU: {eval}`d1_seq_h`
+# on a card of 70 GiB or more that is not an A100 (an H100), {eval}`d1_seq_a` on an A100 and smaller cards
+# (`EngineArgs.get_batch_defaults` in `vllm/engine/arg_utils.py`, v0.10 on; memlib's
+# `vllm_default_max_num_seqs`). It caps the batch before memory does when more chats fit, and the
+# profile run's sampler warm-up grows with it. Its KV cache manager hands each request 16-token
 # blocks from a free pool and keeps a block table, logical block → physical block, that the
 # PagedAttention kernel reads through (Kwon et al. 2023, Sec. 4.2). An 8k chat holds {eval}`d1_blocks`
 # blocks; the only waste is its last block's empty slots, at most {eval}`d1_worst` (a 100-token chat
@@ -178,6 +186,39 @@ d4_launch = f"{LAUNCHES * LAUNCH_S * 1e3:.1f} ms"
 # replay it with one launch: vLLM captures them at startup for a list of batch sizes and logs the
 # memory they take, which comes off the KV budget. Both matter most at small batch, where a step
 # is short; at a full batch the reads dominate.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Speculative decoding: how much faster, and what memory?
+
+# %% tags=["nbval-check-output"]
+ALPHA, GAMMA = 0.8, 4                 # assumed: acceptance rate (measure it per workload), draft tokens
+draft = get_model("llama-3.1-8b")     # the draft: Llama-3.1-8B, same tokenizer as Llama-3-70B
+per_step = speculative_expected_tokens(ALPHA, GAMMA)   # memlib.serving: Leviathan eq. 1
+c = (decode_bound(draft, H100, 1, CTX, weights="bf16", tp=8).step_s
+     / decode_bound(m, H100, 1, CTX, weights="bf16", tp=8).step_s)  # draft / target step
+gain = speculative_speedup(ALPHA, GAMMA, c)            # Leviathan Theorem 3.8
+draft_w = estimate_inference(draft, 1, CTX, weights="bf16", tp=8).weight_bytes
+draft_kv = kv_bytes_per_token(draft, tp=8) / kv_bytes_per_token(m, tp=8)
+print(f"{per_step:.2f} tokens per step, {gain:.2f}x; draft {GB(draft_w, 2)} per GPU")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f3_tok, f3_c, f3_gain = f"{per_step:.2f}", f"{c:.2f}", f"{gain:.1f}"
+f3_w, f3_kv = f"{GB(draft_w)}", f"{draft_kv:.0%}"
+f3_chats, f3_t8 = f"{t8 / (1 + draft_kv):.0f}", f"{t8}"
+
+# %% [markdown]
+# A draft (a small model, or a draft head) proposes γ tokens; the target checks them in one forward and keeps the accepted prefix
+# plus one token of its own, so the output distribution is unchanged. Here the draft is
+# **Llama-3.1-8B** (a separate model with the same tokenizer). With acceptance rate α a target step
+# yields (1 − α^(γ+1)) / (1 − α) tokens (Leviathan et al. 2023, eq. 1): **{eval}`f3_tok`** at an
+# assumed acceptance rate α = 0.8 (the share of drafted tokens kept) and γ = 4; a draft step costs {eval}`f3_c` of a target step, so ≈ **{eval}`f3_gain`×**.
+# α is not a constant: it depends on the prompts and the sampling temperature, and a separate 8B draft
+# often accepts less than 0.8, so measure it on your own traffic (vLLM reports the acceptance rate).
+# Memory: the draft's weights ({eval}`f3_w` per GPU) and its cache, {eval}`f3_kv` of the target's
+# per token: about {eval}`f3_chats` chats instead of {eval}`f3_t8`. At a full batch the gain shrinks.
+# Servers now mostly draft with a head trained on the target's own hidden states instead of a second
+# model: EAGLE-3 (Li et al. 2025), or the model's multi-token-prediction (MTP) module where it has one
+# (DeepSeek-V3); both are one extra layer, so far less memory than an 8B draft.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### MHA to GQA: what the conversion costs and what it buys

@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -36,9 +36,10 @@ import memlib
 from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib
 from memlib.fit import usable_bytes
 from memlib.inference import kv_bytes_per_token, kv_cache_bytes
-from memlib.moe import expert_ridge_tokens, min_gpus_sharded, routed_expert_params, tokens_per_expert
+from memlib.moe import min_gpus_sharded, routed_expert_params
 from memlib.moe_playground import MoEServingPlayground
 from memlib.plan import plan_serving
+from memlib.serving import vllm_concurrency_for_estimate
 from memlib.timing import flops_per_token
 from memlib.cost.conventions import mla_absorbed_attention_flops, mla_absorbed_intensity, ridge_flop_per_byte
 from memlib.units import fmt_count
@@ -76,7 +77,11 @@ tp_only = next(p for p in serve.feasible if p.settings["tp"] == N and p.settings
 states = zero_model_state_bytes(P, 0, 1)                                                  # step 6
 flops_ratio = cost.training_flops(P, 1) / cost.training_flops(m, 1)                       # step 3
 serve_en, serve_zh = ("fit", "放得下") if serve.feasible else ("do not fit", "放不下")
-a_total, a_active = f"{R(P / 1e9, 3)}", f"{R(A / 1e9, 3)}"
+# vLLM at its default gpu_memory_utilization (0.9), on the same layout: every GPU an engine of its own (step 5)
+vllm_chats = N // serve.best.settings["tp"] * int(vllm_concurrency_for_estimate(serve.best.estimate, g))
+# "37B": DeepSeek's count, the active parameters without the input embedding (a lookup does no matmul; step 1)
+a_total, a_active = f"{R(P / 1e9, 3)}", f"{R(m.active_params_without_embedding / 1e9)}"
+a_vllm = f"{R(vllm_chats)}"
 a_fp8, a_chats, a_states = f"{R(fp8_total / 1e9)}", f"{R(serve.best.sequences)}", f"{R(states / 1e12, 3)}"
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -84,13 +89,15 @@ a_fp8, a_chats, a_states = f"{R(fp8_total / 1e9)}", f"{R(serve.best.sequences)}"
 #
 # > **EN** Memory follows all {eval}`a_total`B parameters; compute follows the {eval}`a_active`B active
 # > ones. Serving keeps every expert resident: {eval}`a_fp8` GB of fp8 weights, so eight H200s
-# > {eval}`serve_en`, and MLA's compressed cache leaves room for about {eval}`a_chats` chats. Levers: fp8
-# > or 4-bit weights, expert parallelism with data-parallel attention, more GPUs. Caveat: fine-tuning
-# > needs about {eval}`a_states` TB of states, and even LoRA must hold the whole base.
+# > {eval}`serve_en`, and MLA's compressed cache leaves room for about {eval}`a_chats` 8k-token chats,
+# > {eval}`a_vllm` at vLLM's default memory fraction. Levers: fp8 or 4-bit weights, expert parallelism
+# > with data-parallel attention, more GPUs. Caveat: fine-tuning keeps gradients and optimizer states for
+# > every expert, and even LoRA must hold the whole base.
 #
 # > **中文** 显存看全部 {eval}`a_total`B 参数，算力只看 {eval}`a_active`B 激活参数。推理时专家全部常驻：fp8 权重约
-# > {eval}`a_fp8` GB，8 张 H200 {eval}`serve_zh`；MLA 的压缩缓存还能放约 {eval}`a_chats` 个对话。手段：fp8 或 4-bit
-# > 权重、专家并行加数据并行注意力、更多卡。注意：微调的模型状态约 {eval}`a_states` TB，LoRA 也要放下整个底座。
+# > {eval}`a_fp8` GB，8 张 H200 {eval}`serve_zh`；MLA 的压缩缓存还能放约 {eval}`a_chats` 个 8k 对话，按 vLLM 默认
+# > 显存比例约 {eval}`a_vllm` 个。手段：fp8 或 4-bit 权重、专家并行加数据并行注意力、更多卡。注意：微调要为每个专家存梯度和
+# > 优化器状态，LoRA 也要放下整个底座。
 #
 # The long answer follows: every figure above is derived in section 5.
 
@@ -137,11 +144,18 @@ s1_routed_off, s1_active_off = f"{abs(experts / 654e9 - 1):.2%}", f"{37e9 / A - 
 s1_noemb = f"{fmt_count(m.active_params_without_embedding)}"
 
 # %% [markdown]
-# memlib: **{eval}`s1_total` parameters**, **{eval}`s1_active` active per token** ({eval}`s1_share`);
-# routed experts {eval}`s1_experts` ({eval}`s1_eshare`), the rest (MLA, shared experts, three dense layers,
-# router, embeddings) {eval}`s1_rest`. The pencil is off by {eval}`s1_routed_off` and {eval}`s1_active_off`.
-# DeepSeek's "37B activated" matches the count without the input embedding ({eval}`s1_noemb`); the
-# multi-token-prediction module is not counted (transformers does not build it).
+# memlib, tensor by tensor:
+#
+# | part | parameters | share |
+# |---|---|---|
+# | total | {eval}`s1_total` | |
+# | routed experts | {eval}`s1_experts` | {eval}`s1_eshare` |
+# | the rest: MLA, shared experts, three dense layers, router, embeddings | {eval}`s1_rest` | |
+# | active per token | {eval}`s1_active` | {eval}`s1_share` |
+#
+# The pencil is off by {eval}`s1_routed_off` and {eval}`s1_active_off`. DeepSeek's "37B activated" matches
+# the count without the input embedding ({eval}`s1_noemb`), the right N for FLOPs too: a lookup does no
+# matmul. The multi-token-prediction module is not counted (transformers does not build it).
 
 # %% [markdown]
 # ### Step 2 · Weights: every expert resident, fp8 as released
@@ -185,10 +199,11 @@ with_attention = flops_per_token(m, FT_SEQ)           # memlib.timing: + 12·L·
 peer = flops_per_token(GQA_PEER, FT_SEQ)
 attn_absorbed = mla_absorbed_attention_flops(m, CTX)  # memlib.cost.conventions: 2·L·H·(2·d_c + d_r)·T
 mla_ai, h100_ridge = mla_absorbed_intensity(m, CTX), ridge_flop_per_byte("h100-80gb")
+h200_ridge = ridge_flop_per_byte(GPU)                 # the question's GPU: same FLOP/s, more bandwidth
 print(f"6N {six_n_active / 1e9:,.0f} GFLOP/token (dense {six_n_dense / 1e12:.2f} TFLOP); + attention at 4k "
       f"{with_attention / 1e9:,.0f}; {GQA_PEER} {peer / 1e9:,.0f}")
 print(f"absorbed MLA at 8k: {attn_absorbed / 1e9:,.0f} GFLOP of attention alone, {mla_ai:,.0f} FLOP/B "
-      f"(H100 ridge {h100_ridge:,.0f})")
+      f"(ridge: H200 {h200_ridge:,.0f}, H100 {h100_ridge:,.0f})")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s3_active, s3_x = f"{six_n_active / 1e9:,.0f}", f"{six_n_dense / six_n_active:.1f}"
@@ -196,16 +211,21 @@ s3_attn_pct = f"{with_attention / six_n_active - 1:+.0%}"
 s3_peer, s3_peer_x = f"{peer / 1e9:,.0f}", f"{peer / with_attention:.1f}"
 s3_absorbed = f"{attn_absorbed / 1e9:,.0f}"
 s3_fwd, s3_ai, s3_ridge = f"{(2 * A + attn_absorbed) / 1e9:,.0f}", f"{mla_ai:,.0f}", f"{h100_ridge:,.0f}"
+s3_ridge200 = f"{h200_ridge:,.0f}"
+s3_side = f"{'above' if mla_ai > h200_ridge else 'below'}"
+s3_bound = f"{'compute-bound' if mla_ai > h200_ridge else 'still bandwidth-bound'}"
 
 # %% [markdown]
-# memlib: **{eval}`s3_active` GFLOP per training token**, **{eval}`s3_x`×** fewer than a dense 671B; the
+# memlib: **{eval}`s3_active` GFLOP per training token**, **{eval}`s3_x`×** fewer than a dense 671B. The
 # pencil left out attention, {eval}`s3_attn_pct` at 4k tokens. Llama-3.1-405B costs {eval}`s3_peer` GFLOP,
-# {eval}`s3_peer_x`× more. **At decode, MLA absorbs its weights** (DeepSeek-V2, Sec. 2.1.2): the key
-# up-projection folds into the query, the value up-projection into the output, and all 128 heads attend
-# over the cached latent directly: {eval}`s3_absorbed` GFLOP of attention alone at 8k tokens
-# ({eval}`s3_fwd` per token with the weights), at **{eval}`s3_ai` FLOP
-# per byte** of cache, near an H100's ridge of {eval}`s3_ridge`: close to compute-bound, where GQA decode
-# reads bytes.
+# {eval}`s3_peer_x`× more.
+#
+# **At decode, MLA absorbs its weights** (DeepSeek-V2, Sec. 2.1.2): the key up-projection folds into the
+# query, the value up-projection into the output, and all 128 heads attend over the cached latent
+# directly. That is {eval}`s3_absorbed` GFLOP of attention alone at 8k tokens ({eval}`s3_fwd` per token
+# with the weights), at **{eval}`s3_ai` FLOP per byte** of cache. The question's H200 has a ridge of
+# {eval}`s3_ridge200` (an H100's, with less bandwidth, is {eval}`s3_ridge`), so the intensity is
+# {eval}`s3_side` it: on the H200 that attention is {eval}`s3_bound`, where GQA decode reads bytes.
 
 # %% [markdown]
 # ### Step 4 · The KV cache: MLA's latent vs full K/V vs GQA
@@ -234,10 +254,11 @@ s4_gqa_128k = f"{GB(per_seq['GQA 405B'][131072])}"
 s4_tp = f"{kv_bytes_per_token(m, tp=N):,}"
 
 # %% [markdown]
-# memlib: **{eval}`s4_lat` bytes per token** (the pencil was exact), {eval}`s4_full_x`× less than full
-# K/V and {eval}`s4_gqa_x`× less than Llama-3.1-405B's GQA; {eval}`s4_8k` per 8k chat, {eval}`s4_128k` per
-# 128k one ({eval}`s4_gqa_128k` for the dense model). The cache is one vector per token, not per head, so
-# **tensor parallelism does not split it**: at tensor parallel 8 each GPU keeps {eval}`s4_tp` bytes per token.
+# memlib: **{eval}`s4_lat` bytes per token**; the pencil was exact. That is {eval}`s4_full_x`× less than
+# full K/V and {eval}`s4_gqa_x`× less than Llama-3.1-405B's GQA. An 8k chat holds {eval}`s4_8k`; a 128k one
+# {eval}`s4_128k`, against {eval}`s4_gqa_128k` for the dense model. The cache is one vector per token, not
+# per head, so **tensor parallelism does not split it**: at tensor parallel 8 each GPU keeps {eval}`s4_tp`
+# bytes per token.
 
 # %% [markdown]
 # ### Step 5 · Serving on 8 × H200: tensor or expert parallelism
@@ -263,14 +284,21 @@ s5_w, s5_kv, s5_tp = f"{GB(serve.best.weight_bytes)}", f"{GB(serve.best.kv_cache
 s5_off_tp, s5_off_ep = f"{tp_only.sequences / 110 - 1:+.0%}", f"{serve.best.sequences / 680 - 1:+.0%}"
 s5_act = f"{GB(serve.best.estimate.breakdown['activations'])}"
 s5_verdict = f"{'Eight H200s serve it' if serve.feasible else 'Eight H200s cannot serve it'}"
+s5_vllm, s5_vllm_gpu = f"{vllm_chats}", f"{vllm_chats // (N // serve.best.settings['tp'])}"
 
 # %% [markdown]
-# memlib: with **{eval}`s5_layout`** the server holds **{eval}`s5_best` chats of 8k** ({eval}`s5_per_gpu`
-# per GPU, with {eval}`s5_w` of weights and {eval}`s5_kv` of cache each); tensor parallel 8 holds
-# **{eval}`s5_tp`**, each replicated on all eight GPUs. memlib is {eval}`s5_off_tp` and {eval}`s5_off_ep` off
-# the pencil, which left out the CUDA context, 5% allocator headroom and one 8k prefill chunk ({eval}`s5_act`
-# per GPU). **{eval}`s5_verdict`**: SGLang `--tp 8 --dp 8 --enable-dp-attention --ep 8` or vLLM
-# `--data-parallel-size 8 --enable-expert-parallel` for throughput; tensor parallel 8 for the lowest latency.
+# memlib: with **{eval}`s5_layout`** the server holds **{eval}`s5_best` chats of 8k**, {eval}`s5_per_gpu`
+# per GPU. Each GPU keeps {eval}`s5_w` of weights and {eval}`s5_kv` of cache. Tensor parallel 8 holds
+# **{eval}`s5_tp`**, each chat's latent replicated on all eight GPUs. memlib is {eval}`s5_off_tp` and
+# {eval}`s5_off_ep` off the pencil, which left out the CUDA context, 5% allocator headroom and one 8k
+# prefill chunk ({eval}`s5_act` per GPU). **{eval}`s5_verdict`**: SGLang
+# `--tp 8 --dp 8 --enable-dp-attention --ep 8` or vLLM `--data-parallel-size 8 --enable-expert-parallel`
+# for throughput; tensor parallel 8 for the lowest latency.
+#
+# Those counts fill each card up to memlib's headroom (the CUDA context and 5% of the peak). vLLM at its
+# default `gpu_memory_utilization` of 0.9, with its profile run's sampler warm-up
+# (`memlib.serving.vllm_concurrency_for_estimate`), admits **{eval}`s5_vllm`** chats of 8k
+# ({eval}`s5_vllm_gpu` per GPU): read its "Maximum concurrency" log line before promising a number.
 
 # %% [markdown]
 # ### Step 6 · Full fine-tuning: 16 bytes per parameter, all of them
@@ -289,9 +317,9 @@ for gpu, r in ft.items():
           f"margin {GB(r.verdict.margin_bytes)}")
 h2 = ft[GPU]
 no_rc = estimate_training(m, seq_len=FT_SEQ, zero_stage=3, dp=h2.count, ep=h2.ep)   # the same, no recompute
-# DeepSeek-V3 report, Sec. 3.3.3: AdamW's m and v in bf16, K = 4 (fp32 master) + 2 + 2 = 8
-states_bf16_moments = zero_model_state_bytes(P, 0, 1, k=8)
-print(f"states {TB(states)} ({states // P} B/param), {TB(states_bf16_moments)} with bf16 moments "
+# DeepSeek-V3 report, Sec. 3.3.3: master weights and gradients in fp32 (4 + 4), AdamW's m and v in bf16 (2 + 2)
+states_bf16_moments = zero_model_state_bytes(P, 0, 1, k=4, working_bytes=4)
+print(f"states {TB(states)} ({states // P} B/param), {TB(states_bf16_moments)} in DeepSeek's layout "
       f"({states_bf16_moments // P} B/param)")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -304,14 +332,23 @@ s6_no_rc = f"{GB(no_rc.breakdown['activations'])}"
 s6_bpp12, s6_tb12 = f"{states_bf16_moments // P}", f"{TB(states_bf16_moments)}"
 
 # %% [markdown]
-# memlib: **{eval}`s6_states`** of states; the fewest whole nodes that fit are **{eval}`s6_h200` H200s**
-# (ZeRO-3, expert parallel {eval}`s6_ep`, full recompute, 4k sequences) or **{eval}`s6_h100` H100s**
-# (expert parallel {eval}`s6_h100_ep`), {eval}`s6_off` over the pencil, which left out what a GPU holds beside
-# its {eval}`s6_share` of states: the MoE layer ZeRO-3 gathers ({eval}`s6_gather`; ep shrinks it to 1/ep of
-# the experts), the backward's temporaries ({eval}`s6_tmp`), checkpointed activations ({eval}`s6_act`), the
-# CUDA context and headroom. Without recompute one 4k sequence keeps {eval}`s6_no_rc` of activations.
-# **DeepSeek trained with bf16 AdamW moments** (report, Sec. 3.3.3): 2 + 2 + 4 (fp32 master) + 2 + 2 =
-# **{eval}`s6_bpp12` B/param, not 16**, {eval}`s6_tb12` of states (it also accumulates gradients in fp32).
+# memlib: **{eval}`s6_states`** of states. The fewest whole nodes that fit are **{eval}`s6_h200` H200s**
+# (ZeRO-3, expert parallel {eval}`s6_ep`, full recompute, 4k sequences). On H100s: **{eval}`s6_h100`**
+# (expert parallel {eval}`s6_h100_ep`). That is {eval}`s6_off` over the pencil, which left out what an H200
+# holds beside its share of the states:
+#
+# | on one H200 | bytes |
+# |---|---|
+# | its share of the states | {eval}`s6_share` |
+# | the MoE layer ZeRO-3 gathers (expert parallelism shrinks it to 1/ep of the experts) | {eval}`s6_gather` |
+# | the backward's temporaries | {eval}`s6_tmp` |
+# | checkpointed activations | {eval}`s6_act` |
+#
+# plus the CUDA context and headroom. Without recompute one 4k sequence keeps {eval}`s6_no_rc` of
+# activations. **DeepSeek kept fp32 master weights and fp32 gradients but bf16 AdamW moments** (report,
+# Sec. 3.3.3: gradients in fp32 for accumulation over micro-batches): 4 + 4 + 2 + 2 =
+# **{eval}`s6_bpp12` B/param, not 16**, {eval}`s6_tb12` of states. A bf16 working copy of the weights, if
+# kept, adds 2 bytes per parameter.
 
 # %% [markdown]
 # ### Step 7 · LoRA and QLoRA: what memlib refuses, and the honest answer
@@ -403,31 +440,8 @@ f1_n, f1_exposed, f1_step = f"{a2a_per_layer}", f"{t.ep_comm_s:.2f} s", f"{t.ste
 # {eval}`f1_step` step that compute cannot hide. DeepSeek sends the dispatch in fp8 and limits each token
 # to 4 nodes (report, Secs. 2.1.2, 3.3).
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### Expert load at inference: why does DeepSeek decode with large expert parallelism?
-
-# %% tags=["nbval-check-output"]
-node_batch, unit_batch = serve.best.sequences, 32 * 256   # one node; DeepSeek's decode unit, 32 per GPU
-per_expert = {b: tokens_per_expert(b, m.num_experts_per_tok, m.num_experts)   # memlib.moe: B·k/E
-              for b in (node_batch, unit_batch)}
-ridge_tokens = expert_ridge_tokens(GPU)   # memlib.moe: tokens an fp8 expert matmul needs, ridge / 2
-print({b: round(v, 1) for b, v in per_expert.items()}, f"tokens per expert; ridge {ridge_tokens:.0f}")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f2_node, f2_node_t = f"{node_batch}", f"{per_expert[node_batch]:.0f}"
-f2_unit, f2_unit_t, f2_ridge = f"{unit_batch:,}", f"{per_expert[unit_batch]:.0f}", f"{ridge_tokens:.0f}"
-
 # %% [markdown]
-# A decode step gives each expert batch × {eval}`f1_k` / 256 tokens: **{eval}`f2_node_t`** at the
-# {eval}`f2_node` chats of one H200 node, far below the ~{eval}`f2_ridge` an fp8 expert matmul needs on an
-# H200 to be compute-bound. So DeepSeek decodes with expert parallelism over 320 GPUs (report, Sec. 3.4.2:
-# one expert per GPU, 64 GPUs for redundant and shared experts): {eval}`f2_unit` sequences in flight (an
-# assumed 32 per expert GPU) give each expert **{eval}`f2_unit_t`** tokens per step. Routing is never
-# uniform, and the GPU with a hot expert sets the step: DeepSeek's load balancer (EPLB) copies hot experts
-# to more GPUs as *redundant experts*, re-placed from observed load.
-
-# %% [markdown]
-# More follow-ups (is MoE decode cheap in bandwidth, capacity factor and dropped tokens, router load
+# More follow-ups (expert load at decode and DeepSeek's large expert parallelism, is MoE decode cheap in bandwidth, capacity factor and dropped tokens, router load
 # balancing, experts in CPU memory, other GPUs) are on the [deep-dive page](05_moe_memory_deep_dive.ipynb).
 
 

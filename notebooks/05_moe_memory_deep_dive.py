@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -36,7 +36,8 @@ from memlib.explain import markdown_table
 from memlib.fit import usable_bytes
 from memlib.measured import estimate_case
 from memlib.inference import gqa_kv_bytes_per_token, kv_bytes_per_token
-from memlib.moe import decode_weight_bytes, expected_experts_touched, min_gpus_sharded
+from memlib.moe import (decode_weight_bytes, expected_experts_touched, expert_ridge_tokens, min_gpus_sharded,
+                        tokens_per_expert)
 from memlib.plan import plan_serving
 from memlib.timing import flops_per_token
 from memlib.cost.conventions import deepseek_v3_implied_mfu
@@ -78,7 +79,31 @@ floors = {fmt: math.ceil(nbytes / usable_bytes(get_gpu("h100-80gb"))) for fmt, n
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## More follow-up questions · 更多追问
-#
+
+# %% [markdown]
+# ### Expert load at inference: why does DeepSeek decode with large expert parallelism?
+
+# %% tags=["nbval-check-output"]
+node_batch, unit_batch = serve.best.sequences, 32 * 256   # one node; DeepSeek's decode unit, 32 per GPU
+per_expert = {b: tokens_per_expert(b, m.num_experts_per_tok, m.num_experts)   # memlib.moe: B·k/E
+              for b in (node_batch, unit_batch)}
+ridge_tokens = expert_ridge_tokens(GPU)   # memlib.moe: tokens an fp8 expert matmul needs, ridge / 2
+print({b: round(v, 1) for b, v in per_expert.items()}, f"tokens per expert; ridge {ridge_tokens:.0f}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f2_node, f2_node_t, f2_k = f"{node_batch}", f"{per_expert[node_batch]:.0f}", f"{m.num_experts_per_tok}"
+f2_unit, f2_unit_t, f2_ridge = f"{unit_batch:,}", f"{per_expert[unit_batch]:.0f}", f"{ridge_tokens:.0f}"
+
+# %% [markdown]
+# A decode step gives each expert batch × {eval}`f2_k` / 256 tokens: **{eval}`f2_node_t`** at the
+# {eval}`f2_node` chats of one H200 node, far below the ~{eval}`f2_ridge` an fp8 expert matmul needs on an
+# H200 to be compute-bound. So DeepSeek decodes with expert parallelism over 320 GPUs (report, Sec. 3.4.2:
+# one expert per GPU, 64 GPUs for redundant and shared experts): {eval}`f2_unit` sequences in flight (an
+# assumed 32 per expert GPU) give each expert **{eval}`f2_unit_t`** tokens per step. Routing is never
+# uniform, and the GPU with a hot expert sets the step: DeepSeek's load balancer (EPLB) copies hot experts
+# to more GPUs as *redundant experts*, re-placed from observed load.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Is MoE decode cheap in memory bandwidth too?
 
 
@@ -371,9 +396,11 @@ rows = [[gpu, "DeepSpeed ZeRO-3" if z == 3 else "FSDP FULL_SHARD (fp32 shards)",
          GB(r.estimate.peak_bytes), GB(r.verdict.capacity_bytes)] for (gpu, z), r in ft_all.items()]
 display(Markdown(markdown_table(rows, ["GPU", "sharding", "fewest GPUs (whole nodes)", "expert parallel",
                                        "peak per GPU", "torch sees per GPU"])))
+more = [gpu for (gpu, z), r in ft_all.items() if z != 3 and r.count > ft_all[(gpu, 3)].count]
 display(Markdown(
     "FSDP under PyTorch AMP keeps fp32 parameters (4 bytes) where DeepSpeed keeps bf16 ones beside an fp32 master, "
-    "and gathers bf16 copies under its mixed-precision policy: a node more on most GPUs. Pipeline layouts are not "
+    f"and gathers bf16 copies under its mixed-precision policy: a node more on {len(more)} of the "
+    f"{len(ft_all) // 2} GPUs ({', '.join(more)}), the same count on the others. Pipeline layouts are not "
     "searched here; DeepSeek's own pre-training used 16-way pipeline, 64-way expert parallelism and ZeRO-1 over "
     "2,048 H800s (report, Sec. 3.2)."))
 

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -18,7 +18,7 @@
 #
 # Companion to `notebooks/04_serving_capacity.ipynb`: the KV cache per token with GQA, quantized
 # weights split over GPUs, the chats that fit, vLLM's reservation, PagedAttention's blocks, the
-# layout of eight GPUs, the decode speed limit, speculative decoding and MHA converted to GQA. Most
+# layout of eight GPUs, the decode speed limit, speculative decoding, MHA converted to GQA and the request rate. Most
 # numeric exercises change the notebook's setup: derive them with its method. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("04.k", answer)` grades an answer against a value memlib computes now; numbers may
@@ -299,6 +299,26 @@ check("04.14", answer)
 
 # %% tags=["solution"]
 solution("04.14")
+
+# %% [markdown]
+# ## 04.15 · What caps the request rate: the cache or the FLOPs?
+
+# %%
+show("04.15")
+
+# %%
+# BEGIN SOLUTION
+kv = 2 * 32 * 8 * 128 * 2 * 4000                      # one request's cache at full length, bytes
+tpot = (15.0e9 + 120 * kv) / 3.35e12                  # weights read + 120 caches, per decode step
+memory = 120 / (0.5 + 1000 * tpot)                    # Little's law: 5.0 requests/s
+compute = 0.4 * 989.4e12 / (2 * 8.03e9 * 4000)        # 2N per token, attention left out: 6.2 requests/s
+answer = ("a", "1")                                   # the smaller binds: memory
+# END SOLUTION
+check("04.15", answer)
+# hint("04.15")
+
+# %% tags=["solution"]
+solution("04.15")
 
 # %% [markdown]
 # ## Your score

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -149,7 +149,7 @@ check("05.6", answer)
 solution("05.6")
 
 # %% [markdown]
-# ## 05.7 · H200s for the model states alone, with bf16 moments
+# ## 05.7 · H200s for the model states alone, DeepSeek's way
 
 # %%
 show("05.7")
@@ -159,7 +159,8 @@ show("05.7")
 import math
 
 n = memlib.get_model("deepseek-v3").num_params
-answer = math.ceil((2 + 2 + 4 + 2 + 2) * n / (141 * 2**30))  # all 671B, 12 bytes each (bf16 m, v), whole GPUs
+h200 = memlib.fit.usable_bytes(memlib.get_gpu("h200"))  # what torch reports: 150.1 GB
+answer = math.ceil((4 + 4 + 2 + 2) * n / h200)  # fp32 weights, fp32 gradients, bf16 m, v; all 671B; whole GPUs
 # END SOLUTION
 check("05.7", answer)
 # hint("05.7")
@@ -215,8 +216,11 @@ all attention weights and 32 of the 256 experts per layer, about 100 GB, and cac
 MLA's latent is 70 KB per token, so roughly 540 chats of 8k fit; with tensor parallel 8 alone about 100,
 because the latent is replicated on every GPU. Two 8 x H100 nodes would also do.
 Fine-tuning: full fine-tuning keeps 16 bytes per parameter of all 671B, about 10.7 TB, so ZeRO-3 with
-expert parallelism and full recompute over about 88 H200s (or 160 H100s); 1B tokens at 6 x 37B FLOPs per
-token and ~40% MFU is about 1,500 GPU-hours, under a day on 88 GPUs. LoRA would save the gradients and
+expert parallelism and full recompute over about 96 H200s (or 176 H100s), whole nodes. Time: 1B tokens at
+6 x 37B FLOPs per token are 2.2e20 FLOPs; at 40% MFU of an H200's 989 TFLOP/s that is about 160 GPU-hours
+(about 210 counting attention at 4k tokens), under 3 hours on 96 GPUs. That MFU is optimistic here: a step
+model of this layout leaves about half of each step to exposed expert-parallel all-to-all, an achieved
+MFU under 10% and roughly 900 GPU-hours. I would quote both and say which is which. LoRA would save the gradients and
 optimizer states but still holds the 1.3 TB bf16 base over 2-3 nodes, and needs a framework that adapts
 stacked experts. I would never size anything from the 37B active parameters.
 """

@@ -35,6 +35,11 @@ A100_40 = 40 * GiB  # 01.1 asks for a DGX A100 40GB node: 8 x 40 GiB
 assert (N7, N65, N70, N8) == (6_738_415_616, 65_285_660_672, 68_976_648_192, 8_030_261_248)
 assert N33 == 32_528_943_616
 assert llama_params(8192, 80, 28672, vocab=128256, kv=1024) == 70_553_706_496
+# 04.15's bounds, by hand (see its rows): memory 5.05 req/s < compute 5.78 req/s
+_W15, _KV15 = 2 * (N8 - 128256 * 4096), 2 * 32 * 8 * 128 * 2 * 4000
+_MEM15 = 120 / (0.5 + 1000 * (_W15 + 120 * _KV15) / 3.35e12)
+_COMP15 = 0.4 * 989.4e12 / (2 * N8 * 3999 + 4 * 32 * 32 * 128 * 3999 * 4000 / 2)
+assert 5.0 < _MEM15 < 5.1 < 5.7 < _COMP15 < 5.8
 
 # hand derivations (bytes unless noted)
 STATES_65 = 16 * N65  # 2 + 2 + 12 bytes/param (ZeRO paper, Sec. 3.1)
@@ -153,9 +158,12 @@ V3_TP8_CHATS = 55e9 / (KV_V3 * 8192)  # ~55 GB free per GPU, the whole latent on
 H200 = 141 * GiB
 DISPATCH = 4096 * 8 * 7168 * 2 * 7 / 8  # rows x hidden x bf16, 7/8 leave the GPU: 411,041,792 bytes
 assert N_V3_ACTIVE == 37_552_282_624 and KV_V3 == 70_272 and math.ceil(16 * N_V3 / H200) == 71
-# 05.7 with DeepSeek's bf16 AdamW moments (report, Sec. 3.3.3): bf16 weights 2 + bf16 gradients 2 + fp32 master 4
-# + bf16 m 2 + bf16 v 2 = 12 B/param; 12 x 671,026,404,352 = 8.052e12 B / (141 x 2^30 = 1.514e11 B) = 53.2 -> 54
-assert math.ceil(12 * N_V3 / H200) == 54 and math.ceil(8 * N_V3 / H200) == 36
+# 05.7, DeepSeek's own layout (report, Sec. 3.3.3: master weights and gradients in fp32, AdamW's moments in bf16):
+# fp32 weights 4 + fp32 gradients 4 + bf16 m 2 + bf16 v 2 = 12 B/param; one H200 as torch reports it,
+# total_memory=143156MB (an H200's _CudaDeviceProperties, memlib.hardware's cited source) = 143,156 x 2^20 B
+# = 150,109,945,856 B; 12 x 671,026,404,352 = 8.052e12 B / 1.501e11 B = 53.6 -> 54
+H200_TORCH = 143_156 * 2**20
+assert math.ceil(12 * N_V3 / H200_TORCH) == 54 and math.ceil(8 * N_V3 / H200_TORCH) == 36
 # Mixtral-8x22B (05.1; config.json: 56 layers, hidden 6144, 48 heads and 8 KV heads of 128, 8 experts of 16384,
 # vocab 32000, untied): per layer q and o 2 x 6144^2, k and v 2 x 6144 x 1024, experts 8 x 3 x 6144 x 16384, router
 # 6144 x 8, two norms 2 x 6144; plus embedding and head 2 x 32000 x 6144 and the final norm
@@ -449,6 +457,14 @@ CASES = [
     ("04.13", f"{2048 * 2 * 32 * 8 * 128 * 2 / 1e9:.3f} GB", "incorrect", "in flight"),
     ("04.14", ("b", "1"), "correct", None),
     ("04.14", ("a", "1"), "incorrect", None),
+    # 04.15: Llama-3.1-8B (N8 parameters, 8 KV heads, 32 layers) on one H100, 3,000 + 1,000 tokens, 120 requests in
+    # the cache, 0.5 s TTFT, 40% MFU. Memory: weights read 2 x (N8 - 128,256 x 4,096 embedding) = 15,009,849,344 B;
+    # one cache 2 x 32 x 8 x 128 x 2 x 4,000 = 524,288,000 B; TPOT = (15.01e9 + 120 x 0.524e9) / 3.35e12 = 23.26 ms;
+    # 120 / (0.5 + 1,000 x 23.26 ms) = 5.05 req/s. Compute: (2 x N8 x 3,999 + 4 x 32 x 32 x 128 x 3,999 x 4,000 / 2)
+    # = 6.84e13 FLOPs; 0.4 x 989.4e12 / 6.84e13 = 5.78 req/s. Memory binds: (a).
+    ("04.15", ("a", "1"), "correct", None),
+    ("04.15", "b", "incorrect", "allow only 5.0"),
+    ("04.15", "c", "incorrect", "last token"),
     ("07.11", f"{CK_YOUNG:.0f} s", "correct", None),
     ("07.11", f"{CK_YOUNG / 60:.1f} minutes", "correct", None),
     ("07.11", f"{math.sqrt(2 * CK_WRITE * CK_MTBF / 4):.0f} s", "incorrect", "16,384-GPU job"),
@@ -497,11 +513,11 @@ CASES = [
     ("05.5", ("8.8 KB", f"{8 * V3_TP8_CHATS:.0f}"), "incorrect", "every GPU caches all of it"),
     ("05.6", ("c", 2), "correct", None),
     ("05.6", ("a", 1), "incorrect", "splits the KV cache as well"),
-    ("05.7", math.ceil(12 * N_V3 / H200), "correct", None),  # 54
-    ("05.7", math.ceil(12 * N_V3 / 141e9), "incorrect", "141 × 2³⁰ bytes"),
-    ("05.7", math.ceil(16 * N_V3 / H200), "incorrect", "bf16, 2 bytes each"),
-    ("05.7", math.ceil(8 * N_V3 / H200), "incorrect", "fp32 master weights"),
-    ("05.7", math.ceil(12 * N_V3_ACTIVE / H200), "incorrect", "count all parameters"),
+    ("05.7", math.ceil(12 * N_V3 / H200_TORCH), "correct", None),  # 54
+    ("05.7", math.ceil(12 * N_V3 / 141e9), "incorrect", "torch reports more"),  # 58
+    ("05.7", math.ceil(16 * N_V3 / H200_TORCH), "incorrect", "bf16, 2 bytes each"),  # 72
+    ("05.7", math.ceil(8 * N_V3 / H200_TORCH), "incorrect", "fp32 gradients"),  # 36: 2 + 2 + 2 + 2
+    ("05.7", math.ceil(12 * N_V3_ACTIVE / H200_TORCH), "incorrect", "count all parameters"),
     ("05.8", "b, d", "correct", None),
     ("05.8", "b, d, e", "incorrect", "1 of your 3 picks"),
     ("05.8", "a, b, d", "incorrect", "1 of your 3 picks"),

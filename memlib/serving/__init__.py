@@ -2,9 +2,11 @@
 PagedAttention blocks, and the decode speed limit."""
 
 from memlib.serving.capacity import (
-    USAGES, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, DecodeBound, decode_bound, decode_tokens_per_s_upper_bound,
+    USAGES, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, DecodeBound, LoadPoint, RequestRateBound, concurrency_at_rate,
+    decode_bound, decode_tokens_per_s_upper_bound, request_flops, request_rate_bound,
     paged_kv_blocks, paged_kv_waste_bytes, vllm_default_max_num_batched_tokens, vllm_default_max_num_seqs,
-    vllm_kv_cache_budget_bytes, vllm_max_concurrency, vllm_profile_peak_bytes, vllm_sampler_warmup_bytes,
+    vllm_concurrency_for_estimate, vllm_kv_budget_for_estimate, vllm_kv_cache_budget_bytes, vllm_max_concurrency,
+    vllm_profile_peak_bytes, vllm_sampler_warmup_bytes,
 )
 from memlib.serving.inference import InferenceEstimate, estimate_inference, max_batch, max_context
 from memlib.serving.quantization import (
@@ -18,8 +20,9 @@ __all__ = [
     "InferenceEstimate", "estimate_inference", "max_batch", "max_context", "DecodeBound", "decode_bound",
     "decode_tokens_per_s_upper_bound", "paged_kv_blocks", "paged_kv_waste_bytes",
     "vllm_default_max_num_batched_tokens", "vllm_default_max_num_seqs", "vllm_kv_cache_budget_bytes",
-    "vllm_max_concurrency", "vllm_profile_peak_bytes", "vllm_sampler_warmup_bytes",
+    "vllm_max_concurrency", "vllm_kv_budget_for_estimate", "vllm_concurrency_for_estimate", "vllm_profile_peak_bytes", "vllm_sampler_warmup_bytes",
     "AffineParams", "affine_params", "quantize", "dequantize", "max_rounding_error", "bits_per_weight",
     "decode_crossover_batch", "quantized_decode_bound", "decode_speedup",
+    "request_flops", "RequestRateBound", "request_rate_bound", "LoadPoint", "concurrency_at_rate",
     "token_forwards", "littles_law_concurrency", "speculative_expected_tokens", "speculative_speedup",
 ]

@@ -23,18 +23,26 @@ server does on top of that arithmetic:
                     size) / TPOT; Pope et al. 2022, Sec. 2-3), and at least FLOPs / peak FLOP/s.
                     An upper bound on tokens/s: real kernels reach 50-80% of the bandwidth, and the
                     tensor-parallel all-reduces and kernel launches add time.
+  request_rate_bound the requests per second a server sustains: the smaller of a memory bound (the chats
+                    the cache holds over their latency at that batch, Little's law L = lambda W, Little
+                    1961) and a compute bound (the GPUs' dense peak x an MFU you state over one request's
+                    forward FLOPs, 2N per token plus causal attention; Kaplan et al. 2020, Sec. 2.1; PaLM
+                    App. B). concurrency_at_rate: the chats in flight at a given rate, with Little's law's
+                    latency taken at that load (TPOT from decode_bound at the batch in flight).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib._checks import choice, fraction, positive_int, plain_args
+from memlib._checks import choice, fraction, positive_float, positive_int, plain_args
 from memlib.hardware.fit import usable_bytes
 from memlib.hardware.gpus import get_gpu
-from memlib.serving.inference import AUTO, estimate_inference, kv_bytes_per_token
+from memlib.serving.inference import AUTO, InferenceEstimate, estimate_inference, kv_bytes_per_token
 from memlib.models import get_model
-from memlib.cost.timing import forward_flops_per_token
+from memlib.cost.conventions import littles_law_arrival_rate
+from memlib.cost.timing import active_params, attention_flops_per_token, forward_flops_per_token
+from memlib.serving.techniques import token_forwards
 from memlib.units import GiB
 
 VLLM_BLOCK_SIZE = 16  # vllm CacheConfig.block_size default on CUDA (Kwon et al. 2023, Sec. 7.2: 16 works well)
@@ -136,11 +144,22 @@ def vllm_profile_peak_bytes(model, tokens: int, max_num_seqs: int = 256, weights
     whenever max_num_seqs x vocabulary is large against the batch's MLP."""
     m = get_model(model) if isinstance(model, str) else model
     tokens = positive_int("max_num_batched_tokens", tokens)
-    rows = min(positive_int("max_num_seqs", max_num_seqs), tokens)
     fwd = estimate_inference(m, 1, tokens, weights=weights, kv_cache=kv_cache, tp=tp, prefill_tokens=tokens,
                              engine="vllm")
-    forward = fwd.activation_bytes + fwd.dequant_workspace
-    return max(forward, vllm_sampler_warmup_bytes(m, rows, sampler) + tokens * m.hidden_size * 2)
+    return _profile_peak(m, fwd.activation_bytes + fwd.dequant_workspace, tokens, max_num_seqs, sampler)
+
+
+def _profile_peak(m, forward_bytes: int, tokens: int, max_num_seqs: int, sampler: str) -> int:
+    """The larger of the profile forward's workspace and the sampler's warm-up over min(max_num_seqs, tokens) rows
+    while the forward's output hidden states (tokens x hidden x 2 bytes) are held (vllm_profile_peak_bytes)."""
+    rows = min(positive_int("max_num_seqs", max_num_seqs), tokens)
+    return max(forward_bytes, vllm_sampler_warmup_bytes(m, rows, sampler) + tokens * m.hidden_size * 2)
+
+
+def _vllm_available(total: int, util: float, peak: int, non_torch: int, cudagraph_bytes: int) -> int:
+    """Worker.determine_available_memory (see the module docstring): total x utilization - peak - non-torch,
+    less the CUDA graphs' estimate from v0.21.0."""
+    return int(total * util) - peak - non_torch - positive_int("cudagraph_bytes", cudagraph_bytes, allow_zero=True)
 
 
 @plain_args
@@ -193,7 +212,47 @@ def vllm_kv_cache_budget_bytes(model, gpu, weights: str = AUTO, kv_cache: str = 
     peak = weight_bytes + vllm_profile_peak_bytes(model, tokens, seqs, weights=weights, kv_cache=kv_cache, tp=tp,
                                                   sampler=sampler)
     total = usable_bytes(g) if total_bytes is None else positive_int("total_bytes", total_bytes)
-    return int(total * util) - peak - non_torch - positive_int("cudagraph_bytes", cudagraph_bytes, allow_zero=True)
+    return _vllm_available(total, util, peak, non_torch, cudagraph_bytes)
+
+
+@plain_args
+def vllm_kv_budget_for_estimate(estimate, gpu, gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
+                                max_num_seqs: int | None = None, sampler: str = "torch",
+                                non_torch_bytes: int | None = None, cudagraph_bytes: int = 0) -> int:
+    """Bytes vLLM gives the KV cache on one GPU of the layout `estimate` describes (any memlib.estimate_inference
+    result: tensor, expert or data-parallel attention layouts, e.g. memlib.plan.plan_serving's plans).
+
+    The same formula as vllm_kv_cache_budget_bytes, with the estimate's weights per GPU and its prefill forward
+    (setup.forward_tokens tokens, the profile run's max_num_batched_tokens) in place of a tensor-parallel model:
+    total x gpu_memory_utilization - (weights + the larger of the forward's workspace and the sampler's warm-up
+    over min(max_num_seqs, tokens) rows) - non_torch_bytes. Under data-parallel attention every GPU is an engine
+    of its own with its own profile run and scheduler, so the figure is per GPU. non_torch_bytes: default
+    VLLM_NON_TORCH_BYTES_TP1 on one GPU with no expert parallelism, else memlib's 0.5 GiB for the communicators."""
+    if not isinstance(estimate, InferenceEstimate):
+        raise ValueError(f"estimate must be a memlib.estimate_inference result (an InferenceEstimate, e.g. a "
+                         f"plan_serving plan's .estimate), got {type(estimate).__name__}")
+    g = get_gpu(gpu)
+    s = estimate.setup
+    util = fraction("gpu_memory_utilization", gpu_memory_utilization)
+    seqs = vllm_default_max_num_seqs(g) if max_num_seqs is None else positive_int("max_num_seqs", max_num_seqs)
+    if non_torch_bytes is None:
+        non_torch_bytes = VLLM_NON_TORCH_BYTES_TP1 if s.tp == 1 and s.ep == 1 else TP_COMMUNICATOR_BYTES
+    non_torch = positive_int("non_torch_bytes", non_torch_bytes, allow_zero=True)
+    peak = estimate.weight_bytes + _profile_peak(s.model, estimate.activation_bytes + estimate.dequant_workspace,
+                                                 s.forward_tokens, seqs, sampler)
+    return _vllm_available(usable_bytes(g), util, peak, non_torch, cudagraph_bytes)
+
+
+@plain_args
+def vllm_concurrency_for_estimate(estimate, gpu, block_size: int = VLLM_BLOCK_SIZE, **budget_kw) -> float:
+    """vLLM's "Maximum concurrency" for the layout `estimate` describes, per GPU (per engine): the KV blocks
+    vllm_kv_budget_for_estimate holds x block_size / the estimate's context_len. 0.0 when no block fits.
+    Multiply by the data-parallel groups (GPUs / tp) for a server of several engines."""
+    block_size = positive_int("block_size", block_size)
+    budget = vllm_kv_budget_for_estimate(estimate, gpu, **budget_kw)
+    if budget <= 0:
+        return 0.0
+    return budget // (block_size * estimate.kv_bytes_per_token) * block_size / estimate.setup.context_len
 
 
 @plain_args
@@ -283,12 +342,18 @@ def decode_bound(model, gpu, batch: int = 1, context_len: int = 4096, weights: s
     if m.tie_word_embeddings:  # the head reads the (shared) embedding matrix in full
         weight_bytes += est.weight_parts["embedding"]
     flops = s.batch * forward_flops_per_token(m, s.context_len) / s.tp
-    tflops = g.fp8_tflops if s.weights.startswith("fp8") and g.fp8_tflops else (g.bf16_tflops or g.fp16_tflops)
+    return DecodeBound(s.batch, s.context_len, s.tp, weight_bytes, est.kv_cache_bytes, flops,
+                       g.memory_bandwidth_bytes_per_s, _tensor_peak_flops(g, s.weights))
+
+
+def _tensor_peak_flops(g, weights: str) -> float:
+    """The dense tensor peak (FLOP/s) a serving step computes at: fp8 for fp8 weights on a GPU with fp8 tensor
+    cores, else 16-bit (weight-only int8/int4 kernels, and fp8 on an A100, compute in 16-bit)."""
+    tflops = g.fp8_tflops if weights.startswith("fp8") and g.fp8_tflops else (g.bf16_tflops or g.fp16_tflops)
     if not tflops:
         raise ValueError(f"GPU {g.name!r} has no 16-bit tensor peak (fp16_tflops and bf16_tflops are None): the "
-                         "decode roofline needs one; give fp16_tflops")
-    return DecodeBound(s.batch, s.context_len, s.tp, weight_bytes, est.kv_cache_bytes, flops,
-                       g.memory_bandwidth_bytes_per_s, tflops * 1e12)
+                         "roofline needs one; give fp16_tflops")
+    return tflops * 1e12
 
 
 @plain_args
@@ -298,7 +363,149 @@ def decode_tokens_per_s_upper_bound(model, gpu, batch: int = 1, context_len: int
     return decode_bound(model, gpu, batch, context_len, weights, kv_cache, tp).tokens_per_s
 
 
+# --- the request rate a server sustains ---------------------------------------------------------
+@plain_args
+def request_flops(model, prompt_tokens: int, reply_tokens: int) -> float:
+    """Forward FLOPs to serve one request of `prompt_tokens` (prefill) and `reply_tokens` (decode).
+
+    Each position the model runs (memlib.serving.token_forwards: T = prompt + reply - 1 with a KV cache) costs
+    2N through the weights (Kaplan et al. 2020, Sec. 2.1; N = memlib.cost.timing.active_params) and 4·L·H·Q·i
+    of attention at position i, which attends to the i positions up to it (the forward third of PaLM's
+    12·L·H·Q·T, App. B, with the causal mask counted: prefill and decode alike see only their prefix):
+    2N·T + 4·L·H·Q·T(T + 1)/2."""
+    m = get_model(model) if isinstance(model, str) else model
+    t = token_forwards(prompt_tokens, reply_tokens, kv_cache=True)
+    return 2.0 * active_params(m) * t + attention_flops_per_token(m, 1) / 3 * t * (t + 1) / 2
+
+
+@dataclass(frozen=True)
+class RequestRateBound:
+    """The requests per second a server sustains: the smaller of its memory bound and its compute bound.
+
+    memory_rate: `batch` chats (what the KV cache and the scheduler allow, over all replicas) each staying
+    latency_s = TTFT + reply x TPOT, TPOT the decode roofline at that full batch (Little's law: L / W).
+    compute_rate: the GPUs' dense peak x mfu over one request's forward FLOPs (request_flops). Both are upper
+    bounds: queueing, preemption and an SLO on TTFT or TPOT lower what a real server reaches."""
+
+    prompt_tokens: int
+    reply_tokens: int
+    ttft_s: float  # assumed time to first token at the memory bound's full batch
+    mfu: float  # the model-FLOPs utilisation the compute bound assumes
+    gpus: int  # tp x replicas
+    batch: int  # chats in flight at the memory bound, all replicas
+    tpot_s: float  # decode step at that batch (memlib.serving.decode_bound)
+    flops_per_request: float  # request_flops
+    peak_flops: float  # all GPUs' dense tensor peak, FLOP/s
+
+    @property
+    def latency_s(self) -> float:
+        """One request's time in the server at the memory bound's full batch: TTFT + reply x TPOT."""
+        return self.ttft_s + self.reply_tokens * self.tpot_s
+
+    @property
+    def memory_rate(self) -> float:
+        """Requests/s the cache allows: batch / latency (Little's law)."""
+        return littles_law_arrival_rate(self.batch, self.latency_s)
+
+    @property
+    def compute_rate(self) -> float:
+        """Requests/s the FLOPs allow: peak x mfu / FLOPs per request."""
+        return self.peak_flops * self.mfu / self.flops_per_request
+
+    @property
+    def rate(self) -> float:
+        return min(self.memory_rate, self.compute_rate)
+
+    @property
+    def bound(self) -> str:
+        """Which bound binds: "memory" or "compute"."""
+        return "memory" if self.memory_rate <= self.compute_rate else "compute"
+
+
+@plain_args
+def request_rate_bound(model, gpu, prompt_tokens: int, reply_tokens: int, ttft_s: float, mfu: float,
+                       weights: str = AUTO, kv_cache: str = "bf16", tp: int = 1, replicas: int = 1,
+                       batch: int | None = None, max_num_seqs: int | None = None) -> RequestRateBound:
+    """The request rate `replicas` copies of a `tp`-GPU server sustain at best (RequestRateBound: the minimum of
+    the memory and the compute bound, and which binds).
+
+    Every chat is counted at its full length, prompt_tokens + reply_tokens. batch (per replica): default the
+    largest batch memlib.max_batch fits at that length with vLLM's default prefill chunk, capped at the
+    scheduler's max_num_seqs (default vllm_default_max_num_seqs(gpu)). ttft_s: the time to first token you
+    assume (queueing + prefill). mfu: the fraction of the dense tensor peak (fp8 for fp8 weights on GPUs with
+    fp8 tensor cores, else 16-bit) the FLOPs run at; mfu=1 gives the hardware ceiling."""
+    m = get_model(model) if isinstance(model, str) else model
+    g = get_gpu(gpu)
+    prompt_tokens = positive_int("prompt_tokens", prompt_tokens)
+    reply_tokens = positive_int("reply_tokens", reply_tokens)
+    ttft_s = positive_float("ttft_s", ttft_s, unit=" s")
+    mfu = fraction("mfu", mfu, what="a fraction of the dense tensor peak (model FLOPs utilisation)")
+    tp, replicas = positive_int("tp", tp), positive_int("replicas", replicas)
+    context = prompt_tokens + reply_tokens
+    if batch is None:
+        from memlib.serving.inference import max_batch  # the search lives beside estimate_inference
+        fit = max_batch(m, g, context, weights=weights, kv_cache=kv_cache, tp=tp,
+                        prefill_tokens=vllm_default_max_num_batched_tokens(g))
+        if fit.value == 0:
+            raise ValueError(f"not one request of {context:,} tokens fits {g.name} at tp={tp}: {fit.reason}")
+        seqs = vllm_default_max_num_seqs(g) if max_num_seqs is None else positive_int("max_num_seqs", max_num_seqs)
+        batch = min(fit.value, seqs)
+    else:
+        batch = positive_int("batch", batch)
+    step = decode_bound(m, g, batch, context, weights=weights, kv_cache=kv_cache, tp=tp)
+    fmt = estimate_inference(m, 1, 1, weights=weights, kv_cache=kv_cache).setup.weights
+    return RequestRateBound(prompt_tokens, reply_tokens, ttft_s, mfu, tp * replicas, batch * replicas, step.step_s,
+                            request_flops(m, prompt_tokens, reply_tokens),
+                            tp * replicas * _tensor_peak_flops(g, fmt))
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """A server at `qps` requests/s in steady state: the chats in flight, and the TPOT and latency at that batch."""
+
+    qps: float
+    in_flight: float  # L = qps x latency_s (Little's law), all replicas
+    tpot_s: float
+    latency_s: float  # TTFT + reply x TPOT at that batch
+
+
+@plain_args
+def concurrency_at_rate(model, gpu, qps: float, prompt_tokens: int, reply_tokens: int, ttft_s: float,
+                        weights: str = AUTO, kv_cache: str = "bf16", tp: int = 1, replicas: int = 1) -> LoadPoint:
+    """Chats in flight at `qps` requests/s, with Little's law's latency taken at that load.
+
+    L = qps x (TTFT + reply x TPOT(L)), TPOT(L) the decode roofline at L chats of full length
+    (decode_bound: max((weights + L x KV per chat) / bandwidth, L x FLOPs per chat / peak), both linear in
+    L), split evenly over `replicas`. Each branch is a linear fixed point, L = qps x (T + R·a) / (1 - qps x R·b);
+    the steady state is the larger of the two. A rate at which qps x R·b >= 1 has none: decode alone cannot
+    keep up, the queue grows without bound (ValueError). Compare in_flight with the chats memory holds
+    (request_rate_bound(...).batch) and the rate with its compute bound: this function checks neither."""
+    m = get_model(model) if isinstance(model, str) else model
+    g = get_gpu(gpu)
+    qps = positive_float("qps", qps, unit=" requests/s")
+    reply_tokens = positive_int("reply_tokens", reply_tokens)
+    ttft_s = positive_float("ttft_s", ttft_s, unit=" s")
+    replicas = positive_int("replicas", replicas)
+    one = decode_bound(m, g, 1, positive_int("prompt_tokens", prompt_tokens) + reply_tokens, weights=weights,
+                       kv_cache=kv_cache, tp=tp)
+    lam, r = qps / replicas, reply_tokens   # per replica
+    branches = ((one.weight_bytes / one.bandwidth_bytes_per_s, one.kv_bytes / one.bandwidth_bytes_per_s),  # memory
+                (0.0, one.flops / one.peak_flops))                                                         # compute
+    fixed = []
+    for a, b in branches:
+        if lam * r * b >= 1:
+            raise ValueError(f"{qps:g} requests/s is beyond what decode alone sustains on {g.name} at tp={tp} x "
+                             f"{replicas} (each chat adds {b * 1e6:.1f} us to every decode step of {r} steps): "
+                             "the queue grows without bound")
+        fixed.append(lam * (ttft_s + r * a) / (1 - lam * r * b))
+    per_replica = max(fixed)
+    tpot = max(a + b * per_replica for a, b in branches)
+    return LoadPoint(qps, per_replica * replicas, tpot, ttft_s + r * tpot)
+
+
 __all__ = ["VLLM_BLOCK_SIZE", "VLLM_GPU_MEMORY_UTILIZATION", "VLLM_SAMPLER_BYTES_PER_LOGIT", "paged_kv_blocks",
            "paged_kv_waste_bytes", "vllm_default_max_num_batched_tokens", "vllm_default_max_num_seqs",
            "vllm_sampler_warmup_bytes", "vllm_profile_peak_bytes", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
-           "DecodeBound", "decode_bound", "decode_tokens_per_s_upper_bound"]
+           "vllm_kv_budget_for_estimate", "vllm_concurrency_for_estimate",
+           "DecodeBound", "decode_bound", "decode_tokens_per_s_upper_bound", "request_flops", "RequestRateBound",
+           "request_rate_bound", "LoadPoint", "concurrency_at_rate"]

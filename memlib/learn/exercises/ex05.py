@@ -74,11 +74,22 @@ def _dispatch_bytes(width: int = 2, top_k: bool = True, sent_share: bool = True)
     return all_to_all_bytes(buffer, 8) if sent_share else float(buffer)
 
 
-def _h200s_for_states(k: int = 12, params=None, capacity=None) -> int:
-    """Whole H200s whose nominal 141 GiB hold DeepSeek-V3's ZeRO-3 model states (memlib.parallel.zero, K = k)."""
+# DeepSeek-V3's own optimizer layout (report, Sec. 3.3.3: "the master weights (stored by the optimizer) and gradients
+# (used for batch size accumulation) are still retained in FP32", AdamW's moments in BF16): fp32 weights and fp32
+# gradients (working_bytes 4 each) + bf16 m and v (k = 2 + 2) = 12 bytes per parameter.
+_DS_WORKING, _DS_K = 4, 4
+
+
+def _h200_bytes() -> int:
+    """One H200 as torch reports it (memlib.hardware.fit.usable_bytes): the capacity chapter 05 uses."""
+    return usable_bytes(get_gpu("h200"))
+
+
+def _h200s_for_states(k: int = _DS_K, working_bytes: int = _DS_WORKING, params=None, capacity=None) -> int:
+    """Whole H200s (torch's total each) that hold DeepSeek-V3's ZeRO-3 model states (memlib.parallel.zero)."""
     n = _m().num_params if params is None else params
-    cap = get_gpu("h200").memory_bytes if capacity is None else capacity
-    return math.ceil(zero_model_state_bytes(n, 0, 1, k=k) / cap)
+    cap = _h200_bytes() if capacity is None else capacity
+    return math.ceil(zero_model_state_bytes(n, 0, 1, k=k, working_bytes=working_bytes) / cap)
 
 
 def _read_case(name: str, weights: str, tokens: int) -> dict:
@@ -293,35 +304,38 @@ EXERCISES = [
                           "`--data-parallel-size 8 --enable-expert-parallel`."),
     ),
     Numeric(
-        id="05.7", title="H200s for the model states alone, with bf16 moments", difficulty="interview", minutes=6,
-        formula="model states of mixed-precision AdamW with bf16 moments: 2 + 2 + 4 + 2 + 2 = 12 bytes/param of every "
-                "expert (ZeRO paper's K = 8; memlib.parallel.zero.zero_model_state_bytes)",
-        prompt="DeepSeek-V3 was trained with AdamW's moments m and v in bf16 (its report, Sec. 3.3.3). Fine-tune all of "
-               "it the same way with ZeRO-3: bf16 weights and gradients, an fp32 master copy, bf16 m and v. How many "
-               "H200s would it take just to hold the model states? Count each H200 at 141 GiB = 141 × 2³⁰ bytes, "
-               "memlib's reading of the datasheet's \"141GB\" (NVIDIA prints GB; the GPU reports about 140 GiB, see "
-               "memlib.hardware.gpus), ignore activations and everything else, and give a whole number of GPUs.",
-        expected=lambda: float(_h200s_for_states(k=8)), unit="count", tolerance=0.0,
-        slips=(Slip("fp32 moments", lambda: float(_h200s_for_states(k=12)),
+        id="05.7", title="H200s for the model states alone, DeepSeek's way", difficulty="interview", minutes=6,
+        formula="model states of DeepSeek-V3's AdamW: fp32 weights 4 + fp32 gradients 4 + bf16 m 2 + bf16 v 2 = 12 "
+                "bytes/param of every expert (memlib.parallel.zero.zero_model_state_bytes(..., k=4, working_bytes=4))",
+        prompt="DeepSeek-V3 was trained keeping its master weights and its gradients (accumulated over micro-batches) "
+               "in fp32 and AdamW's moments m and v in bf16 (its report, Sec. 3.3.3). Fine-tune all of it with that "
+               "layout under ZeRO-3, keeping no other copy of the weights. How many H200s would it take just to hold "
+               f"the model states? Count each H200 at what torch reports, {_h200_bytes() / 1e9:.1f} GB "
+               f"({_h200_bytes() / 2**30:.1f} GiB), ignore activations and everything else, and give a whole number "
+               "of GPUs.",
+        expected=lambda: float(_h200s_for_states()), unit="count", tolerance=0.0,
+        slips=(Slip("fp32 moments", lambda: float(_h200s_for_states(k=8)),
                     "that is 16 bytes per parameter, with fp32 m and v; here they are bf16, 2 bytes each"),
-               Slip("active parameters only", lambda: float(_h200s_for_states(k=8, params=_m().num_active_params)),
+               Slip("active parameters only", lambda: float(_h200s_for_states(params=_m().num_active_params)),
                     "every expert is trained and keeps its gradients and optimizer states: count all parameters"),
-               Slip("forgot the fp32 master copy", lambda: float(_h200s_for_states(k=4)),
-                    "bf16 moments do not remove the fp32 master weights: 4 bytes of the 12"),
-               Slip("GB for GiB", lambda: float(_h200s_for_states(k=8, capacity=141e9)),
-                    "you divided by 141 × 10⁹ bytes; this question counts an H200 as 141 × 2³⁰ bytes"),
-               Slip("rounded down", lambda: float(_h200s_for_states(k=8) - 1), "round up: the states would not fit")),
-        close_advice="use all parameters, 12 bytes each, 141 x 2**30 bytes per GPU, and round up",
+               Slip("16-bit weights and gradients", lambda: float(_h200s_for_states(working_bytes=2)),
+                    "DeepSeek keeps the fp32 master weights and fp32 gradients: 4 + 4 bytes, then 2 + 2 for m and v"),
+               Slip("the datasheet's 141 GB", lambda: float(_h200s_for_states(capacity=141e9)),
+                    "you divided by 141 × 10⁹ bytes; torch reports more than that for an H200: use its figure"),
+               Slip("rounded down", lambda: float(_h200s_for_states() - 1), "round up: the states would not fit")),
+        close_advice="use all parameters, 12 bytes each, torch's total per H200, and round up",
         hints=("Every parameter, expert or not, has a weight, a gradient and optimizer states during full fine-tuning; "
-               "list their bytes one by one.",
-               "GPUs = ceil((2 + 2 + 4 + 2 + 2) bytes x num_params / (141 x 2³⁰ bytes)).",
+               "list their bytes one by one in DeepSeek's formats.",
+               "GPUs = ceil((4 + 4 + 2 + 2) bytes x num_params / one H200's bytes).",
                "Compute 12 x num_params in TB first, then divide by one H200's bytes."),
-        worked=lambda: (f"(2 + 2 + 4 + 2 + 2) = 12 bytes x {_m().num_params:,} = "
-                        f"{b(zero_model_state_bytes(_m().num_params, 0, 1, k=8))}; / 141 GiB = "
-                        f"{zero_model_state_bytes(_m().num_params, 0, 1, k=8) / get_gpu('h200').memory_bytes:.1f}, "
-                        f"rounded up **{_h200s_for_states(k=8)} H200s** (`memlib.parallel.zero.zero_model_state_bytes"
-                        f"(..., k=8)`). With fp32 moments, 16 bytes per parameter, it would be "
-                        f"{_h200s_for_states()}. A real run needs more: `memlib.parallel.moe.min_gpus_sharded` finds "
+        worked=lambda: (f"fp32 weights 4 + fp32 gradients 4 + bf16 m 2 + bf16 v 2 = 12 bytes x {_m().num_params:,} = "
+                        f"{b(zero_model_state_bytes(_m().num_params, 0, 1, k=_DS_K, working_bytes=_DS_WORKING))}; / "
+                        f"{_h200_bytes() / 1e9:.1f} GB = "
+                        f"{zero_model_state_bytes(_m().num_params, 0, 1, k=_DS_K, working_bytes=_DS_WORKING) / _h200_bytes():.1f}, "
+                        f"rounded up **{_h200s_for_states()} H200s** (`memlib.parallel.zero.zero_model_state_bytes"
+                        f"(..., k=4, working_bytes=4)`). A bf16 working copy of the weights would add 2 bytes per "
+                        f"parameter; fp32 moments (16 bytes per parameter) would need {_h200s_for_states(k=8)}. A real "
+                        f"run needs more: `memlib.parallel.moe.min_gpus_sharded` finds "
                         f"{min_gpus_sharded(_V3, 'h200', seq_len=_FT_SEQ).count} at 16 bytes per parameter (whole "
                         "nodes, ZeRO-3 with expert parallelism, full recompute, the gathered layer, CUDA context and "
                         "headroom)."),
@@ -400,15 +414,17 @@ EXERCISES = [
                 "SGLang or vLLM; not upcast to bf16",
                 "Data-parallel attention with expert parallelism for ~500 chats of 8k: tensor parallelism alone holds "
                 "~100, because the MLA latent (~70 KB/token) is replicated on every tensor-parallel GPU",
-                "Full fine-tuning keeps 16 bytes per parameter of all 671B (~10.7 TB): on the order of 90 H200s or "
-                "160 H100s with ZeRO-3 + expert parallelism + full recompute (or Megatron-style PP + EP)",
-                "Time from 6 x the active 37B parameters per token at a stated MFU, in GPU-hours",
+                "Full fine-tuning keeps 16 bytes per parameter of all 671B (~10.7 TB): about 96 H200s or 176 H100s "
+                "(whole nodes) with ZeRO-3 + expert parallelism + full recompute (or Megatron-style PP + EP)",
+                "Time from 6 x the active 37B parameters per token at a stated MFU, in GPU-hours (~160 at 40% MFU; "
+                "~210 counting attention at 4k tokens), "
+                "and which figure it is: a layout whose communication is exposed achieves a much lower MFU",
                 "LoRA saves the gradients and optimizer states but still holds the 1.3 TB bf16 base over 2-3 nodes; "
                 "the common PEFT recipe does not adapt stacked experts out of the box",
                 "Never size anything from the 37B active parameters"),
         hints=("Treat serving and fine-tuning separately: one is weights + cache, the other is 16 bytes per parameter.",
                "Serving: weights per GPU + latent bytes/token x 8192 x chats; fine-tuning: 16 x 671e9 / GPUs + "
-               "activations; time: 6 x 37e9 x tokens / (GPUs x peak x MFU).",
+               "activations; time: 6 x 37e9 x tokens / (peak x MFU) GPU-seconds.",
                "Start with memlib.parallel.plan.plan_serving('deepseek-v3', 'h200', 8, context_len=8192)."),
         worked=lambda: (lambda serve, ft, run: (
             f"**Serve** the fp8 checkpoint on one 8 x H200 node with SGLang (`--enable-dp-attention`) or vLLM "
@@ -417,9 +433,17 @@ EXERCISES = [
             f"{next(p for p in serve.feasible if p.settings['tp'] == 8 and p.settings['ep'] == 1).sequences} with tensor "
             f"parallelism alone. **Fine-tune**: 16 bytes per parameter, "
             f"{b(zero_model_state_bytes(_m().num_params, 0, 1))}; the fewest whole nodes are {ft.count} H200s (ZeRO-3, "
-            f"expert parallel {ft.ep}, full recompute, 4k sequences, `memlib.parallel.moe.min_gpus_sharded`). 1B tokens at "
-            f"{ft.time.tokens_per_s_per_gpu:.0f} tokens/s per GPU take {run.gpu_hours:,.0f} GPU-hours, "
-            f"{run.days * 24:.0f} hours on {ft.count} GPUs (`memlib.cost.training_run_from_step`). LoRA would keep the "
+            f"expert parallel {ft.ep}, full recompute, 4k sequences, `memlib.parallel.moe.min_gpus_sharded`). **Time**: "
+            f"1B tokens at 6 x the active parameters are {cost.training_flops(_m(), 1e9) / 1e20:.1f} × 10²⁰ FLOPs; at 40% MFU of an "
+            f"H200's dense bf16 peak that is **{cost.gpu_hours(cost.training_flops(_m(), 1e9), 'h200', mfu=0.4):,.0f} "
+            f"GPU-hours** (`memlib.cost.gpu_hours(memlib.cost.training_flops(...))`), or "
+            f"{cost.gpu_hours(cost.training_flops(_m(), 1e9, seq_len=_FT_SEQ), 'h200', mfu=0.4):,.0f} counting "
+            f"attention at 4k-token sequences, as MFU does (`training_flops(..., seq_len=4096)`). memlib's step model of this "
+            f"layout is slower: expert parallelism's all-to-all alone leaves {ft.time.ep_comm_s:.1f} s of "
+            f"each {ft.time.step_s:.1f} s step exposed, so it runs {ft.time.tokens_per_s_per_gpu:.0f} tokens/s per GPU, "
+            f"an achieved MFU of {cost.mfu_from_throughput(_m(), _FT_SEQ, ft.time.tokens_per_s_per_gpu, 'h200'):.0%} "
+            f"(`memlib.cost.mfu_from_throughput`), and {run.gpu_hours:,.0f} GPU-hours, {run.days * 24:.0f} hours on "
+            f"{ft.count} GPUs (`memlib.cost.training_run_from_step`). Say which figure you quote. LoRA would keep the "
             f"{b(_weights('bf16'))} bf16 base resident (at least "
             f"{math.ceil(_weights('bf16') / usable_bytes(get_gpu('h100-80gb')))} H100s before activations) and needs a "
             "framework that adapts stacked experts; memlib does not estimate it. Do not upcast the served model to "
