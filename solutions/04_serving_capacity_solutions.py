@@ -309,8 +309,8 @@ show("04.15")
 # %%
 # BEGIN SOLUTION
 kv = 2 * 32 * 8 * 128 * 2 * 4000                      # one request's cache at full length, bytes
-tpot = (15.0e9 + 120 * kv) / 3.35e12                  # weights read + 120 caches, per decode step
-memory = 120 / (0.5 + 1000 * tpot)                    # Little's law: 5.0 requests/s
+tpot = (15.0e9 + 128 * kv) / 3.35e12                  # weights read + 128 caches, per decode step
+memory = 128 / (0.5 + 1000 * tpot)                    # Little's law: 5.1 requests/s
 compute = 0.4 * 989.4e12 / (2 * 8.03e9 * 4000)        # 2N per token, attention left out: 6.2 requests/s
 answer = ("a", "1")                                   # the smaller binds: memory
 # END SOLUTION

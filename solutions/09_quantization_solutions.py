@@ -22,7 +22,7 @@
 # SmoothQuant do, a serving recommendation, and a 70B in NVFP4. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes.
 # `check("09.k", answer)` grades an answer against a value memlib computes now; numbers may
-# carry units (`"98.7 GB"`, `"9.9 ms"`, `"98.7x"`, `"3.3 bits"` where bytes per weight are asked; a plain
+# carry units (`"98.7 GB"`, `"9.9 ms"`, `"98.7x"`, `"5.2 bits"` where bytes per weight are asked; a plain
 # number means the unit the question names).
 # `hint("09.k")` shows the concept, then the formula, then the first step. The open question is
 # self-assessed: `check` shows a rubric and a model answer, `mark` records your marks. Progress is

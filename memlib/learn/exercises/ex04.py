@@ -24,8 +24,8 @@ _M = "llama-3-70b"
 
 
 def _rate15():
-    """04.15: Llama-3.1-8B on one H100, 3,000 + 1,000 tokens, 0.5 s TTFT, 120 requests in the cache, 40% MFU."""
-    return request_rate_bound("llama-3.1-8b", "h100-80gb", 3000, 1000, 0.5, mfu=0.4, weights="bf16", batch=120)
+    """04.15: Llama-3.1-8B on one H100, 3,000 + 1,000 tokens, 0.5 s TTFT, 128 requests in the cache, 40% MFU."""
+    return request_rate_bound("llama-3.1-8b", "h100-80gb", 3000, 1000, 0.5, mfu=0.4, weights="bf16", batch=128)
 
 _M2 = "llama-2-70b"  # the same projections, a 32,000-token vocabulary
 _CTX = 8192
@@ -541,17 +541,17 @@ EXERCISES = [
         formula="rate <= min(batch / (TTFT + reply x TPOT at that batch), GPUs x peak x MFU / FLOPs per request); "
                 "FLOPs per request ~ 2N x tokens + causal attention (memlib.serving.request_rate_bound)",
         prompt="Llama-3.1-8B in bf16 on one H100 SXM (989.4 TFLOP/s dense bf16, 3.35 TB/s). Every request has "
-               "3,000 prompt and 1,000 reply tokens and waits 0.5 s for its first token. The KV cache holds 120 such "
+               "3,000 prompt and 1,000 reply tokens and waits 0.5 s for its first token. The KV cache holds 128 such "
                "requests at full length. Take the decode step at its roofline (weights + every cache read once) "
                "and the FLOPs at 40% MFU. Which bound caps the request rate the server sustains?",
-        options=(Option("a", "the KV cache: 120 requests, each staying TTFT + 1,000 decode steps at a full batch",
+        options=(Option("a", "the KV cache: 128 requests, each staying TTFT + 1,000 decode steps at a full batch",
                         lambda: (lambda r: f"the cache allows {r.memory_rate:.2f} requests/s, compute "
                                            f"{r.compute_rate:.2f}: the smaller binds")(_rate15()), "1"),
                  Option("b", "compute: 40% of the H100's peak over each request's FLOPs",
-                        lambda: (lambda r: f"compute allows {r.compute_rate:.2f} requests/s, but 120 requests of "
+                        lambda: (lambda r: f"compute allows {r.compute_rate:.2f} requests/s, but 128 requests of "
                                            f"{r.latency_s:.1f} s each allow only {r.memory_rate:.2f}")(_rate15()),
                         misconception="long prompts always make serving compute-bound"),
-                 Option("c", "the KV cache, at 120 requests / 0.5 s: a request holds its cache until its first token",
+                 Option("c", "the KV cache, at 128 requests / 0.5 s: a request holds its cache until its first token",
                         "a request keeps its cache until its last token: count the 1,000 decode steps too",
                         misconception="the cache is freed once the prompt is processed"),
                  Option("d", "neither: at 40% MFU both allow more than 10 requests/s",
@@ -562,12 +562,12 @@ EXERCISES = [
                  Option("2", "decode is always memory-bound, so the cache always binds")),
         right=lambda: "a" if _rate15().bound == "memory" else "b",
         hints=("Two ceilings: requests in flight / seconds each stays, and FLOP/s available / FLOPs per request.",
-               "TPOT = (weights read + 120 x one request's cache) / 3.35 TB/s; FLOPs ~ 2 x 8.03e9 x 4,000.",
+               "TPOT = (weights read + 128 x one request's cache) / 3.35 TB/s; FLOPs ~ 2 x 8.03e9 x 4,000.",
                "KV per token: 2 x 32 layers x 8 KV heads x 128 x 2 bytes; weights read ~ 15 GB."),
         worked=lambda: (lambda r: (
-            f"**({'a' if r.bound == 'memory' else 'b'}), because {'1' if r.bound == 'memory' else 'compute allows less'}.** Memory: at 120 requests a decode step reads the weights and every cache, TPOT = "
+            f"**({'a' if r.bound == 'memory' else 'b'}), because {'1' if r.bound == 'memory' else 'compute allows less'}.** Memory: at 128 requests a decode step reads the weights and every cache, TPOT = "
             f"{r.tpot_s * 1e3:.1f} ms, so each request stays 0.5 + 1,000 x TPOT = {r.latency_s:.1f} s and the cache "
-            f"allows 120 / {r.latency_s:.1f} = **{r.memory_rate:.2f} requests/s** (Little's law). Compute: "
+            f"allows 128 / {r.latency_s:.1f} = **{r.memory_rate:.2f} requests/s** (Little's law). Compute: "
             f"{r.flops_per_request:.2e} FLOPs per request (2N per token plus causal attention) at 40% of "
             f"989.4 TFLOP/s allow {r.compute_rate:.2f} requests/s. The smaller binds: the "
             f"{r.bound} bound (`memlib.serving.request_rate_bound`). A longer reply or a bigger cache per request "
