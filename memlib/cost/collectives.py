@@ -37,6 +37,9 @@ from memlib.cost.timing import (all_gather_bytes, all_reduce_bytes, all_to_all_b
 from memlib.hardware.gpus import get_gpu
 from memlib.models import Model, get_model
 
+# torch DistributedDataParallel's bucket_cap_mb default: "If None, a default size of 25 MiB will be used"
+# (PyTorch docs, torch.nn.parallel.DistributedDataParallel; Li et al. 2020, "PyTorch Distributed", Sec. 3.2.3)
+DDP_BUCKET_CAP_BYTES = 25 * 2**20
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
 ALGORITHMS = ("ring", "tree")
 
@@ -226,6 +229,6 @@ def comm_roofline(model, gpu, parallelism: str, degree: int, seq_len: int = 4096
     return CommRoofline(parallelism, n, flops_per_s, beta, fpt, per_step, 0.0, critical, None)
 
 
-__all__ = ["COLLECTIVES", "ALGORITHMS", "NETWORK_LINKS", "PARALLELISMS", "link_bytes_per_s", "bytes_sent",
+__all__ = ["DDP_BUCKET_CAP_BYTES", "COLLECTIVES", "ALGORITHMS", "NETWORK_LINKS", "PARALLELISMS", "link_bytes_per_s", "bytes_sent",
            "collective_steps", "collective_seconds", "bus_bandwidth", "half_bandwidth_bytes", "CommRoofline",
            "comm_roofline"]

@@ -563,20 +563,23 @@ _TP_COLORS = {"whole": "#8C8C8C", "split": "#4C72B0", "partial": "#DD8452", "seq
               "column": "#4C72B0", "row": "#8172B3", "replicated": "#8C8C8C"}
 
 
-def draw_tensor_parallel_layer(pic: TPPicture, ax=None):
-    """The steps of each block top to bottom on one rank: each as a bar whose length is its bytes on that rank,
-    labelled with its shape; the collectives in red with the bytes each rank sends."""
+def draw_tensor_parallel_layer(pic: TPPicture, ax=None, blocks=("attention", "mlp")):
+    """The steps of each block (of `blocks`) top to bottom on one rank: each as a bar whose length is its bytes
+    on that rank, labelled with its shape; the collectives in red with the bytes each rank sends."""
     import matplotlib.pyplot as plt
+    steps = [st for st in pic.steps if st.block in blocks]
+    if not steps:
+        raise ValueError(f"blocks must name 'attention' and/or 'mlp', got {blocks!r}")
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.28 * len(pic.steps) + 1))
-    ys = list(range(len(pic.steps)))[::-1]
-    for y, st in zip(ys, pic.steps):
+        _, ax = plt.subplots(figsize=(7.5, 0.24 * len(steps) + 0.9))
+    ys = list(range(len(steps)))[::-1]
+    for y, st in zip(ys, steps):
         color = "#C44E52" if st.kind == "collective" else _TP_COLORS[st.split]
         ax.barh(y, st.nbytes / 2**20, color=color, height=0.7)
         shape = " x ".join(f"{d:,}" for d in st.shape)
         what = f"sends {st.nbytes / 2**20:,.0f} MiB" if st.kind == "collective" else f"[{shape}] {st.split}"
         ax.text(st.nbytes / 2**20, y, f"  {what}", va="center", fontsize=6)
-    ax.set_yticks(ys, [f"{st.block}: {st.name}" for st in pic.steps], fontsize=7)
+    ax.set_yticks(ys, [f"{st.block}: {st.name}" for st in steps], fontsize=7)
     ax.set_xlabel("MiB on one rank", fontsize=7)
     ax.set_title(f"{pic.model}, tp={pic.tp}, {pic.tokens:,} tokens"
                  f"{', sequence parallel' if pic.sequence_parallel else ''}: one rank's view", fontsize=9)
@@ -728,7 +731,7 @@ def paged_kv_table(model, tokens, shared_prefix: int = 0, block_size: int | None
     sequence of n tokens maps ceil(n / block_size) logical blocks (memlib.serving.capacity.paged_kv_blocks) to
     physical blocks anywhere in the pool. With a common prefix of shared_prefix tokens, the prefix's full blocks
     are stored once and referenced by every sequence (vLLM's automatic prefix caching hashes full blocks only: a
-    partly filled block is never shared; vllm docs/design/prefix_caching.md at v0.11); the rest is private.
+    partly filled block is never shared; docs.vllm.ai/en/v0.8.0/design/v1/prefix_caching.html: blocks are hashed by their tokens and their prefix, only full blocks); the rest is private.
     Block bytes: block_size x memlib.serving.inference.kv_bytes_per_token(model, kv_cache)."""
     from memlib.serving.capacity import VLLM_BLOCK_SIZE, paged_kv_blocks
     from memlib.serving.inference import kv_bytes_per_token
