@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     cell_metadata_filter: -user_expressions
+#     cell_metadata_filter: jupyter,tags,-user_expressions
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
@@ -91,7 +91,8 @@
 #   [06](../exercises/06_long_context_exercises.ipynb),
 #   [07](../exercises/07_time_and_cost_exercises.ipynb),
 #   [08](../exercises/08_rlhf_memory_exercises.ipynb),
-#   [09](../exercises/09_quantization_exercises.ipynb).
+#   [09](../exercises/09_quantization_exercises.ipynb),
+#   [10](../exercises/10_communication_exercises.ipynb).
 # - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
 #
 # Each topic notebook has the same sections (`notebooks/STYLE.md`): the question (中文 and

@@ -21,8 +21,7 @@ picture's shapes and bytes against a hand derivation, and a changed setting chan
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass
 
 from memlib._checks import choice, flag, positive_float, positive_int
 from memlib.models import Model, get_model

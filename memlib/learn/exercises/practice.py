@@ -442,3 +442,9 @@ def from_id(exercise_id: str) -> Numeric | None:
     if not m or m.group(1) not in KINDS:
         return None
     return build(m.group(1), int(m.group(2)))
+
+
+# Topic 10 (communication, issue 38): its kinds live in practice_comm.py, which imports this module's helpers.
+from memlib.learn.exercises.practice_comm import KINDS_10  # noqa: E402
+
+KINDS["10"] = KINDS_10
