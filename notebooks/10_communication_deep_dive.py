@@ -119,11 +119,12 @@ print(f"busbw {bus / 1e9:.0f} GB/s = {bus / h100.interconnect_bytes_per_s_per_di
       f"{h100.interconnect_bytes_per_s_per_direction / 1e9:g} GB/s each way")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-r_bus, r_share = f"{bus / 1e9:.0f} GB/s", f"{bus / h100.interconnect_bytes_per_s_per_direction:.0%}"
+r_alg, r_bus = f"{algbw / 1e9:.0f} GB/s", f"{bus / 1e9:.0f} GB/s"
+r_share = f"{bus / h100.interconnect_bytes_per_s_per_direction:.0%}"
 
 # %% [markdown]
-# An algbw of 200 GB/s on 8 GPUs is a busbw of {eval}`r_bus`, {eval}`r_share` of the link: a healthy node. A
-# busbw far below the link on large messages points at the topology (PCIe switches, a missing NVSwitch) or the
+# An algbw of {eval}`r_alg` on 8 GPUs is a busbw of {eval}`r_bus`, {eval}`r_share` of NVLink 4's one-way
+# bandwidth. A busbw far below the link on large messages points at the topology (PCIe switches, a missing NVSwitch) or the
 # NIC mapping, not at the model.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
