@@ -106,6 +106,23 @@ facts = [
 display(Markdown(markdown_table(facts, ["claim (source)", "memlib", "verdict", "why"])))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## The ring all-reduce, step by step
+#
+# Each GPU cuts its tensor into n chunks. In the reduce-scatter, step s, GPU r sends chunk (r − s) mod n to its
+# neighbour, which adds it to its own: after n − 1 steps each GPU holds one chunk summed over all GPUs. The
+# all-gather passes those finished chunks around the ring for n − 1 more steps. Every step moves one chunk, 1/n
+# of the tensor, per GPU (Patarasuk & Yuan 2009).
+
+# %% tags=["nbval-check-output"]
+ring = mech.ring_all_reduce(4, 2 * m8.num_params)     # Llama-3-8B's bf16 gradients over 4 GPUs
+print(len(ring.steps), "steps;", f"{ring.bytes_sent_per_rank / 1e9:.2f} GB sent per GPU =",
+      f"{bytes_sent('all-reduce', 2 * m8.num_params, 4) / 1e9:.2f} GB (memlib.cost.collectives.bytes_sent)")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+mech.draw_ring_all_reduce(ring)
+plt.show()
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## How do you read nccl-tests?
 #
 # `all_reduce_perf` prints two rates: **algbw**, the tensor's bytes over the time, and **busbw**, algbw times

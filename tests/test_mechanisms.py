@@ -19,6 +19,27 @@ N7B = 6_476_267_520 + 262_144_000 + 4_096
 assert N7B == 6_738_415_616
 
 
+# --- the ring all-reduce ------------------------------------------------------------------------------------------
+
+def test_ring_all_reduce_step_by_step():
+    from memlib.cost.timing import all_reduce_bytes
+    ring = M.ring_all_reduce(4, 4 * 10**9)
+    # 3 reduce-scatter steps then 3 all-gather steps; each rank sends one 1 GB chunk per step: 6 GB = 2 x 3/4 x 4 GB
+    assert [st.phase for st in ring.steps] == ["reduce-scatter"] * 3 + ["all-gather"] * 3
+    assert ring.bytes_sent_per_rank == 6 * 10**9 == all_reduce_bytes(4 * 10**9, 4)
+    # step 1: rank r sends its chunk r to rank r + 1, which then holds 2 contributions of it
+    assert ring.steps[0].sends == ((0, 1, 0), (1, 2, 1), (2, 3, 2), (3, 0, 3))
+    assert ring.steps[0].counts[1][0] == 2 and ring.steps[0].counts[1][1] == 1
+    # after the reduce-scatter rank r holds chunk (r + 1) mod 4 summed over all 4 GPUs, and only that one
+    rs = ring.steps[2].counts
+    for r in range(4):
+        assert rs[r][(r + 1) % 4] == 4 and rs[r].count(4) == 1
+    # after the all-gather every rank holds every chunk fully summed
+    assert all(c == 4 for row in ring.steps[-1].counts for c in row)
+    with pytest.raises(ValueError, match="at least 2"):
+        M.ring_all_reduce(1)
+
+
 # --- ZeRO / FSDP -----------------------------------------------------------------------------------------------
 
 def _z(stage, dp=8):
@@ -217,6 +238,7 @@ def test_draw_functions_run_under_agg():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    M.draw_ring_all_reduce(M.ring_all_reduce(4, 10**9))
     M.draw_zero_sharding(_z(3, dp=4))
     M.draw_pipeline_schedule(M.pipeline_schedule("interleaved", pp=2, micro_batches=4, vpp=2))
     M.draw_pipeline_schedule(M.pipeline_schedule("zb-h1", pp=4, micro_batches=8, t_b=1, t_w=1, model="llama-2-7b",

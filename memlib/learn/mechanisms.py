@@ -5,6 +5,8 @@ Each picture is two functions: a data function that returns plain dataclasses co
 draws them. The data functions need no matplotlib (it is imported inside the draw functions), so a test checks a
 picture's shapes and bytes against a hand derivation, and a changed setting changes the picture.
 
+    ring_all_reduce(n)      a ring all-reduce step by step: which chunk each rank sends, how much of the sum it
+                            holds                                                 draw_ring_all_reduce
     zero_sharding(...)      ZeRO-1/2/3 and FSDP: ranks x (parameters, gradients, optimizer states, the gathered
                             layer, activations) at each moment of a step        draw_zero_sharding
     pipeline_schedule(...)  GPipe, 1F1B, interleaved 1F1B, ZB-H1 as a timeline of F/B/W passes per stage, with the
@@ -176,6 +178,92 @@ def draw_zero_sharding(picture: ShardingPicture, ax=None, max_ranks: int = 8):
             s.set_visible(False)
         a.tick_params(length=0)
     return axes
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The ring all-reduce: a reduce-scatter, then an all-gather
+# --------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RingStep:
+    phase: str  # "reduce-scatter" | "all-gather"
+    index: int  # 0-based within its phase
+    sends: tuple[tuple[int, int, int], ...]  # (from rank, to rank, chunk)
+    counts: tuple[tuple[int, ...], ...]  # after the step: counts[rank][chunk] = GPUs' contributions summed in it
+
+
+@dataclass(frozen=True)
+class RingAllReduce:
+    n: int
+    nbytes: int  # the tensor each GPU starts with
+    steps: tuple[RingStep, ...]
+
+    @property
+    def bytes_sent_per_rank(self) -> int:
+        """Each rank sends one chunk of nbytes / n per step: 2 (n - 1) nbytes / n in all."""
+        return len(self.steps) * self.nbytes // self.n
+
+
+def ring_all_reduce(n: int, nbytes: int = 0) -> RingAllReduce:
+    """The ring all-reduce of Patarasuk & Yuan 2009 over n GPUs, step by step: the tensor cut in n chunks; in
+    reduce-scatter step s rank r sends chunk (r - s) mod n to rank r + 1, which adds it to its own, so after n - 1
+    steps rank r holds chunk (r + 1) mod n summed over all n GPUs; in all-gather step s it sends chunk
+    (r + 1 - s) mod n on, so after n - 1 more steps every rank holds every summed chunk. Each step moves nbytes / n
+    per rank: 2 (n - 1) / n x nbytes in all, memlib.cost.timing.all_reduce_bytes."""
+    n = positive_int("n", n)
+    if n < 2:
+        raise ValueError("a ring all-reduce needs at least 2 GPUs")
+    nbytes = positive_int("nbytes", nbytes, allow_zero=True)
+    counts = [[1] * n for _ in range(n)]
+    steps = []
+    for phase in ("reduce-scatter", "all-gather"):
+        for step in range(n - 1):
+            sends = []
+            new = [row[:] for row in counts]
+            for r in range(n):
+                chunk = (r - step) % n if phase == "reduce-scatter" else (r + 1 - step) % n
+                dst = (r + 1) % n
+                sends.append((r, dst, chunk))
+                if phase == "reduce-scatter":
+                    new[dst][chunk] = counts[dst][chunk] + counts[r][chunk]
+                else:
+                    new[dst][chunk] = counts[r][chunk]
+            counts = new
+            steps.append(RingStep(phase, step, tuple(sends), tuple(tuple(row) for row in counts)))
+    return RingAllReduce(n, nbytes, tuple(steps))
+
+
+def draw_ring_all_reduce(ring: RingAllReduce, ax=None):
+    """One column per step (reduce-scatter, then all-gather), one row per rank; each cell the rank's n chunks after
+    the step, darker the more GPUs' contributions they hold (darkest: the full sum); outlined in red, the chunk the
+    rank sent during the step."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    n, cols = ring.n, len(ring.steps)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(min(7.5, 1.0 + 0.55 * cols * n / 4), 0.45 * n + 1.2))
+    w = 1.0 / (n + 1)
+    for c, st in enumerate(ring.steps):
+        sent = {src: chunk for src, _, chunk in st.sends}
+        for r in range(n):
+            y = n - 1 - r
+            for k in range(n):
+                share = st.counts[r][k] / n
+                ax.add_patch(Rectangle((c + k * w, y + 0.15), w, 0.7, facecolor=plt.get_cmap("Blues")(0.15 + 0.85 * share),
+                                       edgecolor="#C44E52" if sent[r] == k else "white",
+                                       lw=1.2 if sent[r] == k else 0.4))
+    ax.set_xlim(0, cols)
+    ax.set_ylim(0, n)
+    ax.set_xticks([c + 0.45 for c in range(cols)], [f"{'RS' if st.phase == 'reduce-scatter' else 'AG'} {st.index + 1}"
+                                                    for st in ring.steps], fontsize=7)
+    ax.set_yticks([n - 1 - r + 0.5 for r in range(n)], [f"rank {r}" for r in range(n)], fontsize=7)
+    sent = f", {ring.bytes_sent_per_rank / 1e9:.2f} GB sent per rank" if ring.nbytes else ""
+    ax.set_title(f"ring all-reduce over {n} GPUs: {n - 1} reduce-scatter + {n - 1} all-gather steps{sent}",
+                 fontsize=9)
+    for sp in ax.spines.values():
+        sp.set_visible(False)
+    ax.tick_params(length=0)
+    return ax
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -784,7 +872,8 @@ def draw_paged_kv_table(tab: PagedKVTable, ax=None):
     return ax
 
 
-__all__ = ["zero_sharding", "draw_zero_sharding", "pipeline_schedule", "draw_pipeline_schedule",
+__all__ = ["ring_all_reduce", "draw_ring_all_reduce", "RingStep", "RingAllReduce", "zero_sharding",
+           "draw_zero_sharding", "pipeline_schedule", "draw_pipeline_schedule",
            "tensor_parallel_layer", "draw_tensor_parallel_layer", "context_parallel_balance", "ulysses_shapes",
            "draw_context_parallel_balance", "paged_kv_table", "draw_paged_kv_table", "Holding", "RankMoment",
            "ShardingPicture", "Op", "PipelineSchedule", "TPStep", "TPPicture", "CPBalance", "UlyssesShapes",
