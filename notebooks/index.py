@@ -1,12 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: jupyter,tags,-user_expressions
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -69,6 +70,12 @@
 #    gets faster (batch 1) and when not (compute-bound batches, LLM.int8()), W8A8, GPTQ/AWQ/SmoothQuant,
 #    outlier features. Its [deep dive](09_quantization_deep_dive.ipynb): the fact-check and the papers'
 #    accuracy tables.
+# 10. [10 · When does communication bind?](10_communication.ipynb) The collectives (all-reduce = reduce-scatter
+#    + all-gather, all-to-all) and their ring and tree α-β costs, why DDP buckets, the communication roofline of
+#    data, FSDP, tensor and expert parallelism on NVLink, InfiniBand and 10 GbE, pipeline schedules (GPipe, 1F1B,
+#    interleaved, ZB-H1, DualPipe) drawn, selective vs full recompute with FlashAttention. Its
+#    [deep dive](10_communication_deep_dive.ipynb): the fact-check, nccl-tests' bus bandwidth, ZeRO rank by rank,
+#    context parallelism's causal balance.
 #
 # ## Then
 #
@@ -84,7 +91,8 @@
 #   [06](../exercises/06_long_context_exercises.ipynb),
 #   [07](../exercises/07_time_and_cost_exercises.ipynb),
 #   [08](../exercises/08_rlhf_memory_exercises.ipynb),
-#   [09](../exercises/09_quantization_exercises.ipynb).
+#   [09](../exercises/09_quantization_exercises.ipynb),
+#   [10](../exercises/10_communication_exercises.ipynb).
 # - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
 #
 # Each topic notebook has the same sections (`notebooks/STYLE.md`): the question (中文 and

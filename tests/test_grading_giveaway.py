@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from memlib.learn import grading
-from memlib.learn.exercises import EXERCISES, Choice, Implement, MultiChoice, Numeric, SelfAssessed, SpotError, render
+from memlib.learn.exercises import (EXERCISES, NOTEBOOKS, Choice, Implement, MultiChoice, Numeric, SelfAssessed,
+                                    SpotError, render)
 from memlib.learn.exercises.answers import UNITS_EXAMPLE_KEYS, example
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +39,9 @@ def _candidates(text: str, figures: bool = True) -> set[str]:
     if figures:
         found |= {m.group(0).strip() for m in FIGURE.finditer(text)
                   if re.search(r"[A-Za-z%\u4e00-\u9fff]|\d,\d", m.group(0))}
-    # an exercise id or a notebook number ("03.8", "05") is a reference, not a figure
-    return {c for c in found if c and len(c) <= 40 and not re.fullmatch(r"0\d(?:\.\d{1,2})?", c)}
+    # an exercise id or a notebook number ("03.8", "05", "10.4") is a reference, not a figure
+    return {c for c in found if c and len(c) <= 40 and not (re.fullmatch(r"\d\d(?:\.\d{1,2})?", c)
+                                                            and c[:2] in NOTEBOOKS)}
 
 
 # Figures that name the setup, not a result: a GPU's marketed size ("A100 80GB", "A100 40GB") is in

@@ -34,6 +34,8 @@ from memlib.serving import techniques
 from memlib.units import FORMATS, FloatFormat
 from memlib.models import llama_like
 from memlib.training import rlhf
+from memlib.cost import collectives
+from memlib.parallel import pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "cheatsheet.md"
@@ -106,6 +108,10 @@ LATEX = {
     "Speculative decoding": r"E[\text{tokens per target step}] = \frac{1 - \alpha^{\gamma+1}}{1 - \alpha}, \qquad \text{speed-up} = \frac{1 - \alpha^{\gamma+1}}{(1 - \alpha)(\gamma c + 1)}",
     "Sliding-window attention": r"\bar K = \tfrac{T}{2} \ \text{(causal)}, \qquad \bar K = w - \frac{w^2}{2T} \ \text{(window } w \le T), \qquad \text{FLOPs/token} = 12\,L\,H\,Q\,\bar K",
     "Expert load at decode": r"\text{tokens per expert} = \frac{B\,k}{E}, \qquad T_{\text{ridge}} = \frac{\text{peak}}{\text{bandwidth}} \cdot \frac{b_w}{2}",
+    # notebook 10 (issue 38): communication
+    "Collectives: alpha-beta cost": r"t_{\text{ring}} = 2(n-1)\,\alpha + \frac{2(n-1)}{n}\,\frac{B}{\beta}, \qquad t_{\text{tree}} \approx 2\lceil\log_2 n\rceil\,\alpha + \frac{2B}{\beta}, \qquad n_{1/2} = n\,\alpha\,\beta",
+    "Communication roofline": r"T_{\text{DP}} = \frac{2(n-1)}{n}\,\frac{2N}{\beta}\cdot\frac{F}{6N + 12LHQT}, \quad T_{\text{FSDP}} = 1.5\,T_{\text{DP}}, \quad \frac{t_{\text{TP}}}{t_{\text{compute}}} = \frac{4L\,\frac{2(t-1)}{t}\,2h/\beta}{(6N + 12LHQT)/(t\,F)}",
+    "Pipeline bubble": r"\frac{p-1}{m+p-1} \ (\text{GPipe, 1F1B}), \quad \frac{p-1}{v\,m+p-1} \ (\text{interleaved}), \quad (p-1)(t_F + t_B - t_W) \ (\text{ZB-H1})",
 }
 
 # a product in a docstring ("s*b*h") reads as Markdown emphasis: the prose shows it with a middle dot
@@ -449,6 +455,23 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          f"{fmt_bytes(rl_asleep.peak_bytes)} asleep (during {rl_asleep.peak_at}); fewest A100s "
          f"{rlhf.min_rlhf_gpus('llama-2-7b', 'a100-80gb', rollout_batch=16)} asleep, "
          f"{rlhf.min_rlhf_gpus('llama-2-7b', 'a100-80gb', rollout_batch=16, offload_idle=False)} resident"),
+        # --- 10 · communication: alpha-beta costs, the roofline, pipeline bubbles (issue 38) -----------------------
+        ("10", "Collectives: alpha-beta cost", doc(collectives.collective_seconds) + " " + doc(collectives.bus_bandwidth),
+         "memlib.cost.collectives.collective_seconds, bytes_sent, half_bandwidth_bytes, bus_bandwidth",
+         f"Llama-3-8B's bf16 gradients over 8 H100s (NVLink 4, 5 us): "
+         f"{collectives.collective_seconds('all-reduce', 2 * m3.num_params, 8, 450e9, 5e-6) * 1e3:.1f} ms; n_1/2 "
+         f"{collectives.half_bandwidth_bytes('all-reduce', 8, 450e9, 5e-6) / 1e6:.0f} MB"),
+        ("10", "Communication roofline", doc(collectives.comm_roofline), "memlib.cost.collectives.comm_roofline",
+         (lambda dp, tp: f"Llama-3-8B on H100s: DDP over 64 GPUs on 400 Gb/s hides above {dp.critical_tokens:,.0f} "
+                         f"tokens per GPU per step; TP 8 across nodes costs {tp.comm_to_compute:.1f}x the compute")(
+             collectives.comm_roofline(m3, "h100-80gb", "dp", 64, bytes_per_s=50e9),
+             collectives.comm_roofline(m3, "h100-80gb", "tp", 8, bytes_per_s=50e9))),
+        ("10", "Pipeline bubble", doc(pipeline.bubble_fraction) + " " + doc(pipeline.zb_h1_bubble_time),
+         "memlib.parallel.pipeline.bubble_fraction, zb_h1_bubble_time, dualpipe_bubble_time; "
+         "memlib.learn.mechanisms.pipeline_schedule (the timeline)",
+         f"p = 4, m = 8: 1F1B {float(pipeline.bubble_fraction(4, 8)):.1%}, interleaved v = 2 "
+         f"{float(pipeline.bubble_fraction(4, 8, 2)):.1%}; ZB-H1 with equal passes idles "
+         f"{pipeline.zb_h1_bubble_time(4, 1, 1, 1):g} units per stage against 1F1B's {pipeline.bubble_time(4, 1, 2):g}"),
     ]
 
 

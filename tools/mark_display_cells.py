@@ -56,6 +56,11 @@ PRESENTATION_NAMES = {"json.dumps", "types.SimpleNamespace", "html.escape", "tex
 # Calls that render: display and charts (print alone does not make a cell display-only).
 RENDER_ROOTS = ("IPython.display.display", "matplotlib")
 RENDER_MEMLIB = {"breakdown_bars", "sweep", "count_sweep", "lines", "stacked_bars"}
+# memlib.learn.mechanisms' draw_* functions only draw what its data functions computed (issue 38)
+MECHANISM_DRAWS = {"draw_ring_all_reduce", "draw_zero_sharding", "draw_pipeline_schedule", "draw_tensor_parallel_layer",
+                   "draw_context_parallel_balance", "draw_paged_kv_table"}
+MEMLIB_PRESENTATION |= MECHANISM_DRAWS
+RENDER_MEMLIB |= MECHANISM_DRAWS
 BUILTINS = set(dir(builtins))
 
 

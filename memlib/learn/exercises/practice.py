@@ -626,3 +626,9 @@ def from_id(exercise_id: str) -> Numeric | None:
     if kind is not None and kind >= len(KINDS[m.group(1)]):
         return None
     return build(m.group(1), int(m.group(3)), kind)
+
+
+# Topic 10 (communication): its kinds live in practice_comm.py, which imports this module's helpers.
+from memlib.learn.exercises.practice_comm import KINDS_10  # noqa: E402
+
+KINDS["10"] = KINDS_10
