@@ -91,11 +91,11 @@ a_int4 = f"{spoken(gb(memlib.estimate_inference(M7, weights='int4-awq').weight_b
 # > **EN** First ask: training or serving, how many GPUs, and must it be full fine-tuning? If not, QLoRA
 # > first. Otherwise remove the largest part at the peak: 7B holds {eval}`a_states` of AdamW states.
 # > Levers: ZeRO-3 shards them ({eval}`a_z3` per GPU on eight), recompute trades compute for activations,
-# > tensor parallelism splits each layer within a node, CPU offload comes last. Serving: 4-bit weights
+# > tensor parallelism splits each layer's matrices within a node, CPU offload comes last. Serving: 4-bit weights
 # > ({eval}`a_int4`), then the KV cache limits. Caveat: every lever costs communication, compute or accuracy.
 #
 # > **中文** 先问：训练还是推理？几张卡？必须全参微调吗？不必就先用 QLoRA。否则去掉峰值时最大的那部分：7B 光 AdamW
-# > 模型状态就 {eval}`a_states`。手段：ZeRO-3 分片（8 卡每卡 {eval}`a_z3`），重计算用算力换激活值，张量并行在机内切分每层，CPU 卸载放最后。
+# > 模型状态就 {eval}`a_states`。手段：ZeRO-3 分片（8 卡每卡 {eval}`a_z3`），重计算用算力换激活值，张量并行在机内切分每层的矩阵，CPU 卸载放最后。
 # > 推理：4-bit 权重 {eval}`a_int4`，之后瓶颈是 KV cache。注意：每个手段都有代价（通信、算力或精度）。
 #
 # The long answer follows: every figure above is derived in section 5.

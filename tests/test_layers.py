@@ -210,7 +210,8 @@ def _documented_paths() -> list[tuple[str, str]]:
         where = str(path.relative_to(ROOT))
         out |= {(where, m.group(0)) for m in _DOTTED.finditer(text)}
         for mod, names in _FROM.findall(text):
-            out |= {(where, f"{mod}.{n.strip()}") for n in names.split(",") if n.strip()}
+            # "from memlib.learn import mechanisms as mech": the name imported is mechanisms
+            out |= {(where, f"{mod}.{n.split(' as ')[0].strip()}") for n in names.split(",") if n.strip()}
     return sorted(out)
 
 

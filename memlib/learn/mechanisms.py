@@ -347,16 +347,27 @@ def _orders(schedule: str, p: int, m: int, v: int) -> list[list[tuple[str, int, 
     return out
 
 
+def _deps(p: int, V: int, s: int, kind: str, mb: int, c: int) -> list[tuple]:
+    """The passes a pass of stage s, chunk c, micro-batch mb waits for (virtual stage u = c x p + s of V)."""
+    u = c * p + s
+    if kind == "F":
+        return [("F", u - 1, mb)] if u > 0 else []
+    if kind == "B":
+        return [("B", u + 1, mb)] if u < V - 1 else [("F", u, mb)]
+    return [("B", u, mb)]
+
+
+# With t_f = t_b >= t_w and m >= p the greedy zb-h1 timeline below has exactly the closed-form bubble
+# (p - 1)(t_f + t_b - t_w) (memlib.parallel.pipeline.zb_h1_bubble_time; tests/test_mechanisms.py); with a W longer
+# than the gaps it fills, or t_b != t_f, it is longer than the closed form, which assumes the W passes fit the gaps
+# exactly (Qi et al.'s handcrafted schedule).
 def _simulate(schedule: str, p: int, m: int, v: int, t_f: float, t_b: float, t_w: float) -> tuple[list[Op], float]:
     """Run the orders against their dependencies, each pass as early as its inputs and its GPU allow.
     A forward of virtual stage u = chunk x p + stage needs the forward of u - 1; a backward needs the backward of
     u + 1 (the last virtual stage: its own forward); W needs its B. Under zb-h1 each stage runs its critical
     passes in the 1F1B order and, whenever the next one is not ready, a pending W instead (Qi et al. 2024, Sec.
     3.1: W passes fill the bubbles), and never holds more than min(p, m) micro-batches between F and W (1F1B's
-    peak, ZB-H1's memory limit); the last W's run at the end. With t_f = t_b >= t_w and m >= p this greedy
-    timeline has exactly the closed-form bubble (p - 1)(t_f + t_b - t_w) (memlib.parallel.pipeline
-    .zb_h1_bubble_time; tests/test_mechanisms.py); with a W longer than the gaps it fills, or t_b != t_f, it is
-    longer than the closed form, which assumes the W passes fit the gaps exactly (Qi et al.'s handcrafted schedule)."""
+    peak, ZB-H1's memory limit); the last W's run at the end."""
     orders = _orders(schedule, p, m, v)
     V = p * v
     split = schedule == "zb-h1"
@@ -374,19 +385,19 @@ def _simulate(schedule: str, p: int, m: int, v: int, t_f: float, t_b: float, t_w
     last_wait = -1.0
     stalled = 0  # stages that waited in a row without any pass being run: all of them is a deadlock
 
-    def deps(s, kind, mb, c):
-        u = c * p + s
-        if kind == "F":
-            return [("F", u - 1, mb)] if u > 0 else []
-        if kind == "B":
-            return [("B", u + 1, mb)] if u < V - 1 else [("F", u, mb)]
-        return [("B", u, mb)]
-
     def run(s, kind, mb, c, t):
         d = dur[kind]
         ops.append(Op(s, kind, mb, c, t, t + d))
         end[(kind, c * p + s, mb)] = t + d
         free[s] = t + d
+
+    def run_w(s, t) -> int:
+        """Run stage s's oldest pending W at t; the stage is free again when it ends. Returns the stall count 0."""
+        mb_w, c_w = pending_w[s].pop(0)
+        run(s, "W", mb_w, c_w, t)
+        alive[s] -= 1
+        heapq.heappush(heap, (free[s], next(seq), s))
+        return 0
 
     while heap:
         t, _, s = heapq.heappop(heap)
@@ -394,7 +405,7 @@ def _simulate(schedule: str, p: int, m: int, v: int, t_f: float, t_b: float, t_w
             continue
         if ptr[s] < len(orders[s]):
             kind, mb, c = orders[s][ptr[s]]
-            need = deps(s, kind, mb, c)
+            need = _deps(p, V, s, kind, mb, c)
             ready = all(k in end and end[k] <= t for k in need)
             if ready and not (split and kind == "F" and alive[s] >= cap):
                 run(s, kind, mb, c, t)
@@ -407,11 +418,7 @@ def _simulate(schedule: str, p: int, m: int, v: int, t_f: float, t_b: float, t_w
                 heapq.heappush(heap, (free[s], next(seq), s))
                 continue
             if split and pending_w[s]:
-                mb_w, c_w = pending_w[s].pop(0)
-                run(s, "W", mb_w, c_w, t)
-                alive[s] -= 1
-                stalled = 0
-                heapq.heappush(heap, (free[s], next(seq), s))
+                stalled = run_w(s, t)
                 continue
             # wait for the next event: another pass ending, or another stage becoming free
             later = [e for e in end.values() if e > t] + [f for f, _, _ in heap if f > t] or \
@@ -423,11 +430,7 @@ def _simulate(schedule: str, p: int, m: int, v: int, t_f: float, t_b: float, t_w
             heapq.heappush(heap, (min(later), next(seq), s))
             continue
         if split and pending_w[s]:
-            mb_w, c_w = pending_w[s].pop(0)
-            run(s, "W", mb_w, c_w, t)
-            alive[s] -= 1
-            stalled = 0
-            heapq.heappush(heap, (free[s], next(seq), s))
+            stalled = run_w(s, t)
             continue
         done_stage[s] = True
     makespan = max(o.end for o in ops)

@@ -246,42 +246,50 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
             settings.pop("offload_device", None)  # where the offload goes: offload layouts only
         if settings["tp"] == 1:
             settings.pop("sequence_parallel", None)  # shards the tensor-parallel group: tp > 1 only
-        try:
-            est = estimate_training(model, **settings)
-        except ValueError as e:
-            result.infeasible.append((settings, f"invalid: {e}"))
-            continue
-        v = fits(est, g, allocator_headroom=allocator_headroom)
-        if not v.fits:
-            part, nbytes = max(est.breakdown.items(), key=lambda kv: kv[1])
-            result.infeasible.append((settings, f"needs {gib(v.required_bytes):.1f} GiB per GPU of "
-                                      f"{gib(v.capacity_bytes):.1f} GiB (peak in {est.phase}; largest part "
-                                      f"{part} {gib(nbytes):.1f} GiB)"))
-            continue
-        if host_bytes_per_node is not None:
-            host = est.host_bytes * min(count, gpus_per_node)
-            if host > host_bytes_per_node:
-                result.infeasible.append((settings, f"needs {gib(host):.0f} GiB of host RAM per node for offload, "
-                                          f"more than {gib(host_bytes_per_node):.0f} GiB"))
-                continue
-        # the options were checked against step_time up front: an error here is a bug, not a 0 tokens/s plan,
-        # except an mfu= that this layout's recompute cannot reach (HFU > 1): that layout is infeasible at it
-        try:
-            t = None if _untimed(settings["precision"], peak_tflops) else \
-                step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops,
-                          internode_bytes_per_s=internode_bytes_per_s, hfu=hfu)
-        except ValueError as e:
-            if mfu is None or "not reachable" not in str(e):
-                raise
-            result.infeasible.append((settings, f"recompute {settings['recompute']} cannot reach {mfu:.0%} MFU: {e}"))
-            continue
-        result.feasible.append(Plan(settings, est, v, t))
+        plan_or_why = _evaluate(model, g, count, settings, allocator_headroom, host_bytes_per_node, gpus_per_node,
+                                (mfu, hfu), peak_tflops, internode_bytes_per_s)
+        if isinstance(plan_or_why, Plan):
+            result.feasible.append(plan_or_why)
+        else:
+            result.infeasible.append((settings, plan_or_why))
     if result.infeasible and not result.feasible and all(why.startswith("invalid: ") for _, why in result.infeasible):
         # not one layout could even be estimated: that is bad input, not "nothing fits"
         raise ValueError(f"no layout of {model.name} on {count} GPUs can be estimated; the first: "
                          f"{result.infeasible[0][1][len('invalid: '):]}")
     result.feasible.sort(key=lambda p: (-p.tokens_per_s_per_gpu, -p.verdict.margin_bytes))
     return result
+
+
+def _evaluate(model, g, count, settings, allocator_headroom, host_bytes_per_node, gpus_per_node, rates, peak_tflops,
+              internode_bytes_per_s):
+    """One layout of plan(): its Plan, or why it is infeasible (a string; "invalid: ..." when it cannot be
+    estimated)."""
+    mfu, hfu = rates
+    try:
+        est = estimate_training(model, **settings)
+    except ValueError as e:
+        return f"invalid: {e}"
+    v = fits(est, g, allocator_headroom=allocator_headroom)
+    if not v.fits:
+        part, nbytes = max(est.breakdown.items(), key=lambda kv: kv[1])
+        return (f"needs {gib(v.required_bytes):.1f} GiB per GPU of {gib(v.capacity_bytes):.1f} GiB (peak in "
+                f"{est.phase}; largest part {part} {gib(nbytes):.1f} GiB)")
+    if host_bytes_per_node is not None:
+        host = est.host_bytes * min(count, gpus_per_node)
+        if host > host_bytes_per_node:
+            return (f"needs {gib(host):.0f} GiB of host RAM per node for offload, more than "
+                    f"{gib(host_bytes_per_node):.0f} GiB")
+    # the options were checked against step_time up front: an error here is a bug, not a 0 tokens/s plan,
+    # except an mfu= that this layout's recompute cannot reach (HFU > 1): that layout is infeasible at it
+    try:
+        t = None if _untimed(settings["precision"], peak_tflops) else \
+            step_time(est, g, mfu=mfu, gpus_per_node=gpus_per_node, peak_tflops=peak_tflops,
+                      internode_bytes_per_s=internode_bytes_per_s, hfu=hfu)
+    except ValueError as e:
+        if mfu is None or "not reachable" not in str(e):
+            raise
+        return f"recompute {settings['recompute']} cannot reach {mfu:.0%} MFU: {e}"
+    return Plan(settings, est, v, t)
 
 
 def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precisions, recomputes, allow_offload,

@@ -152,6 +152,7 @@ class RolloutPool:
                           shared_prefix: bool = True) -> int:
         """Sequences the pool decodes at once when every one runs to prompt_len + response_len tokens:
         token_slots x G // rollout_token_slots(P, R, G), capped by max_num_seqs. The rest wait (or are preempted)."""
+        shared_prefix = flag("shared_prefix", shared_prefix)
         per_group = rollout_token_slots(prompt_len, response_len, group_size, shared_prefix, self.page)
         n = self.token_slots * group_size // per_group
         return n if self.max_num_seqs is None else min(n, self.max_num_seqs)
@@ -160,7 +161,7 @@ class RolloutPool:
               shared_prefix: bool = True) -> int:
         """Rounds of decoding for `prompts` x G sequences: ceil(sequences / sequences_at_once). An upper bound when
         responses end early (continuous batching refills a slot as soon as a sequence finishes): the time side."""
-        prompts = positive_int("prompts", prompts)
+        prompts, shared_prefix = positive_int("prompts", prompts), flag("shared_prefix", shared_prefix)
         at_once = self.sequences_at_once(prompt_len, response_len, group_size, shared_prefix)
         if at_once == 0:
             raise ValueError(f"the {self.engine} pool ({self.token_slots:,} tokens) holds no sequence of "
@@ -394,7 +395,7 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
     train_options: passed to memlib.estimate_training for the trainable roles (precision, recompute,
                    offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
     """
-    offload_idle = flag("offload_idle", offload_idle)
+    offload_idle, shared_prefix = flag("offload_idle", offload_idle), flag("shared_prefix", shared_prefix)
     c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
                rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine,
                gpu_memory_utilization, shared_prefix, cudagraph_bytes)
@@ -407,14 +408,7 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
         raise ValueError(f"rollout_tp {c['rollout_tp']} must divide the rollout engine's {n['rollout']} GPUs")
     if c["fraction"] is None and c["engine"] != "hf":
         c["fraction"] = COLOCATED_ENGINE_FRACTION if placement == "colocated" else SEPARATE_ENGINE_FRACTION
-    models = {"actor": actor_model, "reference": actor_model, "rollout": actor_model}
-    if "critic" in roles:
-        models["critic"] = actor_model if critic == SAME else get_model(critic)
-    if "reward" in roles:
-        rm = actor_model if reward == SAME else get_model(reward)
-        # a reward model scores with a one-output value head instead of the LM head (OpenRLHF's get_llm_for_
-        # sequence_regression: value_head = nn.Linear(hidden, 1); TRL's AutoModelForSequenceClassification)
-        models["reward"] = rm.with_(head="score", num_labels=1) if rm.head == "lm" else rm
+    models = _role_models(actor_model, roles, critic, reward)
     # An engine whose share cannot hold it does not start (vLLM raises at start-up). The roles' own bytes stay
     # readable (a question about the models' states alone), but the peak, fits() and min_rlhf_gpus refuse.
     engine_error = None
@@ -425,30 +419,53 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
         except _EngineCannotStart as err:
             engine_error = str(err)
             out[role] = err.role
-    notes = []
+    pool, at_once, waves, engine_error = _rollout_waves(out, c, engine_error)
+    phases = _phases(out, algorithm, c["offload_idle"]) if placement == "colocated" else {}
+    notes = _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error)
+    return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes, pool, at_once, waves,
+                        engine_error)
+
+
+def _role_models(actor_model, roles, critic, reward) -> dict:
+    """The model of each role: the actor's, or the critic's and reward's own."""
+    models = {"actor": actor_model, "reference": actor_model, "rollout": actor_model}
+    if "critic" in roles:
+        models["critic"] = actor_model if critic == SAME else get_model(critic)
+    if "reward" in roles:
+        rm = actor_model if reward == SAME else get_model(reward)
+        # a reward model scores with a one-output value head instead of the LM head (OpenRLHF's get_llm_for_
+        # sequence_regression: value_head = nn.Linear(hidden, 1); TRL's AutoModelForSequenceClassification)
+        models["reward"] = rm.with_(head="score", num_labels=1) if rm.head == "lm" else rm
+    return models
+
+
+def _rollout_waves(out: dict, c: dict, engine_error):
+    """(the engine's pool, sequences it decodes at once, waves per step, why the engine cannot start or None)."""
     pool = at_once = waves = None
-    if "rollout" in out and engine_error is None:
-        r = out["rollout"]
-        if c["engine"] == "hf":
-            at_once, waves = c["rollout_batch"] * c["group_size"], 1
-        else:
-            pool = r.estimate
-            at_once = pool.sequences_at_once(c["prompt_len"], c["response_len"], c["group_size"], c["shared_prefix"])
-            if at_once == 0:
-                engine_error = (f"the {c['engine']} pool on a {c['gpu']} ({pool.token_slots:,} tokens at "
-                                f"{pool.fraction:g}) holds no sequence of {c['seq']:,} tokens: the engine refuses to "
-                                "start (max_model_len larger than its KV cache); raise gpu_memory_utilization or "
-                                "rollout_tp, or shorten prompt_len + response_len")
-            else:
-                waves = pool.waves(c["rollout_batch"], c["prompt_len"], c["response_len"], c["group_size"],
-                                   c["shared_prefix"])
+    if "rollout" not in out or engine_error is not None:
+        return pool, at_once, waves, engine_error
+    r = out["rollout"]
+    if c["engine"] == "hf":
+        return None, c["rollout_batch"] * c["group_size"], 1, None
+    pool = r.estimate
+    at_once = pool.sequences_at_once(c["prompt_len"], c["response_len"], c["group_size"], c["shared_prefix"])
+    if at_once == 0:
+        return pool, at_once, None, (
+            f"the {c['engine']} pool on a {c['gpu']} ({pool.token_slots:,} tokens at {pool.fraction:g}) holds no "
+            f"sequence of {c['seq']:,} tokens: the engine refuses to start (max_model_len larger than its KV cache); "
+            "raise gpu_memory_utilization or rollout_tp, or shorten prompt_len + response_len")
+    waves = pool.waves(c["rollout_batch"], c["prompt_len"], c["response_len"], c["group_size"], c["shared_prefix"])
+    return pool, at_once, waves, None
+
+
+def _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error) -> list[str]:
+    """What the estimate assumes and leaves out, in words."""
+    notes = []
     if placement == "colocated":
-        phases = _phases(out, algorithm, c["offload_idle"])
         if c["offload_idle"]:
             notes.append("idle roles sleep or are offloaded (hybrid engine): their states need pinned host RAM, "
                          "not counted here")
     else:
-        phases = {}
         notes.append("separate groups: the weights are synchronised from the actor group to the rollout engines "
                      "after each step (staging buffers not counted)")
     if pool is not None and engine_error is None:
@@ -463,8 +480,7 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                      "head is one output: a slight over-count of its states and logits")
     if engine_error:
         notes.append(f"the rollout engine cannot start: {engine_error}")
-    return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes, pool, at_once, waves,
-                        engine_error)
+    return notes
 
 
 class _EngineCannotStart(ValueError):
