@@ -304,7 +304,7 @@ class CachingAllocator:
         lines = [f"{'Metric':<24}{'Cur Usage':>14}{'Peak Usage':>14}"]
         for name, cur, peak in rows:
             lines.append(f"{name:<24}{_fmt(cur):>14}{'' if peak is None else _fmt(peak):>14}")
-        lines.append(f"{'Segments':<24}{len(self._segments):>14}")
+        lines.append(f"{'GPU reserved segments':<24}{len(self._segments):>14}")
         return "\n".join(lines)
 
     # ---- internals, each named after the source's function ---------------------------------------------
@@ -561,3 +561,157 @@ def reserved_bytes(estimate, *, expandable_segments: bool = False, gpu=None,
     elif cuda_context_bytes is not None:
         raise ValueError("cuda_context_bytes is used with gpu= (the cap at the card's room); pass gpu too")
     return Reserved(peak, transient, factor, frag, reserved, expandable_segments, capped)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A training loop replayed through the allocator, and torch's out-of-memory message read back
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StepReplay:
+    """One training step of `replay_training`: the peaks torch.cuda.max_memory_allocated/reserved would show
+    for it (peak stats reset at the step's start), and the out-of-memory error if it failed."""
+
+    step: int
+    seq_len: int
+    allocated_peak_bytes: int
+    reserved_peak_bytes: int
+    reserved_end_bytes: int
+    inactive_split_bytes: int   # cached bytes in partly used segments at the step's end (not releasable)
+    segments: int
+    oom: str = ""
+
+
+def _layers(est) -> int:
+    s = est.setup
+    if getattr(est, "layer_kinds", None) or getattr(s, "pp", 1) != 1:
+        raise ValueError("replay_training takes estimates of one GPU holding every layer alike (pp 1, one layer "
+                         "kind); this one has pipeline stages or mixed layer kinds")
+    return s.model.num_layers
+
+
+def replay_training(estimates, config: AllocatorConfig | str | None = None,
+                    capacity_bytes: int | None = None) -> list[StepReplay]:
+    """Replay one training step per estimate (e.g. one per batch of a data loader, each at its own seq_len)
+    through `CachingAllocator`, as a synthetic trace built from each estimate's ledger:
+
+      start      the parameters, one tensor per layer (counts['param_bytes'] / layers), allocated once;
+      each step  zero_grad(set_to_none=True) frees last step's gradients; forward: every line of the layer's
+                 activation ledger (est.layer) one tensor, layer after layer, then the logits and loss (the
+                 largest logits_and_loss of the estimate's moments) as one tensor; backward: the logits freed,
+                 then per layer from the top: its weight gradient allocated (grad_bytes / layers), a temporary
+                 the size of its largest saved tensor allocated and freed, its saved tensors freed;
+                 optimizer: on the first step its states (optimizer_bytes / layers per layer), then its temporary.
+
+    A model of the order of events, not a recorded trace: real steps make many more, smaller tensors. What it
+    shows is how the allocator's caching, splitting and segments turn a sequence of sizes into reserved bytes.
+    """
+    estimates = list(estimates)
+    if not estimates:
+        raise ValueError("replay_training needs at least one estimate (one per step)")
+    a = CachingAllocator(capacity_bytes, config)
+    layers = _layers(estimates[0])
+    first = estimates[0]
+    out: list[StepReplay] = []
+    grads: list[int] = []
+    states_made = False
+    try:
+        params = [a.malloc(max(1, first.counts["param_bytes"] // layers)) for _ in range(layers)]
+    except OutOfMemoryError as e:
+        return [StepReplay(0, first.setup.seq_len, a.peak_allocated_bytes, a.peak_reserved_bytes,
+                           a.reserved_bytes, a.inactive_split_bytes, len(a.segments()), str(e))]
+    del params
+    for i, est in enumerate(estimates, 1):
+        if _layers(est) != layers:
+            raise ValueError("every estimate of replay_training must be of the same model (its steps)")
+        a.reset_peak_stats()
+        items = [n for _, n, _ in est.layer.items if n > 0]
+        logits = max((m.parts.get("logits_and_loss", 0) for m in est.moments), default=0)
+        try:
+            for h in grads:
+                a.free(h)
+            grads = []
+            saved = [[a.malloc(n) for n in items] for _ in range(layers)]
+            lg = a.malloc(logits) if logits else None
+            if lg is not None:
+                a.free(lg)
+            for layer in reversed(saved):
+                grads.append(a.malloc(max(1, est.counts["grad_bytes"] // layers)))
+                if items:
+                    a.free(a.malloc(max(items)))
+                for h in reversed(layer):
+                    a.free(h)
+            if not states_made and est.counts.get("optimizer_bytes"):
+                for _ in range(layers):
+                    a.malloc(max(1, est.counts["optimizer_bytes"] // layers))
+                states_made = True
+            if est.counts.get("optimizer_temporary_bytes"):
+                a.free(a.malloc(est.counts["optimizer_temporary_bytes"]))
+            oom = ""
+        except OutOfMemoryError as e:
+            oom = str(e)
+        out.append(StepReplay(i, est.setup.seq_len, a.peak_allocated_bytes, a.peak_reserved_bytes,
+                              a.reserved_bytes, a.inactive_split_bytes, len(a.segments()), oom))
+        if oom:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class OomReport:
+    """torch's out-of-memory message, read: the figures it states and what follows from them (GiB = 2**30 B)."""
+
+    tried_bytes: int
+    total_bytes: int
+    free_bytes: int
+    process_bytes: int | None      # "this process has X memory in use" / "Process N has X" (when NVML reports it)
+    allocated_bytes: int           # "X is allocated by PyTorch"
+    unallocated_reserved_bytes: int  # "X is reserved by PyTorch but unallocated"
+
+    @property
+    def reserved_bytes(self) -> int:
+        """What torch.cuda.memory_reserved() showed: allocated + reserved-but-unallocated."""
+        return self.allocated_bytes + self.unallocated_reserved_bytes
+
+    @property
+    def non_pytorch_bytes(self) -> int | None:
+        """The process's memory outside the caching allocator: CUDA context, cuBLAS/cuDNN workspaces, NCCL
+        buffers (process in use - reserved); None when the message does not give the process's total."""
+        return None if self.process_bytes is None else self.process_bytes - self.reserved_bytes
+
+    @property
+    def fragmentation_share(self) -> float:
+        """Reserved-but-unallocated as a share of reserved: the part expandable segments could have used."""
+        return self.unallocated_reserved_bytes / self.reserved_bytes if self.reserved_bytes else 0.0
+
+
+_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def parse_oom_message(text: str) -> OomReport:
+    """Read torch.OutOfMemoryError's message (the format of CUDACachingAllocator.cpp's malloc, torch 2.1+):
+    "Tried to allocate X. GPU 0 has a total capacity of X of which X is free. [Process N has|Including
+    non-PyTorch memory, this process has] X memory in use. Of the allocated memory X is allocated by PyTorch,
+    and X is reserved by PyTorch but unallocated." Sizes are torch's format_size (2 decimals, binary units)."""
+    import re
+
+    if not isinstance(text, str):
+        raise ValueError(f"parse_oom_message reads the error's text, got {show(text)}")
+    size = r"([\d.]+) (bytes|KiB|MiB|GiB|TiB)"
+
+    def grab(pattern: str, required: bool = True):
+        m = re.search(pattern, text)
+        if not m:
+            if required:
+                raise ValueError(f"not a torch CUDA out-of-memory message (no {pattern!r} in it)")
+            return None
+        return int(round(float(m.group(1)) * _UNITS[m.group(2)]))
+
+    return OomReport(
+        tried_bytes=grab(r"Tried to allocate " + size),
+        total_bytes=grab(r"total capacit(?:y|y) of " + size),
+        free_bytes=grab(r"of which " + size + r" is free"),
+        process_bytes=grab(r"(?:Process \d+|this process) has " + size + r" memory in use", required=False),
+        allocated_bytes=grab(size + r" is allocated by PyTorch"),
+        unallocated_reserved_bytes=grab(size + r" is reserved by PyTorch but unallocated"),
+    )
