@@ -67,14 +67,14 @@ a_card = f"{get_gpu(GPU).memory_bytes / GiB:.0f}"
 # ## 2. The 30-second answer · 30 秒回答
 #
 # > **EN** **Read the message first.** "Allocated by PyTorch" is what live tensors hold; "reserved but
-# > unallocated" is cache the allocator could not reuse. Allocated near the card: shrink the step (smaller
-# > micro-batch with accumulation, checkpointing, a chunked loss, sharding, then LoRA). Reserved far above
-# > allocated: fragmentation, so turn on expandable segments. Then check for kept tensors with a memory
-# > snapshot. Budget for reserved: a Llama-2-7B LoRA step on {eval}`a_card` GiB cards allocates {eval}`a_alloc`
-# > GiB and reserves about {eval}`a_res` GiB.
+# > unallocated" is cache the allocator could not reuse. Request larger than that plus the free memory: shrink the
+# > step (smaller micro-batch with accumulation, checkpointing, a chunked loss, sharding, then LoRA). Smaller:
+# > fragmentation, so turn on expandable segments. Then hunt kept tensors in a memory snapshot. Budget for
+# > reserved: a Llama-2-7B LoRA step on {eval}`a_card` GiB cards allocates {eval}`a_alloc` GiB and reserves about
+# > {eval}`a_res` GiB.
 #
-# > **中文** **先读报错。** "已分配"是活张量真正占的，"已保留未分配"是缓存里用不上的碎片。已分配接近显存：缩小
-# > 一步（减小批次加梯度累积、重计算、分块损失、分片，最后换 LoRA）；保留远高于分配：是碎片，开 expandable
+# > **中文** **先读报错。** "已分配"是活张量占的，"已保留未分配"是缓存里用不上的碎片。请求比碎片加空闲还大：
+# > 缩小一步（减小批次加梯度累积、重计算、分块损失、分片，最后换 LoRA）；比它小：是碎片，开 expandable
 # > segments。再用显存快照找被留住的张量。按保留量留余量：{eval}`a_card` GiB 卡上 Llama-2-7B LoRA 一步分配
 # > {eval}`a_alloc` GiB，保留约 {eval}`a_res` GiB。
 #
@@ -117,28 +117,30 @@ a_card = f"{get_gpu(GPU).memory_bytes / GiB:.0f}"
 # reserved by PyTorch but unallocated."*
 #
 # ✏️ **Back of the envelope.** Reserved = 74.8 + 3.9 ≈ **78.6 GiB**; the process holds 79.1, so ≈ **0.5 GiB**
-# lives outside PyTorch (the CUDA context). The unreusable cache is 3.9 / 78.6 ≈ 5% of it: this step simply needs
-# more than the card.
+# lives outside PyTorch (the CUDA context). The request, 0.25 GiB, is far below the 3.9 GiB cached but unused: had
+# the cache been one piece, it would have fitted. That is fragmentation (about 5% of reserved), on a card already
+# 99% full.
 
 # %% tags=["nbval-check-output"]
 OOM_152135 = ("Tried to allocate 250.00 MiB. GPU 0 has a total capacity of 79.26 GiB of which 104.75 MiB is free. "
               "Process 1007710 has 79.14 GiB memory in use. Of the allocated memory 74.77 GiB is allocated by "
               "PyTorch, and 3.87 GiB is reserved by PyTorch but unallocated.")
 oom = parse_oom_message(OOM_152135)          # memlib.hardware.allocator.parse_oom_message
-print(G(oom.reserved_bytes, 2), G(oom.non_pytorch_bytes, 2), f"{oom.fragmentation_share:.1%}")
+print(G(oom.reserved_bytes, 2), G(oom.non_pytorch_bytes, 2), f"{oom.fragmentation_share:.1%}", oom.would_fit_unfragmented)
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 s1_res, s1_out = f"{G(oom.reserved_bytes, 2)}", f"{G(oom.non_pytorch_bytes, 2)}"
 s1_frag = f"{oom.fragmentation_share:.1%}"
-s1_verdict = f"{'the step itself is too big' if oom.fragmentation_share < 0.1 else 'fragmentation is the problem'}"
+s1_verdict = f"{'fragmentation made this request fail' if oom.would_fit_unfragmented else 'the step itself is too big'}"
 
 # %% [markdown]
 # memlib reads it the same way: reserved **{eval}`s1_res`**, **{eval}`s1_out`** outside PyTorch, **{eval}`s1_frag`**
-# of reserved unreusable: {eval}`s1_verdict`. The rule: compare "reserved but unallocated" with the request.
-# When it is several times the request, the memory exists but in pieces (fragmentation, step 3); when it is small,
-# as here, shrink the step (step 7). The message is printed after the allocator has already given back every
-# cached segment it could (the source's comment: "the only remaining 'cached' memory is split from a larger block
-# that is partially in-use").
+# of reserved cached but unusable: {eval}`s1_verdict`. The rule (`OomReport.would_fit_unfragmented`): compare the
+# request with free + "reserved but unallocated". Larger: no allocator setting helps, shrink the step (step 7).
+# Smaller, as here: the memory exists in pieces (step 3); expandable segments reduce the pieces, and this user had
+# them on already, so what is left is a smaller peak or steadier tensor sizes (step 6). The message is printed
+# after the allocator has already given back every cached segment it could (the source's comment: "the only
+# remaining 'cached' memory is split from a larger block that is partially in-use").
 
 # %% [markdown]
 # ### Step 2 · Which number does an estimate predict?
@@ -413,7 +415,7 @@ f3_where, f3_logits = f"{ck['full'].peak_moment.where}", f"{G(ck['full'].peak_mo
 # ## 9. Pitfalls · 避坑
 #
 # - Comparing an estimate with nvidia-smi: the estimate is *allocated*; nvidia-smi adds the cache, the context and NCCL.
-# - Calling every OOM "fragmentation": in step 1's log only {eval}`s1_frag` of reserved was unusable; `expandable_segments` cannot fix a step that is too big.
+# - Calling every OOM "fragmentation": first compare the request with free + reserved-but-unallocated; when it is larger, `expandable_segments` cannot help.
 # - Planning with a flat 5% on top of allocated near the limit: the allocator model gives {eval}`s4_frag` for the example, not 5%.
 # - Logging `loss` instead of `loss.item()` in an eval loop without `no_grad`: {eval}`s5_graph` per batch.
 # - Judging a setup by its first steps: the Adam states arrive at the first `optimizer.step()` (step 6).

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -69,6 +69,12 @@
 #    gets faster (batch 1) and when not (compute-bound batches, LLM.int8()), W8A8, GPTQ/AWQ/SmoothQuant,
 #    outlier features. Its [deep dive](09_quantization_deep_dive.ipynb): the fact-check and the papers'
 #    accuracy tables.
+# 11. [11 · Debugging an out-of-memory error](11_debugging_oom.ipynb) Reading the OOM message,
+#    allocated vs reserved vs nvidia-smi, PyTorch's caching allocator (512 B blocks, 2 and 20 MiB segments,
+#    fragmentation, expandable segments) modelled and replayed, memory snapshots, the usual causes (kept tensors,
+#    the first optimizer step, growing lengths, rank 0, checkpointing that misses the peak) and the ladder of fixes.
+#    Its [deep dive](11_debugging_oom_deep_dive.ipynb): memory_summary line by line, the published reserved rows
+#    before and after, profiling, the fact-check.
 #
 # ## Then
 #
@@ -84,7 +90,8 @@
 #   [06](../exercises/06_long_context_exercises.ipynb),
 #   [07](../exercises/07_time_and_cost_exercises.ipynb),
 #   [08](../exercises/08_rlhf_memory_exercises.ipynb),
-#   [09](../exercises/09_quantization_exercises.ipynb).
+#   [09](../exercises/09_quantization_exercises.ipynb),
+#   [11](../exercises/11_debugging_oom_exercises.ipynb).
 # - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
 #
 # Each topic notebook has the same sections (`notebooks/STYLE.md`): the question (中文 and

@@ -275,3 +275,58 @@ def test_reserved_bad_input():
         reserved_bytes(est, expandable_segments="yes")
     with pytest.raises(ValueError, match="fragmentation_factor"):
         reserved_bytes(est, fragmentation_factor=-1)
+
+
+# ---- torch's OOM message read back, and the leaks ------------------------------------------------------------
+def test_parse_oom_message_of_published_logs():
+    # pytorch/pytorch issue 152135 (2025-04-24): 74.77 + 3.87 = 78.64 GiB reserved; 79.14 - 78.64 = 0.50 GiB outside
+    r = A.parse_oom_message(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 250.00 MiB. GPU 0 has a total capacity of "
+        "79.26 GiB of which 104.75 MiB is free. Process 1007710 has 79.14 GiB memory in use. Of the allocated memory "
+        "74.77 GiB is allocated by PyTorch, and 3.87 GiB is reserved by PyTorch but unallocated. If reserved but ...")
+    assert r.tried_bytes == 250 * MiB
+    assert abs(r.reserved_bytes / GiB - 78.64) < 0.005 and abs(r.non_pytorch_bytes / GiB - 0.50) < 0.005
+    assert r.would_fit_unfragmented          # 250 MiB < 3.87 GiB cached: fragmentation (expandable segments were on)
+    # kaito-project/kaito issue 976 (vLLM, private pools): 13.73 GiB includes the 46 MiB of private pools
+    k = A.parse_oom_message(
+        "Tried to allocate 546.00 MiB. GPU 0 has a total capacity of 15.77 GiB of which 514.19 MiB is free. Process "
+        "562167 has 15.25 GiB memory in use. Of the allocated memory 13.73 GiB is allocated by PyTorch, with 46.00 MiB "
+        "allocated in private pools (e.g., CUDA Graphs), and 736.86 MiB is reserved by PyTorch but unallocated.")
+    assert abs(k.non_pytorch_bytes / GiB - (15.25 - 13.73 - 736.86 / 1024)) < 0.001
+    # murong-xu/CADS issue 4: 22.78 GiB requested > 12.73 free + 9.35 unallocated = 22.08: no setting helps
+    c = A.parse_oom_message(
+        "Tried to allocate 22.78 GiB. GPU 0 has a total capacity of 31.47 GiB of which 12.73 GiB is free. Including "
+        "non-PyTorch memory, this process has 18.73 GiB memory in use. Of the allocated memory 9.08 GiB is allocated "
+        "by PyTorch, and 9.35 GiB is reserved by PyTorch but unallocated.")
+    assert not c.would_fit_unfragmented and abs(c.non_pytorch_bytes / GiB - 0.30) < 0.005
+    with pytest.raises(ValueError, match="not a torch CUDA out-of-memory message"):
+        A.parse_oom_message("RuntimeError: CUDA error: an illegal memory access was encountered")
+
+
+def test_replay_training_steady_state_and_growing_lengths():
+    lora = {s: memlib.estimate_training("llama-2-7b", seq_len=s, finetune="lora") for s in (512, 2048)}
+    same = A.replay_training([lora[2048]] * 3)
+    # identical steps: after the first step (optimizer states created) the allocator's state repeats
+    assert same[1].reserved_peak_bytes == same[2].reserved_peak_bytes
+    assert all(s.reserved_peak_bytes >= s.allocated_peak_bytes for s in same)
+    grow = A.replay_training([lora[512], lora[2048]])
+    first = A.replay_training([lora[2048], lora[512]])
+    assert grow[-1].reserved_peak_bytes > first[-1].reserved_peak_bytes   # the longer batch needs new segments
+    with pytest.raises(ValueError, match="at least one estimate"):
+        A.replay_training([])
+
+
+def test_leaks_by_hand():
+    from memlib.training import leaks
+    assert leaks.kept_scalar_bytes(10_000) == 10_000 * 512          # one 512 B block per 0-d loss
+    assert leaks.rank0_context_bytes(8, 600 * MiB) == 7 * 600 * MiB
+    assert leaks.batches_until_oom(10, 95) == 9
+    est = memlib.estimate_training("llama-3-8b", seq_len=2048)
+    # the Adam states (2 x 4 B per parameter) arrive in the first optimizer.step(): the gap is at least them
+    gap = est.peak_bytes - leaks.first_step_before_optimizer_bytes(est)
+    assert gap >= 8 * memlib.get_model("llama-3-8b").num_params
+    fwd = max((m for m in est.moments if m.name == "forward"), key=lambda m: m.total)
+    assert leaks.kept_graph_bytes(est) == fwd.parts["activations"] + fwd.parts.get("logits_and_loss", 0) + \
+        fwd.parts.get("autocast_copies", 0)
+    with pytest.raises(ValueError):
+        leaks.kept_graph_bytes(memlib.estimate_inference("llama-2-7b"))

@@ -680,6 +680,13 @@ class OomReport:
         return None if self.process_bytes is None else self.process_bytes - self.reserved_bytes
 
     @property
+    def would_fit_unfragmented(self) -> bool:
+        """Whether the request would have fitted had the cached bytes been one piece: tried <= free + reserved but
+        unallocated. False: no allocator setting helps, the step needs less memory. True: fragmentation is at
+        least part of it (expandable segments, fewer size changes)."""
+        return self.tried_bytes <= self.free_bytes + self.unallocated_reserved_bytes
+
+    @property
     def fragmentation_share(self) -> float:
         """Reserved-but-unallocated as a share of reserved: the part expandable segments could have used."""
         return self.unallocated_reserved_bytes / self.reserved_bytes if self.reserved_bytes else 0.0

@@ -26,7 +26,7 @@ GRAPH_PARTS = ("activations", "logits_and_loss", "autocast_copies")
 
 def _forward_moment(est):
     moments = getattr(est, "moments", None)
-    if not moments:
+    if not moments or not all(hasattr(m, "parts") and hasattr(m, "name") for m in moments):
         raise ValueError(f"needs a training estimate (memlib.estimate_training), got {show(est)}")
     fwd = [m for m in moments if m.name == "forward"]
     if not fwd:
@@ -53,7 +53,7 @@ def kept_output_bytes(est, steps: int) -> int:
     """GPU bytes of the model's output (the logits, 16-bit [batch, seq, vocab]) kept for `steps` steps: the
     estimate's previous_output part (the output a loop keeps until the next step replaces it) each."""
     steps = positive_int("steps", steps, allow_zero=True)
-    out = max(m.parts.get("previous_output", 0) for m in est.moments)
+    out = max(m.parts.get("previous_output", 0) for m in [_forward_moment(est), *est.moments])
     if not out:
         raise ValueError("the estimate keeps no output (keep_outputs=False, or a layout that frees it); "
                          "estimate with keep_outputs=True")
@@ -83,7 +83,10 @@ def first_step_before_optimizer_bytes(est) -> int:
     without the optimizer states (created lazily by that first step: terms.first_step_optimizer_state_bytes) or a
     previous step's output. Compare with est.peak_bytes: a run whose first forward and backward fit and whose first
     optimizer.step() runs out of memory is this gap."""
-    moments = [m for m in getattr(est, "moments", []) if m.name != "optimizer"]
+    moments = getattr(est, "moments", None) or []
+    if not all(hasattr(m, "parts") and hasattr(m, "lazy_bytes") for m in moments):
+        moments = []
+    moments = [m for m in moments if m.name != "optimizer"]
     if not moments:
         raise ValueError(f"needs a training estimate with forward/backward moments, got {show(est)}")
     return max(m.total - m.lazy_bytes for m in moments)
