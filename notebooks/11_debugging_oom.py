@@ -118,7 +118,7 @@ a_card = f"{get_gpu(GPU).memory_bytes / GiB:.0f}"
 #
 # ### Step 1 · Read the error message
 #
-# A published one (pytorch/pytorch issue 152135, an 80 GB card, expandable segments already on):
+# A published one (pytorch/pytorch issue 152135, an 80 GB card; the user reports it with expandable segments on too):
 # *"Tried to allocate 250.00 MiB. GPU 0 has a total capacity of 79.26 GiB of which 104.75 MiB is free. Process
 # 1007710 has 79.14 GiB memory in use. Of the allocated memory 74.77 GiB is allocated by PyTorch, and 3.87 GiB is
 # reserved by PyTorch but unallocated."*
@@ -144,8 +144,8 @@ s1_verdict = f"{'fragmentation made this request fail' if oom.would_fit_unfragme
 # memlib reads it the same way: reserved **{eval}`s1_res`**, **{eval}`s1_out`** outside PyTorch, **{eval}`s1_frag`**
 # of reserved cached but unusable: {eval}`s1_verdict`. The rule (`OomReport.would_fit_unfragmented`): compare the
 # request with free + "reserved but unallocated". Larger: no allocator setting helps, shrink the step (step 7).
-# Smaller, as here: the memory exists in pieces (step 3); expandable segments reduce the pieces, and this user had
-# them on already, so what is left is a smaller peak or steadier tensor sizes (step 6). The message is printed
+# Smaller, as here: the memory exists in pieces (step 3); expandable segments reduce the pieces, and this user
+# reports OOMs with them on as well, so what is left is a smaller peak or steadier tensor sizes (step 6). The message is printed
 # after the allocator has already given back every cached segment it could (the source's comment: "the only
 # remaining 'cached' memory is split from a larger block that is partially in-use").
 
