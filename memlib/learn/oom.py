@@ -120,6 +120,7 @@ def replay_chart(replays: dict, ax=None, title: str | None = None):
         line, = ax.plot(xs, [s.reserved_peak_bytes / GiB for s in steps], marker="o", label=f"{label}: reserved")
         ax.plot(xs, [s.allocated_peak_bytes / GiB for s in steps], ls=":", color=line.get_color(),
                 label=f"{label}: allocated")
+    ax.set_xticks(sorted({s.step for steps in replays.values() for s in steps}))
     ax.set_xlabel("training step")
     ax.set_ylabel("GiB (peak of the step)")
     ax.legend(fontsize=7)
