@@ -76,6 +76,12 @@
 #    interleaved, ZB-H1, DualPipe) drawn, selective vs full recompute with FlashAttention. Its
 #    [deep dive](10_communication_deep_dive.ipynb): the fact-check, nccl-tests' bus bandwidth, ZeRO rank by rank,
 #    context parallelism's causal balance.
+# 11. [11 · Debugging an out-of-memory error](11_debugging_oom.ipynb) Reading the OOM message,
+#    allocated vs reserved vs nvidia-smi, PyTorch's caching allocator (512 B blocks, 2 and 20 MiB segments,
+#    fragmentation, expandable segments) modelled and replayed, memory snapshots, the usual causes (kept tensors,
+#    the first optimizer step, growing lengths, rank 0, checkpointing that misses the peak) and the ladder of fixes.
+#    Its [deep dive](11_debugging_oom_deep_dive.ipynb): memory_summary line by line, the published reserved rows
+#    before and after, profiling, the fact-check.
 #
 # ## Then
 #
@@ -92,7 +98,8 @@
 #   [07](../exercises/07_time_and_cost_exercises.ipynb),
 #   [08](../exercises/08_rlhf_memory_exercises.ipynb),
 #   [09](../exercises/09_quantization_exercises.ipynb),
-#   [10](../exercises/10_communication_exercises.ipynb).
+#   [10](../exercises/10_communication_exercises.ipynb),
+#   [11](../exercises/11_debugging_oom_exercises.ipynb).
 # - [The cheat sheet](../docs/cheatsheet.md): the key formulas on one page, each with its source.
 #
 # Each topic notebook has the same sections (`notebooks/STYLE.md`): the question (中文 and

@@ -54,6 +54,12 @@ SETUP_FIGURES = {"80GB", "80 GB", "80gb", "40GB", "40 GB", "40gb", "24GB", "24 G
 # Figures in ANOTHER notebook's text that fall within an exercise's tolerance by coincidence of the
 # catalog (not the same quantity, or a quantity an earlier notebook already asked for), each with why.
 COINCIDENCES = {
+    ("00.1", "12.73 GiB"): "11.5 quotes a published OOM message (12.73 GiB free); 00.1 is LLaMA-7B's bf16 weights "
+                           "(12.55 GiB)",
+    ("03.2", "12.73 GiB"): "11.5's quoted OOM message; 03.2 is a 7B's ZeRO-3 states on 8 GPUs (12.55 GiB)",
+    ("02.7", "15.25 GiB"): "11.4 quotes a published OOM message (15.25 GiB in use); 02.7 is Llama-3-8B's bf16 weights "
+                           "(14.96 GiB)",
+    ("05.4", "11"): "the number of notebook 11 in its exercises' title; 05.4's answer is a FLOPs ratio (10.6)",
     ("00.2", "~208 GB"): "02.9 (notebook 02, after 00): a 13B's model states in its rubric and hint, which 00.2 "
                          "asks for first",
     ("02.2", "39 GiB"): "01.6: a 65B layout's per-GPU peak; 02.2 is 8-bit Adam's states of a 7B",

@@ -36,6 +36,7 @@ from memlib.models import llama_like
 from memlib.training import rlhf
 from memlib.cost import collectives
 from memlib.parallel import pipeline
+from memlib.hardware import allocator
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "cheatsheet.md"
@@ -99,6 +100,8 @@ LATEX = {
     # rows main gained while this table was written (notebooks 08, 09): their formulas, ready for the merge
     "Affine quantization: scale, zero-point, error": r"q = \mathrm{round}(x / S) + Z, \quad \text{symmetric: } S = \frac{\max |x|}{2^{b-1} - 1},\ Z = 0; \quad |x - S(q - Z)| \le \frac{S}{2}",
     "Bits per weight by group": r"b + \frac{b_{\text{scale}} + b_{\text{zero}}}{g} \text{ bits per weight}",
+    "Caching allocator: blocks and segments": r"\text{block} = 512 \lceil n / 512 \rceil; \quad \text{segment} = 2\,\text{MiB} \ (\text{block} \le 1\,\text{MiB}),\ 20\,\text{MiB} \ (< 10\,\text{MiB}),\ \text{else } 2\,\text{MiB} \lceil \text{block} / 2\,\text{MiB} \rceil",
+    "Reserved peak (caching allocator)": r"\text{reserved} \approx \text{peak} + \phi \cdot \text{transient}, \quad \phi = 0.5 \ (0.12 \text{ with expandable segments})",
     "Decode turns compute-bound": r"\text{batch}_{\text{cross}} = \text{ridge} \times \frac{\text{bits}}{16}, \quad \text{speedup} = \frac{t_{\text{step}}(\text{bf16})}{t_{\text{step}}(\text{quantized})}",
     "RLHF roles: trained vs frozen": r"\text{actor, critic: } 16N \qquad \text{reference, reward: } 2N + \text{one forward} \qquad \text{rollout: } 2N + \text{KV}(\text{batch} \times G \times (\text{prompt} + \text{response}))",
     "RLHF peak: phases, colocated or separate": r"\text{peak} = \max_{\text{phase}} \Bigl(\text{asleep: } \sum_{\text{running}} \text{bytes}; \ \text{resident: } \sum_{\text{roles}} \text{resident} + \text{running extra}\Bigr)",
@@ -378,6 +381,20 @@ def rows() -> list[tuple[str, str, str, str, str]]:
          f"Llama-2-70B on 2 H100s, int4 vs bf16: "
          f"{quantization.decode_speedup('llama-2-70b', 'h100-80gb', 1, 256, 'int4-awq', tp=2):.2f}x at batch 1, "
          f"{quantization.decode_speedup('llama-2-70b', 'h100-80gb', 1024, 256, 'int4-awq', tp=2):.2f}x at 1,024"),
+        # --- 11 · debugging an OOM: the caching allocator's sizes and the reserved peak -------------------------
+        ("11", "Caching allocator: blocks and segments", doc(allocator.round_size) + " " + doc(allocator.segment_size),
+         "memlib.hardware.allocator.round_size, segment_size, should_split, CachingAllocator",
+         f"1,000 B: a {allocator.round_size(1000):,} B block in a {allocator.segment_size(1000) // 2**20} MiB segment; "
+         f"3 MiB: a {allocator.segment_size(3 * 2**20) // 2**20} MiB segment; 250e6 B: "
+         f"{allocator.segment_size(250_000_000) // 2**20} MiB"),
+        ("11", "Reserved peak (caching allocator)", doc(allocator.reserved_bytes),
+         "memlib.hardware.allocator.reserved_bytes, fits(..., allocator='caching' | 'expandable')",
+         (lambda e: f"Llama-2-7B LoRA, 6 x 2k tokens, FSDP over 2 GPUs: allocated {fmt_bytes(e.peak_bytes)}, reserved "
+                    f"{fmt_bytes(allocator.reserved_bytes(e).reserved_bytes)} (published: 21.35 GiB)")(
+             memlib.estimate_training("llama-2-7b", seq_len=2048, micro_batch=6, precision="bf16", finetune="lora",
+                                      lora_rank=64, lora_targets=["q_proj", "k_proj", "v_proj", "gate_proj",
+                                                                  "up_proj", "down_proj"], lora_dropout=0.1,
+                                      adapter_dtype="bf16", recompute="full", zero_stage="FULL_SHARD", dp=2))),
         # --- issue 21: limits searched continuously, and the FLOP conventions the notebooks state -------------
         ("02", "Largest model that fits (continuous)", doc(llama_like.largest_size_that_fits) + " "
          + doc(llama_like.llama_like_of_size), "memlib.models.llama_like.largest_size_that_fits, llama_like_of_size",

@@ -50,12 +50,14 @@ REMOVE_TAG = "remove-input"  # inline-value cells: no output, nothing to unfold 
 
 # Presentation helpers, by the name they are imported under (leaf of the qualified name).
 MEMLIB_PRESENTATION = {"markdown_table", "fmt_bytes", "fmt_count", "gib", "gb", "breakdown_bars", "sweep",
-                       "breakdown_html", "COLORS", "count_sweep", "lines", "stacked_bars"}
+                       "breakdown_html", "COLORS", "count_sweep", "lines", "stacked_bars",
+                       "moment_timeline", "replay_chart", "segment_picture"}
 PRESENTATION_MODULES = ("IPython.display", "IPython.core.display", "matplotlib", "ipywidgets.HTML")
 PRESENTATION_NAMES = {"json.dumps", "types.SimpleNamespace", "html.escape", "textwrap.dedent"}
 # Calls that render: display and charts (print alone does not make a cell display-only).
 RENDER_ROOTS = ("IPython.display.display", "matplotlib")
-RENDER_MEMLIB = {"breakdown_bars", "sweep", "count_sweep", "lines", "stacked_bars"}
+RENDER_MEMLIB = {"breakdown_bars", "sweep", "count_sweep", "lines", "stacked_bars", "moment_timeline", "replay_chart",
+                 "segment_picture"}
 # memlib.learn.mechanisms' draw_* functions only draw what its data functions computed (issue 38)
 MECHANISM_DRAWS = {"draw_ring_all_reduce", "draw_zero_sharding", "draw_pipeline_schedule", "draw_tensor_parallel_layer",
                    "draw_context_parallel_balance", "draw_paged_kv_table"}

@@ -588,6 +588,43 @@ def _window_saving(qid: str, rng: random.Random) -> Numeric:
                     "the first w queries of the window see fewer than w keys")))
 
 
+def _segment(qid: str, rng: random.Random) -> Numeric:
+    from memlib.hardware.allocator import segment_size
+    dims = (rng.choice((1, 2, 4, 8)), rng.choice((128, 256, 512, 1024, 2048)), rng.choice((64, 320, 1000, 4096)))
+    width = rng.choice((2, 4))
+    n = dims[0] * dims[1] * dims[2] * width
+    value = lambda: float(segment_size(n))  # noqa: E731
+    return _q(qid, f"The segment for a {list(dims)} tensor", f"A {'bf16' if width == 2 else 'fp32'} tensor of shape "
+              f"**{list(dims)}** is allocated and no cached block can hold it. How large a segment does PyTorch's "
+              "caching allocator `cudaMalloc` for it (default settings)? Answer with a unit (MiB).", value, "bytes",
+              lambda: f"{n:,} B → `memlib.hardware.allocator.segment_size` = **{value() / 2**20:g} MiB**.",
+              _hints("Requests are rounded to 512 B, then given a segment by size class.",
+                     "≤ 1 MiB → 2 MiB; < 10 MiB → 20 MiB; else rounded up to 2 MiB",
+                     "Compute the tensor's bytes first."),
+              "caching allocator size classes (CUDACachingAllocator.cpp get_allocation_size)",
+              (Slip("the tensor itself", lambda: float(n), "the segment is the size class, not the tensor"),)
+              if abs(n - segment_size(n)) / segment_size(n) > 0.03 else ())
+
+
+def _reserved(qid: str, rng: random.Random) -> Numeric:
+    from memlib.hardware.allocator import reserved_bytes
+    from memlib.training import estimate_training
+    m, seq, mb = rng.choice(("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b")), rng.choice((1024, 2048, 4096)), \
+        rng.choice((1, 2, 4))
+    est = lambda: estimate_training(m, seq_len=seq, micro_batch=mb, finetune="lora", recompute="full")  # noqa: E731
+    value = lambda: float(reserved_bytes(est()).reserved_bytes)  # noqa: E731
+    return _q(qid, f"Reserved for a {m} LoRA step", f"**{m}** LoRA, {seq:,} tokens, micro-batch {mb}, every decoder "
+              "layer checkpointed, one GPU. What `max_memory_reserved()` does memlib's caching-allocator model "
+              "predict with default segments? Answer in GB (10⁹ bytes).", value, "GB",
+              lambda: f"`reserved_bytes(estimate_training(...))` = **{fmt_bytes(value())}** (allocated "
+                      f"{fmt_bytes(est().peak_bytes)} + 0.5 × the transient bytes).",
+              _hints("Reserved is allocated plus what the cache strands.",
+                     "reserved ≈ peak + 0.5 × (peak − parameters − gradients − optimizer states)",
+                     "Start from memlib.estimate_training's peak moment."),
+              "memlib.hardware.allocator.reserved_bytes (fitted on published reserved rows)",
+              (Slip("allocated", lambda: float(est().peak_bytes), "that is max_memory_allocated"),))
+
+
 KINDS: dict[str, tuple[Callable, ...]] = {
     "00": (_weights, _states, _format_ratio),
     "01": (_states, _gpus_for_states),
@@ -599,6 +636,7 @@ KINDS: dict[str, tuple[Callable, ...]] = {
     "07": (_flops, _gpu_hours, _checkpoint_interval, _mfu_from_throughput),
     "08": (_rlhf_states, _rollout_kv),
     "09": (_quant_weights, _crossover, _batch1_speedup, _int4_speedup_at_batch),
+    "11": (_segment, _reserved),
 }
 
 
