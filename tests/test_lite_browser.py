@@ -27,7 +27,7 @@ packages and memlib from the wheels beside it.
 
 numpy and matplotlib (the topic notebooks' charts) are WebAssembly builds that only Pyodide's distribution
 publishes; the build bundles them when it can reach it (tools/build_site.py --pyodide-packages) and records
-in its stamp which packages the site serves itself. A topic notebook whose packages the build could not bundle
+in its stamp which packages the site serves itself. A notebook that imports packages the build could not bundle
 is skipped with that reason (it would need Pyodide's CDN, which this test blocks); MEMLIB_REQUIRE_LITE_PACKAGES=1
 turns that skip into a failure. memlib's core needs neither package; exercise pages, the calculator and the
 playgrounds run fully offline.
@@ -296,10 +296,29 @@ def _stamp() -> dict:
 
 
 def _needs_unbundled(path: str) -> list[str]:
-    """The Pyodide packages a topic notebook imports (numpy, matplotlib) that the build could not bundle."""
-    if not re.match(r"notebooks/\d\d_", path):
+    """The packages a notebook imports (its cells' import statements) that the build left on Pyodide's CDN."""
+    import ast
+
+    cdn = set((_stamp().get("lite") or {}).get("from_cdn", []))
+    if not cdn:
         return []
-    return sorted(set((_stamp().get("lite") or {}).get("from_cdn", [])) & {"numpy", "matplotlib"})
+    nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
+    names = set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        src = "\n".join("pass" if line.lstrip().startswith(("%", "!")) else line for line in src.split("\n"))
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    return sorted(names & cdn)
 
 
 def _myst_error_boxes(page) -> int:
@@ -340,7 +359,7 @@ def test_deep_dives_find_the_repository_data_offline(notebook):
     """The deep dives read recorded measurements from the repository (Path("..") from notebooks/): the site serves
     them in its drive, and the repository's benchmark script that reads validation/published.jsonl runs in Pyodide."""
     page, _ = notebook
-    i = cell_index(page, r'check\("00\.3"')
+    i = cell_index(page, r'check\("00\.4"')
     out = run(page, i, "import json, sys\nfrom pathlib import Path\nROOT = Path('..').resolve()\n"
                        "sys.path.insert(0, str(ROOT))\nfrom benchmarks.published import load_rows\n"
                        "print(len(json.loads((ROOT / 'validation' / 'results.json').read_text())['cases']), "
@@ -358,7 +377,7 @@ def test_playground_slider_changes_the_verdict(notebook):
     page, errors = notebook
     source = (ROOT / "notebooks" / "00_memory_anatomy.py").read_text(encoding="utf-8")
     call = re.search(r"^Playground\(.*\)$", source, flags=re.M).group(0)
-    i = cell_index(page, r'check\("00\.2"')
+    i = cell_index(page, r'check\("00\.5"')
     run(page, i, "from memlib.playground import Playground\n" + call)
     cell = page.locator(".jp-Notebook .jp-Cell").nth(i)
     slider = cell.locator(".widget-slider", has=page.locator("label", has_text="sequence"))

@@ -755,15 +755,19 @@ def lite_pyodide_packages(lock: dict, names: list[str], dest: Path, source: str)
     Pyodide's distribution, its release tarball (.tar.bz2 / .tar.gz) or a base URL. Cached in `dest`; a file whose
     sha256 differs from the lock's is refused. Returns ({name: file} for each one obtained, [what failed, why])."""
     import hashlib
+    import urllib.error
     import urllib.request
 
     dest.mkdir(parents=True, exist_ok=True)
     got, failed = {}, []
-    tar = members = None
+    tar = members = unreachable = None
     for name in names:
         spec = lock["packages"][name]
         target = dest / spec["file_name"]
         if not (target.is_file() and _sha256(target) == spec["sha256"]):
+            if unreachable:  # the host did not answer for the first file: do not wait for it again per file
+                failed.append(f"{name} ({unreachable})")
+                continue
             try:
                 if re.match(r"https?://", source):
                     with urllib.request.urlopen(source.rstrip("/") + "/" + spec["file_name"], timeout=60) as r:
@@ -777,6 +781,8 @@ def lite_pyodide_packages(lock: dict, names: list[str], dest: Path, source: str)
                     data = tar.extractfile(members[spec["file_name"]]).read()
             except (OSError, KeyError, ValueError, tarfile.TarError) as e:
                 failed.append(f"{name} ({type(e).__name__}: {e})")
+                if isinstance(e, urllib.error.URLError) and not isinstance(e, urllib.error.HTTPError):
+                    unreachable = f"{type(e).__name__}: {e}"
                 continue
             if hashlib.sha256(data).hexdigest() != spec["sha256"]:
                 failed.append(f"{name} (sha256 differs from Pyodide's lock)")
