@@ -357,18 +357,15 @@ def test_notebook_runs_all_cells_in_jupyterlite(path, context, site_url):
 
 def test_deep_dives_find_the_repository_data_offline(notebook):
     """The deep dives read recorded measurements from the repository (Path("..") from notebooks/): the site serves
-    them in its drive, and the repository's benchmark script that reads validation/published.jsonl runs in Pyodide."""
+    them in its drive and the kernel opens them. (Not the JSON Lines files: JupyterLite 0.8 parses every file whose
+    name contains "json" as JSON, so validation/*.jsonl cannot be opened there; tools/build_site.py says so.)"""
     page, _ = notebook
     i = cell_index(page, r'check\("00\.4"')
-    out = run(page, i, "import json, sys\nfrom pathlib import Path\nROOT = Path('..').resolve()\n"
-                       "sys.path.insert(0, str(ROOT))\nfrom benchmarks.published import load_rows\n"
-                       "print(len(json.loads((ROOT / 'validation' / 'results.json').read_text())['cases']), "
-                       "len(load_rows()))")
+    out = run(page, i, "import json\nfrom pathlib import Path\nROOT = Path('..').resolve()\n"
+                       "print(ROOT, len(json.loads((ROOT / 'validation' / 'results.json').read_text())['cases']), "
+                       "(ROOT / 'benchmarks' / 'published.py').is_file())")
     local = json.loads((ROOT / "validation" / "results.json").read_text(encoding="utf-8"))["cases"]
-    rows = [ln for ln in (ROOT / "validation" / "published.jsonl").read_text(encoding="utf-8").splitlines()
-            if ln.strip() and not ln.lstrip().startswith("#")]
-    assert out.split()[:1] == [str(len(local))] and int(out.split()[1]) > 0, out
-    assert int(out.split()[1]) <= len(rows), (out, len(rows))
+    assert out.split() == ["/drive", str(len(local)), "True"], out
 
 
 def test_playground_slider_changes_the_verdict(notebook):

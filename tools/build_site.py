@@ -676,7 +676,9 @@ def lite_contents(dest: Path) -> list[str]:
         lite_notebook(nb)
         _write(dest / path.relative_to(ROOT), nb)
     # what the deep dives read from the repository (Path("..") from notebooks/): the recorded measurements and
-    # the benchmark scripts that compare memlib with them (about 1.4 MB)
+    # the benchmark scripts that compare memlib with them (about 1.4 MB). JupyterLite 0.8's contents parse every
+    # file whose name contains "json" as JSON (its _getServerContents), so the kernel cannot open the JSON Lines
+    # files (validation/*.jsonl: FileNotFoundError); the .json files open.
     for path in lite_data_files():
         target = dest / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -823,7 +825,9 @@ def lite_config(lite_dir: Path) -> dict:
     """The lite dir's jupyter-lite.json (read by `jupyter lite build`)."""
     cfg = {"jupyter-lite-schema-version": 0, "jupyter-config-data": {
         "appName": "memlib · JupyterLite",
-        "disabledExtensions": ["@jupyterlite/application-extension:announcements"],
+        # the cell toolbar: JupyterLab 4.6's overlap check (_markdownOverlapsToolbar) throws "Cannot read properties
+        # of undefined (reading 'node')" on jupyterlab-myst's markdown cells (deep dives 08 and 09, on running them)
+        "disabledExtensions": ["@jupyterlite/application-extension:announcements", "@jupyterlab/cell-toolbar-extension"],
         # window.jupyterapp, as JupyterLab's own UI tests use it: tests/test_lite_browser.py runs cells with it
         "exposeAppInBrowser": True,
     }}
@@ -854,7 +858,7 @@ def lite_digest(root: Path = ROOT) -> dict[str, str]:
 
 def lite(html: Path, out: Path, pyodide_packages: str | None = None) -> dict:
     """Build the JupyterLite site into html/lite. Returns what it holds (for the log and the stamp)."""
-    from importlib.metadata import version as installed
+    from importlib.metadata import PackageNotFoundError, version as installed
 
     cache = out / "cache" / "lite"
     work = out / "lite-src"
@@ -865,7 +869,11 @@ def lite(html: Path, out: Path, pyodide_packages: str | None = None) -> dict:
     lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
     kernel = lite_closure(lock, LITE_KERNEL_ROOTS)
     specs = [f"{lock['packages'][n]['name']}=={lock['packages'][n]['version']}" for n in kernel]
-    widgets_version = installed(LITE_WIDGETS)
+    try:  # the widget manager (jupyterlab_widgets' extension) comes from this environment: the same release
+        widgets_version = installed(LITE_WIDGETS)
+    except PackageNotFoundError:
+        raise SystemExit("the JupyterLite site serves ipywidgets at the version installed here, with its JupyterLab "
+                         "extension: pip install -e '.[site,notebooks]' (or build with --no-lite)") from None
     lite_download(specs + [f"comm=={LITE_COMM_VERSION}", f"{LITE_WIDGETS}=={widgets_version}"], cache / "wheels")
     comm = next((cache / "wheels").glob(f"comm-{LITE_COMM_VERSION}-*.whl"))
     widgets = next((cache / "wheels").glob(f"{LITE_WIDGETS}-{widgets_version}-*.whl"))
