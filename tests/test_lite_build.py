@@ -30,8 +30,9 @@ def test_line_magic_becomes_the_call_ipython_makes():
     from IPython.core.inputtransformer2 import TransformerManager
 
     nb = _nb(_code(["%matplotlib inline\n", "import matplotlib.pyplot as plt\n", "x = 7 % 3"]),
-             _code("%%time\nx = 1"), _code("if True:\n    %time x = 1"))
+             _code("%%time\nx = 1"), _code("if True:\n    %time x = 1"), _code("%pip install tqdm"))
     assert build_site.lite_notebook(nb) == 1
+    assert nb["cells"][3]["source"] == "%pip install tqdm"  # Pyodide's kernel rewrites %pip itself (piplite)
     first = nb["cells"][0]["source"]
     assert first == "get_ipython().run_line_magic('matplotlib', 'inline')\nimport matplotlib.pyplot as plt\nx = 7 % 3"
     compile(first, "<cell>", "exec")  # valid Python: Pyodide's import scan can read it

@@ -611,7 +611,8 @@ LITE_KERNEL_ROOTS = ["micropip", "ipython", "jedi"]  # what the kernel loads at 
 LITE_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 LITE_NOTEBOOK_ROOTS = ["numpy", "matplotlib"]  # what the topic notebooks import from Pyodide's distribution
 LITE_WIDGETS = "ipywidgets"  # pure Python, from PyPI at the version of this environment
-LINE_MAGIC = re.compile(r"^%(?!%)([A-Za-z_]\w*)[ \t]*(.*?)[ \t]*$")
+# `%pip` stays: Pyodide's kernel turns it into piplite by its text (pyodide_kernel's litetransform.pip_magic)
+LINE_MAGIC = re.compile(r"^%(?!%|pip\b)([A-Za-z_]\w*)[ \t]*(.*?)[ \t]*$")
 
 
 def lite_pyodide_version() -> str:
