@@ -15,9 +15,22 @@ packages and memlib from the wheels beside it.
 4. The grader's progress file (.memlib_progress.json, in the notebook's folder of JupyterLite's virtual
    drive) survives a page reload and a new kernel: the browser keeps it (IndexedDB).
 
-numpy and matplotlib are not bundled: Pyodide's CDN serves them to a visitor on first import (memlib's core
-needs neither; the topic notebooks' charts need matplotlib). The test records those blocked requests and
-says so; nothing in it needs them.
+5. Every notebook the site serves, found in the folders (the topic notebooks and deep dives, the exercise
+   pages, the calculator, the index), opens in JupyterLite and runs all its cells under Pyodide with no error
+   output; an exercise page shows no "MyST Renderer!" box before or after running, and its `show()` output is
+   Markdown (text/markdown, rendered), not printed text.
+6. A playground (notebook 00's playground cell) displays its widgets, and moving its "sequence" slider with the
+   keyboard changes the verdict it computes.
+7. The first visit's size and time: bytes the browser fetched from the site, and seconds from opening the
+   index notebook to a kernel that has run `import memlib` (on 127.0.0.1: no network time; written to
+   tests/artifacts/lite-first-load.json when that folder exists).
+
+numpy and matplotlib (the topic notebooks' charts) are WebAssembly builds that only Pyodide's distribution
+publishes; the build bundles them when it can reach it (tools/build_site.py --pyodide-packages) and records
+in its stamp which packages the site serves itself. A notebook that imports packages the build could not bundle
+is skipped with that reason (it would need Pyodide's CDN, which this test blocks); MEMLIB_REQUIRE_LITE_PACKAGES=1
+turns that skip into a failure. memlib's core needs neither package; exercise pages, the calculator and the
+playgrounds run fully offline.
 
 Skipped (with the reason) without Playwright, a Chromium binary or a built JupyterLite site, or when the
 build is older than its sources; with MEMLIB_REQUIRE_BROWSER=1 (.ci/run) each of these fails instead.
@@ -46,6 +59,20 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-d
                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 EXERCISE = "exercises/00_memory_anatomy_exercises.ipynb"
 KERNEL_START_S = 240  # Pyodide's start and the kernel's packages, on a busy 2-core machine
+RUN_ALL_S = 600  # one notebook's cells, numpy and matplotlib loaded from the site included
+
+
+def lite_notebooks() -> list[str]:
+    """Every notebook the JupyterLite site serves (tools/build_site.py's lite_contents), found in the folders:
+    new chapters are picked up without editing this list."""
+    found = (sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted((ROOT / "exercises").glob("*.ipynb"))
+             + [ROOT / "notebooks" / "calculator.ipynb", ROOT / "notebooks" / "index.ipynb"])
+    return [str(p.relative_to(ROOT)) for p in found]
+
+
+def artifacts() -> Path | None:
+    path = Path(os.environ.get("MEMLIB_ARTIFACTS", ROOT / "tests" / "artifacts"))
+    return path if path.is_dir() else None
 
 
 def lite_site() -> Path:
@@ -76,8 +103,15 @@ class Handler(SimpleHTTPRequestHandler):
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript",
                       ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json"}
 
+    served = [0, 0]  # bytes and files sent (test_first_load_size_and_time resets it)
+
     def log_message(self, *args):
         pass
+
+    def copyfile(self, source, outputfile):
+        Handler.served[0] += os.fstat(source.fileno()).st_size
+        Handler.served[1] += 1
+        super().copyfile(source, outputfile)
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +182,9 @@ def open_notebook(ctx, url: str):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url, timeout=120_000)
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                           " && window.jupyterapp.shell.currentWidget.content"
-                           " && window.jupyterapp.shell.currentWidget.content.widgets.length > 3", timeout=120_000)
+                           " && window.jupyterapp.shell.currentWidget.context"
+                           " && window.jupyterapp.shell.currentWidget.context.isReady"
+                           " && window.jupyterapp.shell.currentWidget.content.widgets.length > 0", timeout=120_000)
     page.evaluate("""async () => { const s = window.jupyterapp.shell.currentWidget.sessionContext;
         await s.ready; }""")
     return page, errors
@@ -235,3 +270,155 @@ def test_progress_persists_in_browser_storage(notebook, context, site_url):
         assert json.loads(text)["exercises"]["00.1"]["best"] == "correct", text
     finally:
         second.close()
+
+
+RUN_ALL = """async () => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    await panel.sessionContext.ready;
+    const t0 = performance.now();
+    await window.jupyterapp.commands.execute('notebook:run-all-cells');
+    const seconds = (performance.now() - t0) / 1000;
+    const cells = panel.content.widgets.filter(w => w.model.type === 'code');
+    const errors = [], unrun = [], mimes = [];
+    cells.forEach((w, i) => {
+        if (w.model.executionCount === null) unrun.push(i);
+        for (const o of w.model.outputs.toJSON()) {
+            if (o.output_type === 'error') errors.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
+            mimes.push([w.model.sharedModel.getSource().split('\\n')[0], Object.keys(o.data || {}), o.output_type]);
+        }
+    });
+    return {seconds, cells: cells.length, errors, unrun, mimes};
+}"""
+
+
+def _stamp() -> dict:
+    return json.loads((SITE / ".memlib-build.json").read_text())
+
+
+def _needs_unbundled(path: str) -> list[str]:
+    """The packages a notebook imports (its cells' import statements) that the build left on Pyodide's CDN."""
+    import ast
+
+    cdn = set((_stamp().get("lite") or {}).get("from_cdn", []))
+    if not cdn:
+        return []
+    nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
+    names = set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        src = "\n".join("pass" if line.lstrip().startswith(("%", "!")) else line for line in src.split("\n"))
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    return sorted(names & cdn)
+
+
+def _myst_error_boxes(page) -> int:
+    return page.locator(".jp-Notebook :text('MyST Renderer!')").count()
+
+
+@pytest.mark.parametrize("path", lite_notebooks())
+def test_notebook_runs_all_cells_in_jupyterlite(path, context, site_url):
+    missing = _needs_unbundled(path)
+    if missing:
+        reason = (f"{path} imports {', '.join(missing)}, which this build could not bundle (no route to Pyodide's "
+                  "distribution: tools/build_site.py --pyodide-packages)")
+        if os.environ.get("MEMLIB_REQUIRE_LITE_PACKAGES") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    page, errors = open_notebook(context, urljoin(site_url, f"lite/notebooks/index.html?path={path}"))
+    try:
+        page.wait_for_timeout(1500)  # the stored outputs render
+        assert _myst_error_boxes(page) == 0, "a stored output shows jupyterlab-myst's 'MyST Renderer!' box"
+        page.set_default_timeout(RUN_ALL_S * 1000)
+        result = page.evaluate(RUN_ALL)
+        assert not result["errors"], f"{path} in JupyterLite: {result['errors'][:5]}"
+        assert not result["unrun"], f"{path}: code cells {result['unrun'][:10]} did not run"
+        page.wait_for_timeout(1000)
+        assert _myst_error_boxes(page) == 0, "an output shows jupyterlab-myst's 'MyST Renderer!' box after running"
+        if path.startswith("exercises/"):
+            shown = [m for src, m, _ in result["mimes"] if src.startswith("show(")]
+            assert shown and all("text/markdown" in m for m in shown), \
+                f"show() printed text instead of rendering Markdown under Pyodide: {shown[:3]}"
+        assert not errors, f"JavaScript errors: {errors[:3]}"
+        print(f"{path}: {result['cells']} code cells in {result['seconds']:.1f} s")
+    finally:
+        page.close()
+    assert not [u for u in context.external if "cdn.jsdelivr.net/pyodide" not in u], context.external[:5]
+
+
+def test_deep_dives_find_the_repository_data_offline(notebook):
+    """The deep dives read recorded measurements from the repository (Path("..") from notebooks/): the site serves
+    them in its drive and the kernel opens them. (Not the JSON Lines files: JupyterLite 0.8 parses every file whose
+    name contains "json" as JSON, so validation/*.jsonl cannot be opened there; tools/build_site.py says so.)"""
+    page, _ = notebook
+    i = cell_index(page, r'check\("00\.4"')
+    out = run(page, i, "import json\nfrom pathlib import Path\nROOT = Path('..').resolve()\n"
+                       "print(ROOT, len(json.loads((ROOT / 'validation' / 'results.json').read_text())['cases']), "
+                       "(ROOT / 'benchmarks' / 'published.py').is_file())")
+    local = json.loads((ROOT / "validation" / "results.json").read_text(encoding="utf-8"))["cases"]
+    assert out.split() == ["/drive", str(len(local)), "True"], out
+
+
+def test_playground_slider_changes_the_verdict(notebook):
+    """Notebook 00's playground cell, run in the open exercise page's kernel: widgets render, and one step of the
+    'sequence' slider (2048 -> 4096 tokens) changes the peak memory the verdict states."""
+    page, errors = notebook
+    source = (ROOT / "notebooks" / "00_memory_anatomy.py").read_text(encoding="utf-8")
+    call = re.search(r"^Playground\(.*\)$", source, flags=re.M).group(0)
+    i = cell_index(page, r'check\("00\.5"')
+    run(page, i, "from memlib.playground import Playground\n" + call)
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(i)
+    slider = cell.locator(".widget-slider", has=page.locator("label", has_text="sequence"))
+    slider.wait_for(timeout=60_000)
+    verdict = cell.locator(".widget-html", has_text="needs").first
+    before = verdict.inner_text()
+    assert "GiB per GPU" in before, before
+    slider.locator(".noUi-handle").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("([el, old]) => el.innerText !== old", arg=[verdict.element_handle(), before],
+                           timeout=60_000)
+    after = verdict.inner_text()
+    peak = [float(re.search(r"peak ([\d.]+) GiB", t).group(1)) for t in (before, after)]
+    # activations grow with the sequence: a longer sequence needs more memory at the peak
+    assert peak[1] > peak[0], (before, after)
+    if artifacts():
+        page.screenshot(path=str(artifacts() / "lite-playground.png"))
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+def test_first_load_size_and_time(context, site_url):
+    """A first visit (the browser's cache emptied): what the site serves until `import memlib` has run in the
+    index notebook (counted by the server: the page's and the kernel's web worker's requests alike), and how long
+    that takes here (localhost: no network time)."""
+    import time
+
+    blank = context.new_page()
+    cdp = context.new_cdp_session(blank)
+    cdp.send("Network.clearBrowserCache")
+    blank.close()
+    Handler.served = [0, 0]
+    t0 = time.monotonic()
+    page, _ = open_notebook(context, urljoin(site_url, "lite/notebooks/index.html?path=notebooks/index.ipynb"))
+    ui = time.monotonic() - t0
+    try:
+        out = run(page, cell_index(page, r"^import memlib"), timeout_s=KERNEL_START_S)
+        ready = time.monotonic() - t0
+    finally:
+        page.close()
+    assert "memlib" in out and "Error" not in out, out
+    nbytes, requests = Handler.served
+    record = {"bytes": nbytes, "MiB": round(nbytes / 2**20, 1), "requests": requests,
+              "seconds_to_notebook": round(ui, 1), "seconds_to_memlib": round(ready, 1)}
+    print(f"first load: {record}")
+    if artifacts():
+        (artifacts() / "lite-first-load.json").write_text(json.dumps(record, indent=1))
+    assert requests > 10 and nbytes > 2**20, record  # Pyodide's WebAssembly alone is several MB

@@ -542,7 +542,14 @@ SLIDE_SURVEY = """async () => {
         await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
         const body = [...s.querySelectorAll('p, li')].filter(p => p.checkVisibility() && p.innerText.trim()
             && !p.closest('table, pre, .memlib-widget-note, .jp-OutputArea-output pre'));
-        out.push({at: `${idx.h}/${idx.v}`, height: s.scrollHeight, width: s.scrollWidth,
+        // code and tables cut off at the side (issue 41): wider than their box with no scrollbar, or past the slide's edge
+        const sr = s.getBoundingClientRect();
+        const clipped = [...s.querySelectorAll('pre, table, .jp-InputArea-editor, .jp-OutputArea-output')]
+            .filter(e => e.checkVisibility() && !e.parentElement.closest('.jp-InputArea-editor, .jp-OutputArea-output'))
+            .filter(e => (e.scrollWidth > e.clientWidth + 1 && !/(auto|scroll)/.test(getComputedStyle(e).overflowX))
+                         || e.getBoundingClientRect().right > sr.right + 1)
+            .map(e => e.innerText.trim().slice(0, 40));
+        out.push({at: `${idx.h}/${idx.v}`, height: s.scrollHeight, width: s.scrollWidth, clipped,
                   small: body.filter(p => parseFloat(getComputedStyle(p).fontSize) < %d)
                              .map(p => getComputedStyle(p).fontSize + ' ' + p.innerText.slice(0, 40)),
                   italic: [...s.querySelectorAll('blockquote')].filter(q => getComputedStyle(q).fontStyle !== 'normal').length,
@@ -570,6 +577,8 @@ def test_every_slide_fits_1280x720_with_readable_text(stem, browser, site_url):
             where = f"slide {s['at']} ({s['text'][:40]!r})"
             if s["height"] > r["height"] + 1 or s["width"] > r["width"] + 1:
                 problems.append(f"{where}: content {s['width']} x {s['height']} px overflows {r['width']} x {r['height']}")
+            if s["clipped"]:
+                problems.append(f"{where}: code or a table cut off at the side with no scrollbar: {s['clipped'][:2]}")
             if s["small"]:
                 problems.append(f"{where}: body text under {MIN_BODY_PX} px: {s['small'][:2]}")
             if s["italic"]:

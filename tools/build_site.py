@@ -353,6 +353,26 @@ def _place(cell: dict, out: list[dict], used: int, charts: int, heading_only: bo
     return used, charts, heading_only
 
 
+NOTEBOOK_LINK = re.compile(r"(\]\(|href=\")(?![a-z][a-z0-9+.-]*:|/|#)([^)\"#\s]+)\.ipynb(#[^)\"\s]*)?")
+
+
+def deck_href(target: str) -> str:
+    """Where a link from a topic notebook to `target`.ipynb (relative to notebooks/) goes from its deck in slides/:
+    another topic notebook's deck, else the book's page (a deep dive, an exercise page, the index)."""
+    import posixpath
+
+    path = posixpath.normpath(posixpath.join("notebooks", target))
+    stem = posixpath.basename(path)
+    if path.startswith("notebooks/") and re.match(r"\d\d_", stem) and not stem.endswith("_deep_dive") \
+            and (ROOT / f"{path}.ipynb").is_file():
+        return f"{stem}.slides.html"
+    return f"../{path}.html"
+
+
+def deck_links(text: str) -> str:
+    return NOTEBOOK_LINK.sub(lambda m: f"{m.group(1)}{deck_href(m.group(2))}{m.group(3) or ''}", text)
+
+
 def deck_notebook(nb: dict) -> dict:
     """The notebook as a deck shows it: the setup cell gone (it shows nothing), a sub-slide at each
     heading that does not start a slide already, and at each point where a slide would overflow 1280 x 720
@@ -363,6 +383,14 @@ def deck_notebook(nb: dict) -> dict:
     for cell in deck["cells"]:
         md = cell.setdefault("metadata", {})
         slide_type = md.get("slideshow", {}).get("slide_type", "-")
+        # links to other notebooks point at decks and book pages (the .ipynb files are not in slides/)
+        if cell["cell_type"] == "markdown":
+            cell["source"] = deck_links(_md_source(cell))
+        for out in cell.get("outputs", []):
+            for mime in ("text/markdown", "text/html"):
+                if mime in out.get("data", {}):
+                    value = out["data"][mime]
+                    out["data"][mime] = deck_links("".join(value) if isinstance(value, list) else value)
         if cell["cell_type"] == "code" and {"hide-input", "remove-input"} & set(md.get("tags", [])):
             if not cell.get("outputs") and slide_type in ("-", ""):
                 continue  # the setup cell, an inline-values cell: nothing to show
@@ -552,20 +580,39 @@ def _ofl_text(font_path: Path) -> str:
 
 # --- JupyterLite: the notebooks, the exercises and the calculator, run in the reader's browser -------
 # JupyterLite (jupyterlite-core + jupyterlite-pyodide-kernel) serves JupyterLab from static files; the
-# kernel is Pyodide (CPython compiled to WebAssembly) in a web worker. The build bundles everything the
-# kernel needs to start and to run memlib, so the site works from any static host, and offline:
+# kernel is Pyodide (CPython compiled to WebAssembly) in a web worker. The build bundles what the kernel
+# needs to start and to run the notebooks, so the site works from any static host, and offline:
 #   * Pyodide's core from the npm registry (`npm pack pyodide@<the version the kernel is built for>`)
 #     in lite/static/pyodide/ (the kernel's pyodideUrl), with a rewritten pyodide-lock.json;
 #   * the kernel's own pure-Python packages (IPython and its dependencies, jedi, micropip, comm) as the
 #     wheels PyPI publishes (`pip download`, exact versions from Pyodide's lock; the lock's sha256 is set
 #     to the downloaded file's, as Pyodide repacks its copies);
+#   * ipywidgets (the playgrounds, the calculator): PyPI's wheel at the version installed where the site is
+#     built, so the Python side matches the widget manager (jupyterlab_widgets' federated extension, which
+#     `jupyter lite build` copies from this environment); loaded when the kernel starts, because memlib
+#     imports it inside its playgrounds, where Pyodide's import scan does not look;
+#   * numpy and matplotlib with their dependencies (the topic notebooks' charts): WebAssembly builds that
+#     only Pyodide's distribution publishes (no wheel for Pyodide on PyPI or npm). The build takes them from
+#     --pyodide-packages / MEMLIB_PYODIDE_PACKAGES (a folder or a release tarball of Pyodide's distribution,
+#     or a base URL), by default Pyodide's CDN, caches them in _build/cache/lite/pyodide-packages and checks
+#     each file against the lock's sha256. Where that source cannot be reached the build says so and those
+#     lock entries keep pointing to the CDN (the site then needs the network the first time a chapter runs);
+#     the build's stamp records which packages the site serves itself (tests/test_lite_browser.py reads it);
 #   * memlib, a wheel built from this tree, in the lock and loaded when the kernel starts
 #     (loadPyodideOptions.packages). memlib's core imports nothing outside the standard library, so its
-#     lock entry lists no dependencies: numpy and matplotlib (the topic notebooks' charts) are fetched
-#     from Pyodide's CDN when a cell imports them (every other lock entry points there).
+#     lock entry lists no dependencies.
+# The notebooks are copied into the site with two changes (lite_notebook): a line magic at the start of a line
+# (the chapters' `%matplotlib inline`) is written as the call IPython makes of it,
+# get_ipython().run_line_magic("matplotlib", "inline"): the same under ipykernel, and Pyodide's kernel can then
+# parse the cell and load the packages it imports (a cell that does not parse loads nothing); and the .ipynb's
+# lists of lines are joined into strings, as Jupyter's server does before JupyterLab sees a notebook.
 LITE_COMM_VERSION = "0.2.3"  # ipykernel's comm: not in Pyodide's lock, so piplite installs it from the site
 LITE_KERNEL_ROOTS = ["micropip", "ipython", "jedi"]  # what the kernel loads at start (its worker's initKernel)
 LITE_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
+LITE_NOTEBOOK_ROOTS = ["numpy", "matplotlib"]  # what the topic notebooks import from Pyodide's distribution
+LITE_WIDGETS = "ipywidgets"  # pure Python, from PyPI at the version of this environment
+# `%pip` stays: Pyodide's kernel turns it into piplite by its text (pyodide_kernel's litetransform.pip_magic)
+LINE_MAGIC = re.compile(r"^%(?!%|pip\b)([A-Za-z_]\w*)[ \t]*(.*?)[ \t]*$")
 
 
 def lite_pyodide_version() -> str:
@@ -578,17 +625,71 @@ def lite_cdn(version: str) -> str:
     return f"https://cdn.jsdelivr.net/pyodide/v{version}/full/"
 
 
+def _rejoin(cell: dict) -> None:
+    """A cell's multi-line strings (the .ipynb's lists of lines: source, stream text, text/* output data) joined,
+    as Jupyter's server hands a notebook to JupyterLab (nbformat.reads, rejoin_lines). JupyterLite serves the
+    .ipynb as it is, and jupyterlab-myst's output renderer given a list instead of a string shows "MyST
+    Renderer!" instead of the Markdown (JupyterLab's table of contents fails on it too)."""
+    if isinstance(cell.get("source"), list):
+        cell["source"] = "".join(cell["source"])
+    for out in cell.get("outputs", []):
+        if isinstance(out.get("text"), list):
+            out["text"] = "".join(out["text"])
+        for mime, value in out.get("data", {}).items():
+            if isinstance(value, list) and not mime.endswith("json"):
+                out["data"][mime] = "".join(value)
+
+
+def lite_notebook(nb: dict) -> int:
+    """Rewrite each line magic at a line's start (`%matplotlib inline`) as the call IPython makes of it
+    (get_ipython().run_line_magic("matplotlib", "inline")), in place; return how many. The cell means the same
+    under ipykernel; under Pyodide's kernel it now parses, so the kernel loads the packages the cell imports
+    (pyodide_kernel 0.8's kernel.run: loadPackagesFromImports on the cell's source, which finds nothing in a
+    cell that is not valid Python)."""
+    n = 0
+    for cell in nb.get("cells", []):
+        _rejoin(cell)
+        if cell.get("cell_type") != "code":
+            continue
+        src = _md_source(cell)
+        lines = src.split("\n")
+        changed = 0
+        for i, line in enumerate(lines):
+            m = LINE_MAGIC.match(line)
+            if m:
+                lines[i] = f"get_ipython().run_line_magic({m.group(1)!r}, {m.group(2)!r})"
+                changed += 1
+        if changed:
+            cell["source"] = "\n".join(lines)
+            n += changed
+    return n
+
+
 def lite_contents(dest: Path) -> list[str]:
-    """The files JupyterLite opens, in the repository's layout (relative links between them resolve)."""
+    """The files JupyterLite opens, in the repository's layout (relative links between them resolve), each
+    through lite_notebook."""
     if dest.exists():
         shutil.rmtree(dest)
     files = ([ROOT / "notebooks" / "index.ipynb", ROOT / "notebooks" / "calculator.ipynb"] + topic_notebooks()
              + sorted((ROOT / "exercises").glob("*.ipynb")))
     for path in files:
+        nb = _read(path)
+        lite_notebook(nb)
+        _write(dest / path.relative_to(ROOT), nb)
+    # what the deep dives read from the repository (Path("..") from notebooks/): the recorded measurements and
+    # the benchmark scripts that compare memlib with them (about 1.4 MB). JupyterLite 0.8's contents parse every
+    # file whose name contains "json" as JSON (its _getServerContents), so the kernel cannot open the JSON Lines
+    # files (validation/*.jsonl: FileNotFoundError); the .json files open.
+    for path in lite_data_files():
         target = dest / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
     return [str(p.relative_to(ROOT)) for p in files]
+
+
+def lite_data_files(root: Path = ROOT) -> list[Path]:
+    return (sorted((root / "validation").glob("*.json")) + sorted((root / "validation").glob("*.jsonl"))
+            + sorted((root / "benchmarks").glob("published*.py")))
 
 
 def lite_memlib_wheel(dest: Path) -> Path:
@@ -652,9 +753,59 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def lite_lock(lock: dict, local: dict[str, Path], memlib_wheel: Path, cdn: str) -> dict:
-    """Pyodide's lock with `local` packages (name -> wheel beside the lock) and memlib served by the site,
-    every other package fetched from Pyodide's CDN (absolute file_name)."""
+def lite_pyodide_packages(lock: dict, names: list[str], dest: Path, source: str) -> tuple[dict[str, Path], list[str]]:
+    """Pyodide's own builds of `names` (file names and sha256 as its lock gives them) from `source`: a folder of
+    Pyodide's distribution, its release tarball (.tar.bz2 / .tar.gz) or a base URL. Cached in `dest`; a file whose
+    sha256 differs from the lock's is refused. Returns ({name: file} for each one obtained, [what failed, why])."""
+    import hashlib
+    import urllib.error
+    import urllib.request
+
+    dest.mkdir(parents=True, exist_ok=True)
+    got, failed = {}, []
+    tar = members = unreachable = None
+    for name in names:
+        spec = lock["packages"][name]
+        target = dest / spec["file_name"]
+        if not (target.is_file() and _sha256(target) == spec["sha256"]):
+            if unreachable:  # the host did not answer for the first file: do not wait for it again per file
+                failed.append(f"{name} ({unreachable})")
+                continue
+            try:
+                if re.match(r"https?://", source):
+                    with urllib.request.urlopen(source.rstrip("/") + "/" + spec["file_name"], timeout=60) as r:
+                        data = r.read()
+                elif Path(source).is_dir():
+                    data = (Path(source) / spec["file_name"]).read_bytes()
+                else:
+                    if tar is None:
+                        tar = tarfile.open(source)
+                        members = {Path(m.name).name: m for m in tar.getmembers() if m.isfile()}
+                    data = tar.extractfile(members[spec["file_name"]]).read()
+            except (OSError, KeyError, ValueError, tarfile.TarError) as e:
+                failed.append(f"{name} ({type(e).__name__}: {e})")
+                if isinstance(e, urllib.error.URLError) and not isinstance(e, urllib.error.HTTPError):
+                    unreachable = f"{type(e).__name__}: {e}"
+                continue
+            if hashlib.sha256(data).hexdigest() != spec["sha256"]:
+                failed.append(f"{name} (sha256 differs from Pyodide's lock)")
+                continue
+            target.write_bytes(data)
+        got[name] = target
+    if tar is not None:
+        tar.close()
+    return got, failed
+
+
+def _lock_entry(name: str, wheel: Path, imports: list[str], depends: list[str]) -> dict:
+    return {"name": name, "version": wheel.name.split("-")[1], "file_name": wheel.name, "install_dir": "site",
+            "sha256": _sha256(wheel), "package_type": "package", "imports": imports, "depends": depends,
+            "unvendored_tests": False}
+
+
+def lite_lock(lock: dict, local: dict[str, Path], memlib_wheel: Path, cdn: str, widgets: Path | None = None) -> dict:
+    """Pyodide's lock with `local` packages (name -> wheel beside the lock), memlib and ipywidgets (`widgets`)
+    served by the site, every other package fetched from Pyodide's CDN (absolute file_name)."""
     out = copy.deepcopy(lock)
     for name, spec in out["packages"].items():
         if name in local:
@@ -662,11 +813,12 @@ def lite_lock(lock: dict, local: dict[str, Path], memlib_wheel: Path, cdn: str) 
             spec["sha256"] = _sha256(local[name])
         else:
             spec["file_name"] = cdn + spec["file_name"]
-    version = memlib_wheel.name.split("-")[1]
-    out["packages"]["memlib"] = {
-        "name": "memlib", "version": version, "file_name": memlib_wheel.name, "install_dir": "site",
-        "sha256": _sha256(memlib_wheel), "package_type": "package", "imports": ["memlib"],
-        "depends": [], "unvendored_tests": False}
+    out["packages"]["memlib"] = _lock_entry("memlib", memlib_wheel, ["memlib"], [])
+    if widgets is not None:
+        # ipywidgets imports traitlets and comm (piplite installs comm when the kernel starts); widgetsnbextension
+        # and jupyterlab_widgets carry the widget manager's JavaScript, which the site serves as a federated
+        # extension, and are never imported
+        out["packages"]["ipywidgets"] = _lock_entry("ipywidgets", widgets, ["ipywidgets"], ["traitlets"])
     return out
 
 
@@ -674,7 +826,9 @@ def lite_config(lite_dir: Path) -> dict:
     """The lite dir's jupyter-lite.json (read by `jupyter lite build`)."""
     cfg = {"jupyter-lite-schema-version": 0, "jupyter-config-data": {
         "appName": "memlib · JupyterLite",
-        "disabledExtensions": ["@jupyterlite/application-extension:announcements"],
+        # the cell toolbar: JupyterLab 4.6's overlap check (_markdownOverlapsToolbar) throws "Cannot read properties
+        # of undefined (reading 'node')" on jupyterlab-myst's markdown cells (deep dives 08 and 09, on running them)
+        "disabledExtensions": ["@jupyterlite/application-extension:announcements", "@jupyterlab/cell-toolbar-extension"],
         # window.jupyterapp, as JupyterLab's own UI tests use it: tests/test_lite_browser.py runs cells with it
         "exposeAppInBrowser": True,
     }}
@@ -683,28 +837,30 @@ def lite_config(lite_dir: Path) -> dict:
     return cfg
 
 
-def lite_settings(path: Path) -> None:
+def lite_settings(path: Path, preload: list[str] = ("memlib",)) -> None:
     """The built jupyter-lite.json: the kernel loads Pyodide from the site and memlib at start (added after the
     build: its piplite step writes the kernel's settings whole, pipliteUrls only)."""
     cfg = json.loads(path.read_text(encoding="utf-8"))
     plugins = cfg["jupyter-config-data"].setdefault("litePluginSettings", {})
     plugins.setdefault(LITE_PLUGIN, {}).update({
         "pyodideUrl": "./static/pyodide/pyodide.mjs",
-        "loadPyodideOptions": {"packages": ["memlib"]},
+        "loadPyodideOptions": {"packages": list(preload)},
     })
     path.write_text(json.dumps(cfg, indent=2), encoding="utf-8")
 
 
 def lite_digest(root: Path = ROOT) -> dict[str, str]:
-    """sha256 of what the JupyterLite site bundles beyond the book's sources: memlib (its wheel)."""
+    """sha256 of what the JupyterLite site bundles beyond the book's sources: memlib (its wheel), the data files."""
     import hashlib
 
-    files = sorted((root / "memlib").rglob("*.py")) + [root / "pyproject.toml"]
+    files = sorted((root / "memlib").rglob("*.py")) + [root / "pyproject.toml"] + lite_data_files(root)
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-def lite(html: Path, out: Path) -> dict:
+def lite(html: Path, out: Path, pyodide_packages: str | None = None) -> dict:
     """Build the JupyterLite site into html/lite. Returns what it holds (for the log and the stamp)."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
     cache = out / "cache" / "lite"
     work = out / "lite-src"
     version = lite_pyodide_version()
@@ -714,8 +870,22 @@ def lite(html: Path, out: Path) -> dict:
     lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
     kernel = lite_closure(lock, LITE_KERNEL_ROOTS)
     specs = [f"{lock['packages'][n]['name']}=={lock['packages'][n]['version']}" for n in kernel]
-    lite_download(specs + [f"comm=={LITE_COMM_VERSION}"], cache / "wheels")
+    try:  # the widget manager (jupyterlab_widgets' extension) comes from this environment: the same release
+        widgets_version = installed(LITE_WIDGETS)
+    except PackageNotFoundError:
+        raise SystemExit("the JupyterLite site serves ipywidgets at the version installed here, with its JupyterLab "
+                         "extension: pip install -e '.[site,notebooks]' (or build with --no-lite)") from None
+    lite_download(specs + [f"comm=={LITE_COMM_VERSION}", f"{LITE_WIDGETS}=={widgets_version}"], cache / "wheels")
     comm = next((cache / "wheels").glob(f"comm-{LITE_COMM_VERSION}-*.whl"))
+    widgets = next((cache / "wheels").glob(f"{LITE_WIDGETS}-{widgets_version}-*.whl"))
+    source = pyodide_packages or os.environ.get("MEMLIB_PYODIDE_PACKAGES") or lite_cdn(version)
+    wanted = [n for n in lite_closure(lock, LITE_NOTEBOOK_ROOTS) if n not in kernel]
+    pyodide_local, failed = lite_pyodide_packages(lock, wanted, cache / "pyodide-packages", source)
+    if failed:
+        log(f"WARNING: {len(failed)} of Pyodide's packages could not be had from {source}: {'; '.join(failed[:3])}"
+            f"{' ...' if len(failed) > 3 else ''}. The site loads them from Pyodide's CDN when a notebook imports "
+            "them (a chapter then needs the network); give a folder or release tarball of Pyodide's "
+            f"{version} distribution with --pyodide-packages (or MEMLIB_PYODIDE_PACKAGES) to bundle them")
     lite_config(work / "lite-dir")
     target = html / "lite"
     if target.exists():
@@ -730,7 +900,7 @@ def lite(html: Path, out: Path) -> dict:
     if r.returncode:
         sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
         raise SystemExit(f"jupyter lite build failed (exit {r.returncode})")
-    lite_settings(target / "jupyter-lite.json")
+    lite_settings(target / "jupyter-lite.json", ["memlib", LITE_WIDGETS])
     pyo = target / "static" / "pyodide"
     shutil.copytree(core, pyo, dirs_exist_ok=True)
     local = {}
@@ -740,12 +910,19 @@ def lite(html: Path, out: Path) -> dict:
         whl = next(p for p in (cache / "wheels").glob("*.whl") if p.name.lower().startswith(stem.lower()))
         shutil.copy2(whl, pyo / whl.name)
         local[name] = pyo / whl.name
-    shutil.copy2(wheel, pyo / wheel.name)
-    (pyo / "pyodide-lock.json").write_text(json.dumps(lite_lock(lock, local, pyo / wheel.name, lite_cdn(version))),
-                                           encoding="utf-8")
+    for name, whl in pyodide_local.items():
+        shutil.copy2(whl, pyo / whl.name)
+        local[name] = pyo / whl.name
+    for whl in (wheel, widgets):
+        shutil.copy2(whl, pyo / whl.name)
+    (pyo / "pyodide-lock.json").write_text(json.dumps(lite_lock(lock, local, pyo / wheel.name, lite_cdn(version),
+                                                                pyo / widgets.name)), encoding="utf-8")
+    built = json.loads((target / "jupyter-lite.json").read_text(encoding="utf-8"))["jupyter-config-data"]
+    extensions = sorted(e["name"] for e in built.get("federated_extensions", []))  # copied from this environment
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
-    return {"files": files, "pyodide": version, "kernel_wheels": len(local) + 1, "memlib_wheel": wheel.name,
-            "bytes": size, "sources": lite_digest()}
+    return {"files": files, "pyodide": version, "kernel_wheels": len(kernel) + 1, "memlib_wheel": wheel.name,
+            "bundled": sorted(local) + ["ipywidgets", "memlib"], "from_cdn": sorted(set(wanted) - set(pyodide_local)),
+            "pyodide_packages": source, "extensions": extensions, "bytes": size, "sources": lite_digest()}
 
 
 def source_digest(root: Path = ROOT) -> dict[str, str]:
@@ -768,6 +945,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-slides", action="store_true", help="skip the reveal.js decks (no npm needed)")
     ap.add_argument("-j", "--jobs", default="1", help="sphinx-build -j (default 1)")
     ap.add_argument("--no-lite", action="store_true", help="skip the JupyterLite site (no npm or PyPI needed)")
+    ap.add_argument("--pyodide-packages", metavar="SRC", help="where the JupyterLite site's numpy and matplotlib "
+                    "come from: a folder or release tarball of Pyodide's distribution, or a base URL (default: "
+                    "MEMLIB_PYODIDE_PACKAGES, else Pyodide's CDN)")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     out = args.out.resolve()
@@ -795,9 +975,10 @@ def main(argv: list[str] | None = None) -> int:
     lite_info = None
     if not args.no_lite:
         t4 = time.monotonic()
-        lite_info = lite(html, out)
+        lite_info = lite(html, out, args.pyodide_packages)
         log(f"lite: JupyterLite with {len(lite_info['files'])} notebooks, Pyodide {lite_info['pyodide']} (npm) and "
-            f"{lite_info['kernel_wheels']} kernel wheels local, {lite_info['memlib_wheel']}; "
+            f"{len(lite_info['bundled'])} packages local ({', '.join(lite_info['from_cdn']) or 'none'} from the CDN), "
+            f"{lite_info['memlib_wheel']}; extensions {', '.join(lite_info['extensions'])}; "
             f"{lite_info['bytes'] / 2**20:.0f} MiB in {time.monotonic() - t4:.1f} s")
     elapsed = time.monotonic() - t0
     (html / STAMP).write_text(json.dumps({"seconds": round(elapsed, 1), "slides": not args.no_slides, "lite": lite_info,

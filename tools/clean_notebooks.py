@@ -6,10 +6,17 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+# What a stored widget output says in JupyterLab before the notebook runs (issue 41: it showed the widget's repr,
+# "VBox(children=(HBox(..."). tools/build_site.py's WIDGET_REPR recognises both this note and a repr.
+WIDGET_NOTE = "(interactive widget: run the notebook's cells to use it)"
+WIDGET_REPR = re.compile(r"^(VBox|HBox|Box|GridBox|Tab|Accordion|Output|[A-Z]\w*Widget)\(")
 
 
 def clean(path: Path) -> bool:
@@ -20,7 +27,12 @@ def clean(path: Path) -> bool:
             data = out.get("data", {})
             if "application/vnd.jupyter.widget-view+json" in data:  # a view of state we do not keep
                 data.pop("application/vnd.jupyter.widget-view+json")
-                data.setdefault("text/plain", "(interactive widget: run the notebook to use it)")
+                data["text/plain"] = WIDGET_NOTE
+                changed = True
+            text = data.get("text/plain", "")
+            text = "".join(text) if isinstance(text, list) else text
+            if set(data) == {"text/plain"} and WIDGET_REPR.match(text):  # cleaned before: its repr kept
+                data["text/plain"] = WIDGET_NOTE
                 changed = True
     if changed:
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -161,10 +161,29 @@ def evaluate(nb_path: Path) -> tuple[dict[int, list[dict]], list[str]]:
     return results, problems
 
 
+# Markdown inside a value: the book substitutes the text into the prose (so `**4**` is bold there), but
+# jupyterlab-myst 2.x shows an {eval} result's text/plain as it is, without parsing it (its inline-expression
+# renderer), so JupyterLab would show the asterisks. Put the emphasis in the prose around the role instead.
+MARKUP = re.compile(r"\*\*|__|`|\[[^\]]*\]\(|<[a-z/]")
+
+
+def markup_problems(nb: dict, name: str = "") -> list[str]:
+    """Stored values that carry Markdown (or HTML) markup, which JupyterLab would show raw."""
+    problems = []
+    for i, cell in enumerate(nb.get("cells", [])):
+        for e in cell.get("metadata", {}).get("user_expressions", []) if cell.get("cell_type") == "markdown" else []:
+            text = stored_text(e)
+            if text and MARKUP.search(text):
+                problems.append(f"{name}: cell {i}: {e.get('expression')} = {text!r} carries Markdown markup, which "
+                                "JupyterLab shows raw (jupyterlab-myst does not parse an inline value): put it in the prose")
+    return problems
+
+
 def check(nb_path: Path) -> list[str]:
     """Problems of the stored values against a fresh evaluation (empty when they all agree)."""
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
     fresh, problems = evaluate(nb_path)
+    problems += markup_problems(nb, nb_path.name)
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "markdown":
             continue

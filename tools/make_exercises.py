@@ -39,14 +39,16 @@ from memlib.learn.exercises.answers import example  # noqa: E402
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 MD_BEGIN, MD_END = "<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->"
 CHECK = re.compile(r"(check|mark)\(\s*[\"'](\d\d\.\d+)[\"']\s*,\s*([A-Za-z_]\w*)")
-HEADER = ("> **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from "
-          "`solutions/{name}`; change that file and rerun the tool.\n>\n"
-          "> Work through each exercise: replace the placeholder, run the cell, and read what `check` says. "
+# what the learner reads first, under the title (issue 41: the maintainer's note used to stand above it)
+HEADER = ("> Work through each exercise: replace the placeholder, run the cell, and read what `check` says. "
           "`hint(\"NN.k\")` gives a hint (call again for the next one: the concept, the formula, the first step), "
           "`solution(\"NN.k\")` shows the worked answer. Open questions are self-assessed: `check` shows a rubric "
           "and a model answer, then `mark(\"NN.k\", [True, False, ...])` records your marks. Your progress is "
           "saved in `.memlib_progress.json` in this folder (it survives a kernel restart; the best attempt "
           "counts): `score(\"{nb}\")` sums up this notebook, `score()` all of them.")
+# for maintainers: the notebook's last cell
+FOOTER = ("*Generated file: do not edit.* `tools/make_exercises.py` writes this notebook from "
+          "`solutions/{name}`; change that file and rerun the tool.")
 
 
 def _answer_format(exercise_id: str, function: str = "check") -> str:
@@ -136,7 +138,8 @@ def exercise_notebook(solution_py: Path) -> nbformat.NotebookNode:
             cell.outputs, cell.execution_count = [], None
         cells.append(cell)
     title = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"), -1)
-    cells.insert(title + 1, nbformat.v4.new_markdown_cell(HEADER.format(name=solution_py.name, nb=solution_py.name[:2])))
+    cells.insert(title + 1, nbformat.v4.new_markdown_cell(HEADER.format(nb=solution_py.name[:2])))
+    cells.append(nbformat.v4.new_markdown_cell(FOOTER.format(name=solution_py.name)))
     nb.cells = cells
     return nb
 

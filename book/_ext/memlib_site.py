@@ -38,6 +38,14 @@ def lite_url(path: str) -> str:
     return f"lite/notebooks/index.html?path={quote(path, safe='/')}"
 
 
+# JupyterLite needs the site served over HTTP (it fetches its settings and notebooks and runs a web worker, which a
+# browser refuses to a page opened from file://): there the bar says how to serve the folder (docs/book.md)
+FILE_NOTE = ('<span class="memlib-lite-file" hidden> (it needs the site served, not opened as a file: '
+             '<code>python -m http.server -d _build/html 8000</code>, then open http://localhost:8000/)</span>'
+             '<script>if (location.protocol === "file:") document.querySelectorAll(".memlib-lite-file")'
+             '.forEach(e => { e.hidden = false; });</script>')
+
+
 def _bar(app, pagename: str, context) -> str:
     cfg = app.config
     path, urlpath, command = launch_target(pagename)
@@ -45,7 +53,7 @@ def _bar(app, pagename: str, context) -> str:
         "this notebook" if path.startswith(pagename) else "the notebooks")
     lite = context["pathto"](lite_url(path), 1)
     parts = [f'<strong>Run {what}:</strong> <a class="memlib-lite reference internal" href="{html.escape(lite)}">'
-             "Try it live</a> (in your browser, nothing to install)"]
+             "Try it live</a> (in your browser, nothing to install)" + FILE_NOTE]
     if cfg.memlib_site_repo:  # Binder only where the build names a public repository (book/conf.py)
         url = binder_url(cfg.memlib_site_repo, cfg.memlib_site_branch, cfg.memlib_site_binder, urlpath)
         parts.append(f'<a class="memlib-binder reference external" href="{html.escape(url)}">on Binder</a>')

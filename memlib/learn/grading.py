@@ -457,16 +457,26 @@ def grade(exercise_id, answer) -> Feedback:
 _RESULTS: dict[str, Feedback] = {}  # this session's last feedback per exercise (the tests read it)
 
 
-def _emit(markdown: str) -> None:
-    """Rendered Markdown in a notebook, plain text elsewhere."""
+def _in_notebook() -> bool:
+    """A kernel that a notebook front end displays: ipykernel (its IPKernelApp config) or JupyterLite's Pyodide
+    kernel (its shell, pyodide_kernel.interpreter.Interpreter 0.8, holds a `kernel`); not a terminal IPython."""
     try:
         from IPython import get_ipython
-        from IPython.display import Markdown, display
-        if get_ipython() is not None and "IPKernelApp" in get_ipython().config:
-            display(Markdown(markdown))
-            return
     except ImportError:
-        pass
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    return "IPKernelApp" in shell.config or type(shell).__module__.startswith("pyodide_kernel")
+
+
+def _emit(markdown: str) -> None:
+    """Rendered Markdown in a notebook, plain text elsewhere."""
+    if _in_notebook():
+        from IPython.display import Markdown, display
+
+        display(Markdown(markdown))
+        return
     print(markdown)
 
 
