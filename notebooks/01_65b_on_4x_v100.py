@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -393,7 +393,7 @@ mmb = {LAYOUT_NAME[p.estimate.setup.sharding]: max_micro_batch(p, GPU) for p in 
 print(mmb)
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-f1_mmb = f"{'; '.join(f'{k} **{v}**' for k, v in mmb.items())}"
+f1_mmb = f"{'; '.join(f'{k} {v}' for k, v in mmb.items())}"
 f1_accum = f"{ACCUM}"
 
 # %% [markdown]

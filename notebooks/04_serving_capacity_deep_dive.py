@@ -257,7 +257,7 @@ for k, v in long_rows.items():
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 d6_chat = f"{GB(per_long)}"
-d6_rows = f"{', '.join(f'{k} **{v}**' for k, v in long_rows.items())}"
+d6_rows = f"{', '.join(f'{k} {v}' for k, v in long_rows.items())}"
 
 # %% [markdown]
 # One 128k chat of Llama-3.1-70B caches **{eval}`d6_chat`** in bf16, a third of the weights. Chats

@@ -7,7 +7,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -43,7 +43,11 @@ GPU, PRE_GPUS = "h100-80gb", 256
 FT_MODEL, FT_TOKENS, FT_SEQ = "llama-3.1-70b", 1e9, 4096
 MFU, LINK, LINK_200 = 0.40, 50e9, INTERNODE_BYTES_PER_S
 RECOMPUTES = ("none", "selective", "full")
-DATA = json.loads((Path(memlib.__file__).resolve().parents[1] / "validation" / "published_gpu_hours.json")
+# the repository's validation/ folder: beside this notebook's folder (JupyterLab, the book's Lite copy), else
+# beside an editable install of memlib
+ROOT = next((p for p in (Path(".."), Path(memlib.__file__).resolve().parents[1]) if (p / "validation").is_dir()),
+            Path(".."))
+DATA = json.loads((ROOT / "validation" / "published_gpu_hours.json")
                   .read_text(encoding="utf-8"))
 
 
@@ -145,7 +149,7 @@ plt.show()
 mfu_at = {(name, n): cost.mfu_from_throughput(PRE_MODEL, PRE_SEQ, scaling[name, n][1].tokens_per_s_per_gpu, GPU)
           for name, n in scaling}
 small = {r["id"]: r["implied_mfu"] for r in cost.reproduce_published(
-    json.loads((Path(memlib.__file__).resolve().parents[1] / "validation" / "published_gpu_hours.json")
+    json.loads((ROOT / "validation" / "published_gpu_hours.json")
                .read_text(encoding="utf-8"))) if r["id"].startswith("llama-3.1")}
 bubble = step_time(estimate_training("llama-3.1-405b", seq_len=8192, micro_batch=1, grad_accum=16, tp=8, pp=16,
                                      dp=128, recompute="full"), GPU, mfu=0.41).bubble_fraction  # Llama 3's layout
