@@ -267,6 +267,20 @@ display(Markdown(
     "(4 B) where DeepSpeed keeps fp16 ones (2 B) beside an fp32 master counted with the optimizer."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Under ZeRO-3, who holds what? · ZeRO-3 下每张卡上有什么
+#
+# Each V100 holds a quarter of every model state and gathers one layer at a time (hatched) while that layer
+# runs; the bytes are the estimate's own moments (`memlib.learn.mechanisms.zero_sharding`). That is why ZeRO-3's
+# per-card states are a quarter of the 16 bytes per parameter, yet the job still needs far more than four V100s.
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+from memlib.learn import mechanisms as mech
+
+mech.draw_zero_sharding(mech.zero_sharding(MODEL, dp=N, zero_stage=3, seq_len=2048, micro_batch=1,
+                                           precision="fp16-mixed"))
+plt.show()
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Under ZeRO-3, a bigger micro-batch or more gradient accumulation?
 
 # %% tags=["nbval-check-output"]

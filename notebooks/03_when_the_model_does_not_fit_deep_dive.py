@@ -166,6 +166,33 @@ display(Markdown(
     "every gradient unless `gradient_as_bucket_view=True` (off by default in torch, HF Trainer and Accelerate)."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Who holds what, rank by rank? · 每张卡上到底有什么
+#
+# The bars below are `memlib.learn.mechanisms.zero_sharding`: for each of the 8 ranks, what it holds at the
+# forward, the backward and the optimizer step, with the bytes taken from the estimate's own moments. ZeRO-1
+# shards only the optimizer states; ZeRO-3 shards everything and gathers one layer at a time (hatched).
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+from memlib.learn import mechanisms as mech
+
+for stage in (1, 3):
+    mech.draw_zero_sharding(mech.zero_sharding(M7, dp=N, zero_stage=stage, seq_len=SEQ, micro_batch=1))
+    plt.show()
+
+# %% [markdown]
+# Tensor parallelism splits the matrices themselves: the MLP's first projection by columns, the second by rows,
+# then one all-reduce of the block's output (a reduce-scatter and an all-gather with sequence parallelism). The
+# shapes each rank holds come from the same layout the estimate uses (`mechanisms.tensor_parallel_layer`). A
+# pipeline instead splits the layers; the 1F1B timeline shows the fill and drain that make its bubble
+# (`mechanisms.pipeline_schedule`, whose idle share equals the formula (p − 1)/(m + p − 1)).
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+mech.draw_tensor_parallel_layer(mech.tensor_parallel_layer(M7, tp=N, tokens=SEQ), blocks=("mlp",))
+plt.show()
+mech.draw_pipeline_schedule(mech.pipeline_schedule("1f1b", pp=N, micro_batches=16))
+plt.show()
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How few A100 80GB can fully fine-tune 13B, or 70B, without offload?
 
 # %% tags=["nbval-check-output"]

@@ -150,6 +150,17 @@ d2_prefix, d2_pre = f"{GB(prefix_bytes)}", f"{PREFIX:,}"
 # (multi-turn chat, few-shot prompts, tree search); it evicts leaves LRU and schedules the queue
 # longest-shared-prefix first so hits are not evicted before use.
 
+# %% [markdown]
+# The block table, drawn for three chats that share the prefix (`memlib.learn.mechanisms.paged_kv_table`): the
+# prefix's full blocks are stored once and every chat's table points at them; only each chat's own tail, and a
+# partly filled last block, are private.
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+from memlib.learn import mechanisms as mech
+
+mech.draw_paged_kv_table(mech.paged_kv_table(m, [PREFIX + 300, PREFIX + 700, PREFIX + 150], shared_prefix=PREFIX))
+plt.show()
+
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Where do TensorRT-LLM and TGI differ?
 #

@@ -122,6 +122,22 @@ f4_1, f4_512, f4_tok = f"{GB(read[1])}", f"{GB(read[512])}", f"{GB(read[512] / 5
 # large batch MoE saves FLOPs, not bandwidth; its capacity need is always the total.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Does expert parallelism's all-to-all cost more than the experts' compute? · 专家并行的通信比计算还贵吗？
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+from memlib.cost.collectives import comm_roofline, link_bytes_per_s
+
+ep_ib = comm_roofline("deepseek-v3", "h100-80gb", "ep", 64, bytes_per_s=link_bytes_per_s("IB NDR"))
+ep_nvl = comm_roofline("deepseek-v3", "h100-80gb", "ep", 8)
+display(Markdown(
+    f"Each routed token travels to its experts' GPUs and back, forward and backward: the all-to-alls grow with the "
+    f"tokens, as the compute does, so their ratio is fixed. For DeepSeek-V3 with expert parallelism over 64 GPUs on "
+    f"InfiniBand NDR, the all-to-alls take **{ep_ib.comm_to_compute:.1f}×** the compute at the GPUs' peak "
+    f"(`memlib.cost.collectives.comm_roofline`); inside one NVLink node, over 8, **{ep_nvl.comm_to_compute:.2f}×**. "
+    "That is why DeepSeek limits each token to 4 nodes and overlaps the transfers with compute (DualPipe, "
+    "DeepSeek-V3 report Sec. 3.2); notebook 10 derives the roofline."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Capacity factor and dropped tokens
 
 # %% tags=["nbval-check-output"]

@@ -257,6 +257,25 @@ display(Markdown(
     f"at cp = 16-32 or with multi-head K/V the ring's memory advantage grows."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Why does each GPU hold chunks i and 2·cp − 1 − i? · 为什么负载均衡要首尾配对？
+#
+# Under a causal mask a query attends only to the keys before it, so the last chunk of a sequence does far more
+# work than the first. Split into 2·cp chunks and handed out in order, the last GPU would compute most of the
+# attention and every other GPU would wait for it. Pairing an early chunk with a late one (rank i holds chunks i
+# and 2·cp − 1 − i, as torch's load balancer and Megatron-Core do) gives every GPU the same work. The grid is the
+# query chunk against the key chunk, each causal cell coloured by the GPU that computes it
+# (`memlib.learn.mechanisms.context_parallel_balance`, the pairs counted exactly).
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+import matplotlib.pyplot as plt
+
+from memlib.learn import mechanisms as mech
+
+mech.draw_context_parallel_balance([mech.context_parallel_balance(LONG, N_GPU, zigzag=False),
+                                    mech.context_parallel_balance(LONG, N_GPU)])
+plt.show()
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Ulysses, ring or all-gather? And why extend the context in stages?
 
 # %% tags=["nbval-check-output"]

@@ -248,6 +248,21 @@ display(Markdown(
     f"writing does not stall the run."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### How many tokens per GPU hide FSDP's traffic? · 每卡多少 token 才能掩盖 FSDP 的通信？
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+from memlib.cost.collectives import comm_roofline
+
+fsdp_roof = comm_roofline(PRE_MODEL, GPU, "fsdp", PRE_GPUS, seq_len=PRE_SEQ, bytes_per_s=LINK, mfu=MFU)
+display(Markdown(
+    f"ZeRO-3 / FSDP gathers the parameters twice and reduce-scatters the gradients once per micro-batch, whatever "
+    f"its size; the compute grows with the tokens. At {MFU:.0%} MFU on {GPU} with {LINK / 1e9:.0f} GB/s per GPU "
+    f"between nodes, the traffic hides only once each GPU computes about **{fsdp_roof.critical_tokens:,.0f} tokens "
+    f"per micro-batch** (`memlib.cost.collectives.comm_roofline`); the fastest layout memlib's plan finds for the "
+    f"chapter's run ({best.describe()}) computes {best.estimate.setup.micro_batch * PRE_SEQ:,} tokens per "
+    "micro-batch. Notebook 10 derives the roofline."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What does an H100 change against an A100? · H100 与 A100 差多少？
 
 # %% tags=["nbval-check-output"]
