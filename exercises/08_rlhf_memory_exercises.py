@@ -27,8 +27,6 @@
 # beside the notebook; `score()` sums it up.
 
 # %% [markdown]
-# > **Generated file: do not edit.** `tools/make_exercises.py` writes this notebook from `solutions/08_rlhf_memory_solutions.py`; change that file and rerun the tool.
-# >
 # > Work through each exercise: replace the placeholder, run the cell, and read what `check` says. `hint("NN.k")` gives a hint (call again for the next one: the concept, the formula, the first step), `solution("NN.k")` shows the worked answer. Open questions are self-assessed: `check` shows a rubric and a model answer, then `mark("NN.k", [True, False, ...])` records your marks. Your progress is saved in `.memlib_progress.json` in this folder (it survives a kernel restart; the best attempt counts): `score("08")` sums up this notebook, `score()` all of them.
 
 # %%
@@ -165,3 +163,6 @@ q
 
 # %%
 # check(q.id, "your answer")  # then hint(q.id), solution(q.id)
+
+# %% [markdown]
+# *Generated file: do not edit.* `tools/make_exercises.py` writes this notebook from `solutions/08_rlhf_memory_solutions.py`; change that file and rerun the tool.

@@ -273,7 +273,7 @@ display(Markdown(
 # runs; the bytes are the estimate's own moments (`memlib.learn.mechanisms.zero_sharding`). That is why ZeRO-3's
 # per-card states are a quarter of the 16 bytes per parameter, yet the job still needs far more than four V100s.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 from memlib.learn import mechanisms as mech
 
 mech.draw_zero_sharding(mech.zero_sharding(MODEL, dp=N, zero_stage=3, seq_len=2048, micro_batch=1,

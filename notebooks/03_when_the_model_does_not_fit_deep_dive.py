@@ -172,7 +172,7 @@ display(Markdown(
 # forward, the backward and the optimizer step, with the bytes taken from the estimate's own moments. ZeRO-1
 # shards only the optimizer states; ZeRO-3 shards everything and gathers one layer at a time (hatched).
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 from memlib.learn import mechanisms as mech
 
 for stage in (1, 3):
@@ -186,7 +186,7 @@ for stage in (1, 3):
 # pipeline instead splits the layers; the 1F1B timeline shows the fill and drain that make its bubble
 # (`mechanisms.pipeline_schedule`, whose idle share equals the formula (p − 1)/(m + p − 1)).
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 mech.draw_tensor_parallel_layer(mech.tensor_parallel_layer(M7, tp=N, tokens=SEQ), blocks=("mlp",))
 plt.show()
 mech.draw_pipeline_schedule(mech.pipeline_schedule("1f1b", pp=N, micro_batches=16))

@@ -155,7 +155,7 @@ d2_prefix, d2_pre = f"{GB(prefix_bytes)}", f"{PREFIX:,}"
 # prefix's full blocks are stored once and every chat's table points at them; only each chat's own tail, and a
 # partly filled last block, are private.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 from memlib.learn import mechanisms as mech
 
 mech.draw_paged_kv_table(mech.paged_kv_table(m, [PREFIX + 300, PREFIX + 700, PREFIX + 150], shared_prefix=PREFIX))

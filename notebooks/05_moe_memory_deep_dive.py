@@ -124,7 +124,7 @@ f4_1, f4_512, f4_tok = f"{GB(read[1])}", f"{GB(read[512])}", f"{GB(read[512] / 5
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Does expert parallelism's all-to-all cost more than the experts' compute? · 专家并行的通信比计算还贵吗？
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 from memlib.cost.collectives import comm_roofline, link_bytes_per_s
 
 ep_ib = comm_roofline("deepseek-v3", "h100-80gb", "ep", 64, bytes_per_s=link_bytes_per_s("IB NDR"))

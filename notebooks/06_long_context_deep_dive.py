@@ -266,7 +266,7 @@ display(Markdown(
 # query chunk against the key chunk, each causal cell coloured by the GPU that computes it
 # (`memlib.learn.mechanisms.context_parallel_balance`, the pairs counted exactly).
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 import matplotlib.pyplot as plt
 
 from memlib.learn import mechanisms as mech

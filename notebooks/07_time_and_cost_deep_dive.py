@@ -250,7 +250,7 @@ display(Markdown(
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### How many tokens per GPU hide FSDP's traffic? · 每卡多少 token 才能掩盖 FSDP 的通信？
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 from memlib.cost.collectives import comm_roofline
 
 fsdp_roof = comm_roofline(PRE_MODEL, GPU, "fsdp", PRE_GPUS, seq_len=PRE_SEQ, bytes_per_s=LINK, mfu=MFU)
