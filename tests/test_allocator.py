@@ -271,7 +271,7 @@ def test_reserved_bad_input():
     est = memlib.estimate_training("llama-2-7b", seq_len=512)
     with pytest.raises(ValueError, match="allocator is one of"):
         memlib.fits(est, "a100-80gb", allocator="cached")
-    with pytest.raises(ValueError, match="expandable_segments is True or False"):
+    with pytest.raises(ValueError, match="expandable_segments must be True or False"):
         reserved_bytes(est, expandable_segments="yes")
     with pytest.raises(ValueError, match="fragmentation_factor"):
         reserved_bytes(est, fragmentation_factor=-1)

@@ -32,8 +32,12 @@ def _unchecked_bools() -> list[str]:
     for f in sorted((ROOT / "memlib").rglob("*.py")):
         if "learn" in f.parts:
             continue
-        for node in ast.walk(ast.parse(f.read_text())):
-            if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+        tree = ast.parse(f.read_text())
+        # module-level functions and methods: the API (a helper nested inside a function is not)
+        tops = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        tops += [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, ast.FunctionDef)]
+        for node in tops:
+            if node.name.startswith("_"):
                 continue
             a = node.args
             pos = a.posonlyargs + a.args

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass, field
 
-from memlib._checks import positive_int, show
+from memlib._checks import flag, positive_int, show
 
 KIB, MIB = 2**10, 2**20
 
@@ -80,6 +80,7 @@ def should_split(block_size: int, request: int, *, small: bool, max_split_size: 
     """Whether a cached block of block_size bytes serving a (rounded) request is split, the rest staying cached
     (should_split): small pool or expandable segments when >= 512 B remain; large pool when the request is below
     max_split_size and more than 1 MiB remains. Otherwise the request gets the whole block."""
+    small, expandable_segments = flag("small", small), flag("expandable_segments", expandable_segments)
     remaining = block_size - request
     if remaining < 0:
         raise ValueError(f"a block of {block_size} B cannot serve a request of {request} B")
@@ -538,8 +539,7 @@ def reserved_bytes(estimate, *, expandable_segments: bool = False, gpu=None,
     from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
     from memlib.hardware.gpus import get_gpu
 
-    if not isinstance(expandable_segments, bool):
-        raise ValueError(f"expandable_segments is True or False, got {show(expandable_segments)}")
+    expandable_segments = flag("expandable_segments", expandable_segments)
     peak = getattr(estimate, "peak_bytes", None)
     transient = transient_bytes(estimate)
     if fragmentation_factor is None:
