@@ -160,6 +160,24 @@ display(Markdown(
     "makes the logits and the loss grow with every token."))
 
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Why does LLaMA-3-8B need more than LLaMA-7B beyond its parameters?
+
+# %% tags=["nbval-check-output"]
+l3 = memlib.estimate_training("llama-3-8b", seq_len=SEQ)
+logits7, logits8 = (e.moments[0].parts["logits_and_loss"] for e in (est, l3))
+print(f"logits and loss: llama-7b {gb(logits7):.2f} GB, "
+      f"llama-3-8b {gb(logits8):.2f} GB")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f2_vocab, f2_v7 = f"{memlib.get_model('llama-3-8b').vocab_size:,}", f"{model.vocab_size:,}"
+f2_l3, f2_l7 = f"{gb(logits8):.2f} GB", f"{gb(logits7):.2f} GB"
+
+# %% [markdown]
+# Its vocabulary is {eval}`f2_vocab` words against {eval}`f2_v7`: the logits, their fp32 upcast and the
+# log-softmax take {eval}`f2_l3` at the loss instead of {eval}`f2_l7`, at only 2,048 tokens. They scale
+# with tokens × vocabulary; a chunked loss (Liger's fused linear cross-entropy) never builds them.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Bytes per parameter, every setup
 #

@@ -321,26 +321,6 @@ s6_dm_h, s6_fsdp_h = f"{ten_m['device_map'].days * 24:.0f} h", f"{ten_m['FSDP'].
 # bitsandbytes 0.43 and later), and on Volta fp16 with FSDP's `ShardedGradScaler` for loss scaling: the
 # published FSDP-QLoRA recipes run bf16 on Ampere and newer, so budget a trial run.
 
-# %% [markdown]
-# ### Step 7 · fp16 on a V100: loss scaling
-#
-# ✏️ **Back of the envelope.** fp16 has 5 exponent bits: largest 65504, smallest normal
-# 2^-14 ≈ 6e-5, smallest subnormal 2^-24 ≈ 6e-8. A gradient of 1e-9 becomes 0; times a loss
-# scale of 2^16 it is about 7e-5, representable.
-
-# %% tags=["nbval-check-output"]
-f16 = np.finfo(np.float16)   # numpy's fp16 limits (IEEE 754 half); memlib.get_gpu says V100 has no bf16
-scale = 2.0 ** 16            # a typical dynamic loss scale (torch.amp.GradScaler starts at 2**16)
-print(f"fp16 max {float(f16.max):g}, smallest normal {float(f16.smallest_normal):.3g}, smallest subnormal "
-      f"{float(f16.smallest_subnormal):.3g}; 1e-9 -> {float(np.float16(1e-9)):g}, x 2**16 -> "
-      f"{float(np.float16(1e-9 * scale)):.3g}")
-
-# %% [markdown]
-# Dynamic loss scaling (torch's `GradScaler`, DeepSpeed's `fp16.loss_scale: 0`) raises the scale until
-# a step overflows, skips that step and halves it. Two consequences: the trainable adapters stay fp32
-# (GradScaler refuses to unscale fp16 gradients), which step 5 counts; and NF4 does not avoid the
-# issue, because QLoRA dequantizes each weight to the fp16 compute dtype for every matmul.
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图
 #
@@ -367,7 +347,7 @@ MBS = [1, 2, 4, 8, 16]
 mb_sweep = {label: [estimate_training(m, seq_len=SEQ, micro_batch=b, precision=PREC, recompute="full",
                                       finetune="qlora", **shape, **QLORA) for b in MBS]
             for label, shape in (("device_map", dict(pp=N)), ("FSDP-QLoRA", dict(zero_stage="FULL_SHARD", dp=N)))}
-fig, ax = plt.subplots(figsize=(7, 3.4))
+fig, ax = plt.subplots(figsize=(7, 2.8))
 sweep(MBS, {k: [fits(e, g).required_bytes for e in v] for k, v in mb_sweep.items()}, gpu=GPU, ax=ax, logx=True,
       xlabel="micro-batch (sequences of 2,048 tokens)", title="QLoRA LLaMA-65B over 4 V100s: per-GPU requirement")
 ax.set_xticks(MBS, [str(b) for b in MBS])
@@ -426,11 +406,12 @@ f2_nodes = f"{-(-(a100_min.count + 1) // 8)}"
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### 追问 3 · V100 has no bf16: is fp16 training of a 65B model a problem? (seed)
 #
-# Yes, it is a real risk, handled as step 7 says: dynamic loss scaling, fp32 master weights (full
+# Yes, it is a real risk, handled as the [deep dive's loss-scaling section](01_65b_on_4x_v100_deep_dive.ipynb)
+# computes: dynamic loss scaling, fp32 master weights (full
 # fine-tuning) or fp32 adapters (QLoRA), and watching for skipped steps. bf16 would remove the
 # underflow problem but needs Ampere or newer; fp32 everywhere doubles the model states.
 #
-# More follow-ups (serving the 65B on four V100s, FlashAttention on Volta, paged optimizers and
+# More follow-ups (loss scaling on a V100, serving the 65B on four V100s, FlashAttention on Volta, paged optimizers and
 # double quantization, FSDP vs ZeRO, micro-batch vs accumulation, GaLore and LOMO, nvidia-smi vs
 # torch) are on the [deep-dive page](01_65b_on_4x_v100_deep_dive.ipynb).
 

@@ -438,6 +438,26 @@ display(Markdown(
     "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` lets the allocator grow segments in place instead of "
     "leaving unusable holes between fixed-size blocks."))
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### fp16 on a V100: how does loss scaling keep the gradients? · V100 上的 fp16 与 loss scaling
+#
+# ✏️ **Back of the envelope.** fp16 has 5 exponent bits: largest 65504, smallest normal
+# 2^-14 ≈ 6e-5, smallest subnormal 2^-24 ≈ 6e-8. A gradient of 1e-9 becomes 0; times a loss
+# scale of 2^16 it is about 7e-5, representable.
+
+# %% tags=["nbval-check-output"]
+f16 = np.finfo(np.float16)   # numpy's fp16 limits (IEEE 754 half); memlib.get_gpu says V100 has no bf16
+scale = 2.0 ** 16            # a typical dynamic loss scale (torch.amp.GradScaler starts at 2**16)
+print(f"fp16 max {float(f16.max):g}, smallest normal {float(f16.smallest_normal):.3g}, smallest subnormal "
+      f"{float(f16.smallest_subnormal):.3g}; 1e-9 -> {float(np.float16(1e-9)):g}, x 2**16 -> "
+      f"{float(np.float16(1e-9 * scale)):.3g}")
+
+# %% [markdown]
+# Dynamic loss scaling (torch's `GradScaler`, DeepSpeed's `fp16.loss_scale: 0`) raises the scale until
+# a step overflows, skips that step and halves it. Two consequences: the trainable adapters stay fp32
+# (GradScaler refuses to unscale fp16 gradients), which step 5 counts; and NF4 does not avoid the
+# issue, because QLoRA dequantizes each weight to the fp16 compute dtype for every matmul.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错
 #

@@ -453,16 +453,8 @@ f1_lat5, f1_x = f"{load.latency_s:.1f} s", f"{rate.memory_rate / rate.compute_ra
 # that batch TPOT is {eval}`f1_tpot5`, so a request stays {eval}`f1_lat5`. The full-batch latency would
 # claim {eval}`f1_naive` in flight. Past the compute bound, queues and p99 TTFT grow without limit.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### 追问 2 · Continuous batching and chunked prefill: what do they change?
-#
-# *Static* batching runs a batch until its longest reply ends, each request holding its maximum
-# length; *continuous* batching (Orca, OSDI '22) admits and retires requests every step. *Chunked
-# prefill* (Sarathi-Serve, 2024) cuts a prompt into chunks ({eval}`s6_chunk` of workspace, not
-# {eval}`s6_whole`) run beside the decode tokens: running chats' inter-token latency stays flat
-# instead of stalling behind an 8k prefill, while that prompt's TTFT grows by a few steps.
-#
-# More follow-ups (speculative decoding, vLLM's scheduler and preemption, SGLang, TensorRT-LLM and TGI, prefix caching,
+# %% [markdown]
+# More follow-ups (continuous batching and chunked prefill, speculative decoding, vLLM's scheduler and preemption, SGLang, TensorRT-LLM and TGI, prefix caching,
 # kernel fusion and CUDA graphs, MHA to GQA, 128k) are on the [deep-dive page](04_serving_capacity_deep_dive.ipynb).
 
 # %% [markdown] slideshow={"slide_type": "slide"}

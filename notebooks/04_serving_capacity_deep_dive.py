@@ -302,6 +302,21 @@ d7_lost = f"{gap / (kv_tok // 2 * CTX):.1f}"
 # that is {eval}`d7_lost` chats of 8k: read the "Maximum concurrency" line vLLM prints at startup
 # before promising a number.
 
+# %%
+chunk_a100 = vllm_default_max_num_batched_tokens(A100)  # vLLM's prefill chunk on an A100
+chunked = estimate_inference(m, 7, CTX, weights="bf16", tp=2, prefill_tokens=chunk_a100)
+whole = estimate_inference(m, 7, CTX, weights="bf16", tp=2)   # 7 prompts at once
+s6_chunk, s6_whole = f"{GB(chunked.activation_bytes, 2)}", f"{GB(whole.activation_bytes)}"
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 追问 2 · Continuous batching and chunked prefill: what do they change?
+#
+# *Static* batching runs a batch until its longest reply ends, each request holding its maximum
+# length; *continuous* batching (Orca, OSDI '22) admits and retires requests every step. *Chunked
+# prefill* (Sarathi-Serve, 2024) cuts a prompt into chunks ({eval}`s6_chunk` of workspace, not
+# {eval}`s6_whole`) run beside the decode tokens: running chats' inter-token latency stays flat
+# instead of stalling behind an 8k prefill, while that prompt's TTFT grows by a few steps.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错
 #

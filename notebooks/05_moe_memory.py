@@ -350,35 +350,6 @@ s6_bpp12, s6_tb12 = f"{states_bf16_moments // P}", f"{TB(states_bf16_moments)}"
 # **{eval}`s6_bpp12` B/param, not 16**, {eval}`s6_tb12` of states. A bf16 working copy of the weights, if
 # kept, adds 2 bytes per parameter.
 
-# %% [markdown]
-# ### Step 7 · LoRA and QLoRA: what memlib refuses, and the honest answer
-#
-# ✏️ **Back of the envelope.** LoRA trains small adapters, but the frozen base stays on the GPUs:
-# 671e9 × 2 B ≈ **1.34 TB** in bf16, / 85 GB ≈ **16 H100s** before a single adapter or activation.
-# A 4-bit base: 671e9 × 0.5 B ≈ 336 GB, 4 H100s.
-
-# %% tags=["nbval-check-output"]
-try:
-    estimate_training(m, finetune="lora", lora_rank=16)   # memlib.estimate_training refuses it
-except ValueError as err:
-    print(textwrap.shorten(str(err), 88))
-nf4_total = estimate_inference(m, batch=1, context_len=1, weights="nf4").weight_bytes
-floors = {fmt: math.ceil(nbytes / usable_bytes(get_gpu("h100-80gb"))) for fmt, nbytes in
-          (("bf16", bf16_total), ("fp8", fp8_total), ("nf4", nf4_total))}
-print(f"frozen base: bf16 {GB(bf16_total)}, nf4 {GB(nf4_total)}; H100s for its weights: "
-      f"bf16 {floors['bf16']}, nf4 {floors['nf4']}")
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-s7_bf16_h100, s7_bf16_h200 = f"{floors['bf16']}", f"{math.ceil(bf16_total / usable_bytes(g))}"
-s7_nf4_h100, s7_nf4 = f"{floors['nf4']}", f"{GB(nf4_total)}"
-
-# %% [markdown]
-# memlib **refuses** LoRA on this model: no measured run, and transformers stores the 256 experts as
-# stacked 3-D parameters that peft's usual `target_modules` does not reach. It *can* give the floor: the
-# bf16 base needs **at least {eval}`s7_bf16_h100` H100s** ({eval}`s7_bf16_h200` H200s) for its weights
-# alone, a 4-bit base ({eval}`s7_nf4`) {eval}`s7_nf4_h100`. LoRA saves the optimizer states and gradients,
-# not the base (Colossal-AI's recipe: 24 H100s, short sequences).
-
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6. Charts · 图
 #
@@ -441,7 +412,7 @@ f1_n, f1_exposed, f1_step = f"{a2a_per_layer}", f"{t.ep_comm_s:.2f} s", f"{t.ste
 # to 4 nodes (report, Secs. 2.1.2, 3.3).
 
 # %% [markdown]
-# More follow-ups (expert load at decode and DeepSeek's large expert parallelism, is MoE decode cheap in bandwidth, capacity factor and dropped tokens, router load
+# More follow-ups (LoRA and QLoRA on DeepSeek-V3, expert load at decode and DeepSeek's large expert parallelism, is MoE decode cheap in bandwidth, capacity factor and dropped tokens, router load
 # balancing, experts in CPU memory, other GPUs) are on the [deep-dive page](05_moe_memory_deep_dive.ipynb).
 
 

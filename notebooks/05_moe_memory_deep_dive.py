@@ -240,6 +240,40 @@ display(Markdown(
     "cores, so it serves a 4-bit (AWQ) or int8 copy, or an upcast bf16 copy on four nodes (the fact-check below). B200 and "
     f"MI300X hold the fp8 model in one node with room for {min(p.sequences for p in big):,} or more 8k chats."))
 
+# %% [markdown]
+#
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### LoRA and QLoRA on DeepSeek-V3: what memlib refuses, and the honest answer
+#
+# ✏️ **Back of the envelope.** LoRA trains small adapters, but the frozen base stays on the GPUs:
+# 671e9 × 2 B ≈ **1.34 TB** in bf16, / 85 GB ≈ **16 H100s** before a single adapter or activation.
+# A 4-bit base: 671e9 × 0.5 B ≈ 336 GB, 4 H100s.
+
+# %% tags=["nbval-check-output"]
+import textwrap
+
+try:
+    estimate_training(m, finetune="lora", lora_rank=16)   # memlib.estimate_training refuses it
+except ValueError as err:
+    print(textwrap.shorten(str(err), 88))
+nf4_total = estimate_inference(m, batch=1, context_len=1, weights="nf4").weight_bytes
+floors = {fmt: math.ceil(nbytes / usable_bytes(get_gpu("h100-80gb"))) for fmt, nbytes in
+          (("bf16", bf16_total), ("fp8", fp8_total), ("nf4", nf4_total))}
+print(f"frozen base: bf16 {GB(bf16_total)}, nf4 {GB(nf4_total)}; H100s for its weights: "
+      f"bf16 {floors['bf16']}, nf4 {floors['nf4']}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+s7_bf16_h100, s7_bf16_h200 = f"{floors['bf16']}", f"{math.ceil(bf16_total / usable_bytes(g))}"
+s7_nf4_h100, s7_nf4 = f"{floors['nf4']}", f"{GB(nf4_total)}"
+
+# %% [markdown]
+# memlib **refuses** LoRA on this model: no measured run, and transformers stores the 256 experts as
+# stacked 3-D parameters that peft's usual `target_modules` does not reach. It *can* give the floor: the
+# bf16 base needs **at least {eval}`s7_bf16_h100` H100s** ({eval}`s7_bf16_h200` H200s) for its weights
+# alone, a 4-bit base ({eval}`s7_nf4`) {eval}`s7_nf4_h100`. LoRA saves the optimizer states and gradients,
+# not the base (Colossal-AI's recipe: 24 H100s, short sequences).
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错
 #

@@ -322,6 +322,39 @@ display(Markdown(
     f"({G(tp8cp8.estimate.model_state_bytes)}) are now the large part the pencil got right; what it left out is "
     f"that tp also splits the activations, and that cp across nodes sends K/V over InfiniBand, not NVLink."))
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What else removes attention's O(s²)? · 还有哪些办法对付 O(s²)？
+#
+# ✏️ **Back of the envelope.** Mistral 7B's sliding window, w = 4,096: at 32k a token attends to at
+# most 4,096 keys instead of 16,384 on average (causal), about 4x fewer attention FLOPs, and the KV cache
+# stops at 4,096 tokens: 32k / 4k = **8x less cache** at 32k, 32x at 128k.
+
+# %% tags=["nbval-check-output"]
+mis = get_model("mistral-7b")                                  # sliding window 4,096 on every layer
+mis_full = mis.with_(sliding_window=0, layer_types=("full_attention",) * mis.num_layers)
+win = {}
+for s in (32768, LONG):
+    kv_w = [estimate_inference(x, batch=1, context_len=s).breakdown["kv_cache"] for x in (mis, mis_full)]
+    fl = [windowed_attention_flops_per_token(mis, s, w) for w in (mis.sliding_window, 0)]
+    win[s] = kv_w + fl                          # memlib.cost.conventions: 12·L·H·Q x keys attended
+    print(f"{s:>7,}: KV window {GB(kv_w[0])}, full {GB(kv_w[1])}; attention GFLOPs/token "
+          f"{fl[0] / 1e9:.1f} vs {fl[1] / 1e9:.1f}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+w_kv, w_kv32, w_kv128 = f"{GB(win[32768][0])}", f"{GB(win[32768][1])}", f"{GB(win[LONG][1])}"
+w_fl32, w_fl128 = f"{win[32768][3] / win[32768][2]:.1f}", f"{win[LONG][3] / win[LONG][2]:.0f}"
+w_n6 = f"{6 * mis.num_params / 1e9:.0f}"
+
+# %% [markdown]
+# memlib: the window's KV cache is **{eval}`w_kv`** at any length, against {eval}`w_kv32` at 32k and
+# {eval}`w_kv128` at 128k with full attention. Attention FLOPs per token are {eval}`w_fl32`x fewer at 32k,
+# {eval}`w_fl128`x at 128k (the weights' 6N: {eval}`w_n6` GFLOPs): both grow as s·w, not s². The remedies:
+#
+# - **FlashAttention**: exact; removes the s² memory and HBM traffic, not the s² FLOPs.
+# - **Sliding window** (Longformer, Mistral; Gemma, gpt-oss mix it with full layers): O(s·w); reach L·w.
+# - **Sparse patterns** (Longformer's global tokens; BigBird: window + global + random): O(s) keys.
+# - **Linear attention, state-space models** (Mamba): a fixed-size state, O(1) memory per decoded token.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错
 #

@@ -280,6 +280,30 @@ display(Markdown(
     f"to keep its MFU. The H100's fp8 peak ({h100.fp8_tflops:g} TFLOP/s) doubles it again for the matmuls that "
     f"run in fp8 (DeepSeek-V3 did)."))
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What does activation recompute cost? · 重计算要多花多少算力？
+# %% tags=["nbval-check-output"]
+rc = {r: flops_per_token(m70, FT_SEQ, recompute=r) / flops_per_token(m70, FT_SEQ) - 1 for r in RECOMPUTES}
+# HF's gradient_checkpointing_enable and torchtitan checkpoint the decoder blocks, not the head:
+# memlib.cost.conventions.recompute_overhead(model, seq_len) (head not replayed)
+from memlib.cost.conventions import recompute_overhead
+
+m8 = get_model("llama-3.1-8b")
+rc_blocks = {mm.name: recompute_overhead(mm, FT_SEQ) for mm in (m8, m70)}
+print({n: f"{v:.1%}" for n, v in rc_blocks.items()}, {r: f"{v:.1%}" for r, v in rc.items()})
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+r_full, r_8b, r_70b = f"+{rc['full']:.1%}", f"+{rc_blocks[m8.name]:.1%}", f"+{rc_blocks[m70.name]:.1%}"
+r_sel, r_mfu = f"+{rc['selective']:.0%}", f"{0.4 / (1 + rc['full']):.0%}"
+# %% [markdown]
+# Full recompute runs every layer's forward again in the backward: +2N + 4·L·H·Q·T on 6N + 12·L·H·Q·T,
+# **{eval}`r_full`** for Llama-3.1-70B if every layer and the head ran again: a third, at any depth, because
+# each layer recomputes only itself. Hugging Face (`gradient_checkpointing_enable`) and torchtitan
+# checkpoint the decoder blocks only, so the head's matmul is not replayed: **{eval}`r_8b`** for
+# Llama-3.1-8B (a large vocabulary makes its head a bigger share) and **{eval}`r_70b`** for the 70B at 4,096
+# tokens (`memlib.cost.conventions.recompute_overhead`). Selective recompute (every other matmul of a layer,
+# torchtitan's policy) costs {eval}`r_sel`. Recomputed FLOPs count in HFU, not MFU: full recompute at 40%
+# HFU is {eval}`r_mfu` MFU.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错
 #

@@ -214,6 +214,49 @@ display(Markdown("Same paper, App. D.2, **Table 6**, quoted: BLOOM-176B in Huggi
                  f"{sq10['FP16'][0]} ms on OPT-13B at 256 tokens, and SmoothQuant-O3 at "
                  f"{sq10['SmoothQuant-O3'][0]} ms."))
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 追问 2 · GPTQ, AWQ, SmoothQuant: what does each one do?
+#
+# - **GPTQ** (Frantar et al. 2022): quantize a layer's weight matrix one column at a time; after rounding a
+#   column, update the columns not yet quantized to cancel its error on the calibration inputs, using the
+#   inverse Hessian H⁻¹ of the layer's squared error (H = 2XXᵀ, the Optimal Brain Quantization update). A 175B
+#   model in about four GPU hours. Weight-only (W4A16, W3A16).
+# - **AWQ** (Lin et al. 2023): the weights that matter are those of the ~1% input channels with large
+#   activations. Multiply those weight columns by s > 1 and divide the activations by s: the product is
+#   unchanged, but the salient weights lose relatively less to rounding. s is searched per layer; no
+#   backpropagation, no reordering. Weight-only.
+# - **SmoothQuant** (Xiao et al. 2022): activations have outlier channels, weights do not. Divide activation
+#   channel j by s_j = max|X_j|^α / max|W_j|^(1−α) and multiply the weight row by it (α = 0.5 for OPT/BLOOM);
+#   both then quantize to int8 and the matmul runs on int8 tensor cores (W8A8). The 1/s folds into the
+#   previous LayerNorm.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 追问 3 · Why does naive int8 break on large models? (outlier features)
+
+# %% tags=["nbval-check-output"]
+from memlib.serving.quantization import affine_params, dequantize, quantize
+
+row = [0.21, -0.35, 0.08, 0.5, -0.12, 60.0]    # one hidden state: five ordinary values and one outlier feature
+p_all = affine_params(row, bits=8)             # per-tensor absmax: the outlier sets S
+p_rest = affine_params(row[:-1], bits=8)       # LLM.int8(): the outlier column kept in fp16, the rest in int8
+print(f"with the outlier: S = {p_all.scale:.3f}, codes {quantize(row, p_all)}; "
+      f"without: S = {p_rest.scale:.4f}, codes {quantize(row[:-1], p_rest)}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f3_s, f3_codes = f"{p_all.scale:.3f}", f"{quantize(row[:-1], p_all)}"
+f3_s2 = f"{p_rest.scale:.4f}"
+
+# %% [markdown]
+# One feature of 60 makes S = {eval}`f3_s`, and the five ordinary values round to {eval}`f3_codes`: almost
+# all information gone. Dettmers et al. (LLM.int8(), arXiv:2208.07339, Sec. 4) find such features in about
+# 25% of layers at smaller scale and, **at around 6.7B parameters, in every layer**, concentrated in about 6
+# hidden dimensions, with magnitudes up to 20× the others. Their fix, LLM.int8(), is **W8A8 with an fp16
+# side path**: the outlier columns go through an fp16 matmul, the rest through an int8 × int8 matmul with a
+# scale per activation row and per weight column (S drops to {eval}`f3_s2` for the rest); SmoothQuant moves
+# them into the weights; weight-only formats (GPTQ, AWQ) avoid the
+# problem by leaving the activations in 16-bit.
+#
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错
 #

@@ -111,7 +111,7 @@ a_card = f"{get_gpu(GPU).memory_bytes / GiB:.0f}"
 # - **Expandable segments**: `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`; one segment per stream that grows page by page.
 # - **CUDA context**: the driver's per-process state and kernels, a few hundred MiB outside PyTorch's counts; **NCCL buffers** likewise.
 # - **Memory snapshot**: `torch.cuda.memory._record_memory_history()` + `_dump_snapshot()`: every allocation with its stack, viewed at pytorch.org/memory_viz.
-# - **Gradient accumulation, activation checkpointing (recompute), chunked loss, FSDP/ZeRO-3**: the fixes of step 7. **GiB**: 2³⁰ bytes.
+# - **Gradient accumulation, activation checkpointing (recompute), chunked loss, FSDP/ZeRO-3**: the fixes of step 6. **GiB**: 2³⁰ bytes.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5. The answer, step by step · 推导
@@ -143,9 +143,9 @@ s1_verdict = f"{'fragmentation made this request fail' if oom.would_fit_unfragme
 # %% [markdown]
 # memlib reads it the same way: reserved **{eval}`s1_res`**, **{eval}`s1_out`** outside PyTorch, **{eval}`s1_frag`**
 # of reserved cached but unusable: {eval}`s1_verdict`. The rule (`OomReport.would_fit_unfragmented`): compare the
-# request with free + "reserved but unallocated". Larger: no allocator setting helps, shrink the step (step 7).
+# request with free + "reserved but unallocated". Larger: no allocator setting helps, shrink the step (step 6).
 # Smaller, as here: the memory exists in pieces (step 3); expandable segments reduce the pieces, and this user
-# reports OOMs with them on as well, so what is left is a smaller peak or steadier tensor sizes (step 6). The message is printed
+# reports OOMs with them on as well, so what is left is a smaller peak or steadier tensor sizes (the deep dive's growing loader). The message is printed
 # after the allocator has already given back every cached segment it could (the source's comment: "the only
 # remaining 'cached' memory is split from a larger block that is partially in-use").
 
@@ -272,38 +272,7 @@ s5_logits, s5_n = f"{G(logits100)}", f"{n_batches}"
 # `torch.no_grad()` / `torch.inference_mode()` for evaluation, and keep outputs on the CPU.
 
 # %% [markdown]
-# ### Step 6 · The first optimizer step and a growing data loader
-#
-# ✏️ **Back of the envelope.** Full fine-tuning Llama-3-8B with AdamW: the Adam states (2 × 4 B × 8e9 = **64 GB**)
-# are created lazily at the first `optimizer.step()`. Step 1's forward and backward run without them and fit an
-# 80 GB card; its optimizer step then needs ~60 GB more. A loader that feeds 512, 1k, 2k, 4k tokens in that order
-# makes the allocator grow a new segment for every longer batch, keeping the older ones cached.
-
-# %% tags=["nbval-check-output"]
-ft = estimate_training("llama-3-8b", seq_len=2048)                  # memlib.estimate_training, full fine-tune
-before = first_step_before_optimizer_bytes(ft)                      # memlib.training.leaks
-lora = {s: estimate_training(MODEL, seq_len=s, finetune="lora") for s in (512, 1024, 2048, 4096)}
-grow = replay_training([lora[s] for s in (512, 1024, 2048, 4096)])              # memlib.hardware.allocator
-first = replay_training([lora[s] for s in (4096, 2048, 1024, 512)])
-expd = replay_training([lora[s] for s in (512, 1024, 2048, 4096)], "expandable_segments:True")
-print(G(before), G(ft.peak_bytes), [G(r[-1].reserved_peak_bytes) for r in (grow, first, expd)],
-      G(grow[-1].allocated_peak_bytes))
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-s6_before, s6_peak = f"{G(before)}", f"{G(ft.peak_bytes)}"
-s6_grow, s6_first = f"{G(max(s.reserved_peak_bytes for s in grow))}", f"{G(max(s.reserved_peak_bytes for s in first))}"
-s6_exp, s6_alloc = f"{G(max(s.reserved_peak_bytes for s in expd))}", f"{G(max(s.allocated_peak_bytes for s in grow))}"
-
-# %% [markdown]
-# memlib: step 1's forward and backward peak at **{eval}`s6_before`**, its optimizer step at **{eval}`s6_peak`**:
-# a run that OOMs at the first `optimizer.step()` was never going to fit; the earlier steps only looked fine.
-# The growing loader, replayed through the allocator model (a synthetic trace built from the estimates' ledgers,
-# not a recorded run), reserves **{eval}`s6_grow`** for an allocated peak of {eval}`s6_alloc`; the same batches
-# longest first reserve {eval}`s6_first`, and with expandable segments {eval}`s6_exp`. Fixes: bucket or sort by
-# length so the longest batch comes first (or pad to a fixed length), or set `expandable_segments:True`.
-
-# %% [markdown]
-# ### Step 7 · The ladder of fixes, cheapest first
+# ### Step 6 · The ladder of fixes, cheapest first
 #
 # ✏️ **Back of the envelope.** Llama-3-8B, full fine-tuning, 4k tokens, micro-batch 8 on each of 8 A100 80GB:
 # states 16 B × 8e9 = 128 GB per card before any activation. Micro-batch 1 divides the activations by 8;
@@ -341,16 +310,6 @@ moment_timeline(est, ax=ax, title="Llama-2-7B LoRA, batch 6 x 2k, FSDP over 2 GP
 plt.show()
 
 # %% [markdown]
-# **Takeaway: a growing loader makes reserved climb above allocated; longest-first or expandable segments keep
-# them together.** The allocator model replaying step 6's loaders (`memlib.learn.oom.replay_chart`, GiB).
-
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(7, 3.4))
-replay_chart({"growing": grow, "longest first": first, "growing, expandable": expd}, ax=ax,
-             title="Llama-2-7B LoRA, batches of 512 to 4k tokens: the allocator model")
-plt.show()
-
-# %% [markdown]
 # **Takeaway: one small live block pins a whole segment.** The allocator model's segments after step 3's two
 # batches: red is allocated, grey is reserved but unallocated (`memlib.learn.oom.segment_picture`, MiB).
 
@@ -380,46 +339,9 @@ OOMPlayground(model=MODEL, lengths="512,1024,2048,4096", gpu="a100-80gb")
 # the allocator has cached, so it never drops when tensors are freed: only `torch.cuda.empty_cache()` returns
 # cached segments, and it cannot return a segment a live tensor still uses.
 
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### 追问 2 · Why does rank 0 run out first under DDP?
-
-# %% tags=["nbval-check-output"]
-extra = rank0_context_bytes(8)      # memlib.training.leaks: 7 other ranks' CUDA contexts on GPU 0
-print(G(extra))
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f2_extra = f"{G(extra)}"
-
 # %% [markdown]
-# Because every other rank can put a CUDA context on GPU 0: a process that touches CUDA before
-# `torch.cuda.set_device(local_rank)`, or `torch.load`s a checkpoint saved from `cuda:0` without `map_location`,
-# creates its context (and the tensors) there. With 8 ranks that is **{eval}`f2_extra`** on rank 0 alone.
-# Rank 0 also does the extra work: logging, evaluation, gathering a full state dict to save. Fix: set the device
-# first thing, `map_location="cpu"`, and gather checkpoints to the CPU (FSDP's `offload_to_cpu=True, rank0_only=True`).
-
-# %% [markdown] slideshow={"slide_type": "subslide"}
-# ### 追问 3 · I turned on activation checkpointing and the peak barely moved. Why?
-
-# %% tags=["nbval-check-output"]
-LONG = dict(seq_len=8192, finetune="lora")
-ck = {r: estimate_training("llama-3-8b", recompute=r, **LONG) for r in ("none", "full")}
-chunked = estimate_training("llama-3-8b", recompute="full", loss="chunked", **LONG)
-print({r: G(e.peak_bytes) for r, e in ck.items()}, G(chunked.peak_bytes), ck["full"].peak_moment.where,
-      G(ck["full"].peak_moment.parts["logits_and_loss"]))
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-f3_none, f3_full, f3_chunk = f"{G(ck['none'].peak_bytes)}", f"{G(ck['full'].peak_bytes)}", f"{G(chunked.peak_bytes)}"
-f3_where, f3_logits = f"{ck['full'].peak_moment.where}", f"{G(ck['full'].peak_moment.parts['logits_and_loss'])}"
-
-# %% [markdown]
-# Checkpointing only helps where the peak is. Llama-3-8B LoRA at 8k tokens: {eval}`f3_none` without it,
-# {eval}`f3_full` with every decoder layer checkpointed, and that peak now sits at "{eval}`f3_where`", where
-# **{eval}`f3_logits`** are the loss's fp32 logits that no decoder checkpoint touches; a chunked loss brings it to
-# **{eval}`f3_chunk`**. Two other misplacements: wrapping the whole model in *one* checkpoint region (its backward
-# re-runs the whole forward and holds every layer's activations at once: no saving), and reentrant checkpointing
-# on a frozen base without `enable_input_require_grads()` (no gradient reaches the adapters).
-#
-# More follow-ups (`memory_summary()` line by line, `max_split_size_mb` and the GC threshold, a variable-length
+# More follow-ups (the first optimizer step and a growing data loader, why rank 0 runs out first under DDP, checkpointing
+# that barely moves the peak, `memory_summary()` line by line, `max_split_size_mb` and the GC threshold, a variable-length
 # batch that fragments, profiling with `torch.profiler` and Nsight Systems) are on the
 # [deep-dive page](11_debugging_oom_deep_dive.ipynb).
 
@@ -430,7 +352,7 @@ f3_where, f3_logits = f"{ck['full'].peak_moment.where}", f"{G(ck['full'].peak_mo
 # - Calling every OOM "fragmentation": first compare the request with free + reserved-but-unallocated; when it is larger, `expandable_segments` cannot help.
 # - Planning with a flat 5% on top of allocated near the limit: the allocator model gives {eval}`s4_frag` for the example, not 5%.
 # - Logging `loss` instead of `loss.item()` in an eval loop without `no_grad`: {eval}`s5_graph` per batch.
-# - Judging a setup by its first steps: the Adam states arrive at the first `optimizer.step()` (step 6).
+# - Judging a setup by its first steps: the Adam states arrive at the first `optimizer.step()` (deep dive).
 # - `torch.cuda.empty_cache()` in the loop as a fix: it returns only unused segments, and the next step re-allocates them (slower, same peak).
 # - Setting `max_split_size_mb` blindly: it stops splitting large blocks, which helps some workloads and raises reserved in others (deep dive).
 

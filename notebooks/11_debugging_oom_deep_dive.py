@@ -195,6 +195,95 @@ d4_first = f"{next(s.step for s in shuffled['default'] if s.seq_len == bad.seq_l
 # more than PyTorch does". For an OOM, the snapshot is usually the first tool; the profiler for "which op";
 # Nsight for memory outside PyTorch and for time.
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 追问 2 · Why does rank 0 run out first under DDP?
+
+# %% tags=["nbval-check-output"]
+from memlib.training.leaks import rank0_context_bytes
+
+extra = rank0_context_bytes(8)      # memlib.training.leaks: 7 other ranks' CUDA contexts on GPU 0
+print(G(extra))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f2_extra = f"{G(extra)}"
+
+# %% [markdown]
+# Because every other rank can put a CUDA context on GPU 0: a process that touches CUDA before
+# `torch.cuda.set_device(local_rank)`, or `torch.load`s a checkpoint saved from `cuda:0` without `map_location`,
+# creates its context (and the tensors) there. With 8 ranks that is **{eval}`f2_extra`** on rank 0 alone.
+# Rank 0 also does the extra work: logging, evaluation, gathering a full state dict to save. Fix: set the device
+# first thing, `map_location="cpu"`, and gather checkpoints to the CPU (FSDP's `offload_to_cpu=True, rank0_only=True`).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 追问 3 · I turned on activation checkpointing and the peak barely moved. Why?
+
+# %% tags=["nbval-check-output"]
+from memlib import estimate_training
+
+LONG = dict(seq_len=8192, finetune="lora")
+ck = {r: estimate_training("llama-3-8b", recompute=r, **LONG) for r in ("none", "full")}
+chunked = estimate_training("llama-3-8b", recompute="full", loss="chunked", **LONG)
+print({r: G(e.peak_bytes) for r, e in ck.items()}, G(chunked.peak_bytes), ck["full"].peak_moment.where,
+      G(ck["full"].peak_moment.parts["logits_and_loss"]))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f3_none, f3_full, f3_chunk = f"{G(ck['none'].peak_bytes)}", f"{G(ck['full'].peak_bytes)}", f"{G(chunked.peak_bytes)}"
+f3_where, f3_logits = f"{ck['full'].peak_moment.where}", f"{G(ck['full'].peak_moment.parts['logits_and_loss'])}"
+
+# %% [markdown]
+# Checkpointing only helps where the peak is. Llama-3-8B LoRA at 8k tokens: {eval}`f3_none` without it,
+# {eval}`f3_full` with every decoder layer checkpointed, and that peak now sits at "{eval}`f3_where`", where
+# **{eval}`f3_logits`** are the loss's fp32 logits that no decoder checkpoint touches; a chunked loss brings it to
+# **{eval}`f3_chunk`**. Two other misplacements: wrapping the whole model in *one* checkpoint region (its backward
+# re-runs the whole forward and holds every layer's activations at once: no saving), and reentrant checkpointing
+# on a frozen base without `enable_input_require_grads()` (no gradient reaches the adapters).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### The first optimizer step and a growing data loader: two causes the estimate's peak does not show
+#
+# ✏️ **Back of the envelope.** Full fine-tuning Llama-3-8B with AdamW: the Adam states (2 × 4 B × 8e9 = **64 GB**)
+# are created lazily at the first `optimizer.step()`. Step 1's forward and backward run without them and fit an
+# 80 GB card; its optimizer step then needs ~60 GB more. A loader that feeds 512, 1k, 2k, 4k tokens in that order
+# makes the allocator grow a new segment for every longer batch, keeping the older ones cached.
+
+# %% tags=["nbval-check-output"]
+MODEL = "llama-2-7b"                                                # the chapter's example model
+ft = estimate_training("llama-3-8b", seq_len=2048)                  # memlib.estimate_training, full fine-tune
+before = first_step_before_optimizer_bytes(ft)                      # memlib.training.leaks
+lora = {s: estimate_training(MODEL, seq_len=s, finetune="lora") for s in (512, 1024, 2048, 4096)}
+grow = replay_training([lora[s] for s in (512, 1024, 2048, 4096)])              # memlib.hardware.allocator
+first = replay_training([lora[s] for s in (4096, 2048, 1024, 512)])
+expd = replay_training([lora[s] for s in (512, 1024, 2048, 4096)], "expandable_segments:True")
+print(G(before), G(ft.peak_bytes), [G(r[-1].reserved_peak_bytes) for r in (grow, first, expd)],
+      G(grow[-1].allocated_peak_bytes))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+s6_before, s6_peak = f"{G(before)}", f"{G(ft.peak_bytes)}"
+s6_grow, s6_first = f"{G(max(s.reserved_peak_bytes for s in grow))}", f"{G(max(s.reserved_peak_bytes for s in first))}"
+s6_exp, s6_alloc = f"{G(max(s.reserved_peak_bytes for s in expd))}", f"{G(max(s.allocated_peak_bytes for s in grow))}"
+
+# %% [markdown]
+# memlib: step 1's forward and backward peak at **{eval}`s6_before`**, its optimizer step at **{eval}`s6_peak`**:
+# a run that OOMs at the first `optimizer.step()` was never going to fit; the earlier steps only looked fine.
+# The growing loader, replayed through the allocator model (a synthetic trace built from the estimates' ledgers,
+# not a recorded run), reserves **{eval}`s6_grow`** for an allocated peak of {eval}`s6_alloc`; the same batches
+# longest first reserve {eval}`s6_first`, and with expandable segments {eval}`s6_exp`. Fixes: bucket or sort by
+# length so the longest batch comes first (or pad to a fixed length), or set `expandable_segments:True`.
+
+# %% [markdown]
+# **Takeaway: a growing loader makes reserved climb above allocated; longest-first or expandable segments keep
+# them together.** The allocator model replaying the loaders above (`memlib.learn.oom.replay_chart`, GiB).
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+import matplotlib.pyplot as plt
+
+from memlib.learn.oom import replay_chart
+
+fig, ax = plt.subplots(figsize=(7, 3.4))
+replay_chart({"growing": grow, "longest first": first, "growing, expandable": expd}, ax=ax,
+             title="Llama-2-7B LoRA, batches of 512 to 4k tokens: the allocator model")
+plt.show()
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The published reserved rows, before and after the allocator model
 #
