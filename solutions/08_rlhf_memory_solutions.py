@@ -241,7 +241,7 @@ show("08.11")
 
 # %%
 # BEGIN SOLUTION
-answer = "a, e"  # no KL term: no reference; a verifier reward: no reward model; group baseline: no critic
+answer = "b, d"  # no KL term: no reference; a verifier reward: no reward model; group baseline: no critic
 # END SOLUTION
 check("08.11", answer)
 # hint("08.11")

@@ -160,7 +160,7 @@ def _sync10(method: str = "nccl-broadcast"):
 def _dapo_roles() -> frozenset:
     """The roles of estimate_rlhf(algorithm='grpo', reward=None, reference=False): DAPO with a rule-based verifier."""
     e = estimate_rlhf(_L8, "grpo", reward=None, reference=False, gpus=8)
-    names = {"actor": "a", "critic": "b", "reference": "c", "reward": "d", "rollout": "e"}
+    names = {"critic": "a", "actor": "b", "reference": "c", "rollout": "d", "reward": "e"}
     return frozenset(names[r] for r in e.roles)
 
 
@@ -490,15 +490,15 @@ EXERCISES = [
         prompt="DAPO (Yu et al. 2025) trains **Llama-3.1-8B** on math with a rule-based answer checker as its reward, "
                "GRPO-style group advantages, clip-higher, dynamic sampling and a token-level loss, and removes the KL "
                "penalty. Which of these hold model weights on the GPUs during a DAPO step?",
-        options=(Option("a", "the actor (policy)", "it is the model being trained"),
-                 Option("b", "a critic (value model)", "the baseline is the group's mean reward, as in GRPO",
+        options=(Option("a", "a critic (value model)", "the baseline is the group's mean reward, as in GRPO",
                         misconception="every RL algorithm for LLMs has a critic"),
+                 Option("b", "the actor (policy)", "it is the model being trained"),
                  Option("c", "a frozen reference model",
                         "the reference exists only for the KL term, which DAPO removes",
                         misconception="the clipped ratio needs the reference model"),
-                 Option("d", "a reward model", "the reward is a rule (RLVR): the answer checker runs on the CPU",
-                        misconception="every RL reward comes from a learned model"),
-                 Option("e", "the rollout engine (vLLM / SGLang)", "the policy still samples its G responses")),
+                 Option("d", "the rollout engine (vLLM / SGLang)", "the policy still samples its G responses"),
+                 Option("e", "a reward model", "the reward is a rule (RLVR): the answer checker runs on the CPU",
+                        misconception="every RL reward comes from a learned model")),
         right=_dapo_roles,
         hints=("For each model, ask which term of DAPO's loss or which step of its loop needs it.",
                "GRPO keeps actor + reference (+ reward model); DAPO's changes remove the KL term; RLVR's reward is a "
