@@ -136,12 +136,13 @@ d2_rb, d2_seq = f"{RB}", f"{PROMPT + RESPONSE:,}"
 #   z-score within its group, $\hat A_{i,t} = \frac{r_i - \operatorname{mean}(r_1, \dots, r_G)}{\operatorname{std}(r_1, \dots, r_G)}$,
 #   and the KL term moves into the loss, $-\beta\, D_\text{KL}[\pi_\theta \,\|\, \pi_\text{ref}]$. No critic: actor,
 #   reference, reward model, engine.
-# - **DPO** (Rafailov et al. 2023): no sampling, no reward model; for a chosen $y_w$ and a rejected $y_l$,
+# - **DPO** ([Rafailov et al. 2023](https://arxiv.org/abs/2305.18290)): no sampling, no reward model; for a chosen $y_w$ and a rejected $y_l$,
 #   $L = -\log \sigma\big(\beta \log \frac{\pi_\theta(y_w \mid x)}{\pi_\text{ref}(y_w \mid x)} - \beta \log \frac{\pi_\theta(y_l \mid x)}{\pi_\text{ref}(y_l \mid x)}\big)$.
 #   Actor and reference; the reference's log-probs can be computed once beforehand (TRL `precompute_ref_log_probs`).
-# - **RLVR** (Lambert et al. 2024, Tülu 3, Sec. 6; DeepSeek-R1's rule-based rewards): the reward is a verifier,
-#   $r(x, y) \in \{0, 1\}$ from checking the answer or running the tests. A program on the CPU, no reward model.
-# - **DAPO** (Yu et al. 2025): GRPO's group advantage with four changes. It removes the KL term (Sec. 2.3), so no
+# - **RLVR** ([Lambert et al. 2024](https://arxiv.org/abs/2411.15124), Tülu 3, Sec. 6; DeepSeek-R1's rule-based
+#   rewards): the reward is a verifier's verdict, a fixed reward when the answer checks or the tests pass and none
+#   otherwise (DAPO: +1 or −1). A program on the CPU, no reward model.
+# - **DAPO** ([Yu et al. 2025](https://arxiv.org/abs/2503.14476)): GRPO's group advantage with four changes. It removes the KL term (Sec. 2.3), so no
 #   reference. It clips higher, $\operatorname{clip}(\rho, 1-\epsilon_\text{low}, 1+\epsilon_\text{high})$ with
 #   $\epsilon_\text{high} > \epsilon_\text{low}$ (the paper uses 0.28 and 0.2). Dynamic sampling drops groups whose G
 #   rewards are all equal, since their advantage is 0, and samples more. The loss is token-level,
@@ -201,7 +202,7 @@ G8 = 8
 DAPO = dict(algorithm="grpo", reward=None, reference=False, group_size=G8, prompt_len=PROMPT, response_len=RESPONSE)
 col = estimate_rlhf(M8, gpus=N, rollout_batch=RB // 2, **DAPO)                    # 8 engines, 64 prompts each
 sepd = estimate_rlhf(M8, placement="separate", gpus={"actor": 4, "rollout": 4}, rollout_batch=RB, **DAPO)
-CAPPED = ("vLLM's `max_num_seqs` caps the separate engine" if sepd.sequences_at_once == sepd.pool.max_num_seqs
+CAPPED = ("vLLM's max_num_seqs caps the separate engine" if sepd.sequences_at_once == sepd.pool.max_num_seqs
           else "the separate engine's pool holds more at once")
 print("colocated", GB(col.peak_bytes), col.peak_at, col.sequences_at_once, col.waves,
       "| separate", {r: GB(b) for r, b in sepd.per_group.items()}, sepd.sequences_at_once, sepd.waves)
@@ -241,7 +242,7 @@ d4_capped = f"{CAPPED}"
 # - Colocated FSDP (verl's FSDP workers, `param.full_tensor()`; OpenRLHF's `--colocate_all_models` with CUDA IPC): each
 #   GPU all-gathers the full weights, (n − 1)/n × W, and the engine on the same GPU copies its slice through a CUDA
 #   IPC handle, with no link bytes.
-# - verl's 3D-HybridEngine (HybridFlow, Sheng et al. 2024, Sec. 5.4 and Table 2), Megatron training tp × pp to
+# - verl's 3D-HybridEngine ([HybridFlow](https://arxiv.org/abs/2409.19256), Sheng et al. 2024, Sec. 5.4 and Table 2), Megatron training tp × pp to
 #   generation tg × pg: each GPU already holds part of its generation shard and gathers the rest in a group of
 #   (tp × pp)/(tg × pg) GPUs, $\frac{tp \cdot pp - tg \cdot pg}{tg \cdot pg \cdot tp \cdot pp} W$ per GPU.
 #
@@ -289,8 +290,9 @@ d5_ten, d5_ten_async = f"{_b.per_step(10):.0f} s", f"{_b.per_step(10, sync_every
 # ### Asynchronous RL and the trainer/sampler mismatch
 #
 # **Asynchronous RL.** Separate engines keep generating while the trainer updates, so the rollouts of step k come from
-# the weights of step k − 1 or older. verl's one-step-off-policy recipe overlaps exactly one step. AReaL (Fu et al.
-# 2025) lets samples be up to η versions stale and corrects with a decoupled PPO objective: the clip is anchored on a
+# the weights of step k − 1 or older. verl's one-step-off-policy trainer (`verl/experimental/one_step_off_policy`:
+# separate actor and rollout worker groups, an NCCL weight sync) overlaps exactly one step; its `fully_async_policy`
+# goes further. [AReaL](https://arxiv.org/abs/2505.24298) (Fu et al. 2025) lets samples be up to η versions stale and corrects with a decoupled PPO objective: the clip is anchored on a
 # recent proximal policy, and an importance weight corrects for the stale behaviour policy. Memory: the groups must be
 # separate (both run at once, so neither can sleep). Each engine holds one policy version. The queue of finished
 # rollouts stays in host RAM. The sync still happens once per version (`WeightSync.per_step(steps, sync_every)`).
@@ -300,12 +302,14 @@ d5_ten, d5_ten_async = f"{_b.per_step(10):.0f} s", f"{_b.per_step(10, sync_every
 # **The log-prob mismatch.** Even synchronous RL is slightly off-policy. vLLM's sampler and the trainer's forward
 # compute the same weights with different kernels, batch shapes and precisions (bf16 engine, fused ops, a sampler
 # log-softmax vs the trainer's fp32 loss), so $\pi_\text{sampler}(y) \ne \pi_\text{trainer}(y)$ for the same tokens.
-# Yao et al. (2025, "Your efficient RL framework secretly brings you off-policy RL training") measured the gap and
+# [Yao et al. (2025)](https://fengyao.notion.site/off-policy-rl), "Your efficient RL framework secretly brings you
+# off-policy RL training", measured the gap and
 # proposed **truncated importance sampling** (TIS): weight each token's gradient by
 # $\min\big(\pi_\text{trainer}/\pi_\text{sampler},\ C\big)$, computed from the engine's own log-probs
-# (verl `actor_rollout_ref.actor.tis_imp_ratio_cap`, SkyRL `tis_imp_ratio_cap`). A mixture of experts makes it worse:
+# (integrated in verl, OpenRLHF, SkyRL and slime; SkyRL's option is `tis_imp_ratio_cap`). A mixture of experts makes it worse:
 # a tiny difference in the router's logits picks another expert, and that token's probability jumps. GSPO's Routing
-# Replay (Zheng et al. 2025) and **Rollout Routing Replay** (R3, Ma et al. 2025) record the experts the engine chose
+# Replay ([Zheng et al. 2025](https://arxiv.org/abs/2507.18071)) and **Rollout Routing Replay**
+# ([R3](https://arxiv.org/abs/2510.11370), Ma et al. 2025) record the experts the engine chose
 # and replay them in the trainer's forward. The memory cost is small: the sampler's log-probs (one fp32 per
 # response token) and, for R3, the routed expert ids per token and layer, held with the rollouts.
 
