@@ -164,6 +164,9 @@ for name, a in ALGOS.items():   # memlib.estimate_rlhf, every role resident and 
     kw = dict(prompt_len=PROMPT, response_len=RESPONSE, gpus=N, **a, **({} if a["algorithm"] == "dpo" else
                                                                         dict(rollout_batch=RB)))
     keeps[name] = {off: estimate_rlhf(M8, offload_idle=off, **kw) for off in (False, True)}
+ONLINE = [e[True] for k, e in keeps.items() if k != "DPO"]
+AT_SHARE = ("every online algorithm peaks at the engine's share" if all(e.peak_at == "rollout" for e in ONLINE) else
+            "the peak is the engine's share or the actor's training, whichever is larger")
 print({k: (list(e[False].roles), GB(e[False].peak_bytes), GB(e[True].peak_bytes)) for k, e in keeps.items()})
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
@@ -175,13 +178,14 @@ display(Markdown(markdown_table(rows, ["algorithm", "on the GPUs", "peak / GPU, 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 d3_gap = f"{GB(keeps['PPO'][False].peak_bytes - keeps['DAPO (verifier, no KL)'][False].peak_bytes)}"
 d3_share = f"{keeps['DAPO (verifier, no KL)'][True].pool.fraction:g}"
+d3_asleep = f"{AT_SHARE}"
 
 # %% [markdown]
 # Llama-3.1-8B on 8 A100 80GB, 1,024 + 1,024 tokens (`memlib.estimate_rlhf`; DAPO is
 # `estimate_rlhf(..., "grpo", reward=None, reference=False)`). With every role resident, DAPO holds {eval}`d3_gap`
-# per GPU less than PPO: the critic's sharded states and two frozen copies. With sleep mode every online algorithm
-# peaks at the engine's share ({eval}`d3_share` of the card), so dropping models buys nothing there: it buys a larger
-# share for the engine, or fewer GPUs. DAPO's dynamic sampling costs rollout time, not memory: it generates more
+# per GPU less than PPO: the critic's sharded states and two frozen copies. With sleep mode {eval}`d3_asleep`
+# ({eval}`d3_share` of the card), so dropping models does not lower the peak there: it leaves room for a larger
+# share for the engine, or for fewer GPUs. DAPO's dynamic sampling costs rollout time, not memory: it generates more
 # groups to fill a batch, through the same pool.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
