@@ -11,7 +11,8 @@ Roles (Ouyang et al. 2022, InstructGPT, Sec. 3.5; Schulman et al. 2017, PPO):
   reference  the frozen initial policy, for the KL penalty: weights (bf16) + one forward's
              activations without autograd (estimate_inference's weights + prefill activations; no KV
              cache, a scoring forward runs with use_cache=False). Under ZeRO-3 its weights are sharded
-             over the role's GPUs too (OpenRLHF and verl wrap it like the actor).
+             over the role's GPUs too (OpenRLHF and verl wrap it like the actor). reference=False drops it:
+             DAPO has no KL term (Yu et al. 2025, Sec. 2.3); DPO with precomputed reference log-probs.
   reward     the frozen reward model, counted like the reference (reward=None: a rule or verifier
              reward, as GRPO on math often uses, costs no GPU memory).
   rollout    the generation engine. vLLM and SGLang reserve a fixed share of each card when they start
@@ -472,7 +473,7 @@ def _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error) -> 
                          "not counted here")
     else:
         notes.append("separate groups: the weights are synchronised from the actor group to the rollout engines "
-                     "after each step (staging buffers not counted)")
+                     "after each step (memlib.training.weight_sync gives the bytes and time; staging buffers not counted)")
     if pool is not None and engine_error is None:
         notes.append(f"the {c['engine']} engine reserves {pool.fraction:g} of each {c['gpu']} whatever the batch; "
                      f"the {c['rollout_batch']} x {c['group_size']} sequences per engine take {waves} wave(s) of "
