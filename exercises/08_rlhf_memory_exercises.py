@@ -144,6 +144,28 @@ check("08.9", rollout_kv_bytes)
 # hint("08.9")
 
 # %% [markdown]
+# ## 08.10 · Weight sync: a 70B actor to 4 engines of tensor parallel 8
+
+# %%
+show("08.10")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7 s" or 98.7
+check("08.10", answer)
+# hint("08.10")
+
+# %% [markdown]
+# ## 08.11 · Which models does DAPO keep on the GPU?
+
+# %%
+show("08.11")
+
+# %%
+answer = ...  # your answer here: the letters of every option that applies, separated by commas (or "none")
+check("08.11", answer)
+# hint("08.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -351,8 +351,9 @@ f3_w = f"{GB(w70)}"
 # of each card, the engine {eval}`f3_tp2`: its {eval}`f3_w` of weights per GPU exceed its share. OpenRLHF's tuning guide
 # suggests 48 A100s for a 70B, 16 each for vLLM, actor and critic; the deep dive checks that and a 32-GPU layout.
 #
-# More follow-ups (colocated or separate groups, what the engine's share buys, what OpenRLHF's published layouts
-# need) are on the [deep-dive page](08_rlhf_memory_deep_dive.ipynb).
+# More follow-ups (the objectives and the models RLVR and DAPO keep, colocated or separate engines, the weight sync's
+# bytes and time, asynchronous RL and the sampler mismatch, what the engine's share buys, what OpenRLHF's published
+# layouts need) are on the [deep-dive page](08_rlhf_memory_deep_dive.ipynb).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑
@@ -369,8 +370,8 @@ f3_w = f"{GB(w70)}"
 # ## 10. Deep dive (skip on first read) · 深入（可跳过）
 #
 # On its own page, [08 · deep dive](08_rlhf_memory_deep_dive.ipynb): the fact-check of claims that circulate about
-# RLHF memory, OpenRLHF's published layouts checked against memlib, colocated vs separate groups, and what the
-# engine's share buys.
+# RLHF memory, OpenRLHF's published layouts checked against memlib, colocated vs separate groups, what the
+# engine's share buys, PPO/GRPO/DPO/RLVR/DAPO side by side, the weight sync, and asynchronous RL.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 11. Further reading · 延伸阅读

@@ -120,6 +120,203 @@ d2_rb, d2_seq = f"{RB}", f"{PROMPT + RESPONSE:,}"
 # the training phase: too small and generation, most of the step's time, crawls; too large and the resident
 # trainer states no longer fit.
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### PPO, GRPO, DPO, RLVR and DAPO on one screen: what each keeps in memory
+#
+# The objectives, with the models each term needs ($\pi_\theta$ the actor, $\pi_{\theta_\text{old}}$ the policy that
+# sampled, $\pi_\text{ref}$ the frozen reference, $V_\phi$ the critic, $r_\phi$ the reward model):
+#
+# - **PPO** (Schulman et al. 2017; InstructGPT, Ouyang et al. 2022, Sec. 3.5): with the ratio
+#   $\rho_t = \pi_\theta(a_t \mid s_t) / \pi_{\theta_\text{old}}(a_t \mid s_t)$,
+#   $L = \mathbb{E}_t\big[\min(\rho_t \hat A_t,\ \operatorname{clip}(\rho_t, 1-\epsilon, 1+\epsilon)\,\hat A_t)\big]$.
+#   $\hat A_t$ comes from GAE over the critic $V_\phi$; the reward is
+#   $r_\phi(x, y) - \beta \log \frac{\pi_\theta(y \mid x)}{\pi_\text{ref}(y \mid x)}$. Memory: actor, critic,
+#   reference, reward model, and the rollout engine.
+# - **GRPO** (Shao et al. 2024, DeepSeekMath, Sec. 4.1): G samples per prompt; the advantage is each reward's
+#   z-score within its group, $\hat A_{i,t} = \frac{r_i - \operatorname{mean}(r_1, \dots, r_G)}{\operatorname{std}(r_1, \dots, r_G)}$,
+#   and the KL term moves into the loss, $-\beta\, D_\text{KL}[\pi_\theta \,\|\, \pi_\text{ref}]$. No critic: actor,
+#   reference, reward model, engine.
+# - **DPO** ([Rafailov et al. 2023](https://arxiv.org/abs/2305.18290)): no sampling, no reward model; for a chosen $y_w$ and a rejected $y_l$,
+#   $L = -\log \sigma\big(\beta \log \frac{\pi_\theta(y_w \mid x)}{\pi_\text{ref}(y_w \mid x)} - \beta \log \frac{\pi_\theta(y_l \mid x)}{\pi_\text{ref}(y_l \mid x)}\big)$.
+#   Actor and reference; the reference's log-probs can be computed once beforehand (TRL `precompute_ref_log_probs`).
+# - **RLVR** ([Lambert et al. 2024](https://arxiv.org/abs/2411.15124), Tülu 3, Sec. 6; DeepSeek-R1's rule-based
+#   rewards): the reward is a verifier's verdict, a fixed reward when the answer checks or the tests pass and none
+#   otherwise (DAPO: +1 or −1). A program on the CPU, no reward model.
+# - **DAPO** ([Yu et al. 2025](https://arxiv.org/abs/2503.14476)): GRPO's group advantage with four changes. It removes the KL term (Sec. 2.3), so no
+#   reference. It clips higher, $\operatorname{clip}(\rho, 1-\epsilon_\text{low}, 1+\epsilon_\text{high})$ with
+#   $\epsilon_\text{high} > \epsilon_\text{low}$ (the paper uses 0.28 and 0.2). Dynamic sampling drops groups whose G
+#   rewards are all equal, since their advantage is 0, and samples more. The loss is token-level,
+#   $\frac{1}{\sum_i |o_i|} \sum_i \sum_t$, not a mean per sequence. With a verifier reward it keeps two things on
+#   the GPU: the actor and its engine.
+#
+# ✏️ **Back of the envelope.** An 8B model on 8 GPUs, ZeRO-3: a frozen model is 2 B × 8e9 = 16 GB, / 8 = 2 GB per GPU;
+# a trained one 16 B × 8e9 / 8 = 16 GB per GPU. PPO over DAPO, all resident: 16 (critic) + 2 (reference) + 2 (reward)
+# = 20 GB per GPU more. Asleep, only the largest phase counts.
+
+# %% tags=["nbval-check-output"]
+M8 = "llama-3.1-8b"
+ALGOS = {"PPO": dict(algorithm="ppo"), "GRPO": dict(algorithm="grpo"),
+         "GRPO + verifier (RLVR)": dict(algorithm="grpo", reward=None),
+         "DAPO (verifier, no KL)": dict(algorithm="grpo", reward=None, reference=False),
+         "DPO": dict(algorithm="dpo")}
+keeps = {}
+for name, a in ALGOS.items():   # memlib.estimate_rlhf, every role resident and with idle roles asleep
+    kw = dict(prompt_len=PROMPT, response_len=RESPONSE, gpus=N, **a, **({} if a["algorithm"] == "dpo" else
+                                                                        dict(rollout_batch=RB)))
+    keeps[name] = {off: estimate_rlhf(M8, offload_idle=off, **kw) for off in (False, True)}
+ONLINE = [e[True] for k, e in keeps.items() if k != "DPO"]
+AT_SHARE = ("every online algorithm peaks at the engine's share" if all(e.peak_at == "rollout" for e in ONLINE) else
+            "the peak is the engine's share or the actor's training, whichever is larger")
+print({k: (list(e[False].roles), GB(e[False].peak_bytes), GB(e[True].peak_bytes)) for k, e in keeps.items()})
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+rows = [[k, ", ".join(e[False].roles), GB(e[False].peak_bytes), f"{GB(e[True].peak_bytes)} ({e[True].peak_at})"]
+        for k, e in keeps.items()]
+display(Markdown(markdown_table(rows, ["algorithm", "on the GPUs", "peak / GPU, all resident",
+                                       "peak / GPU, idle roles asleep"])))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+d3_gap = f"{GB(keeps['PPO'][False].peak_bytes - keeps['DAPO (verifier, no KL)'][False].peak_bytes)}"
+d3_share = f"{keeps['DAPO (verifier, no KL)'][True].pool.fraction:g}"
+d3_asleep = f"{AT_SHARE}"
+
+# %% [markdown]
+# Llama-3.1-8B on 8 A100 80GB, 1,024 + 1,024 tokens (`memlib.estimate_rlhf`; DAPO is
+# `estimate_rlhf(..., "grpo", reward=None, reference=False)`). With every role resident, DAPO holds {eval}`d3_gap`
+# per GPU less than PPO: the critic's sharded states and two frozen copies. With sleep mode {eval}`d3_asleep`
+# ({eval}`d3_share` of the card), so dropping models does not lower the peak there: it leaves room for a larger
+# share for the engine, or for fewer GPUs. DAPO's dynamic sampling costs rollout time, not memory: it generates more
+# groups to fill a batch, through the same pool.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Colocated or separate rollout engines?
+#
+# Colocated (verl's hybrid engine, OpenRLHF's `--colocate_all_models`): the engine and the trainer take turns on the
+# same GPUs, each sleeping while the other runs. Nothing sits idle, but the engine gets only a share of each card, and
+# generation and training cannot overlap. Separate: the engines own their GPUs, so each has most of a card for its
+# KV pool and can keep generating while the trainer trains. A synchronous step leaves one group idle while the other
+# runs, though.
+#
+# ✏️ **Back of the envelope.** DAPO on an 8B, 8 GPUs either way. Colocated: 8 engines at half a card each. Separate:
+# 4 trainer GPUs (16 B × 8e9 / 4 = 32 GB of states each) and 4 engines at 0.9 of a card; each engine then takes twice
+# the prompts.
+
+# %% tags=["nbval-check-output"]
+G8 = 8
+DAPO = dict(algorithm="grpo", reward=None, reference=False, group_size=G8, prompt_len=PROMPT, response_len=RESPONSE)
+col = estimate_rlhf(M8, gpus=N, rollout_batch=RB // 2, **DAPO)                    # 8 engines, 64 prompts each
+sepd = estimate_rlhf(M8, placement="separate", gpus={"actor": 4, "rollout": 4}, rollout_batch=RB, **DAPO)
+CAPPED = ("vLLM's max_num_seqs caps the separate engine" if sepd.sequences_at_once == sepd.pool.max_num_seqs
+          else "the separate engine's pool holds more at once")
+print("colocated", GB(col.peak_bytes), col.peak_at, col.sequences_at_once, col.waves,
+      "| separate", {r: GB(b) for r, b in sepd.per_group.items()}, sepd.sequences_at_once, sepd.waves)
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+d4_col, d4_col_at = f"{GB(col.peak_bytes)}", f"{col.peak_at.replace('_', ' ')}"
+d4_col_seqs, d4_col_waves = f"{col.sequences_at_once}", f"{col.waves}"
+d4_sep_actor, d4_sep_engine = f"{GB(sepd.per_group['actor'])}", f"{GB(sepd.per_group['rollout'])}"
+d4_sep_seqs, d4_sep_waves = f"{sepd.sequences_at_once}", f"{sepd.waves}"
+d4_prompts, d4_g = f"{N * (RB // 2)}", f"{G8}"
+d4_capped = f"{CAPPED}"
+
+# %% [markdown]
+# The same {eval}`d4_prompts` prompts × G = {eval}`d4_g` per step (`memlib.estimate_rlhf`, placement `"colocated"` and `"separate"`):
+#
+# | | colocated, 8 GPUs | separate, 4 + 4 GPUs |
+# |---|---|---|
+# | peak per GPU | {eval}`d4_col` ({eval}`d4_col_at`) | trainer {eval}`d4_sep_actor`, engine {eval}`d4_sep_engine` |
+# | sequences one engine decodes at once | {eval}`d4_col_seqs` | {eval}`d4_sep_seqs` |
+# | decoding waves per engine per step | {eval}`d4_col_waves` | {eval}`d4_sep_waves` |
+#
+# Half as many engines, each with a larger pool: {eval}`d4_capped`. Memory does not decide this choice: both fit. Time does. Colocated, the step is rollout +
+# training, with no GPU idle. Separate and synchronous, the trainer waits through the rollout and the engines wait
+# through training. Separate pays off when generation and training overlap: the asynchronous RL below.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Weight sync: how many bytes, how long, how often
+#
+# After every optimizer step the engines must generate with the new weights, so the actor travels to them once per
+# step, in the engine's dtype (bf16, W = 2 bytes × N). How it travels sets the bytes
+# (`memlib.training.weight_sync.weight_sync`):
+#
+# - OpenRLHF, separate engines (`_broadcast_to_vllm`): rank 0 gathers each parameter and NCCL-broadcasts the *whole*
+#   tensor to every vLLM worker, and each keeps its tensor-parallel slice. Every engine GPU receives W. A pipelined
+#   broadcast carries W once over each link, so the time is about W / link speed, whatever the number of engines.
+# - A reshard-aware sync sends each engine GPU only its slice, W / tp.
+# - Colocated FSDP (verl's FSDP workers, `param.full_tensor()`; OpenRLHF's `--colocate_all_models` with CUDA IPC): each
+#   GPU all-gathers the full weights, (n − 1)/n × W, and the engine on the same GPU copies its slice through a CUDA
+#   IPC handle, with no link bytes.
+# - verl's 3D-HybridEngine ([HybridFlow](https://arxiv.org/abs/2409.19256), Sheng et al. 2024, Sec. 5.4 and Table 2), Megatron training tp × pp to
+#   generation tg × pg: each GPU already holds part of its generation shard and gathers the rest in a group of
+#   (tp × pp)/(tg × pg) GPUs, $\frac{tp \cdot pp - tg \cdot pg}{tg \cdot pg \cdot tp \cdot pp} W$ per GPU.
+#
+# ✏️ **Back of the envelope.** Llama-3-70B: 70e9 × 2 B = 140 GB. IB NDR: 400 Gb/s = 50 GB/s per GPU, so 140 / 50 =
+# 2.8 s per sync. Each of 8 slices is 140 / 8 = 17.5 GB, 0.35 s. On NVLink (450 GB/s each way) 140 GB takes 0.3 s.
+
+# %% tags=["nbval-check-output"]
+from memlib.training.weight_sync import weight_sync   # noqa: E402
+
+SYNCS = {
+    "70B → 4 engines of tp 8, OpenRLHF NCCL broadcast, IB NDR":
+        weight_sync("llama-3-70b", "nccl-broadcast", engines=4, rollout_tp=8, link="IB NDR"),
+    "70B → 4 engines of tp 8, resharded, IB NDR":
+        weight_sync("llama-3-70b", "resharded", engines=4, rollout_tp=8, link="IB NDR"),
+    "70B colocated on 32 GPUs, FSDP gather + CUDA IPC, IB NDR":
+        weight_sync("llama-3-70b", "gather-ipc", engines=4, rollout_tp=8, link="IB NDR"),
+    "70B colocated on 32 GPUs, Megatron tp 8 × pp 4 → tp 8, 3D-HybridEngine, IB NDR":
+        weight_sync("llama-3-70b", "3d-hybrid", engines=4, rollout_tp=8, train_tp=8, train_pp=4, link="IB NDR"),
+    "8B colocated on 8 H100, FSDP gather + CUDA IPC, NVLink":
+        weight_sync(M8, "gather-ipc", engines=8, rollout_tp=1, link="h100-80gb"),
+}
+_b = SYNCS["70B → 4 engines of tp 8, OpenRLHF NCCL broadcast, IB NDR"]
+print([(s.method, GB(s.bytes_per_gpu), f"{s.seconds:.2f} s") for s in SYNCS.values()])
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+rows = [[k, GB(s.weight_bytes), GB(s.bytes_per_gpu), GB(s.bytes_per_engine), f"{s.seconds:.2f} s"]
+        for k, s in SYNCS.items()]
+display(Markdown(markdown_table(rows, ["sync", "W (bf16)", "received per GPU", "received per engine",
+                                       "time at line rate"])))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+d5_bcast, d5_engine = f"{_b.seconds:.2f} s", f"{GB(_b.bytes_per_engine)}"
+d5_times = f"{_b.bytes_per_engine // _b.weight_bytes}"
+d5_ten, d5_ten_async = f"{_b.per_step(10):.0f} s", f"{_b.per_step(10, sync_every=2):.0f} s"
+
+# %% [markdown]
+# The times are lower bounds: the nominal line rate, no per-tensor latency, and the trainer's own ZeRO-3 gather
+# before the broadcast is not counted. OpenRLHF's broadcast takes {eval}`d5_bcast` per step for a 70B actor and pushes
+# {eval}`d5_engine` into each engine, {eval}`d5_times` times the weights, because every GPU receives what only its slice needs.
+# It happens every step: over 10 steps {eval}`d5_ten`, or {eval}`d5_ten_async` when the engines take new weights every
+# second step. Next to a rollout of minutes it is small; next to a short step it is not, which is why the colocated
+# methods that move slices over NVLink matter.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Asynchronous RL and the trainer/sampler mismatch
+#
+# **Asynchronous RL.** Separate engines keep generating while the trainer updates, so the rollouts of step k come from
+# the weights of step k − 1 or older. verl's one-step-off-policy trainer (`verl/experimental/one_step_off_policy`:
+# separate actor and rollout worker groups, an NCCL weight sync) overlaps exactly one step; its `fully_async_policy`
+# goes further. [AReaL](https://arxiv.org/abs/2505.24298) (Fu et al. 2025) lets samples be up to η versions stale and corrects with a decoupled PPO objective: the clip is anchored on a
+# recent proximal policy, and an importance weight corrects for the stale behaviour policy. Memory: the groups must be
+# separate (both run at once, so neither can sleep). Each engine holds one policy version. The queue of finished
+# rollouts stays in host RAM. The sync still happens once per version (`WeightSync.per_step(steps, sync_every)`).
+# The cost is statistical: the gradient is off-policy. The ratio $\pi_\theta / \pi_\text{behaviour}$ drifts
+# further from 1 the staler the samples, and more tokens hit the clip.
+#
+# **The log-prob mismatch.** Even synchronous RL is slightly off-policy. vLLM's sampler and the trainer's forward
+# compute the same weights with different kernels, batch shapes and precisions (bf16 engine, fused ops, a sampler
+# log-softmax vs the trainer's fp32 loss), so $\pi_\text{sampler}(y) \ne \pi_\text{trainer}(y)$ for the same tokens.
+# [Yao et al. (2025)](https://fengyao.notion.site/off-policy-rl), "Your efficient RL framework secretly brings you
+# off-policy RL training", measured the gap and
+# proposed **truncated importance sampling** (TIS): weight each token's gradient by
+# $\min\big(\pi_\text{trainer}/\pi_\text{sampler},\ C\big)$, computed from the engine's own log-probs
+# (integrated in verl, OpenRLHF, SkyRL and slime; SkyRL's option is `tis_imp_ratio_cap`). A mixture of experts makes it worse:
+# a tiny difference in the router's logits picks another expert, and that token's probability jumps. GSPO's Routing
+# Replay ([Zheng et al. 2025](https://arxiv.org/abs/2507.18071)) and **Rollout Routing Replay**
+# ([R3](https://arxiv.org/abs/2510.11370), Ma et al. 2025) record the experts the engine chose
+# and replay them in the trainer's forward. The memory cost is small: the sampler's log-probs (one fp32 per
+# response token) and, for R3, the routed expert ids per token and layer, held with the rollouts.
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Published layouts checked · 已发表配置核对
 #
@@ -234,8 +431,8 @@ display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", 
 #
 # - The experience buffer (rollouts, log-probs, values, advantages): OpenRLHF and verl keep it in host RAM or move it
 #   batch by batch; it is small next to the models.
-# - Weight synchronisation from the trainer to the engines (NCCL broadcast buffers, verl's 512 MB update buckets) and
-#   the host RAM that sleep mode and `--adam_offload` need. CUDA graphs are an input (`cudagraph_bytes`): give the
+# - The staging buffers of the weight sync (NCCL broadcast buffers, verl's 512 MB update buckets; its bytes and time are
+#   `memlib.training.weight_sync`) and the host RAM that sleep mode and `--adam_offload` need. CUDA graphs are an input (`cudagraph_bytes`): give the
 #   figure vLLM logs; OpenRLHF's hybrid examples run `--enforce_eager` (none).
 # - The critic's value head: estimate_training models causal-LM heads, so the critic is counted with its LM head, a
 #   slight over-count; the frozen reward model is counted with its one-output value head.

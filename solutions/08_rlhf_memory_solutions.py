@@ -217,6 +217,39 @@ check("08.9", rollout_kv_bytes)
 # hint("08.9")
 
 # %% [markdown]
+# ## 08.10 · Weight sync: a 70B actor to 4 engines of tensor parallel 8
+
+# %%
+show("08.10")
+
+# %%
+# BEGIN SOLUTION
+w = 2 * memlib.get_model("llama-3-70b").num_params  # bf16: every engine GPU receives the whole tensor
+answer = f"{w / (400e9 / 8):.2f} s"  # one pipelined broadcast, each link carries W once at 50 GB/s
+# END SOLUTION
+check("08.10", answer)
+# hint("08.10")
+
+# %% tags=["solution"]
+solution("08.10")
+
+# %% [markdown]
+# ## 08.11 · Which models does DAPO keep on the GPU?
+
+# %%
+show("08.11")
+
+# %%
+# BEGIN SOLUTION
+answer = "b, d"  # no KL term: no reference; a verifier reward: no reward model; group baseline: no critic
+# END SOLUTION
+check("08.11", answer)
+# hint("08.11")
+
+# %% tags=["solution"]
+solution("08.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -11,7 +11,8 @@ Roles (Ouyang et al. 2022, InstructGPT, Sec. 3.5; Schulman et al. 2017, PPO):
   reference  the frozen initial policy, for the KL penalty: weights (bf16) + one forward's
              activations without autograd (estimate_inference's weights + prefill activations; no KV
              cache, a scoring forward runs with use_cache=False). Under ZeRO-3 its weights are sharded
-             over the role's GPUs too (OpenRLHF and verl wrap it like the actor).
+             over the role's GPUs too (OpenRLHF and verl wrap it like the actor). reference=False drops it:
+             DAPO has no KL term (Yu et al. 2025, Sec. 2.3); DPO with precomputed reference log-probs.
   reward     the frozen reward model, counted like the reference (reward=None: a rule or verifier
              reward, as GRPO on math often uses, costs no GPU memory).
   rollout    the generation engine. vLLM and SGLang reserve a fixed share of each card when they start
@@ -362,7 +363,7 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                   rollout_batch: int = 64, group_size: int | None = None, rollout_tp: int = 1, prefill_tokens: int = 8192,
                   kv_cache: str = "bf16", zero_stage: int = 3, gpu=DEFAULT_GPU, rollout_engine: str = "vllm",
                   gpu_memory_utilization: float | None = None, shared_prefix: bool = True, cudagraph_bytes: int = 0,
-                  **train_options) -> RLHFEstimate:
+                  reference: bool = True, **train_options) -> RLHFEstimate:
     """Per-GPU memory of one RLHF step: each role's estimate, each phase, the peak.
 
     actor:         a catalog name or memlib.Model (the policy; DPO's policy too).
@@ -370,7 +371,11 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                    "dpo" (actor and reference only; chosen + rejected: 2 x micro_batch sequences).
     critic:        PPO's value model ("same": the actor's model; or another name, e.g. the reward's size).
     reward:        the reward model ("same": the actor's model with a one-output value head; None: a rule or
-                   verifier, no GPU memory).
+                   verifier, no GPU memory: RLVR).
+    reference:     True: the frozen reference for the KL term. False: no reference on the GPU: DAPO drops the KL
+                   term (Yu et al. 2025, DAPO, Sec. 2.3 "Removing KL Divergence"), as do PPO/GRPO runs with a KL
+                   coefficient of 0; for DPO, the reference's log-probs precomputed once (TRL
+                   precompute_ref_log_probs) or a reference-free loss (SimPO).
     gpus:          colocated: the GPUs every role shares; separate: a dict role -> GPUs, or one count each.
     offload_idle:  colocated only: idle roles sleep/offload (hybrid engine) -> peak = max over phases;
                    False -> every role resident, peak = sum of resident + the largest transient.
@@ -396,12 +401,13 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                    offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
     """
     offload_idle, shared_prefix = flag("offload_idle", offload_idle), flag("shared_prefix", shared_prefix)
+    reference = flag("reference", reference)
     c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
                rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine,
                gpu_memory_utilization, shared_prefix, cudagraph_bytes)
     c["kv_cache"], c["gpu"] = kv_cache, get_gpu(gpu).name
     actor_model = get_model(actor)
-    roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + ["reference"]
+    roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + (["reference"] if reference else [])
     roles += (["reward"] if reward is not None else []) + ["rollout"] if algorithm != "dpo" else []
     n = _role_gpus(gpus, roles, placement)
     if "rollout" in roles and n["rollout"] % c["rollout_tp"]:
@@ -467,12 +473,15 @@ def _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error) -> 
                          "not counted here")
     else:
         notes.append("separate groups: the weights are synchronised from the actor group to the rollout engines "
-                     "after each step (staging buffers not counted)")
+                     "after each step (memlib.training.weight_sync gives the bytes and time; staging buffers not counted)")
     if pool is not None and engine_error is None:
         notes.append(f"the {c['engine']} engine reserves {pool.fraction:g} of each {c['gpu']} whatever the batch; "
                      f"the {c['rollout_batch']} x {c['group_size']} sequences per engine take {waves} wave(s) of "
                      f"{at_once}: the batch and the group size cost time, not memory")
-    if algorithm == "dpo":
+    if "reference" not in out:
+        notes.append("no reference model: no KL term (DAPO), or for DPO its log-probs precomputed once; the reference "
+                     "costs nothing on the GPU")
+    if algorithm == "dpo" and "reference" in out:
         notes.append("DPO: each pair is a chosen and a rejected sequence; the reference's log-probs can also be "
                      "precomputed once (TRL precompute_ref_log_probs), which removes the reference from the step")
     if "critic" in out:

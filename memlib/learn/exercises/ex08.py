@@ -15,6 +15,7 @@ from memlib.hardware.gpus import get_gpu
 from memlib.models import get_model
 from memlib.serving.inference import gqa_kv_bytes_per_token, kv_bytes_per_token
 from memlib.training.rlhf import estimate_rlhf, min_rlhf_gpus, rollout_pool, rollout_token_slots
+from memlib.training.weight_sync import weight_sync
 
 NOTEBOOK = "08_rlhf_memory"
 _Q7, _L8, _M7, _L13 = "qwen3-8b", "llama-3.1-8b", "qwen2.5-7b", "llama-2-13b"
@@ -144,6 +145,30 @@ def _random_kv_cases(rng: random.Random) -> list[dict]:
                  head_dim=rng.choice((64, 80, 96, 128, 256)), prompts=rng.randint(1, 256),
                  group_size=rng.choice((2, 4, 5, 8, 16, 64)), prompt_len=rng.randint(1, 8192),
                  response_len=rng.randint(1, 32768)) for _ in range(3)]
+
+
+# --- 08.10: the weight sync of a 70B actor to 4 engines of tp 8 -------------------------------------------
+_L70, _ENGINES10, _TP10, _LINK10 = "llama-3-70b", 4, 8, "IB NDR"
+
+
+def _sync10(method: str = "nccl-broadcast"):
+    """memlib.training.weight_sync.weight_sync: OpenRLHF's broadcast of the bf16 actor to every engine GPU."""
+    return weight_sync(_L70, method, engines=_ENGINES10, rollout_tp=_TP10, link=_LINK10)
+
+
+# --- 08.11: which models a DAPO step keeps on the GPU -----------------------------------------------------
+def _dapo_roles() -> frozenset:
+    """The roles of estimate_rlhf(algorithm='grpo', reward=None, reference=False): DAPO with a rule-based verifier."""
+    e = estimate_rlhf(_L8, "grpo", reward=None, reference=False, gpus=8)
+    names = {"critic": "a", "actor": "b", "reference": "c", "rollout": "d", "reward": "e"}
+    return frozenset(names[r] for r in e.roles)
+
+
+def _dapo_saving(offload_idle: bool = False) -> int:
+    """What dropping the reference and the reward model saves per GPU (memlib.estimate_rlhf), resident or asleep."""
+    kw = dict(offload_idle=offload_idle, **_RUN4)
+    return estimate_rlhf(_L8, "grpo", **kw).peak_bytes - estimate_rlhf(_L8, "grpo", reward=None, reference=False,
+                                                                       **kw).peak_bytes
 
 
 EXERCISES = [
@@ -421,5 +446,71 @@ EXERCISES = [
                         f"Llama-3.1-8B, 32 prompts x G = 8, 512 + 1,536 tokens: "
                         f"**{b(_kv_reference(_kv_case(_L8, 32, 8, 512, 1536)))}**; without sharing the prompt "
                         f"{b(_kv_reference(_kv_case(_L8, 32, 8, 512, 1536)) * rollout_token_slots(512, 1536, 8, False, 1) / rollout_token_slots(512, 1536, 8, page=1))}."),
+    ),
+    Numeric(
+        id="08.10", title="Weight sync: a 70B actor to 4 engines of tensor parallel 8", difficulty="interview",
+        minutes=6,
+        formula="NCCL broadcast of each whole bf16 tensor to every engine GPU: W = 2 B x N per GPU, time about W / "
+                "link bytes/s, pipelined (memlib.training.weight_sync.weight_sync, method 'nccl-broadcast')",
+        prompt=f"A separate-placement PPO run trains **Llama-3-70B** on its own nodes and generates with "
+               f"**{_ENGINES10} vLLM engines of tensor parallel {_TP10}** on other nodes. After every optimizer step the "
+               "trainer's rank 0 gathers each parameter and broadcasts the whole bf16 tensor over NCCL to every vLLM "
+               "worker (OpenRLHF's `_broadcast_to_vllm`); each worker keeps its tensor-parallel slice. The path "
+               "crosses one **InfiniBand NDR port (400 Gb/s)** per GPU. Ignoring latency, how many seconds does one "
+               "sync take at the link's line rate? (Use the exact parameter count, "
+               "`memlib.get_model('llama-3-70b').num_params`.)",
+        expected=lambda: _sync10().seconds, unit="s", tolerance=0.03,
+        close_advice="the bytes are the whole bf16 actor; a pipelined broadcast carries them once over each link",
+        slips=(Slip("bits as bytes or slices", lambda: _sync10("resharded").seconds,
+                    "400 Gb/s is 50 GB/s, and OpenRLHF's broadcast sends every engine GPU the whole tensor, not its "
+                    "1/8 slice (a reshard-aware sync would send the slice: that figure)"),
+               Slip("engines one after another", lambda: _ENGINES10 * _sync10().seconds,
+                    "one broadcast reaches every engine at once: NCCL pipelines it along a chain, each link carries "
+                    "the weights once"),
+               Slip("every GPU one after another", lambda: _ENGINES10 * _TP10 * _sync10().seconds,
+                    "one broadcast reaches every engine GPU at once: NCCL pipelines it along a chain"),
+               Slip("fp32 weights", lambda: 2 * _sync10().seconds,
+                    "the engines run bf16: 2 bytes per parameter travel, not the fp32 master copy")),
+        hints=("What arrives at each engine GPU, and does a pipelined broadcast get slower with more receivers?",
+               "time = 2 x N bytes / (400e9 / 8 bytes/s).",
+               "Start from N = memlib.get_model('llama-3-70b').num_params and 2 bytes each."),
+        worked=lambda: (lambda s: (
+            f"W = 2 × {get_model(_L70).num_params:,} = {b(s.weight_bytes)}; every engine GPU receives all of it "
+            f"({b(s.bytes_per_engine)} per engine, {b(s.kept_per_gpu)} kept per GPU), and one pipelined broadcast "
+            f"takes W / 50 GB/s = **{s.seconds:.2f} s** per step "
+            f"(`memlib.training.weight_sync.weight_sync(..., 'nccl-broadcast')`). A reshard-aware sync that sends "
+            f"each GPU only its slice takes {_sync10('resharded').seconds:.2f} s; colocated on NVLink, verl's "
+            f"3D-HybridEngine moves a fraction of that. It happens every step: next to a rollout of minutes it is "
+            "small, next to a fast step it is not."))(_sync10()),
+    ),
+    MultiChoice(
+        id="08.11", title="Which models does DAPO keep on the GPU?", difficulty="interview", minutes=5,
+        formula="DAPO = GRPO's group advantage, no KL term (no reference), a rule-based verifier reward (no reward "
+                "model) (memlib.estimate_rlhf(..., 'grpo', reward=None, reference=False))",
+        prompt="DAPO (Yu et al. 2025) trains **Llama-3.1-8B** on math with a rule-based answer checker as its reward, "
+               "GRPO-style group advantages, clip-higher, dynamic sampling and a token-level loss, and removes the KL "
+               "penalty. Which of these hold model weights on the GPUs during a DAPO step?",
+        options=(Option("a", "a critic (value model)", "the baseline is the group's mean reward, as in GRPO",
+                        misconception="every RL algorithm for LLMs has a critic"),
+                 Option("b", "the actor (policy)", "it is the model being trained"),
+                 Option("c", "a frozen reference model",
+                        "the reference exists only for the KL term, which DAPO removes",
+                        misconception="the clipped ratio needs the reference model"),
+                 Option("d", "the rollout engine (vLLM / SGLang)", "the policy still samples its G responses"),
+                 Option("e", "a reward model", "the reward is a rule (RLVR): the answer checker runs on the CPU",
+                        misconception="every RL reward comes from a learned model")),
+        right=_dapo_roles,
+        hints=("For each model, ask which term of DAPO's loss or which step of its loop needs it.",
+               "GRPO keeps actor + reference (+ reward model); DAPO's changes remove the KL term; RLVR's reward is a "
+               "program.",
+               "Compare estimate_rlhf(..., 'grpo').roles with estimate_rlhf(..., 'grpo', reward=None, "
+               "reference=False).roles."),
+        worked=lambda: (f"**{', '.join(sorted(_dapo_roles()))}**: the actor and its rollout engine "
+                        "(`memlib.estimate_rlhf('llama-3.1-8b', 'grpo', reward=None, reference=False).roles`). The "
+                        "clip ratio compares the new policy with the *old* policy's log-probs, which the actor "
+                        "computes before its update: no extra model. With every role resident, dropping the reference "
+                        f"and the reward model saves {b(_dapo_saving())} per GPU on 8 A100s; with sleep mode "
+                        f"the peak is one phase (the engine's share or training the actor) and moves by "
+                        f"{b(_dapo_saving(True))}."),
     ),
 ]
