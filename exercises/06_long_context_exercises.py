@@ -170,6 +170,28 @@ check("06.11", answer)
 # hint("06.11")
 
 # %% [markdown]
+# ## 06.12 · What a per-document mask saves in a packed row
+
+# %%
+show("06.12")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7%" or 98.7
+check("06.12", answer)
+# hint("06.12")
+
+# %% [markdown]
+# ## 06.13 · Which RoPE pairs does Llama 3.1 stretch?
+
+# %%
+show("06.13")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7x" or 98.7
+check("06.13", answer)
+# hint("06.13")
+
+# %% [markdown]
 # ## Your score
 
 # %%

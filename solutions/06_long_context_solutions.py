@@ -251,6 +251,48 @@ check("06.11", answer)
 solution("06.11")
 
 # %% [markdown]
+# ## 06.12 · What a per-document mask saves in a packed row
+
+# %%
+show("06.12")
+
+# %%
+# BEGIN SOLUTION
+docs = [16_384] + [1_024] * 16
+T = sum(docs)
+kept = sum(d * (d + 1) // 2 for d in docs)     # each document attends only to itself (causal)
+full = T * (T + 1) // 2                        # one causal mask over the whole row
+answer = f"{100 * (1 - kept / full):.1f}%"
+# END SOLUTION
+check("06.12", answer)
+# hint("06.12")
+
+# %% tags=["solution"]
+solution("06.12")
+
+# %% [markdown]
+# ## 06.13 · Which RoPE pairs does Llama 3.1 stretch?
+
+# %%
+show("06.13")
+
+# %%
+# BEGIN SOLUTION
+import math
+
+theta = 500_000 ** (-66 / 128)                 # pair 33 of d = 128
+wavelength = 2 * math.pi / theta               # positions per turn
+r = 8_192 / wavelength                         # turns in the original context: 1.5, between low 1 and high 4
+gamma = (r - 1) / (4 - 1)                      # Llama 3.1's smooth factor
+answer = f"{1 / ((1 - gamma) / 8 + gamma):.2f}x"
+# END SOLUTION
+check("06.13", answer)
+# hint("06.13")
+
+# %% tags=["solution"]
+solution("06.13")
+
+# %% [markdown]
 # ## Your score
 
 # %%
