@@ -479,7 +479,7 @@ w_n6 = f"{6 * mis.num_params / 1e9:.0f}"
 # - **Linear attention, state-space models** (Mamba): a fixed-size state, O(1) memory per decoded token.
 #
 # More follow-ups (offload, the logits, SP vs CP, serving, all-gather vs ring, Ulysses, the 70B, HBM
-# accesses at every length) are on the [deep-dive page](06_long_context_deep_dive.ipynb).
+# accesses at every length, RoPE scaling, prefill time, packing) are on the [deep-dive page](06_long_context_deep_dive.ipynb).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9. Pitfalls · 避坑

@@ -18,7 +18,7 @@
 # # 06 · deep dive · 深入：128k 长上下文训练
 #
 # The material behind [notebook 06](06_long_context.ipynb)'s answer, for a second reading: more
-# follow-up questions, FlashAttention's memory and HBM accesses at every length, the fact-check of
+# follow-up questions (context extension by RoPE scaling, prefill time, sequence packing), FlashAttention's memory and HBM accesses at every length, the fact-check of
 # the claims that circulate about long-context training, and the ledger tables.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]

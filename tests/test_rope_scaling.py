@@ -95,7 +95,8 @@ def test_no_method_changes_memory():
 
 
 @pytest.mark.parametrize("kw, msg", [(dict(method="rope2"), "method"), (dict(head_dim=127), "even"),
-                                     (dict(factor=0.5), "factor"), (dict(ramp="cosine"), "ramp")])
+                                     (dict(factor=0.5), "factor"), (dict(ramp="cosine"), "ramp"),
+                                     (dict(alpha=40), "beta"), (dict(beta="32"), "beta")])
 def test_bad_input(kw, msg):
     args = dict(method="yarn", head_dim=128, base=10_000, factor=4, original_len=4096) | kw
     with pytest.raises(ValueError, match=msg):

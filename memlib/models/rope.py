@@ -50,6 +50,8 @@ def rope_wavelengths(inv_freq) -> list[float]:
 def yarn_ramp(rotations: float, alpha: float = YARN_ALPHA, beta: float = YARN_BETA) -> float:
     """gamma(r) of YaRN (Peng et al. 2023, eq. 18): 0 when a pair turns fewer than alpha times over the original
     context (interpolate it fully), 1 above beta turns (leave it), linear between."""
+    rotations = float(rotations)
+    alpha, beta = positive_float("alpha", alpha, maximum=1e6), positive_float("beta", beta, maximum=1e6)
     if not beta > alpha:
         raise ValueError(f"beta must be greater than alpha, got alpha={show(alpha)}, beta={show(beta)}")
     return min(1.0, max(0.0, (rotations - alpha) / (beta - alpha)))
@@ -98,6 +100,7 @@ def scaled_inv_freq(method: str, head_dim: int, base: float = 10_000.0, factor: 
     else:
         a = YARN_ALPHA if alpha is None else alpha
         bt = YARN_BETA if beta is None else beta
+    yarn_ramp(0.0, a, bt)                                    # checks alpha and beta before they are used
     rot = [big_l / lam for lam in rope_wavelengths(theta)]   # r_i = L / lambda_i
     if ramp == "rotations" or method == "llama3":
         gam = [yarn_ramp(r, a, bt) for r in rot]
