@@ -15,6 +15,7 @@ def prefill_flops(model, prompt_tokens: int) -> float:
 
 def prefill_seconds(model, gpu, prompt_tokens: int, mfu: float = 0.5, gpus: int = 1) -> float:
     """Time to prefill T tokens: prefill_flops / (gpus x dense bf16 peak x mfu). A compute-bound estimate at the
-    stated MFU (model FLOPs over peak); the time to first token adds queueing and the first decode step."""
+    stated MFU (model FLOPs over peak), split evenly over `gpus` with no communication counted; the time to first
+    token adds queueing and the first decode step."""
     mfu = fraction("mfu", mfu, what="the fraction of the dense peak the prefill reaches")
     return prefill_flops(model, prompt_tokens) / (positive_int("gpus", gpus) * peak_flops(gpu) * mfu)

@@ -4,8 +4,10 @@ Without a per-document mask, the causal mask of the packed row lets every token 
 it in the row. A block-diagonal causal mask keeps each document to itself: FlashAttention's varlen kernels take
 the documents' boundaries as cumulative lengths (`flash_attn_varlen_func(..., cu_seqlens_q, cu_seqlens_k, ...)`,
 Dao-AILab/flash-attention, flash_attn_interface.py), and transformers' DataCollatorWithFlattening restarts
-position_ids at each document, from which its FlashAttention-2 path rebuilds cu_seqlens. The kernel then skips
-every cross-document block, so the mask also saves attention FLOPs.
+position_ids at each document, from which its FlashAttention-2 path rebuilds cu_seqlens
+(transformers' modeling_flash_attention_utils.prepare_fa2_from_position_ids: the indices where position_ids == 0,
+then the total). The kernel then skips every cross-document block, so the mask also saves attention FLOPs. A
+position-id restart alone, under another attention implementation, only restarts RoPE's positions.
 """
 
 from __future__ import annotations
