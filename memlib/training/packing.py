@@ -56,6 +56,7 @@ def packed_attention_flops(model, doc_lens, per_document: bool = True, training:
     backward of PaLM's 12·L·H·Q·T per token, Chowdhery et al. 2022, App. B, which charges T pairs to each
     token), 4·L·H·Q for the forward alone; times causal_attention_pairs."""
     model = _model(model, "packed_attention_flops")
+    per_document = flag("per_document", per_document)
     per_pair = attention_flops_per_token(model, 1) / (1 if flag("training", training) else 3)
     return per_pair * causal_attention_pairs(doc_lens, per_document)
 
