@@ -78,6 +78,8 @@ def scaled_inv_freq(method: str, head_dim: int, base: float = 10_000.0, factor: 
       interpolated by (1 - gamma(r_i)) theta_i / s + gamma(r_i) theta_i, alpha = 1, beta = 32 unless given.
       ramp="rotations" ramps linearly in r (the paper); ramp="index" ramps linearly over the pair index between
       floor and ceil of the pairs where r = beta and r = alpha, as transformers does (find_correction_range).
+      transformers @0044e3b3 reads L from config.max_position_embeddings (the original length, for YaRN
+      configs); later versions read rope_scaling's original_max_position_embeddings when present.
     - "llama3": Llama 3.1's rope_scaling (factor 8, low_freq_factor 1, high_freq_factor 4, original 8192): the
       same blend with alpha = low_freq_factor, beta = high_freq_factor (transformers' smooth_factor is
       (L/lambda - low) / (high - low), i.e. gamma(r)); no temperature.
