@@ -2,7 +2,8 @@
 eager attention's s², what recompute keeps, context parallelism's memory and ring traffic, the cost of a long
 sequence in FLOPs, the KV cache at 128k, a layout that fits, what FlashAttention saves and what a sliding
 window saves, what a per-document mask saves in a packed row and which RoPE pairs Llama 3.1's scaling stretches.
-Most numeric setups differ from the notebook's (another model, length or cp degree): the notebook teaches the method, the exercise asks for a figure it does not print (issue 20)."""
+Most numeric setups differ from the notebook's (another model, length or cp degree): the notebook teaches the
+method, the exercise asks for a figure it does not print (issue 20)."""
 
 from __future__ import annotations
 
