@@ -18,7 +18,8 @@
 #
 # Companion to `notebooks/06_long_context.ipynb`: the logits of a large vocabulary, eager attention's
 # s², what recompute keeps, context parallelism's memory and ring traffic, what a long sequence costs
-# in FLOPs, the KV cache at 128k, a layout that fits, what FlashAttention and a sliding window save.
+# in FLOPs, the KV cache at 128k, a layout that fits, what FlashAttention and a sliding window save,
+# what a per-document mask saves in a packed row, which RoPE pairs Llama 3.1's scaling stretches.
 # Most setups differ from the notebook's (another model, length or cp degree): use its method. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes. `check("06.k", answer)` grades an answer against a
 # value memlib computes now; numbers may carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means
@@ -168,6 +169,28 @@ show("06.11")
 answer = ...  # your answer here: a pair ("option letter", reason number)
 check("06.11", answer)
 # hint("06.11")
+
+# %% [markdown]
+# ## 06.12 · What a per-document mask saves in a packed row
+
+# %%
+show("06.12")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7%" or 98.7
+check("06.12", answer)
+# hint("06.12")
+
+# %% [markdown]
+# ## 06.13 · Which RoPE pairs does Llama 3.1 stretch?
+
+# %%
+show("06.13")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7x" or 98.7
+check("06.13", answer)
+# hint("06.13")
 
 # %% [markdown]
 # ## Your score

@@ -18,7 +18,7 @@
 # # 06 · deep dive · 深入：128k 长上下文训练
 #
 # The material behind [notebook 06](06_long_context.ipynb)'s answer, for a second reading: more
-# follow-up questions, FlashAttention's memory and HBM accesses at every length, the fact-check of
+# follow-up questions (context extension by RoPE scaling, prefill time, sequence packing), FlashAttention's memory and HBM accesses at every length, the fact-check of
 # the claims that circulate about long-context training, and the ledger tables.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
@@ -354,6 +354,221 @@ w_n6 = f"{6 * mis.num_params / 1e9:.0f}"
 # - **Sliding window** (Longformer, Mistral; Gemma, gpt-oss mix it with full layers): O(s·w); reach L·w.
 # - **Sparse patterns** (Longformer's global tokens; BigBird: window + global + random): O(s) keys.
 # - **Linear attention, state-space models** (Mamba): a fixed-size state, O(1) memory per decoded token.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### How do you stretch RoPE past its training length? · RoPE 怎么扩展到更长的上下文？
+#
+# RoPE rotates each of a head's d/2 pairs of query and key channels by the angle position × θ_i, with
+# θ_i = base^(−2i/d): the first pair turns every few positions, the last one barely turns in millions. A model
+# trained on L tokens has seen each pair's angles only up to L·θ_i. To serve L' = s·L tokens, every method
+# changes the θ_i (and YaRN the softmax temperature), nothing else. The methods' constants, as memlib holds them
+# (`memlib.models.rope`):
+
+# %%
+from memlib.models.rope import (LLAMA3_ROPE_SCALING, LLAMA3_ROPE_THETA, YARN_ALPHA, YARN_BETA, rope_attention_scale,
+                                rope_inv_freq, rope_stretch, rope_wavelengths)
+
+S, L0 = LLAMA3_ROPE_SCALING["factor"], LLAMA3_ROPE_SCALING["original_max_position_embeddings"]
+r_alpha, r_beta = f"{YARN_ALPHA:g}", f"{YARN_BETA:g}"
+r_l3_factor, r_l3_low = f"{S:g}", f"{LLAMA3_ROPE_SCALING['low_freq_factor']:g}"
+r_l3_high, r_l3_orig = f"{LLAMA3_ROPE_SCALING['high_freq_factor']:g}", f"{L0:,}"
+
+# %% [markdown]
+# - **position interpolation** (Chen et al. 2023): positions × 1/s, so every θ_i is divided by s;
+# - **NTK-aware scaling** (bloc97 2023): the base becomes b·s^(d/(d−2)), so the fastest pair is unchanged and
+#   the slowest is divided by exactly s;
+# - **YaRN** (Peng et al. 2023): a pair that turns more than β = {eval}`r_beta` times over L is kept, one that turns
+#   less than α = {eval}`r_alpha` time is divided by s, a linear ramp in between; and the logits are multiplied by
+#   1/t, with √(1/t) = 0.1·ln(s) + 1;
+# - **Llama 3.1's `rope_scaling`** (factor {eval}`r_l3_factor`, low and high frequency factors {eval}`r_l3_low` and
+#   {eval}`r_l3_high`, original length {eval}`r_l3_orig`): the same blend with α = {eval}`r_l3_low` and
+#   β = {eval}`r_l3_high`, and no temperature.
+#
+# ✏️ **Back of the envelope.** Llama 3.1: d = 128, base 500,000, L = 8k. Pair i's wavelength is
+# 2π·500,000^(i/64) positions: pair 0 about 6, pair 32 about 2π·707 ≈ 4,400, pair 63 millions. Pair 32 turns
+# 8,192 / 4,400 ≈ 2 times in 8k: between 1 and 4, so Llama 3.1 blends it; YaRN (1 to 32) blends it too;
+# position interpolation divides it by 8 like every other pair.
+
+# %% tags=["nbval-check-output"]
+D, BASE = m.head_dim, LLAMA3_ROPE_THETA                                 # Llama-3.1-8B: d = 128
+METHODS = {"linear": "position interpolation", "ntk": "NTK-aware", "yarn": "YaRN", "llama3": "Llama 3.1"}
+lam = rope_wavelengths(rope_inv_freq(D, BASE))                          # 2π / θ_i, positions per turn
+stretch = {k: rope_stretch(k, D, BASE, S, L0) for k in METHODS}         # θ_i / θ'_i: 1 kept, S squeezed
+kept = {k: sum(abs(x - 1) < 1e-9 for x in v) for k, v in stretch.items()}
+squeezed = {k: sum(abs(x - S) < 1e-9 for x in v) for k, v in stretch.items()}
+temp = {k: rope_attention_scale(k, S) for k in METHODS}                 # the factor on cos and sin
+yarn_hf = rope_stretch("yarn", D, BASE, S, L0, ramp="index")            # transformers' ramp over the pair index
+for k, name in METHODS.items():
+    print(f"{name}: {kept[k]} pairs kept, {squeezed[k]} divided by {S:g}, {D // 2 - kept[k] - squeezed[k]} blended; "
+          f"cos/sin x {temp[k]:.3f}")
+print(f"YaRN with transformers' ramp: {sum(abs(x - 1) < 1e-9 for x in yarn_hf)} kept, "
+      f"{sum(abs(x - S) < 1e-9 for x in yarn_hf)} divided by {S:g}; at most "
+      f"{max(abs(x - y) for x, y in zip(yarn_hf, stretch['yarn'])):.2f} apart from the paper's ramp")
+print(f"pair 32: wavelength {lam[32]:,.0f} positions, {L0 / lam[32]:.2f} turns in {L0:,}; "
+      f"Llama 3.1 divides it by {stretch['llama3'][32]:.2f}")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+PAIRS = (0, 16, 24, 28, 30, 32, 34, 36, 40, 48, 63)
+rows = [[i, f"{lam[i]:,.0f}", f"{L0 / lam[i]:,.2f}"] + [f"{stretch[k][i]:.2f}" for k in METHODS] for i in PAIRS]
+display(Markdown(markdown_table(rows, ["pair i", "wavelength (positions)", f"turns in {L0:,}"]
+                                + [f"÷ by, {n}" for n in METHODS.values()])))
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(7, 3.2))
+for k, name in METHODS.items():
+    ax.plot(lam, stretch[k], label=name, marker=".")
+ax.axvline(L0, color="grey", lw=0.8, ls=":")
+ax.set(xscale="log", xlabel="wavelength of the pair (positions, log scale)", ylabel="frequency divided by",
+       title=f"Which RoPE pairs each method stretches (Llama-3.1-8B, s = {S:g})")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+r_pairs = f"{D // 2}"
+r_l3_kept, r_l3_sq = f"{kept['llama3']}", f"{squeezed['llama3']}"
+r_l3_blend = f"{D // 2 - kept['llama3'] - squeezed['llama3']}"
+r_yarn_kept, r_yarn_sq = f"{kept['yarn']}", f"{squeezed['yarn']}"
+r_p32 = f"{stretch['llama3'][32]:.2f}"
+r_temp, r_logit = f"{temp['yarn']:.3f}", f"{temp['yarn'] ** 2:.3f}"
+r_ctx_ratio = f"{m.max_position_embeddings // L0}"
+r_hf_kept, r_hf_sq = f"{sum(abs(x - 1) < 1e-9 for x in yarn_hf)}", f"{sum(abs(x - S) < 1e-9 for x in yarn_hf)}"
+r_hf_gap = f"{max(abs(x - y) for x, y in zip(yarn_hf, stretch['yarn'])):.1f}"
+
+# %% [markdown]
+# In the chart, the dotted line is one turn in the original {eval}`r_l3_orig` positions: pairs to its left turned
+# at least once in training.
+#
+# memlib (`memlib.models.rope`, each method checked against transformers' `modeling_rope_utils.py`): position
+# interpolation squeezes all {eval}`r_pairs` pairs, so the fast pairs that tell neighbouring tokens apart lose
+# resolution too. NTK-aware scaling spreads the squeeze over the pairs, from none on the fastest to the full
+# factor on the slowest. Llama 3.1 keeps {eval}`r_l3_kept` pairs as trained, divides {eval}`r_l3_sq` by the full
+# factor and blends {eval}`r_l3_blend`; pair 32 is divided by **{eval}`r_p32`**, as the pencil expected. YaRN,
+# with its wider ramp, keeps {eval}`r_yarn_kept` and squeezes {eval}`r_yarn_sq`.
+#
+# YaRN's temperature multiplies cos and sin by {eval}`r_temp`, so the logits by **{eval}`r_logit`**: it sharpens
+# the softmax that longer contexts flatten. Llama 3.1 has no temperature. Its factor ({eval}`r_l3_factor`) is smaller
+# than the ratio of its context to the original ({eval}`r_ctx_ratio`x): it was trained at long context afterwards, so
+# the frequencies need not cover the whole ratio untrained. What the pencil left out: transformers' YaRN ramps
+# linearly over the pair index between the pairs where r = β and r = α, the paper linearly in r (`ramp="index"`):
+# it also keeps {eval}`r_hf_kept` and squeezes {eval}`r_hf_sq` pairs, but a blended pair's divisor differs by up to
+# {eval}`r_hf_gap`; check which ramp your engine runs before comparing perplexities.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Does a longer context cost memory? · 扩展上下文要更多显存吗？
+#
+# ✏️ **Back of the envelope.** The frequencies are d/2 = 64 numbers computed at load time, not weights; the KV
+# cache stores K after the rotation, 2 × 32 layers × 8 KV heads × 128 × 2 B = 128 KB per token, whatever the
+# frequencies. So the weights and the bytes per token stay; only the number of cached tokens grows.
+
+# %% tags=["nbval-check-output"]
+from memlib.serving.inference import kv_bytes_per_token
+
+l3 = get_model("llama-3-8b")                                            # the same 8B before the extension
+kv_tok = {x.name: kv_bytes_per_token(x) for x in (l3, m)}               # memlib.serving.inference
+kv_full = {x.name: estimate_inference(x, batch=1, context_len=x.max_position_embeddings).breakdown["kv_cache"]
+           for x in (l3, m)}
+for x in (l3, m):
+    print(f"{x.name}: {x.num_params:,} parameters, KV {kv_tok[x.name]:,} B/token, "
+          f"context {x.max_position_embeddings:,}: KV {GB(kv_full[x.name])}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+k_tok = f"{kv_tok[m.name] / 1024:,.0f} KiB"
+k_8k, k_128k = f"{GB(kv_full[l3.name])}", f"{GB(kv_full[m.name])}"
+k_ratio = f"{kv_full[m.name] / kv_full[l3.name]:.0f}x"
+
+# %% [markdown]
+# memlib: Llama 3 8B and Llama 3.1 8B have the same parameters and the same **{eval}`k_tok` per token** of KV
+# cache (`kv_bytes_per_token`), with or without `rope_scaling`. What grows is the length: a full context holds
+# {eval}`k_8k` of cache at 8k and **{eval}`k_128k`** at 128k, {eval}`k_ratio`. Context extension is a change of
+# numbers inside the rotation; its memory cost is the cache of the tokens you then let in.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### How long does a 128k prompt take to prefill? · 128k 的预填充要多久？
+#
+# ✏️ **Back of the envelope.** Prefill runs the prompt forward once: 2N per token, 2 × 8e9 × 128k ≈ 2.1e15, plus
+# causal attention, 4·L·H·Q per pair × T²/2 = 4 × 32 × 4,096 × (1.3e5)²/2 ≈ 4.5e15 FLOPs. About 6.6e15 FLOPs; at
+# half of an H100's 1e15 FLOP/s, about 13 s. Attention is two thirds of it: past a few tens of thousands of
+# tokens, prefill time grows as T².
+
+# %% tags=["nbval-check-output"]
+from memlib.cost.timing import active_params
+from memlib.serving.prefill import prefill_flops, prefill_seconds
+
+MFU_PREFILL = 0.5          # an assumption: the fraction of the dense bf16 peak the prefill reaches
+PRE = (8192, 32768, 131072)
+pre = {t: dict(flops=prefill_flops(m, t), attn=prefill_flops(m, t) - 2 * active_params(m) * t,
+               s1=prefill_seconds(m, g, t, MFU_PREFILL), s8=prefill_seconds(m, g, t, MFU_PREFILL, gpus=N_GPU),
+               kv=estimate_inference(m, batch=1, context_len=t).breakdown["kv_cache"]) for t in PRE}
+for t, p in pre.items():
+    print(f"{t:>7,}: {p['flops']:.2e} FLOPs, attention {p['attn'] / p['flops']:.0%}, {p['s1']:.2f} s on 1 H100, "
+          f"KV {GB(p['kv'])}")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+rows = [[f"{t:,}", f"{p['flops'] / 1e15:,.2f}", f"{p['attn'] / p['flops']:.0%}", f"{p['s1']:,.2f} s",
+         f"{p['s8']:,.2f} s", GB(p["kv"])] for t, p in pre.items()]
+display(Markdown(markdown_table(rows, ["prompt tokens", "prefill PFLOPs", "attention share",
+                                       f"1 H100 at {MFU_PREFILL:.0%} MFU", f"{N_GPU} H100s, same MFU",
+                                       "KV cache after"])))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+p_128 = f"{pre[LONG]['s1']:.1f} s"
+p_share = f"{pre[LONG]['attn'] / pre[LONG]['flops']:.0%}"
+p_time_ratio = f"{pre[LONG]['s1'] / pre[SHORT]['s1']:.0f}x"
+p_kv_ratio = f"{pre[LONG]['kv'] / pre[SHORT]['kv']:.0f}x"
+p_mfu = f"{MFU_PREFILL:.0%}"
+
+# %% [markdown]
+# memlib (`memlib.serving.prefill`, on `request_flops`: 2N·T + 4·L·H·Q·T(T+1)/2): at an assumed {eval}`p_mfu` MFU
+# a 128k prompt takes **{eval}`p_128`** on one H100, attention {eval}`p_share` of the FLOPs. From 8k to 128k the
+# cache grows {eval}`p_kv_ratio` and the prefill time {eval}`p_time_ratio`: memory is linear in the length, time
+# grows faster, toward T² as attention takes over. That is why long prompts are prefilled in chunks (so decodes keep running between them), split over
+# GPUs by tensor or context parallelism, and why a cached prefix is worth so much at 128k. The 8-GPU column
+# divides the time and ignores the communication.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Packing documents into one row: what does the mask change? · 序列打包与注意力掩码
+#
+# Packing concatenates short documents into one training row so no token is padding. With only the usual causal
+# mask, a token then attends to every document before it in the row: the model learns from context it will never
+# have at inference, and RoPE's positions run on across document boundaries. Three ways to keep documents apart:
+# FlashAttention's varlen kernels, given the boundaries as cumulative lengths (`cu_seqlens`); position ids that
+# restart at each document (transformers' `DataCollatorWithFlattening`, whose FlashAttention-2 path rebuilds
+# `cu_seqlens` from the restarts; a restart alone only resets RoPE's positions, it masks nothing); or a
+# block-diagonal causal mask (FlexAttention's document mask). Llama 3 masks across documents and found it
+# important in long-context pre-training (Llama Team 2024, Sec. 3.2).
+#
+# ✏️ **Back of the envelope.** 8 documents of 4k in a 32k row. One causal mask: (32k)²/2 ≈ 537 M query-key pairs.
+# Per document: 8 × (4k)²/2 ≈ 67 M, one eighth. The mask removes 7/8 of the attention work.
+
+# %% tags=["nbval-check-output"]
+from memlib.training.packing import (causal_attention_pairs, cross_document_pairs, cu_seqlens,
+                                     packed_attention_flops, packing_attention_saving)
+
+docs = [4096] * 8
+row = sum(docs)
+pk = {mask: packed_attention_flops(m, docs, per_document=mask) for mask in (True, False)}   # training step
+weights6 = 6 * active_params(m) * row                                  # 6N·T, the same either way
+print(f"pairs: per document {causal_attention_pairs(docs):,}, one mask {causal_attention_pairs(docs, False):,}, "
+      f"cross-document {cross_document_pairs(docs):,} ({packing_attention_saving(docs):.2%})")
+print(f"training FLOPs of the row: 6N·T {weights6:.3e} + attention {pk[True]:.3e} vs {pk[False]:.3e}")
+print("cu_seqlens:", cu_seqlens(docs))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+pk_cross = f"{cross_document_pairs(docs) / 1e6:,.0f} M"
+pk_save = f"{packing_attention_saving(docs):.1%}"
+pk_step = f"{1 - (weights6 + pk[True]) / (weights6 + pk[False]):.0%}"
+pk_attn_share = f"{pk[False] / (weights6 + pk[False]):.0%}"
+pk_cu = f"{cu_seqlens(docs)[:3]}"
+
+# %% [markdown]
+# memlib (`memlib.training.packing`): without the mask, the row computes **{eval}`pk_cross`** cross-document
+# query-key pairs, {eval}`pk_save` of its causal attention work: exactly what the per-document mask removes (the
+# pencil's 7/8, less the diagonal each document keeps). For Llama-3.1-8B's training step over this row,
+# attention is {eval}`pk_attn_share` of the FLOPs under one causal mask, and the per-document mask makes the step
+# **{eval}`pk_step` cheaper**, at no cost in memory. `cu_seqlens` starts {eval}`pk_cu`: the varlen kernel
+# never visits a block across a boundary. In the MFU count, use the masked pairs, not T²/2.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错

@@ -18,7 +18,8 @@
 #
 # Companion to `notebooks/06_long_context.ipynb`: the logits of a large vocabulary, eager attention's
 # s², what recompute keeps, context parallelism's memory and ring traffic, what a long sequence costs
-# in FLOPs, the KV cache at 128k, a layout that fits, what FlashAttention and a sliding window save.
+# in FLOPs, the KV cache at 128k, a layout that fits, what FlashAttention and a sliding window save,
+# what a per-document mask saves in a packed row, which RoPE pairs Llama 3.1's scaling stretches.
 # Most setups differ from the notebook's (another model, length or cp degree): use its method. Each exercise says its difficulty (warm-up ·
 # interview · stretch) and about how long it takes. `check("06.k", answer)` grades an answer against a
 # value memlib computes now; numbers may carry units (`"987.6 GB"`, `"919.8 GiB"`; a plain number means
@@ -249,6 +250,48 @@ check("06.11", answer)
 
 # %% tags=["solution"]
 solution("06.11")
+
+# %% [markdown]
+# ## 06.12 · What a per-document mask saves in a packed row
+
+# %%
+show("06.12")
+
+# %%
+# BEGIN SOLUTION
+docs = [16_384] + [1_024] * 16
+T = sum(docs)
+kept = sum(d * (d + 1) // 2 for d in docs)     # each document attends only to itself (causal)
+full = T * (T + 1) // 2                        # one causal mask over the whole row
+answer = f"{100 * (1 - kept / full):.1f}%"
+# END SOLUTION
+check("06.12", answer)
+# hint("06.12")
+
+# %% tags=["solution"]
+solution("06.12")
+
+# %% [markdown]
+# ## 06.13 · Which RoPE pairs does Llama 3.1 stretch?
+
+# %%
+show("06.13")
+
+# %%
+# BEGIN SOLUTION
+import math
+
+theta = 500_000 ** (-66 / 128)                 # pair 33 of d = 128
+wavelength = 2 * math.pi / theta               # positions per turn
+r = 8_192 / wavelength                         # turns in the original context: 1.5, between low 1 and high 4
+gamma = (r - 1) / (4 - 1)                      # Llama 3.1's smooth factor
+answer = f"{1 / ((1 - gamma) / 8 + gamma):.2f}x"
+# END SOLUTION
+check("06.13", answer)
+# hint("06.13")
+
+# %% tags=["solution"]
+solution("06.13")
 
 # %% [markdown]
 # ## Your score

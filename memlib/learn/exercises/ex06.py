@@ -1,8 +1,9 @@
 """Exercises for notebook 06: what changes when you train at 128k tokens? The logits of a large vocabulary,
 eager attention's s², what recompute keeps, context parallelism's memory and ring traffic, the cost of a long
 sequence in FLOPs, the KV cache at 128k, a layout that fits, what FlashAttention saves and what a sliding
-window saves. Most numeric setups differ from the notebook's (another model, length or cp degree): the
-notebook teaches the method, the exercise asks for a figure it does not print (issue 20)."""
+window saves, what a per-document mask saves in a packed row and which RoPE pairs Llama 3.1's scaling stretches.
+Most numeric setups differ from the notebook's (another model, length or cp degree): the notebook teaches the
+method, the exercise asks for a figure it does not print (issue 20)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from memlib.models import Model, get_model
 from memlib.parallel.plan import plan
 from memlib.cost.timing import attention_flops_per_token, cp_kv_bytes, flops_per_token
 from memlib.cost.conventions import windowed_attention_flops_per_token
+from memlib.models.rope import LLAMA3_ROPE_SCALING, LLAMA3_ROPE_THETA, rope_stretch
+from memlib.training.packing import causal_attention_pairs, packing_attention_saving
 from memlib.training import estimate_training
 from memlib.units import gb, gib
 
@@ -127,6 +130,22 @@ def _random_ring_case(rng: random.Random) -> dict:
 def _kv_block(k: dict) -> int:
     """Bytes of one GPU's K/V block of one layer in bf16 (the implement exercise's unit of traffic)."""
     return 2 * 2 * k["kv_heads"] * k["head_dim"] * k["seq_len"] // k["cp"] * k["micro_batch"]
+
+
+_PACK_DOCS = [16384] + [1024] * 16      # one long document and sixteen short ones in a 32k row
+_PAIR = 33                               # a RoPE pair the deep dive's table skips (it shows 32 and 34)
+
+
+def _pack_saving(docs=None) -> float:
+    """The share of a packed row's causal attention pairs a per-document mask removes, in % (memlib.training.packing)."""
+    return 100 * packing_attention_saving(_PACK_DOCS if docs is None else docs)
+
+
+def _l31_stretch(method: str = "llama3", pair: int = _PAIR) -> float:
+    """What Llama 3.1's frequency of `pair` is divided by under `method` (memlib.models.rope.rope_stretch), with its
+    rope_theta, head_dim 128, factor 8 and original length 8,192."""
+    sc = LLAMA3_ROPE_SCALING
+    return rope_stretch(method, 128, LLAMA3_ROPE_THETA, sc["factor"], sc["original_max_position_embeddings"])[pair]
 
 
 EXERCISES = [
@@ -453,5 +472,60 @@ EXERCISES = [
                         "in s. The FLOPs are PaLM's 12·L·H·Q·T either way (plus the recompute in the backward): "
                         "FlashAttention saves memory and HBM traffic (Dao et al. 2022, Theorem 2: Θ(s²d²/M) accesses "
                         "instead of Θ(sd + s²)), not FLOPs."),
+    ),
+Numeric(
+        id="06.12", title="What a per-document mask saves in a packed row", difficulty="interview", minutes=6,
+        formula="causal query-key pairs: sum d_i(d_i + 1)/2 with a per-document (block-diagonal) mask, T(T + 1)/2 with "
+                "one causal mask over the row (memlib.training.packing.packing_attention_saving)",
+        prompt="A 32,768-token training row packs one document of 16,384 tokens and sixteen of 1,024. The attention "
+               "kernel is causal. What share of the row's attention work (query-key pairs) does a per-document mask "
+               "(FlashAttention varlen with cu_seqlens, or a block-diagonal mask) save, against one causal mask over "
+               "the whole row? Answer in %. (The deep dive does it for 8 equal documents.)",
+        expected=_pack_saving, unit="%", tolerance=0.01,
+        slips=(Slip("equal documents", lambda: 100 * (1 - 1 / len(_PACK_DOCS)),
+                    "1 - 1/k holds for k equal documents; here the 16k document alone keeps a quarter of the row's "
+                    "pairs (16,384² / 32,768²)"),
+               Slip("the work kept", lambda: 100 - _pack_saving(),
+                    "that is the share the mask keeps (each document with itself); the question asks what it saves")),
+        hints=("A causal kernel computes each query against the keys before it; with the mask, only those in its own "
+               "document.",
+               "saved = 1 - sum d_i² / T² (the diagonals change the third digit).",
+               "sum d_i² = 16,384² + 16 x 1,024²; T² = 32,768²."),
+        worked=lambda: (f"Pairs with the mask: 16,384²/2 + 16 x 1,024²/2 ≈ "
+                        f"{causal_attention_pairs(_PACK_DOCS) / 1e6:,.0f} M; with one mask 32,768²/2 ≈ "
+                        f"{causal_attention_pairs(_PACK_DOCS, False) / 1e6:,.0f} M. The mask saves **{_pack_saving():.1f}%** "
+                        f"(`memlib.training.packing.packing_attention_saving`), less than the "
+                        f"{100 * (1 - 1 / len(_PACK_DOCS)):.0f}% of 17 equal documents: the long document dominates. "
+                        "Without the mask those pairs are cross-document attention the model never sees at inference."),
+    ),
+    Numeric(
+        id="06.13", title="Which RoPE pairs does Llama 3.1 stretch?", difficulty="interview", minutes=8,
+        formula="Llama 3.1 rope_scaling: wavelength λ = 2π / θ_i, θ_i = base^(-2i/d); λ < L/high: kept; λ > L/low: "
+                "θ/s; between: θ' = (1 - γ)θ/s + γθ, γ = (L/λ - low) / (high - low) (memlib.models.rope)",
+        prompt="Llama 3.1 has rope_theta 500,000, head_dim 128 and rope_scaling factor 8, low_freq_factor 1, "
+               "high_freq_factor 4, original_max_position_embeddings 8,192. Pair i = 33 rotates by "
+               "θ_33 = 500,000^(-66/128) radians per position. By what factor does rope_scaling divide its frequency? "
+               "Answer as a ratio, e.g. `\"2.5x\"`.",
+        expected=lambda: _l31_stretch(), unit="x", tolerance=0.02,
+        slips=(Slip("position interpolation", lambda: LLAMA3_ROPE_SCALING["factor"],
+                    "8x divides every pair, as position interpolation does; Llama 3.1 divides by 8 only the pairs "
+                    "whose wavelength exceeds 8,192 positions"),
+               Slip("kept as a fast pair", lambda: 1.0,
+                    "the pair is kept only if its wavelength is under 8,192 / 4 = 2,048 positions; this one's is longer"),
+               Slip("NTK-aware", lambda: _l31_stretch("ntk"),
+                    "that is NTK-aware scaling's s^(2i/(d-2)); Llama 3.1 blends by the rotations in 8k, not by the "
+                    "pair's index"),
+               Slip("YaRN's ramp", lambda: _l31_stretch("yarn"),
+                    "that is YaRN's ramp (alpha 1, beta 32); Llama 3.1's runs from 1 to 4 rotations")),
+        hints=("Work out how many times the pair turns in the original 8,192 positions: a pair that turns fast is "
+               "left alone, one that never completes a turn is interpolated by the full factor.",
+               "λ = 2π x 500,000^(66/128); r = 8,192 / λ; γ = (r - 1) / (4 - 1); "
+               "θ'/θ = (1 - γ)/8 + γ; the answer is θ/θ'.",
+               "500,000^(66/128) = e^(13.122 x 0.5156)."),
+        worked=lambda: (f"λ = 2π x 500,000^(66/128) ≈ 2π x 868 ≈ 5,454 positions: r = 8,192 / 5,454 ≈ 1.50 turns, "
+                        f"between 1 and 4, so the pair is blended: γ = 0.50 / 3 ≈ 0.167, θ'/θ = 0.833/8 + 0.167 ≈ 0.271, "
+                        f"divided by **{_l31_stretch():.2f}x** (`memlib.models.rope.rope_stretch`). Position "
+                        f"interpolation would divide it by 8, NTK-aware by {_l31_stretch('ntk'):.2f}, YaRN by "
+                        f"{_l31_stretch('yarn'):.2f}. None of them changes a byte of memory."),
     ),
 ]
