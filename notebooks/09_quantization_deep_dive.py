@@ -108,8 +108,10 @@ display(Markdown("Bits per weight with the scales (`scaled_format_bits`; per-cha
 # stays in high precision. **Transformer Engine** (Megatron-LM, NeMo) keeps Megatron's states (bf16 weights,
 # fp32 main gradients, fp32 master weights and Adam moments), casts each linear weight to fp8 and caches that
 # copy and its transpose across micro-batches, and saves the fp8 cast of each linear's input for the weight
-# gradient. Its scales are per tensor: **delayed** scaling takes the scale from a history of past amax values
-# (no extra pass over the tensor, but a stale scale clips or underflows a tensor whose range jumped), **current** scaling from this tensor's amax.
+# gradient. Its Hopper recipes scale per tensor: **delayed** scaling (`DelayedScaling`) takes the scale from a
+# history of past amax values (no extra pass over the tensor, but a stale scale clips or underflows a tensor whose
+# range jumped), **current** scaling (`Float8CurrentScaling`) from this tensor's amax; TE 2.x also has
+# `Float8BlockScaling` (DeepSeek-V3's tiles) and `MXFP8BlockScaling` (Blackwell).
 # **torchao's float8** (torchtitan) casts weights and inputs inside each matmul with current scaling and, in
 # eager mode, saves the bf16 input for the backward. **DeepSeek-V3** (report, Sec. 3.3) scales activations per
 # 1×128 tile and weights per 128×128 block, caches linear inputs in fp8, and keeps fp32 master weights and
