@@ -50,3 +50,8 @@ def test_bad_input():
         fp8_training_memory("llama-3-8b", "fp8")
     with pytest.raises(ValueError, match="dense LLaMA-style"):
         fp8_training_memory("mixtral-8x7b", "te-fp8")
+
+
+def test_a_model_that_is_not_a_name_or_model():
+    with pytest.raises(ValueError, match="model name"):
+        fp8_training_memory(3, "te-fp8")

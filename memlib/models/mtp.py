@@ -18,7 +18,7 @@ DSV3_MTP_DEPTH = 1   # Sec. 4.2: "we set the MTP depth D to 1"
 
 
 def _model(model) -> Model:
-    m = get_model(model) if isinstance(model, str) else model
+    m = get_model(model)
     if not (m.is_moe and m.is_mla):
         raise ValueError(f"{m.name}: the MTP module is DeepSeek-V3's (an MLA + MoE block); this model has "
                          f"{'no MLA' if not m.is_mla else 'no MoE layers'}")

@@ -349,7 +349,7 @@ def w4a4_serving_bytes(model, batch: int, context_len: int, scheme: str = "W4A4-
     storage (QuaRot's per-channel scales are a little smaller); the activations, transient, are not counted."""
     from memlib.serving.inference import estimate_inference, kv_cache_bytes
     choice("scheme", scheme, W4_SCHEMES)
-    m = get_model(model) if isinstance(model, str) else model
+    m = get_model(model)
     weights = "bf16" if scheme == "W16A16" else "int4-gptq"
     w = estimate_inference(m, batch, context_len, weights=weights).weight_bytes
     if scheme == "W4A4-KV4":
@@ -366,7 +366,7 @@ def online_hadamard_flops_per_token(model) -> dict[str, float]:
     and the attention's, q·log2(head_dim) + kv·log2(head_dim) (queries and keys rotated per head before the int4
     KV cache), against the linear layers' 2 FLOPs per weight. n·log2 n is the power-of-two count (QuaRot uses a
     Kronecker of a power of two and a small Hadamard for other sizes: the same order)."""
-    m = get_model(model) if isinstance(model, str) else model
+    m = get_model(model)
     if m.is_moe or m.is_mla:
         raise ValueError(f"{m.name}: the online Hadamard count is for dense attention layers (QuaRot's Llama-2)")
     I, q, kv, d = m.intermediate_size, m.q_size, m.kv_size, m.head_dim

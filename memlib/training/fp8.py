@@ -100,7 +100,7 @@ def _linear_params(m: Model) -> int:
 def fp8_layer_activation_items(model, recipe: str) -> list[tuple[str, float]]:
     """The saved tensors of one dense LLaMA-style layer, bytes per token, as `recipe` keeps them (module docstring)."""
     choice("recipe", recipe, FP8_TRAINING_RECIPES)
-    m = get_model(model) if isinstance(model, str) else model
+    m = get_model(model)
     if m.is_moe or m.is_mla or not m.is_llama_layer:
         raise ValueError(f"{m.name}: fp8 activations are modelled for dense LLaMA-style layers only (the matmul "
                          "inputs of MoE and MLA layers are not re-typed here)")
@@ -131,7 +131,7 @@ def fp8_training_memory(model, recipe: str) -> Fp8TrainingMemory:
     "megatron-bf16" | "te-fp8" (Transformer Engine on Megatron) | "torchao-bf16" | "torchao-float8" (torchtitan,
     FSDP2) | "deepseek-v3" (its report's recipe)."""
     choice("recipe", recipe, FP8_TRAINING_RECIPES)
-    m = get_model(model) if isinstance(model, str) else model
+    m = get_model(model)
     n, lin = m.num_params, _linear_params(m)
     states = dict(_STATE_BYTES[recipe]["all"])
     for k, v in _STATE_BYTES[recipe]["linear"].items():
