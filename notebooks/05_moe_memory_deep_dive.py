@@ -289,10 +289,10 @@ f9_u85, f9_u90 = f"{mtp_up[0.85]:.2f}×", f"{mtp_up[0.90]:.2f}×"
 # draft token, a main-model step yields 1 + α tokens (`speculative_expected_tokens`): **{eval}`f9_t85`
 # to {eval}`f9_t90`**. The draft is not free: it reads {eval}`f9_act` parameters per token (attention,
 # 8 of 256 experts, *M*, and the 0.9B head again), {eval}`f9_cost` of a main step's active bytes, so the
-# roofline speed-up (`speculative_speedup`) is **{eval}`f9_u85` to {eval}`f9_u90`**. The report measures
-# 1.8× tokens per second: the bound is tight, because the draft is one layer on top of 61. The
-# caveat: at a large batch decode is no longer memory-bound, and verifying two tokens per sequence
-# costs compute; the gain shrinks.
+# roofline speed-up (`speculative_speedup`) is **{eval}`f9_u85` to {eval}`f9_u90`**. The report's
+# "1.8 times TPS" (batch and hardware not stated) sits in that range: the draft is one layer on top of
+# 61, so it costs little. The caveat: at a large batch decode is no longer memory-bound, and verifying
+# two tokens per sequence costs compute; the gain shrinks.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错
@@ -410,6 +410,12 @@ facts = [
      "[KTransformers README](https://github.com/kvcache-ai/ktransformers)",
      f"4-bit: routed experts {GB(host)} in host RAM, the rest {GB(gpu_side)} on the GPU", "⚠️",
      "consistent in memory (GGUF's Q4_K_M is ~4.8 bits, a little more than memlib's 4-bit layout); speed not modelled"],
+    ["\"685B ... 671B of the Main Model weights and 14B of the Multi-Token Prediction (MTP) Module weights\"",
+     "[DeepSeek-V3 README](https://github.com/deepseek-ai/DeepSeek-V3)",
+     f"MTP from config.json's shapes: {sum(mtp.values()) / 1e9:.1f}B, of which "
+     f"{(mtp['embedding copy (V x h)'] + mtp['head copy (h x V)']) / 1e9:.1f}B are the checkpoint's copies of the "
+     "embedding and head", "✅", "one MLA + MoE block, a 2h × h projection and norms, plus the stored copies; "
+     "memlib's 671B leave the module out, as transformers does"],
 ]
 facts = [row[:3] + [VERDICT[row[3]]] + row[4:] for row in facts]
 display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))

@@ -355,6 +355,11 @@ facts = [
      "it to 0.127 bits (QLoRA Sec. 3)"],
     ["Symmetric int8 is off by at most absmax/254", "LLM.int8(), Sec. 2.1", f"S/2 = {sym.max_error:.5f} for absmax 1",
      "✅ right", "half a step of 1/127, for values inside the range"],
+    ["fp8 training halves the memory of training", "common interview answer",
+     f"{M8}, Transformer Engine: {f8['te-fp8'].bytes_per_param:.1f} against {f8['megatron-bf16'].bytes_per_param:.0f} bytes "
+     f"per parameter; saved activations {f8['te-fp8'].layer_activation_bytes_per_token / f8['megatron-bf16'].layer_activation_bytes_per_token - 1:+.0%}",
+     "❌ wrong", "master weights, gradients and Adam moments stay fp32 and TE adds fp8 weight copies; fp8 halves only "
+     "the matmul inputs it saves, and doubles the tensor-core peak"],
 ]
 display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))
 
