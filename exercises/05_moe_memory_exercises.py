@@ -155,6 +155,17 @@ marks = ...  # your marks here, after check() shows the rubric: one True/False p
 mark("05.10", marks)
 
 # %% [markdown]
+# ## 05.11 · MTP as a free draft: the speed-up
+
+# %%
+show("05.11")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7x" or 98.7
+check("05.11", answer)
+# hint("05.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -168,6 +168,17 @@ check("09.11", answer)
 # hint("09.11")
 
 # %% [markdown]
+# ## 09.12 · What fp8 training does to the model states
+
+# %%
+show("09.12")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
+check("09.12", answer)
+# hint("09.12")
+
+# %% [markdown]
 # ## Your score
 
 # %%

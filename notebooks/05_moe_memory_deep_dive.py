@@ -240,9 +240,6 @@ display(Markdown(
     "cores, so it serves a 4-bit (AWQ) or int8 copy, or an upcast bf16 copy on four nodes (the fact-check below). B200 and "
     f"MI300X hold the fp8 model in one node with room for {min(p.sequences for p in big):,} or more 8k chats."))
 
-# %% [markdown]
-#
-
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### LoRA and QLoRA on DeepSeek-V3: what memlib refuses, and the honest answer
 #
@@ -273,6 +270,60 @@ s7_nf4_h100, s7_nf4 = f"{floors['nf4']}", f"{GB(nf4_total)}"
 # bf16 base needs **at least {eval}`s7_bf16_h100` H100s** ({eval}`s7_bf16_h200` H200s) for its weights
 # alone, a 4-bit base ({eval}`s7_nf4`) {eval}`s7_nf4_h100`. LoRA saves the optimizer states and gradients,
 # not the base (Colossal-AI's recipe: 24 H100s, short sequences).
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### MTP: how big is DeepSeek-V3's multi-token-prediction module, and what does it buy at serving? · MTP 模块
+#
+# DeepSeek-V3 trains with one **multi-token-prediction** (MTP) module (report, Sec. 2.2): one more
+# Transformer block (the same MLA + MoE layer as the main model's) and a projection *M* (2h → h) that
+# mixes the main model's last hidden state with the embedding of the next token, to predict the token
+# after it. It shares the embedding and the head. At serving, its prediction is a free **draft** for
+# speculative decoding: the main model checks it in its next step.
+#
+# ✏️ **Back of the envelope.** One MoE layer: 256 experts × 3 × 7k × 2k ≈ 11.3B, plus ~0.2B of attention
+# → ~11.5B; the released checkpoint also stores a copy of the embedding and of the head, 2 × 129k × 7k ≈ 1.9B:
+# ~13.4B, the report's "14B" on top of 671B. In fp8, ~11.6 GB. One draft token accepted 85-90% of the time:
+# ~1.85-1.9 tokens per main-model step.
+
+# %% tags=["nbval-check-output"]
+from memlib.models.mtp import mtp_active_params, mtp_module_bytes, mtp_module_params
+from memlib.serving.techniques import speculative_expected_tokens, speculative_speedup
+
+mtp = mtp_module_params(m)                          # memlib.models.mtp: from config.json's shapes
+mtp_fp8 = mtp_module_bytes(m, "fp8-block")          # the unique part, 128x128 block fp8 as released
+mtp_act = mtp_active_params(m)                      # read per drafted token (top-8 experts, M, the head)
+draft_cost = mtp_act / A                            # draft step / main step, bytes read at equal precision
+mtp_tok = {a: speculative_expected_tokens(a, 1) for a in (0.85, 0.90)}                 # Leviathan et al. eq. 1
+mtp_up = {a: speculative_speedup(a, 1, draft_cost) for a in (0.85, 0.90)}
+print(f"{sum(mtp.values()) / 1e9:.2f}B params, {GB(mtp_fp8)} fp8 (unique), active {mtp_act / 1e9:.2f}B "
+      f"({draft_cost:.3f} of a step); tokens/step {[round(t, 2) for t in mtp_tok.values()]}, "
+      f"speed-up {[round(x, 2) for x in mtp_up.values()]}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+f9_block = f"{mtp['transformer block (MLA + MoE)'] / 1e9:.1f}B"
+f9_copies = f"{(mtp['embedding copy (V x h)'] + mtp['head copy (h x V)']) / 1e9:.1f}B"
+f9_total, f9_fp8 = f"{sum(mtp.values()) / 1e9:.1f}B", f"{GB(mtp_fp8)}"
+f9_share = f"{mtp_fp8 / fp8_total:.1%}"
+f9_act, f9_cost = f"{mtp_act / 1e9:.1f}B", f"{draft_cost:.1%}"
+f9_t85, f9_t90 = f"{mtp_tok[0.85]:.2f}", f"{mtp_tok[0.90]:.2f}"
+f9_u85, f9_u90 = f"{mtp_up[0.85]:.2f}×", f"{mtp_up[0.90]:.2f}×"
+
+# %% [markdown]
+# From the config's shapes (`memlib.models.mtp.mtp_module_params`): the block is **{eval}`f9_block`**
+# parameters, nearly all of it routed experts; with *M*, its norms and the checkpoint's own copies of the
+# embedding and head ({eval}`f9_copies`) it is **{eval}`f9_total`**, the report's "14B" (685B in the
+# checkpoint, 671B in the main model). transformers does not build it, so memlib's 671B leave it out.
+# Served as released, its unique part is **{eval}`f9_fp8`** of fp8, {eval}`f9_share` of the
+# weights: an engine that loads it for speculative decoding needs that much more per replica.
+#
+# What it buys: the report measures an acceptance of 85-90% for the second token (Sec. 5.4.3). With one
+# draft token, a main-model step yields 1 + α tokens (`speculative_expected_tokens`): **{eval}`f9_t85`
+# to {eval}`f9_t90`**. The draft is not free: it reads {eval}`f9_act` parameters per token (attention,
+# 8 of 256 experts, *M*, and the 0.9B head again), {eval}`f9_cost` of a main step's active bytes, so the
+# roofline speed-up (`speculative_speedup`) is **{eval}`f9_u85` to {eval}`f9_u90`**. The report's
+# "1.8 times TPS" (batch and hardware not stated) sits in that range: the draft is one layer on top of
+# 61, so it costs little. The caveat: at a large batch decode is no longer memory-bound, and verifying
+# two tokens per sequence costs compute; the gain shrinks.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错
@@ -390,6 +441,12 @@ facts = [
      "[KTransformers README](https://github.com/kvcache-ai/ktransformers)",
      f"4-bit: routed experts {GB(host)} in host RAM, the rest {GB(gpu_side)} on the GPU", "⚠️",
      "consistent in memory (GGUF's Q4_K_M is ~4.8 bits, a little more than memlib's 4-bit layout); speed not modelled"],
+    ["\"685B ... 671B of the Main Model weights and 14B of the Multi-Token Prediction (MTP) Module weights\"",
+     "[DeepSeek-V3 README](https://github.com/deepseek-ai/DeepSeek-V3)",
+     f"MTP from config.json's shapes: {sum(mtp.values()) / 1e9:.1f}B, of which "
+     f"{(mtp['embedding copy (V x h)'] + mtp['head copy (h x V)']) / 1e9:.1f}B are the checkpoint's copies of the "
+     "embedding and head", "✅", "one MLA + MoE block, a 2h × h projection and norms, plus the stored copies; "
+     "memlib's 671B leave the module out, as transformers does"],
 ]
 facts = [row[:3] + [VERDICT[row[3]]] + row[4:] for row in facts]
 display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))

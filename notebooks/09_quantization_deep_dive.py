@@ -102,6 +102,92 @@ display(Markdown("Bits per weight with the scales (`scaled_format_bits`; per-cha
                  "16-bit, as W4A16)."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### fp8 training in practice: what stays in bf16 and fp32, and what it really saves
+#
+# fp8 training runs the linear layers' matmuls on the fp8 tensor cores; everything the optimizer touches
+# stays in high precision. **Transformer Engine** (Megatron-LM, NeMo) keeps Megatron's states (bf16 weights,
+# fp32 main gradients, fp32 master weights and Adam moments), casts each linear weight to fp8 and caches that
+# copy and its transpose across micro-batches, and saves the fp8 cast of each linear's input for the weight
+# gradient. Its Hopper recipes scale per tensor: **delayed** scaling (`DelayedScaling`) takes the scale from a
+# history of past amax values (no extra pass over the tensor, but a stale scale clips or underflows a tensor whose
+# range jumped), **current** scaling (`Float8CurrentScaling`) from this tensor's amax; TE 2.x also has
+# `Float8BlockScaling` (DeepSeek-V3's tiles) and `MXFP8BlockScaling` (Blackwell).
+# **torchao's float8** (torchtitan) casts weights and inputs inside each matmul with current scaling and, in
+# eager mode, saves the bf16 input for the backward. **DeepSeek-V3** (report, Sec. 3.3) scales activations per
+# 1×128 tile and weights per 128×128 block, caches linear inputs in fp8, and keeps fp32 master weights and
+# gradients but bf16 Adam moments.
+#
+# ✏️ **Back of the envelope.** 8B parameters × 18 B (Megatron's bf16 states) = 144 GB, and fp8 changes none of
+# them; TE adds 2 bytes per linear weight. Of a layer's ~200 kB of saved activations per token, the three
+# matmul inputs TE keeps in fp8 are ~45 kB, halved: about −10%.
+
+# %% tags=["nbval-check-output"]
+from memlib.training.fp8 import FP8_TRAINING_RECIPES, fp8_training_memory
+
+M8, TOK = "llama-3-8b", 8 * 8192                       # a dense 8B model, 64k tokens per GPU step
+f8 = {r: fp8_training_memory(M8, r) for r in FP8_TRAINING_RECIPES}   # memlib.training.fp8
+print({r: (round(x.bytes_per_param, 2), GB(x.state_bytes), GB(x.activation_bytes(TOK))) for r, x in f8.items()})
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+keeps = {"megatron-bf16": "bf16 weight, fp32 main grad, master, m, v", "te-fp8": "the same + fp8 weight and its "
+         "transpose per linear; fp8 linear inputs", "torchao-bf16": "fp32 weight, grad, m, v (FSDP2)",
+         "torchao-float8": "the same; fp8 casts live inside each matmul; bf16 inputs saved (eager)",
+         "deepseek-v3": "fp32 master and grad, bf16 m and v, fp8 weight (128×128); fp8 inputs (1×128)"}
+rows = [[r, keeps[r], f"{x.bytes_per_param:.2f}", GB(x.state_bytes), GB(x.activation_bytes(TOK))]
+        for r, x in f8.items()]
+te, base = f8["te-fp8"], f8["megatron-bf16"]
+act_cut = 1 - te.layer_activation_bytes_per_token / base.layer_activation_bytes_per_token
+display(Markdown(
+    f"{M8}, {TOK:,} tokens per step (`memlib.training.fp8.fp8_training_memory`; activations: memlib's bf16 "
+    "layer ledger with the matmul inputs re-typed as each recipe saves them):\n\n"
+    + markdown_table(rows, ["recipe", "what it keeps", "bytes per parameter", "states", "saved activations"])
+    + f"\n\nSwitching Megatron from bf16 to TE's fp8 **adds** {GB(te.state_bytes - base.state_bytes)} of fp8 "
+    f"weight copies and cuts the saved activations by **{act_cut:.0%}** ({GB(base.activation_bytes(TOK) - te.activation_bytes(TOK))}): "
+    "the norms, the attention kernel's q/k/v/output and the SwiGLU intermediates stay bf16. torchao's float8 "
+    "changes neither in eager mode. What fp8 buys is compute: the H100's dense fp8 peak is "
+    f"{g.fp8_tflops:,.0f} TFLOP/s against {g.bf16_tflops:,.0f} in bf16, for the linear layers only. The memory "
+    f"savings come from elsewhere: DeepSeek-V3's bf16 moments, fp8 caching and recomputed SwiGLU outputs bring it to "
+    f"{f8['deepseek-v3'].bytes_per_param:.1f} bytes per parameter and "
+    f"{f8['deepseek-v3'].layer_activation_bytes_per_token / base.layer_activation_bytes_per_token:.0%} of the bf16 "
+    "activations. TE's `fp8_model_init` (fp8 primary weights) makes the fp8 copy the model's weight and drops "
+    "the bf16 one: it gives back about what the workspace added, no more."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### W4A4 with rotations: QuaRot and SpinQuant
+#
+# Weight-only int4 (W4A16) still computes in 16-bit. **W4A4** quantizes the activations to 4 bits too, so the
+# matmuls can run on int4 tensor cores; what stops it is the activations' outlier channels, which a per-token
+# 4-bit scale cannot hold. **QuaRot** (Ashkboos et al. 2024) multiplies by an orthogonal Hadamard matrix *Q*:
+# *W x = (W Q)(Qᵀ x)*, the same output, while *Qᵀ x* spreads an outlier over every channel. Most rotations fold
+# into the weights offline; a few must run **online**, on the down_proj input and in attention (which also
+# lets the KV cache go to 4 bits). **SpinQuant** (Liu et al. 2024) learns the rotations instead of using
+# random Hadamards.
+#
+# ✏️ **Back of the envelope.** The weights are 4-bit in both: ~35 GB for 70B. The KV cache is not: 32 chats of 4k
+# at 320 kB per token in bf16 is 43 GB; at ~4.25 bits, ~11 GB.
+
+# %% tags=["nbval-check-output"]
+from memlib.serving.quantization import W4_SCHEMES, online_hadamard_flops_per_token, w4a4_serving_bytes
+
+w4a4 = {sc: w4a4_serving_bytes(m, 32, CTX, sc) for sc in W4_SCHEMES}   # memlib.serving.quantization
+had = online_hadamard_flops_per_token(m)
+print({sc: {k: GB(v) for k, v in d.items()} for sc, d in w4a4.items()}, f"Hadamard share {had['ratio']:.2e}")
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+rows = [[sc, GB(d["weights"]), GB(d["kv_cache"]), GB(d["weights"] + d["kv_cache"])] for sc, d in w4a4.items()]
+a16, a4 = w4a4["W4A16"], w4a4["W4A4-KV4"]
+display(Markdown(
+    f"{MODEL}, 32 chats of {CTX:,} tokens (`w4a4_serving_bytes`; the activations are transient and not counted):\n\n"
+    + markdown_table(rows, ["scheme", "weights", "KV cache", "total"])
+    + f"\n\nW4A4 saves **no weight memory** over W4A16; its memory gain is the 4-bit KV cache "
+    f"({GB(a16['kv_cache'] - a4['kv_cache'])} here), and its speed gain is compute: int4 matmuls, for prefill and "
+    "large batches, where W4A16 has none (the roofline below). The price is the online Hadamards: "
+    f"{had['hadamard'] / 1e6:,.0f} million additions per token, {had['ratio']:.2e} of the matmul FLOPs "
+    "(`online_hadamard_flops_per_token`), small in FLOPs but an extra pass over the activations unless fused "
+    "into the quantization kernel, and a kernel that must exist: Hopper's tensor cores have no int4 mode "
+    "(int8 and fp8 only), so W4A4 pays on Ampere and Ada, and FP4 (W4A4 in NVFP4/MXFP4) is Blackwell's version."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### NF4 or int4 g128?
 
 # %% tags=["nbval-check-output"]
@@ -312,6 +398,11 @@ facts = [
      "it to 0.127 bits (QLoRA Sec. 3)"],
     ["Symmetric int8 is off by at most absmax/254", "LLM.int8(), Sec. 2.1", f"S/2 = {sym.max_error:.5f} for absmax 1",
      "✅ right", "half a step of 1/127, for values inside the range"],
+    ["fp8 training halves the memory of training", "common interview answer",
+     f"{M8}, Transformer Engine: {f8['te-fp8'].bytes_per_param:.1f} against {f8['megatron-bf16'].bytes_per_param:.0f} bytes "
+     f"per parameter; saved activations {f8['te-fp8'].layer_activation_bytes_per_token / f8['megatron-bf16'].layer_activation_bytes_per_token - 1:+.0%}",
+     "❌ wrong", "master weights, gradients and Adam moments stay fp32 and TE adds fp8 weight copies; fp8 halves only "
+     "the matmul inputs it saves, and doubles the tensor-core peak"],
 ]
 display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))
 

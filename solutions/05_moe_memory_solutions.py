@@ -234,6 +234,21 @@ marks = [True, True, True, True, True, True]  # every rubric point is covered ab
 mark("05.10", marks)
 
 # %% [markdown]
+# ## 05.11 · MTP as a free draft: the speed-up
+
+# %%
+show("05.11")
+
+# %%
+# BEGIN SOLUTION
+alpha, draft, main = 0.75, 1.61e9, 37.6e9  # from the question
+c = draft / main  # one draft forward costs this fraction of a main forward (memory-bound)
+answer = f"{(1 + alpha) / (1 + c):.2f}x"  # 1 + alpha tokens per main step, each step now costs 1 + c
+# END SOLUTION
+check("05.11", answer)
+# hint("05.11")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -238,6 +238,21 @@ check("09.11", answer)
 # hint("09.11")
 
 # %% [markdown]
+# ## 09.12 · What fp8 training does to the model states
+
+# %%
+show("09.12")
+
+# %%
+# BEGIN SOLUTION
+n, linear = 7.24e9, 6.98e9  # all parameters, and the linear weights TE casts to fp8 (from the question)
+per_param = 2 + 4 + 4 + 4 + 4  # bf16 weight, fp32 main grad, fp32 master, Adam m and v: unchanged by fp8
+answer = f"{(per_param * n + 2 * linear) / 1e9:.0f} GB"  # + the fp8 weight and its transpose per linear weight
+# END SOLUTION
+check("09.12", answer)
+# hint("09.12")
+
+# %% [markdown]
 # ## Your score
 
 # %%

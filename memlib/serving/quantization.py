@@ -46,6 +46,14 @@ weight, and when storing fewer bits makes decoding faster.
                     Inference", 2025); fp8 with an fp32 scale per tensor, per output channel, or per 128×128 block
                     (DeepSeek-V3 Technical Report, arXiv:2412.19437, Sec. 3.3.2: 8 + 32/16,384 bits; its activations
                     1×128 tiles: 8 + 32/128).
+  w4a4_serving_bytes, online_hadamard_flops_per_token
+                    W4A4 with rotations (QuaRot, Ashkboos et al. 2024, arXiv:2404.00456; SpinQuant, Liu et al. 2024,
+                    arXiv:2405.16406): an orthogonal (Hadamard) rotation Q with W·x = (W·Q)(Qᵀ·x) spreads an
+                    activation's outlier channels over all channels, so per-token int4 activations lose little.
+                    Most rotations fold into the weights offline; QuaRot keeps online Hadamards on the down_proj
+                    input (size I) and on the attention heads (Sec. 4, Fig. 4); a fast Walsh-Hadamard transform of
+                    n values costs n·log2 n additions (counted per token). Its KV cache is int4, asymmetric, one
+                    fp16 scale and zero per group of 128 (the head dimension; Sec. 5.1): 4 + 32/128 = 4.25 bits.
   LLM_INT8_*        LLM.int8()'s own measured speed against 16-bit (arXiv:2208.07339, App. D, Tables 5-6):
                     published figures, quoted, not modelled.
 """
@@ -58,6 +66,7 @@ from dataclasses import dataclass
 
 from memlib._checks import choice, flag, plain, plain_args, positive_float, positive_int
 from memlib.hardware.gpus import get_gpu
+from memlib.models import get_model
 from memlib.serving.capacity import DecodeBound, decode_bound
 from memlib.training.lora import NF4_BITS_PER_PARAM
 
@@ -328,7 +337,45 @@ def decode_speedup(model, gpu, batch: int = 1, context_len: int = 4096, weights:
                                                 tp).step_s
 
 
-__all__ = ["ACTIVATIONS", "AffineParams", "affine_params", "quantize", "dequantize", "max_rounding_error",
+QUAROT_KV_GROUP = 128   # QuaRot Sec. 5.1: KV cache int4, asymmetric, group size 128 (= head_dim of Llama-2)
+W4_SCHEMES = ("W16A16", "W4A16", "W4A4-KV4")
+
+
+@plain_args
+def w4a4_serving_bytes(model, batch: int, context_len: int, scheme: str = "W4A4-KV4") -> dict[str, float]:
+    """Weights and KV cache (bytes, one GPU) of a serving scheme (module docstring): "W16A16" (bf16 weights and
+    cache), "W4A16" (int4 g128 GPTQ weights, bf16 cache), "W4A4-KV4" (QuaRot: 4-bit weights and activations, int4
+    KV cache with an fp16 scale and zero per 128). The weights of W4A16 and W4A4 are both memlib's int4-gptq
+    storage (QuaRot's per-channel scales are a little smaller); the activations, transient, are not counted."""
+    from memlib.serving.inference import estimate_inference, kv_cache_bytes
+    choice("scheme", scheme, W4_SCHEMES)
+    m = get_model(model)
+    weights = "bf16" if scheme == "W16A16" else "int4-gptq"
+    w = estimate_inference(m, batch, context_len, weights=weights).weight_bytes
+    if scheme == "W4A4-KV4":
+        elements = kv_cache_bytes(m, batch, context_len, kv_cache="fp8")          # one byte per element
+        kv = elements * bits_per_weight(4, QUAROT_KV_GROUP, 16, 16) / 8
+    else:
+        kv = kv_cache_bytes(m, batch, context_len, kv_cache="bf16")
+    return {"weights": float(w), "kv_cache": float(kv)}
+
+
+@plain_args
+def online_hadamard_flops_per_token(model) -> dict[str, float]:
+    """Additions per token of QuaRot's online Hadamards, all layers (module docstring): the down_proj input, I·log2 I,
+    and the attention's, q·log2(head_dim) + kv·log2(head_dim) (queries and keys rotated per head before the int4
+    KV cache), against the linear layers' 2 FLOPs per weight. n·log2 n is the power-of-two count (QuaRot uses a
+    Kronecker of a power of two and a small Hadamard for other sizes: the same order)."""
+    m = get_model(model)
+    if m.is_moe or m.is_mla:
+        raise ValueError(f"{m.name}: the online Hadamard count is for dense attention layers (QuaRot's Llama-2)")
+    I, q, kv, d = m.intermediate_size, m.q_size, m.kv_size, m.head_dim
+    had = m.num_layers * (I * math.log2(I) + (q + kv) * math.log2(d))
+    matmul = 2 * m.linear_params
+    return {"hadamard": had, "matmul": float(matmul), "ratio": had / matmul}
+
+
+__all__ = ["W4_SCHEMES", "QUAROT_KV_GROUP", "w4a4_serving_bytes", "online_hadamard_flops_per_token", "ACTIVATIONS", "AffineParams", "affine_params", "quantize", "dequantize", "max_rounding_error",
            "bits_per_weight", "NF4_DOUBLE_QUANT_BITS", "decode_crossover_batch", "quantized_decode_bound",
            "decode_speedup", "decode_speedup_end_batch", "FloatFormat", "FLOAT_FORMATS", "SCALED_FORMATS",
            "scaled_format_bits", "LLM_INT8_MATMUL_SPEEDUP", "LLM_INT8_BLOOM_MS_PER_TOKEN", "SMOOTHQUANT_LATENCY_MS"]

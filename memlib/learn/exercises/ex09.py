@@ -13,6 +13,7 @@ from memlib.serving.capacity import decode_bound
 from memlib.serving.inference import estimate_inference
 from memlib.serving.quantization import (affine_params, bits_per_weight, decode_crossover_batch, decode_speedup,
                                          decode_speedup_end_batch, dequantize, quantize, scaled_format_bits)
+from memlib.training.fp8 import fp8_training_memory
 from memlib.units import fmt_bytes
 
 NOTEBOOK = "09_quantization"
@@ -68,6 +69,20 @@ def _proj_weights() -> int:
 def _fp4_bytes(fmt: str) -> float:
     """Bytes of the projections in `fmt` (the per-tensor scales, 32 bits per matrix, are within a byte of nothing)."""
     return _proj_weights() * scaled_format_bits(fmt) / 8
+
+
+# --- 09.12: fp8 training's states -------------------------------------------------------------------
+_FP8_MODEL = "mistral-7b"
+
+
+def _fp8_states(recipe: str = "te-fp8") -> float:
+    """Model states of one unsharded replica (memlib.training.fp8.fp8_training_memory)."""
+    return fp8_training_memory(_FP8_MODEL, recipe).state_bytes
+
+
+def _fp8_n() -> tuple[int, int]:
+    x = fp8_training_memory(_FP8_MODEL, "te-fp8")
+    return x.params, x.linear_params
 
 
 # --- 09.10: the round trip ----------------------------------------------------------------------
@@ -366,5 +381,35 @@ EXERCISES = [
                         "** (`memlib.serving.quantization.scaled_format_bits('nvfp4')`). MXFP4 would take "
                         f"{fmt_bytes(_fp4_bytes('mxfp4'))} (4.25 bits: a power-of-two E8M0 scale per 32): NVFP4 spends "
                         "6% more bytes on a finer, more precise scale."),
+    ),
+    Numeric(
+        id="09.12", title="What fp8 training does to the model states", difficulty="interview", minutes=6,
+        formula="bytes per parameter of each state a recipe keeps; Transformer Engine adds an fp8 weight and its "
+                "transpose per linear weight (memlib.training.fp8.fp8_training_memory)",
+        prompt=(f"A team trains **{_FP8_MODEL}** ({_fp8_n()[0] / 1e9:.2f} billion parameters, of which "
+                f"{_fp8_n()[1] / 1e9:.2f} billion are the decoder layers' linear weights) with Megatron-LM and "
+                "AdamW, and switches from bf16 mixed precision to Transformer Engine's fp8 recipe on H100s "
+                "(per-tensor scaling). Megatron keeps bf16 weights, fp32 main gradients, fp32 master weights "
+                "and fp32 Adam moments; TE casts each linear weight to fp8 and caches that copy and its "
+                "transpose. How many GB of model states does one unsharded replica hold under fp8?"),
+        expected=lambda: _fp8_states("te-fp8"), unit="GB",
+        slips=(Slip("bf16 states", lambda: _fp8_states("megatron-bf16"),
+                    "that is the bf16 run: fp8 does not replace any state, it adds the fp8 copies of the linear weights"),
+               Slip("fp8 weights replace bf16", lambda: 17 * _fp8_n()[0],
+                    "the bf16 weights stay (TE casts from them each step); fp8 is an extra copy, not a smaller one"),
+               Slip("16 bytes per parameter", lambda: 16 * _fp8_n()[0],
+                    "Megatron's bf16 layout is 18 bytes per parameter (its main gradients are fp32), and fp8 adds to it"),
+               Slip("one fp8 copy", lambda: 18 * _fp8_n()[0] + _fp8_n()[1],
+                    "TE keeps the fp8 weight and its transpose (the backward's matmul reads Wᵀ): 2 bytes per linear "
+                    "weight")),
+        hints=("List what each parameter keeps before and after the switch; which of them does fp8 touch?",
+               "states = 18 bytes × all parameters + 2 bytes × linear weights.",
+               "Start from Megatron's bf16 ledger: 2 + 4 + 4 + 4 + 4 bytes per parameter."),
+        worked=lambda: (f"18 × {_fp8_n()[0] / 1e9:.2f}e9 + 2 × {_fp8_n()[1] / 1e9:.2f}e9 = "
+                        f"**{fmt_bytes(_fp8_states())}** (`memlib.training.fp8.fp8_training_memory`), "
+                        f"{fmt_bytes(_fp8_states() - _fp8_states('megatron-bf16'))} **more** than in bf16. fp8 "
+                        "training saves compute (the fp8 tensor cores) and some saved activations (the linears' "
+                        "fp8 inputs), not the states; fp8 primary weights (`fp8_model_init`) or sharding the "
+                        "optimizer are what shrink those."),
     ),
 ]
