@@ -72,3 +72,11 @@ def test_transfer_bad_input(kw, match):
     args = dict(model=L70, prompt_tokens=100, link="IB NDR") | kw
     with pytest.raises(ValueError, match=match):
         kv_transfer_s(**args)
+
+
+def test_random_routing_hit_rate():
+    from memlib.serving.techniques import random_routing_prefix_hit_rate
+    assert random_routing_prefix_hit_rate(8) == 1 / 8       # one replica of eight holds the prefix
+    assert random_routing_prefix_hit_rate(8, 2) == 2 / 8
+    with pytest.raises(ValueError, match="cannot exceed"):
+        random_routing_prefix_hit_rate(4, 5)
