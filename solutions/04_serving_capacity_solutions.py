@@ -321,6 +321,43 @@ check("04.15", answer)
 solution("04.15")
 
 # %% [markdown]
+# ## 04.16 · Prefill/decode disaggregation: the cache on the wire
+
+# %%
+show("04.16")
+
+# %%
+# BEGIN SOLUTION
+per_token = 2 * 28 * 4 * 128 * 1                     # K and V, 28 layers, 4 KV heads, head dim 128, fp8: 28,672 B
+seconds = 32768 * per_token / (4 * 400e9 / 8)         # four GPUs, each its quarter over its own 50 GB/s port
+answer = f"{seconds * 1e3:.1f} ms"
+# END SOLUTION
+check("04.16", answer)
+# hint("04.16")
+
+# %% tags=["solution"]
+solution("04.16")
+
+# %% [markdown]
+# ## 04.17 · KIVI: a 4-bit cache with its scales
+
+# %%
+show("04.17")
+
+# %%
+# BEGIN SOLUTION
+elements = 2 * 32 * 8 * 128                           # per token: 65,536
+quantized = (32768 - 128) * elements * (0.5 + 4 / 32) # 4-bit codes + fp16 scale and zero per 32 elements
+recent = 128 * elements * 2                           # the residual in bf16
+answer = f"{(quantized + recent) / 1e9:.3f} GB"
+# END SOLUTION
+check("04.17", answer)
+# hint("04.17")
+
+# %% tags=["solution"]
+solution("04.17")
+
+# %% [markdown]
 # ## Your score
 
 # %%
