@@ -233,6 +233,17 @@ check("04.17", answer)
 # hint("04.17")
 
 # %% [markdown]
+# ## 04.18 · Disaggregated pools: which workload needs more prefill GPUs?
+
+# %%
+show("04.18")
+
+# %%
+answer = ...  # your answer here: a pair ("option letter", reason number)
+check("04.18", answer)
+# hint("04.18")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -492,7 +492,8 @@ r1_w = f"{GB(weights['bf16'].weight_bytes, 0)}"
 # Kubernetes with a prefix-cache scorer in its inference scheduler. Sticky sessions are the crude version.
 #
 # **Autoscaling and batch windows.** Scale on what saturates first: the KV cache usage and the waiting queue
-# (vLLM's `num_requests_waiting`), not GPU utilisation, which reads high even for a nearly idle decode. One
+# (vLLM's `num_requests_waiting`), not GPU utilisation, which reads near 100% whenever a kernel runs, even for a
+# batch-1 decode that leaves the tensor cores almost idle. One
 # replica here sustains at most {eval}`r1_rate` requests/s ({eval}`r1_bound`-bound, `request_rate_bound`), so
 # replicas = load / that, rounded up, plus headroom for the minutes a new replica needs to load {eval}`r1_w` of
 # weights. Continuous batching needs no batch window: a request joins at the next step. Windows matter for

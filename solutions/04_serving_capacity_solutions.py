@@ -358,6 +358,29 @@ check("04.17", answer)
 solution("04.17")
 
 # %% [markdown]
+# ## 04.18 · Disaggregated pools: which workload needs more prefill GPUs?
+
+# %%
+show("04.18")
+
+# %%
+# BEGIN SOLUTION
+prefill_a = 2 * 70e9 * 8000 / (0.5 * 989e12)          # GPU-seconds of prefill per request: ~2.3 (A)
+prefill_b = 2 * 70e9 * 500 / (0.5 * 989e12)           # ~0.14 (B)
+# decode: a 20 ms step reads 140 GB of weights + the batch's caches over 8 x 3.35 TB/s = 536 GB:
+batch_a = (536e9 - 140e9) / (8200 * 327680)           # ~147 chats of 8,200 tokens
+batch_b = (536e9 - 140e9) / (1500 * 327680)           # ~800 chats of 1,500 tokens
+decode_a = 8 * 200 * 0.020 / batch_a                  # ~0.22 GPU-seconds per request
+decode_b = 8 * 1000 * 0.020 / batch_b                 # ~0.20
+answer = ("a", "1")                                   # A: ~11 : 1; B: ~0.7 : 1
+# END SOLUTION
+check("04.18", answer)
+# hint("04.18")
+
+# %% tags=["solution"]
+solution("04.18")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -17,7 +17,7 @@ from memlib.serving.inference import estimate_inference, kv_bytes_per_token, kv_
 from memlib.models import get_model
 from memlib.serving import (decode_bound, littles_law_concurrency, request_rate_bound, paged_kv_waste_bytes, speculative_expected_tokens, speculative_speedup,
                             vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes, vllm_max_concurrency)
-from memlib.serving.disaggregation import kv_transfer_s
+from memlib.serving.disaggregation import kv_transfer_s, pd_ratio
 from memlib.serving.kv_compression import kivi_cache_bytes
 from memlib.units import gib
 
@@ -54,6 +54,22 @@ def _kivi_no_scales() -> float:
     """The slip: 4 bits = half a byte per element, the scales and zero points forgotten (128 recent in bf16)."""
     bf16_token = kv_bytes_per_token(get_model(_KIVI_MODEL))
     return (_KIVI_CTX - 128) * bf16_token / 4 + 128 * bf16_token
+
+
+
+# 04.18: prefill : decode GPUs of two workloads on Llama-3-70B, tp 8 instances of H100, 20 ms TPOT SLO, 50% MFU
+_PD_WORK = {"A": (8000, 200), "B": (500, 1000)}
+
+
+def _pd18(work: str):
+    """memlib.serving.disaggregation.pd_ratio for 04.18's workload A (RAG) or B (chat)."""
+    prompt, reply = _PD_WORK[work]
+    return pd_ratio(_M, H100, prompt, reply, 0.020, mfu=0.5, weights="bf16", tp_prefill=8, tp_decode=8)
+
+
+def _pd18_right() -> str:
+    a, b = (_pd18(w).prefill_to_decode > 1 for w in "AB")
+    return {(True, False): "a", (False, True): "b", (True, True): "c", (False, False): "d"}[a, b]
 
 
 _M2 = "llama-2-70b"  # the same projections, a 32,000-token vocabulary
@@ -653,5 +669,46 @@ EXERCISES = [
                         f"{kv_cache_bytes(get_model(_KIVI_MODEL), 1, _KIVI_CTX) / _kivi():.1f}x more chats, not 4x, "
                         "because the scales cost a fifth of the codes. KIVI reports comparable accuracy at 2 and 4 bits; "
                         "the attention kernel must dequantize on the fly."),
+    ),
+    Choice(
+        id="04.18", title="Disaggregated pools: which workload needs more prefill GPUs?", difficulty="interview",
+        minutes=10,
+        formula="prefill GPU-seconds per request = prompt FLOPs / (peak x MFU); decode GPU-seconds per request = "
+                "tp x reply x TPOT / batch at the largest batch meeting the TPOT SLO (memlib.serving.disaggregation."
+                "pd_ratio)",
+        prompt="You serve **Llama-3-70B** in bf16 with prefill and decode on separate pools of 8-GPU H100 instances "
+               "(tp 8 each). Prefill runs at 50% MFU; decode must keep each chat's time per output token under "
+               "**20 ms**, so each decode instance batches as many chats as that allows. Workload **A** (RAG): "
+               "8,000-token prompts, 200-token replies. Workload **B** (chat): 500-token prompts, 1,000-token "
+               "replies. In steady state, which workload needs **more prefill GPUs than decode GPUs**?",
+        options=(Option("a", "A only",
+                        lambda: (f"A needs {_pd18('A').prefill_to_decode:.1f} prefill GPUs per decode GPU, B "
+                                 f"{_pd18('B').prefill_to_decode:.1f}"), "1"),
+                 Option("b", "B only",
+                        "B's prompts are short: little prefill work per request, while its long replies hold decode "
+                        "slots for many steps",
+                        misconception="long replies make prefill the bottleneck"),
+                 Option("c", "both: prefill is compute-bound, so it always needs the bigger pool",
+                        "compute-bound says how a phase uses a GPU, not how many GPU-seconds a request needs there",
+                        misconception="the compute-bound phase always needs more GPUs"),
+                 Option("d", "neither: decode is memory-bound, so it always needs the bigger pool",
+                        "a decode step is shared by the whole batch (hundreds of chats here), so each request costs "
+                        "the decode pool little",
+                        misconception="the memory-bound phase always needs more GPUs")),
+        reasons=(Option("1", "prefill GPU-seconds grow with the prompt (about 2N FLOPs per token at a fixed MFU); decode "
+                             "GPU-seconds grow with the reply, divided by the batch the SLO allows"),
+                 Option("2", "the phase with the longer token count always needs more GPUs, whatever the batch")),
+        right=_pd18_right,
+        hints=("Count GPU-seconds per request in each pool; their ratio is the ratio of GPUs.",
+               "Prefill: 2 x 70e9 x prompt tokens / (0.5 x 989 TFLOP/s). Decode: 8 GPUs x reply x 20 ms / batch.",
+               "At a 20 ms step, how many chats does a decode instance hold? (weights + batch x cache read in 20 ms)"),
+        worked=lambda: (lambda a, b: (
+            f"**({_pd18_right()}), because 1.** Prefill per request: A {a.prefill_gpu_s:.2f} GPU-s, B "
+            f"{b.prefill_gpu_s:.2f} GPU-s (`memlib.serving.disaggregation.pd_ratio`). Decode: the 20 ms SLO allows "
+            f"{a.decode_batch} chats of A or {b.decode_batch} of B per instance, so a request costs 8 x reply x "
+            f"TPOT / batch = {a.decode_gpu_s:.2f} GPU-s (A) or {b.decode_gpu_s:.2f} (B). Ratio prefill : decode: "
+            f"A {a.prefill_to_decode:.1f} : 1, B {b.prefill_to_decode:.1f} : 1. Long prompts with short answers "
+            "need a large prefill pool; chat with long answers needs the decode pool. This is why DistServe and "
+            "Splitwise size the two pools per workload."))(_pd18("A"), _pd18("B")),
     ),
 ]
