@@ -5,8 +5,8 @@ Prefill runs the whole prompt in one forward: many tokens per weight read, so it
 makes one token per chat per step: every step reads the weights and the batch's cache, so it is
 bandwidth-bound (memlib.serving.decode_bound). On one GPU the two interfere: a prefill in the batch stalls
 every decoding chat's next token (TPOT), and decode steps delay the prefill (TTFT). DistServe (Zhong et al.
-2024, OSDI, Sec. 2-3) and Splitwise (Patel et al. 2024, ISCA) put them in separate pools sized separately;
-Mooncake (Qin et al. 2025, FAST, Sec. 3-4) runs Kimi's service so, with the cache moved over RDMA.
+2024, OSDI) and Splitwise (Patel et al. 2024, ISCA) put them in separate pools sized separately;
+Mooncake (Qin et al. 2025, FAST) runs Kimi's service so, with the cache moved over RDMA.
 
   kv_transfer_bytes   the cache a prefill hands over: prompt tokens x KV bytes per token (all layers, the
                       whole model: memlib.serving.inference.kv_bytes_per_token at tp 1); each of tp GPUs
@@ -18,7 +18,7 @@ Mooncake (Qin et al. 2025, FAST, Sec. 3-4) runs Kimi's service so, with the cach
   pd_ratio            prefill GPU-seconds per request (prefill_time_s x tp) against decode GPU-seconds per
                       request at the largest decode batch whose step meets a TPOT SLO (decode_bound):
                       tp x reply x TPOT(B) / B. Their ratio is the prefill : decode GPU ratio a steady load
-                      needs (DistServe Sec. 4 sizes each pool for its own SLO the same way, with measured
+                      needs (DistServe's placement sizes each pool for its own SLO the same way, with measured
                       rather than roofline times).
 """
 
@@ -42,7 +42,7 @@ def _model(model):
 @plain_args
 def kv_transfer_bytes(model, prompt_tokens: int, kv_cache: str = "bf16") -> int:
     """Bytes of KV cache a prefill instance sends a decode instance for one prompt: prompt tokens x KV bytes
-    per token over all layers (DistServe, Zhong et al. 2024, Sec. 3.3; memlib.serving.inference.kv_bytes_per_token)."""
+    per token over all layers (DistServe, Zhong et al. 2024, OSDI; memlib.serving.inference.kv_bytes_per_token)."""
     m = _model(model)
     return positive_int("prompt_tokens", prompt_tokens) * kv_bytes_per_token(m, kv_cache)
 
@@ -103,7 +103,7 @@ def pd_ratio(model, gpu, prompt_tokens: int, reply_tokens: int, tpot_slo_s: floa
     decode_bound step at full length (prompt + reply, every chat counted at its end: conservative) is <= the TPOT
     SLO, capped by what memory holds (max_batch with vLLM's default chunk) and by max_num_seqs (default vLLM's
     for the GPU); then tp_decode x reply x step(B) / B GPU-seconds per request. ValueError when even batch 1
-    misses the SLO. DistServe (Zhong et al. 2024, Sec. 4) sizes its two pools for their own SLOs this way."""
+    misses the SLO. DistServe (Zhong et al. 2024) sizes its two pools for their own SLOs this way."""
     m, g = _model(model), get_gpu(gpu)
     prompt_tokens = positive_int("prompt_tokens", prompt_tokens)
     reply_tokens = positive_int("reply_tokens", reply_tokens)
