@@ -211,6 +211,39 @@ check("04.15", answer)
 # hint("04.15")
 
 # %% [markdown]
+# ## 04.16 · Prefill/decode disaggregation: the cache on the wire
+
+# %%
+show("04.16")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "98.7 s" or 98.7
+check("04.16", answer)
+# hint("04.16")
+
+# %% [markdown]
+# ## 04.17 · KIVI: a 4-bit cache with its scales
+
+# %%
+show("04.17")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "987.6 GB" or 987.6 (GB)
+check("04.17", answer)
+# hint("04.17")
+
+# %% [markdown]
+# ## 04.18 · Disaggregated pools: which workload needs more prefill GPUs?
+
+# %%
+show("04.18")
+
+# %%
+answer = ...  # your answer here: a pair ("option letter", reason number)
+check("04.18", answer)
+# hint("04.18")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -167,6 +167,17 @@ check("07.11", answer)
 # hint("07.11")
 
 # %% [markdown]
+# ## 07.12 · What a million served tokens cost
+
+# %%
+show("07.12")
+
+# %%
+answer = ...  # your answer here: a number with its unit, e.g. "$98.70" or 98.7
+check("07.12", answer)
+# hint("07.12")
+
+# %% [markdown]
 # ## Your score
 
 # %%

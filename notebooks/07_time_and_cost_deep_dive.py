@@ -18,7 +18,8 @@
 # # 07 · deep dive · 深入：训练要多久、花多少钱
 #
 # The material behind [notebook 07](07_time_and_cost.ipynb)'s answer, for a second reading: whether memlib
-# reproduces published runs, more follow-up questions, what exposed communication costs in GPU-hours, the
+# reproduces published runs, more follow-up questions (serving cost per million tokens among them), what exposed
+# communication costs in GPU-hours, the
 # fact-check of the rules of thumb, every published run and the 256-GPU step term by term.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
@@ -303,6 +304,55 @@ r_sel, r_mfu = f"+{rc['selective']:.0%}", f"{0.4 / (1 + rc['full']):.0%}"
 # tokens (`memlib.cost.conventions.recompute_overhead`). Selective recompute (every other matmul of a layer,
 # torchtitan's policy) costs {eval}`r_sel`. Recomputed FLOPs count in HFU, not MFU: full recompute at 40%
 # HFU is {eval}`r_mfu` MFU.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### What does a million served tokens cost? · 每百万 token 的推理成本？
+#
+# ✏️ **Back of the envelope.** 8 H100s at \$2.50 an hour cost \$20 an hour. Llama-3-70B with ~185 chats of 8k: a
+# decode step reads 140 GB of weights + 185 × 2.7 GB ≈ 500 GB of cache over 8 × 3.35 TB/s ≈ 27 TB/s: ≈ 24 ms,
+# so ≈ 185 / 0.024 ≈ 7,700 tokens/s at best. Busy half the time: 7,700 × 3,600 × 0.5 ≈ 14M tokens an hour,
+# \$20 / 14 ≈ **\$1.4 per million** output tokens. At batch 1: 140 GB / 27 TB/s ≈ 5 ms, 190 tokens/s, ≈ \$60.
+
+# %% tags=["nbval-check-output"]
+from memlib.cost.serving_cost import cost_per_million_tokens
+from memlib.serving import decode_bound, max_batch, vllm_default_max_num_batched_tokens, vllm_default_max_num_seqs
+
+SERVE, CTX, USD_PER_GPU_HOUR, UTIL = "llama-3-70b", 8192, 2.50, 0.5   # assumed price (rented H100) and busy share
+full = min(max_batch(SERVE, GPU, CTX, weights="bf16", tp=8,
+                     prefill_tokens=vllm_default_max_num_batched_tokens(GPU)).value,
+           vllm_default_max_num_seqs(GPU))                               # the chats memory (and vLLM) admit
+serve = {b: decode_bound(SERVE, GPU, b, CTX, weights="bf16", tp=8) for b in (1, 32, full)}  # memlib.serving
+usd = {b: cost_per_million_tokens(USD_PER_GPU_HOUR, 8, d.tokens_per_s, UTIL) for b, d in serve.items()}
+for b, d in serve.items():
+    print(f"batch {b}: {d.tokens_per_s:,.0f} tokens/s, {d.tokens_per_s_per_sequence:.0f} per chat, "
+          f"${usd[b]:.2f} per million at {UTIL:.0%} busy")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+k_price, k_util, k_full = f"${USD_PER_GPU_HOUR:.2f}", f"{UTIL:.0%}", f"{full}"
+k_tps, k_usd = f"{serve[full].tokens_per_s:,.0f}", f"${usd[full]:.2f}"
+k_tps1, k_usd1 = f"{serve[1].tokens_per_s:,.0f}", f"${usd[1]:.0f}"
+k_tps32, k_usd32, k_chat = f"{serve[32].tokens_per_s:,.0f}", f"${usd[32]:.2f}", f"{serve[full].tokens_per_s_per_sequence:.0f}"
+
+# %% [markdown]
+# Serving cost is a division: what the GPUs cost per hour over the tokens they make in it
+# (`memlib.cost.serving_cost.cost_per_million_tokens`: GPUs × \$/GPU-hour / (tokens/s × 3,600 × utilisation)
+# × 10⁶). Llama-3-70B in bf16 on 8 × H100 at an assumed {eval}`k_price` per GPU-hour and {eval}`k_util` of
+# the hours busy:
+#
+# | decode batch (8k chats) | tokens/s, roofline | \$ per million output tokens |
+# |---|---|---|
+# | 1 | {eval}`k_tps1` | {eval}`k_usd1` |
+# | 32 | {eval}`k_tps32` | {eval}`k_usd32` |
+# | {eval}`k_full` (what fits) | {eval}`k_tps` | {eval}`k_usd` |
+#
+# The batch is the lever: the step reads the weights once for every chat in it, so throughput rises almost in
+# proportion until the cache reads dominate, and each chat still sees {eval}`k_chat` tokens/s at the full batch.
+# Three caveats. The roofline is a ceiling: real kernels reach 50-80% of the bandwidth, so real cost is higher
+# by that factor. Utilisation is the other lever: traffic has peaks, and a server sized for them idles the
+# rest of the day, which is why providers sell batch APIs at a discount. And input tokens are cheaper than
+# output tokens: a prefill makes thousands of tokens per weight read (compute-bound, notebook 04's deep dive),
+# which is why price sheets charge several times less for them. The price per GPU-hour is an input: rental,
+# cloud list and amortised ownership differ by 2-4×.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Fact-check · 纠错

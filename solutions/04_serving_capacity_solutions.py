@@ -321,6 +321,66 @@ check("04.15", answer)
 solution("04.15")
 
 # %% [markdown]
+# ## 04.16 · Prefill/decode disaggregation: the cache on the wire
+
+# %%
+show("04.16")
+
+# %%
+# BEGIN SOLUTION
+per_token = 2 * 28 * 4 * 128 * 1                     # K and V, 28 layers, 4 KV heads, head dim 128, fp8: 28,672 B
+seconds = 32768 * per_token / (4 * 400e9 / 8)         # four GPUs, each its quarter over its own 50 GB/s port
+answer = f"{seconds * 1e3:.1f} ms"
+# END SOLUTION
+check("04.16", answer)
+# hint("04.16")
+
+# %% tags=["solution"]
+solution("04.16")
+
+# %% [markdown]
+# ## 04.17 · KIVI: a 4-bit cache with its scales
+
+# %%
+show("04.17")
+
+# %%
+# BEGIN SOLUTION
+elements = 2 * 32 * 8 * 128                           # per token: 65,536
+quantized = (32768 - 128) * elements * (0.5 + 4 / 32) # 4-bit codes + fp16 scale and zero per 32 elements
+recent = 128 * elements * 2                           # the residual in bf16
+answer = f"{(quantized + recent) / 1e9:.3f} GB"
+# END SOLUTION
+check("04.17", answer)
+# hint("04.17")
+
+# %% tags=["solution"]
+solution("04.17")
+
+# %% [markdown]
+# ## 04.18 · Disaggregated pools: which workload needs more prefill GPUs?
+
+# %%
+show("04.18")
+
+# %%
+# BEGIN SOLUTION
+prefill_a = 2 * 70e9 * 8000 / (0.5 * 989e12)          # GPU-seconds of prefill per request: ~2.3 (A)
+prefill_b = 2 * 70e9 * 500 / (0.5 * 989e12)           # ~0.14 (B)
+# decode: a 20 ms step reads 140 GB of weights + the batch's caches over 8 x 3.35 TB/s = 536 GB:
+batch_a = (536e9 - 140e9) / (8200 * 327680)           # ~147 chats of 8,200 tokens
+batch_b = (536e9 - 140e9) / (1500 * 327680)           # ~800 chats of 1,500 tokens
+decode_a = 8 * 200 * 0.020 / batch_a                  # ~0.22 GPU-seconds per request
+decode_b = 8 * 1000 * 0.020 / batch_b                 # ~0.20
+answer = ("a", "1")                                   # A: ~11 : 1; B: ~0.7 : 1
+# END SOLUTION
+check("04.18", answer)
+# hint("04.18")
+
+# %% tags=["solution"]
+solution("04.18")
+
+# %% [markdown]
 # ## Your score
 
 # %%

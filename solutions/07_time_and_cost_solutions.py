@@ -249,6 +249,25 @@ check("07.11", answer)
 solution("07.11")
 
 # %% [markdown]
+# ## 07.12 · What a million served tokens cost
+
+# %%
+show("07.12")
+
+# %%
+# BEGIN SOLUTION
+kv = 48 * 4096 * 2 * 32 * 8 * 128 * 2                # 48 chats' bf16 caches, bytes
+step = (15.0e9 + kv) / 3.35e12                        # the decode roofline, seconds per step
+tokens_per_hour = 48 / step * 3600 * 0.40             # one token per chat per step, busy 40% of the hours
+answer = f"${3.00 / tokens_per_hour * 1e6:.2f}"
+# END SOLUTION
+check("07.12", answer)
+# hint("07.12")
+
+# %% tags=["solution"]
+solution("07.12")
+
+# %% [markdown]
 # ## Your score
 
 # %%

@@ -81,7 +81,8 @@ def fmt_value(value: float, unit: str) -> str:
     if unit == "s" and 0 < value < 1:  # a decode step: "23.7 ms", not "0.0 s"
         return f"{value * 1e3:,.1f} ms"
     return {"x": f"{value:,.2f}x", "count": f"{value:,.0f}", "%": f"{value:.1f}%", "s": f"{value:,.1f} s",
-            "FLOPs": f"{value:.3g} FLOPs", "GPU-hours": f"{value:,.0f} GPU-hours", "days": f"{value:,.1f} days"}.get(
+            "FLOPs": f"{value:.3g} FLOPs", "GPU-hours": f"{value:,.0f} GPU-hours", "days": f"{value:,.1f} days",
+            "USD": f"${value:,.2f}"}.get(
         unit, f"{value:,.3g} {unit}".strip())
 
 

@@ -11,6 +11,8 @@
                             rate alpha the expected tokens per target forward are (1 - alpha^(gamma+1)) /
                             (1 - alpha) (eq. 1), and the wall-time speed-up with a draft costing c target
                             forwards each is that over (gamma c + 1) (Theorem 3.8).
+  random_routing_prefix_hit_rate  a prefix cached on `holders` of `replicas` replicas, requests routed without
+                            looking at it: holders / replicas of them find it.
 """
 
 from __future__ import annotations
@@ -67,3 +69,16 @@ def speculative_speedup(alpha: float, gamma: int, cost_ratio: float) -> float:
     memory-bound, so c is about the draft's bytes read over the target's."""
     c = positive_float("cost_ratio", cost_ratio)
     return speculative_expected_tokens(alpha, gamma) / (positive_int("gamma", gamma) * c + 1)
+
+
+@plain_args
+def random_routing_prefix_hit_rate(replicas: int, holders: int = 1) -> float:
+    """Chance a request lands on a replica whose cache holds its prefix when a router spreads requests uniformly
+    (round robin or random) over `replicas`, `holders` of which cache it: holders / replicas. A prefix-aware router
+    (SGLang's cache-aware router, sgl-router CacheAwareConfig: cache_threshold 0.5; llm-d's prefix-cache scorer)
+    sends it to a holder instead, so the hit rate stays near 1 until load balancing overrides it."""
+    replicas = positive_int("replicas", replicas)
+    holders = positive_int("holders", holders)
+    if holders > replicas:
+        raise ValueError(f"holders ({holders}) cannot exceed replicas ({replicas})")
+    return holders / replicas

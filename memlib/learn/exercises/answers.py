@@ -119,7 +119,7 @@ def unanswered(answer) -> bool:
 
 
 UNITS_EXAMPLE_KEYS = ("bytes", "GB", "GiB", "params", "count", "x", "bytes/param", "%", "s", "FLOPs", "GPU-hours",
-                      "days")
+                      "days", "USD")
 
 
 def example(unit: str) -> str:
@@ -127,7 +127,8 @@ def example(unit: str) -> str:
     return {"bytes": '"987.6 GB" or "919.8 GiB"', "GB": '"987.6 GB" or 987.6 (GB)', "GiB": '"919.8 GiB" or 919.8 (GiB)',
             "params": '"9.87B" or 9.87e9', "count": "999", "x": '"98.7x" or 98.7', "bytes/param": "987",
             "%": '"98.7%" or 98.7', "s": '"98.7 s" or 98.7', "FLOPs": '"9.87e25 FLOPs" or 9.87e25',
-            "GPU-hours": '"987k GPU-hours" or 987000', "days": '"987 days" or 987'}.get(unit, "999")
+            "GPU-hours": '"987k GPU-hours" or 987000', "days": '"987 days" or 987',
+            "USD": '"$98.70" or 98.7'}.get(unit, "999")
 
 
 def _normalise(text: str) -> str:
@@ -153,6 +154,8 @@ def parse_quantity(answer, unit: str) -> Quantity:
         raise Malformed(f"expected a number or a string such as {example(unit)}, got {type(answer).__name__}")
     if isinstance(answer, str):
         text = _normalise(answer)
+        if unit == "USD":  # "$0.53", "US$0.53", "USD 0.53": the currency before the figure
+            text = re.sub(r"^(?:us\$|\$|usd\s*)", "", text, flags=re.IGNORECASE)
         if len(text) > MAX_TEXT:
             raise Malformed(f"give one figure, for example {example(unit)}")
         m = _QUANTITY.match(text)
@@ -275,6 +278,10 @@ def _scale(number: float, token: str, unit: str) -> float:
         if token in DAYS:
             return number * DAYS[token]
         raise Malformed(f"unknown time unit {token!r}; write days, e.g. {example(unit)}")
+    if unit == "USD":  # "0.53 dollars", "0.53 USD per million tokens", "0.53 美元"
+        if _USD_TOKEN.fullmatch(token):
+            return number
+        raise Malformed(f"unexpected unit {token[:30]!r}; write dollars, e.g. {example(unit)}")
     allowed = {"x": ("", "x", "×", "times", "fold", "-fold", "倍", "x smaller", "x less", "times smaller", "times fewer",
                      "x fewer", "times less", "fold fewer", "fold smaller", "times as few"),
                "%": ("", "%"),
@@ -286,6 +293,10 @@ def _scale(number: float, token: str, unit: str) -> float:
     if token not in allowed:
         raise Malformed(f"unexpected unit {token!r}; write a plain number, e.g. {example(unit)}")
     return number
+
+
+_USD_TOKEN = re.compile(r"(?:usd|us dollars?|dollars?|美元|\$)?\s*(?:(?:per|/|每)\s*(?:1\s*m|m|million|mtok|百万).*)?",
+                        re.IGNORECASE)
 
 
 def _gpu_hours_scale(token: str) -> float | None:
@@ -326,7 +337,7 @@ def _flops_scale(token: str) -> float:
 def _what(unit: str) -> str:
     return {"bytes": "a size", "GB": "a size", "GiB": "a size", "params": "a number of parameters",
             "count": "a number of GPUs", "x": "a factor", "s": "a time", "bytes/param": "bytes per parameter",
-            "FLOPs": "an amount of work in FLOPs", "GPU-hours": "GPU-hours", "days": "a wall-clock time in days"}.get(
+            "FLOPs": "an amount of work in FLOPs", "GPU-hours": "GPU-hours", "days": "a wall-clock time in days", "USD": "an amount in dollars"}.get(
         unit, "a number")
 
 

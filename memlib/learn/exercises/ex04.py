@@ -17,6 +17,8 @@ from memlib.serving.inference import estimate_inference, kv_bytes_per_token, kv_
 from memlib.models import get_model
 from memlib.serving import (decode_bound, littles_law_concurrency, request_rate_bound, paged_kv_waste_bytes, speculative_expected_tokens, speculative_speedup,
                             vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes, vllm_max_concurrency)
+from memlib.serving.disaggregation import kv_transfer_s, pd_ratio
+from memlib.serving.kv_compression import kivi_cache_bytes
 from memlib.units import gib
 
 NOTEBOOK = "04_serving_capacity"
@@ -26,6 +28,49 @@ _M = "llama-3-70b"
 def _rate15():
     """04.15: Llama-3.1-8B on one H100, 3,000 + 1,000 tokens, 0.5 s TTFT, 128 requests in the cache, 40% MFU."""
     return request_rate_bound("llama-3.1-8b", "h100-80gb", 3000, 1000, 0.5, mfu=0.4, weights="bf16", batch=128)
+
+# 04.16: a 32k-token RAG prompt of Qwen2.5-7B handed from a tp 4 prefill instance to a decode instance, fp8 KV,
+# each prefill GPU sending its quarter over its own 400 Gb/s InfiniBand port
+_PD_MODEL, _PD_PROMPT, _PD_TP = "qwen2.5-7b", 32768, 4
+
+
+def _pd_s(kv_cache: str = "fp8", tp: int = _PD_TP, link: str = "IB NDR", **changes) -> float:
+    """memlib.serving.disaggregation.kv_transfer_s for 04.16 (changes: a variant model, e.g. MHA's KV heads)."""
+    m = get_model(_PD_MODEL)
+    return kv_transfer_s(m.with_(**changes) if changes else m, _PD_PROMPT, link, kv_cache=kv_cache, tp=tp)
+
+
+# 04.17: KIVI 4-bit on one 32k chat of Llama-3.1-8B (group 32, fp16 scale and zero per group, 128 recent tokens
+# in 16-bit)
+_KIVI_MODEL, _KIVI_CTX = "llama-3.1-8b", 32768
+
+
+def _kivi(**kw) -> int:
+    """memlib.serving.kv_compression.kivi_cache_bytes for 04.17."""
+    return kivi_cache_bytes(_KIVI_MODEL, _KIVI_CTX, **({"bits": 4} | kw))
+
+
+def _kivi_no_scales() -> float:
+    """The slip: 4 bits = half a byte per element, the scales and zero points forgotten (128 recent in bf16)."""
+    bf16_token = kv_bytes_per_token(get_model(_KIVI_MODEL))
+    return (_KIVI_CTX - 128) * bf16_token / 4 + 128 * bf16_token
+
+
+
+# 04.18: prefill : decode GPUs of two workloads on Llama-3-70B, tp 8 instances of H100, 20 ms TPOT SLO, 50% MFU
+_PD_WORK = {"A": (8000, 200), "B": (500, 1000)}
+
+
+def _pd18(work: str):
+    """memlib.serving.disaggregation.pd_ratio for 04.18's workload A (RAG) or B (chat)."""
+    prompt, reply = _PD_WORK[work]
+    return pd_ratio(_M, H100, prompt, reply, 0.020, mfu=0.5, weights="bf16", tp_prefill=8, tp_decode=8)
+
+
+def _pd18_right() -> str:
+    a, b = (_pd18(w).prefill_to_decode > 1 for w in "AB")
+    return {(True, False): "a", (False, True): "b", (True, True): "c", (False, False): "d"}[a, b]
+
 
 _M2 = "llama-2-70b"  # the same projections, a 32,000-token vocabulary
 _CTX = 8192
@@ -572,5 +617,98 @@ EXERCISES = [
             f"989.4 TFLOP/s allow {r.compute_rate:.2f} requests/s. The smaller binds: the "
             f"{r.bound} bound (`memlib.serving.request_rate_bound`). A longer reply or a bigger cache per request "
             "moves it further to memory; short replies on long prompts move it to compute."))(_rate15()),
+    ),
+    Numeric(
+        id="04.16", title="Prefill/decode disaggregation: the cache on the wire", difficulty="interview", minutes=8,
+        formula="KV bytes handed over = prompt tokens x 2 x layers x KV heads x head dim x bytes per element "
+                "(memlib.serving.disaggregation.kv_transfer_bytes); time = bytes / (GPUs sending x link bytes/s) "
+                "(kv_transfer_s)",
+        prompt="A RAG service runs **Qwen2.5-7B** (28 layers, 28 query heads, **4 KV heads**, head dim 128) with "
+               "prefill and decode on separate GPUs. A prefill instance of **4 GPUs** (tp 4, each holding a quarter "
+               "of the KV heads) finishes a **32,768-token** prompt and sends its KV cache, stored in **fp8**, to the "
+               "decode instance in another node: each GPU sends its share over its own **400 Gb/s InfiniBand** port. "
+               "At the link's nominal rate, with no latency, how long does the handover take? (in ms or s)",
+        expected=lambda: _pd_s(), unit="s", tolerance=0.03,
+        slips=(Slip("bf16 cache", lambda: _pd_s("bf16"), "the cache is fp8: one byte per element, not two"),
+               Slip("one port", lambda: _pd_s(tp=1), "four GPUs each send a quarter over their own port, in parallel"),
+               Slip("bits as bytes", lambda: _pd_s() / 8, "400 Gb/s is gigabits: 50 GB/s, not 400 GB/s"),
+               Slip("query heads for KV heads", lambda: _pd_s(num_kv_heads=28),
+                    "the cache holds the 4 KV heads (GQA), not the 28 query heads")),
+        hints=("Bytes per token: K and V, in every layer, for each KV head.",
+               "2 x 28 x 4 x 128 x 1 byte per token; times 32,768 tokens.",
+               "Four ports at 400 Gb/s = 4 x 50 GB/s in parallel."),
+        worked=lambda: (f"Per token 2 x 28 layers x 4 KV heads x 128 x 1 byte = 28,672 B; the prompt: 32,768 x 28,672 "
+                        f"= {32768 * 28672 / 1e9:.2f} GB. Four GPUs each send a quarter over their own 400 Gb/s "
+                        f"(50 GB/s) port: **{_pd_s() * 1e3:.1f} ms** (`memlib.serving.disaggregation.kv_transfer_s`). "
+                        f"From one 100 GbE NIC it would be {_pd_s(tp=1, link='100GbE') * 1e3:.0f} ms, which is why "
+                        "disaggregated serving wants RDMA and a quantized cache, and sends layers as they finish."),
+    ),
+    Numeric(
+        id="04.17", title="KIVI: a 4-bit cache with its scales", difficulty="stretch", minutes=10,
+        formula="KIVI: bits/8 + (2-byte scale + 2-byte zero point) / group size bytes per element, K per channel over "
+                "32 tokens, V per token over 32 channels; the newest 128 tokens in 16-bit "
+                "(memlib.serving.kv_compression.kivi_cache_bytes; Liu et al. 2024)",
+        prompt="You serve **Llama-3.1-8B** (32 layers, 8 KV heads, head dim 128) with a **KIVI 4-bit** KV cache: keys "
+               "are quantized per channel in groups of 32 tokens, values per token in groups of 32 channels, and "
+               "every group stores an **fp16 scale and an fp16 zero point**; the **128 most recent tokens** stay in "
+               "bf16. How many GB (10⁹ bytes) does one **32,768-token** chat's cache take?",
+        expected=lambda: _kivi(), unit="GB", tolerance=0.02,
+        slips=(Slip("scales left out", _kivi_no_scales,
+                    "each group of 32 elements also stores 4 bytes (scale and zero point): 0.125 B per element"),
+               Slip("bf16 cache", lambda: kv_cache_bytes(get_model(_KIVI_MODEL), 1, _KIVI_CTX),
+                    "that is the 16-bit cache KIVI replaces"),
+               Slip("8-bit cache", lambda: kv_cache_bytes(get_model(_KIVI_MODEL), 1, _KIVI_CTX, "fp8"),
+                    "4 bits is half a byte per element, not one byte")),
+        hints=("Count elements per token first: K and V, layers, KV heads, head dim.",
+               "Per element: 4 bits = 0.5 B, plus 4 B of scale and zero point shared by 32 elements.",
+               "32,640 tokens quantized, 128 in bf16 at 2 B per element."),
+        worked=lambda: (f"Per token 2 x 32 x 8 x 128 = 65,536 elements. Quantized: 0.5 B + 4 B / 32 = 0.625 B each, "
+                        f"40,960 B per token; 32,640 such tokens. The newest 128 stay at 131,072 B each. Total "
+                        f"**{b(_kivi())}** (`memlib.serving.kv_compression.kivi_cache_bytes`) against "
+                        f"{b(kv_cache_bytes(get_model(_KIVI_MODEL), 1, _KIVI_CTX))} in bf16: "
+                        f"{kv_cache_bytes(get_model(_KIVI_MODEL), 1, _KIVI_CTX) / _kivi():.1f}x more chats, not 4x, "
+                        "because the scales cost a fifth of the codes. KIVI reports comparable accuracy at 2 and 4 bits; "
+                        "the attention kernel must dequantize on the fly."),
+    ),
+    Choice(
+        id="04.18", title="Disaggregated pools: which workload needs more prefill GPUs?", difficulty="interview",
+        minutes=10,
+        formula="prefill GPU-seconds per request = prompt FLOPs / (peak x MFU); decode GPU-seconds per request = "
+                "tp x reply x TPOT / batch at the largest batch meeting the TPOT SLO (memlib.serving.disaggregation."
+                "pd_ratio)",
+        prompt="You serve **Llama-3-70B** in bf16 with prefill and decode on separate pools of 8-GPU H100 instances "
+               "(tp 8 each). Prefill runs at 50% MFU; decode must keep each chat's time per output token under "
+               "**20 ms**, so each decode instance batches as many chats as that allows. Workload **A** (RAG): "
+               "8,000-token prompts, 200-token replies. Workload **B** (chat): 500-token prompts, 1,000-token "
+               "replies. In steady state, which workload needs **more prefill GPUs than decode GPUs**?",
+        options=(Option("a", "A only",
+                        lambda: (f"A needs {_pd18('A').prefill_to_decode:.1f} prefill GPUs per decode GPU, B "
+                                 f"{_pd18('B').prefill_to_decode:.1f}"), "1"),
+                 Option("b", "B only",
+                        "B's prompts are short: little prefill work per request, while its long replies hold decode "
+                        "slots for many steps",
+                        misconception="long replies make prefill the bottleneck"),
+                 Option("c", "both: prefill is compute-bound, so it always needs the bigger pool",
+                        "compute-bound says how a phase uses a GPU, not how many GPU-seconds a request needs there",
+                        misconception="the compute-bound phase always needs more GPUs"),
+                 Option("d", "neither: decode is memory-bound, so it always needs the bigger pool",
+                        "a decode step is shared by the whole batch (hundreds of chats here), so each request costs "
+                        "the decode pool little",
+                        misconception="the memory-bound phase always needs more GPUs")),
+        reasons=(Option("1", "prefill GPU-seconds grow with the prompt (about 2N FLOPs per token at a fixed MFU); decode "
+                             "GPU-seconds grow with the reply, divided by the batch the SLO allows"),
+                 Option("2", "the phase with the longer token count always needs more GPUs, whatever the batch")),
+        right=_pd18_right,
+        hints=("Count GPU-seconds per request in each pool; their ratio is the ratio of GPUs.",
+               "Prefill: 2 x 70e9 x prompt tokens / (0.5 x 989 TFLOP/s). Decode: 8 GPUs x reply x 20 ms / batch.",
+               "At a 20 ms step, how many chats does a decode instance hold? (weights + batch x cache read in 20 ms)"),
+        worked=lambda: (lambda a, b: (
+            f"**({_pd18_right()}), because 1.** Prefill per request: A {a.prefill_gpu_s:.2f} GPU-s, B "
+            f"{b.prefill_gpu_s:.2f} GPU-s (`memlib.serving.disaggregation.pd_ratio`). Decode: the 20 ms SLO allows "
+            f"{a.decode_batch} chats of A or {b.decode_batch} of B per instance, so a request costs 8 x reply x "
+            f"TPOT / batch = {a.decode_gpu_s:.2f} GPU-s (A) or {b.decode_gpu_s:.2f} (B). Ratio prefill : decode: "
+            f"A {a.prefill_to_decode:.1f} : 1, B {b.prefill_to_decode:.1f} : 1. Long prompts with short answers "
+            "need a large prefill pool; chat with long answers needs the decode pool. This is why DistServe and "
+            "Splitwise size the two pools per workload."))(_pd18("A"), _pd18("B")),
     ),
 ]

@@ -16,6 +16,8 @@ from memlib.parallel.plan import min_gpus
 from memlib.cost.timing import dp_collectives, flops_per_token, palm_flops_per_token
 from memlib.training import estimate_training
 from memlib.cost import checkpointing
+from memlib.cost.serving_cost import cost_per_million_tokens
+from memlib.serving import decode_bound
 
 NOTEBOOK = "07_time_and_cost"
 _7B, _70B, _H100 = "llama-2-7b", "llama-3.1-70b", "h100-80gb"
@@ -149,6 +151,24 @@ def _ck_bytes(bytes_per_param: int) -> float:
     """Young's interval if the checkpoint held `bytes_per_param` bytes per parameter."""
     write = bytes_per_param * n_params(_70B) / _CK_RATE
     return math.sqrt(2 * write * checkpointing.job_mtbf_s(419, 54, gpus=16384, at_gpus=_CK_GPUS))
+
+
+# --- 07.12: serving cost per million output tokens ------------------------------------------------------------
+# Llama-3.1-8B in bf16 on one H100, 48 chats of 4,096 tokens, at the decode roofline; $3.00 per GPU-hour, busy 40%
+_SV_MODEL, _SV_BATCH, _SV_CTX, _SV_PRICE, _SV_UTIL = "llama-3.1-8b", 48, 4096, 3.00, 0.40
+
+
+def _serve_usd(tokens_per_s: float | None = None, util: float = _SV_UTIL) -> float:
+    """memlib.cost.serving_cost.cost_per_million_tokens at the decode roofline (memlib.serving.decode_bound)."""
+    if tokens_per_s is None:
+        tokens_per_s = decode_bound(_SV_MODEL, _H100, _SV_BATCH, _SV_CTX, weights="bf16").tokens_per_s
+    return cost_per_million_tokens(_SV_PRICE, 1, tokens_per_s, util)
+
+
+def _serve_weights_only() -> float:
+    """The slip: the step reads only the weights (the 48 caches forgotten)."""
+    d = decode_bound(_SV_MODEL, _H100, _SV_BATCH, _SV_CTX, weights="bf16")
+    return _serve_usd(_SV_BATCH * d.bandwidth_bytes_per_s / d.weight_bytes)
 
 
 EXERCISES = [
@@ -465,5 +485,35 @@ EXERCISES = [
             f"`memlib.cost.young_interval_s`), losing "
             f"{checkpointing.checkpoint_waste(_ck(), checkpointing.checkpoint_size_bytes(_70B) / _CK_RATE, checkpointing.job_mtbf_s(419, 54, gpus=16384, at_gpus=_CK_GPUS)):.1%} "
             f"of the run; asynchronous saves shrink the stall and the loss."),
+    ),
+    Numeric(
+        id="07.12", title="What a million served tokens cost", difficulty="interview", minutes=8,
+        formula="decode step >= (weights read + batch x KV cache) / HBM bandwidth (memlib.serving.decode_bound); "
+                "$ per million tokens = GPUs x $/GPU-hour / (tokens/s x 3,600 x utilisation) x 1e6 "
+                "(memlib.cost.serving_cost.cost_per_million_tokens)",
+        prompt="You rent one **H100 SXM** (3.35 TB/s of HBM) at **$3.00 per GPU-hour** to serve **Llama-3.1-8B** "
+               "in bf16 (about 15 GB of weights read per decode step: everything but the embedding table; 32 layers, "
+               "8 KV heads, head dim 128). It decodes **48 chats** at once, each holding **4,096 tokens** of bf16 KV "
+               "cache, and is busy **40%** of the hours you pay for. Take the decode step at its memory roofline. "
+               "What does a million output tokens cost you, in dollars?",
+        expected=lambda: _serve_usd(), unit="USD", tolerance=0.03,
+        slips=(Slip("utilisation left out", lambda: _serve_usd(util=1.0),
+                    "you pay for every hour, busy or not: divide by the 40% busy share"),
+               Slip("one chat's speed", lambda: _serve_usd(
+                   decode_bound(_SV_MODEL, _H100, _SV_BATCH, _SV_CTX, weights="bf16").tokens_per_s_per_sequence),
+                    "a step makes one token for each of the 48 chats, not one token"),
+               Slip("cache reads left out", _serve_weights_only,
+                    "each step also reads all 48 chats' KV cache, not only the weights")),
+        hints=("Throughput first: how long is one decode step, and how many tokens does it make?",
+               "Step = (15 GB + 48 x 4,096 x 131,072 B) / 3.35 TB/s; tokens/s = 48 / step.",
+               "$ per million = $3.00 / (tokens/s x 3,600 x 0.4) x 1e6."),
+        worked=lambda: (lambda d: (
+            f"KV per chat: 4,096 x 131,072 B = {4096 * 131072 / 1e9:.2f} GB; a step reads {d.weight_bytes / 1e9:.1f} GB "
+            f"of weights + 48 caches = {d.bytes_read / 1e9:.1f} GB in {d.step_s * 1e3:.2f} ms "
+            f"(`memlib.serving.decode_bound`), so {d.tokens_per_s:,.0f} tokens/s. Busy 40% of an hour: "
+            f"{d.tokens_per_s * 3600 * 0.4 / 1e6:.1f} million tokens for $3.00: **${_serve_usd():.2f} per million** "
+            "(`memlib.cost.serving_cost.cost_per_million_tokens`). Real kernels reach 50-80% of the roofline, so the "
+            "real bill is higher; a bigger batch or a busier server lowers it."))(
+            decode_bound(_SV_MODEL, _H100, _SV_BATCH, _SV_CTX, weights="bf16")),
     ),
 ]

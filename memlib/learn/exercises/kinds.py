@@ -25,7 +25,8 @@ DIFFICULTIES = ("warm-up", "interview", "stretch")
 #   warm-up    one memlib lookup and one multiplication or unit conversion;
 #   interview  two to four steps, or a judgement a candidate is expected to make on the spot;
 #   stretch    combines several estimates (or a whole plan), or writing code against memlib.
-UNITS = ("bytes", "GB", "GiB", "params", "count", "x", "bytes/param", "%", "s", "FLOPs", "GPU-hours", "days")
+UNITS = ("bytes", "GB", "GiB", "params", "count", "x", "bytes/param", "%", "s", "FLOPs", "GPU-hours", "days",
+         "USD")
 
 Text = Union[str, Callable[[], str]]  # a text, or a callable that renders it with memlib's numbers now
 
