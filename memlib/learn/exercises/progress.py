@@ -49,13 +49,24 @@ def path() -> Path | None:
         # a read-only folder: progress lives in the user data folder, also after a restart (where the last
         # session saved it), not in memory until the first failed write
         _FALLBACK[str(chosen)] = _fallback_file()
+        _say_once(f"fallback:{chosen}", f"the folder {chosen.parent} cannot be written: exercise progress is saved in "
+                                        f"{_fallback_file()} instead.")
     return _FALLBACK.get(str(chosen), chosen)
 
 
 def _writable(p: Path) -> bool:
-    """Whether progress can be written at p: the file itself if it exists, else its folder."""
-    target = p if p.exists() else p.parent
-    return os.access(target, os.W_OK) and (not p.exists() or os.access(p.parent, os.W_OK))
+    """Whether progress can be written beside p: a probe file is created and removed there (os.access says yes
+    to root on a read-only mount, and does not know the browser's drive in JupyterLite, where it must stay)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".memlib_probe.", dir=str(p.parent))
+    except OSError:
+        return False
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+    return True
 
 
 def _fallback_file() -> Path:
