@@ -214,7 +214,10 @@ def _locked(p: Path):
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks (emscripten's): one writer is the common case
+            pass
         yield
     finally:
         os.close(fd)  # closing releases the lock
