@@ -209,13 +209,14 @@ def _locked(p: Path):
     the browser's Pyodide) or the folder cannot hold the lock file, no lock (one writer is the common case)."""
     try:
         import fcntl
+        flock = fcntl.flock  # Pyodide's fcntl has none (and its browser drive has one writer)
         fd = os.open(str(p.with_name(p.name + ".lock")), os.O_CREAT | os.O_RDWR, 0o644)
-    except (ImportError, OSError):
+    except (ImportError, AttributeError, OSError):
         yield
         return
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            flock(fd, fcntl.LOCK_EX)
         except OSError:  # a file system without locks (emscripten's): one writer is the common case
             pass
         yield
