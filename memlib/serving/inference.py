@@ -230,11 +230,18 @@ def kv_cache_bytes(model: Model, batch: int, context_len: int, kv_cache: str = "
         return llama_cpp_kv_bytes(model, batch * context_len, _ggml(kv_cache), _ggml(kv_cache_v or kv_cache),
                                   n_seq=batch, kv_unified=batch == 1)
     per_layer = kv_layer_bytes_per_token(model, kv_cache, tp, mla_cache, kv_cache_v)
-    tokens = 0
+    tokens = sum(n * kept for _, n, kept in kv_tokens_kept(model, context_len, engine))
+    return batch * tokens * per_layer
+
+
+def kv_tokens_kept(model: Model, context_len: int, engine: str = DEFAULT_ENGINE) -> list[tuple[str, int, int]]:
+    """(layer type, layers of that type, token slots each keeps) for one sequence of context_len tokens: full
+    attention keeps them all, sliding/chunked layers at most their window (kv_cap), in the engine's pages."""
+    out = []
     for layer_type, n in model.layer_counts().items():
         cap = kv_cap(model, layer_type)
-        tokens += n * paged_tokens(context_len if cap is None else min(context_len, cap), engine)
-    return batch * tokens * per_layer
+        out.append((layer_type, n, paged_tokens(context_len if cap is None else min(context_len, cap), engine)))
+    return out
 
 
 # --- the estimate ------------------------------------------------------------------------------

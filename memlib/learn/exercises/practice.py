@@ -98,14 +98,9 @@ def _gpus_for_states(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeri
 def _layer_terms(model, ctx: int, tp: int = 1, engine: str = "hf") -> list[tuple[str, int, int, int]]:
     """(layer type, layers, tokens each keeps, bytes per token per layer) for a sequence of `ctx` tokens:
     full-attention layers keep every token, sliding/chunked layers at most their window (kv_cap)."""
-    from memlib.serving.engines import paged_tokens
-    from memlib.serving.inference import kv_cap, kv_layer_bytes_per_token
+    from memlib.serving.inference import kv_layer_bytes_per_token, kv_tokens_kept
     per_layer = kv_layer_bytes_per_token(model, "bf16", tp)
-    rows = []
-    for layer_type, n in model.layer_counts().items():
-        cap = kv_cap(model, layer_type)
-        rows.append((layer_type, n, paged_tokens(ctx if cap is None else min(ctx, cap), engine), per_layer))
-    return rows
+    return [(layer_type, n, kept, per_layer) for layer_type, n, kept in kv_tokens_kept(model, ctx, engine)]
 
 
 def _window_note(model, ctx: int) -> str:
