@@ -3,7 +3,8 @@
     python tools/translate.py extract            # update i18n/zh/**.po from the English sources
     python tools/translate.py check              # exit 1 if a catalog is out of date, untranslated or stale
     python tools/translate.py stats              # per catalog: entries, translated, fuzzy, words left
-    python tools/translate.py build --out DIR    # the Chinese copies of the sources, same relative paths
+    python tools/translate.py todo CATALOG.po > work.txt   # its untranslated/stale entries, for a translator
+    python tools/translate.py fill CATALOG.po work.txt     # write the translations from that file back
 
 Sources: every notebook's markdown cells (notebooks/*.ipynb, exercises/*.ipynb), docs/cheatsheet.md
 and book/index.md. One catalog per source, `i18n/zh/<folder>/<stem>.po`, one entry per paragraph
@@ -142,6 +143,41 @@ def stats() -> None:
     print(f"all: {done}/{total} entries")
 
 
+def todo(path: Path, everything: bool = False) -> str:
+    """A plain-text work file: each entry as `@@@ N`, the English, `@@@ zh`, the Chinese (to write).
+
+    No escaping is needed in it, unlike a PO file; `fill` reads it back.
+    """
+    out = []
+    for i, e in enumerate(read_po(path)[1]):
+        if e.translated and not everything:
+            continue
+        out += [f"@@@ {i}", e.msgid, "@@@ zh", e.msgstr if e.msgstr else "", ""]
+    return "\n".join(out)
+
+
+def fill(path: Path, work: Path) -> int:
+    """Write the translations of a `todo` work file into the catalog; returns how many were set."""
+    header, entries = read_po(path)
+    chunks = work.read_text(encoding="utf-8").split("\n@@@ ")
+    chunks[0] = chunks[0].removeprefix("@@@ ")
+    n = 0
+    for i in range(0, len(chunks) - 1, 2):
+        head, english = chunks[i].split("\n", 1)
+        zh_head, chinese = (chunks[i + 1].split("\n", 1) + [""])[:2]
+        if zh_head.strip() != "zh":
+            raise ValueError(f"{work}: entry {head.strip()} is not followed by '@@@ zh'")
+        k = int(head.strip())
+        if entries[k].msgid != english.rstrip("\n"):
+            raise ValueError(f"{work}: entry {k}'s English differs from the catalog (run todo again)")
+        if chinese.strip():
+            entries[k].msgstr, entries[k].previous = chinese.strip("\n"), None
+            entries[k].flags.discard("fuzzy")
+            n += 1
+    write_po(path, entries, header)
+    return n
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -149,7 +185,19 @@ def main(argv=None) -> int:
     sub.add_parser("extract", help="update the catalogs from the English sources")
     sub.add_parser("check", help="exit 1 unless every catalog is complete and current")
     sub.add_parser("stats", help="how much is translated")
+    t = sub.add_parser("todo", help="write a catalog's untranslated entries as a plain-text work file")
+    t.add_argument("catalog", type=Path)
+    t.add_argument("--all", action="store_true", help="every entry, translated ones too")
+    f = sub.add_parser("fill", help="read a work file's translations back into its catalog")
+    f.add_argument("catalog", type=Path)
+    f.add_argument("work", type=Path)
     args = ap.parse_args(argv)
+    if args.cmd == "todo":
+        print(todo(args.catalog, args.all))
+        return 0
+    if args.cmd == "fill":
+        print(f"{fill(args.catalog, args.work)} translation(s) written to {args.catalog}")
+        return 0
     if args.cmd == "extract":
         extract()
     elif args.cmd == "check":
