@@ -154,3 +154,10 @@ def test_engine_sleep_options_checked():
         estimate_rlhf(M7, "grpo", placement="separate", reward=None, param_offload=True)
     with pytest.raises(ValueError, match="param_offload"):
         estimate_rlhf(M7, "grpo", param_offload="yes", **GRPO)
+
+
+def test_min_rlhf_gpus_skips_counts_megatron_cannot_split():
+    from memlib.training.rlhf import min_rlhf_gpus
+    # tp 2 x pp 2 needs a multiple of 4 GPUs: 1, 2, 3, 5, 6, 7 are skipped, not refused
+    n = min_rlhf_gpus(M7, "a100-80gb", "grpo", reward=None, strategy="megatron", train_tp=2, train_pp=2)
+    assert n is not None and n % 4 == 0

@@ -835,13 +835,13 @@ GPU_COUNTS = tuple(range(1, 9)) + tuple(range(16, 257, 8))
 def min_rlhf_gpus(actor, gpu, algorithm: str = "ppo", candidates=GPU_COUNTS, **kwargs) -> int | None:
     """The fewest colocated GPUs (from `candidates`: every count up to 8, then whole 8-GPU nodes) on which
     estimate_rlhf's peak fits `gpu` (memlib.fits); None if none of them does. kwargs go to estimate_rlhf
-    (counts that rollout_tp does not divide are skipped)."""
+    (counts that rollout_tp, or Megatron's train_tp x train_pp, does not divide are skipped)."""
     from memlib.hardware.fit import fits
     if kwargs.get("placement", "colocated") != "colocated":
         raise ValueError("min_rlhf_gpus sizes a colocated setup; for separate groups size each role's group")
     for c in candidates:
         c = positive_int("candidate GPU count", c)
-        if c % kwargs.get("rollout_tp", 1):
+        if c % kwargs.get("rollout_tp", 1) or c % (kwargs.get("train_tp", 1) * kwargs.get("train_pp", 1)):
             continue
         if fits(estimate_rlhf(actor, algorithm, gpus=c, gpu=gpu, **kwargs), gpu).fits:
             return c
