@@ -484,8 +484,9 @@ display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", 
 # - The experience buffer (rollouts, log-probs, values, advantages): OpenRLHF and verl keep it in host RAM or move it
 #   batch by batch; it is small next to the models.
 # - The staging buffers of the weight sync (NCCL broadcast buffers, verl's 512 MB update buckets; its bytes and time are
-#   `memlib.training.weight_sync`) and the host RAM that sleep mode and `--adam_offload` need. CUDA graphs are an input (`cudagraph_bytes`): give the
-#   figure vLLM logs; OpenRLHF's hybrid examples run `--enforce_eager` (none).
+#   `memlib.training.weight_sync`). CUDA graphs are an input (`cudagraph_bytes`): give the figure vLLM logs;
+#   OpenRLHF's hybrid examples run `--enforce_eager` (none). (The pinned host RAM of offloaded states and of a vLLM
+#   level-1 sleep is counted: `RLHFEstimate.host_bytes`.)
 # - The critic's value head: estimate_training models causal-LM heads, so the critic is counted with its LM head, a
 #   slight over-count; the frozen reward model is counted with its one-output value head.
 # - SGLang's activations and CUDA graph buffers, which live outside `mem_fraction_static`.

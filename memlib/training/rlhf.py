@@ -37,6 +37,12 @@ Placement:
              resident bytes stay on the GPU (trainable: model states; frozen: weights; rollout:
              weights + the preallocated KV pool) and each phase adds its own transient on top:
              peak = sum of the resident bytes + the largest transient.
+             What each idle role keeps is per role (RoleMemory.idle_bytes), set by the frameworks' switches
+             (each defaults to offload_idle): param_offload / optimizer_offload for the trainers (verl's
+             fsdp_config and megatron flags; OpenRLHF's --deepspeed_enable_sleep is optimizer_offload alone: its
+             offload_deepspeed_states leaves the 16-bit partition), ref_param_offload for the frozen roles (forced
+             on under FSDP: verl wraps them in CPUOffload), free_cache_engine and sleep_level for the engine.
+             A phase is the running role plus every other role's idle bytes.
   separate   each role on a group of its own (OpenRLHF's distributed mode): `gpus` is a dict
              role -> GPU count (or one count for every group); the result is each group's per-GPU
              figure, peak = the largest, total GPUs = the sum.
@@ -59,9 +65,14 @@ prefix caching (V1's default; V0 forked the block table copy-on-write); SGLang's
 OpenRLHF exposes it as --enable_prefix_caching (off by default at @021d1b09): shared_prefix=False models an engine
 that does not share.
 
+Trainers (strategy): DeepSpeed's ZeRO (OpenRLHF), FSDP1/FSDP2 (verl's FSDP workers, fsdp_workers.py at
+volcengine/verl@b178a3cd) or Megatron-Core with train_tp x train_pp (verl's Megatron workers, megatron_workers.py:
+memlib.estimate_training(layout="megatron"), the reference sharded the same way, not over data parallelism).
+
 Not counted: the CUDA context and allocator headroom (`fits` adds them), the fp32 log-softmax of the
 response tokens, experience buffers (kept in host RAM by OpenRLHF and verl), weight-sync staging buffers,
-the pinned host RAM that offloading needs, and the critic's value head (estimate_training models a causal-LM
+the transient of waking an engine while a trainer's parameters are still on the GPU, DeepSpeed ZeRO-3's gathered
+layers in a scoring forward (FSDP's root unit and two layers are counted), and the critic's value head (estimate_training models a causal-LM
 head, so the critic is counted with its LM head: 16 x vocabulary x hidden bytes too many, sharded; the frozen
 reward model is counted with its one-output value head).
 """
