@@ -643,7 +643,7 @@ def _check_trainer(strategy, zero_stage, train_tp, train_pp, offload_policy, tra
                              f"verl's trainers: strategy 'fsdp'/'fsdp2'), got {zero_stage!r}")
     elif strategy in ("fsdp", "fsdp2"):
         # verl get_sharding_strategy: FULL_SHARD, or SHARD_GRAD_OP when fsdp_config.reshard_after_forward is False
-        z = {None: "FULL_SHARD", 3: "FULL_SHARD", 2: "SHARD_GRAD_OP"}.get(zero_stage, zero_stage) if not bad_int else None
+        z = None if bad_int else {None: "FULL_SHARD", 3: "FULL_SHARD", 2: "SHARD_GRAD_OP"}.get(zero_stage, zero_stage)
         if z not in FSDP_ALIASES:
             raise ValueError(f"strategy {strategy!r} takes zero_stage 'FULL_SHARD' (3, verl's default) or "
                              f"'SHARD_GRAD_OP' (2, reshard_after_forward=False) or 'NO_SHARD', got {zero_stage!r}")
