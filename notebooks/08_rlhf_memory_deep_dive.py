@@ -291,6 +291,58 @@ d5_ten, d5_ten_async = f"{_b.per_step(10):.0f} s", f"{_b.per_step(10, sync_every
 # methods that move slices over NVLink matter.
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Which trainer, which switches: verl's FSDP and Megatron workers, OpenRLHF's DeepSpeed
+#
+# Colocated, a phase holds the role that runs plus whatever the idle roles keep. The frameworks decide that with a
+# few switches, read from their source (`estimate_rlhf`'s `strategy`, `param_offload`, `optimizer_offload`,
+# `ref_param_offload`, `free_cache_engine`, `sleep_level`; docs/usage.md lists them):
+#
+# - **OpenRLHF** (`--deepspeed_enable_sleep`): `offload_deepspeed_states` moves the optimizer states, the fp32 master
+#   and the gradient buffers to the host, but leaves the 16-bit ZeRO-3 partition on the GPU.
+# - **verl's FSDP workers**: the actor keeps fp32 parameters and AdamW's m and v (12 bytes per parameter, sharded);
+#   `zero_grad()` ends each update, so no gradient stays. `param_offload` and `optimizer_offload` (both off by
+#   default) move them out between phases. The reference is always under FSDP's CPU offload: it streams one layer
+#   at a time and keeps nothing on the GPU.
+# - **verl's Megatron workers**: Megatron keeps bf16 parameters, fp32 main gradients and, with the distributed
+#   optimizer, 12 / dp bytes of master and Adam per parameter, split over tp × pp.
+#
+# ✏️ **Back of the envelope.** Llama-3.1-8B, 8 × A100, verl's FSDP defaults: the actor keeps 8e9 × 12 B / 8 = 12 GB
+# per GPU while vLLM's 0.5 share (42.5 GB) generates: about 55 GB. With both offloads on, the rollout phase is the
+# share alone, which is why verl's tuning guide (docs/perf/best_practices.rst at volcengine/verl@b178a3cd) puts
+# `gpu_memory_utilization` at 0.8-0.9 once the offloads are on.
+
+# %% tags=["nbval-check-output"]
+GRPO8 = dict(reward=None, gpus=N, group_size=8, **RUN)
+TRAINERS = {
+    "OpenRLHF, DeepSpeed sleep": estimate_rlhf(M8, "grpo", param_offload=False, optimizer_offload=True, **GRPO8),
+    "verl FSDP, defaults": estimate_rlhf(M8, "grpo", strategy="fsdp", param_offload=False, optimizer_offload=False,
+                                         **GRPO8),
+    "verl FSDP, both offloads": estimate_rlhf(M8, "grpo", strategy="fsdp", param_offload=True, optimizer_offload=True,
+                                              **GRPO8),
+    "verl FSDP, both offloads, 0.8": estimate_rlhf(M8, "grpo", strategy="fsdp", param_offload=True,
+                                                   optimizer_offload=True, gpu_memory_utilization=0.8, **GRPO8),
+    "verl Megatron tp 2, defaults": estimate_rlhf(M8, "grpo", strategy="megatron", train_tp=2, param_offload=False,
+                                                  optimizer_offload=False, **GRPO8),
+}
+print({k: (GB(e.phases["rollout"]), GB(e.peak_bytes), e.waves) for k, e in TRAINERS.items()})
+_orl, _fsdp, _off, _off8, _meg = TRAINERS.values()
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+t1_orl, t1_fsdp = f"{GB(_orl.phases['rollout'])}", f"{GB(_fsdp.phases['rollout'])}"
+t1_kept = f"{GB(_fsdp.roles['actor'].idle_bytes)}"
+t1_off, t1_host = f"{GB(_off.phases['rollout'])}", f"{GB(_off.host_bytes)}"
+t1_08, t1_w5, t1_w8 = f"{GB(_off8.phases['rollout'])}", f"{_off.waves}", f"{_off8.waves}"
+t1_meg, t1_meg_kept = f"{GB(_meg.phases['rollout'])}", f"{GB(_meg.roles['actor'].idle_bytes)}"
+
+# %% [markdown]
+# The rollout phase is where they differ. OpenRLHF's sleep leaves the 16-bit partition: {eval}`t1_orl`. verl's FSDP
+# defaults leave the actor's {eval}`t1_kept` beside the engine: {eval}`t1_fsdp`. With both offloads the phase is the
+# engine's share, {eval}`t1_off`, at the price of {eval}`t1_host` of pinned host RAM per GPU. Raising the share to 0.8
+# then fills the card ({eval}`t1_08`) and cuts the decoding waves from {eval}`t1_w5` to {eval}`t1_w8`. Megatron at
+# tp 2 without offload keeps {eval}`t1_meg_kept` per GPU (its fp32 main gradients stay between steps), so the phase
+# reaches {eval}`t1_meg`: on Megatron the offload switches matter most.
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Asynchronous RL and the trainer/sampler mismatch
 #
 # **Asynchronous RL.** Separate engines keep generating while the trainer updates, so the rollouts of step k come from
@@ -432,8 +484,9 @@ display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", 
 # - The experience buffer (rollouts, log-probs, values, advantages): OpenRLHF and verl keep it in host RAM or move it
 #   batch by batch; it is small next to the models.
 # - The staging buffers of the weight sync (NCCL broadcast buffers, verl's 512 MB update buckets; its bytes and time are
-#   `memlib.training.weight_sync`) and the host RAM that sleep mode and `--adam_offload` need. CUDA graphs are an input (`cudagraph_bytes`): give the
-#   figure vLLM logs; OpenRLHF's hybrid examples run `--enforce_eager` (none).
+#   `memlib.training.weight_sync`). CUDA graphs are an input (`cudagraph_bytes`): give the figure vLLM logs;
+#   OpenRLHF's hybrid examples run `--enforce_eager` (none). (The pinned host RAM of offloaded states and of a vLLM
+#   level-1 sleep is counted: `RLHFEstimate.host_bytes`.)
 # - The critic's value head: estimate_training models causal-LM heads, so the critic is counted with its LM head, a
 #   slight over-count; the frozen reward model is counted with its one-output value head.
 # - SGLang's activations and CUDA graph buffers, which live outside `mem_fraction_static`.

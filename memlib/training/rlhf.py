@@ -37,6 +37,12 @@ Placement:
              resident bytes stay on the GPU (trainable: model states; frozen: weights; rollout:
              weights + the preallocated KV pool) and each phase adds its own transient on top:
              peak = sum of the resident bytes + the largest transient.
+             What each idle role keeps is per role (RoleMemory.idle_bytes), set by the frameworks' switches
+             (each defaults to offload_idle): param_offload / optimizer_offload for the trainers (verl's
+             fsdp_config and megatron flags; OpenRLHF's --deepspeed_enable_sleep is optimizer_offload alone: its
+             offload_deepspeed_states leaves the 16-bit partition), ref_param_offload for the frozen roles (forced
+             on under FSDP: verl wraps them in CPUOffload), free_cache_engine and sleep_level for the engine.
+             A phase is the running role plus every other role's idle bytes.
   separate   each role on a group of its own (OpenRLHF's distributed mode): `gpus` is a dict
              role -> GPU count (or one count for every group); the result is each group's per-GPU
              figure, peak = the largest, total GPUs = the sum.
@@ -59,9 +65,14 @@ prefix caching (V1's default; V0 forked the block table copy-on-write); SGLang's
 OpenRLHF exposes it as --enable_prefix_caching (off by default at @021d1b09): shared_prefix=False models an engine
 that does not share.
 
+Trainers (strategy): DeepSpeed's ZeRO (OpenRLHF), FSDP1/FSDP2 (verl's FSDP workers, fsdp_workers.py at
+volcengine/verl@b178a3cd) or Megatron-Core with train_tp x train_pp (verl's Megatron workers, megatron_workers.py:
+memlib.estimate_training(layout="megatron"), the reference sharded the same way, not over data parallelism).
+
 Not counted: the CUDA context and allocator headroom (`fits` adds them), the fp32 log-softmax of the
 response tokens, experience buffers (kept in host RAM by OpenRLHF and verl), weight-sync staging buffers,
-the pinned host RAM that offloading needs, and the critic's value head (estimate_training models a causal-LM
+the transient of waking an engine while a trainer's parameters are still on the GPU, DeepSpeed ZeRO-3's gathered
+layers in a scoring forward (FSDP's root unit and two layers are counted), and the critic's value head (estimate_training models a causal-LM
 head, so the critic is counted with its LM head: 16 x vocabulary x hidden bytes too many, sharded; the frozen
 reward model is counted with its one-output value head).
 """
@@ -88,6 +99,11 @@ SAME = "same"  # critic/reward default: the actor's model
 ROLLOUT_ENGINE = "vllm"
 KINDS = {"actor": "trainable", "critic": "trainable", "reference": "frozen", "reward": "frozen", "rollout": "rollout"}
 PHASES = ("rollout", "scoring", "train_actor", "train_critic")
+# Whose trainer runs the actor and critic: DeepSpeed's ZeRO (OpenRLHF), PyTorch FSDP1 / FSDP2 (verl's
+# actor.strategy "fsdp" / "fsdp2", verl/workers/fsdp_workers.py) or Megatron-Core (verl's "megatron",
+# verl/workers/megatron_workers.py), each at volcengine/verl@b178a3cd and OpenRLHF/OpenRLHF@3c3be623.
+STRATEGIES = ("deepspeed", "fsdp", "fsdp2", "megatron")
+SLEEP_LEVELS = (1, 2)
 ROLLOUT_ENGINES = ("vllm", "sglang", "hf")
 # The share of each card a colocated engine reserves by default: OpenRLHF's hybrid-engine PPO example
 # (train_ppo_llama_ray_hybrid_engine.sh at OpenRLHF@22697a1b: --vllm_gpu_memory_utilization 0.5) and verl's
@@ -237,6 +253,15 @@ class RoleMemory:
     estimate: object  # the memlib estimate behind it (Estimate, InferenceEstimate, or the engine's RolloutPool)
     breakdown: dict = field(default_factory=dict)
     asleep_bytes: int = 0  # what stays on the GPU while the role sleeps (an engine's CUDA graphs)
+    idle_bytes: int | None = None  # colocated: what it holds while another role runs (None: resident_bytes)
+    scoring_bytes: int | None = None  # colocated: what it holds during its own scoring forward (None: forward_bytes)
+    host_bytes: int = 0  # per GPU, in host RAM while idle (offloaded states, a vLLM level-1 sleep's weights)
+
+    def __post_init__(self):
+        if self.idle_bytes is None:
+            self.idle_bytes = self.resident_bytes
+        if self.scoring_bytes is None:
+            self.scoring_bytes = self.forward_bytes
 
 
 @dataclass
@@ -285,6 +310,12 @@ class RLHFEstimate:
         return max(source, key=source.get)
 
     @property
+    def host_bytes(self) -> int:
+        """Host RAM per GPU that the idle roles' offloaded states take (pinned; colocated): trainers' offloaded
+        states, frozen weights under CPU offload, a vLLM level-1 sleep's weights. Not part of the GPU peak."""
+        return sum(r.host_bytes for r in self.roles.values())
+
+    @property
     def sum_of_roles(self) -> int:
         """Every role's own peak per GPU added up: what colocating with nothing freed would approach."""
         return sum(r.peak_bytes for r in self.roles.values())
@@ -314,8 +345,7 @@ class RLHFEstimate:
             lines.append(f"  pool      {self.pool}; {self.sequences_at_once} sequences at once, {self.waves} "
                          f"wave(s) per step")
         if self.placement == "colocated":
-            rule = ("max over phases" if self.offload_idle else
-                    "sum of resident bytes + the phase's transient")
+            rule = "max over phases of the running role + what the idle roles keep"
             for p, v in self.phases.items():
                 lines.append(f"  phase {p:<12} {fmt_bytes(v)} per GPU")
             lines.append(f"peak {fmt_bytes(self.peak_bytes)} per GPU during {self.peak_at} ({rule})")
@@ -349,9 +379,10 @@ def _role_gpus(gpus, roles: list[str], placement: str) -> dict:
     return {r: n for r in roles}
 
 
-def _forward(model, gpus: int, zero_stage: int, micro_batch: int, seq: int, logits: str) -> tuple[int, int, object]:
+def _forward(model, gpus: int, zero_stage: int, micro_batch: int, seq: int, logits: str,
+             tp: int = 1) -> tuple[int, int, object]:
     """(16-bit weights per GPU, one forward's activations, the estimate) of a forward without autograd."""
-    est = estimate_inference(model, batch=micro_batch, context_len=seq, weights="bf16", logits=logits)
+    est = estimate_inference(model, batch=micro_batch, context_len=seq, weights="bf16", logits=logits, tp=tp)
     # ZeRO-3 and FSDP's FULL_SHARD shard the frozen weights too (OpenRLHF wraps the reference in DeepSpeed ZeRO-3;
     # verl's reference is an FSDP module like the actor)
     weights = est.weight_bytes if zero_stage not in (3, "FULL_SHARD") else -(-est.weight_bytes // gpus)
@@ -361,9 +392,13 @@ def _forward(model, gpus: int, zero_stage: int, micro_batch: int, seq: int, logi
 def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gpus=8, placement: str = "colocated",
                   offload_idle: bool = True, prompt_len: int = 1024, response_len: int = 1024, micro_batch: int = 1,
                   rollout_batch: int = 64, group_size: int | None = None, rollout_tp: int = 1, prefill_tokens: int = 8192,
-                  kv_cache: str = "bf16", zero_stage: int = 3, gpu=DEFAULT_GPU, rollout_engine: str = "vllm",
+                  kv_cache: str = "bf16", zero_stage=None, gpu=DEFAULT_GPU, rollout_engine: str = "vllm",
                   gpu_memory_utilization: float | None = None, shared_prefix: bool = True, cudagraph_bytes: int = 0,
-                  reference: bool = True, **train_options) -> RLHFEstimate:
+                  reference: bool = True, strategy: str | None = None, train_tp: int = 1, train_pp: int = 1,
+                  param_offload: bool | None = None, optimizer_offload: bool | None = None,
+                  ref_param_offload: bool | None = None, offload_policy: bool = False,
+                  free_cache_engine: bool | None = None, sleep_level: int | None = None,
+                  **train_options) -> RLHFEstimate:
     """Per-GPU memory of one RLHF step: each role's estimate, each phase, the peak.
 
     actor:         a catalog name or memlib.Model (the policy; DPO's policy too).
@@ -394,9 +429,38 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                    fraction (vLLM v0.21+), and kept while the engine sleeps.
     rollout_tp:    tensor parallelism of each rollout engine (it must divide the rollout GPUs).
     gpu:           the card (the engine reserves a share of it); fits() should be asked about the same card.
-    zero_stage:    ZeRO stage of the trainable roles over their GPUs (3 also shards frozen weights), or an FSDP
-                   sharding strategy ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD": verl's FSDP workers; FULL_SHARD
-                   shards the frozen weights too), passed to estimate_training as its zero_stage.
+    strategy:      the trainer of actor and critic (None: "fsdp" when zero_stage is an FSDP name, else
+                   "deepspeed"). "deepspeed": DeepSpeed's ZeRO (OpenRLHF). "fsdp" / "fsdp2": PyTorch FSDP, as verl's
+                   FSDP workers (actor.strategy). "megatron": Megatron-Core with train_tp x train_pp model
+                   parallelism (verl's Megatron workers), memlib.estimate_training(layout="megatron").
+    zero_stage:    deepspeed: the ZeRO stage 0-3 (default 3; 3 also shards the frozen weights). fsdp/fsdp2: an FSDP
+                   sharding strategy, "FULL_SHARD" (default; 3) or "SHARD_GRAD_OP" (2; verl's
+                   reshard_after_forward=False); "NO_SHARD" with zero_stage alone. megatron: 1 (default: verl's
+                   use_distributed_optimizer) or 0.
+    train_tp, train_pp: Megatron's tensor and pipeline parallelism of the trainable and frozen roles (strategy
+                   "megatron"); their product divides the GPUs, the rest is data parallelism.
+    param_offload, optimizer_offload: colocated: whether the trainers' parameters / optimizer states leave the GPU
+                   while another role runs (None: offload_idle). verl's actor/critic fsdp_config and megatron
+                   flags (offload_fsdp_model_to_cpu / offload_fsdp_optimizer around each phase; Megatron's
+                   param_offload moves the main-grad buffer with the parameters). DeepSpeed: optimizer_offload is
+                   OpenRLHF's --deepspeed_enable_sleep (offload_states of the optimizer states, fp32 master,
+                   gradient buffers), param_offload adds the 16-bit partitions (DeepSpeed's lp_params, which
+                   OpenRLHF leaves on the GPU: OpenRLHF's exact setting is param_offload=False,
+                   optimizer_offload=True).
+    ref_param_offload: the frozen roles' (reference, reward) weights off the GPU while idle. fsdp/fsdp2: FSDP's
+                   CPU offload, which verl forces on every non-actor FSDP module (fsdp_workers.py: "We force
+                   reference policy to use CPUOffload"), the default there: the weights stream up one unit at a
+                   time, so the forward holds the root unit + 2 layers (bf16) + activations. Elsewhere (None:
+                   offload_idle) the weights are moved back whole for the forward (verl's ref param_offload).
+    offload_policy: fsdp2 only: verl's fsdp_config.offload_policy, FSDP2's CPUOffloadPolicy for the actor and
+                   critic (parameters, gradients and the optimizer step on the CPU: estimate_training's
+                   offload="optimizer+params" under FULL_SHARD). verl turns FSDP1's CPUOffload off for the actor.
+    free_cache_engine: colocated: the engine sleeps while the trainers run (verl rollout.free_cache_engine,
+                   default True; OpenRLHF --vllm_enable_sleep) and frees its weights and KV pool; its CUDA graphs
+                   stay (None: offload_idle). False: the engine's whole share stays through training.
+    sleep_level:   vLLM's sleep level (1: the weights to pinned host RAM, the KV cache dropped; 2: both dropped,
+                   the weights re-sent by the trainer). The GPU bytes freed are the same; level 1 costs host
+                   RAM (RoleMemory.host_bytes). Default 1 (OpenRLHF; verl uses 2 from vLLM 0.8.5).
     train_options: passed to memlib.estimate_training for the trainable roles (precision, recompute,
                    offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
     """
@@ -405,11 +469,18 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
     c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
                rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine,
                gpu_memory_utilization, shared_prefix, cudagraph_bytes)
+    c.update(_check_trainer(strategy, zero_stage, train_tp, train_pp, offload_policy, train_options))
+    c.update(_check_offload(placement, offload_idle, c, param_offload, optimizer_offload, ref_param_offload,
+                            free_cache_engine, sleep_level))
     c["kv_cache"], c["gpu"] = kv_cache, get_gpu(gpu).name
     actor_model = get_model(actor)
     roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + (["reference"] if reference else [])
     roles += (["reward"] if reward is not None else []) + ["rollout"] if algorithm != "dpo" else []
     n = _role_gpus(gpus, roles, placement)
+    for role in roles:
+        if KINDS[role] != "rollout" and n[role] % (c["train_tp"] * c["train_pp"]):
+            raise ValueError(f"train_tp x train_pp ({c['train_tp']} x {c['train_pp']}) must divide the {role}'s "
+                             f"{n[role]} GPUs (the rest is Megatron's data parallelism)")
     if "rollout" in roles and n["rollout"] % c["rollout_tp"]:
         raise ValueError(f"rollout_tp {c['rollout_tp']} must divide the rollout engine's {n['rollout']} GPUs")
     if c["fraction"] is None and c["engine"] != "hf":
@@ -426,7 +497,7 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
             engine_error = str(err)
             out[role] = err.role
     pool, at_once, waves, engine_error = _rollout_waves(out, c, engine_error)
-    phases = _phases(out, algorithm, c["offload_idle"]) if placement == "colocated" else {}
+    phases = _phases(out, algorithm) if placement == "colocated" else {}
     notes = _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error)
     return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes, pool, at_once, waves,
                         engine_error)
@@ -468,9 +539,13 @@ def _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error) -> 
     """What the estimate assumes and leaves out, in words."""
     notes = []
     if placement == "colocated":
-        if c["offload_idle"]:
-            notes.append("idle roles sleep or are offloaded (hybrid engine): their states need pinned host RAM, "
-                         "not counted here")
+        kept = [name for name, r in out.items() if r.idle_bytes]
+        off = [name for name, r in out.items() if r.host_bytes]
+        if off:
+            notes.append(f"offloaded while idle: {', '.join(off)} ({fmt_bytes(sum(r.host_bytes for r in out.values()))}"
+                         " of pinned host RAM per GPU, RLHFEstimate.host_bytes)")
+        if kept:
+            notes.append(f"kept on the GPU while another role runs: {', '.join(kept)} (RoleMemory.idle_bytes)")
     else:
         notes.append("separate groups: the weights are synchronised from the actor group to the rollout engines "
                      "after each step (memlib.training.weight_sync gives the bytes and time; staging buffers not counted)")
@@ -487,6 +562,12 @@ def _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error) -> 
     if "critic" in out:
         notes.append("the critic is counted with an LM head (estimate_training models causal-LM heads); its value "
                      "head is one output: a slight over-count of its states and logits")
+    if c["strategy"] != "deepspeed":
+        what = {"fsdp": "PyTorch FSDP1", "fsdp2": "PyTorch FSDP2",
+                "megatron": f"Megatron-Core (tp {c['train_tp']} x pp {c['train_pp']})"}[c["strategy"]]
+        notes.append(f"trainers: {what}, as verl's {c['strategy']} workers"
+                     + ("; the frozen roles under FSDP's CPU offload (verl forces it on non-actor modules)"
+                        if c["fsdp_cpu_offload_frozen"] and any(r.kind == "frozen" for r in out.values()) else ""))
     if engine_error:
         notes.append(f"the rollout engine cannot start: {engine_error}")
     return notes
@@ -515,21 +596,11 @@ def _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_b
                     ("rollout_batch", rollout_batch), ("rollout_tp", rollout_tp), ("prefill_tokens", prefill_tokens)):
         c[name] = positive_int(name, v)
     c["group_size"] = positive_int("group_size", (8 if algorithm == "grpo" else 1) if group_size is None else group_size)
-    from memlib.training.options import FSDP_ALIASES  # here: memlib.training's package imports this module
-    if isinstance(zero_stage, str):
-        if zero_stage not in FSDP_ALIASES:
-            raise ValueError(f"zero_stage must be 0, 1, 2, 3 (DeepSpeed) or one of {sorted(FSDP_ALIASES)} (FSDP, as "
-                             f"verl's trainers), got {zero_stage!r}")
-        c["zero_stage"] = zero_stage
-    elif zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
-        raise ValueError(f"zero_stage must be 0, 1, 2, 3 (DeepSpeed) or one of {sorted(FSDP_ALIASES)} (FSDP), "
-                         f"got {zero_stage!r}")
-    else:
-        c["zero_stage"] = int(zero_stage)
-    for bad in ("model", "seq_len", "micro_batch", "dp", "zero_stage"):
+    for bad in ("model", "seq_len", "micro_batch", "dp", "zero_stage", "tp", "pp", "layout"):
         if bad in train_options:
             raise ValueError(f"{bad!r} is set by estimate_rlhf itself (from the actor, prompt_len + response_len, "
-                             f"micro_batch, gpus and zero_stage); do not pass it as a training option")
+                             f"micro_batch, gpus, zero_stage, strategy, train_tp and train_pp); do not pass it as a "
+                             "training option")
     if algorithm == "grpo" and c["group_size"] < 2:
         raise ValueError(f"GRPO compares G samples of the same prompt: group_size must be >= 2, got {group_size}")
     if algorithm != "ppo" and critic not in (SAME, None):
@@ -556,27 +627,179 @@ def _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_b
     return c
 
 
+def _check_trainer(strategy, zero_stage, train_tp, train_pp, offload_policy, train_options) -> dict:
+    """strategy, zero_stage, train_tp/train_pp and offload_policy, checked against what each framework runs."""
+    from memlib.training.options import FSDP_ALIASES  # here: memlib.training's package imports this module
+    offload_policy = flag("offload_policy", offload_policy)
+    tp, pp = positive_int("train_tp", train_tp), positive_int("train_pp", train_pp)
+    if strategy is None:
+        strategy = "fsdp" if isinstance(zero_stage, str) else "deepspeed"
+    choice("strategy", strategy, STRATEGIES)
+    bad_int = isinstance(zero_stage, bool) or not isinstance(zero_stage, (int, str, type(None)))
+    if strategy == "deepspeed":
+        z = 3 if zero_stage is None else zero_stage
+        if bad_int or isinstance(z, str) or z not in (0, 1, 2, 3):
+            raise ValueError(f"zero_stage must be 0, 1, 2, 3 (DeepSpeed) or one of {sorted(FSDP_ALIASES)} (FSDP, as "
+                             f"verl's trainers: strategy 'fsdp'/'fsdp2'), got {zero_stage!r}")
+    elif strategy in ("fsdp", "fsdp2"):
+        # verl get_sharding_strategy: FULL_SHARD, or SHARD_GRAD_OP when fsdp_config.reshard_after_forward is False
+        z = None if bad_int else {None: "FULL_SHARD", 3: "FULL_SHARD", 2: "SHARD_GRAD_OP"}.get(zero_stage, zero_stage)
+        if z not in FSDP_ALIASES:
+            raise ValueError(f"strategy {strategy!r} takes zero_stage 'FULL_SHARD' (3, verl's default) or "
+                             f"'SHARD_GRAD_OP' (2, reshard_after_forward=False) or 'NO_SHARD', got {zero_stage!r}")
+    else:  # megatron
+        z = 1 if zero_stage is None else zero_stage
+        if bad_int or z not in (0, 1):
+            raise ValueError("strategy 'megatron' takes zero_stage 1 (Megatron's distributed optimizer, verl's "
+                             f"use_distributed_optimizer default) or 0, got {zero_stage!r}")
+    if strategy != "megatron" and (tp, pp) != (1, 1):
+        raise ValueError(f"train_tp and train_pp are Megatron's tensor and pipeline parallelism: strategy='megatron' "
+                         f"(verl's Megatron workers); strategy {strategy!r} shards over data parallelism only")
+    if offload_policy and strategy != "fsdp2":
+        raise ValueError("offload_policy is FSDP2's CPUOffloadPolicy (verl's fsdp_config.offload_policy applies to "
+                         "strategy 'fsdp2'; verl turns FSDP1's CPUOffload off for the actor, and DeepSpeed's and "
+                         f"Megatron's optimizer offload are other options); got strategy {strategy!r}")
+    if offload_policy and z != "FULL_SHARD":
+        raise ValueError(f"offload_policy (FSDP2's CPUOffloadPolicy) is modelled under FULL_SHARD, got {z!r}")
+    if offload_policy and "offload" in train_options:
+        raise ValueError("offload_policy sets the trainers' offload (parameters, gradients and optimizer on the CPU); "
+                         "do not pass offload as a training option too")
+    if strategy == "megatron" and "offload" in train_options:
+        raise ValueError("strategy 'megatron' models Megatron-Core's states on the GPU during the step (verl's "
+                         "optimizer_offload moves them off between phases: use optimizer_offload=True)")
+    return dict(strategy=strategy, zero_stage=z, train_tp=tp, train_pp=pp, offload_policy=offload_policy)
+
+
+def _check_offload(placement, offload_idle, c, param_offload, optimizer_offload, ref_param_offload,
+                   free_cache_engine, sleep_level) -> dict:
+    """The per-role offload switches, resolved (None: offload_idle) and checked."""
+    given = {"param_offload": param_offload, "optimizer_offload": optimizer_offload,
+             "free_cache_engine": free_cache_engine, "sleep_level": sleep_level}
+    if placement == "separate":
+        named = [k for k, v in given.items() if v is not None]
+        if named:
+            raise ValueError(f"{', '.join(named)} apply to placement 'colocated' (a role on GPUs of its own keeps "
+                             "its states between phases); for separate groups use the role's own training options")
+    # separate groups: every role stays on its own GPUs between phases (nothing to sleep for)
+    default = offload_idle if placement == "colocated" else False
+    out = {k: default if v is None else flag(k, v) for k, v in given.items() if k != "sleep_level"}
+    fsdp = c["strategy"] in ("fsdp", "fsdp2")
+    # verl forces FSDP's CPU offload on every non-actor FSDP module (fsdp_workers.py _build_model_optimizer:
+    # cpu_offload = None if role == "actor" else CPUOffload(offload_params=True); FSDP2: CPUOffloadPolicy)
+    out["ref_param_offload"] = ((True if fsdp else default) if ref_param_offload is None
+                                else flag("ref_param_offload", ref_param_offload))
+    out["fsdp_cpu_offload_frozen"] = fsdp and out["ref_param_offload"] and c["zero_stage"] != "NO_SHARD"
+    if sleep_level is not None:
+        if isinstance(sleep_level, bool) or sleep_level not in SLEEP_LEVELS:
+            raise ValueError(f"sleep_level must be 1 or 2 (vLLM's LLM.sleep(level=...)), got {sleep_level!r}")
+        if c["engine"] != "vllm":
+            raise ValueError(f"sleep_level is vLLM's sleep mode; rollout_engine is {c['engine']!r}")
+        if not out["free_cache_engine"]:
+            raise ValueError("sleep_level needs the engine to sleep: free_cache_engine=True (or offload_idle=True)")
+    out["sleep_level"] = 1 if sleep_level is None else sleep_level
+    return out
+
+
+def _trainer_kwargs(g: int, c: dict) -> dict:
+    """estimate_training's parallel layout for a trainable role on g GPUs under c's strategy."""
+    if c["strategy"] == "megatron":
+        tp, pp = c["train_tp"], c["train_pp"]
+        # verl's Megatron config: sequence_parallel true (it applies with tp > 1)
+        return dict(layout="megatron", tp=tp, pp=pp, dp=g // (tp * pp), zero_stage=c["zero_stage"],
+                    sequence_parallel=tp > 1)
+    kw = dict(zero_stage=c["zero_stage"], dp=g)
+    if c["offload_policy"]:
+        kw["offload"] = "optimizer+params"  # FSDP2 CPUOffloadPolicy (estimate_training's FSDP CPU offload)
+    return kw
+
+
+def _split_states(est) -> tuple[int, int, int]:
+    """(parameters, gradients, optimizer states) a trainer keeps per GPU between steps: estimate_training's
+    persistent parameter and optimizer terms, the gradients the rest of its model states."""
+    params, opt = est.breakdown.get("parameters", 0), est.breakdown.get("optimizer", 0)
+    return params, max(est.model_state_bytes - params - opt, 0), opt
+
+
+def _fsdp_gathered_bytes(m) -> int:
+    """bf16 bytes FULL_SHARD gathers around a forward: the root unit (embedding, final norm, head: gathered for the
+    whole forward) and two decoder layers (the one running and the next, as memlib's FSDP model gathers them:
+    memlib.training.step._gathered_parameters). A frozen module under CPUOffload(offload_params=True) holds only
+    these on the GPU: its shards live in host RAM and each unit is copied up, all-gathered, then freed."""
+    root_names = ("embed", "final", "lm_head", "score")
+    root = sum(t.numel * t.count for t in m.tensors() if t.name.startswith(root_names))
+    # a model whose layers differ (dense and MoE layers) is counted at its average layer
+    layer = m.params_per_layer if m.params_per_layer * m.num_layers == m.num_params - root else \
+        -(-(m.num_params - root) // m.num_layers)
+    return 2 * (root + 2 * layer)
+
+
 def _role(role: str, m, g: int, c: dict, train_options: dict) -> RoleMemory:
     """One role's RoleMemory on g GPUs, from memlib's training or serving estimate."""
     seq, rows, z = c["seq"], c["rows"], c["zero_stage"]
+    tp, pp = c["train_tp"], c["train_pp"]
     if KINDS[role] == "trainable":
         from memlib.training import estimate_training  # here: memlib.training's package imports this module's
-        est = estimate_training(m, seq_len=seq, micro_batch=rows, zero_stage=z, dp=g,
+        est = estimate_training(m, seq_len=seq, micro_batch=rows, **_trainer_kwargs(g, c),
                                 **{"precision": "bf16-mixed", "recompute": "full", **train_options})
-        weights, acts, _ = _forward(m, g, z, rows, seq, "all")
+        params, grads, opt = _split_states(est)
+        gathered = 0
+        if c["strategy"] == "megatron":  # the 16-bit parameters of this GPU's tp x pp shard
+            weights, acts = params, _forward(m, g, 0, rows, seq, "all", tp)[1]
+        elif c["strategy"] in ("fsdp", "fsdp2") and not c["offload_policy"]:
+            # verl's FSDP actor keeps fp32 parameters (model_dtype fp32 for the actor); FULL_SHARD gathers the root
+            # unit and two layers in bf16 (MixedPrecision param_dtype) around its shard for the forward
+            acts = _forward(m, g, 0, rows, seq, "all")[1]
+            gathered = _fsdp_gathered_bytes(m) if z == "FULL_SHARD" else 0
+            weights = params + gathered
+        else:
+            weights, acts, _ = _forward(m, g, z, rows, seq, "all")
+        # What stays on the GPU while another role runs. DeepSpeed: OpenRLHF's offload_deepspeed_states takes the
+        # optimizer states, fp32 master and gradient buffers (optimizer_offload), the 16-bit partition only with
+        # lp_params (param_offload). FSDP: verl's zero_grad() ends update_policy (dp_actor.py), so no gradients stay;
+        # parameters and optimizer states each by their flag. Megatron: param_offload moves the parameters and the
+        # main-grad buffer (offload_megatron_model_to_cpu), optimizer_offload the optimizer.
+        if c["strategy"] == "deepspeed":
+            idle = (0 if c["param_offload"] else params) + (0 if c["optimizer_offload"] else grads + opt)
+        elif c["strategy"] == "megatron":
+            idle = (0 if c["param_offload"] else params + grads) + (0 if c["optimizer_offload"] else opt)
+        else:
+            idle = (0 if c["param_offload"] else params) + (0 if c["optimizer_offload"] else opt)
+        # its scoring forward (old log-probs, values): what it keeps, the activations, and the weights moved back
+        scoring = idle + acts + (weights if c["param_offload"] else gathered)
+        host = est.model_state_bytes - idle if idle < est.model_state_bytes else 0
         return RoleMemory(role, m.name, "trainable", g, est.peak_bytes, est.model_state_bytes, weights + acts, acts,
-                          est, est.breakdown)
+                          est, est.breakdown, idle_bytes=idle, scoring_bytes=scoring,
+                          host_bytes=host + est.host_bytes)
     if KINDS[role] == "frozen":
         # the reference needs every response token's log-probability (all logits); a reward model one score
-        weights, acts, est = _forward(m, g, z, rows, seq, "all" if role == "reference" else "last")
+        logits = "all" if role == "reference" else "last"
+        if c["strategy"] == "megatron":
+            from memlib.training import estimate_training
+            # its 16-bit tp x pp shard on the busiest pipeline stage, from Megatron's layout; a reward model's one-
+            # output head is counted as the LM head (an over-count of at most 2 x vocab x hidden / tp bytes)
+            lm = m.with_(head="lm", num_labels=0) if m.head != "lm" else m
+            shard = estimate_training(lm, seq_len=seq, micro_batch=rows, **_trainer_kwargs(g, c),
+                                      precision="bf16-mixed", recompute="full")
+            weights, acts = shard.breakdown["parameters"], _forward(m, g, 0, rows, seq, logits, tp)[1]
+            est = shard
+        else:
+            weights, acts, est = _forward(m, g, z, rows, seq, logits)
+        if c["fsdp_cpu_offload_frozen"]:
+            gathered = _fsdp_gathered_bytes(m)
+            return RoleMemory(role, m.name, "frozen", g, gathered + acts, weights, gathered + acts, acts, est,
+                              {"gathered units": gathered, "activations": acts}, idle_bytes=0,
+                              scoring_bytes=gathered + acts, host_bytes=weights)
+        off = c["ref_param_offload"]
         return RoleMemory(role, m.name, "frozen", g, weights + acts, weights, weights + acts, acts, est,
-                          {"weights": weights, "activations": acts})
+                          {"weights": weights, "activations": acts}, idle_bytes=0 if off else weights,
+                          scoring_bytes=weights + acts, host_bytes=weights if off else 0)
     if c["engine"] == "hf":  # transformers' generate: the cache holds every sequence of the batch at once
         est = estimate_inference(m, batch=c["rollout_batch"] * c["group_size"], context_len=seq, weights="bf16",
                                  kv_cache=c["kv_cache"], tp=c["rollout_tp"], engine="hf",
                                  prefill_tokens=c["prefill_tokens"])
-        return RoleMemory(role, m.name, "rollout", g, est.peak_bytes, est.weight_bytes + est.kv_cache_bytes,
-                          est.peak_bytes, est.activation_bytes, est, est.breakdown)
+        resident = est.weight_bytes + est.kv_cache_bytes
+        return RoleMemory(role, m.name, "rollout", g, est.peak_bytes, resident, est.peak_bytes, est.activation_bytes,
+                          est, est.breakdown, idle_bytes=0 if c["free_cache_engine"] else resident)
     try:
         pool = rollout_pool(m, c["gpu"], c["engine"], c["fraction"], c["rollout_tp"], c["kv_cache"],
                             c["cudagraph_bytes"])
@@ -586,16 +809,21 @@ def _role(role: str, m, g: int, c: dict, train_options: dict) -> RoleMemory:
         share = int(usable_bytes(get_gpu(c["gpu"])) * c["fraction"])
         raise _EngineCannotStart(str(err), RoleMemory(role, m.name, "rollout", g, share, share, 0, 0, None,
                                                       {"share": share})) from None
+    # asleep (vLLM sleep mode / SGLang release_memory_occupation): the weights and the KV pool are freed, the CUDA
+    # graphs stay; level 1 keeps the weights in pinned host RAM (vLLM CuMemAllocator.sleep(offload_tags=("weights",)))
+    asleep = c["free_cache_engine"]
+    host = pool.weight_bytes if asleep and c["engine"] == "vllm" and c["sleep_level"] == 1 else 0
     return RoleMemory(role, m.name, "rollout", g, pool.reserved_bytes, pool.reserved_bytes, 0, 0, pool,
                       {"weights": pool.weight_bytes, "kv pool": pool.kv_pool_bytes, "other": pool.other_bytes},
-                      pool.asleep_bytes)
+                      pool.asleep_bytes, idle_bytes=pool.asleep_bytes if asleep else pool.reserved_bytes,
+                      host_bytes=host)
 
 
-def _phases(out: dict, algorithm: str, offload_idle: bool) -> dict:
-    """Bytes per GPU in each phase of a colocated step: with sleep, what the running role holds (plus what the
-    sleeping ones cannot give back: an engine's CUDA graphs); without, every role's resident bytes plus what the
-    running role needs on top."""
-    resident = sum(r.resident_bytes for r in out.values())
+def _phases(out: dict, algorithm: str) -> dict:
+    """Bytes per GPU in each phase of a colocated step: what the running role holds (its step's peak, its scoring
+    forward, the engine's share) plus what every other role keeps while idle (RoleMemory.idle_bytes: nothing when
+    offloaded or asleep but an engine's CUDA graphs; its resident states when not). Scoring runs one model at a
+    time: the phase is the largest of them."""
     active = {"rollout": [out["rollout"]] if "rollout" in out else [],
               "scoring": [out[r] for r in ("actor", "critic", "reference", "reward")
                           if r in out and (algorithm != "dpo" or r == "reference")],
@@ -606,14 +834,8 @@ def _phases(out: dict, algorithm: str, offload_idle: bool) -> dict:
         running = active[phase]
         if not running:
             continue
-        if offload_idle:  # only the running role is awake; scoring wakes one model at a time
-            phases[phase] = max(r.forward_bytes + sum(o.asleep_bytes for o in out.values() if o is not r)
-                                if phase == "scoring" else
-                                r.peak_bytes + sum(o.asleep_bytes for o in out.values() if o is not r)
-                                for r in running)
-        else:
-            phases[phase] = resident + max(r.forward_activation_bytes if phase == "scoring"
-                                           else r.peak_bytes - r.resident_bytes for r in running)
+        phases[phase] = max((r.scoring_bytes if phase == "scoring" else r.peak_bytes)
+                            + sum(o.idle_bytes for o in out.values() if o is not r) for r in running)
     return phases
 
 
@@ -624,13 +846,13 @@ GPU_COUNTS = tuple(range(1, 9)) + tuple(range(16, 257, 8))
 def min_rlhf_gpus(actor, gpu, algorithm: str = "ppo", candidates=GPU_COUNTS, **kwargs) -> int | None:
     """The fewest colocated GPUs (from `candidates`: every count up to 8, then whole 8-GPU nodes) on which
     estimate_rlhf's peak fits `gpu` (memlib.fits); None if none of them does. kwargs go to estimate_rlhf
-    (counts that rollout_tp does not divide are skipped)."""
+    (counts that rollout_tp, or Megatron's train_tp x train_pp, does not divide are skipped)."""
     from memlib.hardware.fit import fits
     if kwargs.get("placement", "colocated") != "colocated":
         raise ValueError("min_rlhf_gpus sizes a colocated setup; for separate groups size each role's group")
     for c in candidates:
         c = positive_int("candidate GPU count", c)
-        if c % kwargs.get("rollout_tp", 1):
+        if c % kwargs.get("rollout_tp", 1) or c % (kwargs.get("train_tp", 1) * kwargs.get("train_pp", 1)):
             continue
         if fits(estimate_rlhf(actor, algorithm, gpus=c, gpu=gpu, **kwargs), gpu).fits:
             return c
