@@ -138,7 +138,7 @@ def key_answer(exercise_id: str) -> str:
     if unit == "params":
         return f"{g(value / 1e9)}B"
     if unit == "count":
-        return f"{value:.0f}" if float(value).is_integer() else g(value)
+        return f"{round(value)}"  # the grader asks for a whole number
     if unit == "USD":
         return f"${value:,.2f}"
     return f"{g(value)} {unit}" if unit != "x" else f"{g(value)}x"
@@ -436,12 +436,13 @@ def _learner_of(path: Path, data: dict) -> str:
     return (data.get("learner") or path.stem).strip()
 
 
-def _recency(path: Path, data: dict, text_hash: str) -> tuple:
-    """Which of one learner's exports is the latest: its exported_at, else the most recorded work, else the name."""
+def _recency(data: dict) -> tuple:
+    """Which of one learner's exports is the latest: its exported_at, else the most recorded work (progress only
+    grows), else the first file by name."""
     stamp = data.get("exported_at") if isinstance(data.get("exported_at"), str) else ""
     work = sum(e.get("attempts", 0) + e.get("hints", 0) + sum(e.get("slips", {}).values())
                for e in data["exercises"].values())
-    return (stamp, work, path.name)
+    return (stamp, work)
 
 
 def class_report(folder) -> ClassReport:
@@ -455,6 +456,7 @@ def class_report(folder) -> ClassReport:
         raise ValueError(f"{root} is not a folder: give the folder the learners' exported .json files are in")
     skipped: list[Skipped] = []
     good: dict[str, list[tuple[tuple, Path, dict, str]]] = {}  # learner (case-folded) -> candidates
+    copies: dict[str, tuple[str, str]] = {}  # an export's time and records -> (first file, its learner)
     for path in sorted(root.iterdir()):
         if path.is_dir():
             skipped.append(Skipped(path.name, "a folder (sub-folders are not read: move its files up)"))
@@ -466,13 +468,19 @@ def class_report(folder) -> ClassReport:
         if data is None:
             skipped.append(Skipped(path.name, why))
             continue
-        digest = hashlib.sha256(json.dumps(data["exercises"], sort_keys=True).encode()).hexdigest()
         learner = _learner_of(path, data)
-        good.setdefault(learner.casefold(), []).append((_recency(path, data, digest), path, data, learner))
+        if isinstance(data.get("exported_at"), str):  # the same export under two names: a copy, counted once
+            digest = hashlib.sha256(json.dumps([data["exported_at"], data["exercises"]], sort_keys=True).encode())
+            first = copies.setdefault(digest.hexdigest(), (path.name, learner))
+            if first[0] != path.name and first[1].casefold() != learner.casefold():
+                skipped.append(Skipped(path.name, f"duplicate: the same export (time and records) as {first[0]} "
+                                                  f"(learner {first[1]!r}), which is counted"))
+                continue
+        good.setdefault(learner.casefold(), []).append((_recency(data), path, data, learner))
     learners: dict[str, str] = {}
     counted: list[dict] = []
     for _, candidates in sorted(good.items()):
-        candidates.sort(key=lambda c: c[0], reverse=True)
+        candidates.sort(key=lambda c: c[0], reverse=True)  # stable: of equal exports, the first file by name
         (_, keep, data, learner), rest = candidates[0], candidates[1:]
         learners[learner] = keep.name
         counted.append(data)
