@@ -89,6 +89,8 @@ def test_mock_interview_questions_follow_the_class_seed():
     a = classroom.interview_questions(2026, 3)
     assert [q.id for q in a] == [q.id for q in classroom.interview_questions(2026, 3)]
     assert [q.id for q in a] != [q.id for q in classroom.interview_questions(2027, 3)]
+    assert [q.topic for q in classroom.interview_questions(2026, 3, "04")] == ["04"] * 3
+    assert [q.id for q in classroom.interview_questions(2026, 3, "00")] == ["00.9"]  # its only open question
     _, key = classroom.handout("03", 2026, 2, interview=3)
     assert key.count("## Interview ") == 3 and key.count("**Model answer.**") == 3
 

@@ -104,14 +104,27 @@ def quiz(topic, seed: int, n: int = 10) -> list[QuizQuestion]:
     return out
 
 
-def interview_questions(seed: int, n: int = 3):
-    """`n` mock-interview questions (memlib.learn.interview.Question) for the class seed: the same for everyone."""
-    from memlib.learn import interview
+def interview_questions(seed: int, n: int = 3, topic=None):
+    """`n` mock-interview questions (memlib.learn.interview.Question) for the class seed: the same for everyone.
+    With `topic`, the topic's own: scenarios with fresh setups where the topic has them (memlib.learn.scenarios),
+    then the notebook's open questions (a topic without scenarios has only as many as its open questions);
+    without, interview.draw's mix over every topic."""
+    from memlib.learn import interview, scenarios
     seed, n = _seed(seed), _count(n)
-    rng = random.Random(f"quiz-interview:{seed}")
+    key = None if topic is None else _topic(topic)
+    rng = random.Random(f"quiz-interview:{key}:{seed}")
     out, ids = [], set()
+    opened = [ex for ex in EXERCISES.values() if isinstance(ex, SelfAssessed) and ex.notebook == key]
+    rng.shuffle(opened)
     for _ in range(100 * n):
-        q = interview.draw(rng.randrange(generator.MAX_SEED + 1))
+        if key is None:
+            q = interview.draw(rng.randrange(generator.MAX_SEED + 1))
+        elif key in scenarios.BUILDERS and (len(out) % 2 == 0 or not opened):  # scenarios and open questions alternate
+            q = interview.question(f"m{key}.{rng.randrange(generator.MAX_SEED + 1)}")
+        elif opened:
+            q = interview.question(opened.pop().id)
+        else:
+            break  # the topic has no more open questions
         if q.id not in ids:
             ids.add(q.id)
             out.append(q)
@@ -148,7 +161,7 @@ def handout(topic, seed: int, n: int = 10, interview: int = 0) -> tuple[str, str
     """(the learners' handout, the teacher's answer key), both Markdown, for the class seed."""
     key_topic = _topic(topic)
     questions = quiz(key_topic, seed, n)
-    talks = interview_questions(seed, interview) if interview else []
+    talks = interview_questions(seed, interview, key_topic) if interview else []
     title = f"Quiz · topic {key_topic} ({NOTEBOOKS[key_topic]}) · class seed {seed}"
     how = (f"{len(questions)} questions. Give each answer with its unit. In a notebook, `check(\"<id>\", \"your answer\")` "
            "grades it (`from memlib.learn.grading import check`); the same quiz again: "
