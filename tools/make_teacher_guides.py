@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from memlib.learn.exercises import EXERCISES, NOTEBOOKS, Choice, MultiChoice, SelfAssessed  # noqa: E402
+from memlib.learn.exercises import EXERCISES, NOTEBOOKS, Choice, MultiChoice  # noqa: E402
 
 OUT = ROOT / "docs" / "teaching"
 PLANS = OUT / "plans.toml"

@@ -382,8 +382,8 @@ class ClassReport:
                          va="bottom", fontsize=8)
         top.set_ylim(0, 110)
         top.set_ylabel("pass rate (%)")
-        top.set_title(f"{len(self.learners)} learners: pass rate per exercise (label: learners who tried; grey: "
-                      "open questions, self-marked points)", fontsize=9)
+        top.set_title(f"{len(self.learners)} learners: pass rate per exercise\n(above each bar: learners who tried; "
+                      "grey: open questions, self-marked points)", fontsize=9)
         x = list(range(len(stats)))
         w = 0.4
         bottom.bar([i - w / 2 for i in x], [s.attempts / s.tried for s in stats], w, label="attempts")
