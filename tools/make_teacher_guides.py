@@ -140,7 +140,7 @@ def _distractors(eid: str) -> list[str]:
 def chapter_page(key: str, plan: dict) -> str:
     slug = NOTEBOOKS[key]
     title = _title(slug)
-    lines = [f"# {key} · Teacher's guide: {title.split(' · ', 1)[1] if ' · ' in title else title}", "", HEADER, "",
+    lines = [f"# {key} · Teaching guide: {title.split(' · ', 1)[1] if ' · ' in title else title}", "", HEADER, "",
              f"The chapter: {{doc}}`/notebooks/{slug}`; its slides: "
              f'<a href="../../slides/{slug}.slides.html">{slug}.slides.html</a> '
              "(press **S** in the deck for the speaker view: each block below is a note on its slide). "
