@@ -285,6 +285,11 @@ def test_cli_quiz(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == sheet.strip()
     assert cli.main(["quiz", "--topic", "99", "--seed", "1"]) == 2
     assert "topic must be one of" in capsys.readouterr().err
+    assert cli.main(["quiz", "--topic", "04", "--seed", "1", "--out", str(tmp_path)]) == 2  # a folder, not a file
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "could not write" in err[0] and str(tmp_path) in err[0]
+    assert cli.main(["quiz", "--topic", "04", "--seed", "1", "--n", "0"]) == 2
+    assert "n must be a whole number from 1 to 50" in capsys.readouterr().err
 
 
 def test_the_core_cli_loads_no_learning_layer():

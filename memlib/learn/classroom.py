@@ -534,7 +534,15 @@ def _tally(exports: list[dict]) -> tuple[list[ExerciseStats], list[str]]:
 
 # --- the commands `memlib quiz` and `memlib class-report` (their flags are declared in memlib/cli.py) -------------
 def run_command(a) -> int:
-    """Run a parsed `memlib quiz` or `memlib class-report` command line; returns the exit status."""
+    """Run a parsed `memlib quiz` or `memlib class-report` command line; returns the exit status. A file that cannot
+    be written is a ValueError naming it (the CLI prints one line)."""
+    try:
+        return _run(a)
+    except OSError as e:
+        raise ValueError(f"could not write {e.filename or 'the output'}: {e.strerror or e}") from None
+
+
+def _run(a) -> int:
     if a.command == "quiz":
         if a.out is None:
             sheet, answers = handout(a.topic, a.seed, a.n, a.interview)
