@@ -1,4 +1,5 @@
-"""Command line: `memlib estimate MODEL [options]`, `memlib serve MODEL [options]`, `memlib models`, `memlib gpus`."""
+"""Command line: `memlib estimate MODEL [options]`, `memlib serve MODEL [options]`, `memlib models`, `memlib gpus`;
+for teachers `memlib quiz --topic NN --seed S` and `memlib class-report FOLDER` (memlib.learn.classroom)."""
 
 from __future__ import annotations
 
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_fit(sub)
     sub.add_parser("models", help="list catalog models with exact parameter counts")
     sub.add_parser("gpus", help="list catalog GPUs with capacity in GB and GiB")
+    _add_classroom(sub)
     return p
 
 
@@ -547,11 +549,39 @@ def cmd_gpus(_a) -> int:
     return 0
 
 
+# --- the classroom: `memlib quiz`, `memlib class-report` (memlib.learn.classroom) ------------------------------------
+# The one place the core reaches into memlib.learn: lazily, only when one of these commands runs (tests/test_layers.py
+# allows this import and checks that `import memlib.cli` loads no part of memlib.learn).
+def _add_classroom(sub) -> None:
+    q = sub.add_parser("quiz", help="a shared quiz for a class: the same questions for one class seed; handout + key",
+                       description="Print or write a quiz of practice questions on one topic, the same for every "
+                                   "learner with the same class seed, and its answer key for the teacher.")
+    q.add_argument("--topic", required=True, help="the topic notebook's number: 00 to 11")
+    q.add_argument("--seed", type=int, required=True, help="the class seed (0 to 999,999): same seed, same quiz")
+    q.add_argument("--n", type=int, default=10, help="how many questions (1 to 50; default 10)")
+    q.add_argument("--interview", type=int, default=0, metavar="K",
+                   help="also K mock-interview questions (open; the key gives rubric and model answer)")
+    q.add_argument("--out", help="write the handout here (.md, or .html for a printable page); default: print it")
+    q.add_argument("--key", help="write the teacher's answer key here (.md or .html)")
+    r = sub.add_parser("class-report", help="a class's results from a folder of exported progress files",
+                       description="Read every file export_progress() wrote in FOLDER (one per learner) and show, per "
+                                   "exercise, the pass rate, attempts, hints and the commonest named slips; damaged "
+                                   "and duplicate files are refused and listed with the reason.")
+    r.add_argument("folder", metavar="FOLDER", help="the folder of exported .json files")
+    r.add_argument("--csv", help="also write the table as CSV here")
+    r.add_argument("--chart", help="also write a chart (PNG, needs matplotlib) here")
+
+
+def cmd_classroom(a) -> int:
+    from memlib.learn import classroom
+    return classroom.run_command(a)
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         return {"estimate": cmd_estimate, "serve": cmd_serve, "fit": cmd_fit, "models": cmd_models,
-                "gpus": cmd_gpus}[args.command](args)
+                "gpus": cmd_gpus, "quiz": cmd_classroom, "class-report": cmd_classroom}[args.command](args)
     except ValueError as e:  # bad input: one line, no traceback
         print(f"memlib: error: {e}", file=sys.stderr)
         return 2

@@ -200,6 +200,9 @@ def expected_pages() -> list[dict]:
     pages.append({"path": "docs/cheatsheet.html",
                   "title": _title_of_markdown((ROOT / "docs" / "cheatsheet.md").read_text()),
                   "charts": 0, "folded": 0, "open": 0})
+    for md in sorted((ROOT / "docs" / "teaching").glob("*.md")):  # the teacher's guides and the classroom kit
+        pages.append({"path": f"docs/teaching/{md.stem}.html", "title": _title_of_markdown(md.read_text()),
+                      "charts": 0, "folded": 0, "open": 0})
     return pages
 
 
@@ -250,6 +253,11 @@ def test_every_page_is_built(site_url):
     assert decks == sorted(f"{p.stem}.slides.html" for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
                            if not p.stem.endswith("_deep_dive"))
     assert (site / "slides" / "reveal.js" / "dist" / "reveal.js").is_file()
+    # the teacher's guide's speaker notes are in every deck (reveal.js notes: the speaker view, key S)
+    for deck in decks:
+        html = (site / "slides" / deck).read_text(encoding="utf-8")
+        assert html.count('<aside class="notes">') >= 6, f"{deck}: no speaker notes"
+    assert (site / "slides" / "reveal.js" / "plugin" / "notes" / "notes.js").is_file()
 
 
 @pytest.mark.parametrize("spec", PAGES, ids=[p["path"] for p in PAGES])

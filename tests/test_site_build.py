@@ -21,7 +21,10 @@ def test_stage_lays_out_the_collection_without_solutions(tmp_path):
     staged = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     topics = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     exercises = sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
-    assert staged == sorted(["index.md", "docs/cheatsheet.md", "notebooks/index.ipynb", "notebooks/calculator.md"]
+    teaching = sorted(f"docs/teaching/{p.name}" for p in (ROOT / "docs" / "teaching").glob("*.md"))
+    assert len(teaching) == len([t for t in topics if "_deep_dive" not in t]) + 2  # a guide per chapter, index, kit
+    assert staged == sorted(["index.md", "docs/cheatsheet.md", "notebooks/index.ipynb", "notebooks/calculator.md",
+                             "docs/teaching/example_class.png"] + teaching
                             + [f"notebooks/{n}" for n in topics] + [f"exercises/{n}" for n in exercises])
     assert not any("solution" in s for s in staged)
     assert counts == {"notebooks": 1 + len(topics), "exercises": len(exercises), "widgets": counts["widgets"]}

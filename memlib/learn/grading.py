@@ -507,7 +507,14 @@ def check(exercise_id: str, answer) -> None:
     if fb.status in ("correct", "incorrect"):
         _RESULTS[ex.id] = fb
         before = progress.entry(ex.id)
-        now = progress.update(ex.id, best=fb.status, last=fb.status, attempts=before.get("attempts", 0) + 1)
+        fields = {"best": fb.status, "last": fb.status, "attempts": before.get("attempts", 0) + 1}
+        if fb.status == "incorrect" and fb.slips:  # what the class report counts as the commonest slips
+            seen = dict(before.get("slips", {}))
+            for name in fb.slips:
+                if name[:80] in seen or len(seen) < 50:  # progress keeps at most 50 named slips per exercise
+                    seen[name[:80]] = seen.get(name[:80], 0) + 1
+            fields["slips"] = seen
+        now = progress.update(ex.id, **fields)
         if fb.status == "incorrect" and now.get("best") == "correct":
             print(f"   (you passed {ex.id} before; that pass still counts)")
     elif fb.status == "submitted":

@@ -516,7 +516,8 @@ def _format_ratio(qid: str, rng: random.Random) -> Numeric:
             "max_value": "largest finite value (range)"}[what]
     value = lambda: getattr(float_format(a), what) / getattr(float_format(b), what)  # noqa: E731
     return _q(qid, f"{a} against {b}: {what}", f"How many times **{a}**'s {word} is **{b}**'s? (Work it out from the "
-              "bit layouts: exponent and mantissa bits; e.g. `\"8x\"`.)", value, "x",
+              "bit layouts: exponent and mantissa bits; e.g. `\"3x\"`, a format no ratio here takes: they are powers "
+              "of two, or ratios of the largest values)", value, "x",
               lambda: (f"{a}: {what} = {getattr(float_format(a), what):.4g}; {b}: {getattr(float_format(b), what):.4g};"
                        f" ratio **{value():,.0f}x** (`memlib.units.float_format`). Precision follows the mantissa "
                        "bits (eps = 2^-mantissa), range the exponent bits."),
@@ -534,7 +535,7 @@ def _speculative(qid: str, rng: random.Random) -> Numeric:
     return _q(qid, f"Speculative decoding, alpha {alpha}, gamma {gamma}",
               f"A draft model proposes **{gamma}** tokens per step; the target model accepts each with probability "
               f"**{alpha}**, independently, stopping at the first rejection (and always adds one token of its own). "
-              "How many tokens does one forward of the target produce on average? Answer as a factor, e.g. `\"2.5x\"`.",
+              "How many tokens does one forward of the target produce on average? Answer as a factor: a number followed by x.",
               value, "x",
               lambda: (f"(1 - {alpha}^{gamma + 1}) / (1 - {alpha}) = **{value():.3f}x** tokens per target step "
                        "(Leviathan et al. 2023, eq. 1; `memlib.serving.techniques.speculative_expected_tokens`)."),

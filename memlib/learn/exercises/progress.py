@@ -2,6 +2,11 @@
 
     .memlib_progress.json   {"version": 1, "exercises": {"01.3": {"best": "correct", ...}}}
 
+An entry holds: best and last ("correct", "incorrect", "submitted"; last also "marked"), attempts, hints
+(how many shown), self_points and self_total (open questions), submitted, and slips: how many times each
+named slip was diagnosed ({"forgot the fp32 master copy": 2}; added after version 1's first release: a
+file without it reads as before, and the teacher's class report (memlib.learn.classroom) counts them).
+
 The best attempt counts: once an exercise is passed it stays passed (a later slip is shown as the
 last attempt, never as a fail). Self-assessed points keep the best marking. Set the environment
 variable MEMLIB_PROGRESS to another path, or to "off" to keep progress in memory only. Writes
@@ -33,6 +38,7 @@ _RANK = {"": 0, "submitted": 1, "incorrect": 1, "correct": 2}
 _COUNTS = ("attempts", "hints", "self_points", "self_total")  # non-negative whole numbers
 _STATES = {"best": ("", "correct", "incorrect", "submitted"), "last": ("", "correct", "incorrect", "submitted", "marked")}
 _MAX_COUNT = 10**6
+_MAX_SLIPS, _MAX_SLIP_NAME = 50, 80  # named slips kept per exercise; characters of a slip's name
 _FALLBACK: dict[str, Path | None] = {}  # the unwritable path -> where progress goes instead
 
 _MEMORY: dict[str, dict] = {}  # path (or "") -> {exercise id -> entry}
@@ -102,12 +108,21 @@ def clean_entry(raw) -> tuple[dict, bool]:
             out[name] = value
         elif name == "submitted" and isinstance(value, bool):
             out[name] = value
+        elif name == "slips" and _valid_slips(value):
+            out[name] = dict(value)
         else:
             dropped = True
     if out.get("self_points", 0) > out.get("self_total", _MAX_COUNT):
         out.pop("self_points")
         dropped = True
     return out, dropped
+
+
+def _valid_slips(value) -> bool:
+    """{slip name: times diagnosed}: names are short strings, counts whole numbers from 1."""
+    return isinstance(value, dict) and len(value) <= _MAX_SLIPS and all(
+        isinstance(k, str) and 0 < len(k) <= _MAX_SLIP_NAME and type(v) is int and 0 < v <= _MAX_COUNT
+        for k, v in value.items())
 
 
 def parse(text: str) -> tuple[dict[str, dict], bool]:
@@ -169,6 +184,11 @@ def _merge(a: dict, b: dict) -> dict:
             out[field] = max(mine or 0, value)
         elif field == "submitted":
             out[field] = bool(mine) or bool(value)
+        elif field == "slips":  # counts, like attempts: the larger of the two records of each slip
+            merged = dict(mine or {})
+            for name, count in value.items():
+                merged[name] = max(merged.get(name, 0), count)
+            out[field] = merged
         else:  # "last" and anything else: the most recent writer (b) wins
             out[field] = value
     return out
@@ -259,9 +279,16 @@ def _write(p: Path, data: dict) -> None:
                           stacklevel=3)
 
 
-def export_progress(to: str | os.PathLike = "memlib_progress_export.json") -> Path:
-    """Write every exercise's record to a file (to download from Binder); returns its path (None, with a message,
-    when it cannot be written)."""
+def export_progress(to: str | os.PathLike = "memlib_progress_export.json", learner: str | None = None) -> Path:
+    """Write every exercise's record to a file (to download from Binder, or to hand in: the teacher's
+    memlib.learn.classroom.class_report reads a folder of them); returns its path (None, with a message, when it
+    cannot be written). `learner` (a name or a class id) is written into the file with the time of the export, so
+    a class report counts each learner once, from their latest export; without it the file's name stands for the
+    learner."""
+    if learner is not None and (not isinstance(learner, str) or not learner.strip() or len(learner) > 100):
+        print(f"⚠️ export_progress's learner must be a name of 1 to 100 characters, e.g. learner='Ana Li'; "
+              f"got {learner!r}")
+        return None
     if not isinstance(to, (str, os.PathLike)) or not str(to).strip():
         print(f"⚠️ export_progress needs a file name, e.g. export_progress('my_progress.json'); got {to!r}")
         return None
@@ -270,8 +297,12 @@ def export_progress(to: str | os.PathLike = "memlib_progress_export.json") -> Pa
         print(f"⚠️ the folder {target.parent} does not exist: create it first, or export to a file in this folder")
         return None
     try:
-        target.write_text(json.dumps({"version": VERSION, "exercises": entries()}, indent=1, sort_keys=True) + "\n",
-                          encoding="utf-8")
+        import datetime
+        data = {"version": VERSION, "exercises": entries(),
+                "exported_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        if learner is not None:
+            data["learner"] = learner.strip()
+        target.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     except OSError as e:
         print(f"⚠️ could not write {target}: {e}")
         return None
