@@ -429,6 +429,49 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                    fraction (vLLM v0.21+), and kept while the engine sleeps.
     rollout_tp:    tensor parallelism of each rollout engine (it must divide the rollout GPUs).
     gpu:           the card (the engine reserves a share of it); fits() should be asked about the same card.
+    strategy ... sleep_level: how the frameworks train and park each role (see `_FRAMEWORK_OPTIONS` below,
+                   appended to this help).
+    train_options: passed to memlib.estimate_training for the trainable roles (precision, recompute,
+                   offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
+    """
+    offload_idle, shared_prefix = flag("offload_idle", offload_idle), flag("shared_prefix", shared_prefix)
+    reference = flag("reference", reference)
+    c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
+               rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine,
+               gpu_memory_utilization, shared_prefix, cudagraph_bytes)
+    c.update(_check_trainer(strategy, zero_stage, train_tp, train_pp, offload_policy, train_options))
+    c.update(_check_offload(placement, offload_idle, c, param_offload, optimizer_offload, ref_param_offload,
+                            free_cache_engine, sleep_level))
+    c["kv_cache"], c["gpu"] = kv_cache, get_gpu(gpu).name
+    actor_model = get_model(actor)
+    roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + (["reference"] if reference else [])
+    roles += (["reward"] if reward is not None else []) + ["rollout"] if algorithm != "dpo" else []
+    n = _role_gpus(gpus, roles, placement)
+    _check_divisible(n, c)
+    if c["fraction"] is None and c["engine"] != "hf":
+        c["fraction"] = COLOCATED_ENGINE_FRACTION if placement == "colocated" else SEPARATE_ENGINE_FRACTION
+    models = _role_models(actor_model, roles, critic, reward)
+    # An engine whose share cannot hold it does not start (vLLM raises at start-up). The roles' own bytes stay
+    # readable (a question about the models' states alone), but the peak, fits() and min_rlhf_gpus refuse.
+    engine_error = None
+    out = {}
+    for role in roles:
+        try:
+            out[role] = _role(role, models[role], n[role], c, train_options)
+        except _EngineCannotStart as err:
+            engine_error = str(err)
+            out[role] = err.role
+    pool, at_once, waves, engine_error = _rollout_waves(out, c, engine_error)
+    phases = _phases(out, algorithm) if placement == "colocated" else {}
+    notes = _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error)
+    return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes, pool, at_once, waves,
+                        engine_error)
+
+
+# The trainers' and engines' options of estimate_rlhf, kept apart so the function reads in one screen; help()
+# shows them as part of its docstring.
+_FRAMEWORK_OPTIONS = """
+Framework options (verl @b178a3cd, OpenRLHF @3c3be623):
     strategy:      the trainer of actor and critic (None: "fsdp" when zero_stage is an FSDP name, else
                    "deepspeed"). "deepspeed": DeepSpeed's ZeRO (OpenRLHF). "fsdp" / "fsdp2": PyTorch FSDP, as verl's
                    FSDP workers (actor.strategy). "megatron": Megatron-Core with train_tp x train_pp model
@@ -461,46 +504,18 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
     sleep_level:   vLLM's sleep level (1: the weights to pinned host RAM, the KV cache dropped; 2: both dropped,
                    the weights re-sent by the trainer). The GPU bytes freed are the same; level 1 costs host
                    RAM (RoleMemory.host_bytes). Default 1 (OpenRLHF; verl uses 2 from vLLM 0.8.5).
-    train_options: passed to memlib.estimate_training for the trainable roles (precision, recompute,
-                   offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
-    """
-    offload_idle, shared_prefix = flag("offload_idle", offload_idle), flag("shared_prefix", shared_prefix)
-    reference = flag("reference", reference)
-    c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
-               rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine,
-               gpu_memory_utilization, shared_prefix, cudagraph_bytes)
-    c.update(_check_trainer(strategy, zero_stage, train_tp, train_pp, offload_policy, train_options))
-    c.update(_check_offload(placement, offload_idle, c, param_offload, optimizer_offload, ref_param_offload,
-                            free_cache_engine, sleep_level))
-    c["kv_cache"], c["gpu"] = kv_cache, get_gpu(gpu).name
-    actor_model = get_model(actor)
-    roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + (["reference"] if reference else [])
-    roles += (["reward"] if reward is not None else []) + ["rollout"] if algorithm != "dpo" else []
-    n = _role_gpus(gpus, roles, placement)
-    for role in roles:
-        if KINDS[role] != "rollout" and n[role] % (c["train_tp"] * c["train_pp"]):
+"""
+estimate_rlhf.__doc__ += _FRAMEWORK_OPTIONS
+
+
+def _check_divisible(n: dict, c: dict) -> None:
+    """Each role's GPUs split evenly by its model parallelism (Megatron's tp x pp, the engine's tp)."""
+    for role, g in n.items():
+        if KINDS[role] != "rollout" and g % (c["train_tp"] * c["train_pp"]):
             raise ValueError(f"train_tp x train_pp ({c['train_tp']} x {c['train_pp']}) must divide the {role}'s "
-                             f"{n[role]} GPUs (the rest is Megatron's data parallelism)")
-    if "rollout" in roles and n["rollout"] % c["rollout_tp"]:
+                             f"{g} GPUs (the rest is Megatron's data parallelism)")
+    if "rollout" in n and n["rollout"] % c["rollout_tp"]:
         raise ValueError(f"rollout_tp {c['rollout_tp']} must divide the rollout engine's {n['rollout']} GPUs")
-    if c["fraction"] is None and c["engine"] != "hf":
-        c["fraction"] = COLOCATED_ENGINE_FRACTION if placement == "colocated" else SEPARATE_ENGINE_FRACTION
-    models = _role_models(actor_model, roles, critic, reward)
-    # An engine whose share cannot hold it does not start (vLLM raises at start-up). The roles' own bytes stay
-    # readable (a question about the models' states alone), but the peak, fits() and min_rlhf_gpus refuse.
-    engine_error = None
-    out = {}
-    for role in roles:
-        try:
-            out[role] = _role(role, models[role], n[role], c, train_options)
-        except _EngineCannotStart as err:
-            engine_error = str(err)
-            out[role] = err.role
-    pool, at_once, waves, engine_error = _rollout_waves(out, c, engine_error)
-    phases = _phases(out, algorithm) if placement == "colocated" else {}
-    notes = _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error)
-    return RLHFEstimate(algorithm, placement, c["offload_idle"], out, phases, notes, pool, at_once, waves,
-                        engine_error)
 
 
 def _role_models(actor_model, roles, critic, reward) -> dict:
@@ -735,64 +750,80 @@ def _fsdp_gathered_bytes(m) -> int:
 
 def _role(role: str, m, g: int, c: dict, train_options: dict) -> RoleMemory:
     """One role's RoleMemory on g GPUs, from memlib's training or serving estimate."""
-    seq, rows, z = c["seq"], c["rows"], c["zero_stage"]
-    tp, pp = c["train_tp"], c["train_pp"]
     if KINDS[role] == "trainable":
-        from memlib.training import estimate_training  # here: memlib.training's package imports this module's
-        est = estimate_training(m, seq_len=seq, micro_batch=rows, **_trainer_kwargs(g, c),
-                                **{"precision": "bf16-mixed", "recompute": "full", **train_options})
-        params, grads, opt = _split_states(est)
-        gathered = 0
-        if c["strategy"] == "megatron":  # the 16-bit parameters of this GPU's tp x pp shard
-            weights, acts = params, _forward(m, g, 0, rows, seq, "all", tp)[1]
-        elif c["strategy"] in ("fsdp", "fsdp2") and not c["offload_policy"]:
-            # verl's FSDP actor keeps fp32 parameters (model_dtype fp32 for the actor); FULL_SHARD gathers the root
-            # unit and two layers in bf16 (MixedPrecision param_dtype) around its shard for the forward
-            acts = _forward(m, g, 0, rows, seq, "all")[1]
-            gathered = _fsdp_gathered_bytes(m) if z == "FULL_SHARD" else 0
-            weights = params + gathered
-        else:
-            weights, acts, _ = _forward(m, g, z, rows, seq, "all")
-        # What stays on the GPU while another role runs. DeepSpeed: OpenRLHF's offload_deepspeed_states takes the
-        # optimizer states, fp32 master and gradient buffers (optimizer_offload), the 16-bit partition only with
-        # lp_params (param_offload). FSDP: verl's zero_grad() ends update_policy (dp_actor.py), so no gradients stay;
-        # parameters and optimizer states each by their flag. Megatron: param_offload moves the parameters and the
-        # main-grad buffer (offload_megatron_model_to_cpu), optimizer_offload the optimizer.
-        if c["strategy"] == "deepspeed":
-            idle = (0 if c["param_offload"] else params) + (0 if c["optimizer_offload"] else grads + opt)
-        elif c["strategy"] == "megatron":
-            idle = (0 if c["param_offload"] else params + grads) + (0 if c["optimizer_offload"] else opt)
-        else:
-            idle = (0 if c["param_offload"] else params) + (0 if c["optimizer_offload"] else opt)
-        # its scoring forward (old log-probs, values): what it keeps, the activations, and the weights moved back
-        scoring = idle + acts + (weights if c["param_offload"] else gathered)
-        host = est.model_state_bytes - idle if idle < est.model_state_bytes else 0
-        return RoleMemory(role, m.name, "trainable", g, est.peak_bytes, est.model_state_bytes, weights + acts, acts,
-                          est, est.breakdown, idle_bytes=idle, scoring_bytes=scoring,
-                          host_bytes=host + est.host_bytes)
+        return _trainable_role(role, m, g, c, train_options)
     if KINDS[role] == "frozen":
-        # the reference needs every response token's log-probability (all logits); a reward model one score
-        logits = "all" if role == "reference" else "last"
-        if c["strategy"] == "megatron":
-            from memlib.training import estimate_training
-            # its 16-bit tp x pp shard on the busiest pipeline stage, from Megatron's layout; a reward model's one-
-            # output head is counted as the LM head (an over-count of at most 2 x vocab x hidden / tp bytes)
-            lm = m.with_(head="lm", num_labels=0) if m.head != "lm" else m
-            shard = estimate_training(lm, seq_len=seq, micro_batch=rows, **_trainer_kwargs(g, c),
-                                      precision="bf16-mixed", recompute="full")
-            weights, acts = shard.breakdown["parameters"], _forward(m, g, 0, rows, seq, logits, tp)[1]
-            est = shard
-        else:
-            weights, acts, est = _forward(m, g, z, rows, seq, logits)
-        if c["fsdp_cpu_offload_frozen"]:
-            gathered = _fsdp_gathered_bytes(m)
-            return RoleMemory(role, m.name, "frozen", g, gathered + acts, weights, gathered + acts, acts, est,
-                              {"gathered units": gathered, "activations": acts}, idle_bytes=0,
-                              scoring_bytes=gathered + acts, host_bytes=weights)
-        off = c["ref_param_offload"]
-        return RoleMemory(role, m.name, "frozen", g, weights + acts, weights, weights + acts, acts, est,
-                          {"weights": weights, "activations": acts}, idle_bytes=0 if off else weights,
-                          scoring_bytes=weights + acts, host_bytes=weights if off else 0)
+        return _frozen_role(role, m, g, c)
+    return _rollout_role(role, m, g, c)
+
+
+def _trainable_role(role: str, m, g: int, c: dict, train_options: dict) -> RoleMemory:
+    """The actor or critic: its training estimate, and what it keeps while another role runs."""
+    seq, rows, z, tp = c["seq"], c["rows"], c["zero_stage"], c["train_tp"]
+    from memlib.training import estimate_training  # here: memlib.training's package imports this module's
+    est = estimate_training(m, seq_len=seq, micro_batch=rows, **_trainer_kwargs(g, c),
+                            **{"precision": "bf16-mixed", "recompute": "full", **train_options})
+    params, grads, opt = _split_states(est)
+    gathered = 0
+    if c["strategy"] == "megatron":  # the 16-bit parameters of this GPU's tp x pp shard
+        weights, acts = params, _forward(m, g, 0, rows, seq, "all", tp)[1]
+    elif c["strategy"] in ("fsdp", "fsdp2") and not c["offload_policy"]:
+        # verl's FSDP actor keeps fp32 parameters (model_dtype fp32 for the actor); FULL_SHARD gathers the root
+        # unit and two layers in bf16 (MixedPrecision param_dtype) around its shard for the forward
+        acts = _forward(m, g, 0, rows, seq, "all")[1]
+        gathered = _fsdp_gathered_bytes(m) if z == "FULL_SHARD" else 0
+        weights = params + gathered
+    else:
+        weights, acts, _ = _forward(m, g, z, rows, seq, "all")
+    # What stays on the GPU while another role runs. DeepSpeed: OpenRLHF's offload_deepspeed_states takes the
+    # optimizer states, fp32 master and gradient buffers (optimizer_offload), the 16-bit partition only with
+    # lp_params (param_offload). FSDP: verl's zero_grad() ends update_policy (dp_actor.py), so no gradients stay;
+    # parameters and optimizer states each by their flag. Megatron: param_offload moves the parameters and the
+    # main-grad buffer (offload_megatron_model_to_cpu), optimizer_offload the optimizer.
+    if c["strategy"] == "deepspeed":
+        idle = (0 if c["param_offload"] else params) + (0 if c["optimizer_offload"] else grads + opt)
+    elif c["strategy"] == "megatron":
+        idle = (0 if c["param_offload"] else params + grads) + (0 if c["optimizer_offload"] else opt)
+    else:
+        idle = (0 if c["param_offload"] else params) + (0 if c["optimizer_offload"] else opt)
+    # its scoring forward (old log-probs, values): what it keeps, the activations, and the weights moved back
+    scoring = idle + acts + (weights if c["param_offload"] else gathered)
+    host = est.model_state_bytes - idle if idle < est.model_state_bytes else 0
+    return RoleMemory(role, m.name, "trainable", g, est.peak_bytes, est.model_state_bytes, weights + acts, acts,
+                      est, est.breakdown, idle_bytes=idle, scoring_bytes=scoring,
+                      host_bytes=host + est.host_bytes)
+
+
+def _frozen_role(role: str, m, g: int, c: dict) -> RoleMemory:
+    """The reference or the reward model: 16-bit weights and one scoring forward."""
+    seq, rows, z, tp = c["seq"], c["rows"], c["zero_stage"], c["train_tp"]
+    # the reference needs every response token's log-probability (all logits); a reward model one score
+    logits = "all" if role == "reference" else "last"
+    if c["strategy"] == "megatron":
+        from memlib.training import estimate_training
+        # its 16-bit tp x pp shard on the busiest pipeline stage, from Megatron's layout; a reward model's one-
+        # output head is counted as the LM head (an over-count of at most 2 x vocab x hidden / tp bytes)
+        lm = m.with_(head="lm", num_labels=0) if m.head != "lm" else m
+        shard = estimate_training(lm, seq_len=seq, micro_batch=rows, **_trainer_kwargs(g, c),
+                                  precision="bf16-mixed", recompute="full")
+        weights, acts = shard.breakdown["parameters"], _forward(m, g, 0, rows, seq, logits, tp)[1]
+        est = shard
+    else:
+        weights, acts, est = _forward(m, g, z, rows, seq, logits)
+    if c["fsdp_cpu_offload_frozen"]:
+        gathered = _fsdp_gathered_bytes(m)
+        return RoleMemory(role, m.name, "frozen", g, gathered + acts, weights, gathered + acts, acts, est,
+                          {"gathered units": gathered, "activations": acts}, idle_bytes=0,
+                          scoring_bytes=gathered + acts, host_bytes=weights)
+    off = c["ref_param_offload"]
+    return RoleMemory(role, m.name, "frozen", g, weights + acts, weights, weights + acts, acts, est,
+                      {"weights": weights, "activations": acts}, idle_bytes=0 if off else weights,
+                      scoring_bytes=weights + acts, host_bytes=weights if off else 0)
+
+
+def _rollout_role(role: str, m, g: int, c: dict) -> RoleMemory:
+    """The rollout engine: transformers' generate, or an engine's fixed share (rollout_pool)."""
+    seq = c["seq"]
     if c["engine"] == "hf":  # transformers' generate: the cache holds every sequence of the batch at once
         est = estimate_inference(m, batch=c["rollout_batch"] * c["group_size"], context_len=seq, weights="bf16",
                                  kv_cache=c["kv_cache"], tp=c["rollout_tp"], engine="hf",
