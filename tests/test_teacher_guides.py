@@ -109,3 +109,107 @@ def test_the_classroom_page_shows_a_report_of_the_committed_class():
     assert "`ana_earlier.json`: duplicate" in page and "| 04.1 " in page
     assert "### The handout" in page and "### The answer key" in page
     assert (ROOT / "docs" / "teaching" / "example_class.png").read_bytes()[:4] == b"\x89PNG"
+
+
+# --- no typed figure: every quantity in the plans is a placeholder that memlib fills --------------------------------
+# What a plan may still spell in digits: names, not quantities. Kept short on purpose; a new entry needs a reason.
+ALLOWED = [
+    r"\b4 x V100 32GB\b", r"\b2 x A100 80GB\b",  # the questions' setups, as chapters 01 and 04 ask them
+    r"\b(?:LLaMA|Llama|Vicuna)(?:-\d+)?-\d+B\b", r"\b(?:7|65|70)B\b",   # model names: LLaMA-7B, Llama-3-70B, "a 7B"
+    r"\b(?:[AV]100 (?:80|32)GB|RTX 4090)\b",                          # GPU names
+    r"\b(?:8|128)k\b",                                                # the context lengths' names (8k chat, 128k)
+    r"\b10 GbE\b",                                                    # a link's name
+]
+UNITS = (r"(?:[KMGT]i?B|bytes?|bits?|[KMGT]?FLOPs?(?:/s)?|tokens?|GPUs?|cards?|experts?|heads?|layers?|parameters?"
+         r"|params|chats?|ms|µs|s|h|hours?|days?|min|x|×|%|[KMBT]|Gb/s|GbE)")
+NUMBER = r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?"
+TYPED = [re.compile(rf"{NUMBER}\s*{UNITS}(?![\w/])"),           # 2.7 GB, 1,000 GPUs, 16x, 400 TFLOP/s, 40%
+         re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[+-]?\d+"),         # 8.4e22
+         re.compile(r"(?<![\w.])\d\.\d+(?![\w.])"),               # 0.9 (an exercise id is NN.N)
+         re.compile(r"(?<![\w.])\d+\s*/\s*\d+")]                  # 32/128
+
+
+def typed_quantities(text: str) -> list[str]:
+    """The figures typed by hand in a plan's text: placeholders and ALLOWED names removed first."""
+    text = guides.PLACEHOLDER.sub("", text)
+    for pattern in ALLOWED:
+        text = re.sub(pattern, "", text)
+    return [m.group(0) for rx in TYPED for m in rx.finditer(text)]
+
+
+def test_the_typed_figure_check_can_fail():
+    typed = ["Guesses of 14 GB (weights only)", "6 x 7e9 x 2e12 = 8.4e22 FLOPs", "over 1,000 x ~400 TFLOP/s",
+             "about 2.7 GB", "the default (0.9)", "Do 4 + 32/128 on the board", "grows 16x", "by 8 GPUs",
+             "an 80GB card holds 80 GiB", "(671B, 37B)", "2T tokens", "50% of the peak", "it takes 62 ms"]
+    for text in typed:
+        assert typed_quantities(text), text
+    names = ["How many 8k chats can Llama-3-70B serve on 2 x A100 80GB?", "Vicuna-65B on four V100s",
+             "Exercises 00.4, 00.7 and 00.10", "Clear Steps 2 and 5", "memlib quiz --topic 04 --seed <s> --n 5",
+             "an RTX 4090, an L40S, an A100 80GB", "AWQ's g128 in int4 and bf16", "6ND, 6N = 2N + 4N",
+             "Llama-3-8B's gradients over {node} GPUs: {sent}, {ring_factor}x", "Is 10 GbE usable?"]
+    for text in names:
+        assert typed_quantities(text) == [], text
+
+
+def test_the_plans_type_no_quantity():
+    raw = guides.load_plans(filled=False)
+    found = [(key, field, q) for key, plan in raw.items() for field, text in guides._texts(plan)
+             for q in typed_quantities(text)]
+    assert found == [], "type a placeholder (tools/make_teacher_guides.py FIGURES), not a figure: " + repr(found)
+
+
+def test_every_placeholder_is_defined_and_every_figure_used():
+    raw = guides.load_plans(filled=False)
+    assert guides.figure_problems(raw) == []
+    broken = copy.deepcopy(raw)
+    broken["04"]["block"][0]["listen"] += " {no_such_figure}"
+    broken["10"]["prepare"] = "no link speeds"   # drops {ib}
+    problems = "\n".join(guides.figure_problems(broken))
+    assert "04: block at 'section 1' listen uses {no_such_figure}" in problems
+    assert "10: figure 'ib' is used by no plan text" in problems
+
+
+def test_the_figures_are_the_chapters_own_and_right():
+    """A stored figure is the chapter's inline value; a computed one checked against an independent derivation."""
+    for key, figures in guides.FIGURES.items():
+        for name, spec in figures.items():
+            if isinstance(spec, str):
+                assert guides.figure(key, name) == guides.stored_values(NOTEBOOKS[key])[spec], (key, name)
+    # Llama-3-70B's config.json (80 layers, 8 KV heads, head_dim 8192 / 64 = 128), bf16 K and V:
+    # 2 x 80 x 8 x 128 x 2 B = 327,680 B per token; x 8,192 tokens = 2,684,354,560 B = 2.68 GB
+    assert guides.figure("04", "kv_per_token") == "327,680" and guides.figure("04", "kv_per_chat") == "2.68 GB"
+    assert (guides.figure("04", "q_heads"), guides.figure("04", "kv_heads"), guides.figure("04", "gqa_cut")) == \
+        ("64", "8", "8")
+    # a ring all-reduce over 8 GPUs: a reduce-scatter and an all-gather, each 7/8 of the tensor: 2 x 7/8 = 1.75
+    assert guides.figure("10", "ring_factor") == "1.75" and guides.figure("10", "node") == "8"
+    # chapter 07's prose: "on 256 H100s" of Llama 2's "2.0T tokens" (Touvron et al. 2023, Table 1)
+    assert guides.figure("07", "gpus") == "256" and guides.figure("07", "tokens") == "2T"
+    # 128k / 8k = 16x the tokens; attention per sequence grows with s^2: 16^2 = 256
+    assert guides.figure("06", "seq_ratio") == "16" and guides.figure("06", "attn_ratio") == "256"
+    # mixed-precision AdamW, ZeRO paper Sec. 3.1: 2 + 2 + 12 = 16 bytes per parameter; PyTorch AMP 4 + 4 + 8
+    assert guides.figure("00", "zero_terms") == "2 + 2 + 12" and guides.figure("00", "amp_terms") == "4 + 4 + 8"
+    assert guides.figure("05", "amp_bpp") == "16" and guides.figure("00", "bf16_bpp") == "2"
+    # pytorch/pytorch#152135's message: "Tried to allocate 250.00 MiB" = 0.244 GiB; 104.75 MiB free = 0.102 GiB
+    assert (guides.figure("11", "oom_tried"), guides.figure("11", "oom_free"),
+            guides.figure("11", "oom_unallocated")) == ("0.24 GiB", "0.10 GiB", "3.87 GiB")
+
+
+def test_the_pages_carry_the_figures_and_no_placeholder():
+    for key in CHAPTERS:
+        page = (ROOT / "docs" / "teaching" / f"{NOTEBOOKS[key]}.md").read_text(encoding="utf-8")
+        assert set(guides.PLACEHOLDER.findall(page)) <= {"doc"}, key   # {doc}`...` is MyST's role
+        for name in guides.FIGURES.get(key, {}):
+            assert guides.figure(key, name) in page, (key, name)
+    notes = "\n".join(text for _, text in guides.deck_notes("04_serving_capacity"))
+    assert guides.figure("04", "kv_per_chat") in notes and "{kv_per_chat}" not in notes
+
+
+def test_the_pages_on_disk_are_what_the_generator_writes(monkeypatch, capsys):
+    for path, text in guides.render().items():
+        assert path.read_text(encoding="utf-8") == text, path
+    stale = guides.render()
+    page = guides.OUT / "04_serving_capacity.md"
+    stale[page] = stale[page].replace(guides.figure("04", "kv_per_chat"), "2.7 GB")
+    monkeypatch.setattr(guides, "render", lambda: stale)
+    assert guides.main(["--check"]) == 1
+    assert "docs/teaching/04_serving_capacity.md" in capsys.readouterr().out
