@@ -161,8 +161,10 @@ FIGURES: dict[str, dict[str, Figure]] = {
         "full_4090": lambda ch: fmt_count(largest_size_that_fits(
             "rtx-4090", lambda m: memlib.estimate_training(m, ch.input("SEQ"), ch.input("MB"))).num_params),
         "full_8bit_4090": "f1_4090_full", "qlora_4090": "f1_4090_qlora",
-        "torch_a100": "s1_torch", "peak_a100": "s1_peak",
+        "torch_a100": "s1_torch", "peak_a100": "s1_peak", "seq": lambda ch: f"{ch.input('SEQ'):,}",
     },
+    "03": {"peak_none": "s3_peak_none", "peak_full": "s3_peak_full", "phase_none": "s3_ph_none",
+           "phase_full": "s3_ph_full"},
     "04": {
         "vllm_u": "s7_u", "chats_vllm": "a_v09", "weights_bf16": "a_w", "kv_per_token": "s4_tok",
         "kv_per_chat": "s4_chat", "gqa_cut": "s4_mha",
@@ -186,7 +188,8 @@ FIGURES: dict[str, dict[str, Figure]] = {
         "chinchilla": "s4_chin",
     },
     "08": {"trained_bpp": "a_train", "frozen_bpp": "a_frozen"},
-    "09": {"awq_bits": "s2_awq", "awq_ratio": "s2_ratio", "cross_int4": "s5_c4", "cross_bf16": "s5_c16"},
+    "09": {"awq_bits": "s2_awq", "awq_ratio": "s2_ratio", "cross_int4": "s5_c4", "cross_bf16": "s5_c16",
+           "speedup_b1": "a_x1", "cross_int4_said": "a_cross", "end_said": "a_end"},
     "10": {
         "ib": "p_ib", "eth": "p_eth", "grads": "s1_grad", "sent": "s1_sent",
         "node": lambda ch: f"{ch.input('NODE')}",
