@@ -19,6 +19,7 @@ from memlib._checks import plain_args
 
 from memlib.training.estimate import BREAKDOWN_KEYS, Estimate, Moment
 from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, CP_ROTATES, FINETUNES, FSDP_ALIASES, LOSSES,
+                                     LOSS_DTYPES,
                                      OFFLOAD_DEVICES, OFFLOADS, OPTIMIZER_IMPLS, PRECISIONS, QLORA_BACKENDS,
                                      RECOMPUTES, LAYOUTS, TrainingSetup, check_setup)
 from memlib.training.recipes import RECIPES, Recipe, resolve
@@ -26,7 +27,7 @@ from memlib.training.step import estimate
 
 __all__ = ["Estimate", "Moment", "TrainingSetup", "estimate_training", "PRECISIONS", "FINETUNES", "RECOMPUTES",
            "ATTENTIONS", "OFFLOADS", "OFFLOAD_DEVICES", "FSDP_ALIASES", "BREAKDOWN_KEYS", "OPTIMIZER_IMPLS",
-           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "CP_ROTATES", "RECIPES", "Recipe", "LAYOUTS"]
+           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "LOSS_DTYPES", "CP_ROTATES", "RECIPES", "Recipe", "LAYOUTS"]
 
 
 def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
@@ -44,14 +45,19 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       hidden_dropout: float | None = None, attention_dropout: float | None = None,
                       megatron_ce_inplace: bool | None = None,
                       megatron_ce_fusion: str | bool | None = None, megatron_wgrad_deferral: int | bool | None = None,
-                      keep_outputs: bool = True, etp: int | None = None, pp_split=None, recipe: str | None = None,
+                      keep_outputs: bool = True, etp: int | None = None, pp_split=None, lora_head: bool = False,
+                      loss_dtype: str = "fp32", recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
     precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
                | "bf16-mixed" | "fp16-mixed" (fp32 params/grads/states, autocast compute).
     optimizer: "adamw" | "adamw-8bit" | "sgd" | "sgd-momentum" | "adafactor".
-    finetune:  "full" | "lora" | "qlora" (lora_rank, lora_targets: names, or "all-linear"/"attention"/"qv").
+    finetune:  "full" | "lora" | "qlora" (lora_rank, lora_targets: names, or "all-linear"/"attention"/"qv";
+               Phi-3's fused "qkv_proj"/"gate_up_proj", one adapter each; "lm_head" in the list = lora_head=True).
+    lora_head: LoRA on the output head too (LitGPT's lora_head=True; peft's target_modules with "lm_head"):
+               r (h + V) more adapter parameters, their gradients and states, and the head adapter's saved input,
+               dropout mask and r-wide lora_A output. One GPU or DDP replicas.
     recompute: "none" | "selective" | "full";  attention: "sdpa" | "eager".
     zero_stage: 0-3 over dp GPUs with DeepSpeed's layout (16-bit params and grads, fp32 master
                counted with the optimizer states), or "FULL_SHARD" | "SHARD_GRAD_OP" | "NO_SHARD"
@@ -103,6 +109,9 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     keep_outputs: loss="full": True (default) if the loop keeps the model's output, its logits, until the next
                forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
                the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.
+    loss_dtype: "fp32" (default: transformers' ForCausalLMLoss upcasts the logits; autocast runs cross_entropy in
+               fp32) | "16-bit": F.cross_entropy on the bf16/fp16 logits as they are (precision 'bf16'/'fp16',
+               loss='full'): no fp32 copy, and the log-softmax and its gradients 2 bytes per logit, not 4.
     recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
                "megatron-bridge", "megatron-deepspeed", "deepspeed"): that framework's defaults; options override it.
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:

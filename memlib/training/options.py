@@ -32,6 +32,11 @@ QLORA_BACKENDS = ("bitsandbytes", "bitsandbytes<0.43.2", "lightning-bitsandbytes
 # full: transformers' loss over the full logits; chunked: Liger's fused linear cross-entropy (no logits);
 # chunked-head: LitGPT's head in 128-token chunks, fp32 under Lightning Fabric, cross-entropy per chunk.
 LOSSES = ("full", "chunked", "chunked-head")
+# The dtype transformers-style cross-entropy works in over the full logits: "fp32" (ForCausalLMLoss's
+# logits.float(), and what autocast does to cross_entropy/log_softmax/nll_loss: torch's CUDA ops that autocast to
+# float32) or "16-bit": F.cross_entropy called on the bf16/fp16 logits as they are, in a loop without autocast
+# (precision 'bf16'/'fp16': model.to(bf16), a custom loop over out.logits), so log_softmax keeps a 16-bit output.
+LOSS_DTYPES = ("fp32", "16-bit")
 # How ring attention exchanges K/V between the context-parallel GPUs (torch's _RotateMethod; torchtitan's
 # parallelism.context_parallel_rotate_method, default "allgather"): one all-gather of every rank's K/V, or
 # cp - 1 ring rotations of one block (all_to_all / permute_tensor).
@@ -52,7 +57,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None, pp_split=None)
+                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32")
 # Megatron-Core's --cross-entropy-loss-fusion with --cross-entropy-fusion-impl (None: the flag off, Megatron's default)
 MEGATRON_CE_FUSIONS = (None, "native", "te")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
@@ -124,6 +129,11 @@ class TrainingSetup:
     # the loop keeps the model's output (its logits) until the next forward (a custom loop's `out = model(...)`);
     # False: HF Trainer's compute_loss returns the loss alone, the logits are freed before the backward
     keep_outputs: bool = True
+    # a LoRA adapter on the output head too (LitGPT's lora_head=True; peft's target_modules with "lm_head")
+    lora_head: bool = False
+    # the dtype the cross-entropy works in over the logits: "fp32" (transformers' ForCausalLMLoss upcasts; the
+    # usual) or "16-bit" (F.cross_entropy on the bf16/fp16 logits as they are: LOSS_DTYPES)
+    loss_dtype: str = "fp32"
     # The options as given (every keyword of check_setup, defaults included): what replace() starts from
     options: tuple = field(default=(), compare=False, repr=False)
     recipe: str = ""  # the preset it came from (memlib.RECIPES), if any
@@ -230,7 +240,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None, pp_split=None) -> TrainingSetup:
+                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32") -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -271,13 +281,17 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
                     activation_offload, tp, pp)
     _flag("keep_outputs", keep_outputs)
+    _flag("lora_head", lora_head)
     if loss != "full" or sharding == "megatron" or layout in MEGATRON_MODELS or model.mlp != "gated":
         _not_for("keep_outputs", keep_outputs, True, "only transformers' full loss leaves logits in the model's output "
                  "(Liger's and Megatron's losses make none to keep, LitGPT's loop holds its own; GPT-style models use "
                  "Korthikanti et al.'s formula)")
     attention, attention_note = _resolve_attention(model, attention, recompute, layout)
+    lora_targets, lora_head = _lora_head(model, finetune, lora_targets, lora_head, lora_rank, sharding, tp, pp, cp,
+                                         loss)
     targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
                                                  adapter_dtype)
+    loss_dtype = _check_loss_dtype(model, loss_dtype, loss, precision, finetune, sharding, layout)
     # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
     # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
     ddp = sharding == "none" and dp > 1 and not fsdp
@@ -299,7 +313,50 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
                          attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
                          megatron_ce_fusion=megatron_ce_fusion, megatron_wgrad_deferral=megatron_wgrad_deferral,
-                         keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, options=tuple(given.items()))
+                         keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, lora_head=lora_head,
+                         loss_dtype=loss_dtype, options=tuple(given.items()))
+
+
+def _check_loss_dtype(model, loss_dtype, loss, precision, finetune, sharding, layout) -> str:
+    """loss_dtype='16-bit': cross-entropy over the 16-bit logits without the fp32 upcast; only where it can happen."""
+    choice("loss_dtype", loss_dtype, LOSS_DTYPES)
+    if loss_dtype == "fp32":
+        return loss_dtype
+    if precision not in ("bf16", "fp16"):
+        raise ValueError(f"loss_dtype='16-bit' needs precision 'bf16' or 'fp16' (no autocast); got precision="
+                         f"{precision!r}: fp32 logits have no 16-bit loss, and under autocast torch runs cross_entropy, "
+                         "log_softmax and nll_loss in fp32 (its CUDA ops that autocast to float32)")
+    if loss != "full" or sharding == "megatron" or layout in MEGATRON_MODELS or model.mlp != "gated":
+        raise ValueError(f"loss_dtype='16-bit' describes F.cross_entropy over the whole 16-bit logits (loss='full', "
+                         f"transformers' LLaMA-style models); got loss={loss!r}, layout={layout!r}, {model.name} "
+                         "(Megatron's loss: megatron_ce_fusion='te' keeps the logits 16-bit; LitGPT's chunked head is "
+                         "fp32 under Fabric; Liger's chunked loss keeps no logits)")
+    return loss_dtype
+
+
+def _lora_head(model, finetune, lora_targets, lora_head, lora_rank, sharding, tp, pp, cp, loss) -> tuple:
+    """lora_head (LitGPT's name) or "lm_head" among lora_targets (peft's target_modules): one adapter on the output
+    head, r (h + V) parameters (lora.head_lora_params). Modelled on one GPU or DDP replicas, without tp/pp/cp and
+    without Megatron's vocabulary-parallel loss."""
+    _flag("lora_head", lora_head)
+    targets, in_list = lora_mod.split_head_target(lora_targets)
+    if finetune == "full":
+        _not_for("lora_head", lora_head, False, "finetune='full' trains the head itself (LoRA options need "
+                 "finetune='lora' or 'qlora')")
+        return lora_targets, False  # (a "lm_head" target is refused with the other LoRA options)
+    head = bool(lora_head or in_list)
+    if head:
+        if model.head != "lm" or model.mlp != "gated":
+            raise ValueError(f"lora_head: {model.name} has no separate LLaMA-style output head to adapt here")
+        if sharding not in ("none",) or tp > 1 or pp > 1 or cp > 1:
+            raise ValueError("lora_head (LoRA on lm_head) is modelled on one GPU or over DDP replicas; with "
+                             f"sharding {sharding!r}, tp={tp}, pp={pp}, cp={cp} the head adapter's placement "
+                             "(FSDP's root unit, a vocabulary-parallel B) is not modelled")
+        if loss == "chunked":
+            raise ValueError("lora_head with loss='chunked' (Liger's fused linear cross-entropy reads the head's "
+                             "weight alone; an adapter on the head is not part of its kernel)")
+        lora_mod.head_lora_params(model, lora_rank)  # the rank against the head's sides
+    return targets, head
 
 
 def _check_pp_split(model, pp, vpp, pp_split) -> tuple[int, ...] | None:
@@ -728,11 +785,11 @@ def _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_
     else:
         if model.mlp != "gated":
             raise ValueError(f"LoRA/QLoRA estimates need a LLaMA-style model; {model.name} is {model.model_type}")
-        if model.is_moe or model.is_mla or model.fused_qkv or model.fused_gate_up:
-            what = ("routed experts (stacked 3-D parameters)" if model.is_moe else
-                    "MLA projections" if model.is_mla else "fused qkv_proj/gate_up_proj")
+        if model.is_moe or model.is_mla:
+            what = "routed experts (stacked 3-D parameters)" if model.is_moe else "MLA projections"
             raise ValueError(f"LoRA/QLoRA estimates are modelled for models with LLaMA's q/k/v/o and gate/up/down "
-                             f"projections; {model.name} has {what}: use finetune='full' (or a dense model)")
+                             f"projections (or Phi-3's fused qkv_proj/gate_up_proj); {model.name} has {what}: use "
+                             "finetune='full' (or a dense model)")
         targets = lora_mod.resolve_targets(model, lora_targets)
         lora_mod.lora_params(model, lora_rank, targets)  # validates the rank against each layer
         if finetune == "qlora" and precision in ("fp32",):

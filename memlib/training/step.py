@@ -337,7 +337,8 @@ def _layer_kinds(p: _Step) -> None:
         frozen_input += layer0_unkept - T.bnb_layer0_unkept_bytes(
             dataclasses.replace(c, s=dataclasses.replace(s, qlora_backend="bitsandbytes<0.43.2")), plain)
     retained_head = T.bnb_retained_head_input_bytes(c, num, sp)
-    final_norm += retained_head
+    p.head_adapter = T.head_adapter_activations(c, num, sp)  # lora_head: the head adapter's saved tensors
+    final_norm += retained_head + p.head_adapter
     p.all_layers_act, p.bottom_kind, p.bottom_layer = all_layers_act, bottom_kind, bottom_layer
     p.final_norm, p.frozen_input, p.fwd_model_act, p.kinds = final_norm, frozen_input, fwd_model_act, kinds
     p.layer, p.layer0_unkept, p.layer_act, p.layer_kind = layer, layer0_unkept, layer_act, layer_kind
@@ -1026,7 +1027,8 @@ def _result(p: _Step) -> Estimate:
     named = [(T.parameter_bytes, param_full), (T.gradient_bytes, grad_full), (T.optimizer_state_bytes, state_full),
              (T.optimizer_step_temporaries, opt_tmp), (T.autocast_weight_copies, casts_all),
              (T.saved_model_activations, saved_model_act), (T.forward_only_activations, fwd_model_act),
-             (T.final_norm_activations, final_norm), (T.frozen_first_norm, frozen_input)]
+             (T.final_norm_activations, final_norm - p.head_adapter), (T.head_adapter_activations, p.head_adapter),
+             (T.frozen_first_norm, frozen_input)]
     if recompute:
         named.append((T.checkpoint_bytes, checkpoint))
     # the layouts' buffers (a term that is 0 here is left out with the others below)
