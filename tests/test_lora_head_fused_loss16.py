@@ -136,3 +136,18 @@ def test_sixteen_bit_loss_by_hand():
 def test_sixteen_bit_loss_refusals(kw, msg):
     with pytest.raises(ValueError, match=msg):
         estimate_training("llama-2-7b", seq_len=512, **kw)
+
+
+def test_head_adapter_sum_can_set_the_forward_peak_with_a_16_bit_loss():
+    # Where the head adapter's output joins the base logits: base logits, scaled adapter output and their sum,
+    # 3 x 2 bytes per logit in bf16 = 6 x 32000 x 2048; the 16-bit loss itself holds 4 x 32000 x 2048, the fp32
+    # one 10 x 32000 x 2048 (so there the sum is not the forward's peak).
+    kw = dict(seq_len=2048, precision="bf16", finetune="lora", adapter_dtype="bf16", lora_head=True)
+    est = estimate_training("llama-2-7b", loss_dtype="16-bit", **kw)
+    head = _moment(est, "the head adapter's output")
+    loss = _moment(est, "at the loss")
+    assert head.parts["logits_and_loss"] == 6 * 32000 * 2048
+    assert loss.parts["logits_and_loss"] == 4 * 32000 * 2048
+    assert head.total > loss.total
+    est = estimate_training("llama-2-7b", **kw)
+    assert _moment(est, "the head adapter's output").total < _moment(est, "at the loss").total

@@ -574,6 +574,15 @@ def _forward_moments(p: _Step) -> None:
                     "temporaries": T.dequantized_weight_bytes(c, T.quantized_head_numel(c)),
                     "previous_output": logits + retained_prev,
                 }))
+        if T.head_adapter_sum_bytes(c, num):  # lora_head: the adapter's output added to the base logits
+            moments.append(Moment("forward", "the head adapter's output added to the logits (lora_head)", {
+                **base,
+                "activations": kept + fwd_model_act + final_norm,
+                "autocast_copies": casts_all,
+                "logits_and_loss": T.head_adapter_sum_bytes(c, num) + aux,
+                "previous_output": logits + retained_prev,
+                "gathered_parameters": gathered_head,
+            }))
         # inside the last decoder layer (what decides the forward when no logits are made: the chunked loss)
         moments.append(Moment("forward", "inside the last decoder layer", {
             **base,

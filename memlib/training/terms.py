@@ -667,8 +667,7 @@ def head_adapter_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
     `(self.lora_dropout(x) @ lora_A.T @ lora_B.T) * scaling`; peft's lora.Linear the same): lora_A's input (the final
     norm's output, or its dropped / dtype-cast copy: activations.adapter_input_bytes), dropout's 1-byte mask, and
     lora_A's r-wide output, kept by lora_B. The frozen head's own matmul keeps no input (no weight gradient).
-    Forward temporaries (lora_B's b*s*V output, its scaled copy, the sum) stay below the loss's upcast and
-    log-softmax, so they set no peak (6 bytes per logit against 10)."""
+    Its forward temporaries over the vocabulary are head_adapter_sum_bytes."""
     s = c.s
     if not (s.lora_head and c.st.head):
         return 0
@@ -682,6 +681,17 @@ def head_adapter_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
     mask = h * tok if s.lora_dropout > 0 else 0
     a_out = (2 if num.autocast else ad) * s.lora_rank * tok
     return (kept_input + mask) // sp + a_out
+
+
+def head_adapter_sum_bytes(c: Ctx, num: act.Numerics) -> int:
+    """lora_head, transformers' full loss: where the head adapter's output joins the base head's, three b*s*V tensors
+    in the compute dtype are alive (peft lora.Linear: `result = result + lora_B(lora_A(dropout(x))) * scaling`;
+    LitGPT: `pretrained + lora`): the base logits, the scaled adapter output and their sum (lora_B's own output is
+    freed once scaled). Below the loss's 10 bytes per logit with the fp32 upcast; above its 4 with loss_dtype='16-bit'."""
+    s = c.s
+    if not (s.lora_head and c.st.head and s.loss == "full"):
+        return 0
+    return 3 * num.compute * s.model.vocab_size * s.tokens
 
 
 def final_norm_output_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
