@@ -41,14 +41,15 @@ from memlib.serving.engines import (DEFAULT_ENGINE, ENGINES, FP8_KV, GGML_BLOCKS
                                     llama_cpp_kv_bytes, paged_tokens)
 from memlib.units import fmt_bytes, gb, gib
 
-WEIGHT_FORMATS = ("bf16", "fp16", "fp32", "int8", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
+WEIGHT_FORMATS = ("bf16", "fp16", "fp32", "int8", "int8-gptq", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
 AUTO = "auto"  # the checkpoint's own format (config.json quantization_config), else bf16
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
 # Every cache type some engine accepts (memlib.serving.engines.kv_formats(engine) says which).
 ALL_KV_FORMATS = tuple(dict.fromkeys(KV_FORMATS + FP8_KV + tuple(GGML_BLOCKS)))
 LOGITS = ("last", "all")
 MLA_CACHES = ("latent", "full")
-QUANTIZED = ("int8", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
+QUANTIZED = ("int8", "int8-gptq", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
+GROUPED = ("int8-gptq", "int4-gptq", "int4-awq")  # the formats with a quantization group (group_size)
 
 # Bytes per element of the unquantized formats; the quantized formats keep every tensor
 # they do not quantize (embeddings, lm_head, norms, biases, routers) in 16-bit.
@@ -84,6 +85,11 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
     int4-gptq qweight int32 [in//32*4, out] + qzeros int32 [ceil(in/g), out//32*4]
               + scales fp16 [ceil(in/g), out] + g_idx int32 [in]
               (Frantar et al. 2022, GPTQ; AutoGPTQ qlinear QuantLinear buffers).
+    int8-gptq GPTQ with bits=8: qweight int32 [ceil(in*8/32), out] + qzeros int32 [ceil(in/g), ceil(out*8/32)]
+              + scales fp16 [ceil(in/g), out] + g_idx int32 [in] = in*out + ceil(in/g)*out*(1 + 2) + 4*in
+              bytes (ModelCloud/GPTQModel@f4c327a gptqmodel/nn_modules/qlinear/__init__.py
+              _register_gptq_buffers, pack_dtype int32; its torch kernel takes bits 2-8 and any in/out
+              width): 8 + 24/g bits per weight, 8.19 at g=128.
     int4-awq  qweight int32 [in, out//8] + qzeros int32 [in//g, out//8] + scales fp16 [in//g, out]
               (Lin et al. 2023, AWQ; AutoAWQ WQLinear_GEMM buffers; no g_idx).
     nf4       memlib.training.lora.nf4_bytes: QLoRA NF4 with double quantization (Dettmers et al. 2023);
@@ -112,6 +118,10 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
         if i % MX_BLOCK:
             raise ValueError(f"mxfp4 packs blocks of {MX_BLOCK} input features: in_features {i} is not a multiple")
         return o * (i // MX_BLOCK) * (MX_BLOCK // 2 + 1)
+    if fmt == "int8-gptq":
+        groups = -(-i // g)
+        words = lambda n: -(-n * 8 // 32)  # noqa: E731  int32 words holding n 8-bit codes
+        return 4 * words(i) * o + 4 * groups * words(o) + 2 * groups * o + 4 * i
     bits = 4
     if fmt == "int4-gptq":
         if i % 32 or o % 32:
@@ -480,7 +490,7 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
 
     weights:  "auto" (default: the checkpoint's format from its config.json quantization_config,
               e.g. DeepSeek-V3's block fp8 or gpt-oss's MXFP4 experts; bf16 when it has none) |
-              "bf16" | "fp16" | "fp32" | "int8" (LLM.int8()) | "int4-gptq" | "int4-awq" | "nf4" |
+              "bf16" | "fp16" | "fp32" | "int8" (LLM.int8()) | "int8-gptq" | "int4-gptq" | "int4-awq" | "nf4" |
               "fp8-block" | "mxfp4" (a MoE's routed experts only, as gpt-oss ships; a dense model's
               projections).
     kv_cache: "bf16" | "fp16" | "fp8" | "int8"; with engine "vllm"/"sglang" also "fp8_e4m3" | "fp8_e5m2";
@@ -740,6 +750,7 @@ WEIGHT_FORMULAS = {
     "fp16": "2 bytes per parameter",
     "fp32": "4 bytes per parameter",
     "int8": "in*out int8 + 4*out (fp32 row absmax SCB): LLM.int8(), bitsandbytes Linear8bitLt",
+    "int8-gptq": "qweight in*out + qzeros ceil(in/g)*out + scales 2*ceil(in/g)*out + g_idx 4*in: GPTQModel QuantLinear, bits=8",
     "int4-gptq": "qweight in*out/2 + qzeros ceil(in/g)*out/2 + scales 2*ceil(in/g)*out + g_idx 4*in: AutoGPTQ QuantLinear",
     "int4-awq": "qweight in*out/2 + qzeros (in/g)*out/2 + scales 2*(in/g)*out: AutoAWQ WQLinear_GEMM",
     "nf4": "4 + 8/64 + 32/(64*256) bits per weight: QLoRA NF4 with double quantization",
@@ -771,7 +782,7 @@ def _explain_setup(est: InferenceEstimate) -> list[str]:
         f"Setup: batch {s.batch} x context {s.context_len:,} = {s.tokens:,} tokens, engine **{s.engine}**, "
         f"weights **{s.weights}**, KV cache **{kv}**, tensor parallel **{s.tp}**"
         + (f", expert parallel **{s.ep}**" if s.ep > 1 else "")
-        + (f", group size {s.group_size}" if s.weights in ("int4-gptq", "int4-awq") else "")
+        + (f", group size {s.group_size}" if s.weights in GROUPED else "")
         + f", logits for **{s.logits}** positions.",
         "",
     ]
