@@ -46,7 +46,9 @@ AUTO = "auto"  # the checkpoint's own format (config.json quantization_config), 
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
 # Every cache type some engine accepts (memlib.serving.engines.kv_formats(engine) says which).
 ALL_KV_FORMATS = tuple(dict.fromkeys(KV_FORMATS + FP8_KV + tuple(GGML_BLOCKS)))
-LOGITS = ("last", "all")
+# "all-fp32": transformers 4.31-4.44's generate, whose LlamaForCausalLM.forward runs the head over every prompt position
+# and upcasts all of it (hf_generate_logits)
+LOGITS = ("last", "all", "all-fp32")
 MLA_CACHES = ("latent", "full")
 QUANTIZED = ("int8", "int8-gptq", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
 GROUPED = ("int8-gptq", "int4-gptq", "int4-awq")  # the formats with a quantization group (group_size)
@@ -142,6 +144,38 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
     qzeros = (i // g) * (o // pack) * 4
     scales = (i // g) * o * 2
     return qweight + qzeros + scales
+
+
+# --- which logits transformers' generate makes at the prefill ---------------------------------------
+HF_LOGITS_TO_KEEP = (4, 45)  # first release with PR #31292's num_logits_to_keep in LlamaForCausalLM and generate
+HF_LOGITS_FLOAT = (4, 31)    # Llama 2's release: `logits = logits.float()` after the pretraining_tp head
+
+
+def hf_generate_logits(transformers_version: str) -> str:
+    """The `logits` setting that describes transformers' generate() at a release, for LLaMA-style models
+    (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and the families copied from them):
+
+    4.31-4.44  "all-fp32": forward runs lm_head over every prompt position and upcasts the whole result
+               (`logits = self.lm_head(hidden_states); logits = logits.float()`, the line huggingface/transformers
+               issue #30860 proposed to remove), so the prefill holds T x V logits in 16 bits and their fp32 copy.
+    4.45 on    "last": PR #31292 (huggingface/transformers, released in v4.45.0) slices the hidden states to
+               num_logits_to_keep (now logits_to_keep) before the head and generate passes 1; the upcast is of that
+               one row (removed from the model in v4.46, PR #33902; generate's own `.float()` of the last row stays).
+    Older releases (no upcast; Llama before v4.31) are not modelled here: pass logits="all" for a plain forward."""
+    if not isinstance(transformers_version, str):
+        raise ValueError(f"transformers_version must be a version string such as '4.44.2', got "
+                         f"{type(transformers_version).__name__}")
+    parts = transformers_version.strip().split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        raise ValueError(f"transformers_version {transformers_version!r} is not a version such as '4.44' or "
+                         "'4.44.2'") from None
+    if (major, minor) < HF_LOGITS_FLOAT:
+        raise ValueError(f"transformers_version {transformers_version!r}: releases before 4.31 are not modelled "
+                         "(LlamaForCausalLM had no fp32 upcast then); pass logits='all' for 16-bit logits of every "
+                         "position")
+    return "all-fp32" if (major, minor) < HF_LOGITS_TO_KEEP else "last"
 
 
 # --- KV cache --------------------------------------------------------------------------------------
@@ -380,6 +414,9 @@ def _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits,
     if engine == "llama.cpp" and tp > 1:
         raise ValueError("engine 'llama.cpp' splits layers across GPUs (--split-mode layer), not heads: use tp=1")
     choice("logits", logits, LOGITS)
+    if logits == "all-fp32" and engine != "hf":
+        raise ValueError(f"logits='all-fp32' is transformers' generate before v4.45 (engine 'hf'); engine {engine!r} "
+                         "runs the head on the last position only")
     choice("mla_cache", mla_cache, MLA_CACHES)
     tp = positive_int("tp", tp)
     ep = positive_int("ep", ep)
@@ -485,7 +522,7 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
                        kv_cache: str = "bf16", tp: int = 1, group_size: int | None = None,
                        logits: str = "last", mla_cache: str = "latent", ep: int = 1,
                        prefill_tokens: int | None = None, engine: str = DEFAULT_ENGINE,
-                       kv_cache_v: str | None = None) -> InferenceEstimate:
+                       kv_cache_v: str | None = None, transformers_version: str | None = None) -> InferenceEstimate:
     """Memory to serve `model` on one of `tp` GPUs: weights, KV cache, the prefill's activations.
 
     weights:  "auto" (default: the checkpoint's format from its config.json quantization_config,
@@ -509,8 +546,20 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
     group_size: GPTQ/AWQ quantization group (default None: the checkpoint's quantization_config
               group_size when weights is its own format, else 128).
     logits:   "last" (HF generate with logits_to_keep=1, vLLM: the head runs on the last
-              position only) | "all" (a plain forward: logits for every position).
+              position only) | "all" (a plain forward: logits for every position) | "all-fp32"
+              (transformers 4.31-4.44's generate: every position's logits and their fp32 copy).
+    transformers_version: engine "hf": the release whose generate() to describe (e.g. "4.44.2"); sets
+              logits by hf_generate_logits (4.31-4.44: "all-fp32"; 4.45 on: "last").
     """
+    if transformers_version is not None:
+        if engine != "hf":
+            raise ValueError(f"transformers_version describes transformers' generate (engine 'hf'); engine {engine!r} "
+                             "is another program")
+        derived = hf_generate_logits(transformers_version)
+        if logits not in ("last", derived):
+            raise ValueError(f"logits={logits!r} contradicts transformers_version={transformers_version!r}, whose "
+                             f"generate makes {derived!r} logits: give one of the two")
+        logits = derived
     s = _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits, mla_cache, ep, prefill_tokens,
                engine, kv_cache_v)
     m = s.model
@@ -614,15 +663,20 @@ def _prefill_moments(s: InferenceSetup) -> tuple[dict[str, int], dict[str, str]]
     if m.head == "lm":
         # Head: the final norm's output, the head's logits (a vocabulary shard per GPU, gathered to
         # the full vocabulary when tp > 1) and generate's fp32 copy of the last position's logits.
+        # "all-fp32" (transformers 4.31-4.44, hf_generate_logits): forward's `logits = logits.float()` over every
+        # position, the 16-bit logits and their fp32 copy alive together at the cast (generate then slices a view).
         rows = b if s.logits == "last" else T
         V = m.vocab_size
         shard = rows * -(-V // tp) * c
         gathered = rows * V * c if tp > 1 else 0
-        moments["lm_head"] = T * h * c + rope + shard + gathered + 4 * b * V
+        upcast = 4 * T * V if s.logits == "all-fp32" else 4 * b * V
+        moments["lm_head"] = T * h * c + rope + shard + gathered + upcast
         formulas["lm_head"] = (("T*h*c (final norm output)" + (" + RoPE cos, sin" if rope else ""))
                                + f" + {'b' if s.logits == 'last' else 'T'}*ceil(V/tp)*c (logits)"
                                + (f" + {'b' if s.logits == 'last' else 'T'}*V*c (gathered)" if tp > 1 else "")
-                               + " + 4*b*V (fp32 logits of the last position)")
+                               + (" + 4*T*V (fp32 copy of every position's logits: logits.float(), transformers "
+                                  "4.31-4.44)" if s.logits == "all-fp32" else " + 4*b*V (fp32 logits of the last "
+                                  "position)"))
     return moments, formulas
 
 
@@ -854,7 +908,8 @@ def _explain_prefill(est: InferenceEstimate) -> list[str]:
                                     f"heads = {m.num_heads // s.tp}." if s.tp > 1 else
                                     f"q = {m.q_size}, kv = {m.kv_size}, heads = {m.num_heads}.")
         + " FlashAttention-style kernels store no s x s scores; the logits are for the "
-        + ("last position only (HF generate, vLLM)." if s.logits == "last" else "every position (a plain forward)."),
+        + ("last position only (HF generate, vLLM)." if s.logits == "last" else "every position (a plain forward)."
+           if s.logits == "all" else "every position, upcast to fp32 (transformers 4.31-4.44's generate)."),
         "",
         "| moment | what is alive besides weights and cache | GB | GiB |",
         "|---|---|---:|---:|",
