@@ -19,7 +19,7 @@ from memlib._checks import plain_args
 
 from memlib.training.estimate import BREAKDOWN_KEYS, Estimate, Moment
 from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, CP_ROTATES, FINETUNES, FSDP_ALIASES, LOSSES,
-                                     LOSS_DTYPES,
+                                     LOSS_DTYPES, FLOAT8S,
                                      OFFLOAD_DEVICES, OFFLOADS, OPTIMIZER_IMPLS, PRECISIONS, QLORA_BACKENDS,
                                      RECOMPUTES, LAYOUTS, TrainingSetup, check_setup)
 from memlib.training.recipes import RECIPES, Recipe, resolve
@@ -27,7 +27,7 @@ from memlib.training.step import estimate
 
 __all__ = ["Estimate", "Moment", "TrainingSetup", "estimate_training", "PRECISIONS", "FINETUNES", "RECOMPUTES",
            "ATTENTIONS", "OFFLOADS", "OFFLOAD_DEVICES", "FSDP_ALIASES", "BREAKDOWN_KEYS", "OPTIMIZER_IMPLS",
-           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "LOSS_DTYPES", "CP_ROTATES", "RECIPES", "Recipe", "LAYOUTS"]
+           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "LOSS_DTYPES", "FLOAT8S", "CP_ROTATES", "RECIPES", "Recipe", "LAYOUTS"]
 
 
 def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
@@ -46,7 +46,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
                       megatron_ce_inplace: bool | None = None,
                       megatron_ce_fusion: str | bool | None = None, megatron_wgrad_deferral: int | bool | None = None,
                       keep_outputs: bool = True, etp: int | None = None, pp_split=None, lora_head: bool = False,
-                      loss_dtype: str = "fp32", recipe: str | None = None,
+                      loss_dtype: str = "fp32", float8: str = "none", compile: bool = False,
+                      recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
@@ -112,6 +113,11 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     loss_dtype: "fp32" (default: transformers' ForCausalLMLoss upcasts the logits; autocast runs cross_entropy in
                fp32) | "16-bit": F.cross_entropy on the bf16/fp16 logits as they are (precision 'bf16'/'fp16',
                loss='full'): no fp32 copy, and the log-softmax and its gradients 2 bytes per logit, not 4.
+    float8:    "none" | "torchao" (torchao's Float8Linear on the decoder's linears, torchtitan's float8 converter;
+               full training in bf16-mixed): it saves the bf16 input and weight for the backward and keeps fp32
+               states, so the bytes are bf16's; its casts are transients (fused under torch.compile).
+    compile:   torch.compile of the model; modelled with recompute='full' only (each layer's input kept, as in
+               eager mode); other recompute settings are refused (Inductor saves fewer intermediates).
     recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
                "megatron-bridge", "megatron-deepspeed", "deepspeed"): that framework's defaults; options override it.
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:

@@ -37,6 +37,10 @@ LOSSES = ("full", "chunked", "chunked-head")
 # float32) or "16-bit": F.cross_entropy called on the bf16/fp16 logits as they are, in a loop without autocast
 # (precision 'bf16'/'fp16': model.to(bf16), a custom loop over out.logits), so log_softmax keeps a 16-bit output.
 LOSS_DTYPES = ("fp32", "16-bit")
+# float8 training of the decoder's linear layers: "none", or "torchao" (torchao.float8 Float8Linear, torchtitan's
+# --model.converters float8; pytorch/ao@36027d8 torchao/float8/float8_linear.py matmul_with_hp_or_float8_args saves
+# (input_hp, weight_hp_t), the high-precision tensors, so the saved activations and the model states are bf16's)
+FLOAT8S = ("none", "torchao")
 # How ring attention exchanges K/V between the context-parallel GPUs (torch's _RotateMethod; torchtitan's
 # parallelism.context_parallel_rotate_method, default "allgather"): one all-gather of every rank's K/V, or
 # cp - 1 ring rotations of one block (all_to_all / permute_tensor).
@@ -57,7 +61,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32")
+                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32", float8="none", compile=False)
 # Megatron-Core's --cross-entropy-loss-fusion with --cross-entropy-fusion-impl (None: the flag off, Megatron's default)
 MEGATRON_CE_FUSIONS = (None, "native", "te")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
@@ -134,6 +138,8 @@ class TrainingSetup:
     # the dtype the cross-entropy works in over the logits: "fp32" (transformers' ForCausalLMLoss upcasts; the
     # usual) or "16-bit" (F.cross_entropy on the bf16/fp16 logits as they are: LOSS_DTYPES)
     loss_dtype: str = "fp32"
+    float8: str = "none"  # FLOAT8S
+    compile: bool = False  # torch.compile of the model (modelled with full recompute only: _check_compile)
     # The options as given (every keyword of check_setup, defaults included): what replace() starts from
     options: tuple = field(default=(), compare=False, repr=False)
     recipe: str = ""  # the preset it came from (memlib.RECIPES), if any
@@ -240,7 +246,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32") -> TrainingSetup:
+                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32", float8="none",
+                compile=False) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -292,6 +299,9 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
                                                  adapter_dtype)
     loss_dtype = _check_loss_dtype(model, loss_dtype, loss, precision, finetune, sharding, layout)
+    _flag("compile", compile)
+    _check_float8(model, float8, finetune, precision, sharding, layout)
+    _check_compile(compile, recompute)
     # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
     # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
     ddp = sharding == "none" and dp > 1 and not fsdp
@@ -314,7 +324,33 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
                          megatron_ce_fusion=megatron_ce_fusion, megatron_wgrad_deferral=megatron_wgrad_deferral,
                          keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, lora_head=lora_head,
-                         loss_dtype=loss_dtype, options=tuple(given.items()))
+                         loss_dtype=loss_dtype, float8=float8, compile=compile, options=tuple(given.items()))
+
+
+def _check_float8(model, float8, finetune, precision, sharding, layout) -> None:
+    """float8='torchao': torchao's Float8Linear on every decoder linear, as torchtitan converts them. Modelled for full
+    training of dense LLaMA-style layers in bf16-mixed (FSDP2's MixedPrecisionPolicy or one GPU's autocast)."""
+    choice("float8", float8, FLOAT8S)
+    if float8 == "none":
+        return
+    if (finetune != "full" or precision != "bf16-mixed" or sharding not in ("none", "fsdp") or layout != "auto"
+            or model.is_moe or model.is_mla or not model.is_llama_layer):
+        raise ValueError(f"float8='torchao' (torchao's Float8Linear, torchtitan's float8 converter) is modelled for "
+                         "full training of dense LLaMA-style layers in precision 'bf16-mixed' on one GPU or under FSDP "
+                         f"(zero_stage='FULL_SHARD'); got finetune={finetune!r}, precision={precision!r}, "
+                         f"sharding {sharding!r}, layout={layout!r}, {model.name} (Transformer Engine's and "
+                         "DeepSeek-V3's recipes: memlib.training.fp8.fp8_training_memory)")
+
+
+def _check_compile(compile, recompute) -> None:
+    """compile=True: torch.compile of the model. Only with recompute='full' is what a compiled step keeps known here:
+    each layer's input, as in eager mode (torchao's float8nocompile benchmark, pytorch/ao@d99785c
+    torchao/prototype/float8nocompile/README.md, full AC: bf16 eager 28.07 GB, float8 + torch.compile 28.03 GB)."""
+    if compile and recompute != "full":
+        raise ValueError(f"compile=True with recompute={recompute!r} is not modelled: Inductor's min-cut partitioner "
+                         "recomputes pointwise ops (norms, SiLU, casts) in the backward and saves fewer intermediates "
+                         "than memlib's eager ledger (torchtitan's Llama 3.1 8B: 82.4 -> 77.0 GiB with selective "
+                         "recompute); with recompute='full' a compiled step keeps each layer's input, as eager does")
 
 
 def _check_loss_dtype(model, loss_dtype, loss, precision, finetune, sharding, layout) -> str:

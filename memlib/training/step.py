@@ -515,6 +515,12 @@ def _layout_notes(p: _Step) -> None:
                         "; DeepSpeed's BF16_Optimizer keeps the states (bf16 without ZeRO)"))
     if s.attention_note:
         notes.append(f"attention estimated as eager: {s.attention_note}")
+    if s.float8 == "torchao":
+        notes.append("float8 (torchao Float8Linear): each linear saves its bf16 input and weight (save_for_backward("
+                     "input_hp, weight_hp_t)) and the states stay fp32, so the bytes are bf16's; the fp8 casts are "
+                     "transients inside each matmul (fused by torch.compile)")
+    if s.compile:
+        notes.append("torch.compile with full recompute: each layer keeps its input, as in eager mode")
     if m.is_moe:
         rows = T.routed_rows(c)
         per_gpu = m.num_experts // s.ep
