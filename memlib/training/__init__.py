@@ -27,38 +27,33 @@ from memlib.training.step import estimate
 
 __all__ = ["Estimate", "Moment", "TrainingSetup", "estimate_training", "PRECISIONS", "FINETUNES", "RECOMPUTES",
            "ATTENTIONS", "OFFLOADS", "OFFLOAD_DEVICES", "FSDP_ALIASES", "BREAKDOWN_KEYS", "OPTIMIZER_IMPLS",
-           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "LOSS_DTYPES", "FLOAT8S", "CP_ROTATES", "RECIPES", "Recipe", "LAYOUTS"]
+           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "LOSS_DTYPES", "FLOAT8S", "CP_ROTATES",
+           "RECIPES", "Recipe", "LAYOUTS"]
 
 
 def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
                       optimizer: str = "adamw", finetune: str = "full", lora_rank: int = 16, lora_targets=None,
-                      recompute: str = "none", attention: str = "sdpa", zero_stage=0, dp: int = 1,
-                      tp: int = 1, pp: int = 1, offload: str = "none", offload_device: str = "cpu",
-                      grad_accum: int = 1, sequence_parallel: bool = False, *, optimizer_impl: str = "foreach",
-                      lora_dropout: float = 0.0, adapter_dtype: str = "fp32", base_dtype: str = "auto",
-                      qlora_backend: str = "bitsandbytes", double_quant: bool = True, loss: str = "full",
-                      activation_offload: bool = False, fsdp_mixed_precision: bool = True, ep: int = 1,
-                      router_aux_loss: bool = True, capacity_factor: float | None = None, cp: int = 1,
-                      cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False, layout: str = "auto",
+                      recompute: str = "none", attention: str = "sdpa", zero_stage=0, dp: int = 1, tp: int = 1,
+                      pp: int = 1, offload: str = "none", offload_device: str = "cpu", grad_accum: int = 1,
+                      sequence_parallel: bool = False, *, optimizer_impl: str = "foreach", lora_dropout: float = 0.0,
+                      adapter_dtype: str = "fp32", base_dtype: str = "auto", qlora_backend: str = "bitsandbytes",
+                      double_quant: bool = True, loss: str = "full", activation_offload: bool = False,
+                      fsdp_mixed_precision: bool = True, ep: int = 1, router_aux_loss: bool = True,
+                      capacity_factor: float | None = None, cp: int = 1, cp_rotate: str = "allgather",
+                      gradient_as_bucket_view: bool = False, layout: str = "auto",
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
                       hidden_dropout: float | None = None, attention_dropout: float | None = None,
-                      megatron_ce_inplace: bool | None = None,
-                      megatron_ce_fusion: str | bool | None = None, megatron_wgrad_deferral: int | bool | None = None,
-                      keep_outputs: bool = True, etp: int | None = None, pp_split=None, lora_head: bool = False,
-                      loss_dtype: str = "fp32", float8: str = "none", compile: bool = False,
-                      recipe: str | None = None,
+                      megatron_ce_inplace: bool | None = None, megatron_ce_fusion: str | bool | None = None,
+                      megatron_wgrad_deferral: int | bool | None = None, keep_outputs: bool = True,
+                      etp: int | None = None, pp_split=None, lora_head: bool = False, loss_dtype: str = "fp32",
+                      float8: str = "none", compile: bool = False, recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
-    precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
-               | "bf16-mixed" | "fp16-mixed" (fp32 params/grads/states, autocast compute).
+    precision: "fp32" | "bf16" | "fp16" (all states in that dtype) | "bf16-mixed" | "fp16-mixed" (fp32, autocast).
     optimizer: "adamw" | "adamw-8bit" | "sgd" | "sgd-momentum" | "adafactor".
-    finetune:  "full" | "lora" | "qlora" (lora_rank, lora_targets: names, or "all-linear"/"attention"/"qv";
-               Phi-3's fused "qkv_proj"/"gate_up_proj", one adapter each; "lm_head" in the list = lora_head=True).
-    lora_head: LoRA on the output head too (LitGPT's lora_head=True; peft's target_modules with "lm_head"):
-               r (h + V) more adapter parameters, their gradients and states, and the head adapter's saved input,
-               dropout mask and r-wide lora_A output. One GPU or DDP replicas.
+    finetune:  "full" | "lora" | "qlora" (lora_rank, lora_targets: names, or "all-linear"/"attention"/"qv").
     recompute: "none" | "selective" | "full";  attention: "sdpa" | "eager".
     zero_stage: 0-3 over dp GPUs with DeepSpeed's layout (16-bit params and grads, fp32 master
                counted with the optimizer states), or "FULL_SHARD" | "SHARD_GRAD_OP" | "NO_SHARD"
@@ -79,8 +74,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     cp:        context parallelism: each sequence split over cp GPUs (seq_len divisible by 2 x cp), ring attention
                (Liu et al. 2023, as torchtitan runs it): seq_len / cp tokens per GPU; FULL_SHARD shards the states
                over dp x cp GPUs; dp x cp x tp x pp GPUs in use (training/context_parallel.py).
-    cp_rotate: "allgather" (torch's and torchtitan's default: all ranks' K/V gathered once per layer) | "alltoall"
-               (one block passed around the ring per step).
+    cp_rotate: "allgather" (torch's, torchtitan's default: all K/V gathered once a layer) | "alltoall" (ring steps).
     gradient_as_bucket_view: plain data parallelism (dp > 1 with zero_stage=0 and no tp/pp) is torch's
                DistributedDataParallel, whose all-reduce buckets hold a second copy of every gradient unless
                gradient_as_bucket_view=True (default False in torch, HF Trainer and Accelerate).
@@ -110,14 +104,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     keep_outputs: loss="full": True (default) if the loop keeps the model's output, its logits, until the next
                forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
                the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.
-    loss_dtype: "fp32" (default: transformers' ForCausalLMLoss upcasts the logits; autocast runs cross_entropy in
-               fp32) | "16-bit": F.cross_entropy on the bf16/fp16 logits as they are (precision 'bf16'/'fp16',
-               loss='full'): no fp32 copy, and the log-softmax and its gradients 2 bytes per logit, not 4.
-    float8:    "none" | "torchao" (torchao's Float8Linear on the decoder's linears, torchtitan's float8 converter;
-               full training in bf16-mixed): it saves the bf16 input and weight for the backward and keeps fp32
-               states, so the bytes are bf16's; its casts are transients (fused under torch.compile).
-    compile:   torch.compile of the model; modelled with recompute='full' only (each layer's input kept, as in
-               eager mode); other recompute settings are refused (Inductor saves fewer intermediates).
+    lora_head=True: LoRA on lm_head too, r (h + V); loss_dtype="16-bit": cross-entropy on 16-bit logits, no upcast;
+               float8="torchao": Float8Linear (bf16's bytes); compile=True needs recompute="full" (docs/usage.md).
     recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
                "megatron-bridge", "megatron-deepspeed", "deepspeed"): that framework's defaults; options override it.
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:

@@ -246,8 +246,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32", float8="none",
-                compile=False) -> TrainingSetup:
+                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32", float8="none", compile=False) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -258,7 +257,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         offload_device, optimizer_impl, adapter_dtype, base_dtype, qlora_backend, loss,
         (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
          ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision),
-         ("gradient_as_bucket_view", gradient_as_bucket_view)),
+         ("gradient_as_bucket_view", gradient_as_bucket_view), ("lora_head", lora_head), ("compile", compile)),
         lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor, etp)
     zero_stage_arg = zero_stage
     zero_stage, fsdp = _zero_stage(zero_stage)
@@ -288,20 +287,14 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
                     activation_offload, tp, pp)
     _flag("keep_outputs", keep_outputs)
-    _flag("lora_head", lora_head)
     if loss != "full" or sharding == "megatron" or layout in MEGATRON_MODELS or model.mlp != "gated":
         _not_for("keep_outputs", keep_outputs, True, "only transformers' full loss leaves logits in the model's output "
                  "(Liger's and Megatron's losses make none to keep, LitGPT's loop holds its own; GPT-style models use "
                  "Korthikanti et al.'s formula)")
     attention, attention_note = _resolve_attention(model, attention, recompute, layout)
-    lora_targets, lora_head = _lora_head(model, finetune, lora_targets, lora_head, lora_rank, sharding, tp, pp, cp,
-                                         loss)
-    targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
-                                                 adapter_dtype)
-    loss_dtype = _check_loss_dtype(model, loss_dtype, loss, precision, finetune, sharding, layout)
-    _flag("compile", compile)
-    _check_float8(model, float8, finetune, precision, sharding, layout)
-    _check_compile(compile, recompute)
+    targets, lora_rank, base, lora_head, loss_dtype = _adapters_and_loss(
+        model, finetune, precision, recompute, sharding, layout, (tp, pp, cp), loss, lora_rank, lora_targets, lora_head,
+        base_dtype, adapter_dtype, loss_dtype, float8, compile)
     # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
     # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
     ddp = sharding == "none" and dp > 1 and not fsdp
@@ -317,14 +310,13 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
                          qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
                          ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
-                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
-                         gradient_as_bucket_view=gradient_as_bucket_view, layout=layout,
-                         reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
+                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp, options=tuple(given.items()),
+                         gradient_as_bucket_view=gradient_as_bucket_view, layout=layout, lora_head=lora_head,
+                         reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm, loss_dtype=loss_dtype,
                          contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
                          attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
                          megatron_ce_fusion=megatron_ce_fusion, megatron_wgrad_deferral=megatron_wgrad_deferral,
-                         keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, lora_head=lora_head,
-                         loss_dtype=loss_dtype, float8=float8, compile=compile, options=tuple(given.items()))
+                         keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, float8=float8, compile=compile)
 
 
 def _check_float8(model, float8, finetune, precision, sharding, layout) -> None:
@@ -351,6 +343,20 @@ def _check_compile(compile, recompute) -> None:
                          "recomputes pointwise ops (norms, SiLU, casts) in the backward and saves fewer intermediates "
                          "than memlib's eager ledger (torchtitan's Llama 3.1 8B: 82.4 -> 77.0 GiB with selective "
                          "recompute); with recompute='full' a compiled step keeps each layer's input, as eager does")
+
+
+def _adapters_and_loss(model, finetune, precision, recompute, sharding, layout, tp_pp_cp, loss, lora_rank, lora_targets,
+                       lora_head, base_dtype, adapter_dtype, loss_dtype, float8, compile) -> tuple:
+    """The adapters (targets, rank, base dtype; the head adapter) and the loss dtype, float8 and compile options,
+    checked: (targets, lora_rank, base, lora_head, loss_dtype)."""
+    tp, pp, cp = tp_pp_cp
+    lora_targets, lora_head = _lora_head(model, finetune, lora_targets, lora_head, lora_rank, sharding, tp, pp, cp, loss)
+    targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
+                                                 adapter_dtype)
+    _check_float8(model, float8, finetune, precision, sharding, layout)
+    _check_compile(compile, recompute)
+    return targets, lora_rank, base, lora_head, _check_loss_dtype(model, loss_dtype, loss, precision, finetune,
+                                                                  sharding, layout)
 
 
 def _check_loss_dtype(model, loss_dtype, loss, precision, finetune, sharding, layout) -> str:
