@@ -151,3 +151,42 @@ def test_head_adapter_sum_can_set_the_forward_peak_with_a_16_bit_loss():
     assert head.total > loss.total
     est = estimate_training("llama-2-7b", **kw)
     assert _moment(est, "the head adapter's output").total < _moment(est, "at the loss").total
+
+
+# --- float8 (torchao) and torch.compile --------------------------------------------------------------
+
+def test_float8_torchao_and_compile_keep_the_eager_bf16_bytes():
+    # torchao's Float8Linear saves (input_hp, weight_hp_t), the tensors a bf16 linear saves, and the states stay fp32;
+    # a compiled step with full recompute keeps each layer's input: the same estimate, term for term.
+    kw = dict(seq_len=8192, micro_batch=1, zero_stage="FULL_SHARD", dp=8, recompute="full")
+    plain = estimate_training("llama-3-8b", **kw)
+    f8 = estimate_training("llama-3-8b", float8="torchao", compile=True, **kw)
+    assert f8.peak_bytes == plain.peak_bytes
+    assert {t.name: t.nbytes for t in f8.terms} == {t.name: t.nbytes for t in plain.terms}
+    assert any("Float8Linear" in n for n in f8.notes) and any("torch.compile" in n for n in f8.notes)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(compile=True), "compile=True with recompute='none' is not modelled"),
+    (dict(compile=True, recompute="selective"), "min-cut partitioner"),
+    (dict(compile="true", recompute="full"), "compile must be True or False"),
+    (dict(float8="fp8"), "float8"),
+    (dict(float8="torchao", finetune="lora"), "full training of dense LLaMA-style layers"),
+    (dict(float8="torchao", precision="bf16"), "precision 'bf16-mixed'"),
+])
+def test_float8_and_compile_refusals(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        estimate_training("llama-3-8b", seq_len=512, **kw)
+
+
+def test_cli_new_training_flags(capsys):
+    import json
+    from memlib.cli import main
+    assert main(["estimate", "llama-2-7b", "--finetune", "lora", "--lora-head", "--precision", "bf16",
+                 "--loss-dtype", "16-bit", "--seq-len", "512", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["lora_head"], d["loss_dtype"]) == (True, "16-bit")
+    assert d["trainable_params"] == 2 * 16 * (4096 + 4096) * 32 + 16 * (4096 + 32000)
+    assert main(["estimate", "llama-3-8b", "--float8", "torchao", "--compile", "--recompute", "full",
+                 "--seq-len", "512", "--json"]) == 0
+    assert main(["estimate", "llama-3-8b", "--compile", "--seq-len", "512"]) == 2   # refused: recompute none
