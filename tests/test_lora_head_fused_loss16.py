@@ -190,3 +190,12 @@ def test_cli_new_training_flags(capsys):
     assert main(["estimate", "llama-3-8b", "--float8", "torchao", "--compile", "--recompute", "full",
                  "--seq-len", "512", "--json"]) == 0
     assert main(["estimate", "llama-3-8b", "--compile", "--seq-len", "512"]) == 2   # refused: recompute none
+
+
+def test_head_adapter_under_autocast_with_fp32_adapters_by_hand():
+    # peft's defaults (fp32 adapters) with QLoRA under bf16 autocast: the head is peft's plain lora.Linear (the
+    # bitsandbytes integration keeps lm_head 16-bit), which casts the bf16 input to fp32; autocast then casts it back
+    # to bf16 for lora_A's matmul, and that 2-byte copy is what lora_A keeps: 2 x 4096 x 1024; lora_A's output under
+    # autocast is bf16: 2 x 16 x 1024. No dropout, no mask. 8,388,608 + 32,768 = 8,421,376 bytes.
+    est = estimate_training("llama-2-7b", seq_len=1024, finetune="qlora", lora_rank=16, lora_head=True)
+    assert {t.name: t.nbytes for t in est.terms}["head_adapter_activations"] == 8_421_376

@@ -674,8 +674,9 @@ def head_adapter_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
     h, tok = s.model.hidden_size, s.tokens
     ad = c.w.gathered or c.w.param
     x_bytes = num.residual  # the final norm's output (the residual dtype, as LlamaRMSNorm returns it)
-    copy = act.adapter_input_bytes(x_bytes, ad, autocast=num.autocast,
-                                   cast_input=not (s.finetune == "qlora" and num.autocast), dropout=s.lora_dropout > 0)
+    # peft wraps the head in its plain lora.Linear (transformers' bitsandbytes integration keeps lm_head 16-bit), which
+    # casts the input to the adapter dtype; LitGPT's LoRALinear does not, but its adapters share the base dtype
+    copy = act.adapter_input_bytes(x_bytes, ad, autocast=num.autocast, cast_input=True, dropout=s.lora_dropout > 0)
     # no copy: lora_A keeps the norm's output itself (a 4-bit head's retained input is that same tensor)
     kept_input = copy * h * tok if copy else (0 if bnb_retained_head_input_bytes(c, num, sp) else x_bytes * h * tok)
     mask = h * tok if s.lora_dropout > 0 else 0
