@@ -837,7 +837,8 @@ def _explain_setup(est: InferenceEstimate) -> list[str]:
         f"weights **{s.weights}**, KV cache **{kv}**, tensor parallel **{s.tp}**"
         + (f", expert parallel **{s.ep}**" if s.ep > 1 else "")
         + (f", group size {s.group_size}" if s.weights in GROUPED else "")
-        + f", logits for **{s.logits}** positions.",
+        + f", logits **{s.logits}** (" + {"last": "last position", "all": "every position",
+                                              "all-fp32": "every position, and their fp32 copy"}[s.logits] + ").",
         "",
     ]
     return lines + [f"**Warning:** {w}" for w in est.warnings] + ([""] if est.warnings else [])
@@ -907,8 +908,8 @@ def _explain_prefill(est: InferenceEstimate) -> list[str]:
         f"h = {m.hidden_size}; " + (f"per GPU q = {m.q_size // s.tp}, kv = {m.kv_size // s.tp}, "
                                     f"heads = {m.num_heads // s.tp}." if s.tp > 1 else
                                     f"q = {m.q_size}, kv = {m.kv_size}, heads = {m.num_heads}.")
-        + " FlashAttention-style kernels store no s x s scores; the logits are for the "
-        + ("last position only (HF generate, vLLM)." if s.logits == "last" else "every position (a plain forward)."
+        + " FlashAttention-style kernels store no s x s scores; the logits are for "
+        + ("the last position only (HF generate, vLLM)." if s.logits == "last" else "every position (a plain forward)."
            if s.logits == "all" else "every position, upcast to fp32 (transformers 4.31-4.44's generate)."),
         "",
         "| moment | what is alive besides weights and cache | GB | GiB |",
