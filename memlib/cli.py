@@ -121,6 +121,14 @@ def _add_estimate(sub) -> None:
                    help="torch.optim implementation (default foreach, torch's CUDA default)")
     e.add_argument("--loss", default=None, choices=training.LOSSES,
                    help="full logits, or chunked: Liger's fused linear cross-entropy (default full)")
+    e.add_argument("--loss-dtype", default=None, choices=training.LOSS_DTYPES,
+                   help="fp32 (default: the logits upcast before cross-entropy) or 16-bit (F.cross_entropy on the "
+                        "bf16/fp16 logits, precision bf16/fp16 only)")
+    e.add_argument("--lora-head", action="store_true",
+                   help="a LoRA adapter on lm_head too (LitGPT's lora_head; peft's target_modules with lm_head)")
+    e.add_argument("--float8", default=None, choices=training.FLOAT8S,
+                   help="torchao: torchao's Float8Linear on the decoder's linears (torchtitan's float8 converter)")
+    e.add_argument("--compile", action="store_true", help="torch.compile (modelled with --recompute full only)")
     e.add_argument("--activation-offload", action="store_true", help="torchtune's activation offloading to CPU")
     e.add_argument("--no-fsdp-mixed-precision", action="store_true",
                    help="FSDP with fp32 params under autocast instead of MixedPrecisionPolicy(bf16, fp32 reduce)")
@@ -286,7 +294,7 @@ def _estimate_options(a) -> dict:
 
 def _targets(text: str):
     text = text.strip()
-    return text if text in lora_mod.TARGET_GROUPS else [t.strip() for t in text.split(",") if t.strip()]
+    return text if text in lora_mod.TARGET_GROUPS or text == "lm_head" else [t.strip() for t in text.split(",") if t.strip()]
 
 
 def _verdicts(est, gpu_names, allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> list[dict]:
@@ -306,12 +314,16 @@ def cmd_estimate(a) -> int:
     options = {name: getattr(a, name) for name in (
         "lora_dropout", "adapter_dtype", "base_dtype", "qlora_backend", "optimizer_impl", "loss", "ep", "etp",
         "capacity_factor", "cp", "cp_rotate", "layout", "vpp", "hidden_dropout", "attention_dropout",
-        "megatron_ce_fusion", "megatron_wgrad_deferral", "pp_split")
+        "megatron_ce_fusion", "megatron_wgrad_deferral", "pp_split", "loss_dtype", "float8")
         if getattr(a, name) is not None}
     options.update({name: False for name in ("double_quant", "fsdp_mixed_precision", "router_aux_loss", "zero_init",
                                              "megatron_ce_inplace", "keep_outputs") if getattr(a, f"no_{name}")})
     if a.activation_offload:
         options["activation_offload"] = True
+    if a.lora_head:
+        options["lora_head"] = True
+    if a.compile:
+        options["compile"] = True
     # every flag defaults to None (not given): a given flag always wins, even when it equals memlib's default
     # (--recipe megatron --zero-stage 0 is ZeRO 0); one not given leaves the recipe's value or memlib's default
     flags = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,

@@ -29,7 +29,7 @@ from IPython.display import Markdown, display
 from memlib import estimate_inference, fits, fmt_bytes, get_gpu, get_model, max_batch
 from memlib.explain import markdown_table
 from memlib.serving import decode_bound
-from memlib.serving.inference import kv_cache_bytes
+from memlib.serving.inference import kv_cache_bytes, quantized_linear_bytes
 from memlib.serving.quantization import (FLOAT_FORMATS, LLM_INT8_BLOOM_MS_PER_TOKEN, LLM_INT8_MATMUL_SPEEDUP,
                                          NF4_DOUBLE_QUANT_BITS, SCALED_FORMATS, SMOOTHQUANT_LATENCY_MS, affine_params,
                                          bits_per_weight, decode_crossover_batch, decode_speedup,
@@ -202,6 +202,28 @@ display(Markdown(
     "fine-tunes on (bitsandbytes dequantizes each weight to 16-bit for the matmul). GPTQ and AWQ checkpoints "
     "are calibrated once and served with fused W4A16 kernels (vLLM's Marlin, AWQ's GEMM/GEMV), which is why "
     "they, not NF4, are what serving engines load."))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### 8 bits: LLM.int8() or GPTQ 8-bit?
+
+# %% tags=["nbval-check-output"]
+w8 = {w: estimate_inference(m, 1, CTX, weights=w).weight_bytes for w in ("int8", "int8-gptq")}   # memlib
+per = {w: quantized_linear_bytes(8192, 8192, w) * 8 / 8192**2 for w in ("int8", "int8-gptq")}   # one 8192 x 8192 matrix
+print({w: fmt_bytes(b) for w, b in w8.items()}, {w: round(b, 4) for w, b in per.items()})
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+g1_int8, g1_gptq8 = f"{w8['int8'] / 1e9:,.1f} GB", f"{w8['int8-gptq'] / 1e9:,.1f} GB"
+g1_bits_int8, g1_bits_gptq8 = f"{per['int8']:.3f}", f"{per['int8-gptq']:.3f}"
+
+# %% [markdown]
+# Both keep one byte per weight; they differ in the side buffers. LLM.int8() (bitsandbytes) adds one fp32
+# scale per output row: {eval}`g1_bits_int8` bits per weight on an 8192 × 8192 matrix. GPTQ with `bits=8`
+# (GPTQModel's `QuantLinear`: the int8 codes packed four to an int32, an int8 zero-point and an fp16 scale per
+# group of 128 inputs, an int32 group index per input row) adds 24 bits per group: {eval}`g1_bits_gptq8`.
+# For {eval}`MODEL`'s weights that is {eval}`g1_int8` against {eval}`g1_gptq8`: the memory is a wash, so the
+# choice is speed and accuracy. GPTQ's rounding is calibrated and its W8A16 kernels leave the activations in
+# 16-bit; LLM.int8() quantizes the activations too and routes the outlier columns through an fp16 side path
+# (追问 3 below).
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### What does weight quantization leave untouched? The KV cache

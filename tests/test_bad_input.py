@@ -134,7 +134,7 @@ def test_lora_rank_larger_than_gqa_kv_projection():
         est(model="mistral-7b", finetune="qlora", precision="bf16", lora_rank=2048, lora_targets=["k_proj"])
 
 
-@pytest.mark.parametrize("targets", [["q"], ["qproj"], ["q_proj", "lm_head"], "everything", ["c_attn"]])
+@pytest.mark.parametrize("targets", [["q"], ["qproj"], ["q_proj", "lm_heads"], "everything", ["c_attn"]])
 def test_unknown_lora_target(targets):
     with pytest.raises(ValueError, match=r"unknown LoRA target") as e:
         est(finetune="lora", lora_targets=targets)

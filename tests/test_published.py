@@ -153,7 +153,8 @@ def test_row_memlib_expression(row):
             # LitGPT's loop: the head per 128 tokens (or, in full.py, whole) under Fabric's fp32 output conversion
             assert kw.get("loss") == ("full" if s["method"] == "full" else "chunked-head"), s["loss"]
             assert "fp32" in s["loss"]
-        assert kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) == s["num_gpus"], "dp x tp x pp must be the GPU count"
+        gpus = kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
+        assert gpus == s["num_gpus"], "dp x cp x tp x pp must be the GPU count"
     else:
         assert kw["context_len"] == s["seq_len"] and kw["batch"] == s["micro_batch"]
     # the model memlib is asked about is the model the recipe ran

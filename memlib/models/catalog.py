@@ -53,7 +53,7 @@ ACTIVATIONS = ("silu", "gelu_tanh", "gelu")
 HEADS = ("lm", "score", "none")  # *ForCausalLM, *ForSequenceClassification, *Model
 LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 # Weight formats a config.json's quantization_config can name (memlib.serving.inference counts their bytes).
-RELEASED_FORMATS = ("", "int8", "nf4", "int4-gptq", "int4-awq", "fp8-block", "mxfp4")
+RELEASED_FORMATS = ("", "int8", "nf4", "int8-gptq", "int4-gptq", "int4-awq", "fp8-block", "mxfp4")
 
 
 @dataclass(frozen=True)

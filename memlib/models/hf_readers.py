@@ -29,8 +29,8 @@ def _check_layer_count(n: int) -> None:
 
 
 def _check_quantization_options(m) -> None:
-    if m.quantization_group_size and m.quantization not in ("int4-gptq", "int4-awq"):
-        raise ValueError(f"quantization_group_size is the group of int4-gptq / int4-awq weights; quantization "
+    if m.quantization_group_size and m.quantization not in ("int8-gptq", "int4-gptq", "int4-awq"):
+        raise ValueError(f"quantization_group_size is the group of int8-gptq / int4-gptq / int4-awq weights; quantization "
                          f"is {m.quantization!r}")
     if not m.quantization_double_quant and m.quantization != "nf4":
         raise ValueError(f"quantization_double_quant=False describes nf4 weights; quantization is {m.quantization!r}")
@@ -47,14 +47,15 @@ def quantization_options(c) -> tuple[str, dict]:
     method = qc.str("quant_method", "")
     if method in ("gptq", "awq"):
         bits = qc.int("bits", 4)
-        if bits != 4:
-            raise ValueError(f"{method} with {bits} bits is not modelled; memlib counts 4-bit {method}")
+        if bits != 4 and not (method == "gptq" and bits == 8):
+            raise ValueError(f"{method} with {bits} bits is not modelled; memlib counts 4-bit {method}"
+                             + (" and 8-bit gptq" if method == "gptq" else ""))
         g = q.get("group_size", GROUP_SIZE_DEFAULT)
         if g == -1:
             raise ValueError(f"{method} group_size -1 (one group per column) is not modelled; memlib counts "
-                             "grouped int4 (group_size >= 1)")
+                             "grouped weights (group_size >= 1)")
         g = qc.int("group_size", GROUP_SIZE_DEFAULT)
-        return "int4-" + method, {"quantization_group_size": g}
+        return f"int{bits}-{method}", {"quantization_group_size": g}
     if method == "bitsandbytes":
         four = qc.bool("load_in_4bit", BNB_DEFAULTS["load_in_4bit"])
         eight = qc.bool("load_in_8bit", BNB_DEFAULTS["load_in_8bit"])

@@ -41,14 +41,17 @@ from memlib.serving.engines import (DEFAULT_ENGINE, ENGINES, FP8_KV, GGML_BLOCKS
                                     llama_cpp_kv_bytes, paged_tokens)
 from memlib.units import fmt_bytes, gb, gib
 
-WEIGHT_FORMATS = ("bf16", "fp16", "fp32", "int8", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
+WEIGHT_FORMATS = ("bf16", "fp16", "fp32", "int8", "int8-gptq", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
 AUTO = "auto"  # the checkpoint's own format (config.json quantization_config), else bf16
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
 # Every cache type some engine accepts (memlib.serving.engines.kv_formats(engine) says which).
 ALL_KV_FORMATS = tuple(dict.fromkeys(KV_FORMATS + FP8_KV + tuple(GGML_BLOCKS)))
-LOGITS = ("last", "all")
+# "all-fp32": transformers 4.31-4.44's generate, whose LlamaForCausalLM.forward runs the head over every prompt position
+# and upcasts all of it (hf_generate_logits)
+LOGITS = ("last", "all", "all-fp32")
 MLA_CACHES = ("latent", "full")
-QUANTIZED = ("int8", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
+QUANTIZED = ("int8", "int8-gptq", "int4-gptq", "int4-awq", "nf4", "fp8-block", "mxfp4")
+GROUPED = ("int8-gptq", "int4-gptq", "int4-awq")  # the formats with a quantization group (group_size)
 
 # Bytes per element of the unquantized formats; the quantized formats keep every tensor
 # they do not quantize (embeddings, lm_head, norms, biases, routers) in 16-bit.
@@ -84,6 +87,11 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
     int4-gptq qweight int32 [in//32*4, out] + qzeros int32 [ceil(in/g), out//32*4]
               + scales fp16 [ceil(in/g), out] + g_idx int32 [in]
               (Frantar et al. 2022, GPTQ; AutoGPTQ qlinear QuantLinear buffers).
+    int8-gptq GPTQ with bits=8: qweight int32 [ceil(in*8/32), out] + qzeros int32 [ceil(in/g), ceil(out*8/32)]
+              + scales fp16 [ceil(in/g), out] + g_idx int32 [in] = in*out + ceil(in/g)*out*(1 + 2) + 4*in
+              bytes (ModelCloud/GPTQModel@f4c327a gptqmodel/nn_modules/qlinear/__init__.py
+              _register_gptq_buffers, pack_dtype int32; its torch kernel takes bits 2-8 and any in/out
+              width): 8 + 24/g bits per weight, 8.19 at g=128.
     int4-awq  qweight int32 [in, out//8] + qzeros int32 [in//g, out//8] + scales fp16 [in//g, out]
               (Lin et al. 2023, AWQ; AutoAWQ WQLinear_GEMM buffers; no g_idx).
     nf4       memlib.training.lora.nf4_bytes: QLoRA NF4 with double quantization (Dettmers et al. 2023);
@@ -112,6 +120,10 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
         if i % MX_BLOCK:
             raise ValueError(f"mxfp4 packs blocks of {MX_BLOCK} input features: in_features {i} is not a multiple")
         return o * (i // MX_BLOCK) * (MX_BLOCK // 2 + 1)
+    if fmt == "int8-gptq":
+        groups = -(-i // g)
+        words = lambda n: -(-n * 8 // 32)  # noqa: E731  int32 words holding n 8-bit codes
+        return 4 * words(i) * o + 4 * groups * words(o) + 2 * groups * o + 4 * i
     bits = 4
     if fmt == "int4-gptq":
         if i % 32 or o % 32:
@@ -132,6 +144,38 @@ def quantized_linear_bytes(in_features: int, out_features: int, fmt: str, group_
     qzeros = (i // g) * (o // pack) * 4
     scales = (i // g) * o * 2
     return qweight + qzeros + scales
+
+
+# --- which logits transformers' generate makes at the prefill ---------------------------------------
+HF_LOGITS_TO_KEEP = (4, 45)  # first release with PR #31292's num_logits_to_keep in LlamaForCausalLM and generate
+HF_LOGITS_FLOAT = (4, 31)    # Llama 2's release: `logits = logits.float()` after the pretraining_tp head
+
+
+def hf_generate_logits(transformers_version: str) -> str:
+    """The `logits` setting that describes transformers' generate() at a release, for LLaMA-style models
+    (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and the families copied from them):
+
+    4.31-4.44  "all-fp32": forward runs lm_head over every prompt position and upcasts the whole result
+               (`logits = self.lm_head(hidden_states); logits = logits.float()`, the line huggingface/transformers
+               issue #30860 proposed to remove), so the prefill holds T x V logits in 16 bits and their fp32 copy.
+    4.45 on    "last": PR #31292 (huggingface/transformers, released in v4.45.0) slices the hidden states to
+               num_logits_to_keep (now logits_to_keep) before the head and generate passes 1; the upcast is of that
+               one row (removed from the model in v4.46, PR #33902; generate's own `.float()` of the last row stays).
+    Older releases (no upcast; Llama before v4.31) are not modelled here: pass logits="all" for a plain forward."""
+    if not isinstance(transformers_version, str):
+        raise ValueError(f"transformers_version must be a version string such as '4.44.2', got "
+                         f"{type(transformers_version).__name__}")
+    parts = transformers_version.strip().split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        raise ValueError(f"transformers_version {transformers_version!r} is not a version such as '4.44' or "
+                         "'4.44.2'") from None
+    if (major, minor) < HF_LOGITS_FLOAT:
+        raise ValueError(f"transformers_version {transformers_version!r}: releases before 4.31 are not modelled "
+                         "(LlamaForCausalLM had no fp32 upcast then); pass logits='all' for 16-bit logits of every "
+                         "position")
+    return "all-fp32" if (major, minor) < HF_LOGITS_TO_KEEP else "last"
 
 
 # --- KV cache --------------------------------------------------------------------------------------
@@ -370,6 +414,9 @@ def _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits,
     if engine == "llama.cpp" and tp > 1:
         raise ValueError("engine 'llama.cpp' splits layers across GPUs (--split-mode layer), not heads: use tp=1")
     choice("logits", logits, LOGITS)
+    if logits == "all-fp32" and engine != "hf":
+        raise ValueError(f"logits='all-fp32' is transformers' generate before v4.45 (engine 'hf'); engine {engine!r} "
+                         "runs the head on the last position only")
     choice("mla_cache", mla_cache, MLA_CACHES)
     tp = positive_int("tp", tp)
     ep = positive_int("ep", ep)
@@ -475,12 +522,12 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
                        kv_cache: str = "bf16", tp: int = 1, group_size: int | None = None,
                        logits: str = "last", mla_cache: str = "latent", ep: int = 1,
                        prefill_tokens: int | None = None, engine: str = DEFAULT_ENGINE,
-                       kv_cache_v: str | None = None) -> InferenceEstimate:
+                       kv_cache_v: str | None = None, transformers_version: str | None = None) -> InferenceEstimate:
     """Memory to serve `model` on one of `tp` GPUs: weights, KV cache, the prefill's activations.
 
     weights:  "auto" (default: the checkpoint's format from its config.json quantization_config,
               e.g. DeepSeek-V3's block fp8 or gpt-oss's MXFP4 experts; bf16 when it has none) |
-              "bf16" | "fp16" | "fp32" | "int8" (LLM.int8()) | "int4-gptq" | "int4-awq" | "nf4" |
+              "bf16" | "fp16" | "fp32" | "int8" (LLM.int8()) | "int8-gptq" | "int4-gptq" | "int4-awq" | "nf4" |
               "fp8-block" | "mxfp4" (a MoE's routed experts only, as gpt-oss ships; a dense model's
               projections).
     kv_cache: "bf16" | "fp16" | "fp8" | "int8"; with engine "vllm"/"sglang" also "fp8_e4m3" | "fp8_e5m2";
@@ -499,8 +546,20 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
     group_size: GPTQ/AWQ quantization group (default None: the checkpoint's quantization_config
               group_size when weights is its own format, else 128).
     logits:   "last" (HF generate with logits_to_keep=1, vLLM: the head runs on the last
-              position only) | "all" (a plain forward: logits for every position).
+              position only) | "all" (a plain forward: logits for every position) | "all-fp32"
+              (transformers 4.31-4.44's generate: every position's logits and their fp32 copy).
+    transformers_version: engine "hf": the release whose generate() to describe (e.g. "4.44.2"); sets
+              logits by hf_generate_logits (4.31-4.44: "all-fp32"; 4.45 on: "last").
     """
+    if transformers_version is not None:
+        if engine != "hf":
+            raise ValueError(f"transformers_version describes transformers' generate (engine 'hf'); engine {engine!r} "
+                             "is another program")
+        derived = hf_generate_logits(transformers_version)
+        if logits not in ("last", derived):
+            raise ValueError(f"logits={logits!r} contradicts transformers_version={transformers_version!r}, whose "
+                             f"generate makes {derived!r} logits: give one of the two")
+        logits = derived
     s = _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits, mla_cache, ep, prefill_tokens,
                engine, kv_cache_v)
     m = s.model
@@ -604,15 +663,20 @@ def _prefill_moments(s: InferenceSetup) -> tuple[dict[str, int], dict[str, str]]
     if m.head == "lm":
         # Head: the final norm's output, the head's logits (a vocabulary shard per GPU, gathered to
         # the full vocabulary when tp > 1) and generate's fp32 copy of the last position's logits.
+        # "all-fp32" (transformers 4.31-4.44, hf_generate_logits): forward's `logits = logits.float()` over every
+        # position, the 16-bit logits and their fp32 copy alive together at the cast (generate then slices a view).
         rows = b if s.logits == "last" else T
         V = m.vocab_size
         shard = rows * -(-V // tp) * c
         gathered = rows * V * c if tp > 1 else 0
-        moments["lm_head"] = T * h * c + rope + shard + gathered + 4 * b * V
+        upcast = 4 * T * V if s.logits == "all-fp32" else 4 * b * V
+        moments["lm_head"] = T * h * c + rope + shard + gathered + upcast
         formulas["lm_head"] = (("T*h*c (final norm output)" + (" + RoPE cos, sin" if rope else ""))
                                + f" + {'b' if s.logits == 'last' else 'T'}*ceil(V/tp)*c (logits)"
                                + (f" + {'b' if s.logits == 'last' else 'T'}*V*c (gathered)" if tp > 1 else "")
-                               + " + 4*b*V (fp32 logits of the last position)")
+                               + (" + 4*T*V (fp32 copy of every position's logits: logits.float(), transformers "
+                                  "4.31-4.44)" if s.logits == "all-fp32" else " + 4*b*V (fp32 logits of the last "
+                                  "position)"))
     return moments, formulas
 
 
@@ -740,6 +804,7 @@ WEIGHT_FORMULAS = {
     "fp16": "2 bytes per parameter",
     "fp32": "4 bytes per parameter",
     "int8": "in*out int8 + 4*out (fp32 row absmax SCB): LLM.int8(), bitsandbytes Linear8bitLt",
+    "int8-gptq": "qweight in*out + qzeros ceil(in/g)*out + scales 2*ceil(in/g)*out + g_idx 4*in: GPTQModel QuantLinear, bits=8",
     "int4-gptq": "qweight in*out/2 + qzeros ceil(in/g)*out/2 + scales 2*ceil(in/g)*out + g_idx 4*in: AutoGPTQ QuantLinear",
     "int4-awq": "qweight in*out/2 + qzeros (in/g)*out/2 + scales 2*(in/g)*out: AutoAWQ WQLinear_GEMM",
     "nf4": "4 + 8/64 + 32/(64*256) bits per weight: QLoRA NF4 with double quantization",
@@ -771,8 +836,9 @@ def _explain_setup(est: InferenceEstimate) -> list[str]:
         f"Setup: batch {s.batch} x context {s.context_len:,} = {s.tokens:,} tokens, engine **{s.engine}**, "
         f"weights **{s.weights}**, KV cache **{kv}**, tensor parallel **{s.tp}**"
         + (f", expert parallel **{s.ep}**" if s.ep > 1 else "")
-        + (f", group size {s.group_size}" if s.weights in ("int4-gptq", "int4-awq") else "")
-        + f", logits for **{s.logits}** positions.",
+        + (f", group size {s.group_size}" if s.weights in GROUPED else "")
+        + f", logits **{s.logits}** (" + {"last": "last position", "all": "every position",
+                                              "all-fp32": "every position, and their fp32 copy"}[s.logits] + ").",
         "",
     ]
     return lines + [f"**Warning:** {w}" for w in est.warnings] + ([""] if est.warnings else [])
@@ -842,8 +908,9 @@ def _explain_prefill(est: InferenceEstimate) -> list[str]:
         f"h = {m.hidden_size}; " + (f"per GPU q = {m.q_size // s.tp}, kv = {m.kv_size // s.tp}, "
                                     f"heads = {m.num_heads // s.tp}." if s.tp > 1 else
                                     f"q = {m.q_size}, kv = {m.kv_size}, heads = {m.num_heads}.")
-        + " FlashAttention-style kernels store no s x s scores; the logits are for the "
-        + ("last position only (HF generate, vLLM)." if s.logits == "last" else "every position (a plain forward)."),
+        + " FlashAttention-style kernels store no s x s scores; the logits are for "
+        + ("the last position only (HF generate, vLLM)." if s.logits == "last" else "every position (a plain forward)."
+           if s.logits == "all" else "every position, upcast to fp32 (transformers 4.31-4.44's generate)."),
         "",
         "| moment | what is alive besides weights and cache | GB | GiB |",
         "|---|---|---:|---:|",

@@ -19,6 +19,7 @@ from memlib._checks import plain_args
 
 from memlib.training.estimate import BREAKDOWN_KEYS, Estimate, Moment
 from memlib.training.options import (ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, CP_ROTATES, FINETUNES, FSDP_ALIASES, LOSSES,
+                                     LOSS_DTYPES, FLOAT8S,
                                      OFFLOAD_DEVICES, OFFLOADS, OPTIMIZER_IMPLS, PRECISIONS, QLORA_BACKENDS,
                                      RECOMPUTES, LAYOUTS, TrainingSetup, check_setup)
 from memlib.training.recipes import RECIPES, Recipe, resolve
@@ -26,30 +27,31 @@ from memlib.training.step import estimate
 
 __all__ = ["Estimate", "Moment", "TrainingSetup", "estimate_training", "PRECISIONS", "FINETUNES", "RECOMPUTES",
            "ATTENTIONS", "OFFLOADS", "OFFLOAD_DEVICES", "FSDP_ALIASES", "BREAKDOWN_KEYS", "OPTIMIZER_IMPLS",
-           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "CP_ROTATES", "RECIPES", "Recipe", "LAYOUTS"]
+           "ADAPTER_DTYPES", "BASE_DTYPES", "QLORA_BACKENDS", "LOSSES", "LOSS_DTYPES", "FLOAT8S", "CP_ROTATES",
+           "RECIPES", "Recipe", "LAYOUTS"]
 
 
 def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision: str = "bf16-mixed",
                       optimizer: str = "adamw", finetune: str = "full", lora_rank: int = 16, lora_targets=None,
-                      recompute: str = "none", attention: str = "sdpa", zero_stage=0, dp: int = 1,
-                      tp: int = 1, pp: int = 1, offload: str = "none", offload_device: str = "cpu",
-                      grad_accum: int = 1, sequence_parallel: bool = False, *, optimizer_impl: str = "foreach",
-                      lora_dropout: float = 0.0, adapter_dtype: str = "fp32", base_dtype: str = "auto",
-                      qlora_backend: str = "bitsandbytes", double_quant: bool = True, loss: str = "full",
-                      activation_offload: bool = False, fsdp_mixed_precision: bool = True, ep: int = 1,
-                      router_aux_loss: bool = True, capacity_factor: float | None = None, cp: int = 1,
-                      cp_rotate: str = "allgather", gradient_as_bucket_view: bool = False, layout: str = "auto",
+                      recompute: str = "none", attention: str = "sdpa", zero_stage=0, dp: int = 1, tp: int = 1,
+                      pp: int = 1, offload: str = "none", offload_device: str = "cpu", grad_accum: int = 1,
+                      sequence_parallel: bool = False, *, optimizer_impl: str = "foreach", lora_dropout: float = 0.0,
+                      adapter_dtype: str = "fp32", base_dtype: str = "auto", qlora_backend: str = "bitsandbytes",
+                      double_quant: bool = True, loss: str = "full", activation_offload: bool = False,
+                      fsdp_mixed_precision: bool = True, ep: int = 1, router_aux_loss: bool = True,
+                      capacity_factor: float | None = None, cp: int = 1, cp_rotate: str = "allgather",
+                      gradient_as_bucket_view: bool = False, layout: str = "auto",
                       reduce_bucket_size: int = 500_000_000, overlap_comm: bool | None = None,
                       contiguous_gradients: bool = True, zero_init: bool = True, vpp: int = 1,
                       hidden_dropout: float | None = None, attention_dropout: float | None = None,
-                      megatron_ce_inplace: bool | None = None,
-                      megatron_ce_fusion: str | bool | None = None, megatron_wgrad_deferral: int | bool | None = None,
-                      keep_outputs: bool = True, etp: int | None = None, pp_split=None, recipe: str | None = None,
+                      megatron_ce_inplace: bool | None = None, megatron_ce_fusion: str | bool | None = None,
+                      megatron_wgrad_deferral: int | bool | None = None, keep_outputs: bool = True,
+                      etp: int | None = None, pp_split=None, lora_head: bool = False, loss_dtype: str = "fp32",
+                      float8: str = "none", compile: bool = False, recipe: str | None = None,
                       setup: TrainingSetup | None = None) -> Estimate:
     """Peak memory of one training step, per GPU, with its breakdown and the phase of the peak.
 
-    precision: "fp32" | "bf16" | "fp16" (params, grads and optimizer states all in that dtype)
-               | "bf16-mixed" | "fp16-mixed" (fp32 params/grads/states, autocast compute).
+    precision: "fp32" | "bf16" | "fp16" (all states in that dtype) | "bf16-mixed" | "fp16-mixed" (fp32, autocast).
     optimizer: "adamw" | "adamw-8bit" | "sgd" | "sgd-momentum" | "adafactor".
     finetune:  "full" | "lora" | "qlora" (lora_rank, lora_targets: names, or "all-linear"/"attention"/"qv").
     recompute: "none" | "selective" | "full";  attention: "sdpa" | "eager".
@@ -72,8 +74,7 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     cp:        context parallelism: each sequence split over cp GPUs (seq_len divisible by 2 x cp), ring attention
                (Liu et al. 2023, as torchtitan runs it): seq_len / cp tokens per GPU; FULL_SHARD shards the states
                over dp x cp GPUs; dp x cp x tp x pp GPUs in use (training/context_parallel.py).
-    cp_rotate: "allgather" (torch's and torchtitan's default: all ranks' K/V gathered once per layer) | "alltoall"
-               (one block passed around the ring per step).
+    cp_rotate: "allgather" (torch's, torchtitan's default: all K/V gathered once a layer) | "alltoall" (ring steps).
     gradient_as_bucket_view: plain data parallelism (dp > 1 with zero_stage=0 and no tp/pp) is torch's
                DistributedDataParallel, whose all-reduce buckets hold a second copy of every gradient unless
                gradient_as_bucket_view=True (default False in torch, HF Trainer and Accelerate).
@@ -103,6 +104,8 @@ def _documented(model=None, seq_len: int = 2048, micro_batch: int = 1, precision
     keep_outputs: loss="full": True (default) if the loop keeps the model's output, its logits, until the next
                forward (`out = model(...); out.loss.backward()`); False as HF Trainer runs it (compute_loss returns
                the loss alone: the logits are freed before the backward), 2 bytes x vocabulary fewer per token then.
+    lora_head=True: LoRA on lm_head too, r (h + V); loss_dtype="16-bit": cross-entropy on 16-bit logits, no upcast;
+               float8="torchao": Float8Linear (bf16's bytes); compile=True needs recompute="full" (docs/usage.md).
     recipe:    a preset of memlib.RECIPES ("hf-trainer", "torchtune", "litgpt", "torchtitan", "megatron",
                "megatron-bridge", "megatron-deepspeed", "deepspeed"): that framework's defaults; options override it.
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:

@@ -188,6 +188,7 @@ def _consumers(led: Ledger, model: Model, num: Numerics, tokens: int, *, keeps_i
                     base_casts += 1
                 else:
                     direct = True
+        for t in _adapter_names(model, targets):
             if t not in adapters:
                 continue
             copy = adapter_input_bytes(x_bytes, adapter_bytes, autocast=num.autocast, cast_input=adapter_casts_input,
@@ -205,6 +206,16 @@ def _consumers(led: Ledger, model: Model, num: Numerics, tokens: int, *, keeps_i
         return direct, base_casts
 
     return consumers
+
+
+def _adapter_names(model: Model, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The adapters that read one shared input: Phi-3's fused qkv_proj (gate_up_proj) is one peft adapter where
+    LLaMA has three (two)."""
+    if model.fused_qkv and targets == ("q_proj", "k_proj", "v_proj"):
+        return ("qkv_proj",)
+    if model.fused_gate_up and targets == ("gate_proj", "up_proj"):
+        return ("gate_up_proj",)
+    return targets
 
 
 def _llama_attention_core(led: Ledger, model: Model, num: Numerics, tokens: int, b: int, s: int, *, attention: str,
@@ -583,7 +594,7 @@ def frozen_input_savings(model: Model, tokens: int, adapters: frozenset, lora_dr
     RMSNorm's fp32 input, and the dropout masks of the q/k/v adapters (autograd records no dropout node for an
     input that requires no grad)."""
     h = model.hidden_size
-    masks = sum(1 for t in ("q_proj", "k_proj", "v_proj") if t in adapters) if lora_dropout > 0 else 0
+    masks = sum(1 for t in ("q_proj", "k_proj", "v_proj", "qkv_proj") if t in adapters) if lora_dropout > 0 else 0
     return (4 + masks) * h * tokens
 
 

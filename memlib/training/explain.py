@@ -21,7 +21,8 @@ def explain_training(est) -> str:
         + (f" ({s.tokens_per_gpu:,} per GPU: context parallelism over cp={s.cp} GPUs)" if getattr(s, "cp", 1) > 1
            else "") + ", "
         f"precision **{s.precision}**, optimizer **{s.optimizer}**, fine-tuning **{s.finetune}**"
-        + (f" (rank {s.lora_rank} on {', '.join(s.lora_targets)}: {fmt_count(c['trainable'])} trainable)"
+        + (f" (rank {s.lora_rank} on {', '.join(s.lora_targets + (('lm_head',) if s.lora_head else ()))}: "
+           f"{fmt_count(c['trainable'])} trainable)"
            if s.finetune != "full" else "")
         + f", recompute **{s.recompute}**, attention **{s.attention}**"
         + _recipe(s) + ".",

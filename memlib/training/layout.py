@@ -24,7 +24,7 @@ from memlib.training.options import TrainingSetup
 # replicated. Kept for readers: the LLaMA layer's split tensors.
 TP_SPLIT = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "embed_tokens",
             "lm_head", "q_proj.bias", "k_proj.bias", "v_proj.bias", "gate_proj.bias", "up_proj.bias")
-COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
+COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "qkv_proj", "gate_up_proj", "lm_head")
 # The attention half of a decoder layer: its pre-norm, projections, q/k norms and sinks (MLA's too).
 ATTN_TENSORS = ("input_layernorm", "q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "q_norm", "k_norm",
                 "sinks", "q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm",
@@ -326,8 +326,14 @@ def stage_sums(m: Model, tp: int, st: Stage, ep: int = 1, etp: int | None = None
 
 
 def adapter_tensors(m: Model, s: TrainingSetup, st: Stage) -> list[tuple[Tensor, tuple[int, int]]]:
-    """LoRA A (r x in) and B (out x r) per target; tp splits B of column-parallel layers and A of row-parallel ones."""
-    return _adapter_tensors(m, s.lora_targets, s.lora_rank, s.tp, st.layers)
+    """LoRA A (r x in) and B (out x r) per target; tp splits B of column-parallel layers and A of row-parallel ones.
+    With lora_head, the head's adapter (A: r x h, B: V x r, once) on the GPU holding the head."""
+    out = _adapter_tensors(m, s.lora_targets, s.lora_rank, s.tp, st.layers)
+    if s.lora_head and st.head:
+        r = s.lora_rank
+        out = out + [(Tensor("lm_head.lora_A", r * m.hidden_size, 1), (r, m.hidden_size)),
+                     (Tensor("lm_head.lora_B", m.vocab_size // s.tp * r, 1), (m.vocab_size // s.tp, r))]
+    return out
 
 
 @lru_cache(maxsize=512)

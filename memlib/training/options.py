@@ -32,6 +32,15 @@ QLORA_BACKENDS = ("bitsandbytes", "bitsandbytes<0.43.2", "lightning-bitsandbytes
 # full: transformers' loss over the full logits; chunked: Liger's fused linear cross-entropy (no logits);
 # chunked-head: LitGPT's head in 128-token chunks, fp32 under Lightning Fabric, cross-entropy per chunk.
 LOSSES = ("full", "chunked", "chunked-head")
+# The dtype transformers-style cross-entropy works in over the full logits: "fp32" (ForCausalLMLoss's
+# logits.float(), and what autocast does to cross_entropy/log_softmax/nll_loss: torch's CUDA ops that autocast to
+# float32) or "16-bit": F.cross_entropy called on the bf16/fp16 logits as they are, in a loop without autocast
+# (precision 'bf16'/'fp16': model.to(bf16), a custom loop over out.logits), so log_softmax keeps a 16-bit output.
+LOSS_DTYPES = ("fp32", "16-bit")
+# float8 training of the decoder's linear layers: "none", or "torchao" (torchao.float8 Float8Linear, torchtitan's
+# --model.converters float8; pytorch/ao@36027d8 torchao/float8/float8_linear.py matmul_with_hp_or_float8_args saves
+# (input_hp, weight_hp_t), the high-precision tensors, so the saved activations and the model states are bf16's)
+FLOAT8S = ("none", "torchao")
 # How ring attention exchanges K/V between the context-parallel GPUs (torch's _RotateMethod; torchtitan's
 # parallelism.context_parallel_rotate_method, default "allgather"): one all-gather of every rank's K/V, or
 # cp - 1 ring rotations of one block (all_to_all / permute_tensor).
@@ -52,7 +61,7 @@ DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="
                 gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None, pp_split=None)
+                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32", float8="none", compile=False)
 # Megatron-Core's --cross-entropy-loss-fusion with --cross-entropy-fusion-impl (None: the flag off, Megatron's default)
 MEGATRON_CE_FUSIONS = (None, "native", "te")
 # FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
@@ -124,6 +133,13 @@ class TrainingSetup:
     # the loop keeps the model's output (its logits) until the next forward (a custom loop's `out = model(...)`);
     # False: HF Trainer's compute_loss returns the loss alone, the logits are freed before the backward
     keep_outputs: bool = True
+    # a LoRA adapter on the output head too (LitGPT's lora_head=True; peft's target_modules with "lm_head")
+    lora_head: bool = False
+    # the dtype the cross-entropy works in over the logits: "fp32" (transformers' ForCausalLMLoss upcasts; the
+    # usual) or "16-bit" (F.cross_entropy on the bf16/fp16 logits as they are: LOSS_DTYPES)
+    loss_dtype: str = "fp32"
+    float8: str = "none"  # FLOAT8S
+    compile: bool = False  # torch.compile of the model (modelled with full recompute only: _check_compile)
     # The options as given (every keyword of check_setup, defaults included): what replace() starts from
     options: tuple = field(default=(), compare=False, repr=False)
     recipe: str = ""  # the preset it came from (memlib.RECIPES), if any
@@ -230,7 +246,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                 layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
                 contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
                 megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None, pp_split=None) -> TrainingSetup:
+                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32", float8="none", compile=False) -> TrainingSetup:
     """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
     the TrainingSetup that every term reads."""
     given = dict(locals())
@@ -241,7 +257,7 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
         offload_device, optimizer_impl, adapter_dtype, base_dtype, qlora_backend, loss,
         (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
          ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision),
-         ("gradient_as_bucket_view", gradient_as_bucket_view)),
+         ("gradient_as_bucket_view", gradient_as_bucket_view), ("lora_head", lora_head), ("compile", compile)),
         lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor, etp)
     zero_stage_arg = zero_stage
     zero_stage, fsdp = _zero_stage(zero_stage)
@@ -276,8 +292,9 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                  "(Liger's and Megatron's losses make none to keep, LitGPT's loop holds its own; GPT-style models use "
                  "Korthikanti et al.'s formula)")
     attention, attention_note = _resolve_attention(model, attention, recompute, layout)
-    targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
-                                                 adapter_dtype)
+    targets, lora_rank, base, lora_head, loss_dtype = _adapters_and_loss(
+        model, finetune, precision, recompute, sharding, layout, (tp, pp, cp), loss, lora_rank, lora_targets, lora_head,
+        base_dtype, adapter_dtype, loss_dtype, float8, compile)
     # torch DDP: replicas over dp > 1 GPUs with no ZeRO/FSDP name (what HF Trainer / Accelerate run on several GPUs
     # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
     ddp = sharding == "none" and dp > 1 and not fsdp
@@ -293,13 +310,95 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                          sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
                          qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
                          ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
-                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
-                         gradient_as_bucket_view=gradient_as_bucket_view, layout=layout,
-                         reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm,
+                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp, options=tuple(given.items()),
+                         gradient_as_bucket_view=gradient_as_bucket_view, layout=layout, lora_head=lora_head,
+                         reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm, loss_dtype=loss_dtype,
                          contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
                          attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
                          megatron_ce_fusion=megatron_ce_fusion, megatron_wgrad_deferral=megatron_wgrad_deferral,
-                         keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, options=tuple(given.items()))
+                         keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, float8=float8, compile=compile)
+
+
+def _check_float8(model, float8, finetune, precision, sharding, layout) -> None:
+    """float8='torchao': torchao's Float8Linear on every decoder linear, as torchtitan converts them. Modelled for full
+    training of dense LLaMA-style layers in bf16-mixed (FSDP2's MixedPrecisionPolicy or one GPU's autocast)."""
+    choice("float8", float8, FLOAT8S)
+    if float8 == "none":
+        return
+    if (finetune != "full" or precision != "bf16-mixed" or sharding not in ("none", "fsdp") or layout != "auto"
+            or model.is_moe or model.is_mla or not model.is_llama_layer):
+        raise ValueError(f"float8='torchao' (torchao's Float8Linear, torchtitan's float8 converter) is modelled for "
+                         "full training of dense LLaMA-style layers in precision 'bf16-mixed' on one GPU or under FSDP "
+                         f"(zero_stage='FULL_SHARD'); got finetune={finetune!r}, precision={precision!r}, "
+                         f"sharding {sharding!r}, layout={layout!r}, {model.name} (Transformer Engine's and "
+                         "DeepSeek-V3's recipes: memlib.training.fp8.fp8_training_memory)")
+
+
+def _check_compile(compile, recompute) -> None:
+    """compile=True: torch.compile of the model. Only with recompute='full' is what a compiled step keeps known here:
+    each layer's input, as in eager mode (torchao's float8nocompile benchmark, pytorch/ao@d99785c
+    torchao/prototype/float8nocompile/README.md, full AC: bf16 eager 28.07 GB, float8 + torch.compile 28.03 GB)."""
+    if compile and recompute != "full":
+        raise ValueError(f"compile=True with recompute={recompute!r} is not modelled: Inductor's min-cut partitioner "
+                         "recomputes pointwise ops (norms, SiLU, casts) in the backward and saves fewer intermediates "
+                         "than memlib's eager ledger (torchtitan's Llama 3.1 8B: 82.4 -> 77.0 GiB with selective "
+                         "recompute); with recompute='full' a compiled step keeps each layer's input, as eager does")
+
+
+def _adapters_and_loss(model, finetune, precision, recompute, sharding, layout, tp_pp_cp, loss, lora_rank, lora_targets,
+                       lora_head, base_dtype, adapter_dtype, loss_dtype, float8, compile) -> tuple:
+    """The adapters (targets, rank, base dtype; the head adapter) and the loss dtype, float8 and compile options,
+    checked: (targets, lora_rank, base, lora_head, loss_dtype)."""
+    tp, pp, cp = tp_pp_cp
+    lora_targets, lora_head = _lora_head(model, finetune, lora_targets, lora_head, lora_rank, sharding, tp, pp, cp, loss)
+    targets, lora_rank, base = _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_dtype,
+                                                 adapter_dtype)
+    _check_float8(model, float8, finetune, precision, sharding, layout)
+    _check_compile(compile, recompute)
+    return targets, lora_rank, base, lora_head, _check_loss_dtype(model, loss_dtype, loss, precision, finetune,
+                                                                  sharding, layout)
+
+
+def _check_loss_dtype(model, loss_dtype, loss, precision, finetune, sharding, layout) -> str:
+    """loss_dtype='16-bit': cross-entropy over the 16-bit logits without the fp32 upcast; only where it can happen."""
+    choice("loss_dtype", loss_dtype, LOSS_DTYPES)
+    if loss_dtype == "fp32":
+        return loss_dtype
+    if precision not in ("bf16", "fp16"):
+        raise ValueError(f"loss_dtype='16-bit' needs precision 'bf16' or 'fp16' (no autocast); got precision="
+                         f"{precision!r}: fp32 logits have no 16-bit loss, and under autocast torch runs cross_entropy, "
+                         "log_softmax and nll_loss in fp32 (its CUDA ops that autocast to float32)")
+    if loss != "full" or sharding == "megatron" or layout in MEGATRON_MODELS or model.mlp != "gated":
+        raise ValueError(f"loss_dtype='16-bit' describes F.cross_entropy over the whole 16-bit logits (loss='full', "
+                         f"transformers' LLaMA-style models); got loss={loss!r}, layout={layout!r}, {model.name} "
+                         "(Megatron's loss: megatron_ce_fusion='te' keeps the logits 16-bit; LitGPT's chunked head is "
+                         "fp32 under Fabric; Liger's chunked loss keeps no logits)")
+    return loss_dtype
+
+
+def _lora_head(model, finetune, lora_targets, lora_head, lora_rank, sharding, tp, pp, cp, loss) -> tuple:
+    """lora_head (LitGPT's name) or "lm_head" among lora_targets (peft's target_modules): one adapter on the output
+    head, r (h + V) parameters (lora.head_lora_params). Modelled on one GPU or DDP replicas, without tp/pp/cp and
+    without Megatron's vocabulary-parallel loss."""
+    _flag("lora_head", lora_head)
+    targets, in_list = lora_mod.split_head_target(lora_targets)
+    if finetune == "full":
+        _not_for("lora_head", lora_head, False, "finetune='full' trains the head itself (LoRA options need "
+                 "finetune='lora' or 'qlora')")
+        return lora_targets, False  # (a "lm_head" target is refused with the other LoRA options)
+    head = bool(lora_head or in_list)
+    if head:
+        if model.head != "lm" or model.mlp != "gated":
+            raise ValueError(f"lora_head: {model.name} has no separate LLaMA-style output head to adapt here")
+        if sharding not in ("none",) or tp > 1 or pp > 1 or cp > 1:
+            raise ValueError("lora_head (LoRA on lm_head) is modelled on one GPU or over DDP replicas; with "
+                             f"sharding {sharding!r}, tp={tp}, pp={pp}, cp={cp} the head adapter's placement "
+                             "(FSDP's root unit, a vocabulary-parallel B) is not modelled")
+        if loss == "chunked":
+            raise ValueError("lora_head with loss='chunked' (Liger's fused linear cross-entropy reads the head's "
+                             "weight alone; an adapter on the head is not part of its kernel)")
+        lora_mod.head_lora_params(model, lora_rank)  # the rank against the head's sides
+    return targets, head
 
 
 def _check_pp_split(model, pp, vpp, pp_split) -> tuple[int, ...] | None:
@@ -728,11 +827,11 @@ def _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_
     else:
         if model.mlp != "gated":
             raise ValueError(f"LoRA/QLoRA estimates need a LLaMA-style model; {model.name} is {model.model_type}")
-        if model.is_moe or model.is_mla or model.fused_qkv or model.fused_gate_up:
-            what = ("routed experts (stacked 3-D parameters)" if model.is_moe else
-                    "MLA projections" if model.is_mla else "fused qkv_proj/gate_up_proj")
+        if model.is_moe or model.is_mla:
+            what = "routed experts (stacked 3-D parameters)" if model.is_moe else "MLA projections"
             raise ValueError(f"LoRA/QLoRA estimates are modelled for models with LLaMA's q/k/v/o and gate/up/down "
-                             f"projections; {model.name} has {what}: use finetune='full' (or a dense model)")
+                             f"projections (or Phi-3's fused qkv_proj/gate_up_proj); {model.name} has {what}: use "
+                             "finetune='full' (or a dense model)")
         targets = lora_mod.resolve_targets(model, lora_targets)
         lora_mod.lora_params(model, lora_rank, targets)  # validates the rank against each layer
         if finetune == "qlora" and precision in ("fp32",):

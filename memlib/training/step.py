@@ -337,7 +337,8 @@ def _layer_kinds(p: _Step) -> None:
         frozen_input += layer0_unkept - T.bnb_layer0_unkept_bytes(
             dataclasses.replace(c, s=dataclasses.replace(s, qlora_backend="bitsandbytes<0.43.2")), plain)
     retained_head = T.bnb_retained_head_input_bytes(c, num, sp)
-    final_norm += retained_head
+    p.head_adapter = T.head_adapter_activations(c, num, sp)  # lora_head: the head adapter's saved tensors
+    final_norm += retained_head + p.head_adapter
     p.all_layers_act, p.bottom_kind, p.bottom_layer = all_layers_act, bottom_kind, bottom_layer
     p.final_norm, p.frozen_input, p.fwd_model_act, p.kinds = final_norm, frozen_input, fwd_model_act, kinds
     p.layer, p.layer0_unkept, p.layer_act, p.layer_kind = layer, layer0_unkept, layer_act, layer_kind
@@ -514,6 +515,12 @@ def _layout_notes(p: _Step) -> None:
                         "; DeepSpeed's BF16_Optimizer keeps the states (bf16 without ZeRO)"))
     if s.attention_note:
         notes.append(f"attention estimated as eager: {s.attention_note}")
+    if s.float8 == "torchao":
+        notes.append("float8 (torchao Float8Linear): each linear saves its bf16 input and weight (save_for_backward("
+                     "input_hp, weight_hp_t)) and the states stay fp32, so the bytes are bf16's; the fp8 casts are "
+                     "transients inside each matmul (fused by torch.compile)")
+    if s.compile:
+        notes.append("torch.compile with full recompute: each layer keeps its input, as in eager mode")
     if m.is_moe:
         rows = T.routed_rows(c)
         per_gpu = m.num_experts // s.ep
@@ -573,6 +580,15 @@ def _forward_moments(p: _Step) -> None:
                     "temporaries": T.dequantized_weight_bytes(c, T.quantized_head_numel(c)),
                     "previous_output": logits + retained_prev,
                 }))
+        if T.head_adapter_sum_bytes(c, num):  # lora_head: the adapter's output added to the base logits
+            moments.append(Moment("forward", "the head adapter's output added to the logits (lora_head)", {
+                **base,
+                "activations": kept + fwd_model_act + final_norm,
+                "autocast_copies": casts_all,
+                "logits_and_loss": T.head_adapter_sum_bytes(c, num) + aux,
+                "previous_output": logits + retained_prev,
+                "gathered_parameters": gathered_head,
+            }))
         # inside the last decoder layer (what decides the forward when no logits are made: the chunked loss)
         moments.append(Moment("forward", "inside the last decoder layer", {
             **base,
@@ -1026,7 +1042,8 @@ def _result(p: _Step) -> Estimate:
     named = [(T.parameter_bytes, param_full), (T.gradient_bytes, grad_full), (T.optimizer_state_bytes, state_full),
              (T.optimizer_step_temporaries, opt_tmp), (T.autocast_weight_copies, casts_all),
              (T.saved_model_activations, saved_model_act), (T.forward_only_activations, fwd_model_act),
-             (T.final_norm_activations, final_norm), (T.frozen_first_norm, frozen_input)]
+             (T.final_norm_activations, final_norm - p.head_adapter), (T.head_adapter_activations, p.head_adapter),
+             (T.frozen_first_norm, frozen_input)]
     if recompute:
         named.append((T.checkpoint_bytes, checkpoint))
     # the layouts' buffers (a term that is 0 here is left out with the others below)

@@ -535,16 +535,18 @@ def layer_forward_transient(c: Ctx, num: act.Numerics, layer: act.Ledger, sp: in
     lw = 2 if num.autocast else c.w.param  # lora_B's output width
     clones = 2 if s.finetune == "qlora" and s.qlora_backend != "torchao" else 1
     widths = {"q_proj": m.q_size, "k_proj": m.kv_size, "v_proj": m.kv_size, "o_proj": h,
-              "gate_proj": I, "up_proj": I, "down_proj": h}
+              "gate_proj": I, "up_proj": I, "down_proj": h, "qkv_proj": m.q_size + 2 * m.kv_size,
+              "gate_up_proj": 2 * I}
 
     def adapted(t: str) -> int:
         w = widths[t] // (tp if t != "o_proj" and t != "down_proj" else 1)
-        return (cm if t in ("gate_proj", "up_proj") else cb) * w * clones * tok + 2 * lw * w * tok
+        return (cm if t in ("gate_proj", "up_proj", "gate_up_proj") else cb) * w * clones * tok + 2 * lw * w * tok
 
-    points = [adapted(t) for t in ("q_proj", "k_proj", "v_proj", "o_proj") if t in targets]
+    points = [adapted(t) for t in ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj") if t in targets]
     silu = cm * I * tok // tp if ckpt else 0
     up_out = cm * I * tok // tp if ckpt else 0
-    points.append(silu + (adapted("up_proj") if "up_proj" in targets else up_out))
+    up = "gate_up_proj" if m.fused_gate_up else "up_proj"  # Phi-3: gate_up_proj's adapter, at its 2I width
+    points.append(silu + (adapted(up) if up in targets else up_out))
     product_kept = any(name == "mlp.product" for name, _, _ in layer.items) and not ckpt
     down = (0 if product_kept else cm * I * tok // tp)
     down += adapted("down_proj") if "down_proj" in targets else cb * h * tok
@@ -658,6 +660,39 @@ def logit_softcap_bytes(c: Ctx, num: act.Numerics) -> int:
     if not (m.final_logit_softcap and c.st.head):
         return 0
     return num.compute * m.vocab_size * c.s.tokens // c.s.tp
+
+
+def head_adapter_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
+    """lora_head: what the head's adapter keeps for its backward (litgpt/lora.py LoRALinear.forward,
+    `(self.lora_dropout(x) @ lora_A.T @ lora_B.T) * scaling`; peft's lora.Linear the same): lora_A's input (the final
+    norm's output, or its dropped / dtype-cast copy: activations.adapter_input_bytes), dropout's 1-byte mask, and
+    lora_A's r-wide output, kept by lora_B. The frozen head's own matmul keeps no input (no weight gradient).
+    Its forward temporaries over the vocabulary are head_adapter_sum_bytes."""
+    s = c.s
+    if not (s.lora_head and c.st.head):
+        return 0
+    h, tok = s.model.hidden_size, s.tokens
+    ad = c.w.gathered or c.w.param
+    x_bytes = num.residual  # the final norm's output (the residual dtype, as LlamaRMSNorm returns it)
+    # peft wraps the head in its plain lora.Linear (transformers' bitsandbytes integration keeps lm_head 16-bit), which
+    # casts the input to the adapter dtype; LitGPT's LoRALinear does not, but its adapters share the base dtype
+    copy = act.adapter_input_bytes(x_bytes, ad, autocast=num.autocast, cast_input=True, dropout=s.lora_dropout > 0)
+    # no copy: lora_A keeps the norm's output itself (a 4-bit head's retained input is that same tensor)
+    kept_input = copy * h * tok if copy else (0 if bnb_retained_head_input_bytes(c, num, sp) else x_bytes * h * tok)
+    mask = h * tok if s.lora_dropout > 0 else 0
+    a_out = (2 if num.autocast else ad) * s.lora_rank * tok
+    return (kept_input + mask) // sp + a_out
+
+
+def head_adapter_sum_bytes(c: Ctx, num: act.Numerics) -> int:
+    """lora_head, transformers' full loss: where the head adapter's output joins the base head's, three b*s*V tensors
+    in the compute dtype are alive (peft lora.Linear: `result = result + lora_B(lora_A(dropout(x))) * scaling`;
+    LitGPT: `pretrained + lora`): the base logits, the scaled adapter output and their sum (lora_B's own output is
+    freed once scaled). Below the loss's 10 bytes per logit with the fp32 upcast; above its 4 with loss_dtype='16-bit'."""
+    s = c.s
+    if not (s.lora_head and c.st.head and s.loss == "full"):
+        return 0
+    return 3 * num.compute * s.model.vocab_size * s.tokens
 
 
 def final_norm_output_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
@@ -784,21 +819,31 @@ def logits_bytes(c: Ctx, num: act.Numerics) -> int:
 
 
 def loss_upcast_bytes(c: Ctx, num: act.Numerics) -> int:
-    """transformers' ForCausalLMLoss upcasts 16-bit logits to fp32 (logits.float()) before cross_entropy."""
+    """transformers' ForCausalLMLoss upcasts 16-bit logits to fp32 (logits.float()) before cross_entropy (none with
+    loss_dtype='16-bit': F.cross_entropy on the 16-bit logits as they are)."""
     m = c.s.model
-    return 4 * m.vocab_size * c.s.tokens // c.s.tp if (num.compute != 4 and c.st.head) else 0
+    upcast = num.compute != 4 and c.s.loss_dtype == "fp32"
+    return 4 * m.vocab_size * c.s.tokens // c.s.tp if (upcast and c.st.head) else 0
+
+
+def loss_bytes_per_logit(c: Ctx) -> int:
+    """Width of the loss's tensors over the vocabulary: 4 (fp32, after the upcast), or 2 with loss_dtype='16-bit'
+    (torch's log_softmax and nll_loss return their input's dtype)."""
+    return 2 if c.s.loss_dtype == "16-bit" else 4
 
 
 def log_softmax_bytes(c: Ctx) -> int:
-    """cross_entropy = log_softmax + nll_loss; log_softmax keeps its fp32 output (b*s*V) for its backward."""
+    """cross_entropy = log_softmax + nll_loss; log_softmax keeps its output (b*s*V, fp32 after the upcast) for its
+    backward."""
     m = c.s.model
-    return 4 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+    return loss_bytes_per_logit(c) * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
 
 
 def loss_backward_bytes(c: Ctx) -> int:
-    """Start of backward: the NLL gradient, the log-softmax gradient and its saved output, fp32 over the vocabulary."""
+    """Start of backward: the NLL gradient, the log-softmax gradient and its saved output over the vocabulary (fp32
+    after the upcast; 16-bit with loss_dtype='16-bit')."""
     m = c.s.model
-    return 3 * 4 * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
+    return 3 * loss_bytes_per_logit(c) * m.vocab_size * c.s.tokens // c.s.tp if c.st.head else 0
 
 
 def megatron_attention_score_buffer_bytes(c: Ctx) -> int:
