@@ -226,13 +226,22 @@ def test_load_rows_reads_the_wheels_copy_where_the_repository_file_cannot_be_ope
 # --- an offline site: Pyodide's packages from its distribution -------------------------------------------------
 
 
-def _fake_dist(root: Path, version: str, packages: dict[str, tuple[bytes, list[str]]]) -> tuple[Path, dict]:
-    """A Pyodide distribution folder as the release tarball unpacks (pyodide/: pyodide.mjs, the lock, the wheels)."""
+# Pyodide 314.0.6's lock info (its npm package's pyodide-lock.json): the lock names no Pyodide version
+INFO_314 = {"abi_version": "2026_0", "arch": "wasm32", "platform": "emscripten_5_0_3", "python": "3.14.2"}
+INFO_027 = {"arch": "wasm32", "platform": "emscripten_3_1_58", "python": "3.12.7"}  # Pyodide 0.27.7's
+
+
+def _fake_dist(root: Path, version: str | None, packages: dict[str, tuple[bytes, list[str]]],
+               info: dict = INFO_314) -> tuple[Path, dict]:
+    """A Pyodide distribution folder as the release tarball unpacks (pyodide/: package.json, pyodide.mjs, the lock,
+    the wheels); version None: no package.json."""
     dist = root / "pyodide"
     dist.mkdir(parents=True)
     (dist / "pyodide.mjs").write_text("export const loadPyodide = 0;")
     (dist / "pyodide.asm.wasm").write_bytes(b"\0asm")
-    lock = {"info": {"version": version, "arch": "wasm32", "platform": "emscripten_4_0_9"}, "packages": {}}
+    if version:
+        (dist / "package.json").write_text(json.dumps({"name": "pyodide", "version": version}))
+    lock = {"info": info, "packages": {}}
     for name, (data, depends) in packages.items():
         file_name = f"{name}-1.0-cp314-cp314-pyodide_2026_0_wasm32.whl"
         (dist / file_name).write_bytes(data)
@@ -252,10 +261,12 @@ def test_distribution_packages_are_served_by_the_site_and_the_kernel_config_poin
         "numpy": (b"numpy build", []), "pyparsing": (b"pyparsing build", []),
         "matplotlib": (b"matplotlib build", ["numpy", "pyparsing"]), "scipy": (b"scipy build", ["numpy"]),
         "micropip": (b"micropip build", [])})
-    assert build_site.lite_dist_version(str(dist.parent)) == "314.0.6"
+    assert build_site.lite_dist_release(str(dist.parent)) == {"version": "314.0.6", "info": INFO_314}
+    assert build_site.lite_dist_mismatch(build_site.lite_dist_release(str(dist.parent)), "314.0.6", lock) is None
     wanted = [n for n in build_site.lite_closure(lock, build_site.LITE_NOTEBOOK_ROOTS)]
     assert wanted == ["matplotlib", "numpy", "pyparsing"]
-    got, failed = build_site.lite_pyodide_packages(lock, wanted, tmp_path / "cache", str(dist))
+    # the folder the tarball unpacks into, given as its parent (pyodide/ inside) as well as itself
+    got, failed = build_site.lite_pyodide_packages(lock, wanted, tmp_path / "cache", str(dist.parent))
     assert not failed and sorted(got) == wanted
     site = tmp_path / "site"
     memlib = _wheel(tmp_path / "memlib-0.1.0-py3-none-any.whl", {"memlib/__init__.py": b""})
@@ -282,16 +293,28 @@ def test_distribution_packages_are_served_by_the_site_and_the_kernel_config_poin
 def test_distribution_version_is_read_from_a_folder_or_tarball_and_checked(tmp_path, monkeypatch):
     import tarfile
 
-    dist, _ = _fake_dist(tmp_path / "old", "0.27.7", {"numpy": (b"n", [])})
+    dist, _ = _fake_dist(tmp_path / "old", "0.27.7", {"numpy": (b"n", [])}, INFO_027)
     tarball = tmp_path / "pyodide-0.27.7.tar.bz2"
     with tarfile.open(tarball, "w:bz2") as tar:
         tar.add(dist, arcname="pyodide")
-    assert build_site.lite_dist_version(str(tarball)) == "0.27.7"
-    assert build_site.lite_dist_version("https://cdn.jsdelivr.net/pyodide/v314.0.6/full/") is None
+    assert build_site.lite_dist_release(str(tarball)) == {"version": "0.27.7", "info": INFO_027}
+    assert build_site.lite_dist_release("https://cdn.jsdelivr.net/pyodide/v314.0.6/full/") is None
     with pytest.raises(SystemExit, match="cannot read"):
-        build_site.lite_dist_version(str(tmp_path / "missing.tar.bz2"))
+        build_site.lite_dist_release(str(tmp_path / "missing.tar.bz2"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match="no pyodide-lock.json"):
+        build_site.lite_dist_release(str(tmp_path / "empty"))
+    # no package.json: the lock's Python and ABI tell another Pyodide
+    bare, _ = _fake_dist(tmp_path / "bare", None, {"numpy": (b"n", [])}, INFO_027)
+    lock_314 = {"info": INFO_314, "packages": {}}
+    why = build_site.lite_dist_mismatch(build_site.lite_dist_release(str(bare)), "314.0.6", lock_314)
+    assert why and "3.12.7" in why and "3.14.2" in why
     # the build refuses a distribution of another Pyodide than the kernel's, before building anything
+    core = tmp_path / "core"
+    core.mkdir()
+    (core / "pyodide-lock.json").write_text(json.dumps(lock_314))
     monkeypatch.setattr(build_site, "lite_pyodide_version", lambda: "314.0.6")
+    monkeypatch.setattr(build_site, "lite_pyodide_core", lambda version, cache: core)
     monkeypatch.setattr(build_site, "lite_contents", lambda *a: pytest.fail("built despite the wrong version"))
     with pytest.raises(SystemExit, match=r"is Pyodide 0\.27\.7.*runs Pyodide 314\.0\.6.*--pyodide-dist"):
         build_site.lite(tmp_path / "html", tmp_path / "out", str(tarball))

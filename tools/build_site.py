@@ -813,6 +813,10 @@ def lite_pyodide_packages(lock: dict, names: list[str], dest: Path, source: str)
     dest.mkdir(parents=True, exist_ok=True)
     got, failed = {}, []
     tar = members = unreachable = None
+    folder = Path(source) if not re.match(r"https?://", source) and Path(source).is_dir() else None
+    if folder is not None and not (folder / "pyodide-lock.json").is_file():
+        # the folder the release tarball unpacks into (its pyodide/ inside), or one above it
+        folder = next((p.parent for p in sorted(folder.rglob("pyodide-lock.json"), key=lambda p: len(p.parts))), folder)
     for name in names:
         spec = lock["packages"][name]
         target = dest / spec["file_name"]
@@ -824,8 +828,8 @@ def lite_pyodide_packages(lock: dict, names: list[str], dest: Path, source: str)
                 if re.match(r"https?://", source):
                     with urllib.request.urlopen(source.rstrip("/") + "/" + spec["file_name"], timeout=60) as r:
                         data = r.read()
-                elif Path(source).is_dir():
-                    data = (Path(source) / spec["file_name"]).read_bytes()
+                elif folder is not None:
+                    data = (folder / spec["file_name"]).read_bytes()
                 else:
                     if tar is None:
                         tar = tarfile.open(source)
@@ -906,23 +910,44 @@ def lite_digest(root: Path = ROOT) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-def lite_dist_version(source: str) -> str | None:
-    """The Pyodide version of a distribution folder or release tarball (its pyodide-lock.json's info.version);
-    None for a URL or a source without a lock."""
+def lite_dist_release(source: str) -> dict | None:
+    """What a distribution folder or release tarball says it is: {"version": its package.json's version (the dist
+    folder Pyodide releases carries one) or None, "info": its pyodide-lock.json's info (Python, ABI, platform; the
+    lock of Pyodide 314 names no version) or None}; None for a URL."""
     if re.match(r"https?://", source):
         return None
-    path = Path(source)
+    path, texts = Path(source), {}
     try:
         if path.is_dir():
-            locks = sorted(path.rglob("pyodide-lock.json"), key=lambda p: len(p.parts))
-            text = locks[0].read_text(encoding="utf-8") if locks else None
+            for name in ("package.json", "pyodide-lock.json"):
+                found = sorted(path.rglob(name), key=lambda p: len(p.parts))
+                texts[name] = found[0].read_text(encoding="utf-8") if found else None
         else:
             with tarfile.open(path) as tar:
-                member = next((m for m in tar.getmembers() if m.isfile() and Path(m.name).name == "pyodide-lock.json"), None)
-                text = tar.extractfile(member).read().decode() if member else None
-    except (OSError, tarfile.TarError) as e:
+                for m in tar:  # one pass: a release tarball is large
+                    name = Path(m.name).name
+                    if m.isfile() and name in ("package.json", "pyodide-lock.json") and name not in texts:
+                        texts[name] = tar.extractfile(m).read().decode()
+    except (OSError, tarfile.TarError, UnicodeDecodeError) as e:
         raise SystemExit(f"--pyodide-dist {source}: cannot read it ({type(e).__name__}: {e})") from None
-    return json.loads(text)["info"]["version"] if text else None
+    package, lock = (json.loads(texts[n]) if texts.get(n) else None for n in ("package.json", "pyodide-lock.json"))
+    if package is None and lock is None:
+        raise SystemExit(f"--pyodide-dist {source}: no pyodide-lock.json in it; give the release's "
+                         "pyodide-X.Y.Z.tar.bz2 or the folder it unpacks to")
+    return {"version": (package or {}).get("version"), "info": (lock or {}).get("info")}
+
+
+def lite_dist_mismatch(release: dict | None, version: str, lock: dict) -> str | None:
+    """Why a distribution is not the Pyodide the kernel runs (`version`, whose lock is `lock`), or None."""
+    if release is None:
+        return None
+    if release["version"] and release["version"] != version:
+        return f"is Pyodide {release['version']}"
+    info = {k: (release["info"] or {}).get(k) for k in ("python", "abi_version", "platform")}
+    want = {k: lock["info"].get(k) for k in info}
+    if release["info"] and info != want:
+        return f"is a Pyodide for {info} (Pyodide {version}: {want})"
+    return None
 
 
 def lite_dist_hint(version: str) -> str:
@@ -964,15 +989,15 @@ def lite(html: Path, out: Path, pyodide_dist: str | None = None) -> dict:
     work = out / "lite-src"
     version = lite_pyodide_version()
     pyodide_dist = pyodide_dist or os.environ.get("MEMLIB_PYODIDE_DIST") or None
-    if pyodide_dist:
-        dist_version = lite_dist_version(pyodide_dist)
-        if dist_version is not None and dist_version != version:
-            raise SystemExit(f"--pyodide-dist {pyodide_dist} is Pyodide {dist_version}, but the installed "
-                             f"jupyterlite-pyodide-kernel runs Pyodide {version}: " + lite_dist_hint(version))
-    files = lite_contents(work / "files")
-    wheel = lite_memlib_wheel(work / "wheels")
     core = lite_pyodide_core(version, cache)
     lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
+    if pyodide_dist:
+        why = lite_dist_mismatch(lite_dist_release(pyodide_dist), version, lock)
+        if why:
+            raise SystemExit(f"--pyodide-dist {pyodide_dist} {why}, but the installed jupyterlite-pyodide-kernel "
+                             f"runs Pyodide {version}: " + lite_dist_hint(version))
+    files = lite_contents(work / "files")
+    wheel = lite_memlib_wheel(work / "wheels")
     kernel = lite_closure(lock, LITE_KERNEL_ROOTS)
     specs = [f"{lock['packages'][n]['name']}=={lock['packages'][n]['version']}" for n in kernel]
     try:  # the widget manager (jupyterlab_widgets' extension) comes from this environment: the same release
