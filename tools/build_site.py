@@ -977,6 +977,20 @@ def lite_pyodide_dir(pyo: Path, core: Path, lock: dict, wheels: dict[str, Path],
     return local
 
 
+def lite_check_dist(pyodide_dist: str | None, out: Path) -> tuple[Path, dict]:
+    """Pyodide's core for the kernel (npm, cached under `out`) and its lock; a `pyodide_dist` of another Pyodide
+    stops the build here (main() calls this before the book's pages, so a wrong file fails in seconds)."""
+    version = lite_pyodide_version()
+    core = lite_pyodide_core(version, out / "cache" / "lite")
+    lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
+    if pyodide_dist:
+        why = lite_dist_mismatch(lite_dist_release(pyodide_dist), version, lock)
+        if why:
+            raise SystemExit(f"--pyodide-dist {pyodide_dist} {why}, but the installed jupyterlite-pyodide-kernel "
+                             f"runs Pyodide {version}: " + lite_dist_hint(version))
+    return core, lock
+
+
 def lite(html: Path, out: Path, pyodide_dist: str | None = None) -> dict:
     """Build the JupyterLite site into html/lite. Returns what it holds (for the log and the stamp).
     `pyodide_dist` (else MEMLIB_PYODIDE_DIST): Pyodide's distribution, from which numpy, matplotlib and their
@@ -989,13 +1003,7 @@ def lite(html: Path, out: Path, pyodide_dist: str | None = None) -> dict:
     work = out / "lite-src"
     version = lite_pyodide_version()
     pyodide_dist = pyodide_dist or os.environ.get("MEMLIB_PYODIDE_DIST") or None
-    core = lite_pyodide_core(version, cache)
-    lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
-    if pyodide_dist:
-        why = lite_dist_mismatch(lite_dist_release(pyodide_dist), version, lock)
-        if why:
-            raise SystemExit(f"--pyodide-dist {pyodide_dist} {why}, but the installed jupyterlite-pyodide-kernel "
-                             f"runs Pyodide {version}: " + lite_dist_hint(version))
+    core, lock = lite_check_dist(pyodide_dist, out)
     files = lite_contents(work / "files")
     wheel = lite_memlib_wheel(work / "wheels")
     kernel = lite_closure(lock, LITE_KERNEL_ROOTS)
@@ -1012,7 +1020,7 @@ def lite(html: Path, out: Path, pyodide_dist: str | None = None) -> dict:
     wanted = [n for n in lite_closure(lock, LITE_NOTEBOOK_ROOTS) if n not in kernel]
     pyodide_local, failed = lite_pyodide_packages(lock, wanted, cache / "pyodide-packages", source)
     if failed and pyodide_dist:
-        raise SystemExit(f"{len(failed)} of the packages the notebooks need are not in {pyodide_dist}: "
+        raise SystemExit(f"{len(failed)} of the packages the notebooks need could not be taken from {pyodide_dist}: "
                          f"{'; '.join(failed)}. " + lite_dist_hint(version))
     if failed:
         log(f"WARNING: {len(failed)} of Pyodide's packages could not be had from {source}: {'; '.join(failed[:3])}"
@@ -1079,6 +1087,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     out = args.out.resolve()
     src, html = out / "src", out / "html"
+    pyodide_dist = args.pyodide_dist or os.environ.get("MEMLIB_PYODIDE_DIST") or None
+    if pyodide_dist and not args.no_lite:
+        lite_check_dist(pyodide_dist, out)
     counts = stage(src)
     log(f"staged {counts['notebooks']} notebooks, {counts['exercises']} exercise notebooks, "
         f"{counts['widgets']} widget(s) as notes ({time.monotonic() - t0:.1f} s)")
@@ -1102,7 +1113,7 @@ def main(argv: list[str] | None = None) -> int:
     lite_info = None
     if not args.no_lite:
         t4 = time.monotonic()
-        lite_info = lite(html, out, args.pyodide_dist)
+        lite_info = lite(html, out, pyodide_dist)
         log(f"lite: JupyterLite with {len(lite_info['files'])} notebooks, Pyodide {lite_info['pyodide']} (npm) and "
             f"{len(lite_info['bundled'])} packages local ({', '.join(lite_info['from_cdn']) or 'none'} from the CDN), "
             f"{lite_info['memlib_wheel']}; extensions {', '.join(lite_info['extensions'])}; "
