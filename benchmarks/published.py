@@ -50,14 +50,33 @@ import memlib
 from memlib.hardware.allocator import reserved_bytes
 from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, required_bytes
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "validation" / "published.jsonl"
+REPO = Path(__file__).resolve().parents[1]
+PUBLISHED = REPO / "validation" / "published.jsonl"
 FUNCTIONS = {"estimate_training": memlib.estimate_training, "estimate_inference": memlib.estimate_inference}
 STATISTICS = ("allocated", "active", "reserved", "nvidia-smi")
 
 
+def read_repo_file(path: Path) -> str:
+    """A repository file's text; where it cannot be opened, the copy the book's JupyterLite site carries in its
+    memlib wheel (memlib/_repo_data/<the path in the repository>, tools/build_site.py: that site's drive cannot
+    serve JSON Lines files, so a deep dive's load_rows() finds them there)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        from importlib.resources import files
+
+        try:
+            copy = files("memlib").joinpath("_repo_data", *path.resolve().relative_to(REPO).parts)
+        except ValueError:  # not a repository file: no copy
+            copy = None
+        if copy is None or not copy.is_file():
+            raise
+        return copy.read_text(encoding="utf-8")
+
+
 def load_rows(path: Path = PUBLISHED) -> list[dict]:
     rows = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(read_repo_file(path).splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))

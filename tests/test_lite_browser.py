@@ -26,11 +26,15 @@ packages and memlib from the wheels beside it.
    tests/artifacts/lite-first-load.json when that folder exists).
 
 numpy and matplotlib (the topic notebooks' charts) are WebAssembly builds that only Pyodide's distribution
-publishes; the build bundles them when it can reach it (tools/build_site.py --pyodide-packages) and records
-in its stamp which packages the site serves itself. A notebook that imports packages the build could not bundle
-is skipped with that reason (it would need Pyodide's CDN, which this test blocks); MEMLIB_REQUIRE_LITE_PACKAGES=1
-turns that skip into a failure. memlib's core needs neither package; exercise pages, the calculator and the
-playgrounds run fully offline.
+publishes (its GitHub release, or its CDN; neither PyPI nor npm carries them). The build bundles them from
+`tools/build_site.py --pyodide-dist PATH` (the release tarball or its folder), or from the CDN when it can reach
+it, and records in its stamp which packages the site serves itself (lite.bundled, lite.from_cdn). A notebook
+that imports packages the build could not bundle is skipped with a reason that names them, their missing
+dependencies, the Pyodide release that has them and the build option that takes it (the site would need
+Pyodide's CDN, which this test blocks); MEMLIB_REQUIRE_LITE_PACKAGES=1 turns that skip into a failure. A site
+built with everything bundled (lite.offline) must make no request to another host at all; otherwise only
+requests to Pyodide's CDN are tolerated (and aborted). memlib's core needs neither package; exercise pages, the
+calculator and the playgrounds run fully offline either way.
 
 Skipped (with the reason) without Playwright, a Chromium binary or a built JupyterLite site, or when the
 build is older than its sources; with MEMLIB_REQUIRE_BROWSER=1 (.ci/run) each of these fails instead.
@@ -227,8 +231,7 @@ def test_check_grades_answers_in_jupyterlite(notebook, context):
     wrong = run(page, i, 'answer = "1 GB"\ncheck("00.1", answer)')
     assert "❌" in wrong and "✅" not in wrong, wrong
     page.screenshot(path=str(ROOT / "tests" / "artifacts" / "lite-00-check.png")) if (ROOT / "tests" / "artifacts").is_dir() else None
-    local = [u for u in context.external if "cdn.jsdelivr.net/pyodide" not in u]
-    assert not local, f"requests to the network beyond Pyodide's CDN: {local[:5]}"
+    assert not _external(context), f"requests to another host: {_external(context)[:5]}"
     assert not errors, f"JavaScript errors: {errors}"
 
 
@@ -297,11 +300,16 @@ def _stamp() -> dict:
 
 def _needs_unbundled(path: str) -> list[str]:
     """The packages a notebook imports (its cells' import statements) that the build left on Pyodide's CDN."""
-    import ast
-
     cdn = set((_stamp().get("lite") or {}).get("from_cdn", []))
     if not cdn:
         return []
+    return sorted(_imports(path) & cdn)
+
+
+def _imports(path: str) -> set[str]:
+    """The top-level names a notebook's code cells import (a line magic read as a blank line)."""
+    import ast
+
     nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
     names = set()
     for cell in nb["cells"]:
@@ -318,7 +326,37 @@ def _needs_unbundled(path: str) -> list[str]:
                 names |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 names.add(node.module.split(".")[0])
-    return sorted(names & cdn)
+    return names
+
+
+def _unbundled_reason(path: str, missing: list[str]) -> str:
+    """Exactly what the site lacks for `path`, and how to provide it."""
+    lite = _stamp()["lite"]
+    version = lite.get("pyodide", "?")
+    packages = json.loads((SITE / "lite" / "static" / "pyodide" / "pyodide-lock.json").read_text())["packages"]
+    seen, todo = set(), list(missing)
+    while todo:  # the dependencies Pyodide's lock gives them
+        name = todo.pop()
+        if name in packages and name not in seen:
+            seen.add(name)
+            todo += packages[name]["depends"]
+    others = sorted(seen & set(lite.get("from_cdn", [])) - set(missing))
+    deps = f" (nor of their dependencies {', '.join(others)})" if others else ""
+    return (f"{path} imports {', '.join(missing)}: this build's JupyterLite site does not carry Pyodide {version}'s "
+            f"WebAssembly builds of them{deps}, "
+            f"so they would come from Pyodide's CDN, which this test blocks (the build could not reach "
+            f"{lite.get('pyodide_packages')}). Only Pyodide's own distribution publishes them: download "
+            f"pyodide-{version}.tar.bz2 from https://github.com/pyodide/pyodide/releases/tag/{version} and rebuild "
+            f"with python tools/build_site.py --pyodide-dist PATH (the tarball or the folder it unpacks to; or "
+            f"MEMLIB_PYODIDE_DIST=PATH)")
+
+
+def _external(context) -> list[str]:
+    """Requests to another host that the site made: none at all for a site built with everything bundled
+    (lite.offline); else none beyond Pyodide's CDN (the packages the build left there)."""
+    if _stamp()["lite"].get("offline"):
+        return list(context.external)
+    return [u for u in context.external if "cdn.jsdelivr.net/pyodide" not in u]
 
 
 def _myst_error_boxes(page) -> int:
@@ -329,8 +367,7 @@ def _myst_error_boxes(page) -> int:
 def test_notebook_runs_all_cells_in_jupyterlite(path, context, site_url):
     missing = _needs_unbundled(path)
     if missing:
-        reason = (f"{path} imports {', '.join(missing)}, which this build could not bundle (no route to Pyodide's "
-                  "distribution: tools/build_site.py --pyodide-packages)")
+        reason = _unbundled_reason(path, missing)
         if os.environ.get("MEMLIB_REQUIRE_LITE_PACKAGES") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
@@ -352,20 +389,27 @@ def test_notebook_runs_all_cells_in_jupyterlite(path, context, site_url):
         print(f"{path}: {result['cells']} code cells in {result['seconds']:.1f} s")
     finally:
         page.close()
-    assert not [u for u in context.external if "cdn.jsdelivr.net/pyodide" not in u], context.external[:5]
+    assert not _external(context), _external(context)[:5]
 
 
 def test_deep_dives_find_the_repository_data_offline(notebook):
     """The deep dives read recorded measurements from the repository (Path("..") from notebooks/): the site serves
-    them in its drive and the kernel opens them. (Not the JSON Lines files: JupyterLite 0.8 parses every file whose
-    name contains "json" as JSON, so validation/*.jsonl cannot be opened there; tools/build_site.py says so.)"""
+    the .json files in its drive, and the kernel opens them. The JSON Lines rows (validation/published.jsonl, read by
+    benchmarks/published.py's load_rows in deep dives 00 and 11 and chapter 11) the drive cannot serve (JupyterLite
+    0.8.6 parses every name with "json" after a dot as JSON: tools/build_site.py's LITE_DRIVE_JSON), so the site's
+    memlib wheel carries them and load_rows reads them from there: the same rows as this checkout's file."""
+    from benchmark_support import load
+
     page, _ = notebook
     i = cell_index(page, r'check\("00\.4"')
-    out = run(page, i, "import json\nfrom pathlib import Path\nROOT = Path('..').resolve()\n"
+    out = run(page, i, "import json, sys\nfrom pathlib import Path\nROOT = Path('..').resolve()\n"
+                       "sys.path.insert(0, str(ROOT))\nfrom benchmarks.published import load_rows\n"
+                       "rows = load_rows()\n"
                        "print(ROOT, len(json.loads((ROOT / 'validation' / 'results.json').read_text())['cases']), "
-                       "(ROOT / 'benchmarks' / 'published.py').is_file())")
+                       "(ROOT / 'benchmarks' / 'published.py').is_file(), len(rows), rows[-1]['id'])")
     local = json.loads((ROOT / "validation" / "results.json").read_text(encoding="utf-8"))["cases"]
-    assert out.split() == ["/drive", str(len(local)), "True"], out
+    rows = load("published").load_rows()
+    assert out.split() == ["/drive", str(len(local)), "True", str(len(rows)), rows[-1]["id"]], out
 
 
 def test_playground_slider_changes_the_verdict(notebook):

@@ -635,11 +635,13 @@ def _ofl_text(font_path: Path) -> str:
 #     imports it inside its playgrounds, where Pyodide's import scan does not look;
 #   * numpy and matplotlib with their dependencies (the topic notebooks' charts): WebAssembly builds that
 #     only Pyodide's distribution publishes (no wheel for Pyodide on PyPI or npm). The build takes them from
-#     --pyodide-packages / MEMLIB_PYODIDE_PACKAGES (a folder or a release tarball of Pyodide's distribution,
-#     or a base URL), by default Pyodide's CDN, caches them in _build/cache/lite/pyodide-packages and checks
-#     each file against the lock's sha256. Where that source cannot be reached the build says so and those
-#     lock entries keep pointing to the CDN (the site then needs the network the first time a chapter runs);
-#     the build's stamp records which packages the site serves itself (tests/test_lite_browser.py reads it);
+#     --pyodide-dist / MEMLIB_PYODIDE_DIST (the release's pyodide-X.Y.Z.tar.bz2 or the folder it unpacks to,
+#     for the version the kernel runs; a base URL also works), by default Pyodide's CDN, caches them in
+#     _build/cache/lite/pyodide-packages and checks each file against the lock's sha256. With a distribution
+#     given, a package it lacks stops the build: the site then needs no other host. Without one, where the CDN
+#     cannot be reached the build says so and those lock entries keep pointing to the CDN (the site then needs
+#     the network the first time a chapter runs); the build's stamp records which packages the site serves
+#     itself (lite.bundled, lite.from_cdn, lite.offline; tests/test_lite_browser.py reads it);
 #   * memlib, a wheel built from this tree, in the lock and loaded when the kernel starts
 #     (loadPyodideOptions.packages). memlib's core imports nothing outside the standard library, so its
 #     lock entry lists no dependencies.
@@ -719,10 +721,11 @@ def lite_contents(dest: Path) -> list[str]:
         lite_notebook(nb)
         _write(dest / path.relative_to(ROOT), nb)
     # what the deep dives read from the repository (Path("..") from notebooks/): the recorded measurements and
-    # the benchmark scripts that compare memlib with them (about 1.4 MB). JupyterLite 0.8's contents parse every
-    # file whose name contains "json" as JSON (its _getServerContents), so the kernel cannot open the JSON Lines
-    # files (validation/*.jsonl: FileNotFoundError); the .json files open.
+    # the benchmark scripts that compare memlib with them (about 1.4 MB). Not the files the drive cannot serve
+    # (lite_drive_parses_as_json: the JSON Lines files), which the memlib wheel carries instead (lite_wheel_data).
     for path in lite_data_files():
+        if lite_drive_parses_as_json(path.name) and path.suffix != ".json":
+            continue
         target = dest / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
@@ -734,14 +737,60 @@ def lite_data_files(root: Path = ROOT) -> list[Path]:
             + sorted((root / "benchmarks").glob("published*.py")))
 
 
+# JupyterLite 0.8.6's drive (@jupyterlite/services, contents/drive.ts, _getServerContents) fetches a file of the
+# site's contents and runs JSON.parse on its text when the model is a notebook, the extension is registered with
+# the json format, the MIME type contains "json", or the path matches this expression: any name with "json" after
+# a dot. A JSON Lines file (validation/published.jsonl) is not one JSON document, so the parse throws, the drive
+# answers the kernel's read with an error, and Python sees FileNotFoundError.
+LITE_DRIVE_JSON = re.compile(r"\.(ipynb|[^/]*json[^/]*)$")
+#: where the site's memlib wheel carries the repository files its drive cannot serve (benchmarks/published.py
+#: reads them from there when the repository's copy cannot be opened)
+LITE_WHEEL_DATA = "memlib/_repo_data"
+
+
+def lite_drive_parses_as_json(name: str) -> bool:
+    return bool(LITE_DRIVE_JSON.search(name))
+
+
+def lite_wheel_data(root: Path = ROOT) -> list[Path]:
+    """The data files the deep dives read that JupyterLite's drive cannot serve (the JSON Lines files)."""
+    return [p for p in lite_data_files(root) if lite_drive_parses_as_json(p.name) and p.suffix != ".json"]
+
+
+def lite_wheel_add(wheel: Path, files: dict[str, Path]) -> None:
+    """Add `files` ({name inside the wheel: file}) to `wheel`, its RECORD rewritten to list them (PEP 427: each
+    file with its urlsafe-base64 sha256 and size)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    tmp = wheel.with_suffix(".tmp")
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as out:
+        record_name = next(n for n in src.namelist() if n.endswith(".dist-info/RECORD"))
+        record = src.read(record_name).decode().splitlines()
+        for info in src.infolist():
+            if info.filename != record_name:
+                out.writestr(info, src.read(info.filename))
+        rows = [r for r in record if r and not r.startswith(record_name + ",")]
+        for name, path in sorted(files.items()):
+            data = path.read_bytes()
+            out.writestr(name, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            rows.append(f"{name},sha256={digest},{len(data)}")
+        out.writestr(record_name, "\n".join(rows + [f"{record_name},,"]) + "\n")
+    tmp.replace(wheel)
+
+
 def lite_memlib_wheel(dest: Path) -> Path:
-    """memlib as a wheel, built from this tree (pip wheel, no dependencies)."""
+    """memlib as a wheel, built from this tree (pip wheel, no dependencies), carrying lite_wheel_data() under
+    LITE_WHEEL_DATA in the repository's layout (memlib/_repo_data/validation/published.jsonl)."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(ROOT)],
                    check=True, stdout=subprocess.DEVNULL)
     (wheel,) = dest.glob("memlib-*-py3-none-any.whl")
+    lite_wheel_add(wheel, {f"{LITE_WHEEL_DATA}/{p.relative_to(ROOT).as_posix()}": p for p in lite_wheel_data()})
     return wheel
 
 
@@ -806,6 +855,10 @@ def lite_pyodide_packages(lock: dict, names: list[str], dest: Path, source: str)
     dest.mkdir(parents=True, exist_ok=True)
     got, failed = {}, []
     tar = members = unreachable = None
+    folder = Path(source) if not re.match(r"https?://", source) and Path(source).is_dir() else None
+    if folder is not None and not (folder / "pyodide-lock.json").is_file():
+        # the folder the release tarball unpacks into (its pyodide/ inside), or one above it
+        folder = next((p.parent for p in sorted(folder.rglob("pyodide-lock.json"), key=lambda p: len(p.parts))), folder)
     for name in names:
         spec = lock["packages"][name]
         target = dest / spec["file_name"]
@@ -817,8 +870,8 @@ def lite_pyodide_packages(lock: dict, names: list[str], dest: Path, source: str)
                 if re.match(r"https?://", source):
                     with urllib.request.urlopen(source.rstrip("/") + "/" + spec["file_name"], timeout=60) as r:
                         data = r.read()
-                elif Path(source).is_dir():
-                    data = (Path(source) / spec["file_name"]).read_bytes()
+                elif folder is not None:
+                    data = (folder / spec["file_name"]).read_bytes()
                 else:
                     if tar is None:
                         tar = tarfile.open(source)
@@ -899,17 +952,102 @@ def lite_digest(root: Path = ROOT) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-def lite(html: Path, out: Path, pyodide_packages: str | None = None) -> dict:
-    """Build the JupyterLite site into html/lite. Returns what it holds (for the log and the stamp)."""
+def lite_dist_release(source: str) -> dict | None:
+    """What a distribution folder or release tarball says it is: {"version": its package.json's version (the dist
+    folder Pyodide releases carries one) or None, "info": its pyodide-lock.json's info (Python, ABI, platform; the
+    lock of Pyodide 314 names no version) or None}; None for a URL."""
+    if re.match(r"https?://", source):
+        return None
+    path, texts = Path(source), {}
+    try:
+        if path.is_dir():
+            for name in ("package.json", "pyodide-lock.json"):
+                found = sorted(path.rglob(name), key=lambda p: len(p.parts))
+                texts[name] = found[0].read_text(encoding="utf-8") if found else None
+        else:
+            with tarfile.open(path) as tar:
+                for m in tar:  # one pass: a release tarball is large
+                    name = Path(m.name).name
+                    if m.isfile() and name in ("package.json", "pyodide-lock.json") and name not in texts:
+                        texts[name] = tar.extractfile(m).read().decode()
+    except (OSError, tarfile.TarError, UnicodeDecodeError) as e:
+        raise SystemExit(f"--pyodide-dist {source}: cannot read it ({type(e).__name__}: {e})") from None
+    package, lock = (json.loads(texts[n]) if texts.get(n) else None for n in ("package.json", "pyodide-lock.json"))
+    if package is None and lock is None:
+        raise SystemExit(f"--pyodide-dist {source}: no pyodide-lock.json in it; give the release's "
+                         "pyodide-X.Y.Z.tar.bz2 or the folder it unpacks to")
+    return {"version": (package or {}).get("version"), "info": (lock or {}).get("info")}
+
+
+def lite_dist_mismatch(release: dict | None, version: str, lock: dict) -> str | None:
+    """Why a distribution is not the Pyodide the kernel runs (`version`, whose lock is `lock`), or None."""
+    if release is None:
+        return None
+    if release["version"] and release["version"] != version:
+        return f"is Pyodide {release['version']}"
+    info = {k: (release["info"] or {}).get(k) for k in ("python", "abi_version", "platform")}
+    want = {k: lock["info"].get(k) for k in info}
+    if release["info"] and info != want:
+        return f"is a Pyodide for {info} (Pyodide {version}: {want})"
+    return None
+
+
+def lite_dist_hint(version: str) -> str:
+    """How to give the build Pyodide's distribution (the log's warning, the browser test's skip reason)."""
+    return (f"download Pyodide {version}'s distribution, pyodide-{version}.tar.bz2 from "
+            f"https://github.com/pyodide/pyodide/releases/tag/{version}, and rebuild with "
+            f"python tools/build_site.py --pyodide-dist PATH (the tarball or the folder it unpacks to; or "
+            f"MEMLIB_PYODIDE_DIST=PATH)")
+
+
+def lite_pyodide_dir(pyo: Path, core: Path, lock: dict, wheels: dict[str, Path], memlib_wheel: Path,
+                     widgets: Path | None, cdn: str) -> dict[str, Path]:
+    """Lay out the kernel's pyodideUrl folder (lite/static/pyodide): Pyodide's core, each of `wheels` ({lock name:
+    file}: the kernel's PyPI wheels, the packages taken from Pyodide's distribution) beside it, memlib's and
+    ipywidgets' wheels, and the lock (lite_lock) naming them by file name: Pyodide resolves a relative file_name
+    against the folder of pyodide.mjs (pyodide-kernel 0.8.6's worker passes indexURL = pyodideUrl up to its last
+    "/", and Pyodide reads pyodide-lock.json there too). Returns {lock name: file in the folder}."""
+    shutil.copytree(core, pyo, dirs_exist_ok=True)
+    local = {}
+    for name, whl in wheels.items():
+        shutil.copy2(whl, pyo / whl.name)
+        local[name] = pyo / whl.name
+    for whl in filter(None, (memlib_wheel, widgets)):
+        shutil.copy2(whl, pyo / whl.name)
+    (pyo / "pyodide-lock.json").write_text(json.dumps(lite_lock(
+        lock, local, pyo / memlib_wheel.name, cdn, pyo / widgets.name if widgets else None)), encoding="utf-8")
+    return local
+
+
+def lite_check_dist(pyodide_dist: str | None, out: Path) -> tuple[Path, dict]:
+    """Pyodide's core for the kernel (npm, cached under `out`) and its lock; a `pyodide_dist` of another Pyodide
+    stops the build here (main() calls this before the book's pages, so a wrong file fails in seconds)."""
+    version = lite_pyodide_version()
+    core = lite_pyodide_core(version, out / "cache" / "lite")
+    lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
+    if pyodide_dist:
+        why = lite_dist_mismatch(lite_dist_release(pyodide_dist), version, lock)
+        if why:
+            raise SystemExit(f"--pyodide-dist {pyodide_dist} {why}, but the installed jupyterlite-pyodide-kernel "
+                             f"runs Pyodide {version}: " + lite_dist_hint(version))
+    return core, lock
+
+
+def lite(html: Path, out: Path, pyodide_dist: str | None = None) -> dict:
+    """Build the JupyterLite site into html/lite. Returns what it holds (for the log and the stamp).
+    `pyodide_dist` (else MEMLIB_PYODIDE_DIST): Pyodide's distribution, from which numpy, matplotlib and their
+    dependencies are bundled; given, the site needs no other host, and a package it lacks stops the build. Not
+    given, the build tries Pyodide's CDN and leaves on the CDN what it cannot reach (a warning, and the stamp's
+    from_cdn)."""
     from importlib.metadata import PackageNotFoundError, version as installed
 
     cache = out / "cache" / "lite"
     work = out / "lite-src"
     version = lite_pyodide_version()
+    pyodide_dist = pyodide_dist or os.environ.get("MEMLIB_PYODIDE_DIST") or None
+    core, lock = lite_check_dist(pyodide_dist, out)
     files = lite_contents(work / "files")
     wheel = lite_memlib_wheel(work / "wheels")
-    core = lite_pyodide_core(version, cache)
-    lock = json.loads((core / "pyodide-lock.json").read_text(encoding="utf-8"))
     kernel = lite_closure(lock, LITE_KERNEL_ROOTS)
     specs = [f"{lock['packages'][n]['name']}=={lock['packages'][n]['version']}" for n in kernel]
     try:  # the widget manager (jupyterlab_widgets' extension) comes from this environment: the same release
@@ -920,14 +1058,17 @@ def lite(html: Path, out: Path, pyodide_packages: str | None = None) -> dict:
     lite_download(specs + [f"comm=={LITE_COMM_VERSION}", f"{LITE_WIDGETS}=={widgets_version}"], cache / "wheels")
     comm = next((cache / "wheels").glob(f"comm-{LITE_COMM_VERSION}-*.whl"))
     widgets = next((cache / "wheels").glob(f"{LITE_WIDGETS}-{widgets_version}-*.whl"))
-    source = pyodide_packages or os.environ.get("MEMLIB_PYODIDE_PACKAGES") or lite_cdn(version)
+    source = pyodide_dist or lite_cdn(version)
     wanted = [n for n in lite_closure(lock, LITE_NOTEBOOK_ROOTS) if n not in kernel]
     pyodide_local, failed = lite_pyodide_packages(lock, wanted, cache / "pyodide-packages", source)
+    if failed and pyodide_dist:
+        raise SystemExit(f"{len(failed)} of the packages the notebooks need could not be taken from {pyodide_dist}: "
+                         f"{'; '.join(failed)}. " + lite_dist_hint(version))
     if failed:
         log(f"WARNING: {len(failed)} of Pyodide's packages could not be had from {source}: {'; '.join(failed[:3])}"
             f"{' ...' if len(failed) > 3 else ''}. The site loads them from Pyodide's CDN when a notebook imports "
-            "them (a chapter then needs the network); give a folder or release tarball of Pyodide's "
-            f"{version} distribution with --pyodide-packages (or MEMLIB_PYODIDE_PACKAGES) to bundle them")
+            "them (a chapter then needs the network). For a site that needs no other host, "
+            + lite_dist_hint(version))
     lite_config(work / "lite-dir")
     target = html / "lite"
     if target.exists():
@@ -943,28 +1084,21 @@ def lite(html: Path, out: Path, pyodide_packages: str | None = None) -> dict:
         sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
         raise SystemExit(f"jupyter lite build failed (exit {r.returncode})")
     lite_settings(target / "jupyter-lite.json", ["memlib", LITE_WIDGETS])
-    pyo = target / "static" / "pyodide"
-    shutil.copytree(core, pyo, dirs_exist_ok=True)
-    local = {}
+    kernel_wheels = {}
     for name in kernel:
         spec = lock["packages"][name]
         stem = re.sub(r"[-_.]+", "_", spec["name"]) + "-" + spec["version"] + "-"
-        whl = next(p for p in (cache / "wheels").glob("*.whl") if p.name.lower().startswith(stem.lower()))
-        shutil.copy2(whl, pyo / whl.name)
-        local[name] = pyo / whl.name
-    for name, whl in pyodide_local.items():
-        shutil.copy2(whl, pyo / whl.name)
-        local[name] = pyo / whl.name
-    for whl in (wheel, widgets):
-        shutil.copy2(whl, pyo / whl.name)
-    (pyo / "pyodide-lock.json").write_text(json.dumps(lite_lock(lock, local, pyo / wheel.name, lite_cdn(version),
-                                                                pyo / widgets.name)), encoding="utf-8")
+        kernel_wheels[name] = next(p for p in (cache / "wheels").glob("*.whl") if p.name.lower().startswith(stem.lower()))
+    local = lite_pyodide_dir(target / "static" / "pyodide", core, lock, {**kernel_wheels, **pyodide_local}, wheel,
+                             widgets, lite_cdn(version))
     built = json.loads((target / "jupyter-lite.json").read_text(encoding="utf-8"))["jupyter-config-data"]
     extensions = sorted(e["name"] for e in built.get("federated_extensions", []))  # copied from this environment
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+    from_cdn = sorted(set(wanted) - set(pyodide_local))
     return {"files": files, "pyodide": version, "kernel_wheels": len(kernel) + 1, "memlib_wheel": wheel.name,
-            "bundled": sorted(local) + ["ipywidgets", "memlib"], "from_cdn": sorted(set(wanted) - set(pyodide_local)),
-            "pyodide_packages": source, "extensions": extensions, "bytes": size, "sources": lite_digest()}
+            "bundled": sorted(local) + ["ipywidgets", "memlib"], "from_cdn": from_cdn, "offline": not from_cdn,
+            "pyodide_packages": source, "pyodide_dist": pyodide_dist, "extensions": extensions, "bytes": size,
+            "sources": lite_digest()}
 
 
 def source_digest(root: Path = ROOT) -> dict[str, str]:
@@ -988,13 +1122,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-slides", action="store_true", help="skip the reveal.js decks (no npm needed)")
     ap.add_argument("-j", "--jobs", default="1", help="sphinx-build -j (default 1)")
     ap.add_argument("--no-lite", action="store_true", help="skip the JupyterLite site (no npm or PyPI needed)")
-    ap.add_argument("--pyodide-packages", metavar="SRC", help="where the JupyterLite site's numpy and matplotlib "
-                    "come from: a folder or release tarball of Pyodide's distribution, or a base URL (default: "
-                    "MEMLIB_PYODIDE_PACKAGES, else Pyodide's CDN)")
+    ap.add_argument("--pyodide-dist", metavar="PATH", help="Pyodide's distribution (the release's "
+                    "pyodide-X.Y.Z.tar.bz2 or the folder it unpacks to; a base URL also works): the JupyterLite site "
+                    "then serves numpy, matplotlib and their dependencies itself and needs no other host (default: "
+                    "MEMLIB_PYODIDE_DIST, else Pyodide's CDN where reachable)")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     out = args.out.resolve()
     src, html = out / "src", out / "html"
+    pyodide_dist = args.pyodide_dist or os.environ.get("MEMLIB_PYODIDE_DIST") or None
+    if pyodide_dist and not args.no_lite:
+        lite_check_dist(pyodide_dist, out)
     counts = stage(src)
     log(f"staged {counts['notebooks']} notebooks, {counts['exercises']} exercise notebooks, "
         f"{counts['widgets']} widget(s) as notes ({time.monotonic() - t0:.1f} s)")
@@ -1018,7 +1156,7 @@ def main(argv: list[str] | None = None) -> int:
     lite_info = None
     if not args.no_lite:
         t4 = time.monotonic()
-        lite_info = lite(html, out, args.pyodide_packages)
+        lite_info = lite(html, out, pyodide_dist)
         log(f"lite: JupyterLite with {len(lite_info['files'])} notebooks, Pyodide {lite_info['pyodide']} (npm) and "
             f"{len(lite_info['bundled'])} packages local ({', '.join(lite_info['from_cdn']) or 'none'} from the CDN), "
             f"{lite_info['memlib_wheel']}; extensions {', '.join(lite_info['extensions'])}; "
