@@ -68,16 +68,17 @@ reward model is counted with its one-output value head).
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
-from memlib._checks import choice, flag, positive_int
+from memlib._checks import choice, flag, positive_int, show
 from memlib._checks import fraction as _fraction
 from memlib.hardware.fit import usable_bytes
 from memlib.hardware.gpus import get_gpu
 from memlib.models import get_model
 from memlib.serving.capacity import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, vllm_default_max_num_batched_tokens,
                                      vllm_default_max_num_seqs, vllm_kv_cache_budget_bytes)
-from memlib.serving.engines import sglang_max_total_tokens
+from memlib.serving.engines import kv_formats, sglang_max_total_tokens
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token
 from memlib.units import fmt_bytes, gb
 
@@ -405,7 +406,7 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
     c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
                rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine,
                gpu_memory_utilization, shared_prefix, cudagraph_bytes)
-    c["kv_cache"], c["gpu"] = kv_cache, get_gpu(gpu).name
+    c["kv_cache"], c["gpu"] = _check_kv_cache(kv_cache, algorithm, c["engine"]), get_gpu(gpu).name
     actor_model = get_model(actor)
     roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + (["reference"] if reference else [])
     roles += (["reward"] if reward is not None else []) + ["rollout"] if algorithm != "dpo" else []
@@ -432,13 +433,33 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                         engine_error)
 
 
+def _named_model(role: str, model):
+    """get_model for a role's argument, its errors naming the argument (critic=5 is about critic, not 'model')."""
+    try:
+        return get_model(model)
+    except ValueError as e:
+        raise ValueError(f"{role}: {e}") from None
+
+
+def _check_kv_cache(kv_cache, algorithm: str, engine: str) -> str:
+    """The rollout engine's KV cache type: one it accepts (memlib.serving.engines.kv_formats); DPO generates
+    nothing, so a kv_cache other than the default is an error there, not ignored."""
+    default = inspect.signature(estimate_rlhf).parameters["kv_cache"].default
+    if algorithm == "dpo":
+        if kv_cache != default:
+            raise ValueError(f"kv_cache={show(kv_cache)} does not apply to DPO: it generates nothing (the rollout "
+                             "engine's cache is PPO's and GRPO's)")
+        return kv_cache
+    return choice("kv_cache", kv_cache, kv_formats("hf" if engine == "hf" else engine))
+
+
 def _role_models(actor_model, roles, critic, reward) -> dict:
     """The model of each role: the actor's, or the critic's and reward's own."""
     models = {"actor": actor_model, "reference": actor_model, "rollout": actor_model}
     if "critic" in roles:
-        models["critic"] = actor_model if critic == SAME else get_model(critic)
+        models["critic"] = actor_model if critic == SAME else _named_model("critic", critic)
     if "reward" in roles:
-        rm = actor_model if reward == SAME else get_model(reward)
+        rm = actor_model if reward == SAME else _named_model("reward", reward)
         # a reward model scores with a one-output value head instead of the LM head (OpenRLHF's get_llm_for_
         # sequence_regression: value_head = nn.Linear(hidden, 1); TRL's AutoModelForSequenceClassification)
         models["reward"] = rm.with_(head="score", num_labels=1) if rm.head == "lm" else rm
@@ -532,6 +553,9 @@ def _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_b
                              f"micro_batch, gpus and zero_stage); do not pass it as a training option")
     if algorithm == "grpo" and c["group_size"] < 2:
         raise ValueError(f"GRPO compares G samples of the same prompt: group_size must be >= 2, got {group_size}")
+    if algorithm == "ppo" and critic is None:
+        raise ValueError("critic=None: PPO trains a value model beside the actor; give critic='same' (the actor's "
+                         "model) or a model name, or use algorithm='grpo' (no critic)")
     if algorithm != "ppo" and critic not in (SAME, None):
         raise ValueError(f"{algorithm.upper()} has no critic (GRPO takes its baseline from the group, DPO has no "
                          f"value function): leave critic unset, got {critic!r}")
