@@ -6,6 +6,7 @@ import argparse
 import inspect
 import json
 import math
+import re
 import sys
 
 from memlib._checks import MAX_INT, positive_int
@@ -178,6 +179,15 @@ def _verdicts(est, gpu_names, allocator_headroom: float = DEFAULT_ALLOCATOR_HEAD
     return out
 
 
+def _as_flags(message: str) -> str:
+    """An estimate_training message with its option=value pairs written as the command line's --option value."""
+    table = option_table.OPTIONS
+    names = "|".join(sorted(table, key=len, reverse=True))
+    message = re.sub(rf"\b({names})=(True|False)\b", lambda m: (table[m.group(1)].flag if m.group(2) == "True" else
+                                                                 "--no-" + table[m.group(1)].flag[2:]), message)
+    return re.sub(rf"\b({names})=", lambda m: table[m.group(1)].flag + " ", message)
+
+
 def cmd_estimate(a) -> int:
     if bool(a.model) == bool(a.hf_config):
         raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
@@ -185,7 +195,10 @@ def cmd_estimate(a) -> int:
     # every flag defaults to None (not given): a given flag always wins, even when it equals memlib's default
     # (--recipe megatron --zero-stage 0 is ZeRO 0); one not given leaves the recipe's value or memlib's default
     options = {name: getattr(a, name) for name in option_table.OPTIONS if getattr(a, name) is not None}
-    est = training.estimate_training(model, recipe=a.recipe, **options)
+    try:
+        est = training.estimate_training(model, recipe=a.recipe, **options)
+    except ValueError as e:  # "lora_rank=8 does not apply" said as the flag typed: "--lora-rank 8 does not apply"
+        raise ValueError(_as_flags(str(e))) from None
     verdicts = _verdicts(est, a.gpu or COMMON_GPUS, a.allocator_headroom)
     if a.json:
         print(json.dumps({**est.to_dict(), "verdicts": verdicts}, indent=2))

@@ -189,7 +189,7 @@ class Option:
             return KINDS[self.kind].check(self.name, value, self.values)
         except ValueError as e:
             if self.none:
-                raise ValueError(f"{e} (or None for {self.none})") from None
+                raise ValueError(f"{e} (or None: {self.none})") from None
             raise
 
     @property
