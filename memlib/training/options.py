@@ -534,7 +534,7 @@ def _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, 
     return sharding, fsdp_offload
 
 
-def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout="auto") -> None:
+def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout) -> None:
     """tp, pp and sequence parallelism against the model's shape (Megatron splits whole heads and widths)."""
     # DeepSpeed's ZeRO partitions flat copies of whatever parameters the model has (stage_1_and_2.py and stage3.py
     # flatten each param group), so it needs no LLaMA shape (step._estimate_gpt); Megatron's layout has its GPT
@@ -646,8 +646,8 @@ def _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_
 AUX_LOSS_TYPES = ("mixtral", "qwen3_moe", "gpt_oss")
 
 
-def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, dp_label: str | None = None,
-                       tp: int = 1, etp: int | None = None) -> None:
+def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, dp_label: str | None, tp: int,
+                       etp: int | None) -> None:
     """ep, etp, router_aux_loss and capacity_factor: MoE options, each checked against the model and the layout."""
     if not model.is_moe:
         why = f"{model.name} is dense (no experts)"
