@@ -52,8 +52,9 @@ _LAST = (_P("recipe", _P.KEYWORD_ONLY, default=None, annotation="str | None"),
 def _estimate_training(*args, **kwargs) -> Estimate:
     try:
         given = dict(_estimate_training.__signature__.bind(*args, **kwargs).arguments)
-    except TypeError as e:  # as Python words it for an ordinary function
-        raise TypeError(f"estimate_training() {e}") from None
+    except TypeError as e:  # as Python words it for an ordinary function, with the option meant if misspelt
+        hint = option_table.close_names(k for k in kwargs if k not in _estimate_training.__signature__.parameters)
+        raise TypeError(f"estimate_training() {e}{hint}") from None
     model, setup, recipe = given.pop("model", None), given.pop("setup", None), given.pop("recipe", None)
     if isinstance(model, TrainingSetup):  # estimate_training(setup, ...)
         setup, model = model, None

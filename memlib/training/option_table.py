@@ -21,6 +21,7 @@ TrainingSetup field of the same name (options.py), and the term that reads it. S
 from __future__ import annotations
 
 import argparse
+import difflib
 import inspect
 import numbers
 import textwrap
@@ -319,6 +320,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
 )}
 
 
+def close_names(names) -> str:
+    """' (did you mean zero_stage?)' for misspelt option names, or ''."""
+    close = [c for n in names for c in difflib.get_close_matches(str(n), OPTIONS, n=1, cutoff=0.75)]
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
 def defaults() -> dict:
     """{name: default} of every option, read from the table now (a changed entry changes it)."""
     return {name: o.default for name, o in OPTIONS.items()}
@@ -328,7 +335,8 @@ def complete(options: dict) -> dict:
     """Every option: the given ones, the table's defaults for the rest; an unknown name is an error."""
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
-        raise ValueError(f"unknown option(s) {', '.join(unknown)}; accepted: {', '.join(OPTIONS)}")
+        raise ValueError(f"unknown option(s) {', '.join(map(str, unknown))}{close_names(unknown)}; accepted: "
+                         f"{', '.join(OPTIONS)}")
     return {**defaults(), **options}
 
 
