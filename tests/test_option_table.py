@@ -14,6 +14,8 @@ import pydoc
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import memlib
 from memlib import cli, training
@@ -251,3 +253,27 @@ def test_recipes_and_the_table_do_not_import_options():
     assert not any(n.startswith("memlib.training.options") or n.endswith("recipes")
                    for n in _imports("memlib/training/option_table.py"))
     assert "memlib.training.recipes" in _imports("memlib/training/options.py")
+
+
+# ---- property: whatever value goes into whatever option, a result or a ValueError ------------------------------------
+ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**6), st.floats(allow_nan=True, allow_infinity=True),
+                      st.text(max_size=8), st.sampled_from(["false", "no", "0.1", "FULL_SHARD", "bf16", "qv", "te"]),
+                      st.lists(st.integers(-1, 40), max_size=3), st.lists(st.text(max_size=4), max_size=2))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(name=st.sampled_from(list(OPTIONS)), value=ANY_VALUE)
+def test_any_value_of_any_option_is_a_result_or_a_value_error_naming_it(name, value):
+    try:
+        OPTIONS[name].check(value)
+    except ValueError as e:
+        assert name in str(e), (name, value, str(e))  # the kind's message names the option
+        with pytest.raises(ValueError):
+            memlib.estimate_training("llama-7b", **{"seq_len": 256, name: value})
+        return
+    try:
+        e = memlib.estimate_training("llama-7b", **{"seq_len": 256, name: value})
+    except ValueError as err:  # a value of the right kind that does not fit the setup: said, never a traceback
+        assert str(err)
+    else:
+        assert e.peak_bytes > 0

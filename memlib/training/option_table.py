@@ -86,9 +86,10 @@ def zero_stage_of(zero_stage) -> tuple[int, bool]:
 # --- the kinds: one validator each, what it accepts in words, its Python type and its command-line parsing ------
 def _targets(name: str, value):
     """LoRA targets: a group name or module names (checked against the model by lora.resolve_targets)."""
-    if isinstance(value, (list, tuple)) and not value:
+    if isinstance(value, (list, tuple, set, frozenset)) and not value:
         raise ValueError(f"{name} is empty; name at least one projection")
-    if isinstance(value, str) or (isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value)):
+    if isinstance(value, str) or (isinstance(value, (list, tuple, set, frozenset))
+                                  and all(isinstance(t, str) for t in value)):
         return value
     raise ValueError(f"{name} must be projection names (a list of strings) or a group name "
                      f"({', '.join(TARGET_GROUPS)}), got {show(value)}")
