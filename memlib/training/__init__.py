@@ -43,6 +43,9 @@ FOOTER = """Also:
     setup:     a TrainingSetup (TrainingSetup.create(...), or an estimate's .setup) instead of the keywords:
                estimate_training(setup), estimate_training(model, setup); keywords with it change it (setup.replace)."""
 
+CREATE_HEADER = """A checked setup from estimate_training's options, optionally starting from a preset of memlib.RECIPES
+    (explicit options override it): `TrainingSetup.create("llama-2-7b", recipe="torchtune", finetune="lora")`."""
+
 _P = inspect.Parameter
 _FIRST = (_P("model", _P.POSITIONAL_OR_KEYWORD, default=None),)
 _LAST = (_P("recipe", _P.KEYWORD_ONLY, default=None, annotation="str | None"),
@@ -83,6 +86,10 @@ def document() -> None:
     for fn in (_estimate_training, estimate_training):
         option_table.document(fn, HEADER, _FIRST, _LAST, returns="Estimate", footer=FOOTER)
         fn.__name__ = fn.__qualname__ = "estimate_training"
+    create = TrainingSetup.__dict__["create"].__func__
+    first = (_P("cls", _P.POSITIONAL_OR_KEYWORD), _P("model", _P.POSITIONAL_OR_KEYWORD),
+             _P("recipe", _P.POSITIONAL_OR_KEYWORD, default=None, annotation="str | None"))
+    option_table.document(create, CREATE_HEADER, first, returns="TrainingSetup", keyword_only=True)
 
 
 document()

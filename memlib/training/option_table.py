@@ -155,7 +155,8 @@ KINDS = {
                    {"type": int, "metavar": "N"}),
     "probability": Kind("a probability in [0, 1)", lambda n, v, _: probability(n, v), float,
                         {"type": float, "metavar": "P"}),
-    "positive": Kind("a finite number > 0", lambda n, v, _: positive_float(n, v), float, {"type": float, "metavar": "X"}),
+    "positive": Kind("a finite number > 0", lambda n, v, _: positive_float(n, v), float,
+                     {"type": float, "metavar": "X"}),
     "zero_stage": Kind("0, 1, 2, 3 (DeepSpeed ZeRO) or FULL_SHARD, SHARD_GRAD_OP, NO_SHARD (PyTorch FSDP)",
                        lambda n, v, _: (zero_stage_of(v), v)[1], "int | str",
                        {"type": _cli_zero_stage, "metavar": "STAGE"}),
@@ -216,7 +217,8 @@ MEGATRON_ONLY = "Megatron-Core's default (layout='megatron')"
 OPTIONS: dict[str, Option] = {o.name: o for o in (
     # estimate_training's positional parameters, in order
     _o("seq_len", "count", 2048, "tokens per sequence",
-       f"{MEMLIB}: LLaMA-1's training context, 2048 tokens (Touvron et al. 2023, Llama 2 paper Sec. 2.2)", positional=True),
+       f"{MEMLIB}: LLaMA-1's training context, 2048 tokens (Touvron et al. 2023, Llama 2 paper Sec. 2.2)",
+       positional=True),
     _o("micro_batch", "count", 1, "sequences per micro-batch on one GPU",
        f"{MEMLIB}: the smallest run (transformers' per_device_train_batch_size is 8)", positional=True),
     _o("precision", "choice", "bf16-mixed", "'*-mixed': fp32 params, grads and states under autocast; 'bf16'/'fp16': "
@@ -347,14 +349,16 @@ def validate(options: dict) -> dict:
 
 
 # --- generated surfaces ------------------------------------------------------------------------------------------
-def signature(first=(), last=(), returns=inspect.Signature.empty) -> inspect.Signature:
-    """The table as a signature: `first` parameters, the positional options, the keyword-only ones, `last`."""
+def signature(first=(), last=(), returns=inspect.Signature.empty, keyword_only: bool = False) -> inspect.Signature:
+    """The table as a signature: `first` parameters, the positional options (keyword-only too with keyword_only),
+    the keyword-only ones, `last`."""
     P = inspect.Parameter
     params = list(first)
     for o in OPTIONS.values():
         kind = KINDS[o.kind].annotation
         named = getattr(kind, "__name__", kind)
-        params.append(P(o.name, P.POSITIONAL_OR_KEYWORD if o.positional else P.KEYWORD_ONLY, default=o.default,
+        params.append(P(o.name, P.POSITIONAL_OR_KEYWORD if o.positional and not keyword_only else P.KEYWORD_ONLY,
+                        default=o.default,
                         annotation=kind if o.default is not None else f"{named} | None"))
     return inspect.Signature(params + list(last), return_annotation=returns)
 
@@ -368,9 +372,10 @@ def docstring(header: str, footer: str = "") -> str:
     return "\n".join(lines + (["", footer.rstrip()] if footer else []))
 
 
-def document(fn, header: str, first=(), last=(), returns=inspect.Signature.empty, footer: str = "") -> None:
+def document(fn, header: str, first=(), last=(), returns=inspect.Signature.empty, footer: str = "",
+             keyword_only: bool = False) -> None:
     """Give `fn` the table's signature and help text (called again after the table changes)."""
-    fn.__signature__ = signature(first, last, returns)
+    fn.__signature__ = signature(first, last, returns, keyword_only)
     fn.__doc__ = docstring(header, footer)
 
 
@@ -392,7 +397,7 @@ def markdown_table() -> str:
     rows = ["| option | accepts | default | default's source | what it changes | flag |", "|---|---|---|---|---|---|"]
     for o in OPTIONS.values():
         flag_name = (f"`{o.flag}` / `--no-{o.flag[2:]}`" if o.kind == "flag" else f"`{o.flag}`")
-        cells = (f"`{o.name}`", o.accepts, f"`{o.default!r}`" + (f" ({o.none})" if o.default is None and o.none else ""),
-                 o.source, o.help, flag_name)
+        default = f"`{o.default!r}`" + (f" ({o.none})" if o.default is None and o.none else "")
+        cells = (f"`{o.name}`", o.accepts, default, o.source, o.help, flag_name)
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows)
