@@ -406,8 +406,9 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
     c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
                rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine,
                gpu_memory_utilization, shared_prefix, cudagraph_bytes)
-    c["kv_cache"], c["gpu"] = _check_kv_cache(kv_cache, algorithm, c["engine"]), get_gpu(gpu).name
+    c["kv_cache"], c["gpu"] = kv_cache, get_gpu(gpu).name
     actor_model = get_model(actor)
+    c["kv_cache"] = _check_kv_cache(kv_cache, algorithm, c["engine"])  # one the engine takes; none for DPO
     roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + (["reference"] if reference else [])
     roles += (["reward"] if reward is not None else []) + ["rollout"] if algorithm != "dpo" else []
     n = _role_gpus(gpus, roles, placement)
