@@ -353,6 +353,7 @@ def signature(first=(), last=(), returns=inspect.Signature.empty, keyword_only: 
     """The table as a signature: `first` parameters, the positional options (keyword-only too with keyword_only),
     the keyword-only ones, `last`."""
     P = inspect.Parameter
+    keyword_only = flag("keyword_only", keyword_only)
     params = list(first)
     for o in OPTIONS.values():
         kind = KINDS[o.kind].annotation
@@ -375,7 +376,7 @@ def docstring(header: str, footer: str = "") -> str:
 def document(fn, header: str, first=(), last=(), returns=inspect.Signature.empty, footer: str = "",
              keyword_only: bool = False) -> None:
     """Give `fn` the table's signature and help text (called again after the table changes)."""
-    fn.__signature__ = signature(first, last, returns, keyword_only)
+    fn.__signature__ = signature(first, last, returns, flag("keyword_only", keyword_only))
     fn.__doc__ = docstring(header, footer)
 
 
