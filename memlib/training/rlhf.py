@@ -78,7 +78,8 @@ from memlib.hardware.gpus import get_gpu
 from memlib.models import get_model
 from memlib.serving.capacity import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, vllm_default_max_num_batched_tokens,
                                      vllm_default_max_num_seqs, vllm_kv_cache_budget_bytes)
-from memlib.serving.engines import kv_formats, sglang_max_total_tokens
+from memlib.serving.engines import sglang_max_total_tokens
+from memlib.serving.engines import kv_formats
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token
 from memlib.units import fmt_bytes, gb
 
