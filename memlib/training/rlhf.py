@@ -79,7 +79,6 @@ from memlib.models import get_model
 from memlib.serving.capacity import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, vllm_default_max_num_batched_tokens,
                                      vllm_default_max_num_seqs, vllm_kv_cache_budget_bytes)
 from memlib.serving.engines import sglang_max_total_tokens
-from memlib.serving.engines import kv_formats
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token
 from memlib.units import fmt_bytes, gb
 
@@ -446,6 +445,7 @@ def _named_model(role: str, model):
 def _check_kv_cache(kv_cache, algorithm: str, engine: str) -> str:
     """The rollout engine's KV cache type: one it accepts (memlib.serving.engines.kv_formats); DPO generates
     nothing, so a kv_cache other than the default is an error there, not ignored."""
+    from memlib.serving.engines import kv_formats  # here: the module-level imports are another branch's to move
     default = inspect.signature(estimate_rlhf).parameters["kv_cache"].default
     if algorithm == "dpo":
         if kv_cache != default:
