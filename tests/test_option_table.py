@@ -277,3 +277,20 @@ def test_any_value_of_any_option_is_a_result_or_a_value_error_naming_it(name, va
         assert str(err)
     else:
         assert e.peak_bytes > 0
+
+
+# ---- presets: an option the user never typed is never the user's error -----------------------------------------------
+def test_a_preset_option_that_does_not_apply_to_the_chosen_optimizer_is_dropped():
+    """torchtune's preset picks torch's fused AdamW; with Adafactor (torch has no fused Adafactor) the preset's
+    optimizer_impl is dropped: the same run as torchtune's other options with torch's default implementation."""
+    e = memlib.estimate_training("llama-2-7b", recipe="torchtune", optimizer="adafactor")
+    assert "optimizer_impl" not in dict(e.setup.recipe_set)
+    same = memlib.estimate_training("llama-2-7b", precision="bf16", recompute="full", optimizer="adafactor")
+    assert e.peak_bytes == same.peak_bytes
+    with pytest.raises(ValueError, match="optimizer_impl='fused' does not apply to adafactor"):
+        memlib.estimate_training("llama-2-7b", optimizer="adafactor", optimizer_impl="fused")
+
+
+def test_an_error_about_an_option_the_preset_set_says_the_preset_set_it():
+    with pytest.raises(ValueError, match=r"loss='chunked-head' set by recipe 'litgpt'"):
+        memlib.estimate_training("llama-2-7b", recipe="litgpt", tp=2)

@@ -7,6 +7,7 @@ that does not apply to the chosen setup is an error too (never silently ignored)
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 
 from memlib.training import lora as lora_mod
@@ -570,7 +571,7 @@ def _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_i
     if optimizer == "adamw-8bit":
         _not_for("optimizer_impl", optimizer_impl, "bitsandbytes' 8-bit AdamW runs its own fused kernel")
     if optimizer == "adafactor" and optimizer_impl == "fused":
-        raise ValueError("optimizer_impl='fused' does not apply to adafactor: torch.optim.Adafactor has no fused "
+        raise NotApplicable("optimizer_impl", "optimizer_impl='fused' does not apply to adafactor: torch.optim.Adafactor has no fused "
                          "implementation (accepted: 'foreach', 'for-loop')")
     if sharding in ("deepspeed", "megatron"):
         _not_for("optimizer_impl", optimizer_impl,
@@ -731,17 +732,18 @@ def resolve(model, recipe: str | None, options: dict) -> TrainingSetup:
     r = RECIPES[choice("recipe", recipe, RECIPES)]
     finetune = options.get("finetune", r.options.get("finetune", option_table.OPTIONS["finetune"].default))
     preset = {k: v for k, v in r.applied(finetune).items() if k not in options}
-    s = _checked(model, preset, options)
+    s = _checked(model, preset, options, recipe)
     adamw = {k: v for k, v in r.torch_adamw.items() if k not in options and k not in preset}
     if adamw and s.optimizer == "adamw" and s.sharding not in ("deepspeed", "megatron"):
         preset.update(adamw)   # the run steps with torch.optim.AdamW: the framework's choice of its implementation
-        s = _checked(model, preset, options)
+        s = _checked(model, preset, options, recipe)
     return dataclasses.replace(s, recipe=recipe, recipe_set=tuple(preset.items()))
 
 
-def _checked(model, preset: dict, options: dict) -> TrainingSetup:
+def _checked(model, preset: dict, options: dict, recipe: str) -> TrainingSetup:
     """check_setup on the preset overridden by the user's options. A preset never sets an option that does not
-    apply to this setup: such an option is dropped from `preset` (in place); the user's own is an error."""
+    apply to this setup: such an option is dropped from `preset` (in place); the user's own is an error. Any other
+    error that names an option the preset set says so (the user never typed it)."""
     while True:
         try:
             return check_setup(model, **{**preset, **options})
@@ -749,3 +751,10 @@ def _checked(model, preset: dict, options: dict) -> TrainingSetup:
             if e.option not in preset:
                 raise  # the user's own option: say so
             del preset[e.option]
+        except ValueError as e:
+            named = [k for k in preset if re.search(rf"\b{k}=", str(e))]
+            if not named:
+                raise
+            set_by = ", ".join(f"{k}={preset[k]!r}" for k in named)
+            raise ValueError(f"{e} ({set_by} set by recipe {recipe!r}; give the option yourself to override it)") \
+                from None
