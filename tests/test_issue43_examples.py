@@ -205,6 +205,9 @@ def test_interview_assess_04_10_gives_the_rubric():
               "divide what is left by one chat's cache")
     text = interview.assess("04.10", answer)
     assert text.startswith("**Rubric**") and "Model answer" in text
+    assert interview.assess("4.10", answer) == text  # the ids check() takes
+    with pytest.raises(ValueError, match="ids are strings.*04.1 from 04.10"):
+        interview.assess(4.10, answer)
 
 
 def _windowed_questions():
