@@ -247,7 +247,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _o("offload", "choice", "none", "ZeRO-Offload ('optimizer') or ZeRO-Infinity ('optimizer+params', stage 3)",
        "DeepSpeed's offload_optimizer / offload_param: none", OFFLOADS, positional=True),
     _o("offload_device", "choice", "cpu", "where offload goes (with offload only)",
-       "DeepSpeed's offload_optimizer.device: cpu", OFFLOAD_DEVICES, positional=True),
+       "ZeRO-Offload's host memory (offload_optimizer.device 'cpu'; 'nvme' is ZeRO-Infinity's)", OFFLOAD_DEVICES, positional=True),
     _o("grad_accum", "count", 1, "micro-batches per step: gradients stay alive through the next micro-batch (and "
        "what 1F1B keeps in flight)", "TrainingArguments.gradient_accumulation_steps=1", positional=True),
     _o("sequence_parallel", "flag", False, "Megatron's sequence parallelism (tp > 1): norms and dropouts sharded",
