@@ -108,24 +108,26 @@ def _add_serve(sub) -> None:
     v.add_argument("model", nargs="?", help=f"catalog name ({', '.join(list_models())})")
     v.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of a name")
     v.add_argument("--gpu", default="a100-80gb", help="GPU model (default a100-80gb)")
-    v.add_argument("--count", type=int, default=1, help="GPUs, as the tensor-parallel degree (default 1)")
-    v.add_argument("--context-len", type=int, default=4096, help="tokens per sequence (default 4096)")
-    v.add_argument("--batch", type=int, default=1, help="sequences served at once (default 1)")
-    v.add_argument("--weights", default="auto", choices=("auto",) + inference.WEIGHT_FORMATS,
+    d = {k: p.default for k, p in inspect.signature(inference.estimate_inference).parameters.items()}  # its defaults
+    v.add_argument("--count", type=int, default=d["tp"], help=f"GPUs, as the tensor-parallel degree (default {d['tp']})")
+    v.add_argument("--context-len", type=int, default=d["context_len"],
+                   help=f"tokens per sequence (default {d['context_len']})")
+    v.add_argument("--batch", type=int, default=d["batch"], help=f"sequences served at once (default {d['batch']})")
+    v.add_argument("--weights", default=d["weights"], choices=("auto",) + inference.WEIGHT_FORMATS,
                    help="weight format (default auto: the checkpoint's own, from its quantization_config; "
                         "bf16 when it has none)")
-    v.add_argument("--kv-cache", default="bf16", choices=inference.ALL_KV_FORMATS,
-                   help="default bf16; vllm/sglang also fp8_e4m3, fp8_e5m2; llama.cpp a ggml type (q8_0, q4_0, ...)")
+    v.add_argument("--kv-cache", default=d["kv_cache"], choices=inference.ALL_KV_FORMATS,
+                   help=f"default {d['kv_cache']}; vllm/sglang also fp8_e4m3, fp8_e5m2; llama.cpp a ggml type (q8_0, q4_0, ...)")
     v.add_argument("--kv-cache-v", default=None, choices=inference.ALL_KV_FORMATS,
                    help="llama.cpp: V's cache type when it differs from K's (--cache-type-v)")
-    v.add_argument("--engine", default="hf", choices=inference.ENGINES,
-                   help="how the cache is sized and typed: hf (default), vllm, sglang, llama.cpp")
-    v.add_argument("--ep", type=int, default=1,
+    v.add_argument("--engine", default=d["engine"], choices=inference.ENGINES,
+                   help=f"how the cache is sized and typed: hf, vllm, sglang, llama.cpp (default {d['engine']})")
+    v.add_argument("--ep", type=int, default=d["ep"],
                    help="expert-parallel degree for MoE models: routed experts split whole over EP GPUs "
-                        "(a multiple of --count; vLLM --enable-expert-parallel; default 1)")
-    v.add_argument("--mla-cache", default="latent", choices=inference.MLA_CACHES,
+                        f"(a multiple of --count; vLLM --enable-expert-parallel; default {d['ep']})")
+    v.add_argument("--mla-cache", default=d["mla_cache"], choices=inference.MLA_CACHES,
                    help="MLA models (DeepSeek-V2/V3): latent = the compressed cache vLLM/SGLang keep, "
-                        "full = transformers' full K and V (default latent)")
+                        f"full = transformers' full K and V (default {d['mla_cache']})")
     v.add_argument("--prefill-tokens", type=int, default=None,
                    help="tokens in one prefill forward (vLLM's max_num_batched_tokens with chunked prefill); "
                         "default: the whole batch x context at once")
