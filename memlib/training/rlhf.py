@@ -434,27 +434,6 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                         engine_error)
 
 
-def _named_model(role: str, model):
-    """get_model for a role's argument, its errors naming the argument (critic=5 is about critic, not 'model')."""
-    try:
-        return get_model(model)
-    except ValueError as e:
-        raise ValueError(f"{role}: {e}") from None
-
-
-def _check_kv_cache(kv_cache, algorithm: str, engine: str) -> str:
-    """The rollout engine's KV cache type: one it accepts (memlib.serving.engines.kv_formats); DPO generates
-    nothing, so a kv_cache other than the default is an error there, not ignored."""
-    from memlib.serving.engines import kv_formats  # here: the module-level imports are another branch's to move
-    default = inspect.signature(estimate_rlhf).parameters["kv_cache"].default
-    if algorithm == "dpo":
-        if kv_cache != default:
-            raise ValueError(f"kv_cache={show(kv_cache)} does not apply to DPO: it generates nothing (the rollout "
-                             "engine's cache is PPO's and GRPO's)")
-        return kv_cache
-    return choice("kv_cache", kv_cache, kv_formats("hf" if engine == "hf" else engine))
-
-
 def _role_models(actor_model, roles, critic, reward) -> dict:
     """The model of each role: the actor's, or the critic's and reward's own."""
     models = {"actor": actor_model, "reference": actor_model, "rollout": actor_model}
@@ -666,3 +645,24 @@ def min_rlhf_gpus(actor, gpu, algorithm: str = "ppo", candidates=GPU_COUNTS, **k
 __all__ = ["ALGORITHMS", "PLACEMENTS", "ROLES", "PHASES", "GPU_COUNTS", "ROLLOUT_ENGINES", "COLOCATED_ENGINE_FRACTION",
            "SEPARATE_ENGINE_FRACTION", "RoleMemory", "RLHFEstimate", "RolloutPool", "rollout_pool", "rollout_token_slots",
            "estimate_rlhf", "min_rlhf_gpus"]
+
+
+def _named_model(role: str, model):
+    """get_model for a role's argument, its errors naming the argument (critic=5 is about critic, not 'model')."""
+    try:
+        return get_model(model)
+    except ValueError as e:
+        raise ValueError(f"{role}: {e}") from None
+
+
+def _check_kv_cache(kv_cache, algorithm: str, engine: str) -> str:
+    """The rollout engine's KV cache type: one it accepts (memlib.serving.engines.kv_formats); DPO generates
+    nothing, so a kv_cache other than the default is an error there, not ignored."""
+    from memlib.serving.engines import kv_formats  # here: the module-level imports are another branch's to move
+    default = inspect.signature(estimate_rlhf).parameters["kv_cache"].default
+    if algorithm == "dpo":
+        if kv_cache != default:
+            raise ValueError(f"kv_cache={show(kv_cache)} does not apply to DPO: it generates nothing (the rollout "
+                             "engine's cache is PPO's and GRPO's)")
+        return kv_cache
+    return choice("kv_cache", kv_cache, kv_formats("hf" if engine == "hf" else engine))
