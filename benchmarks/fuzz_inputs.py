@@ -380,6 +380,73 @@ add("grade 01.3, 10,000 digits", lambda: grade("01.3", "9" * 10_000 + " GB").sta
     Ok(lambda st: st in ("incorrect", "malformed")))
 
 
+# ---- issue 43: one table of options, every entry point validated the same way ------------------------------------
+from memlib.training.option_table import OPTIONS  # noqa: E402
+
+# every option of the table with its kind's wrong values: a string for a bool, a list for a name, a bool or a float
+# for a count, a string or a bool for a probability (the class, not an example: a new option is fuzzed by its kind)
+_KIND_BAD = {"flag": ("false", "no", 1), "choice": (["x"], "garbage"), "count": (True, 2.5, 0, "8"), "count0": (-1, True),
+             "probability": (True, "0.1", 1.0), "positive": ("1.5", True, 0), "zero_stage": ("ZERO", 4, [3]),
+             "targets": (5, []), "layer_counts": ("2,2", [0, 2]), "ce_fusion": ("fast", ["te"]), "deferral": (-1, "0")}
+for _name, _o in OPTIONS.items():
+    for _bad in _KIND_BAD[_o.kind]:
+        add(f"estimate {_name}={_bad!r}", lambda n=_name, b=_bad: est(**{n: b}), Err(_name))
+add("TrainingSetup.create recipe=['torchtune']", lambda: memlib.TrainingSetup.create("llama-7b", recipe=["torchtune"]),
+    Err("recipe"))
+add("TrainingSetup.create unknown option", lambda: memlib.TrainingSetup.create("llama-7b", zero_stagee=1),
+    Err("zero_stagee", "did you mean zero_stage"))
+# recipes vs explicit options: 18 B/param of Megatron states without the distributed optimizer (2 + 4 + 12)
+add_cli("cli --recipe megatron --zero-stage 0", ["estimate", "llama-2-7b", "--recipe", "megatron", "--dp", "8",
+                                                 "--zero-stage", "0", "--json"],
+        Ok(lambda r: r["rc"] == 0 and json.loads(r["out"])["zero_stage"] == 0))
+add_cli("cli --recipe torchtune --recompute none", ["estimate", "llama-2-7b", "--recipe", "torchtune", "--recompute",
+                                                    "none", "--json"],
+        Ok(lambda r: r["rc"] == 0 and json.loads(r["out"])["recompute"] == "none"))
+add_cli("cli --no-double-quant (full)", ["estimate", "llama-7b", "--no-double-quant"], Err("--no-double-quant"))
+add("recipe hf-trainer + loss chunked", lambda: est(model="llama-2-7b", recipe="hf-trainer", loss="chunked").peak_bytes,
+    Ok(lambda n: n == est(model="llama-2-7b", loss="chunked", optimizer_impl="fused").peak_bytes))
+add("plan 7B on 8 H100 recipe=torchtitan", lambda: plan("llama-2-7b", "h100-80gb", 8, recipe="torchtitan"),
+    Ok(lambda r: r.feasible and {p.settings["zero_stage"] for p in r.feasible} == {"FULL_SHARD"}))
+# strings, lists and unknown values elsewhere
+from memlib.serving import quantization as _q  # noqa: E402
+from memlib.serving.engines import llama_cpp_kv_cache, sglang_max_total_tokens  # noqa: E402
+add("llama_cpp_kv_cache kv_unified='false'", lambda: llama_cpp_kv_cache("llama-2-7b", 4096, kv_unified="false"),
+    Err("kv_unified", "pass False"))
+add("llama_cpp_kv_cache swa_full='no'", lambda: llama_cpp_kv_cache("gemma-3-27b", 4096, swa_full="no"),
+    Err("swa_full", "pass False"))
+add("llama_cpp 1000 streams x 256 tokens", lambda: llama_cpp_kv_cache("llama-2-7b", 256, n_seq=1000, kv_unified=False),
+    Err("cell"))
+add("affine_params symmetric='false'", lambda: _q.affine_params([-1.0, 2.0], 8, symmetric="false"), Err("symmetric"))
+add("affine_params scale underflow", lambda: _q.affine_params([0.0, 1e-320], 8), Err("scale"))
+add("affine_params scale overflow", lambda: _q.affine_params([-1e308, 1.7e308], 8, symmetric=False), Err("scale"))
+add("sglang mem_fraction_static=True", lambda: sglang_max_total_tokens("llama-3-8b", "h100-80gb",
+                                                                       mem_fraction_static=True), Err("mem_fraction"))
+add("sglang mem_fraction_static='0.8'", lambda: sglang_max_total_tokens("llama-3-8b", "h100-80gb",
+                                                                        mem_fraction_static="0.8"), Err("mem_fraction"))
+add("stage_peak_bytes(['last'])", lambda: est(model="llama-2-7b", recipe="megatron", pp=2, dp=2).stage_peak_bytes(
+    ["last"]), Err("stage"))
+add("estimate_rlhf dpo kv_cache='garbage'", lambda: memlib.estimate_rlhf("llama-2-7b", "dpo", kv_cache="garbage"),
+    Err("kv_cache"))
+add("estimate_rlhf ppo kv_cache=['bf16']", lambda: memlib.estimate_rlhf("llama-2-7b", "ppo", kv_cache=["bf16"]),
+    Err("kv_cache"))
+add("estimate_rlhf ppo critic=None", lambda: memlib.estimate_rlhf("llama-2-7b", "ppo", critic=None), Err("critic"))
+add("config head_dim 0", lambda: Model.from_hf_config({**GOOD, "head_dim": 0}), Err("head_dim"))
+# grader and progress
+from memlib.learn import grading as _grading, interview as _interview  # noqa: E402
+add("grade(1.10, ...)", lambda: _grading.grade(1.10, "1 GB").status, Ok(lambda st: st == "unknown exercise"))
+add("interview.assess('04.10', ...)", lambda: _interview.assess("04.10", "the cache of every chat grows with its "
+                                                                "context so the weights come first and the rest is cache"),
+    Ok(lambda t: t.startswith("**Rubric**")))
+add("grade 09.2 '0.412 B per weight'", lambda: _grading.grade("09.2", "0.412 B per weight").passed, Ok(bool))
+add("grade 01.11 width slip 58.38 GB", lambda: _grading.grade("01.11", "58.38 GB").message,
+    Ok(lambda m: "size is right" not in m and "8192" in m))
+add("grade 08.5 quote 'Llama-2-13B'", lambda: _grading.grade("08.5", ("Llama-2-13B", "1 GB")).message,
+    Ok(lambda m: "not one of the figures" not in m))
+add("export_progress(None)", lambda: _grading.export_progress(None), Ok(lambda r: r is None))
+add("import_progress('/nonexistent/x.json')", lambda: _grading.import_progress("/nonexistent/x.json"),
+    Ok(lambda n: n == 0))
+
+
 # ---- CLI ------------------------------------------------------------------------------------------------------
 def one_line(r, *words):
     return r["rc"] == 2 and len(r["err"].strip().splitlines()) == 1 and all(w in r["err"] for w in words)

@@ -156,3 +156,11 @@ def plain_args(fn):
     def wrapper(*args, **kwargs):
         return fn(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
     return wrapper
+
+
+def probability(name: str, value) -> float:
+    """A probability in [0, 1) (a dropout rate): not a bool, not a string, not 1 (everything dropped)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+        kind = f" (a {type(value).__name__})" if isinstance(value, (bool, str)) else ""
+        raise ValueError(f"{name} must be a probability in [0, 1), got {show(value)}{kind}")
+    return float(value)

@@ -4,16 +4,17 @@ for teachers `memlib quiz --topic NN --seed S` and `memlib class-report FOLDER` 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
+import re
 import sys
 
-from memlib.training import lora as lora_mod
 from memlib._checks import MAX_INT, positive_int
 from memlib.hardware.fit import DEFAULT_ALLOCATOR_HEADROOM, DEFAULT_CUDA_CONTEXT_BYTES, fits
 from memlib import training
 from memlib.serving import inference
-from memlib.training import optimizers
+from memlib.training import option_table
 from memlib.hardware.gpus import list_gpus
 from memlib.models import Model, get_model, list_models
 from memlib.units import fmt_bytes, gb, gib
@@ -37,15 +38,6 @@ def _host_ram_gib(text: str) -> float:
     if not math.isfinite(x) or x < 0 or x * 2**30 > MAX_INT:
         raise argparse.ArgumentTypeError(f"expected a finite number of GiB >= 0 and <= 2**23, got {text!r}")
     return x
-
-
-def _layer_counts(text: str) -> tuple[int, ...]:
-    """--pp-split: comma-separated layer counts, one per pipeline stage."""
-    try:
-        return tuple(int(n) for n in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected layer counts separated by commas such as 2,4,4,2, got {text!r}") \
-            from None
 
 
 def _headroom(text: str) -> float:
@@ -92,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_estimate(sub) -> None:
-    """`memlib estimate`: the training options of estimate_training, one flag each."""
+    """`memlib estimate`: one flag per option of estimate_training, made from the option table
+    (memlib.training.option_table: its help line, accepted values and default)."""
     e = sub.add_parser("estimate", help="peak training memory on one GPU, its breakdown and per-GPU verdicts",
                        description="Peak memory of one training step on one GPU (the max over forward, "
                                    "backward and optimizer step), what is alive then, and whether it fits "
@@ -100,100 +93,12 @@ def _add_estimate(sub) -> None:
     e.add_argument("model", nargs="?", help=f"catalog name ({', '.join(list_models())})")
     e.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of a name")
     e.add_argument("--recipe", choices=tuple(training.RECIPES), default=None,
-                   help="start from a framework's defaults (memlib.RECIPES); flags set away from their default override it")
-    e.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default 2048)")
-    e.add_argument("--micro-batch", type=int, default=None, help="sequences per step on one GPU (default 1)")
-    e.add_argument("--precision", default=None, choices=training.PRECISIONS, help="default bf16-mixed")
-    e.add_argument("--optimizer", default=None, choices=optimizers.OPTIMIZERS, help="default adamw")
-    e.add_argument("--finetune", default=None, choices=training.FINETUNES, help="default full")
-    e.add_argument("--lora-rank", type=int, help="LoRA rank (LoRA/QLoRA; default 16)")
-    e.add_argument("--lora-targets",
-                   help="comma-separated projections or a group: " + ", ".join(lora_mod.TARGET_GROUPS)
-                        + " (LoRA/QLoRA; default q_proj,v_proj)")
-    e.add_argument("--lora-dropout", type=float, default=None, help="LoRA dropout probability (default 0)")
-    e.add_argument("--adapter-dtype", default=None, choices=training.ADAPTER_DTYPES,
-                   help="LoRA adapters' dtype (default fp32, peft's autocast_adapter_dtype=True)")
-    e.add_argument("--base-dtype", default=None, choices=training.BASE_DTYPES,
-                   help="LoRA/QLoRA frozen base dtype (default auto: 16-bit unless --precision fp32)")
-    e.add_argument("--qlora-backend", default=None, choices=training.QLORA_BACKENDS, help="default bitsandbytes")
-    e.add_argument("--no-double-quant", action="store_true", help="QLoRA without double quantization")
-    e.add_argument("--optimizer-impl", default=None, choices=training.OPTIMIZER_IMPLS,
-                   help="torch.optim implementation (default foreach, torch's CUDA default)")
-    e.add_argument("--loss", default=None, choices=training.LOSSES,
-                   help="full logits, or chunked: Liger's fused linear cross-entropy (default full)")
-    e.add_argument("--loss-dtype", default=None, choices=training.LOSS_DTYPES,
-                   help="fp32 (default: the logits upcast before cross-entropy) or 16-bit (F.cross_entropy on the "
-                        "bf16/fp16 logits, precision bf16/fp16 only)")
-    e.add_argument("--lora-head", action="store_true",
-                   help="a LoRA adapter on lm_head too (LitGPT's lora_head; peft's target_modules with lm_head)")
-    e.add_argument("--float8", default=None, choices=training.FLOAT8S,
-                   help="torchao: torchao's Float8Linear on the decoder's linears (torchtitan's float8 converter)")
-    e.add_argument("--compile", action="store_true", help="torch.compile (modelled with --recompute full only)")
-    e.add_argument("--activation-offload", action="store_true", help="torchtune's activation offloading to CPU")
-    e.add_argument("--no-fsdp-mixed-precision", action="store_true",
-                   help="FSDP with fp32 params under autocast instead of MixedPrecisionPolicy(bf16, fp32 reduce)")
-    e.add_argument("--recompute", default=None, choices=training.RECOMPUTES, help="default none")
-    e.add_argument("--attention", default=None, choices=training.ATTENTIONS, help="default sdpa")
-    e.add_argument("--zero-stage", default=None,
-                   help="ZeRO stage 0-3 (DeepSpeed layout; with --dp 1 it shards nothing) or an FSDP strategy: "
-                        "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD")
-    e.add_argument("--dp", type=int, default=None, help="data-parallel GPUs (default 1)")
-    e.add_argument("--tp", type=int, default=None, help="tensor-parallel GPUs (Megatron; default 1)")
-    e.add_argument("--sequence-parallel", action="store_true", default=None, help="Megatron sequence parallelism (with --tp)")
-    e.add_argument("--pp", type=int, default=None, help="pipeline stages (1F1B; default 1)")
-    e.add_argument("--grad-accum", type=int, default=None, help="micro-batches per step (default 1)")
-    e.add_argument("--pp-split", type=_layer_counts, default=None, metavar="N,N,...",
-                   help="decoder layers of each pipeline stage, first to last (e.g. 2,4,4,2 for Megatron's "
-                        "--decoder-first/last-pipeline-num-layers 2; default: an even split)")
-    e.add_argument("--ep", type=int, default=None,
-                   help="MoE: expert-parallel GPUs within --dp (experts split whole over them; default 1)")
-    e.add_argument("--etp", type=int, default=None, help="MoE, --layout megatron: Megatron's "
-                   "--expert-tensor-parallel-size (default: --tp)")
-    e.add_argument("--capacity-factor", type=float, default=None,
-                   help="MoE: expert capacity factor (tokens beyond it dropped; default: dropless)")
-    e.add_argument("--no-router-aux-loss", action="store_true",
-                   help="MoE: without the router's load-balancing loss (output_router_logits off)")
-    e.add_argument("--cp", type=int, default=None,
-                   help="context parallelism: each sequence split over CP GPUs, ring attention (seq-len divisible "
-                        "by 2 x CP; default 1)")
-    e.add_argument("--cp-rotate", default=None, choices=training.CP_ROTATES,
-                   help="ring attention's K/V exchange with --cp (default allgather, torchtitan's)")
-    e.add_argument("--offload", default=None, choices=training.OFFLOADS, help="ZeRO-Offload/Infinity (default none)")
-    e.add_argument("--offload-device", choices=training.OFFLOAD_DEVICES, help="with --offload (default cpu)")
-    _add_megatron_flags(e)
-    e.add_argument("--no-zero-init", action="store_true",
-                   help="ZeRO-3 on a model built before deepspeed.initialize (not under zero.Init): torch's linear "
-                        "keeps every layer's gathered weights until its backward")
-    e.add_argument("--no-keep-outputs", action="store_true",
-                   help="the loop drops the model's output (its logits) before the backward, as HF Trainer does "
-                        "(--recipe hf-trainer sets it)")
+                   help="start from a framework's defaults (memlib.RECIPES); a flag you give overrides it")
+    option_table.add_arguments(e)
     e.add_argument("--gpu", action="append", help="GPU(s) for the verdict (repeatable; default: common GPUs)")
     e.add_argument("--allocator-headroom", type=_headroom, default=DEFAULT_ALLOCATOR_HEADROOM, help=HEADROOM_HELP)
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
-
-
-def _add_megatron_flags(e) -> None:
-    """The layout flag and Megatron-Core's own options."""
-    e.add_argument("--layout", default=None, choices=training.options.LAYOUTS,
-                   help="megatron: Megatron-Core's layout on any parallelism (default auto)")
-    e.add_argument("--vpp", type=int, default=None,
-                   help="Megatron: model chunks per pipeline GPU, interleaved 1F1B (with --layout megatron --pp > 1)")
-    e.add_argument("--hidden-dropout", type=float, default=None,
-                   help="Megatron: --hidden-dropout, a 1-byte mask per residual element (with --layout megatron)")
-    e.add_argument("--attention-dropout", type=float, default=None,
-                   help="Megatron: --attention-dropout; with --attention eager (unfused core attention) a 1-byte mask "
-                        "and the 16-bit dropped-out probabilities per score (with --layout megatron)")
-    e.add_argument("--no-megatron-ce-inplace", action="store_true",
-                   help="Megatron-LM before 2024-06 (9634c0e): the loss subtracts the logits' max out of place, 4 more "
-                        "bytes per logit (with --layout megatron)")
-    e.add_argument("--megatron-ce-fusion", default=None, choices=("native", "te"),
-                   help="Megatron: --cross-entropy-loss-fusion with that --cross-entropy-fusion-impl (native: 4 more "
-                        "bytes per logit in the loss's backward; te: 4 fewer; with --layout megatron)")
-    e.add_argument("--megatron-wgrad-deferral", type=int, default=None, metavar="N",
-                   help="Megatron: --defer-embedding-wgrad-compute with --wgrad-deferral-limit N (0: every "
-                        "micro-batch): the head's inputs and logit gradients held to the pipeline flush (with "
-                        "--layout megatron --pp > 1)")
 
 
 def _add_serve(sub) -> None:
@@ -205,24 +110,26 @@ def _add_serve(sub) -> None:
     v.add_argument("model", nargs="?", help=f"catalog name ({', '.join(list_models())})")
     v.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of a name")
     v.add_argument("--gpu", default="a100-80gb", help="GPU model (default a100-80gb)")
-    v.add_argument("--count", type=int, default=1, help="GPUs, as the tensor-parallel degree (default 1)")
-    v.add_argument("--context-len", type=int, default=4096, help="tokens per sequence (default 4096)")
-    v.add_argument("--batch", type=int, default=1, help="sequences served at once (default 1)")
-    v.add_argument("--weights", default="auto", choices=("auto",) + inference.WEIGHT_FORMATS,
+    d = {k: p.default for k, p in inspect.signature(inference.estimate_inference).parameters.items()}  # its defaults
+    v.add_argument("--count", type=int, default=d["tp"], help=f"GPUs, as the tensor-parallel degree (default {d['tp']})")
+    v.add_argument("--context-len", type=int, default=d["context_len"],
+                   help=f"tokens per sequence (default {d['context_len']})")
+    v.add_argument("--batch", type=int, default=d["batch"], help=f"sequences served at once (default {d['batch']})")
+    v.add_argument("--weights", default=d["weights"], choices=("auto",) + inference.WEIGHT_FORMATS,
                    help="weight format (default auto: the checkpoint's own, from its quantization_config; "
                         "bf16 when it has none)")
-    v.add_argument("--kv-cache", default="bf16", choices=inference.ALL_KV_FORMATS,
-                   help="default bf16; vllm/sglang also fp8_e4m3, fp8_e5m2; llama.cpp a ggml type (q8_0, q4_0, ...)")
+    v.add_argument("--kv-cache", default=d["kv_cache"], choices=inference.ALL_KV_FORMATS,
+                   help=f"default {d['kv_cache']}; vllm/sglang also fp8_e4m3, fp8_e5m2; llama.cpp a ggml type (q8_0, q4_0, ...)")
     v.add_argument("--kv-cache-v", default=None, choices=inference.ALL_KV_FORMATS,
                    help="llama.cpp: V's cache type when it differs from K's (--cache-type-v)")
-    v.add_argument("--engine", default="hf", choices=inference.ENGINES,
-                   help="how the cache is sized and typed: hf (default), vllm, sglang, llama.cpp")
-    v.add_argument("--ep", type=int, default=1,
+    v.add_argument("--engine", default=d["engine"], choices=inference.ENGINES,
+                   help=f"how the cache is sized and typed: hf, vllm, sglang, llama.cpp (default {d['engine']})")
+    v.add_argument("--ep", type=int, default=d["ep"],
                    help="expert-parallel degree for MoE models: routed experts split whole over EP GPUs "
-                        "(a multiple of --count; vLLM --enable-expert-parallel; default 1)")
-    v.add_argument("--mla-cache", default="latent", choices=inference.MLA_CACHES,
+                        f"(a multiple of --count; vLLM --enable-expert-parallel; default {d['ep']})")
+    v.add_argument("--mla-cache", default=d["mla_cache"], choices=inference.MLA_CACHES,
                    help="MLA models (DeepSeek-V2/V3): latent = the compressed cache vLLM/SGLang keep, "
-                        "full = transformers' full K and V (default latent)")
+                        f"full = transformers' full K and V (default {d['mla_cache']})")
     v.add_argument("--prefill-tokens", type=int, default=None,
                    help="tokens in one prefill forward (vLLM's max_num_batched_tokens with chunked prefill); "
                         "default: the whole batch x context at once")
@@ -243,10 +150,8 @@ def _add_fit(sub) -> None:
     f.add_argument("--gpu", required=True, help="GPU kind (catalog name)")
     f.add_argument("--count", type=int, required=True, help="number of GPUs")
     f.add_argument("--task", default="full", choices=("full", "lora", "qlora", "serve"), help="default full")
-    f.add_argument("--seq-len", type=int, default=None, help="training: tokens per sequence (default 2048)")
-    f.add_argument("--micro-batch", type=int, default=None, help="training: default 1")
-    f.add_argument("--grad-accum", type=int, default=None, help="training: micro-batches per step (default 8)")
-    f.add_argument("--optimizer", default=None, choices=optimizers.OPTIMIZERS, help="training: default adamw")
+    option_table.add_arguments(f, ("seq_len", "micro_batch", "optimizer"), prefix="training: ")
+    f.add_argument("--grad-accum", type=int, default=None, help="training: micro-batches per step (default 8, plan's)")
     f.add_argument("--context-len", type=int, default=None, help="serve: tokens per sequence (default 8192)")
     f.add_argument("--weights", action="append", choices=("auto",) + inference.WEIGHT_FORMATS,
                    help="serve: weight format(s) to compare (repeatable; default auto: the checkpoint's own)")
@@ -269,34 +174,6 @@ def _add_fit(sub) -> None:
     f.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _zero_stage(text: str):
-    """'0'-'3' as the integer stage; anything else goes on as a name (FULL_SHARD, ...) for
-    estimate_training to accept or refuse with the accepted list. ASCII digits only: '³'.isdigit()."""
-    return int(text) if text.isascii() and text.isdecimal() else text
-
-
-def _estimate_options(a) -> dict:
-    """LoRA and offload-device flags go on only when given, and only where they apply."""
-    kw = {}
-    if a.lora_rank is not None or a.lora_targets is not None:
-        if a.finetune in (None, "full"):
-            raise ValueError("--lora-rank and --lora-targets apply to --finetune lora or qlora, not full")
-        if a.lora_rank is not None:
-            kw["lora_rank"] = a.lora_rank
-        if a.lora_targets is not None:
-            kw["lora_targets"] = _targets(a.lora_targets)
-    if a.offload_device is not None:
-        if a.offload in (None, "none"):
-            raise ValueError("--offload-device applies with --offload optimizer or optimizer+params")
-        kw["offload_device"] = a.offload_device
-    return kw
-
-
-def _targets(text: str):
-    text = text.strip()
-    return text if text in lora_mod.TARGET_GROUPS or text == "lm_head" else [t.strip() for t in text.split(",") if t.strip()]
-
-
 def _verdicts(est, gpu_names, allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> list[dict]:
     out = []
     for name in gpu_names:
@@ -306,32 +183,26 @@ def _verdicts(est, gpu_names, allocator_headroom: float = DEFAULT_ALLOCATOR_HEAD
     return out
 
 
+def _as_flags(message: str) -> str:
+    """An estimate_training message with its option=value pairs written as the command line's --option value."""
+    table = option_table.OPTIONS
+    names = "|".join(sorted(table, key=len, reverse=True))
+    message = re.sub(rf"\b({names})=(True|False)\b", lambda m: (table[m.group(1)].flag if m.group(2) == "True" else
+                                                                 "--no-" + table[m.group(1)].flag[2:]), message)
+    return re.sub(rf"\b({names})=", lambda m: table[m.group(1)].flag + " ", message)
+
+
 def cmd_estimate(a) -> int:
     if bool(a.model) == bool(a.hf_config):
         raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
-    # valued flags given on the command line, and --no-X switches that turn option X off
-    options = {name: getattr(a, name) for name in (
-        "lora_dropout", "adapter_dtype", "base_dtype", "qlora_backend", "optimizer_impl", "loss", "ep", "etp",
-        "capacity_factor", "cp", "cp_rotate", "layout", "vpp", "hidden_dropout", "attention_dropout",
-        "megatron_ce_fusion", "megatron_wgrad_deferral", "pp_split", "loss_dtype", "float8")
-        if getattr(a, name) is not None}
-    options.update({name: False for name in ("double_quant", "fsdp_mixed_precision", "router_aux_loss", "zero_init",
-                                             "megatron_ce_inplace", "keep_outputs") if getattr(a, f"no_{name}")})
-    if a.activation_offload:
-        options["activation_offload"] = True
-    if a.lora_head:
-        options["lora_head"] = True
-    if a.compile:
-        options["compile"] = True
     # every flag defaults to None (not given): a given flag always wins, even when it equals memlib's default
     # (--recipe megatron --zero-stage 0 is ZeRO 0); one not given leaves the recipe's value or memlib's default
-    flags = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, precision=a.precision, optimizer=a.optimizer,
-                 finetune=a.finetune, recompute=a.recompute, attention=a.attention,
-                 zero_stage=None if a.zero_stage is None else _zero_stage(a.zero_stage), dp=a.dp, tp=a.tp, pp=a.pp,
-                 grad_accum=a.grad_accum, sequence_parallel=a.sequence_parallel, offload=a.offload)
-    flags = {k: v for k, v in flags.items() if v is not None}
-    est = training.estimate_training(model, recipe=a.recipe, **flags, **_estimate_options(a), **options)
+    options = {name: getattr(a, name) for name in option_table.OPTIONS if getattr(a, name) is not None}
+    try:
+        est = training.estimate_training(model, recipe=a.recipe, **options)
+    except ValueError as e:  # "lora_rank=8 does not apply" said as the flag typed: "--lora-rank 8 does not apply"
+        raise ValueError(_as_flags(str(e))) from None
     verdicts = _verdicts(est, a.gpu or COMMON_GPUS, a.allocator_headroom)
     if a.json:
         print(json.dumps({**est.to_dict(), "verdicts": verdicts}, indent=2))
@@ -447,10 +318,12 @@ def cmd_fit(a) -> int:
     if serve:
         return _fit_serve(a)
     host = int(a.host_ram_gib * 2**30) if a.host_ram_gib is not None else None  # 0 GiB is a limit too
-    a.seq_len = 2048 if a.seq_len is None else a.seq_len
-    a.micro_batch = 1 if a.micro_batch is None else a.micro_batch
-    a.grad_accum = 8 if a.grad_accum is None else a.grad_accum
-    kw = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, grad_accum=a.grad_accum, optimizer=a.optimizer or "adamw")
+    table = option_table.defaults()
+    a.seq_len = table["seq_len"] if a.seq_len is None else a.seq_len
+    a.micro_batch = table["micro_batch"] if a.micro_batch is None else a.micro_batch
+    a.grad_accum = inspect.signature(plan).parameters["grad_accum"].default if a.grad_accum is None else a.grad_accum
+    kw = dict(seq_len=a.seq_len, micro_batch=a.micro_batch, grad_accum=a.grad_accum,
+              optimizer=a.optimizer or table["optimizer"])
     cps = (1,) + tuple(a.cp) if a.cp else (1,)
     kw["allocator_headroom"] = a.allocator_headroom
     kw.update({k: getattr(a, k) for k in ("mfu", "hfu") if getattr(a, k) is not None})

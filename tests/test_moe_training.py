@@ -149,7 +149,7 @@ def test_deepseek_v3_full_fine_tuning_is_estimated():
     ("llama-7b", dict(dp=2, ep=2), "ep=2: expert parallelism needs a mixture-of-experts model"),
     ("llama-7b", dict(capacity_factor=1.0), "capacity_factor=1.0 does not apply here"),
     ("llama-7b", dict(router_aux_loss=False), "router_aux_loss=False does not apply here"),
-    ("mixtral-8x7b", dict(capacity_factor=0), "capacity_factor must be a number > 0"),
+    ("mixtral-8x7b", dict(capacity_factor=0), "capacity_factor must be a finite number > 0"),
     ("mixtral-8x7b", dict(router_aux_loss="yes"), "router_aux_loss must be True or False"),
     ("mixtral-8x7b", dict(finetune="lora"), "LoRA/QLoRA estimates are modelled for models with LLaMA's"),
     ("deepseek-v3", dict(finetune="qlora"), "MLA projections|routed experts"),

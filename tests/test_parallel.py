@@ -187,7 +187,7 @@ def test_cli_estimate_with_parallel_options(capsys):
     assert main(["estimate", "llama-7b", "--zero-stage", "FULL_SHARD", "--dp", "8", "--json"]) == 0
     assert '"sharding": "fsdp"' in capsys.readouterr().out
     assert main(["estimate", "llama-7b", "--tp", "3"]) == 2
-    assert "tp=3 must divide" in capsys.readouterr().err
+    assert "--tp 3 must divide" in capsys.readouterr().err
 
 
 @settings(max_examples=60, deadline=None)

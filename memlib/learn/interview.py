@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 
 from memlib.learn import scenarios
-from memlib.learn.exercises import EXERCISES, NOTEBOOKS, SelfAssessed
+from memlib.learn.exercises import EXERCISES, NOTEBOOKS, SelfAssessed, get_exercise
 from memlib.learn.exercises.answers import Malformed, parse_marks
 
 THINK_SECONDS = 30
@@ -81,7 +81,13 @@ def question(q) -> Question:
     if text and text[:1] == "m" and text[1:3] in scenarios.BUILDERS and text[3:4] == "." and text[4:].isdecimal():
         s = scenarios.build(text[1:3], int(text[4:]))
         return Question(s.id, s.topic, int(text[4:]), s.title, s.prompt)
-    ex = EXERCISES.get(text) if text else None
+    if isinstance(q, float):  # 4.10 and 4.1 are one float: the id as a string, as check() says too
+        raise ValueError(f"question ids are strings: write '{q}' in quotes (the number {q!r} cannot tell 04.1 from "
+                         "04.10)")
+    try:  # "04.10", also "4.10" (the ids check() takes)
+        ex = get_exercise(text) if text else None
+    except KeyError:
+        ex = None
     if isinstance(ex, SelfAssessed):
         return Question(ex.id, ex.notebook, 0, ex.title, ex.prompt)
     raise ValueError(f"{str(q)[:40]!r} is not a mock-interview question: pass the q that interview.draw() returned "

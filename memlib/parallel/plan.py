@@ -26,6 +26,7 @@ from memlib.training import Estimate, estimate_training
 from memlib.units import gib
 
 TASKS = ("full", "lora", "qlora")
+_DEFAULT = training.option_table.defaults()  # seq_len and micro_batch: estimate_training's (the option table's)
 # estimate_training options the search itself sets for every layout: not extra keywords.
 _SEARCHED = ("seq_len", "micro_batch", "grad_accum", "precision", "recompute", "zero_stage", "dp", "tp", "pp",
              "offload", "finetune", "ep", "cp")
@@ -72,6 +73,7 @@ class PlanResult:
     task: str
     feasible: list[Plan] = field(default_factory=list)
     infeasible: list[tuple[dict, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the search kept fixed and why (a recipe's sharding)
 
     @property
     def best(self) -> Plan | None:
@@ -86,6 +88,7 @@ class PlanResult:
                           "step_s": p.time.step_s if p.time else None, "host_bytes": p.estimate.host_bytes,
                           "nvme_bytes": p.estimate.nvme_bytes} for p in self.feasible[:top]],
             "infeasible": [{"settings": _jsonable(s), "reason": r} for s, r in self.infeasible],
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
 
@@ -191,8 +194,9 @@ def _layouts(model, gpu, count, task, seq_len, micro_batch, grad_accum, precisio
 
 
 @plain_args
-def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_batch: int = 1,
-         grad_accum: int = 8, precisions=None, recomputes=("none", "full"), allow_offload: bool = True,
+def plan(model, gpu, count: int, task: str = "full", seq_len: int = _DEFAULT["seq_len"],
+         micro_batch: int = _DEFAULT["micro_batch"],
+         grad_accum: int = 8, precisions=None, recomputes=None, allow_offload: bool = True,
          gpus_per_node: int = 8, mfu: float | None = None, host_bytes_per_node: int | None = None,
          peak_tflops: float | None = None, internode_bytes_per_s: float = INTERNODE_BYTES_PER_S, cps=(1,),
          allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM, *, hfu: float | None = None,
@@ -202,8 +206,11 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
     task: "full" | "lora" | "qlora" (training). For serving see plan_serving() (and memlib.max_batch/max_context).
     A mixture of experts is also laid out with expert parallelism: ep from 1 to every degree dividing both dp
     and its number of experts (estimate_training's ep; step_time's all-to-alls).
-    precisions defaults to bf16-mixed (fp16-mixed where the GPU has no bf16); extra keyword
-    arguments (optimizer=, lora_rank=, lora_targets=, attention=) pass to estimate_training.
+    precisions defaults to bf16-mixed (fp16-mixed where the GPU has no bf16), recomputes to ("none", "full"); extra
+    keyword arguments (optimizer=, lora_rank=, lora_targets=, attention=, recipe=) pass to estimate_training.
+    recipe=: the preset's own sharding, precision and recompute are kept by the search (torchtitan's FSDP
+    FULL_SHARD is not replaced by DeepSpeed's ZeRO stages), said in PlanResult.notes; precisions= and recomputes=
+    given explicitly still search those.
     host_bytes_per_node: host RAM of one node; offload layouts that need more are infeasible
     (None: not checked, but every plan reports its host bytes). peak_tflops goes to step_time;
     the catalog has no fp32 throughput, so without it fp32 layouts are checked for memory only,
@@ -231,6 +238,7 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
         raise ValueError("plan() lays out training; for serving call memlib.parallel.plan.plan_serving(model, gpu, count, "
                          "context_len=...) (CLI: memlib fit MODEL --gpu G --count N --task serve)")
     choice("task", task, TASKS)
+    precisions, recomputes, pins, notes = _recipe_pins(estimate_kw.get("recipe"), task, precisions, recomputes)
     if precisions is None:
         precisions = ("bf16-mixed",) if g.supports_bf16 else ("fp16-mixed",)
     precisions, recomputes, estimate_kw = _check_plan_options(
@@ -238,9 +246,9 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
         (mfu, hfu), host_bytes_per_node, peak_tflops, internode_bytes_per_s, estimate_kw)
     cps = _check_cps(cps, seq_len, task)
     allocator_headroom = check_allocator_headroom(allocator_headroom)
-    result = PlanResult(model.name, g.name, count, task)
-    for settings in _layouts(model, g, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes,
-                             allow_offload, gpus_per_node, cps):
+    result = PlanResult(model.name, g.name, count, task, notes=notes)
+    for settings in _pinned(_layouts(model, g, count, task, seq_len, micro_batch, grad_accum, precisions, recomputes,
+                                     allow_offload, gpus_per_node, cps), pins):
         settings = {**settings, **estimate_kw}  # every option, so the plan can be re-estimated as is
         if settings["offload"] == "none":
             settings.pop("offload_device", None)  # where the offload goes: offload layouts only
@@ -258,6 +266,48 @@ def plan(model, gpu, count: int, task: str = "full", seq_len: int = 2048, micro_
                          f"{result.infeasible[0][1][len('invalid: '):]}")
     result.feasible.sort(key=lambda p: (-p.tokens_per_s_per_gpu, -p.verdict.margin_bytes))
     return result
+
+
+def _recipe_pins(recipe, task, precisions, recomputes) -> tuple:
+    """What a recipe preset fixes in the search: its sharding (zero_stage) always, its precision and recompute
+    unless precisions= / recomputes= are given. Returns (precisions, recomputes, {option: value} kept on every
+    layout, notes)."""
+    if recipe is None or not isinstance(recipe, str) or recipe not in training.RECIPES:
+        return precisions, recomputes or ("none", "full"), {}, []  # a bad recipe is refused by the option check
+    preset = training.RECIPES[recipe].applied(task)
+    pins = {k: preset[k] for k in ("zero_stage", "layout") if k in preset}
+    if precisions is None and "precision" in preset:
+        precisions = (preset["precision"],)
+    if recomputes is None and "recompute" in preset:
+        recomputes = (preset["recompute"],)
+    kept = {**pins, **({"precision": precisions[0]} if "precision" in preset and precisions == (preset["precision"],)
+                       else {}), **({"recompute": recomputes[0]} if recomputes == (preset.get("recompute"),) else {})}
+    notes = [f"recipe {recipe!r} keeps " + ", ".join(f"{k}={v!r}" for k, v in kept.items()) + " on every layout "
+             "(the framework's own; pass precisions= or recomputes= to search those)"] if kept else []
+    return precisions, recomputes or ("none", "full"), pins, notes
+
+
+def _pinned(layouts, pins: dict):
+    """The layouts with a recipe's sharding kept: its zero_stage on every one (an offload layout only where that
+    stage takes the offload: DeepSpeed's ZeRO-Offload from stage 1, ZeRO-Infinity and FSDP's CPU offload at stage 3),
+    each layout once."""
+    if not pins:
+        yield from layouts
+        return
+    stage = pins.get("zero_stage")
+    number = training.FSDP_ALIASES.get(stage, stage) if isinstance(stage, str) else stage
+    seen = set()
+    for s in layouts:
+        if stage is not None:
+            if s["offload"] == "optimizer+params" and number != 3:
+                continue
+            if s["offload"] == "optimizer" and (number == 0 or isinstance(stage, str)):
+                continue
+            s = {**s, "zero_stage": stage}
+        key = tuple(sorted((k, repr(v)) for k, v in s.items()))
+        if key not in seen:
+            seen.add(key)
+            yield s
 
 
 def _evaluate(model, g, count, settings, allocator_headroom, host_bytes_per_node, gpus_per_node, rates, peak_tflops,
@@ -427,7 +477,7 @@ def min_gpus(model, gpu, task: str = "full", max_count: int = 4096, allow_offloa
 
     def answer(count: int, method: str) -> MinGpusResult:
         r = results[count]
-        return MinGpusResult(r.model, r.gpu, r.count, r.task, r.feasible, r.infeasible, list(searched), method)
+        return MinGpusResult(r.model, r.gpu, r.count, r.task, r.feasible, r.infeasible, r.notes, list(searched), method)
 
     from memlib.parallel.count_bound import state_floor_count
     floor = state_floor_count(model, gpu, task, plan_kw)  # fewer GPUs cannot hold the model states at all

@@ -7,70 +7,32 @@ that does not apply to the chosen setup is an error too (never silently ignored)
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 
 from memlib.training import lora as lora_mod
-from memlib.training import optimizers as opt
-from memlib._checks import choice, flag, positive_int
+from memlib._checks import choice, flag
 from memlib.models import Model, get_model
 
-PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
-FINETUNES = ("full", "lora", "qlora")
-RECOMPUTES = ("none", "selective", "full")
-ATTENTIONS = ("sdpa", "eager")
-OFFLOADS = ("none", "optimizer", "optimizer+params")
-OFFLOAD_DEVICES = ("cpu", "nvme")
-OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")  # torch.optim's implementations (foreach: CUDA's default)
-ADAPTER_DTYPES = ("fp32", "bf16", "fp16")  # fp32: peft's autocast_adapter_dtype=True (its default)
-BASE_DTYPES = ("auto", "fp32", "bf16", "fp16")  # LoRA/QLoRA frozen base; auto: 16-bit unless precision fp32
-# bitsandbytes >= 0.43.2 (MatMul4Bit keeps only the packed weight); before 0.43.2 it also kept each 4-bit
-# matmul's 16-bit input (`ctx.tensors = (A, B)`, bitsandbytes PR #1270); "lightning-": Lightning Fabric's
-# BitsandbytesPrecision, LitGPT's QLoRA (every nn.Linear in 4 bits, lm_head too, quantized from fp16);
-# torchao's NF4Tensor (torchtune).
-QLORA_BACKENDS = ("bitsandbytes", "bitsandbytes<0.43.2", "lightning-bitsandbytes", "lightning-bitsandbytes<0.43.2",
-                  "torchao")
-# full: transformers' loss over the full logits; chunked: Liger's fused linear cross-entropy (no logits);
-# chunked-head: LitGPT's head in 128-token chunks, fp32 under Lightning Fabric, cross-entropy per chunk.
-LOSSES = ("full", "chunked", "chunked-head")
-# The dtype transformers-style cross-entropy works in over the full logits: "fp32" (ForCausalLMLoss's
-# logits.float(), and what autocast does to cross_entropy/log_softmax/nll_loss: torch's CUDA ops that autocast to
-# float32) or "16-bit": F.cross_entropy called on the bf16/fp16 logits as they are, in a loop without autocast
-# (precision 'bf16'/'fp16': model.to(bf16), a custom loop over out.logits), so log_softmax keeps a 16-bit output.
-LOSS_DTYPES = ("fp32", "16-bit")
-# float8 training of the decoder's linear layers: "none", or "torchao" (torchao.float8 Float8Linear, torchtitan's
-# --model.converters float8; pytorch/ao@36027d8 torchao/float8/float8_linear.py matmul_with_hp_or_float8_args saves
-# (input_hp, weight_hp_t), the high-precision tensors, so the saved activations and the model states are bf16's)
-FLOAT8S = ("none", "torchao")
-# How ring attention exchanges K/V between the context-parallel GPUs (torch's _RotateMethod; torchtitan's
-# parallelism.context_parallel_rotate_method, default "allgather"): one all-gather of every rank's K/V, or
-# cp - 1 ring rotations of one block (all_to_all / permute_tensor).
-CP_ROTATES = ("allgather", "alltoall")
-# Whose memory layout: "auto" (DeepSpeed's for an integer zero_stage over dp > 1, Megatron's under tp/pp with a
-# *-mixed precision, FSDP's for its names, torch's otherwise), "megatron" (Megatron-Core's on any parallelism:
-# 16-bit params, fp32 main grads, fp32 master + Adam; zero_stage=1 is its distributed optimizer), "deepspeed"
-# (DeepSpeed's ZeRO, on one GPU too) or "megatron-deepspeed" (Megatron's model and loss, DeepSpeed's ZeRO states).
-LAYOUTS = ("auto", "megatron", "deepspeed", "megatron-deepspeed")
+# The options' accepted values, defaults and validators: training/option_table.py (one entry per option)
+from memlib.training.option_table import (  # noqa: E402  (re-exported: these names were defined here)
+    ADAPTER_DTYPES, ATTENTIONS, BASE_DTYPES, CP_ROTATES, FINETUNES, FSDP_ALIASES, LAYOUTS, LOSSES, MEGATRON_CE_FUSIONS,
+    LOSS_DTYPES, FLOAT8S, OFFLOAD_DEVICES, OFFLOADS, OPTIMIZER_IMPLS, PRECISIONS, QLORA_BACKENDS, RECOMPUTES,
+    zero_stage_of)
+from memlib.training import option_table
+from memlib.training.recipes import RECIPES
+
 MEGATRON_MODELS = ("megatron", "megatron-deepspeed")  # layouts whose model and loss are Megatron's
-# estimate_training's defaults (HF Trainer + PEFT: the common recipe), what a preset or a setup starts from
-DEFAULTS = dict(seq_len=2048, micro_batch=1, precision="bf16-mixed", optimizer="adamw", finetune="full", lora_rank=16,
-                lora_targets=None, recompute="none", attention="sdpa", zero_stage=0, dp=1, tp=1, pp=1, offload="none",
-                offload_device="cpu", grad_accum=1, sequence_parallel=False, optimizer_impl="foreach",
-                lora_dropout=0.0, adapter_dtype="fp32", base_dtype="auto", qlora_backend="bitsandbytes",
-                double_quant=True, loss="full", activation_offload=False, fsdp_mixed_precision=True, ep=1,
-                router_aux_loss=True, capacity_factor=None, cp=1, cp_rotate="allgather",
-                gradient_as_bucket_view=False, layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
-                megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32", float8="none", compile=False)
-# Megatron-Core's --cross-entropy-loss-fusion with --cross-entropy-fusion-impl (None: the flag off, Megatron's default)
-MEGATRON_CE_FUSIONS = (None, "native", "te")
-# FSDP's sharding strategies, accepted as zero_stage, mean PyTorch's layout (parameters,
-# gradients and AdamW states in the parameter dtype; AMP keeps them fp32).
-FSDP_ALIASES = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0}
+# estimate_training's defaults as the table had them at import (option_table.defaults() reads it now)
+DEFAULTS = option_table.defaults()
 
 
 @dataclass(frozen=True)
 class TrainingSetup:
+    """A checked run: every option of the table (option_table.OPTIONS) as a field of the same name, resolved
+    (base_dtype 'auto' -> its dtype, lora_targets -> the projections, None -> what it means), plus what the options
+    imply (sharding, ddp, ...). Made by check_setup / TrainingSetup.create, never by hand: no option has a default
+    here, the table holds them."""
     model: Model
     seq_len: int
     micro_batch: int
@@ -86,61 +48,62 @@ class TrainingSetup:
     tp: int
     pp: int
     offload: str
-    offload_device: str = "cpu"
-    grad_accum: int = 1
-    sequence_parallel: bool = False
-    sharding: str = "none"  # "none" | "deepspeed" | "fsdp" | "megatron": whose memory layout applies
-    optimizer_impl: str = "foreach"
-    lora_dropout: float = 0.0
-    adapter_dtype: str = "fp32"
-    base_dtype: str = "auto"  # resolved: "fp32" | "bf16" | "fp16" for LoRA/QLoRA, "auto" for full
-    qlora_backend: str = "bitsandbytes"
-    double_quant: bool = True
-    loss: str = "full"
-    activation_offload: bool = False
-    fsdp_mixed_precision: bool = True
-    notes: tuple[str, ...] = ()  # defaults that do not apply here, said once
-    ep: int = 1  # expert-parallel degree (MoE): routed experts split over ep GPUs of the data-parallel group
-    etp: int | None = None  # Megatron's expert tensor-parallel size (MoE); None: tp (expert_tp)
-    router_aux_loss: bool = True  # MoE: the load-balancing loss over the router logits (where the family has one)
-    capacity_factor: float | None = None  # MoE: expert capacity (token dropping); None: dropless
-    attention_note: str = ""  # why the attention runs eagerly whatever was asked (Gemma 2, gpt-oss)
-    cp: int = 1  # context-parallel degree: each sequence split over cp GPUs (ring attention); see context_parallel.py
-    cp_rotate: str = "allgather"  # how ring attention moves K/V (CP_ROTATES)
-    cp_shard: bool = False  # this is one GPU's view of a cp > 1 setup (context_parallel.local_setup)
-    ddp: bool = False  # plain data parallelism over dp > 1 replicas with torch's DistributedDataParallel
-    gradient_as_bucket_view: bool = False  # DDP's option: gradients as views into its all-reduce buckets
-    layout: str = "auto"  # LAYOUTS
+    offload_device: str
+    grad_accum: int
+    sequence_parallel: bool
+    optimizer_impl: str
+    lora_dropout: float
+    adapter_dtype: str
+    base_dtype: str  # resolved: "fp32" | "bf16" | "fp16" for LoRA/QLoRA, "auto" for full
+    qlora_backend: str
+    double_quant: bool
+    loss: str
+    activation_offload: bool
+    fsdp_mixed_precision: bool
+    ep: int  # expert-parallel degree (MoE): routed experts split over ep GPUs of the data-parallel group
+    etp: int | None  # Megatron's expert tensor-parallel size (MoE); None: tp (expert_tp)
+    router_aux_loss: bool  # MoE: the load-balancing loss over the router logits (where the family has one)
+    capacity_factor: float | None  # MoE: expert capacity (token dropping); None: dropless
+    cp: int  # context-parallel degree: each sequence split over cp GPUs (ring attention); see context_parallel.py
+    cp_rotate: str  # how ring attention moves K/V (CP_ROTATES)
+    gradient_as_bucket_view: bool  # DDP's option: gradients as views into its all-reduce buckets
+    layout: str  # LAYOUTS
     # DeepSpeed's zero_optimization options (runtime/zero/config.py defaults): the gradient bucket in elements,
-    # double-buffered with overlap_comm (None: DeepSpeed's default, on for stage 3 only), contiguous_gradients
-    reduce_bucket_size: int = 500_000_000
-    overlap_comm: bool = False
-    contiguous_gradients: bool = True
+    # double-buffered with overlap_comm (resolved: DeepSpeed's default is on for stage 3 only), contiguous_gradients
+    reduce_bucket_size: int
+    overlap_comm: bool
+    contiguous_gradients: bool
     # ZeRO-3: the model was built under deepspeed.zero.Init (False: partitioned by deepspeed.initialize; then
     # torch's linear keeps each layer's gathered weights until its backward, terms.zero3_saved_weight_bytes)
-    zero_init: bool = True
+    zero_init: bool
     # Megatron-Core (layout='megatron'): model chunks per pipeline GPU (interleaved 1F1B) and --hidden-dropout
-    vpp: int = 1
-    hidden_dropout: float = 0.0
-    attention_dropout: float = 0.0  # --attention-dropout: masks kept only by the unfused core attention (eager)
-    megatron_ce_inplace: bool = True  # the vocab-parallel loss subtracts the max in place (Megatron-LM >= 2024-06)
-    megatron_ce_fusion: str | None = None  # --cross-entropy-loss-fusion's implementation (MEGATRON_CE_FUSIONS)
+    vpp: int
+    hidden_dropout: float  # resolved (None -> the layer's default)
+    attention_dropout: float  # --attention-dropout: masks kept only by the unfused core attention (eager)
+    megatron_ce_inplace: bool  # resolved: the vocab-parallel loss subtracts the max in place (Megatron-LM >= 2024-06)
+    megatron_ce_fusion: str | None  # --cross-entropy-loss-fusion's implementation (MEGATRON_CE_FUSIONS)
     # --defer-embedding-wgrad-compute with --wgrad-deferral-limit N (0: every micro-batch); None: the flag off
-    megatron_wgrad_deferral: int | None = None
+    megatron_wgrad_deferral: int | None
     # decoder layers of each pipeline stage, first to last (Megatron's --decoder-first/last-pipeline-num-layers);
     # None: the even split of layout.pipeline_split
-    pp_split: tuple[int, ...] | None = None
+    pp_split: tuple[int, ...] | None
     # the loop keeps the model's output (its logits) until the next forward (a custom loop's `out = model(...)`);
     # False: HF Trainer's compute_loss returns the loss alone, the logits are freed before the backward
-    keep_outputs: bool = True
+    keep_outputs: bool
     # a LoRA adapter on the output head too (LitGPT's lora_head=True; peft's target_modules with "lm_head")
-    lora_head: bool = False
+    lora_head: bool
     # the dtype the cross-entropy works in over the logits: "fp32" (transformers' ForCausalLMLoss upcasts; the
     # usual) or "16-bit" (F.cross_entropy on the bf16/fp16 logits as they are: LOSS_DTYPES)
-    loss_dtype: str = "fp32"
-    float8: str = "none"  # FLOAT8S
-    compile: bool = False  # torch.compile of the model (modelled with full recompute only: _check_compile)
-    # The options as given (every keyword of check_setup, defaults included): what replace() starts from
+    loss_dtype: str
+    float8: str  # FLOAT8S: torchao's Float8Linear on the decoder's linears, or none
+    compile: bool  # torch.compile of the model (modelled with full recompute only: _check_compile)
+    # --- what the options imply ---
+    sharding: str = "none"  # "none" | "deepspeed" | "fsdp" | "megatron": whose memory layout applies
+    notes: tuple[str, ...] = ()  # defaults that do not apply here, said once
+    attention_note: str = ""  # why the attention runs eagerly whatever was asked (Gemma 2, gpt-oss)
+    cp_shard: bool = False  # this is one GPU's view of a cp > 1 setup (context_parallel.local_setup)
+    ddp: bool = False  # plain data parallelism over dp > 1 replicas with torch's DistributedDataParallel
+    # The options as given (every option of the table, defaults included): what replace() starts from
     options: tuple = field(default=(), compare=False, repr=False)
     recipe: str = ""  # the preset it came from (memlib.RECIPES), if any
     recipe_set: tuple[tuple[str, object], ...] = field(default=(), compare=False, repr=False)  # what the preset set
@@ -165,8 +128,6 @@ class TrainingSetup:
     def create(cls, model, recipe: str | None = None, **options) -> "TrainingSetup":
         """A checked setup from estimate_training's keywords, optionally starting from a preset of memlib.RECIPES
         (explicit options override it): `TrainingSetup.create("llama-2-7b", recipe="torchtune", finetune="lora")`."""
-        from memlib.training.recipes import resolve
-
         return resolve(model, recipe, options)
 
     @property
@@ -203,23 +164,7 @@ class TrainingSetup:
 
 
 _flag = flag  # the one bool check (memlib._checks.flag)
-
-
-def _zero_stage(zero_stage) -> tuple[int, bool]:
-    """(stage, is an FSDP name). Integers 0-3, or those digits as a string ("3"), are DeepSpeed stages."""
-    if isinstance(zero_stage, str):
-        name = zero_stage.strip()
-        if name in ("0", "1", "2", "3"):
-            return int(name), False
-        if name.upper() not in FSDP_ALIASES:
-            raise ValueError(f"unknown zero_stage {zero_stage!r}; accepted: 0, 1, 2, 3 (DeepSpeed ZeRO) or "
-                             f"{', '.join(FSDP_ALIASES)} (PyTorch FSDP)")
-        return FSDP_ALIASES[name.upper()], True
-    zero_stage = positive_int("zero_stage", zero_stage, allow_zero=True)
-    if zero_stage > 3:
-        raise ValueError(f"zero_stage must be 0, 1, 2 or 3 (or an FSDP name: {', '.join(FSDP_ALIASES)}), "
-                         f"got {zero_stage}")
-    return zero_stage, False
+_zero_stage = zero_stage_of  # option_table's: (stage, is an FSDP name)
 
 
 class NotApplicable(ValueError):
@@ -231,34 +176,33 @@ class NotApplicable(ValueError):
         self.option = option
 
 
-def _not_for(option: str, value, default, why: str) -> None:
-    """An option set away from its default where it does not apply is an error, never ignored."""
-    if value != default:
+def _not_for(option: str, value, why: str) -> None:
+    """An option set away from its default (the table's) where it does not apply is an error, never ignored."""
+    if value != option_table.OPTIONS[option].default:
         raise NotApplicable(option, f"{option}={value!r} does not apply here: {why}")
 
 
-def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
-                recompute, attention, zero_stage, dp, tp, pp, offload, offload_device="cpu", grad_accum=1,
-                sequence_parallel=False, *, optimizer_impl="foreach", lora_dropout=0.0, adapter_dtype="fp32",
-                base_dtype="auto", qlora_backend="bitsandbytes", double_quant=True, loss="full",
-                activation_offload=False, fsdp_mixed_precision=True, ep=1, router_aux_loss=True,
-                capacity_factor=None, cp=1, cp_rotate="allgather", gradient_as_bucket_view=False,
-                layout="auto", reduce_bucket_size=500_000_000, overlap_comm=None,
-                contiguous_gradients=True, zero_init=True, vpp=1, hidden_dropout=None, attention_dropout=None,
-                megatron_ce_inplace=None, megatron_ce_fusion=None, megatron_wgrad_deferral=None, keep_outputs=True,
-                etp=None, pp_split=None, lora_head=False, loss_dtype="fp32", float8="none", compile=False) -> TrainingSetup:
-    """Every option checked once (a ValueError naming the option, its value and what is accepted), then resolved into
-    the TrainingSetup that every term reads."""
-    given = dict(locals())
-    del given["model"]
-    model = _check_model(model)
-    seq_len, micro_batch, grad_accum, lora_dropout, cp, capacity_factor = _check_values(
-        model, seq_len, micro_batch, grad_accum, precision, optimizer, finetune, recompute, attention, offload,
-        offload_device, optimizer_impl, adapter_dtype, base_dtype, qlora_backend, loss,
-        (("sequence_parallel", sequence_parallel), ("double_quant", double_quant),
-         ("activation_offload", activation_offload), ("fsdp_mixed_precision", fsdp_mixed_precision),
-         ("gradient_as_bucket_view", gradient_as_bucket_view), ("lora_head", lora_head), ("compile", compile)),
-        lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor, etp)
+def check_setup(model, **options) -> TrainingSetup:
+    """Every option checked once, then resolved into the TrainingSetup that every term reads. First each value on
+    its own by its kind's validator (option_table.validate: an unknown option, a bad flag, choice or count is a
+    ValueError naming it and what it accepts), then the options against each other and the model (an option set away
+    from its default where it does not apply is a NotApplicable error). Options left out take the table's default."""
+    given = option_table.complete(options)
+    checked = option_table.validate(given)
+    return _resolve(_check_model(model), given, **checked)
+
+
+def _resolve(model, given, *, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, lora_targets,
+             recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum, sequence_parallel,
+             optimizer_impl, lora_dropout, adapter_dtype, base_dtype, qlora_backend, double_quant, loss,
+             activation_offload, fsdp_mixed_precision, ep, router_aux_loss, capacity_factor, cp, cp_rotate,
+             gradient_as_bucket_view, layout, reduce_bucket_size, overlap_comm, contiguous_gradients, zero_init, vpp,
+             hidden_dropout, attention_dropout, megatron_ce_inplace, megatron_ce_fusion, megatron_wgrad_deferral,
+             keep_outputs, etp, pp_split, lora_head, loss_dtype, float8, compile, **plain) -> TrainingSetup:
+    """The checked options against each other and the model. `plain`: options no rule here reads, which go into the
+    TrainingSetup as checked (a newly added option lands there until a rule needs it)."""
+    _check_moe_options(model, dp * cp, ep, router_aux_loss, capacity_factor,
+                       dp_label=f"dp x cp = {dp} x {cp}" if cp > 1 else None, tp=tp, etp=etp)
     zero_stage_arg = zero_stage
     zero_stage, fsdp = _zero_stage(zero_stage)
     if offload == "none" and offload_device != "cpu":
@@ -268,7 +212,6 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                                        qlora_backend, double_quant)
     sharding, fsdp_offload = _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, tp, pp, offload,
                                        offload_device, qlora_backend)
-    choice("layout", layout, LAYOUTS)
     if layout == "deepspeed":
         sharding = _deepspeed_layout(finetune, zero_stage, fsdp, tp, pp)
     if layout == "megatron":
@@ -286,9 +229,8 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
                                       zero_init, finetune)
     _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_impl, fsdp_mixed_precision, loss,
                     activation_offload, tp, pp)
-    _flag("keep_outputs", keep_outputs)
     if loss != "full" or sharding == "megatron" or layout in MEGATRON_MODELS or model.mlp != "gated":
-        _not_for("keep_outputs", keep_outputs, True, "only transformers' full loss leaves logits in the model's output "
+        _not_for("keep_outputs", keep_outputs, "only transformers' full loss leaves logits in the model's output "
                  "(Liger's and Megatron's losses make none to keep, LitGPT's loop holds its own; GPT-style models use "
                  "Korthikanti et al.'s formula)")
     attention, attention_note = _resolve_attention(model, attention, recompute, layout)
@@ -299,30 +241,32 @@ def check_setup(model, seq_len, micro_batch, precision, optimizer, finetune, lor
     # without DeepSpeed or FSDP). FSDP's NO_SHARD and Megatron's DDP keep no bucket copy of the gradients.
     ddp = sharding == "none" and dp > 1 and not fsdp
     if not ddp:
-        _not_for("gradient_as_bucket_view", gradient_as_bucket_view, False,
+        _not_for("gradient_as_bucket_view", gradient_as_bucket_view,
                  "it is an option of torch's DistributedDataParallel: plain data parallelism (dp > 1, zero_stage=0, "
                  "no tp/pp) only")
     if cp > 1 or cp_rotate != "allgather":
         _check_context_parallel(model, seq_len, cp, cp_rotate, attention, finetune, zero_stage, fsdp, offload,
                                 tp, sequence_parallel)
-    return TrainingSetup(model, seq_len, micro_batch, precision, optimizer, finetune, lora_rank, targets,
-                         recompute, attention, zero_stage, dp, tp, pp, offload, offload_device, grad_accum,
-                         sequence_parallel, sharding, optimizer_impl, lora_dropout, adapter_dtype, base,
-                         qlora_backend, double_quant, loss, activation_offload, fsdp_mixed_precision,
-                         ep=ep, router_aux_loss=router_aux_loss, capacity_factor=capacity_factor,
-                         attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp, options=tuple(given.items()),
-                         gradient_as_bucket_view=gradient_as_bucket_view, layout=layout, lora_head=lora_head,
-                         reduce_bucket_size=reduce_bucket_size, overlap_comm=overlap_comm, loss_dtype=loss_dtype,
-                         contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp, hidden_dropout=hidden_dropout,
-                         attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
-                         megatron_ce_fusion=megatron_ce_fusion, megatron_wgrad_deferral=megatron_wgrad_deferral,
-                         keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, float8=float8, compile=compile)
+    return TrainingSetup(
+        model=model, seq_len=seq_len, micro_batch=micro_batch, precision=precision, optimizer=optimizer,
+        finetune=finetune, lora_rank=lora_rank, lora_targets=targets, recompute=recompute, attention=attention,
+        zero_stage=zero_stage, dp=dp, tp=tp, pp=pp, offload=offload, offload_device=offload_device,
+        grad_accum=grad_accum, sequence_parallel=sequence_parallel, sharding=sharding, optimizer_impl=optimizer_impl,
+        lora_dropout=lora_dropout, adapter_dtype=adapter_dtype, base_dtype=base, qlora_backend=qlora_backend,
+        double_quant=double_quant, loss=loss, activation_offload=activation_offload,
+        fsdp_mixed_precision=fsdp_mixed_precision, ep=ep, router_aux_loss=router_aux_loss,
+        capacity_factor=capacity_factor, attention_note=attention_note, cp=cp, cp_rotate=cp_rotate, ddp=ddp,
+        gradient_as_bucket_view=gradient_as_bucket_view, layout=layout, reduce_bucket_size=reduce_bucket_size,
+        overlap_comm=overlap_comm, contiguous_gradients=contiguous_gradients, zero_init=zero_init, vpp=vpp,
+        hidden_dropout=hidden_dropout, attention_dropout=attention_dropout, megatron_ce_inplace=megatron_ce_inplace,
+        megatron_ce_fusion=megatron_ce_fusion, megatron_wgrad_deferral=megatron_wgrad_deferral,
+        keep_outputs=keep_outputs, etp=etp, pp_split=pp_split, lora_head=lora_head, loss_dtype=loss_dtype, float8=float8,
+        compile=compile, options=tuple(given.items()), **plain)
 
 
 def _check_float8(model, float8, finetune, precision, sharding, layout) -> None:
     """float8='torchao': torchao's Float8Linear on every decoder linear, as torchtitan converts them. Modelled for full
     training of dense LLaMA-style layers in bf16-mixed (FSDP2's MixedPrecisionPolicy or one GPU's autocast)."""
-    choice("float8", float8, FLOAT8S)
     if float8 == "none":
         return
     if (finetune != "full" or precision != "bf16-mixed" or sharding not in ("none", "fsdp") or layout != "auto"
@@ -361,7 +305,6 @@ def _adapters_and_loss(model, finetune, precision, recompute, sharding, layout, 
 
 def _check_loss_dtype(model, loss_dtype, loss, precision, finetune, sharding, layout) -> str:
     """loss_dtype='16-bit': cross-entropy over the 16-bit logits without the fp32 upcast; only where it can happen."""
-    choice("loss_dtype", loss_dtype, LOSS_DTYPES)
     if loss_dtype == "fp32":
         return loss_dtype
     if precision not in ("bf16", "fp16"):
@@ -380,10 +323,9 @@ def _lora_head(model, finetune, lora_targets, lora_head, lora_rank, sharding, tp
     """lora_head (LitGPT's name) or "lm_head" among lora_targets (peft's target_modules): one adapter on the output
     head, r (h + V) parameters (lora.head_lora_params). Modelled on one GPU or DDP replicas, without tp/pp/cp and
     without Megatron's vocabulary-parallel loss."""
-    _flag("lora_head", lora_head)
     targets, in_list = lora_mod.split_head_target(lora_targets)
     if finetune == "full":
-        _not_for("lora_head", lora_head, False, "finetune='full' trains the head itself (LoRA options need "
+        _not_for("lora_head", lora_head, "finetune='full' trains the head itself (LoRA options need "
                  "finetune='lora' or 'qlora')")
         return lora_targets, False  # (a "lm_head" target is refused with the other LoRA options)
     head = bool(lora_head or in_list)
@@ -407,10 +349,6 @@ def _check_pp_split(model, pp, vpp, pp_split) -> tuple[int, ...] | None:
     (F, (L - F - K) / (pp - 2), ..., K))."""
     if pp_split is None:
         return None
-    if isinstance(pp_split, str) or not isinstance(pp_split, (list, tuple)) or not all(
-            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in pp_split):
-        raise ValueError(f"pp_split must be a list or tuple of positive layer counts, one per pipeline stage, got "
-                         f"{pp_split!r}")
     if len(pp_split) != pp or pp < 2:
         raise ValueError(f"pp_split gives {len(pp_split)} stage(s): it needs one layer count per pipeline stage, "
                          f"pp={pp} (and pp > 1)")
@@ -434,22 +372,17 @@ def _deepspeed_options(sharding, zero_stage, reduce_bucket_size, overlap_comm, c
                        finetune) -> bool:
     """DeepSpeed's bucket options and zero_init, checked; they apply to its layout only. Returns overlap_comm resolved
     as DeepSpeed does (runtime/zero/config.py overlap_comm_valid: None means stage == 3)."""
-    positive_int("reduce_bucket_size", reduce_bucket_size)
-    _flag("contiguous_gradients", contiguous_gradients)
-    _flag("zero_init", zero_init)
-    if overlap_comm is not None:
-        _flag("overlap_comm", overlap_comm)
     if sharding != "deepspeed":
         why = "it is an option of DeepSpeed's ZeRO (an integer zero_stage >= 1 over dp > 1 GPUs, or offload)"
-        _not_for("reduce_bucket_size", reduce_bucket_size, 500_000_000, why)
-        _not_for("overlap_comm", overlap_comm, None, why)
-        _not_for("contiguous_gradients", contiguous_gradients, True, why)
-        _not_for("zero_init", zero_init, True, why)
+        _not_for("reduce_bucket_size", reduce_bucket_size, why)
+        _not_for("overlap_comm", overlap_comm, why)
+        _not_for("contiguous_gradients", contiguous_gradients, why)
+        _not_for("zero_init", zero_init, why)
         return False
     if zero_stage != 3:
-        _not_for("zero_init", zero_init, True, "deepspeed.zero.Init partitions parameters: ZeRO stage 3 only")
+        _not_for("zero_init", zero_init, "deepspeed.zero.Init partitions parameters: ZeRO stage 3 only")
     if finetune == "qlora":
-        _not_for("zero_init", zero_init, True, "zero_init=False is modelled for full and LoRA fine-tuning (QLoRA's "
+        _not_for("zero_init", zero_init, "zero_init=False is modelled for full and LoRA fine-tuning (QLoRA's "
                  "4-bit matmuls do not go through torch.nn.functional.linear)")
     return zero_stage == 3 if overlap_comm is None else overlap_comm
 
@@ -548,12 +481,8 @@ def _megatron_head_options(model, layout, pp, fusion, deferral, inplace_given) -
 def _megatron_ce_fusion(fusion, layout, inplace_given) -> str | None:
     """Megatron-Core's --cross-entropy-loss-fusion (True is its default implementation, 'native') and
     --cross-entropy-fusion-impl ('native' or 'te'); False or None: the flag off."""
-    fusion = {True: "native", False: None}[fusion] if isinstance(fusion, bool) else fusion
-    if fusion is None:
+    if fusion is None:  # the table's check made True 'native' and False None
         return None
-    if fusion not in MEGATRON_CE_FUSIONS:
-        raise ValueError(f"unknown megatron_ce_fusion {fusion!r}; accepted: None (the flag off), True or 'native', "
-                         "'te'")
     if layout != "megatron":
         raise ValueError(f"megatron_ce_fusion={fusion!r} is Megatron-Core's --cross-entropy-loss-fusion: give "
                          f"layout='megatron' (or recipe='megatron'), got layout={layout!r}")
@@ -567,12 +496,8 @@ def _megatron_wgrad_deferral(limit, layout, pp) -> int | None:
     """Megatron-Core's --defer-embedding-wgrad-compute (True or 0: every micro-batch) with --wgrad-deferral-limit N
     (the first N micro-batches of a step); None or False: the flag off. Megatron refuses it without pipeline
     parallelism (model_parallel_config.py __post_init__)."""
-    if limit is None or limit is False:
+    if limit is None:  # the table's check made True 0 and False None
         return None
-    limit = 0 if limit is True else limit
-    if not isinstance(limit, int) or limit < 0:
-        raise ValueError(f"megatron_wgrad_deferral must be None, True or a micro-batch count >= 0 (Megatron's "
-                         f"--wgrad-deferral-limit; 0 defers every micro-batch), got {limit!r}")
     if layout != "megatron" or pp < 2:
         raise ValueError("megatron_wgrad_deferral is Megatron-Core's --defer-embedding-wgrad-compute: it needs "
                          f"layout='megatron' and pp > 1 (Megatron refuses it without a pipeline), got "
@@ -587,21 +512,15 @@ def _megatron_options(model, sharding, layout, pp, vpp, hidden_dropout, attentio
     options: layout='megatron' (vpp) or 'megatron-deepspeed'. megatron_ce_inplace None is the layout's own: in place
     for Megatron-Core (since 9634c0e), out of place for Megatron-DeepSpeed (core/tensor_parallel/cross_entropy.py
     at f4157bea: `vocab_parallel_logits - logits_max.unsqueeze(dim=-1)`)."""
-    vpp = positive_int("vpp", vpp)
-    for name, value in (("hidden_dropout", hidden_dropout), ("attention_dropout", attention_dropout)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1):
-            raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
-    if megatron_ce_inplace is not None:
-        _flag("megatron_ce_inplace", megatron_ce_inplace)
     if sharding != "megatron" or layout == "megatron-deepspeed":  # tp/pp > 1 alone is Megatron's layout too
-        _not_for("vpp", vpp, 1, "it is a Megatron-Core option (DeepSpeed's pipeline does not interleave): give "
+        _not_for("vpp", vpp, "it is a Megatron-Core option (DeepSpeed's pipeline does not interleave): give "
                  "layout='megatron' (or recipe='megatron')")
     if layout not in MEGATRON_MODELS:  # only Megatron's layer ledgers and loss have these
-        _not_for("hidden_dropout", hidden_dropout or 0.0, 0.0,
+        _not_for("hidden_dropout", hidden_dropout or None,
                  "it is a Megatron-Core option of its fused layers: give layout='megatron' (or recipe='megatron')")
-        _not_for("attention_dropout", attention_dropout or 0.0, 0.0,
+        _not_for("attention_dropout", attention_dropout or None,
                  "it is a Megatron-Core option of its core attention: give layout='megatron' (or recipe='megatron')")
-        _not_for("megatron_ce_inplace", megatron_ce_inplace, None,
+        _not_for("megatron_ce_inplace", megatron_ce_inplace,
                  "it describes Megatron's vocabulary-parallel cross entropy: give layout='megatron'")
     if vpp > 1:
         if pp < 2:
@@ -633,62 +552,23 @@ def _check_model(model) -> Model:
     return model
 
 
-def _check_values(model, seq_len, micro_batch, grad_accum, precision, optimizer, finetune, recompute, attention,
-                  offload, offload_device, optimizer_impl, adapter_dtype, base_dtype, qlora_backend, loss, flags,
-                  lora_dropout, dp, tp, pp, ep, router_aux_loss, cp, cp_rotate, capacity_factor, etp=None) -> tuple:
-    """Each option on its own: its type and its accepted values (memlib._checks); MoE options against the model."""
-    seq_len = positive_int("seq_len", seq_len)
-    micro_batch = positive_int("micro_batch", micro_batch)
-    grad_accum = positive_int("grad_accum", grad_accum)
-    choice("precision", precision, PRECISIONS)
-    choice("optimizer", optimizer, opt.OPTIMIZERS)
-    choice("finetune", finetune, FINETUNES)
-    choice("recompute", recompute, RECOMPUTES)
-    choice("attention", attention, ATTENTIONS)
-    choice("offload", offload, OFFLOADS)
-    choice("offload_device", offload_device, OFFLOAD_DEVICES)
-    choice("optimizer_impl", optimizer_impl, OPTIMIZER_IMPLS)
-    choice("adapter_dtype", adapter_dtype, ADAPTER_DTYPES)
-    choice("base_dtype", base_dtype, BASE_DTYPES)
-    choice("qlora_backend", qlora_backend, QLORA_BACKENDS)
-    choice("loss", loss, LOSSES)
-    for name, v in flags:
-        _flag(name, v)
-    if isinstance(lora_dropout, bool) or not isinstance(lora_dropout, (int, float)) or not 0 <= lora_dropout < 1:
-        raise ValueError(f"lora_dropout must be a probability in [0, 1), got {lora_dropout!r}")
-    lora_dropout = float(lora_dropout)
-    for name, v in (("dp", dp), ("tp", tp), ("pp", pp), ("ep", ep)):
-        positive_int(name, v)
-    _flag("router_aux_loss", router_aux_loss)
-    cp = positive_int("cp", cp)
-    choice("cp_rotate", cp_rotate, CP_ROTATES)
-    if etp is not None:
-        positive_int("etp", etp)
-    _check_moe_options(model, dp * cp, ep, router_aux_loss, capacity_factor,
-                       dp_label=f"dp x cp = {dp} x {cp}" if cp > 1 else None, tp=tp, etp=etp)
-    if capacity_factor is not None:
-        capacity_factor = float(capacity_factor)
-    return seq_len, micro_batch, grad_accum, lora_dropout, cp, capacity_factor
-
-
 def _check_adapter_options(model, finetune, lora_rank, lora_targets, lora_dropout, adapter_dtype, base_dtype,
                            qlora_backend, double_quant) -> int:
     """LoRA/QLoRA options are errors where they do not apply (peft's and bitsandbytes' options)."""
     # LoRA settings are checked even under full fine-tuning: a wrong one is an error, not a silent default.
-    lora_rank = positive_int("lora_rank", lora_rank)
     if finetune == "full":
         if model.mlp == "gated" and lora_targets is not None:
             lora_mod.resolve_targets(model, lora_targets)
         why = "finetune='full' trains every weight (LoRA options need finetune='lora' or 'qlora')"
-        _not_for("lora_rank", lora_rank, 16, why)
-        _not_for("lora_targets", lora_targets, None, why)
-        _not_for("lora_dropout", lora_dropout, 0.0, why)
-        _not_for("adapter_dtype", adapter_dtype, "fp32", why)
-        _not_for("base_dtype", base_dtype, "auto", why + "; its dtypes follow precision")
+        _not_for("lora_rank", lora_rank, why)
+        _not_for("lora_targets", lora_targets, why)
+        _not_for("lora_dropout", lora_dropout, why)
+        _not_for("adapter_dtype", adapter_dtype, why)
+        _not_for("base_dtype", base_dtype, why + "; its dtypes follow precision")
     if finetune != "qlora":
         why = "it describes QLoRA's 4-bit base (finetune='qlora')"
-        _not_for("qlora_backend", qlora_backend, "bitsandbytes", why)
-        _not_for("double_quant", double_quant, True, why)
+        _not_for("qlora_backend", qlora_backend, why)
+        _not_for("double_quant", double_quant, why)
     elif qlora_backend == "torchao" and not double_quant:
         raise ValueError("double_quant=False does not apply to qlora_backend='torchao': torchao's NF4Tensor always "
                          "quantizes its block scalers (scaler_block_size=256)")
@@ -744,7 +624,7 @@ def _sharding(model, finetune, precision, zero_stage, zero_stage_arg, fsdp, dp, 
     return sharding, fsdp_offload
 
 
-def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout="auto") -> None:
+def _check_parallel_shapes(model, seq_len, sharding, zero_stage, tp, pp, sequence_parallel, layout) -> None:
     """tp, pp and sequence parallelism against the model's shape (Megatron splits whole heads and widths)."""
     # DeepSpeed's ZeRO partitions flat copies of whatever parameters the model has (stage_1_and_2.py and stage3.py
     # flatten each param group), so it needs no LLaMA shape (step._estimate_gpt); Megatron's layout has its GPT
@@ -778,12 +658,12 @@ def _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_i
     """Optimizer implementation, FSDP mixed precision, loss and activation offload against the layout."""
     # optimizer implementation: torch.optim's choice; other stacks bring their own fused kernels
     if optimizer == "adamw-8bit":
-        _not_for("optimizer_impl", optimizer_impl, "foreach", "bitsandbytes' 8-bit AdamW runs its own fused kernel")
+        _not_for("optimizer_impl", optimizer_impl, "bitsandbytes' 8-bit AdamW runs its own fused kernel")
     if optimizer == "adafactor" and optimizer_impl == "fused":
-        raise ValueError("optimizer_impl='fused' does not apply to adafactor: torch.optim.Adafactor has no fused "
+        raise NotApplicable("optimizer_impl", "optimizer_impl='fused' does not apply to adafactor: torch.optim.Adafactor has no fused "
                          "implementation (accepted: 'foreach', 'for-loop')")
     if sharding in ("deepspeed", "megatron"):
-        _not_for("optimizer_impl", optimizer_impl, "foreach",
+        _not_for("optimizer_impl", optimizer_impl,
                  f"the {sharding} layout steps with its own fused Adam on the fp32 master copy")
     if not fsdp_mixed_precision and not (sharding == "fsdp" and precision.endswith("mixed") and finetune == "full"):
         raise ValueError("fsdp_mixed_precision=False describes FSDP with fp32 parameters under autocast (no "
@@ -791,8 +671,8 @@ def _check_numerics(model, sharding, precision, finetune, optimizer, optimizer_i
                          "and a *-mixed precision")
     if model.mlp != "gated":
         why = f"{model.name} is estimated with Korthikanti et al.'s GPT formula"
-        _not_for("loss", loss, "full", why)
-        _not_for("activation_offload", activation_offload, False, why)
+        _not_for("loss", loss, why)
+        _not_for("activation_offload", activation_offload, why)
     if loss in ("chunked", "chunked-head") and tp > 1:
         raise ValueError(f"loss={loss!r} ({'Liger' if loss == 'chunked' else 'LitGPT'}'s chunked loss) with tp > 1 is "
                          "not modelled; Megatron's vocabulary-parallel cross-entropy already never gathers the full "
@@ -856,16 +736,16 @@ def _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_
 AUX_LOSS_TYPES = ("mixtral", "qwen3_moe", "gpt_oss")
 
 
-def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, dp_label: str | None = None,
-                       tp: int = 1, etp: int | None = None) -> None:
+def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, dp_label: str | None, tp: int,
+                       etp: int | None) -> None:
     """ep, etp, router_aux_loss and capacity_factor: MoE options, each checked against the model and the layout."""
     if not model.is_moe:
         why = f"{model.name} is dense (no experts)"
         if ep != 1:
             raise ValueError(f"ep={ep}: expert parallelism needs a mixture-of-experts model; {why}")
-        _not_for("etp", etp, None, why)
-        _not_for("router_aux_loss", router_aux_loss, True, why)
-        _not_for("capacity_factor", capacity_factor, None, why)
+        _not_for("etp", etp, why)
+        _not_for("router_aux_loss", router_aux_loss, why)
+        _not_for("capacity_factor", capacity_factor, why)
         return
     if model.num_experts % ep:
         raise ValueError(f"ep={ep} must divide {model.name}'s {model.num_experts} experts (each GPU of the "
@@ -883,9 +763,6 @@ def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, d
         if model.model_type.startswith("llama4"):
             raise ValueError(f"capacity_factor={capacity_factor!r} does not apply to {model.name}: transformers' "
                              "Llama 4 experts run every token through every expert (no routing to drop)")
-        if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, (int, float)) \
-                or not 0 < capacity_factor < float("inf"):
-            raise ValueError(f"capacity_factor must be a number > 0 (or None: dropless), got {capacity_factor!r}")
 
 
 def _check_context_parallel(model: Model, seq_len, cp, cp_rotate, attention, finetune, zero_stage, fsdp, offload, tp,
@@ -932,3 +809,41 @@ def _check_context_parallel(model: Model, seq_len, cp, cp_rotate, attention, fin
         raise ValueError(f"cp={cp} is modelled with FSDP (zero_stage='FULL_SHARD' or 'SHARD_GRAD_OP' over dp x cp GPUs, "
                          "torchtitan) or without sharding (zero_stage=0); DeepSpeed's ZeRO stages and offload go with "
                          f"DeepSpeed-Ulysses, another scheme (got zero_stage={zero_stage!r}, offload={offload!r})")
+
+
+# --- the recipe presets (training/recipes.py) merged with the user's options -------------------------------------
+def resolve(model, recipe: str | None, options: dict) -> TrainingSetup:
+    """check_setup on a preset's options overridden by `options`; the setup remembers the preset and what it set.
+    The preset's values were checked against the option table when recipes.py was imported."""
+    option_table.complete(options)  # an unknown option is an error before any preset is read
+    if recipe is None:
+        return check_setup(model, **options)
+    r = RECIPES[choice("recipe", recipe, RECIPES)]
+    finetune = options.get("finetune", r.options.get("finetune", option_table.OPTIONS["finetune"].default))
+    preset = {k: v for k, v in r.applied(finetune).items() if k not in options}
+    s = _checked(model, preset, options, recipe)
+    adamw = {k: v for k, v in r.torch_adamw.items() if k not in options and k not in preset}
+    if adamw and s.optimizer == "adamw" and s.sharding not in ("deepspeed", "megatron"):
+        preset.update(adamw)   # the run steps with torch.optim.AdamW: the framework's choice of its implementation
+        s = _checked(model, preset, options, recipe)
+    return dataclasses.replace(s, recipe=recipe, recipe_set=tuple(preset.items()))
+
+
+def _checked(model, preset: dict, options: dict, recipe: str) -> TrainingSetup:
+    """check_setup on the preset overridden by the user's options. A preset never sets an option that does not
+    apply to this setup: such an option is dropped from `preset` (in place); the user's own is an error. Any other
+    error that names an option the preset set says so (the user never typed it)."""
+    while True:
+        try:
+            return check_setup(model, **{**preset, **options})
+        except NotApplicable as e:
+            if e.option not in preset:
+                raise  # the user's own option: say so
+            del preset[e.option]
+        except ValueError as e:
+            named = [k for k in preset if re.search(rf"\b{k}=", str(e))]
+            if not named:
+                raise
+            set_by = ", ".join(f"{k}={preset[k]!r}" for k in named)
+            raise ValueError(f"{e} ({set_by} set by recipe {recipe!r}; give the option yourself to override it)") \
+                from None

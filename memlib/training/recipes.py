@@ -1,5 +1,8 @@
 """Recipe presets: the options each training framework uses by default, each with its source at a commit.
 
+Data only: the merge with the user's options is options.resolve (this module imports no other part of
+memlib.training but the option table, so options -> recipes is one way).
+
 Users know their framework, not thirty options. `estimate_training(model, recipe="torchtune", ...)` starts
 from the preset; any option given explicitly overrides it; `est.explain()` names the preset and what it set.
 A preset's `lora` options apply only under finetune='lora'/'qlora', its `qlora` options only under 'qlora'
@@ -12,8 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from memlib._checks import choice
-from memlib.training.options import DEFAULTS, NotApplicable, TrainingSetup, check_setup
+from memlib.training.option_table import OPTIONS
 
 
 @dataclass(frozen=True)
@@ -117,31 +119,14 @@ RECIPES = MappingProxyType({r.name: r for r in (
 )})
 
 
-def resolve(model, recipe: str | None, options: dict) -> TrainingSetup:
-    """check_setup on a preset's options overridden by `options`; the setup remembers the preset and what it set."""
-    unknown = sorted(set(options) - set(DEFAULTS))
-    if unknown:
-        raise ValueError(f"unknown option(s) {', '.join(unknown)}; accepted: {', '.join(DEFAULTS)}")
-    if recipe is None:
-        return check_setup(model, **{**DEFAULTS, **options})
-    r = RECIPES[choice("recipe", recipe, RECIPES)]
-    finetune = options.get("finetune", r.options.get("finetune", "full"))
-    preset = {k: v for k, v in r.applied(finetune).items() if k not in options}
-    s = _checked(model, preset, options)
-    adamw = {k: v for k, v in r.torch_adamw.items() if k not in options and k not in preset}
-    if adamw and s.optimizer == "adamw" and s.sharding not in ("deepspeed", "megatron"):
-        preset.update(adamw)   # the run steps with torch.optim.AdamW: the framework's choice of its implementation
-        s = _checked(model, preset, options)
-    return dataclasses.replace(s, recipe=recipe, recipe_set=tuple(preset.items()))
+def _check_presets(recipes) -> None:
+    """Every preset's option is an option of the table, with a value its kind accepts (checked at import)."""
+    for r in recipes.values():
+        for part in (r.options, r.lora, r.qlora, r.torch_adamw):
+            for name, value in part.items():
+                if name not in OPTIONS:
+                    raise ValueError(f"recipe {r.name!r} sets {name!r}, which is not an option of estimate_training")
+                OPTIONS[name].check(value)
 
 
-def _checked(model, preset: dict, options: dict) -> TrainingSetup:
-    """check_setup on the preset overridden by the user's options. A preset never sets an option that does not
-    apply to this setup: such an option is dropped from `preset` (in place); the user's own is an error."""
-    while True:
-        try:
-            return check_setup(model, **{**DEFAULTS, **preset, **options})
-        except NotApplicable as e:
-            if e.option not in preset:
-                raise  # the user's own option: say so
-            del preset[e.option]
+_check_presets(RECIPES)

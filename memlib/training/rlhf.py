@@ -79,9 +79,10 @@ reward model is counted with its one-output value head).
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
-from memlib._checks import choice, flag, positive_int
+from memlib._checks import choice, flag, positive_int, show
 from memlib._checks import fraction as _fraction
 from memlib.hardware.fit import usable_bytes
 from memlib.hardware.gpus import get_gpu
@@ -435,15 +436,16 @@ def estimate_rlhf(actor, algorithm: str = "ppo", *, critic=SAME, reward=SAME, gp
                    offload, optimizer, attention, ...; default recompute "full", bf16-mixed AdamW).
     """
     offload_idle, shared_prefix = flag("offload_idle", offload_idle), flag("shared_prefix", shared_prefix)
-    reference = flag("reference", reference)
+    reference, offload_policy = flag("reference", reference), flag("offload_policy", offload_policy)
     c = _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_batch, rollout_batch, group_size,
                rollout_tp, prefill_tokens, zero_stage, critic, reward, train_options, rollout_engine,
                gpu_memory_utilization, shared_prefix, cudagraph_bytes)
     c.update(_check_trainer(strategy, zero_stage, train_tp, train_pp, offload_policy, train_options))
     c.update(_check_offload(placement, offload_idle, c, param_offload, optimizer_offload, ref_param_offload,
                             free_cache_engine, sleep_level))
-    c["kv_cache"], c["gpu"] = kv_cache, get_gpu(gpu).name
+    c["gpu"] = get_gpu(gpu).name
     actor_model = get_model(actor)
+    c["kv_cache"] = _check_kv_cache(kv_cache, algorithm, c["engine"])  # one the engine takes; none for DPO
     roles = ["actor"] + (["critic"] if algorithm == "ppo" else []) + (["reference"] if reference else [])
     roles += (["reward"] if reward is not None else []) + ["rollout"] if algorithm != "dpo" else []
     n = _role_gpus(gpus, roles, placement)
@@ -522,9 +524,9 @@ def _role_models(actor_model, roles, critic, reward) -> dict:
     """The model of each role: the actor's, or the critic's and reward's own."""
     models = {"actor": actor_model, "reference": actor_model, "rollout": actor_model}
     if "critic" in roles:
-        models["critic"] = actor_model if critic == SAME else get_model(critic)
+        models["critic"] = actor_model if critic == SAME else _named_model("critic", critic)
     if "reward" in roles:
-        rm = actor_model if reward == SAME else get_model(reward)
+        rm = actor_model if reward == SAME else _named_model("reward", reward)
         # a reward model scores with a one-output value head instead of the LM head (OpenRLHF's get_llm_for_
         # sequence_regression: value_head = nn.Linear(hidden, 1); TRL's AutoModelForSequenceClassification)
         models["reward"] = rm.with_(head="score", num_labels=1) if rm.head == "lm" else rm
@@ -618,6 +620,9 @@ def _check(algorithm, placement, offload_idle, prompt_len, response_len, micro_b
                              "training option")
     if algorithm == "grpo" and c["group_size"] < 2:
         raise ValueError(f"GRPO compares G samples of the same prompt: group_size must be >= 2, got {group_size}")
+    if algorithm == "ppo" and critic is None:
+        raise ValueError("critic=None: PPO trains a value model beside the actor; give critic='same' (the actor's "
+                         "model) or a model name, or use algorithm='grpo' (no critic)")
     if algorithm != "ppo" and critic not in (SAME, None):
         raise ValueError(f"{algorithm.upper()} has no critic (GRPO takes its baseline from the group, DPO has no "
                          f"value function): leave critic unset, got {critic!r}")
@@ -893,3 +898,24 @@ def min_rlhf_gpus(actor, gpu, algorithm: str = "ppo", candidates=GPU_COUNTS, **k
 __all__ = ["ALGORITHMS", "PLACEMENTS", "ROLES", "PHASES", "GPU_COUNTS", "ROLLOUT_ENGINES", "COLOCATED_ENGINE_FRACTION",
            "SEPARATE_ENGINE_FRACTION", "RoleMemory", "RLHFEstimate", "RolloutPool", "rollout_pool", "rollout_token_slots",
            "estimate_rlhf", "min_rlhf_gpus"]
+
+
+def _named_model(role: str, model):
+    """get_model for a role's argument, its errors naming the argument (critic=5 is about critic, not 'model')."""
+    try:
+        return get_model(model)
+    except ValueError as e:
+        raise ValueError(f"{role}: {e}") from None
+
+
+def _check_kv_cache(kv_cache, algorithm: str, engine: str) -> str:
+    """The rollout engine's KV cache type: one it accepts (memlib.serving.engines.kv_formats); DPO generates
+    nothing, so a kv_cache other than the default is an error there, not ignored."""
+    from memlib.serving.engines import kv_formats  # here: the module-level imports are another branch's to move
+    default = inspect.signature(estimate_rlhf).parameters["kv_cache"].default
+    if algorithm == "dpo":
+        if kv_cache != default:
+            raise ValueError(f"kv_cache={show(kv_cache)} does not apply to DPO: it generates nothing (the rollout "
+                             "engine's cache is PPO's and GRPO's)")
+        return kv_cache
+    return choice("kv_cache", kv_cache, kv_formats("hf" if engine == "hf" else engine))

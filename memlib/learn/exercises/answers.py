@@ -207,6 +207,8 @@ def significant_figures(digits: str) -> int:
     return max(len(mantissa.lstrip("0").rstrip("0")), 1)
 
 
+# bytes per weight in any spelling: B or byte(s), "/" or "per", p, param(s), parameter(s), w or weight(s)
+_BYTES_PER_WEIGHT = re.compile(r"(?:b|bytes?)(?:\s*/\s*|\s+per\s+|\s+a\s+)(?:p|params?|parameters?|w|weights?)")
 _BIT_WORDS = ("bits", "bit", "bits per weight", "bit per weight", "bits/weight", "bits per param", "bits/param",
               "bits per parameter", "bit/param", "比特", "位")
 
@@ -290,6 +292,8 @@ def _scale(number: float, token: str, unit: str) -> float:
                                "byte per weight", "bytes/weight", "b/weight", "字节", "字节/参数")}.get(unit, ("",))
     if unit == "bytes/param" and token in _BIT_WORDS:  # "3.3 bits" (per weight): a chapter speaks bits per weight
         return number / 8
+    if unit == "bytes/param" and _BYTES_PER_WEIGHT.fullmatch(token):  # "0.412 B per weight", "2 bytes / weight"
+        return number
     if token not in allowed:
         raise Malformed(f"unexpected unit {token!r}; write a plain number, e.g. {example(unit)}")
     return number

@@ -421,7 +421,11 @@ EXERCISES = [
                Slip("sharded over 8", lambda: _late_load_extra() // 8,
                     "a gathered weight is whole on every GPU: that is what gathering means"),
                Slip("one layer", lambda: _late_load_extra() // get_model(_L3).num_layers,
-                    "that is one layer's weights; every layer's forward has run by the loss")),
+                    "that is one layer's weights; every layer's forward has run by the loss"),
+               Slip("q and o at the hidden width", lambda: (lambda m: _late_load_extra() - 2 * m.num_layers * 2
+                                                            * m.hidden_size * (m.num_heads * m.head_dim - m.hidden_size))(
+                   get_model(_L3)),
+                    "q_proj and o_proj are num_heads x head_dim = 64 x 128 = 8192 wide, not the hidden 5120")),
         hints=("PyTorch's linear saves a view of its weight for the backward; DeepSpeed's zero.Init swaps in a linear "
                "that saves the parameter itself, which ZeRO-3 can then free.",
                "Each decoder layer's 7 matmul weights stay gathered from its forward to its backward: q, k, v, o, "
