@@ -61,7 +61,7 @@ def test_pool_tokens_v32_indexer_cache_in_the_same_group():
 
 
 def test_padded_page_matches_a_published_hybrid_spec():
-    # A published vLLM KV config (a Mamba2 hybrid, 4 KV heads x 128 in bf16): attention block_size 400,
+    # A KV config in a public vLLM-plugin test fixture (a Mamba2 hybrid, 4 KV heads x 128 in bf16): block_size 400,
     # MambaSpec shapes ((3, 3328), (48, 64, 128)) bf16 with page_size_padded 819,200.
     # State page: (3 x 3,328 + 48 x 64 x 128) x 2 B = 19,968 + 786,432 = 806,400 B; attention per token
     # 2 (K, V) x 4 x 128 x 2 B = 2,048 B; block = 16 x ceil(806,400 / (16 x 2,048)) = 16 x 25 = 400;
