@@ -119,7 +119,8 @@ def _add_serve(sub) -> None:
                    help="weight format (default auto: the checkpoint's own, from its quantization_config; "
                         "bf16 when it has none)")
     v.add_argument("--kv-cache", default=d["kv_cache"], choices=inference.ALL_KV_FORMATS,
-                   help=f"default {d['kv_cache']}; vllm/sglang also fp8_e4m3, fp8_e5m2; llama.cpp a ggml type (q8_0, q4_0, ...)")
+                   help=f"default {d['kv_cache']}; vllm/sglang also fp8_e4m3, fp8_e5m2; vllm with an MLA model "
+                        "fp8_ds_mla; llama.cpp a ggml type (q8_0, q4_0, ...)")
     v.add_argument("--kv-cache-v", default=None, choices=inference.ALL_KV_FORMATS,
                    help="llama.cpp: V's cache type when it differs from K's (--cache-type-v)")
     v.add_argument("--engine", default=d["engine"], choices=inference.ENGINES,

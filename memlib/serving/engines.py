@@ -45,6 +45,9 @@ LLAMA_CPP_PAD = 256  # llama-context.cpp: cparams.n_ctx = GGML_PAD(n_ctx, 256) (
 LLAMA_CPP_UBATCH = 512  # common.h n_ubatch default
 LLAMA_CPP_BATCH = 2048  # common.h n_batch default
 FP8_KV = ("fp8_e4m3", "fp8_e5m2")  # vLLM/SGLang --kv-cache-dtype; "fp8" is fp8_e4m3 in both
+# vLLM --kv-cache-dtype fp8_ds_mla: DeepSeek-V3.2's sparse-MLA cache (FlashMLA sparse), MLA models only
+FP8_DS_MLA = "fp8_ds_mla"
+DS_MLA_SCALE_GROUP = 128  # one fp32 scale per 128 fp8 latent values (vllm flashmla_sparse.py layout note)
 VLLM_PAGE = 16  # vllm CacheConfig.block_size default on CUDA
 SGLANG_PAGE = 1  # sglang ServerArgs.page_size default
 SGLANG_MEM_FRACTION_STATIC = 0.88  # a typical single-GPU value; sglang picks it from the GPU's size (see sglang_max_total_tokens)
@@ -55,7 +58,9 @@ def kv_formats(engine: str) -> tuple[str, ...]:
     choice("engine", engine, ENGINES)
     if engine == "llama.cpp":
         return tuple(GGML_BLOCKS)
-    if engine in ("vllm", "sglang"):
+    if engine == "vllm":
+        return ("bf16", "fp16", "fp8") + FP8_KV + (FP8_DS_MLA,)
+    if engine == "sglang":
         return ("bf16", "fp16", "fp8") + FP8_KV
     return ("bf16", "fp16", "fp8", "int8")
 
@@ -216,5 +221,74 @@ def sglang_max_total_tokens(model, gpu, tp: int = 1, weights: str = "auto", kv_c
     return max(rest, 0) // est.kv_bytes_per_token
 
 
+def fp8_ds_mla_bytes_per_token(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
+    """Bytes of one token in one layer of vLLM's `fp8_ds_mla` cache (DeepSeek-V3.2's sparse MLA):
+    kv_lora_rank fp8 latent values (1 B each) + one fp32 scale per 128 of them + the rope key in bf16:
+    512 + 4 x 4 + 64 x 2 = 656 B for DeepSeek's shape, where the plain fp8 latent is 512 + 64 = 576 B.
+
+    vllm-project/vllm@001cabc1 vllm/v1/kv_cache_interface.py MLAAttentionSpec.real_page_size_bytes
+    (block_size x 656 when cache_dtype_str == "fp8_ds_mla"); the layout is the note in
+    vllm/v1/attention/backends/mla/flashmla_sparse.py; its cache kernel takes kv_lora_rank 512 only
+    (tests/kernels/attention/test_cache.py test_concat_and_cache_ds_mla), FlashMLA sparse head size 576.
+    vLLM turns any fp8 cache of a DeepseekV32ForCausalLM into this format
+    (vllm/model_executor/models/config.py DeepseekV32ForCausalLM.verify_and_update_config)."""
+    r = positive_int("kv_lora_rank", kv_lora_rank)
+    rope = positive_int("qk_rope_head_dim", qk_rope_head_dim)
+    if (r, rope) != (512, 64):
+        raise ValueError(f"kv_cache 'fp8_ds_mla' is vLLM's layout for kv_lora_rank 512 and rope 64 (FlashMLA sparse, "
+                         f"head size 576); this model has kv_lora_rank {r} and qk_rope_head_dim {rope}: use 'fp8' "
+                         "or 'bf16'")
+    return r + r // DS_MLA_SCALE_GROUP * 4 + rope * 2
+
+
+def vllm_padded_page_bytes(attn_bytes_per_token: int, state_page_bytes: int, block_size: int | None = None,
+                           alignment: int = VLLM_PAGE) -> tuple[int, int]:
+    """(attention block size in tokens, the one page size every layer kind uses) when attention and
+    state (Mamba-style) layers share vLLM's KV pool: the attention block is the smallest multiple of
+    `alignment` whose page holds the state page, block = alignment x ceil(state / (alignment x attn
+    bytes per token)), kept when the user's block_size is larger; the state page is padded up to the
+    attention page (page_size_padded). vllm-project/vllm vllm/model_executor/models/config.py
+    HybridAttentionMambaModelConfig.verify_and_update_config (no prefix caching), MambaSpec.page_size_bytes
+    in vllm/v1/kv_cache_interface.py @001cabc1."""
+    a = positive_int("attn_bytes_per_token", attn_bytes_per_token)
+    state = positive_int("state_page_bytes", state_page_bytes)
+    align = positive_int("alignment", alignment)
+    block = align * -(-state // (align * a))
+    if block_size is not None and positive_int("block_size", block_size) >= block:
+        block = block_size
+    return block, block * a
+
+
+def vllm_kv_pool_tokens(budget_bytes: int, kinds, block_size: int = VLLM_PAGE, shared: bool = False) -> int:
+    """vLLM's "GPU KV cache size: N tokens" for a KV budget and the model's cache kinds.
+
+    `kinds`: (layers, page bytes) per kind of per-layer cache, a page being block_size tokens of one layer.
+    shared=False, every kind a full-attention cache (one group: vLLM's UniformTypeKVCacheSpecs, e.g.
+    DeepSeek-V3.2's MLA cache and its indexer's key cache in every layer): one block is one page of
+    every layer, blocks = floor(budget / sum(layers x page)), tokens = blocks x block_size
+    (vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups; for one kind this is
+    floor(budget / page / layers), get_num_blocks).
+    shared=True, kinds of different attention types sharing one pool (hybrid models): every page is
+    the largest page (unify_kv_cache_spec_page_size raises a smaller attention page's block size, a
+    state page is padded: vllm_padded_page_bytes), layers are grouped g at a time (g = the fewest
+    layers of a kind, or the most when that is under 1.5 times the fewest; a kind's last group
+    padded with empty layers), blocks = floor(budget / page / g), and the log counts
+    blocks // groups x block_size tokens (_get_kv_cache_groups_uniform_page_size,
+    _report_kv_cache_config), all @001cabc1."""
+    budget = positive_int("budget_bytes", budget_bytes, allow_zero=True)
+    block_size = positive_int("block_size", block_size)
+    kinds = [(positive_int("layers", n), positive_int("page bytes", p)) for n, p in kinds]
+    if not kinds:
+        raise ValueError("kinds: give at least one (layers, page bytes) pair")
+    if not flag("shared", shared):
+        return budget // sum(n * p for n, p in kinds) * block_size
+    page = max(p for _, p in kinds)
+    fewest, most = min(n for n, _ in kinds), max(n for n, _ in kinds)
+    g = most if most < fewest * 1.5 else fewest
+    groups = sum(-(-n // g) for n, _ in kinds)
+    return budget // page // g // groups * block_size
+
+
 __all__ = ["ENGINES", "DEFAULT_ENGINE", "GGML_BLOCKS", "FP8_KV", "LlamaCppCache", "kv_formats", "ggml_row_bytes",
-           "llama_cpp_kv_cache", "llama_cpp_kv_bytes", "paged_tokens", "sglang_max_total_tokens"]
+           "llama_cpp_kv_cache", "llama_cpp_kv_bytes", "paged_tokens", "sglang_max_total_tokens",
+           "FP8_DS_MLA", "fp8_ds_mla_bytes_per_token", "vllm_padded_page_bytes", "vllm_kv_pool_tokens"]

@@ -45,7 +45,7 @@ WEIGHT_FORMATS = ("bf16", "fp16", "fp32", "int8", "int8-gptq", "int4-gptq", "int
 AUTO = "auto"  # the checkpoint's own format (config.json quantization_config), else bf16
 KV_FORMATS = ("bf16", "fp16", "fp8", "int8")
 # Every cache type some engine accepts (memlib.serving.engines.kv_formats(engine) says which).
-ALL_KV_FORMATS = tuple(dict.fromkeys(KV_FORMATS + FP8_KV + tuple(GGML_BLOCKS)))
+ALL_KV_FORMATS = tuple(dict.fromkeys(KV_FORMATS + FP8_KV + ("fp8_ds_mla",) + tuple(GGML_BLOCKS)))
 # "all-fp32": transformers 4.31-4.44's generate, whose LlamaForCausalLM.forward runs the head over every prompt position
 # and upcasts all of it (hf_generate_logits)
 LOGITS = ("last", "all", "all-fp32")
@@ -187,6 +187,13 @@ def kv_layer_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, 
     of kv_heads/tp x head_dim values in their ggml block format (memlib.serving.engines.ggml_row_bytes)."""
     choice("kv_cache", kv_cache, ALL_KV_FORMATS)
     choice("mla_cache", mla_cache, MLA_CACHES)
+    if kv_cache == "fp8_ds_mla":  # vLLM's DeepSeek-V3.2 sparse-MLA cache: memlib.serving.engines
+        from memlib.serving.engines import fp8_ds_mla_bytes_per_token
+        if not model.is_mla or mla_cache != "latent" or kv_cache_v is not None:
+            raise ValueError(f"kv_cache 'fp8_ds_mla' is vLLM's MLA latent layout (DeepSeek-V3.2, FlashMLA sparse): "
+                             f"{model.name} " + ("has no MLA latent (ordinary attention); use 'fp8' / 'fp8_e4m3'"
+                                                 if not model.is_mla else "needs mla_cache='latent' and no kv_cache_v"))
+        return fp8_ds_mla_bytes_per_token(model.kv_lora_rank, model.qk_rope_head_dim)
     if kv_cache_v is not None or kv_cache not in KV_ELEMENT_BYTES:
         if model.is_mla:
             raise ValueError(f"ggml cache types (kv_cache {kv_cache!r}) have no MLA layout in memlib")
@@ -239,7 +246,9 @@ def kv_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_ca
     "fp8" is vLLM's fp8 cache (one scale per layer tensor, not per token: counted as 0 here).
     "int8" is LMDeploy's quant_policy=8 (asymmetric, per head per token): uint8 values plus a
     16-bit scale and zero point for each (token, kv head) of K and of V. "fp8_e4m3"/"fp8_e5m2":
-    vLLM's and SGLang's fp8 caches, one byte per element. llama.cpp's ggml types ("q8_0" = 34 B
+    vLLM's and SGLang's fp8 caches, one byte per element. "fp8_ds_mla" (vLLM, MLA only): DeepSeek-V3.2's
+    latent in fp8 with an fp32 scale per 128 values and the rope key in bf16, 656 B a layer
+    (memlib.serving.engines.fp8_ds_mla_bytes_per_token). llama.cpp's ggml types ("q8_0" = 34 B
     per 32 values, "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1", "f16", "bf16", "f32"), K and V
     typed separately with kv_cache_v: memlib.serving.engines.
     """
@@ -531,6 +540,7 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
               "fp8-block" | "mxfp4" (a MoE's routed experts only, as gpt-oss ships; a dense model's
               projections).
     kv_cache: "bf16" | "fp16" | "fp8" | "int8"; with engine "vllm"/"sglang" also "fp8_e4m3" | "fp8_e5m2";
+              with engine "vllm" and an MLA model also "fp8_ds_mla" (DeepSeek-V3.2's 656 B latent);
               with engine "llama.cpp" a ggml type: "f16" | "bf16" | "f32" | "q8_0" | "q4_0" | "q4_1" |
               "iq4_nl" | "q5_0" | "q5_1" (K's type; kv_cache_v: V's, default the same).
     engine:   "hf" (default: transformers, the cache exactly batch x context) | "vllm" (16-token
@@ -868,6 +878,9 @@ def _explain_weights(est: InferenceEstimate) -> list[str]:
 
 def _kv_how(s: InferenceSetup) -> str:
     m = s.model
+    if s.kv_cache == "fp8_ds_mla":
+        return (f"kv_lora_rank {m.kv_lora_rank} fp8 + {m.kv_lora_rank // 128} fp32 scales + rope {m.qk_rope_head_dim}"
+                " x 2 B per layer, not split by tp (vLLM fp8_ds_mla, FlashMLA sparse)")
     if s.kv_cache_v is not None or s.kv_cache not in KV_ELEMENT_BYTES:
         w = m.num_kv_heads // s.tp * m.head_dim
         return (f"K: {w} values ({m.num_kv_heads} KV heads x head_dim {m.head_dim}) in {s.kv_cache}, V: {w} in "
