@@ -102,19 +102,21 @@ SCANNED = ("memlib/training/options.py", "memlib/training/__init__.py", "memlib/
 NOT_TRAINING = ("_add_serve",)
 
 
-def written_defaults(source: str, where: str = "") -> list[str]:
-    """Literal copies of a table default in `source`: a parameter or dataclass field named as an option whose
-    literal default equals the table's, a dict(...) or {...} of three or more options each at its table default (a
-    copy of the defaults), or an argparse flag of an option given its literal default."""
+def written_defaults(source: str, where: str = "", options=None, skip=NOT_TRAINING) -> list[str]:
+    """Literal copies of a table default in `source` (`options`: the table, training's unless given): a parameter
+    or dataclass field named as an option whose literal default equals the table's, a dict(...) or {...} of three or
+    more options each at its table default (a copy of the defaults), or an argparse flag of an option given its
+    literal default. Calls inside the functions named in `skip` are not scanned."""
+    options = OPTIONS if options is None else options
     out = []
     tree = ast.parse(source)
-    skipped = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in NOT_TRAINING
+    skipped = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in skip
                for n in ast.walk(f)}
 
     def same(name, node) -> bool:
-        if name not in OPTIONS or not isinstance(node, ast.Constant):
+        if name not in options or not isinstance(node, ast.Constant):
             return False
-        d = OPTIONS[name].default
+        d = options[name].default
         return node.value == d and type(node.value) is type(d) and d is not None
 
     for node in ast.walk(tree):

@@ -747,8 +747,8 @@ def _largest(make, gpu, cap: int | None, what: str, fits_kw: dict) -> Limit:
 
 
 @plain_args
-def max_batch(model, gpu, context_len: int = 4096, cuda_context_bytes: int | None = None,
-              allocator_headroom: float | None = None, **kwargs) -> Limit:
+def max_batch(model, gpu, context_len: int = SERVING_OPTIONS["context_len"].default,
+              cuda_context_bytes: int | None = None, allocator_headroom: float | None = None, **kwargs) -> Limit:
     """Largest batch whose estimate at `context_len` still fits() `gpu` (binary search).
 
     Returns a Limit (value 0 with the reason when even batch 1 does not fit; no exception).
@@ -761,8 +761,8 @@ def max_batch(model, gpu, context_len: int = 4096, cuda_context_bytes: int | Non
 
 
 @plain_args
-def max_context(model, gpu, batch: int = 1, cuda_context_bytes: int | None = None,
-                allocator_headroom: float | None = None, **kwargs) -> Limit:
+def max_context(model, gpu, batch: int = SERVING_OPTIONS["batch"].default,
+                cuda_context_bytes: int | None = None, allocator_headroom: float | None = None, **kwargs) -> Limit:
     """Largest context_len (up to the model's max_position_embeddings) that still fits() `gpu`.
 
     Returns a Limit (value 0 with the reason when even one token does not fit; no exception).

@@ -25,7 +25,7 @@ import argparse
 import numbers
 
 from memlib._checks import positive_int, show
-from memlib.options import KINDS, Kind, Option, OptionTable, option, register_kind  # noqa: F401 (KINDS, Option: re-exported)
+from memlib.options import KINDS, Kind, Option, OptionTable, option, register_kind  # noqa: F401 (re-exported)
 from memlib.training.lora import TARGET_GROUPS
 from memlib.training.optimizers import OPTIMIZERS
 
