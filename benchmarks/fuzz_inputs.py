@@ -407,6 +407,22 @@ add("recipe hf-trainer + loss chunked", lambda: est(model="llama-2-7b", recipe="
     Ok(lambda n: n == est(model="llama-2-7b", loss="chunked", optimizer_impl="fused").peak_bytes))
 add("plan 7B on 8 H100 recipe=torchtitan", lambda: plan("llama-2-7b", "h100-80gb", 8, recipe="torchtitan"),
     Ok(lambda r: r.feasible and {p.settings["zero_stage"] for p in r.feasible} == {"FULL_SHARD"}))
+# the serving table (memlib.serving.inference.SERVING_OPTIONS): the same kinds, so the same wrong values, on
+# estimate_inference, on max_batch's passed-on keywords and on memlib serve's flags (--count is tp)
+from memlib.serving.inference import SERVING_FLAGS, SERVING_OPTIONS  # noqa: E402
+
+_CLI_BAD = {"count": ("8.5", "two", "0"), "choice": ("garbage", "FP8")}
+for _name, _o in SERVING_OPTIONS.items():
+    for _bad in _KIND_BAD[_o.kind]:
+        add(f"estimate_inference {_name}={_bad!r}",
+            lambda n=_name, b=_bad: estimate_inference("llama-2-7b", **{n: b}), Err(_name))
+        add(f"max_batch {_name}={_bad!r}",  # max_batch searches batch: given, it is refused by name too
+            lambda n=_name, b=_bad: memlib.max_batch("llama-2-7b", "a100-80gb", **{n: b}), Err(_name))
+    _flag = SERVING_FLAGS.get(_name, _o.flag)
+    for _text in _CLI_BAD[_o.kind]:
+        # argparse refuses the text naming the flag; "0" passes int() and is refused by the count's validator
+        add_cli(f"cli serve {_flag} {_text}", ["serve", "llama-2-7b", _flag, _text],
+                Err(_name if _text == "0" else _flag))
 # strings, lists and unknown values elsewhere
 from memlib.serving import quantization as _q  # noqa: E402
 from memlib.serving.engines import llama_cpp_kv_cache, sglang_max_total_tokens  # noqa: E402

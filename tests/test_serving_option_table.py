@@ -217,6 +217,13 @@ def test_max_batch_and_max_context_pass_the_same_errors_on(name, value, words):
         assert name in str(e.value) and words in str(e.value), (fn.__name__, str(e.value))
 
 
+def test_the_searched_option_given_to_max_batch_or_max_context_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"max_batch searches batch .* batch=8 cannot be given"):
+        memlib.max_batch(MODEL, "a100-80gb", batch=8)
+    with pytest.raises(ValueError, match=r"max_context searches context_len .* context_len=4096 cannot be given"):
+        memlib.max_context(MODEL, "a100-80gb", context_len=4096)
+
+
 def test_a_bool_or_a_string_as_a_fraction_is_refused_by_max_batch():
     for bad in (True, "0.1"):
         with pytest.raises(ValueError, match="allocator_headroom is a fraction"):

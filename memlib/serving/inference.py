@@ -755,6 +755,7 @@ def max_batch(model, gpu, context_len: int = SERVING_OPTIONS["context_len"].defa
     `kwargs` go to estimate_inference (weights, kv_cache, tp, ep, mla_cache, prefill_tokens, ...);
     the verdict is per GPU.
     """
+    _searched("max_batch", "batch", kwargs)
     estimate_inference(model, 1, context_len, **kwargs)  # validates the inputs once
     fkw = _fits_kw(cuda_context_bytes, allocator_headroom)
     return _largest(lambda n: estimate_inference(model, n, context_len, **kwargs), gpu, None, "batch", fkw)
@@ -767,11 +768,19 @@ def max_context(model, gpu, batch: int = SERVING_OPTIONS["batch"].default,
 
     Returns a Limit (value 0 with the reason when even one token does not fit; no exception).
     """
+    _searched("max_context", "context_len", kwargs)
     m = get_model(model) if isinstance(model, str) else model
     estimate_inference(m, batch, 1, **kwargs)
     fkw = _fits_kw(cuda_context_bytes, allocator_headroom)
     return _largest(lambda n: estimate_inference(m, batch, n, **kwargs), gpu, m.max_position_embeddings,
                     "context_len", fkw)
+
+
+def _searched(fn: str, name: str, kwargs: dict) -> None:
+    """max_batch searches the batch and max_context the context: that option given too is a mistake, said so."""
+    if name in kwargs:
+        raise ValueError(f"{fn} searches {name} (the largest that fits), so {name}={kwargs[name]!r} cannot be given; "
+                         f"{'pass context_len' if name == 'batch' else 'pass batch'} and the other options")
 
 
 def _fits_kw(cuda_context_bytes, allocator_headroom) -> dict:
