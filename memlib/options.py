@@ -97,7 +97,7 @@ def option(name, kind, default, help, source, values=(), none="", positional=Fal
     """An Option, its values as a tuple; an unknown kind is an error here, at import."""
     if kind not in KINDS:
         raise ValueError(f"option {name!r}: unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
-    return Option(name, kind, default, help, source, tuple(values), none, positional)
+    return Option(name, kind, default, help, source, tuple(values), none, flag("positional", positional))
 
 
 class OptionTable:
