@@ -387,7 +387,8 @@ from memlib.training.option_table import OPTIONS  # noqa: E402
 # for a count, a string or a bool for a probability (the class, not an example: a new option is fuzzed by its kind)
 _KIND_BAD = {"flag": ("false", "no", 1), "choice": (["x"], "garbage"), "count": (True, 2.5, 0, "8"), "count0": (-1, True),
              "probability": (True, "0.1", 1.0), "positive": ("1.5", True, 0), "zero_stage": ("ZERO", 4, [3]),
-             "targets": (5, []), "layer_counts": ("2,2", [0, 2]), "ce_fusion": ("fast", ["te"]), "deferral": (-1, "0")}
+             "targets": (5, []), "layer_counts": ("2,2", [0, 2]), "ce_fusion": ("fast", ["te"]), "deferral": (-1, "0"),
+             "version": (4.44, "4", "4.30")}
 for _name, _o in OPTIONS.items():
     for _bad in _KIND_BAD[_o.kind]:
         add(f"estimate {_name}={_bad!r}", lambda n=_name, b=_bad: est(**{n: b}), Err(_name))

@@ -22,7 +22,21 @@ import textwrap
 from dataclasses import dataclass
 from typing import Callable
 
-from memlib._checks import choice, flag, positive_float, positive_int, probability
+from memlib._checks import choice, flag, positive_float, positive_int, probability, show
+
+
+def version(name: str, value, minimum=()) -> str:
+    """A release as a string, "MAJOR.MINOR" or longer ("4.44.2", "4.45.0.dev0"), at least `minimum[0]` when given:
+    not a float (4.4 and 4.40 are the same float), not a tuple."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a version string such as '4.44.2', got {show(value)} "
+                         f"({type(value).__name__})")
+    parts = value.strip().split(".")
+    if len(parts) < 2 or not all(p.isascii() and p.isdecimal() for p in parts[:2]):
+        raise ValueError(f"{name} {show(value)} is not a version such as '4.44' or '4.44.2'")
+    if minimum and tuple(map(int, parts[:2])) < tuple(map(int, minimum[0].split(".")[:2])):
+        raise ValueError(f"{name} {show(value)} is before {minimum[0]}, the first release modelled")
+    return value
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,9 @@ KINDS: dict[str, Kind] = {
                         {"type": float, "metavar": "P"}),
     "positive": Kind("a finite number > 0", lambda n, v, _: positive_float(n, v), float,
                      {"type": float, "metavar": "X"}),
+    # a release of the library an option describes; `values`: (the first release modelled,)
+    "version": Kind("a version string such as '4.44.2', from {values}", version, str,
+                    {"type": str, "metavar": "X.Y[.Z]"}),
 }
 
 

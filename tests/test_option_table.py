@@ -200,7 +200,8 @@ def test_after_the_change_is_undone_help_says_2048_again():
 # ---- one validator per kind ---------------------------------------------------------------------------------------
 BAD = {"flag": ("false", 1), "choice": (["x"], "nope"), "count": (True, 2.5, 0), "count0": (-1, True),
        "probability": (True, "0.1", 1.0), "positive": ("1.5", 0, float("inf")), "zero_stage": ("ZERO", 4, True),
-       "targets": (5, []), "layer_counts": ("2,2", [0, 2]), "ce_fusion": ("fast",), "deferral": (-1, 1.5)}
+       "targets": (5, []), "layer_counts": ("2,2", [0, 2]), "ce_fusion": ("fast",), "deferral": (-1, 1.5),
+       "version": (4.44, "4")}  # version: serving's transformers_version (main's branch), no training option yet
 
 
 @pytest.mark.parametrize("name", list(OPTIONS))

@@ -84,9 +84,24 @@ def test_every_serving_entry_has_a_help_line_a_source_and_a_default_its_kind_acc
 
 def test_serving_uses_the_shared_kinds_only():
     """Every serving option's kind is one of memlib/options.py's own (not a kind serving re-implemented)."""
-    shared = {"flag", "choice", "count", "count0", "probability", "positive"}
+    shared = {"flag", "choice", "count", "count0", "probability", "positive", "version"}
     assert {o.kind for o in SERVING_OPTIONS.values()} <= shared
     assert shared <= set(options.KINDS)
+
+
+@pytest.mark.parametrize("value,words", [
+    (4.44, "must be a version string such as '4.44.2', got 4.44 (float)"),  # 4.4 and 4.40 are the same float
+    ((4, 44), "must be a version string"), ("four.44", "is not a version such as"), ("4", "is not a version such as"),
+    ("4.30.2", "is before 4.31, the first release modelled"), (True, "got True (bool)"),
+])
+def test_the_version_kind_refuses_what_is_not_a_release_naming_the_option(value, words):
+    """The kind transformers_version (main's branch) lands into: checked like every other kind, by its one validator."""
+    o = options.option("transformers_version", "version", None, "h", "s", values=("4.31",), none="logits as given")
+    with pytest.raises(ValueError, match=re.escape(words)) as e:
+        o.check(value)
+    assert "transformers_version" in str(e.value)
+    assert o.check("4.44.2") == "4.44.2" and o.check("4.45.0.dev0") == "4.45.0.dev0" and o.check(None) is None
+    assert o.accepts == "a version string such as '4.44.2', from '4.31'; None: logits as given"
 
 
 def test_a_kind_is_defined_once():
