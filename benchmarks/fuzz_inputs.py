@@ -412,7 +412,10 @@ add("plan 7B on 8 H100 recipe=torchtitan", lambda: plan("llama-2-7b", "h100-80gb
 # estimate_inference, on max_batch's passed-on keywords and on memlib serve's flags (--count is tp)
 from memlib.serving.inference import SERVING_FLAGS, SERVING_OPTIONS  # noqa: E402
 
-_CLI_BAD = {"count": ("8.5", "two", "0"), "choice": ("garbage", "FP8")}
+# (text, whose name the error gives): argparse refuses a text its type cannot parse naming the flag; a text that
+# parses ("0", a version string) reaches the kind's validator, which names the option
+_CLI_BAD = {"count": (("8.5", "flag"), ("two", "flag"), ("0", "option")), "choice": (("garbage", "flag"),
+            ("FP8", "flag")), "version": (("4", "option"), ("4.30", "option"))}
 for _name, _o in SERVING_OPTIONS.items():
     for _bad in _KIND_BAD[_o.kind]:
         add(f"estimate_inference {_name}={_bad!r}",
@@ -420,10 +423,9 @@ for _name, _o in SERVING_OPTIONS.items():
         add(f"max_batch {_name}={_bad!r}",  # max_batch searches batch: given, it is refused by name too
             lambda n=_name, b=_bad: memlib.max_batch("llama-2-7b", "a100-80gb", **{n: b}), Err(_name))
     _flag = SERVING_FLAGS.get(_name, _o.flag)
-    for _text in _CLI_BAD[_o.kind]:
-        # argparse refuses the text naming the flag; "0" passes int() and is refused by the count's validator
+    for _text, _whose in _CLI_BAD[_o.kind]:
         add_cli(f"cli serve {_flag} {_text}", ["serve", "llama-2-7b", _flag, _text],
-                Err(_name if _text == "0" else _flag))
+                Err(_name if _whose == "option" else _flag))
 # strings, lists and unknown values elsewhere
 from memlib.serving import quantization as _q  # noqa: E402
 from memlib.serving.engines import llama_cpp_kv_cache, sglang_max_total_tokens  # noqa: E402

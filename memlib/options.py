@@ -35,7 +35,7 @@ def version(name: str, value, minimum=()) -> str:
     if len(parts) < 2 or not all(p.isascii() and p.isdecimal() for p in parts[:2]):
         raise ValueError(f"{name} {show(value)} is not a version such as '4.44' or '4.44.2'")
     if minimum and tuple(map(int, parts[:2])) < tuple(map(int, minimum[0].split(".")[:2])):
-        raise ValueError(f"{name} {show(value)} is before {minimum[0]}, the first release modelled")
+        raise ValueError(f"{name} {show(value)}: releases before {minimum[0]} are not modelled")
     return value
 
 
