@@ -387,7 +387,8 @@ from memlib.training.option_table import OPTIONS  # noqa: E402
 # for a count, a string or a bool for a probability (the class, not an example: a new option is fuzzed by its kind)
 _KIND_BAD = {"flag": ("false", "no", 1), "choice": (["x"], "garbage"), "count": (True, 2.5, 0, "8"), "count0": (-1, True),
              "probability": (True, "0.1", 1.0), "positive": ("1.5", True, 0), "zero_stage": ("ZERO", 4, [3]),
-             "targets": (5, []), "layer_counts": ("2,2", [0, 2]), "ce_fusion": ("fast", ["te"]), "deferral": (-1, "0")}
+             "targets": (5, []), "layer_counts": ("2,2", [0, 2]), "ce_fusion": ("fast", ["te"]), "deferral": (-1, "0"),
+             "version": (4.44, "4", "4.30")}
 for _name, _o in OPTIONS.items():
     for _bad in _KIND_BAD[_o.kind]:
         add(f"estimate {_name}={_bad!r}", lambda n=_name, b=_bad: est(**{n: b}), Err(_name))
@@ -407,6 +408,24 @@ add("recipe hf-trainer + loss chunked", lambda: est(model="llama-2-7b", recipe="
     Ok(lambda n: n == est(model="llama-2-7b", loss="chunked", optimizer_impl="fused").peak_bytes))
 add("plan 7B on 8 H100 recipe=torchtitan", lambda: plan("llama-2-7b", "h100-80gb", 8, recipe="torchtitan"),
     Ok(lambda r: r.feasible and {p.settings["zero_stage"] for p in r.feasible} == {"FULL_SHARD"}))
+# the serving table (memlib.serving.inference.SERVING_OPTIONS): the same kinds, so the same wrong values, on
+# estimate_inference, on max_batch's passed-on keywords and on memlib serve's flags (--count is tp)
+from memlib.serving.inference import SERVING_FLAGS, SERVING_OPTIONS  # noqa: E402
+
+# (text, whose name the error gives): argparse refuses a text its type cannot parse naming the flag; a text that
+# parses ("0", a version string) reaches the kind's validator, which names the option
+_CLI_BAD = {"count": (("8.5", "flag"), ("two", "flag"), ("0", "option")), "choice": (("garbage", "flag"),
+            ("FP8", "flag")), "version": (("4", "option"), ("4.30", "option"))}
+for _name, _o in SERVING_OPTIONS.items():
+    for _bad in _KIND_BAD[_o.kind]:
+        add(f"estimate_inference {_name}={_bad!r}",
+            lambda n=_name, b=_bad: estimate_inference("llama-2-7b", **{n: b}), Err(_name))
+        add(f"max_batch {_name}={_bad!r}",  # max_batch searches batch: given, it is refused by name too
+            lambda n=_name, b=_bad: memlib.max_batch("llama-2-7b", "a100-80gb", **{n: b}), Err(_name))
+    _flag = SERVING_FLAGS.get(_name, _o.flag)
+    for _text, _whose in _CLI_BAD[_o.kind]:
+        add_cli(f"cli serve {_flag} {_text}", ["serve", "llama-2-7b", _flag, _text],
+                Err(_name if _whose == "option" else _flag))
 # strings, lists and unknown values elsewhere
 from memlib.serving import quantization as _q  # noqa: E402
 from memlib.serving.engines import llama_cpp_kv_cache, sglang_max_total_tokens  # noqa: E402

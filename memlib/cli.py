@@ -102,7 +102,8 @@ def _add_estimate(sub) -> None:
 
 
 def _add_serve(sub) -> None:
-    """`memlib serve`: the serving options of estimate_inference."""
+    """`memlib serve`: one flag per option of estimate_inference, made from its option table
+    (memlib.serving.inference.SERVING_OPTIONS; --count is its tp); a flag left out gets the table's default."""
     v = sub.add_parser("serve", help="serving memory per GPU: weights, KV cache, prefill workspace; largest batch/context",
                        description="Memory to serve a model with tensor parallelism over --count GPUs: the per-GPU "
                                    "breakdown, whether it fits, KV cache bytes per token, and the largest batch "
@@ -110,30 +111,7 @@ def _add_serve(sub) -> None:
     v.add_argument("model", nargs="?", help=f"catalog name ({', '.join(list_models())})")
     v.add_argument("--hf-config", metavar="PATH", help="a Hugging Face config.json (or its folder) instead of a name")
     v.add_argument("--gpu", default="a100-80gb", help="GPU model (default a100-80gb)")
-    d = {k: p.default for k, p in inspect.signature(inference.estimate_inference).parameters.items()}  # its defaults
-    v.add_argument("--count", type=int, default=d["tp"], help=f"GPUs, as the tensor-parallel degree (default {d['tp']})")
-    v.add_argument("--context-len", type=int, default=d["context_len"],
-                   help=f"tokens per sequence (default {d['context_len']})")
-    v.add_argument("--batch", type=int, default=d["batch"], help=f"sequences served at once (default {d['batch']})")
-    v.add_argument("--weights", default=d["weights"], choices=("auto",) + inference.WEIGHT_FORMATS,
-                   help="weight format (default auto: the checkpoint's own, from its quantization_config; "
-                        "bf16 when it has none)")
-    v.add_argument("--kv-cache", default=d["kv_cache"], choices=inference.ALL_KV_FORMATS,
-                   help=f"default {d['kv_cache']}; vllm/sglang also fp8_e4m3, fp8_e5m2; vllm with an MLA model "
-                        "fp8_ds_mla; llama.cpp a ggml type (q8_0, q4_0, ...)")
-    v.add_argument("--kv-cache-v", default=None, choices=inference.ALL_KV_FORMATS,
-                   help="llama.cpp: V's cache type when it differs from K's (--cache-type-v)")
-    v.add_argument("--engine", default=d["engine"], choices=inference.ENGINES,
-                   help=f"how the cache is sized and typed: hf, vllm, sglang, llama.cpp (default {d['engine']})")
-    v.add_argument("--ep", type=int, default=d["ep"],
-                   help="expert-parallel degree for MoE models: routed experts split whole over EP GPUs "
-                        f"(a multiple of --count; vLLM --enable-expert-parallel; default {d['ep']})")
-    v.add_argument("--mla-cache", default=d["mla_cache"], choices=inference.MLA_CACHES,
-                   help="MLA models (DeepSeek-V2/V3): latent = the compressed cache vLLM/SGLang keep, "
-                        f"full = transformers' full K and V (default {d['mla_cache']})")
-    v.add_argument("--prefill-tokens", type=int, default=None,
-                   help="tokens in one prefill forward (vLLM's max_num_batched_tokens with chunked prefill); "
-                        "default: the whole batch x context at once")
+    inference.SERVING_TABLE.add_arguments(v, flags=inference.SERVING_FLAGS)  # one flag per option, the table's help
     v.add_argument("--allocator-headroom", type=_headroom, default=DEFAULT_ALLOCATOR_HEADROOM, help=HEADROOM_HELP)
     v.add_argument("--json", action="store_true", help="machine-readable output")
     v.add_argument("--explain", action="store_true", help="print the step-by-step derivation (markdown)")
@@ -250,14 +228,15 @@ def cmd_serve(a) -> int:
     if bool(a.model) == bool(a.hf_config):
         raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
-    opts = dict(weights=a.weights, kv_cache=a.kv_cache, tp=a.count, ep=a.ep, mla_cache=a.mla_cache,
-                prefill_tokens=a.prefill_tokens, engine=a.engine, kv_cache_v=a.kv_cache_v)
-    est = inference.estimate_inference(model, batch=a.batch, context_len=a.context_len, **opts)
+    opts = {name: getattr(a, name) for name in inference.SERVING_OPTIONS if getattr(a, name) is not None}
+    est = inference.estimate_inference(model, **opts)
+    s = est.setup  # every option as estimate_inference resolved it (the table's default where no flag was given)
+    opts = {k: v for k, v in opts.items() if k not in ("batch", "context_len")}
     v = fits(est, a.gpu, allocator_headroom=a.allocator_headroom)
-    mb = inference.max_batch(model, a.gpu, a.context_len, allocator_headroom=a.allocator_headroom, **opts)
-    mc = inference.max_context(model, a.gpu, a.batch, allocator_headroom=a.allocator_headroom, **opts)
+    mb = inference.max_batch(model, a.gpu, s.context_len, allocator_headroom=a.allocator_headroom, **opts)
+    mc = inference.max_context(model, a.gpu, s.batch, allocator_headroom=a.allocator_headroom, **opts)
     if a.json:
-        print(json.dumps({**est.to_dict(), "gpu": v.gpu.name, "count": a.count,
+        print(json.dumps({**est.to_dict(), "gpu": v.gpu.name, "count": s.tp,
                           "verdict": {"fits": v.fits, "required_bytes": v.required_bytes,
                                       "capacity_bytes": v.capacity_bytes, "margin_bytes": v.margin_bytes},
                           "max_batch": mb.value, "max_batch_reason": mb.reason,
@@ -266,12 +245,11 @@ def cmd_serve(a) -> int:
     if a.explain:
         print(est.explain())
         print()
-    s = est.setup
     print(model.describe())
     print(f"engine {s.engine}, batch {s.batch} x context {s.context_len:,}, weights {s.weights}, KV cache {s.kv_cache}"
           + (f" (K), {s.kv_cache_v} (V)" if s.kv_cache_v else "") + ", "
-          f"tensor parallel over {a.count} x {v.gpu.name}")
-    where = "per GPU" if a.count > 1 else "on one GPU"
+          f"tensor parallel over {s.tp} x {v.gpu.name}")
+    where = "per GPU" if s.tp > 1 else "on one GPU"
     print(f"\nPeak {fmt_bytes(est.peak_bytes)} {where} (prefill workspace at: {est.phase})")
     print(f"\n{'held ' + where:<20}{'GB':>12}{'GiB':>12}")
     for k, n in est.breakdown.items():

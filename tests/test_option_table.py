@@ -102,19 +102,21 @@ SCANNED = ("memlib/training/options.py", "memlib/training/__init__.py", "memlib/
 NOT_TRAINING = ("_add_serve",)
 
 
-def written_defaults(source: str, where: str = "") -> list[str]:
-    """Literal copies of a table default in `source`: a parameter or dataclass field named as an option whose
-    literal default equals the table's, a dict(...) or {...} of three or more options each at its table default (a
-    copy of the defaults), or an argparse flag of an option given its literal default."""
+def written_defaults(source: str, where: str = "", options=None, skip=NOT_TRAINING) -> list[str]:
+    """Literal copies of a table default in `source` (`options`: the table, training's unless given): a parameter
+    or dataclass field named as an option whose literal default equals the table's, a dict(...) or {...} of three or
+    more options each at its table default (a copy of the defaults), or an argparse flag of an option given its
+    literal default. Calls inside the functions named in `skip` are not scanned."""
+    options = OPTIONS if options is None else options
     out = []
     tree = ast.parse(source)
-    skipped = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in NOT_TRAINING
+    skipped = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in skip
                for n in ast.walk(f)}
 
     def same(name, node) -> bool:
-        if name not in OPTIONS or not isinstance(node, ast.Constant):
+        if name not in options or not isinstance(node, ast.Constant):
             return False
-        d = OPTIONS[name].default
+        d = options[name].default
         return node.value == d and type(node.value) is type(d) and d is not None
 
     for node in ast.walk(tree):
@@ -198,7 +200,8 @@ def test_after_the_change_is_undone_help_says_2048_again():
 # ---- one validator per kind ---------------------------------------------------------------------------------------
 BAD = {"flag": ("false", 1), "choice": (["x"], "nope"), "count": (True, 2.5, 0), "count0": (-1, True),
        "probability": (True, "0.1", 1.0), "positive": ("1.5", 0, float("inf")), "zero_stage": ("ZERO", 4, True),
-       "targets": (5, []), "layer_counts": ("2,2", [0, 2]), "ce_fusion": ("fast",), "deferral": (-1, 1.5)}
+       "targets": (5, []), "layer_counts": ("2,2", [0, 2]), "ce_fusion": ("fast",), "deferral": (-1, 1.5),
+       "version": (4.44, "4")}  # version: serving's transformers_version (main's branch), no training option yet
 
 
 @pytest.mark.parametrize("name", list(OPTIONS))

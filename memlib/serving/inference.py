@@ -29,11 +29,13 @@ multimodal checkpoints (`Model.omitted`).
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from memlib._checks import choice, flag, positive_int, plain_args
 from memlib.models.hf_readers import checkpoint_group_size
+from memlib.options import Option, OptionTable, option
 from memlib.hardware.fit import Verdict, fits
 from memlib.training.lora import nf4_bytes
 from memlib.models import Model, Tensor, get_model
@@ -308,11 +310,11 @@ class InferenceSetup:
     tp: int
     group_size: int
     logits: str
-    mla_cache: str = "latent"
-    ep: int = 1
-    prefill_tokens: int | None = None
-    engine: str = DEFAULT_ENGINE
-    kv_cache_v: str | None = None  # llama.cpp: V's type when it differs from K's (kv_cache)
+    mla_cache: str
+    ep: int
+    prefill_tokens: int | None
+    engine: str
+    kv_cache_v: str | None  # llama.cpp: V's type when it differs from K's (kv_cache)
 
     @property
     def tokens(self) -> int:
@@ -405,8 +407,8 @@ def resolve_weights(model: Model, weights) -> str:
     return weights
 
 
-def _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits, mla_cache="latent", ep=1,
-           prefill_tokens=None, engine=DEFAULT_ENGINE, kv_cache_v=None) -> InferenceSetup:
+def _check(model, batch, context_len, weights, kv_cache, tp, group_size, logits, mla_cache, ep, prefill_tokens, engine,
+           kv_cache_v) -> InferenceSetup:
     model = get_model(model) if isinstance(model, str) else model
     if not isinstance(model, Model):
         raise ValueError(f"model must be a catalog name or a memlib.Model, got {type(model).__name__}")
@@ -526,41 +528,65 @@ def _weight_parts(model: Model, weights: str = "bf16", tp: int = 1, group_size: 
     return parts
 
 
-@plain_args
-def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: str = AUTO,
-                       kv_cache: str = "bf16", tp: int = 1, group_size: int | None = None,
-                       logits: str = "last", mla_cache: str = "latent", ep: int = 1,
-                       prefill_tokens: int | None = None, engine: str = DEFAULT_ENGINE,
-                       kv_cache_v: str | None = None, transformers_version: str | None = None) -> InferenceEstimate:
-    """Memory to serve `model` on one of `tp` GPUs: weights, KV cache, the prefill's activations.
+# --- estimate_inference's options, declared once (memlib/options.py) -----------------------------------------------
+# Its signature, help(), `memlib serve`'s flags and docs/usage.md's serving table are made from this table, and each
+# value is checked by its kind's validator (the same kinds and messages as estimate_training's table); what depends
+# on the model or on another option (kv_cache by engine, tp dividing the heads, ...) is checked after, in _check.
+MEMLIB = "memlib's convention"
+SERVING_OPTIONS: dict[str, Option] = {o.name: o for o in (
+    option("batch", "count", 1, "sequences served at once", f"{MEMLIB}: one prompt, as HF generate on one input",
+           positional=True),
+    option("context_len", "count", 4096, "tokens per sequence, prompt and generated: the cache when the context is "
+           "full", "Llama 2's context length, 4096 tokens: Touvron et al. 2023, Table 1", positional=True),
+    option("weights", "choice", AUTO, "weight format: 'auto' the checkpoint's own; int8 LLM.int8(); int8-gptq (GPTQ 8-bit: 8 + "
+           "24/g bits per weight, GPTQModel@f4c327a), int4-gptq, int4-awq, nf4, fp8-block; mxfp4 a MoE's routed experts only (as gpt-oss ships)",
+           "transformers' from_pretrained loads the checkpoint's config.json quantization_config; bf16 when it has "
+           "none", (AUTO,) + WEIGHT_FORMATS, positional=True),
+    option("kv_cache", "choice", "bf16", "KV cache type: bf16, fp16, fp8, int8 (LMDeploy); vllm/sglang also "
+           "fp8_e4m3, fp8_e5m2; vllm with an MLA model fp8_ds_mla (DeepSeek-V3.2 sparse-MLA cache, 656 B per "
+           "token per layer, vllm@001cabc1); llama.cpp a ggml type (K's; kv_cache_v V's)", "the model's 16-bit dtype: vLLM "
+           "kv_cache_dtype='auto', transformers' DynamicCache", ALL_KV_FORMATS, positional=True),
+    option("tp", "count", 1, "tensor-parallel GPUs (Megatron shards; must divide the heads and MLP widths)",
+           "one GPU: vLLM --tensor-parallel-size 1", positional=True),
+    option("group_size", "count", None, "GPTQ/AWQ quantization group: weights int4-gptq, int4-awq",
+           "GPTQConfig / AwqConfig group_size 128", none="the checkpoint's quantization_config group_size for its "
+           "own format, else 128", positional=True),
+    option("logits", "choice", "last", "'last': the head on the last position only (generate, vLLM); 'all': a "
+           "plain forward's logits for every position; 'all-fp32' every position plus its fp32 copy (transformers "
+           "4.31-4.44 generate, before PR #31292)", "transformers' generate with logits_to_keep=1, and vLLM",
+           LOGITS, positional=True),
+    option("mla_cache", "choice", "latent", "MLA models: 'latent' the compressed latent + rope key per token, "
+           "'full' K and V per head", "vLLM and SGLang's MLA cache; transformers' eager cache is 'full'",
+           MLA_CACHES, positional=True),
+    option("ep", "count", 1, "MoE: expert-parallel GPUs, routed experts split whole over them (a multiple of tp)",
+           "no expert parallelism: vLLM without --enable-expert-parallel", positional=True),
+    option("prefill_tokens", "count", None, "tokens in one prefill forward (vLLM's max_num_batched_tokens with "
+           "chunked prefill)", "HF generate prefills the whole prompt in one forward",
+           none="the whole batch x context at once", positional=True),
+    option("engine", "choice", DEFAULT_ENGINE, "how the cache is sized and typed: 'hf' exactly batch x context, "
+           "'vllm' 16-token pages, 'sglang' page 1, 'llama.cpp' cells padded to 256",
+           "transformers' generate: memlib.serving.engines.DEFAULT_ENGINE", ENGINES, positional=True),
+    option("kv_cache_v", "choice", None, "llama.cpp: V's cache type when it differs from K's (--cache-type-v)",
+           "llama.cpp types K and V alike by default: -ctk and -ctv f16", ALL_KV_FORMATS, none="V typed as kv_cache",
+           positional=True),
+    option("transformers_version", "version", None, "engine 'hf': the transformers release whose generate() to "
+           "describe; sets logits by transformers release (4.31-4.44 'all-fp32', 4.45 on 'last')",
+           "transformers PR #31292 (v4.45: logits_to_keep in generate)", ("4.31",), none="logits as given",
+           positional=True),
+)}
+SERVING_TABLE = OptionTable("memlib.serving.inference.SERVING_OPTIONS", SERVING_OPTIONS)
+SERVING_FLAGS = {"tp": "--count"}  # `memlib serve --count N`: the GPUs the model is split over
 
-    weights:  "auto" (default: the checkpoint's format from its config.json quantization_config,
-              e.g. DeepSeek-V3's block fp8 or gpt-oss's MXFP4 experts; bf16 when it has none) |
-              "bf16" | "fp16" | "fp32" | "int8" (LLM.int8()) | "int8-gptq" | "int4-gptq" | "int4-awq" | "nf4" |
-              "fp8-block" | "mxfp4" (a MoE's routed experts only, as gpt-oss ships; a dense model's
-              projections).
-    kv_cache: "bf16" | "fp16" | "fp8" | "int8"; with engine "vllm"/"sglang" also "fp8_e4m3" | "fp8_e5m2";
-              with engine "vllm" and an MLA model also "fp8_ds_mla" (DeepSeek-V3.2's 656 B latent);
-              with engine "llama.cpp" a ggml type: "f16" | "bf16" | "f32" | "q8_0" | "q4_0" | "q4_1" |
-              "iq4_nl" | "q5_0" | "q5_1" (K's type; kv_cache_v: V's, default the same).
-    engine:   "hf" (default: transformers, the cache exactly batch x context) | "vllm" (16-token
-              pages) | "sglang" (page 1) | "llama.cpp" (cells padded to 256, sliding-window layers
-              at window + ubatch cells, --parallel batch): memlib.serving.engines.
-    tp:       tensor-parallel degree; must divide num_heads, num_kv_heads and the MLP widths.
-    ep:       expert-parallel degree (MoE): routed experts split whole over ep GPUs; a multiple of
-              tp (ep > tp is data-parallel attention: each attention replica serves its own batch).
-    mla_cache: "latent" (vLLM, SGLang: the compressed latent + rope key per token, replicated
-              over tp) | "full" (transformers' cache: full K and V per head). MLA models only.
-    prefill_tokens: tokens in one prefill forward (vLLM's max_num_batched_tokens, e.g. 8192, with
-              chunked prefill); default None: the whole batch x context at once (HF generate).
-    group_size: GPTQ/AWQ quantization group (default None: the checkpoint's quantization_config
-              group_size when weights is its own format, else 128).
-    logits:   "last" (HF generate with logits_to_keep=1, vLLM: the head runs on the last
-              position only) | "all" (a plain forward: logits for every position) | "all-fp32"
-              (transformers 4.31-4.44's generate: every position's logits and their fp32 copy).
-    transformers_version: engine "hf": the release whose generate() to describe (e.g. "4.44.2"); sets
-              logits by hf_generate_logits (4.31-4.44: "all-fp32"; 4.45 on: "last").
-    """
+
+def _estimate_inference(*args, **kwargs) -> InferenceEstimate:
+    given = SERVING_TABLE.bind(_estimate_inference, args, kwargs, "estimate_inference")
+    model = given.pop("model")
+    return _estimate(model, **SERVING_TABLE.validate(given))
+
+
+def _estimate(model, batch, context_len, weights, kv_cache, tp, group_size, logits, mla_cache, ep, prefill_tokens,
+              engine, kv_cache_v, transformers_version) -> InferenceEstimate:
+    """estimate_inference once every option is given, each checked by its kind (SERVING_TABLE.validate)."""
     if transformers_version is not None:
         if engine != "hf":
             raise ValueError(f"transformers_version describes transformers' generate (engine 'hf'); engine {engine!r} "
@@ -607,6 +633,31 @@ def estimate_inference(model, batch: int = 1, context_len: int = 4096, weights: 
     return InferenceEstimate(s, parts, kv_tok, moments, formulas, _dequant_workspace(s),
                              [*("WARNING: " + w for w in warnings), *notes], warnings, kv_total)
 
+
+
+estimate_inference = plain_args(_estimate_inference)  # numpy scalars become Python numbers first (issue 23)
+
+HEADER = """Memory to serve `model` on one of `tp` GPUs: weights, KV cache, the prefill's activations.
+
+    estimate_inference(model, batch=..., ...): model is a catalog name or a memlib.Model; every other argument is an
+    option of the table below (memlib.serving.inference.SERVING_OPTIONS: what it accepts, its default and where that
+    default comes from; the same table makes `memlib serve`'s flags and the docs' serving table). Each value is
+    checked by its kind's validator (the kinds of estimate_training's table), then against the model and the other
+    options: kv_cache by engine (memlib.serving.engines.kv_formats), tp dividing the heads and MLP widths, ep a
+    multiple of tp dividing the experts, kv_cache_v under llama.cpp only."""
+_P = inspect.Parameter
+_FIRST = (_P("model", _P.POSITIONAL_OR_KEYWORD),)
+
+
+def document() -> None:
+    """(Re)make estimate_inference's signature and help() from the table (run at import; run it again after
+    changing an entry of SERVING_OPTIONS)."""
+    for fn in (_estimate_inference, estimate_inference):
+        SERVING_TABLE.document(fn, HEADER, _FIRST, returns="InferenceEstimate")
+        fn.__name__ = fn.__qualname__ = "estimate_inference"
+
+
+document()
 
 def _prefill_moments(s: InferenceSetup) -> tuple[dict[str, int], dict[str, str]]:
     """Transient bytes at each candidate peak of one prefill forward (HF LlamaDecoderLayer order).
@@ -772,31 +823,40 @@ def _largest(make, gpu, cap: int | None, what: str, fits_kw: dict) -> Limit:
 
 
 @plain_args
-def max_batch(model, gpu, context_len: int = 4096, cuda_context_bytes: int | None = None,
-              allocator_headroom: float | None = None, **kwargs) -> Limit:
+def max_batch(model, gpu, context_len: int = SERVING_OPTIONS["context_len"].default,
+              cuda_context_bytes: int | None = None, allocator_headroom: float | None = None, **kwargs) -> Limit:
     """Largest batch whose estimate at `context_len` still fits() `gpu` (binary search).
 
     Returns a Limit (value 0 with the reason when even batch 1 does not fit; no exception).
     `kwargs` go to estimate_inference (weights, kv_cache, tp, ep, mla_cache, prefill_tokens, ...);
     the verdict is per GPU.
     """
+    _searched("max_batch", "batch", kwargs)
     estimate_inference(model, 1, context_len, **kwargs)  # validates the inputs once
     fkw = _fits_kw(cuda_context_bytes, allocator_headroom)
     return _largest(lambda n: estimate_inference(model, n, context_len, **kwargs), gpu, None, "batch", fkw)
 
 
 @plain_args
-def max_context(model, gpu, batch: int = 1, cuda_context_bytes: int | None = None,
-                allocator_headroom: float | None = None, **kwargs) -> Limit:
+def max_context(model, gpu, batch: int = SERVING_OPTIONS["batch"].default,
+                cuda_context_bytes: int | None = None, allocator_headroom: float | None = None, **kwargs) -> Limit:
     """Largest context_len (up to the model's max_position_embeddings) that still fits() `gpu`.
 
     Returns a Limit (value 0 with the reason when even one token does not fit; no exception).
     """
+    _searched("max_context", "context_len", kwargs)
     m = get_model(model) if isinstance(model, str) else model
     estimate_inference(m, batch, 1, **kwargs)
     fkw = _fits_kw(cuda_context_bytes, allocator_headroom)
     return _largest(lambda n: estimate_inference(m, batch, n, **kwargs), gpu, m.max_position_embeddings,
                     "context_len", fkw)
+
+
+def _searched(fn: str, name: str, kwargs: dict) -> None:
+    """max_batch searches the batch and max_context the context: that option given too is a mistake, said so."""
+    if name in kwargs:
+        raise ValueError(f"{fn} searches {name} (the largest that fits), so {name}={kwargs[name]!r} cannot be given; "
+                         f"{'pass context_len' if name == 'batch' else 'pass batch'} and the other options")
 
 
 def _fits_kw(cuda_context_bytes, allocator_headroom) -> dict:

@@ -1,7 +1,7 @@
 """The options of estimate_training, declared once: name, kind, accepted values, default, its source, one help line.
 
-Everything else is generated from OPTIONS (the idea of scikit-learn's sklearn/utils/_param_validation.py: one
-declaration per parameter, one validator per kind of constraint; the code here is memlib's own):
+Everything else is generated from OPTIONS by memlib/options.py's OptionTable, the machinery estimate_inference's
+table (serving/inference.py: SERVING_OPTIONS) uses too, with the same kinds and validators:
 
     estimate_training's signature and help()      training/__init__.py: document()
     TrainingSetup.create / .replace, the presets   training/options.py: defaults(), validate()
@@ -9,7 +9,8 @@ declaration per parameter, one validator per kind of constraint; the code here i
     `memlib estimate` / `memlib fit` flags         cli.py: add_arguments()
     the option table in docs/usage.md             tools/make_option_table.py (--check in the tests)
 
-Each value is checked by its kind's one validator (KINDS): a flag is True or False, never the string "false";
+Each value is checked by its kind's one validator (memlib.options.KINDS, shared with serving; the kinds only
+training has are registered below): a flag is True or False, never the string "false";
 a choice is one of its values, never a list; a count is a positive integer, never 2.0 or True; a probability is in
 [0, 1). Options that depend on each other (LoRA options under finetune='full', zero_stage against dp, ...) are
 checked after this, in training/options.py.
@@ -21,14 +22,10 @@ TrainingSetup field of the same name (options.py), and the term that reads it. S
 from __future__ import annotations
 
 import argparse
-import difflib
-import inspect
 import numbers
-import textwrap
-from dataclasses import dataclass
-from typing import Callable
 
-from memlib._checks import choice, flag, positive_float, positive_int, probability, show
+from memlib._checks import positive_int, show
+from memlib.options import KINDS, Kind, Option, OptionTable, option, register_kind  # noqa: F401 (re-exported)
 from memlib.training.lora import TARGET_GROUPS
 from memlib.training.optimizers import OPTIMIZERS
 
@@ -148,24 +145,8 @@ def _cli_layer_counts(text: str) -> tuple[int, ...]:
             from None
 
 
-@dataclass(frozen=True)
-class Kind:
-    words: str          # what it accepts, for messages, help() and the docs ({values} filled by the option's)
-    check: Callable     # check(name, value, values) -> the value, or a ValueError naming `name`
-    annotation: object  # the Python type shown in the signature
-    cli: dict           # argparse keywords
-
-
-KINDS = {
-    "flag": Kind("True or False", lambda n, v, _: flag(n, v), bool, {"action": argparse.BooleanOptionalAction}),
-    "choice": Kind("one of {values}", lambda n, v, vals: choice(n, v, vals), str, {}),
-    "count": Kind("an integer >= 1", lambda n, v, _: positive_int(n, v), int, {"type": int, "metavar": "N"}),
-    "count0": Kind("an integer >= 0", lambda n, v, _: positive_int(n, v, allow_zero=True), int,
-                   {"type": int, "metavar": "N"}),
-    "probability": Kind("a probability in [0, 1)", lambda n, v, _: probability(n, v), float,
-                        {"type": float, "metavar": "P"}),
-    "positive": Kind("a finite number > 0", lambda n, v, _: positive_float(n, v), float,
-                     {"type": float, "metavar": "X"}),
+# the kinds only training has (flag, choice, count, ... are memlib.options.KINDS, shared with serving)
+for _name, _kind in {
     "zero_stage": Kind("0, 1, 2, 3 (DeepSpeed ZeRO) or FULL_SHARD, SHARD_GRAD_OP, NO_SHARD (PyTorch FSDP)",
                        lambda n, v, _: (zero_stage_of(v), v)[1], "int | str",
                        {"type": _cli_zero_stage, "metavar": "STAGE"}),
@@ -177,48 +158,12 @@ KINDS = {
                       {"choices": ("native", "te")}),
     "deferral": Kind("True or a micro-batch count >= 0", lambda n, v, _: _deferral(n, v), "int | bool",
                      {"type": int, "metavar": "N"}),
-}
+}.items():
+    register_kind(_name, _kind)
+del _name, _kind
 
 
-@dataclass(frozen=True)
-class Option:
-    """One option of estimate_training (and TrainingSetup.create, plan's passed-on options, the CLI)."""
-
-    name: str
-    kind: str           # a key of KINDS
-    default: object
-    help: str           # one line: what it changes
-    source: str         # where the default comes from
-    values: tuple = ()  # kind 'choice': the accepted values
-    none: str = ""      # None accepted and meaning this ("" : None is not accepted unless it is the default)
-    positional: bool = False  # may be passed by position (estimate_training's first parameters)
-
-    def check(self, value):
-        """The value checked by its kind's one validator: a ValueError naming the option and what it accepts."""
-        if value is None and (self.none or self.default is None):
-            return None
-        try:
-            return KINDS[self.kind].check(self.name, value, self.values)
-        except ValueError as e:
-            if self.none:
-                raise ValueError(f"{e} (or None: {self.none})") from None
-            raise
-
-    @property
-    def accepts(self) -> str:
-        words = KINDS[self.kind].words.format(values=", ".join(repr(v) for v in self.values))
-        return words + (f"; None: {self.none}" if self.none else "")
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-    def default_words(self) -> str:
-        return f"None ({self.none})" if self.default is None and self.none else repr(self.default)
-
-
-def _o(name, kind, default, help, source, values=(), none="", positional=False) -> Option:
-    return Option(name, kind, default, help, source, tuple(values), none, positional)
+_o = option  # option(name, kind, default, help, source, values=(), none="", positional=False)
 
 
 MEMLIB = "memlib's convention"
@@ -343,82 +288,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
 )}
 
 
-def close_names(names) -> str:
-    """' (did you mean zero_stage?)' for misspelt option names, or ''."""
-    close = [c for n in names for c in difflib.get_close_matches(str(n), OPTIONS, n=1, cutoff=0.75)]
-    return f" (did you mean {', '.join(close)}?)" if close else ""
-
-
-def defaults() -> dict:
-    """{name: default} of every option, read from the table now (a changed entry changes it)."""
-    return {name: o.default for name, o in OPTIONS.items()}
-
-
-def complete(options: dict) -> dict:
-    """Every option: the given ones, the table's defaults for the rest; an unknown name is an error."""
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ValueError(f"unknown option(s) {', '.join(map(str, unknown))}{close_names(unknown)}; accepted: "
-                         f"{', '.join(OPTIONS)}")
-    return {**defaults(), **options}
-
-
-def validate(options: dict) -> dict:
-    """Each given option checked by its kind's validator (one message per kind), returned as checked."""
-    return {name: OPTIONS[name].check(value) for name, value in complete(options).items()}
-
-
-# --- generated surfaces ------------------------------------------------------------------------------------------
-def signature(first=(), last=(), returns=inspect.Signature.empty, keyword_only: bool = False) -> inspect.Signature:
-    """The table as a signature: `first` parameters, the positional options (keyword-only too with keyword_only),
-    the keyword-only ones, `last`."""
-    P = inspect.Parameter
-    keyword_only = flag("keyword_only", keyword_only)
-    params = list(first)
-    for o in OPTIONS.values():
-        kind = KINDS[o.kind].annotation
-        named = getattr(kind, "__name__", kind)
-        params.append(P(o.name, P.POSITIONAL_OR_KEYWORD if o.positional and not keyword_only else P.KEYWORD_ONLY,
-                        default=o.default,
-                        annotation=kind if o.default is not None else f"{named} | None"))
-    return inspect.Signature(params + list(last), return_annotation=returns)
-
-
-def docstring(header: str, footer: str = "") -> str:
-    """`header`, one line per option (what it accepts, its default and the default's source), `footer`."""
-    lines = [header.rstrip(), "", "Options (memlib.training.option_table.OPTIONS):"]
-    for o in OPTIONS.values():
-        text = f"{o.name}: {o.help}. Accepts {o.accepts}; default {o.default_words()} ({o.source})."
-        lines.append(textwrap.fill(text, 116, initial_indent="    ", subsequent_indent="        "))
-    return "\n".join(lines + (["", footer.rstrip()] if footer else []))
-
-
-def document(fn, header: str, first=(), last=(), returns=inspect.Signature.empty, footer: str = "",
-             keyword_only: bool = False) -> None:
-    """Give `fn` the table's signature and help text (called again after the table changes)."""
-    fn.__signature__ = signature(first, last, returns, flag("keyword_only", keyword_only))
-    fn.__doc__ = docstring(header, footer)
-
-
-def add_arguments(parser, names=None, prefix: str = "") -> None:
-    """One command-line flag per option (`--seq-len`, `--no-double-quant`, ...), all defaulting to None (not
-    given): a flag given on the command line always wins over --recipe, even at memlib's default."""
-    for o in OPTIONS.values():
-        if names is not None and o.name not in names:
-            continue
-        kw = dict(KINDS[o.kind].cli)
-        if o.kind == "choice":
-            kw["choices"] = tuple(v for v in o.values if v is not None)
-        parser.add_argument(o.flag, dest=o.name, default=None, help=f"{prefix}{o.help} (default {o.default_words()})",
-                            **kw)
-
-
-def markdown_table() -> str:
-    """The docs' option table: every option, what it accepts, its default and the default's source."""
-    rows = ["| option | accepts | default | default's source | what it changes | flag |", "|---|---|---|---|---|---|"]
-    for o in OPTIONS.values():
-        flag_name = (f"`{o.flag}` / `--no-{o.flag[2:]}`" if o.kind == "flag" else f"`{o.flag}`")
-        default = f"`{o.default!r}`" + (f" ({o.none})" if o.default is None and o.none else "")
-        cells = (f"`{o.name}`", o.accepts, default, o.source, o.help, flag_name)
-        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(rows)
+TABLE = OptionTable("memlib.training.option_table.OPTIONS", OPTIONS)
+close_names = TABLE.close_names      # ' (did you mean zero_stage?)' for misspelt option names, or ''
+defaults = TABLE.defaults            # {name: default} of every option, read from the table now
+complete = TABLE.complete            # the given options and the table's defaults for the rest
+validate = TABLE.validate            # each option checked by its kind's validator
+signature = TABLE.signature          # the table as an inspect.Signature
+docstring = TABLE.docstring          # help(): one line per option
+document = TABLE.document            # give a function the table's signature and help text
+add_arguments = TABLE.add_arguments  # one command-line flag per option
+markdown_table = TABLE.markdown_table  # the docs' option table
