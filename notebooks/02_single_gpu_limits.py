@@ -33,7 +33,8 @@ from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes,
 from memlib.activations import korthikanti_layer_bytes
 from memlib.explain import markdown_table
 from memlib.fit import max_peak_bytes
-from memlib.models.llama_like import ladder, largest_size_that_fits
+from memlib.hardware.fit import largest_size_that_fits
+from memlib.models.llama_like import ladder
 from memlib.playground import Playground
 from memlib.units import fmt_count
 from memlib.viz import breakdown_bars, sweep
@@ -82,7 +83,7 @@ def estimate(recipe, model):
 
 def limit(recipe, gpu):
     """The largest LLaMA-like shape memlib.fits under the recipe, searched continuously
-    (memlib.models.llama_like.largest_size_that_fits: width and depth interpolated along the ladder)."""
+    (memlib.hardware.fit.largest_size_that_fits: width and depth interpolated along the ladder)."""
     if (recipe, gpu) not in _limits:
         _limits[recipe, gpu] = largest_size_that_fits(gpu, lambda m: estimate(recipe, m))
     return _limits[recipe, gpu]
@@ -279,7 +280,7 @@ s3_off, s3_off_host = f"{gb(MENU['ZeRO-Offload'].peak_bytes):.1f} GB", f"{gb(MEN
 # QLoRA, NF4 ≈ 0.55 → **145B**; serving bf16 2 → **40B**, int4 ≈ 0.55 → **145B**.
 
 # %% tags=["nbval-check-output"]
-# memlib.models.llama_like.largest_size_that_fits: the largest interpolated shape memlib.fits (to 1%)
+# memlib.hardware.fit.largest_size_that_fits: the largest interpolated shape memlib.fits (to 1%)
 PENCIL = {"full · AdamW": 4e9, "full · 8-bit AdamW + recompute": 8e9, "full · ZeRO-Offload + recompute": 40e9,
           "LoRA + recompute": 40e9, "QLoRA + recompute": 145e9, "serve · bf16": 40e9,
           "serve · int4 (AWQ)": 145e9}  # the pencil's figures above

@@ -34,7 +34,8 @@ from memlib.claims import claim_verdict, overall
 from memlib.cost.conventions import optimizer_step_hbm_bytes, recompute_overhead
 from memlib.explain import markdown_table
 from memlib.fit import max_peak_bytes
-from memlib.models.llama_like import ladder, largest_size_that_fits
+from memlib.hardware.fit import largest_size_that_fits
+from memlib.models.llama_like import ladder
 from memlib.plan import Plan, max_micro_batch, max_seq_len
 from memlib.units import fmt_count
 from memlib.viz import sweep
@@ -80,7 +81,7 @@ def estimate(recipe, model):
 
 def limit(recipe, gpu):
     """The largest LLaMA-like shape memlib.fits under the recipe, searched continuously
-    (memlib.models.llama_like.largest_size_that_fits: width and depth interpolated along the ladder)."""
+    (memlib.hardware.fit.largest_size_that_fits: width and depth interpolated along the ladder)."""
     if (recipe, gpu) not in _limits:
         _limits[recipe, gpu] = largest_size_that_fits(gpu, lambda m: estimate(recipe, m))
     return _limits[recipe, gpu]
@@ -143,7 +144,7 @@ m13 = memlib.get_model("llama-13b")
 # ### Every card: the largest model per recipe (24, 48, 80 and 141 GB)
 
 # %% tags=["nbval-check-output"]
-# memlib.models.llama_like.largest_size_that_fits per card, against what torch reports (catalog torch_total_mib)
+# memlib.hardware.fit.largest_size_that_fits per card, against what torch reports (catalog torch_total_mib)
 ALL = ["rtx-4090", "a100-40gb", "rtx-a6000", "l40s", "a100-80gb", "h100-80gb", "h200"]
 SHOW = ["full · AdamW", "full · 8-bit AdamW + recompute", "full · ZeRO-Offload + recompute", "LoRA + recompute",
         "QLoRA + recompute", "serve · bf16", "serve · int4 (AWQ)"]

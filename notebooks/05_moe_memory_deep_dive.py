@@ -286,10 +286,10 @@ s7_nf4_h100, s7_nf4 = f"{floors['nf4']}", f"{GB(nf4_total)}"
 # ~1.85-1.9 tokens per main-model step.
 
 # %% tags=["nbval-check-output"]
-from memlib.models.mtp import mtp_active_params, mtp_module_bytes, mtp_module_params
+from memlib.serving.mtp import mtp_active_params, mtp_module_bytes, mtp_module_params
 from memlib.serving.techniques import speculative_expected_tokens, speculative_speedup
 
-mtp = mtp_module_params(m)                          # memlib.models.mtp: from config.json's shapes
+mtp = mtp_module_params(m)                          # memlib.serving.mtp: from config.json's shapes
 mtp_fp8 = mtp_module_bytes(m, "fp8-block")          # the unique part, 128x128 block fp8 as released
 mtp_act = mtp_active_params(m)                      # read per drafted token (top-8 experts, M, the head)
 draft_cost = mtp_act / A                            # draft step / main step, bytes read at equal precision
@@ -309,7 +309,7 @@ f9_t85, f9_t90 = f"{mtp_tok[0.85]:.2f}", f"{mtp_tok[0.90]:.2f}"
 f9_u85, f9_u90 = f"{mtp_up[0.85]:.2f}×", f"{mtp_up[0.90]:.2f}×"
 
 # %% [markdown]
-# From the config's shapes (`memlib.models.mtp.mtp_module_params`): the block is **{eval}`f9_block`**
+# From the config's shapes (`memlib.serving.mtp.mtp_module_params`): the block is **{eval}`f9_block`**
 # parameters, nearly all of it routed experts; with *M*, its norms and the checkpoint's own copies of the
 # embedding and head ({eval}`f9_copies`) it is **{eval}`f9_total`**, the report's "14B" (685B in the
 # checkpoint, 671B in the main model). transformers does not build it, so memlib's 671B leave it out.

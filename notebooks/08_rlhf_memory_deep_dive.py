@@ -237,7 +237,7 @@ d4_capped = f"{CAPPED}"
 #
 # After every optimizer step the engines must generate with the new weights, so the actor travels to them once per
 # step, in the engine's dtype (bf16, W = 2 bytes × N). How it travels sets the bytes
-# (`memlib.training.weight_sync.weight_sync`):
+# (`memlib.cost.weight_sync.weight_sync`):
 #
 # - OpenRLHF, separate engines (`_broadcast_to_vllm`): rank 0 gathers each parameter and NCCL-broadcasts the *whole*
 #   tensor to every vLLM worker, and each keeps its tensor-parallel slice. Every engine GPU receives W. A pipelined
@@ -254,7 +254,7 @@ d4_capped = f"{CAPPED}"
 # 2.8 s per sync. Each of 8 slices is 140 / 8 = 17.5 GB, 0.35 s. On NVLink (450 GB/s each way) 140 GB takes 0.3 s.
 
 # %% tags=["nbval-check-output"]
-from memlib.training.weight_sync import weight_sync   # noqa: E402
+from memlib.cost.weight_sync import weight_sync   # noqa: E402
 
 SYNCS = {
     "70B → 4 engines of tp 8, OpenRLHF NCCL broadcast, IB NDR":
@@ -432,7 +432,7 @@ display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", 
 # - The experience buffer (rollouts, log-probs, values, advantages): OpenRLHF and verl keep it in host RAM or move it
 #   batch by batch; it is small next to the models.
 # - The staging buffers of the weight sync (NCCL broadcast buffers, verl's 512 MB update buckets; its bytes and time are
-#   `memlib.training.weight_sync`) and the host RAM that sleep mode and `--adam_offload` need. CUDA graphs are an input (`cudagraph_bytes`): give the
+#   `memlib.cost.weight_sync`) and the host RAM that sleep mode and `--adam_offload` need. CUDA graphs are an input (`cudagraph_bytes`): give the
 #   figure vLLM logs; OpenRLHF's hybrid examples run `--enforce_eager` (none).
 # - The critic's value head: estimate_training models causal-LM heads, so the critic is counted with its LM head, a
 #   slight over-count; the frozen reward model is counted with its one-output value head.

@@ -14,7 +14,8 @@ import pytest
 import memlib
 from memlib.cost import conventions as cv
 from memlib.hardware.fit import max_peak_bytes
-from memlib.models.llama_like import LADDER_SHAPES, largest_size_that_fits, llama_like, llama_like_of_size
+from memlib.hardware.fit import largest_size_that_fits
+from memlib.models.llama_like import LADDER_SHAPES, llama_like, llama_like_of_size
 from memlib.parallel.moe import decode_weight_bytes
 from memlib.serving.capacity import DecodeBound
 from memlib.serving.inference import quantized_linear_bytes
