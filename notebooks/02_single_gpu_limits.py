@@ -30,15 +30,15 @@ from IPython.display import Markdown, display
 
 import memlib
 from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, gb, gib, step_time
-from memlib.activations import korthikanti_layer_bytes
-from memlib.explain import markdown_table
-from memlib.fit import max_peak_bytes
+from memlib.training.activations import korthikanti_layer_bytes
+from memlib.training.explain import markdown_table
+from memlib.hardware.fit import max_peak_bytes
 from memlib.hardware.fit import largest_size_that_fits
 from memlib.models.llama_like import ladder
-from memlib.playground import Playground
+from memlib.learn.playgrounds import Playground
 from memlib.units import fmt_count
-from memlib.viz import breakdown_bars, sweep
-from memlib.zero import deepspeed_zero2_estimate
+from memlib.learn.viz import breakdown_bars, sweep
+from memlib.parallel.zero import deepspeed_zero2_estimate
 
 SEQ, MB = 2048, 1  # the seed's setting: one sequence of 2,048 tokens per micro-batch
 A100 = "a100-80gb"
@@ -46,7 +46,7 @@ CARDS = ["rtx-4090", "l40s", A100, "h200"]  # 24, 48, 80 and 141 GB
 LORA = dict(lora_targets="all-linear", lora_rank=16)  # adapters on every projection, rank 16
 M7 = memlib.get_model("llama-7b")
 LADDER = ladder()  # LLaMA-like shapes from 0.37B to 175B (step 4)
-MFU = memlib.timing.DEFAULT_MFU  # 40% of peak: MFU without recompute, HFU (recompute counted) with it
+MFU = memlib.cost.timing.DEFAULT_MFU  # 40% of peak: MFU without recompute, HFU (recompute counted) with it
 
 # Each recipe maps a model to a memlib estimate. Training: memlib.estimate_training with the common
 # recipe's defaults (PyTorch AMP "bf16-mixed", bare torch's foreach AdamW; "fused": HF Trainer's AdamW on torch
@@ -181,7 +181,7 @@ a_8bit_zh = {2: "翻倍", 3: "翻三倍"}.get(round(_x8), f"乘以 {_x8:.1f}")
 
 # %% tags=["nbval-check-output"]
 a100 = memlib.get_gpu(A100)  # memlib.get_gpu: nominal capacity and what torch reports
-peak_ok = max_peak_bytes(a100)  # memlib.fit.max_peak_bytes: the largest tensor peak memlib.fits accepts
+peak_ok = max_peak_bytes(a100)  # memlib.hardware.fit.max_peak_bytes: the largest tensor peak memlib.fits accepts
 print(f"A100 80GB: {a100.memory_gib:.0f} GiB nominal, torch sees {gib(a100.torch_total_bytes):.2f} GiB")
 print(f"largest peak that fits: {gb(peak_ok):.2f} GB (pencil: 80 GB)")
 
@@ -355,7 +355,7 @@ s5_ft_hfu, s5_ft_mfu = f"{run_ft.hfu:.0%}", f"{run_ft.mfu:.0%}"
 #
 # **Takeaway: the gap between the full fine-tuning lines and the QLoRA / int4 lines is the whole answer.**
 # Peak against model size along the ladder, RTX 4090 (left) and A100 80GB (right), capacity dashed
-# (`memlib.viz.sweep`, lines on a log scale).
+# (`memlib.learn.viz.sweep`, lines on a log scale).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 xs = [m.num_params / 1e9 for m in LADDER]
@@ -373,7 +373,7 @@ plt.show()
 # %% [markdown]
 # **Takeaway: ZeRO-1 on one GPU is the same bar as plain AMP; only 8-bit states, offload or adapters
 # shrink the optimizer block.** What is alive at the peak for llama-7b on one A100 80GB, per item of
-# step 3 (`memlib.viz.breakdown_bars`, linear scale).
+# step 3 (`memlib.learn.viz.breakdown_bars`, linear scale).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(8, 3.4))

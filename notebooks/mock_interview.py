@@ -24,7 +24,7 @@
 # by `check`. Run the cells in order; change the seed (or drop it) for another question.
 
 # %%
-from memlib.grading import check, hint, solution
+from memlib.learn.grading import check, hint, solution
 from memlib.learn import interview
 
 # %% [markdown]
