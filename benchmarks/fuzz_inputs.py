@@ -12,7 +12,7 @@ Each input kind runs in a forked child with a time limit, and is classed as
   hang                 still running after the limit
   silent wrong number  a result where an error was due, or a figure that fails its check
 The owner column names the file whose fix a bad row waits for (issue 11 split the work).
-Not a test: tests/test_regressions_issue11.py pins the same examples.
+Not a test: tests/test_api_odd_inputs.py pins the same examples.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 21 (teaching truth, round 3), notebooks 02-07: every figure a review changed, each against a
-hand derivation written out here, and the stored notebooks' 30-second answers and fact-checks."""
+"""The teaching figures of notebooks 02-07 that a review corrected (issue 21), each against a hand derivation
+written out here, and the stored notebooks' 30-second answers and fact-checks that quote them."""
 
 from __future__ import annotations
 
