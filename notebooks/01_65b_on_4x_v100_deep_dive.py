@@ -30,28 +30,18 @@ import numpy as np
 from IPython.display import Markdown, display
 
 import memlib
-from memlib.learn.kit import GB, G, R
-from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib, step_time
+from memlib.learn.chapters.ch01 import ACCUM, GPU, MB, MODEL, N, PREC, QLORA, SEQ
+from memlib.learn.kit import GB, G
+from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, step_time
 from memlib.training.explain import markdown_table
 from memlib.hardware.fit import usable_bytes
 from memlib.hardware.gpus import HOST_LINK
 from memlib.training.lora import lora_params
 from memlib.parallel.plan import max_micro_batch, min_gpus, plan, to_deepspeed_config
-from memlib.cost.timing import dp_collectives, flops_per_token
+from memlib.cost.timing import dp_collectives
 from memlib.parallel.megatron import megatron_bytes_per_param
 from memlib.units import fmt_count
-from memlib.learn.viz import breakdown_bars, sweep
 from memlib.parallel.zero import zero_model_state_bytes
-
-# LMSYS released Vicuna 7B, 13B and 33B, no 65B: the question means a Vicuna-style SFT of LLaMA-65B
-MODEL, GPU, N = "llama-65b", "v100-32gb", 4
-SEQ, MB = 2048, 1     # Vicuna's context length; the seed's micro-batch
-PREC = "fp16-mixed"   # V100 tensor cores have no bf16: fp16 with loss scaling
-# The QLoRA paper's recipe (Dettmers et al. 2023, App. B; artidoro/qlora qlora.py): LoRA r=64 on every
-# linear layer, dropout 0.05 for 65B, gradient checkpointing, paged 32-bit AdamW (one fused kernel, no
-# foreach copy), batch 16 = 1 x 16 accumulation; without --bf16 the adapters stay fp32 (PEFT's default).
-QLORA = dict(lora_rank=64, lora_targets="all-linear", lora_dropout=0.05, optimizer_impl="fused")
-ACCUM = 16
 
 
 # The figures of the core page (01_65b_on_4x_v100), computed the same way.

@@ -29,23 +29,15 @@
 import matplotlib.pyplot as plt
 
 import memlib
+from memlib.learn.chapters.ch03 import A100, GiB, M7, RTX3080, RTX4090, largest, yes
 from memlib.learn.kit import GB
 from memlib.parallel import zero
 from memlib.parallel.plan import plan
 from memlib.learn.playgrounds import Playground
 from memlib.cost.step_parts import step_parts
 from memlib.cost.timing import flops_per_token
-from memlib.units import gb, gib
+from memlib.units import gb
 from memlib.learn.viz import breakdown_bars, sweep
-
-
-def GiB(nbytes, d=1):
-    """'12.6 GiB' (2**30 bytes, what torch and nvidia-smi show)."""
-    return f"{gib(nbytes):,.{d}f} GiB"
-
-
-def yes(verdict):
-    return "✅ fits" if verdict.fits else "❌ does not fit"
 
 
 def spoken(x):
@@ -53,14 +45,8 @@ def spoken(x):
     return f"{float(f'{x:.{3 if abs(x) >= 100 else 2}g}'):,g}"
 
 
-def largest(est, part):
-    """The largest bytes of one part over the moments of a step (est.moments), not only at the peak."""
-    return max(mo.parts.get(part, 0) for mo in est.moments)
-
-
-M7, M13, M70 = "llama-2-7b", "llama-2-13b", "llama-2-70b"  # LLaMA-1 7B/13B shapes; 4k context
 SEQ, CTX = 2048, 4096  # training sequence; serving context
-A100, RTX4090, RTX3080 = memlib.get_gpu("a100-80gb"), memlib.get_gpu("rtx-4090"), memlib.get_gpu("rtx-3080-12gb")
+
 m7 = memlib.get_model(M7)
 P7 = m7.num_params
 

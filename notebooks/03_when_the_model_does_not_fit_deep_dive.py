@@ -29,6 +29,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch03 import A100, GiB, M13, M7, M70, RTX3080, RTX4090, largest, yes
 from memlib.learn.kit import GB
 from memlib.parallel import zero
 from memlib.learn.claims import PARTLY, WRONG, claim_verdict, overall
@@ -36,17 +37,8 @@ from memlib.training.explain import markdown_table
 from memlib.parallel.data_parallel import data_parallel_memory
 from memlib.parallel.plan import min_gpus, plan
 from memlib.cost.step_parts import step_parts
-from memlib.cost.timing import CPU_ADAM_PARAMS_PER_S, DEFAULT_MFU, dp_collectives, flops_per_token
+from memlib.cost.timing import CPU_ADAM_PARAMS_PER_S, DEFAULT_MFU, dp_collectives
 from memlib.units import gb, gib
-
-
-def GiB(nbytes, d=1):
-    """'12.6 GiB' (2**30 bytes, what torch and nvidia-smi show)."""
-    return f"{gib(nbytes):,.{d}f} GiB"
-
-
-def yes(verdict):
-    return "✅ fits" if verdict.fits else "❌ does not fit"
 
 
 def say(text):
@@ -54,14 +46,8 @@ def say(text):
     print(textwrap.fill(text, 88, subsequent_indent="    "))
 
 
-def largest(est, part):
-    """The largest bytes of one part over the moments of a step (est.moments), not only at the peak."""
-    return max(mo.parts.get(part, 0) for mo in est.moments)
-
-
-M7, M13, M70 = "llama-2-7b", "llama-2-13b", "llama-2-70b"  # LLaMA-1 7B/13B shapes; 4k context
 SEQ, CTX, N = 2048, 4096, 8  # training sequence; serving context; data-parallel GPUs
-A100, RTX4090, RTX3080 = memlib.get_gpu("a100-80gb"), memlib.get_gpu("rtx-4090"), memlib.get_gpu("rtx-3080-12gb")
+
 m7 = memlib.get_model(M7)
 P7 = m7.num_params
 

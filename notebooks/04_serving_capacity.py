@@ -32,6 +32,7 @@
 import matplotlib.pyplot as plt
 
 import memlib
+from memlib.learn.chapters.ch04 import A100, CTX, FORMATS, H100, MODEL
 from memlib.learn.kit import GB, G
 from memlib import estimate_inference, get_gpu, get_model, max_batch
 from memlib.hardware.fit import usable_bytes
@@ -42,13 +43,10 @@ from memlib.serving import (VLLM_GPU_MEMORY_UTILIZATION, concurrency_at_rate, de
                             vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes,
                             vllm_max_concurrency)
 from memlib.learn.playgrounds.serving import ServingPlayground
-from memlib.units import fmt_count, gib
+from memlib.units import fmt_count
 from memlib.learn.viz import breakdown_bars, count_sweep
 
-MODEL = "llama-3-70b"
-CTX = 8192  # the question's "8k-token chat": prompt + reply may grow to 8,192 tokens
-A100, H100 = "a100-80gb", "h100-80gb"
-FORMATS = {"bf16": "bf16", "fp8": "fp8-block", "int8": "int8", "int4 (AWQ)": "int4-awq"}
+
 CHUNK_A100 = vllm_default_max_num_batched_tokens(A100)  # vLLM's prefill chunk (2,048)
 CHUNK = {A100: CHUNK_A100, H100: vllm_default_max_num_batched_tokens(H100)}
 

@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch04 import A100, CTX, FORMATS, H100, MODEL
 from memlib.learn.kit import GB, G
 from memlib import estimate_inference, get_gpu, get_model, max_batch
 from memlib.cost.timing import forward_flops_per_token
@@ -39,13 +40,7 @@ from memlib.serving import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, decode
                             paged_kv_blocks, paged_kv_waste_bytes,
                             vllm_default_max_num_batched_tokens, vllm_default_max_num_seqs,
                             vllm_kv_cache_budget_bytes, vllm_max_concurrency)
-from memlib.units import gib
 from memlib.learn.viz import count_sweep
-
-MODEL = "llama-3-70b"
-CTX = 8192
-A100, H100 = "a100-80gb", "h100-80gb"
-FORMATS = {"bf16": "bf16", "fp8": "fp8-block", "int8": "int8", "int4 (AWQ)": "int4-awq"}
 
 
 def chats(gpu, tp, weights, kv_cache="bf16", context=CTX, model=MODEL):

@@ -33,8 +33,9 @@ import textwrap
 import matplotlib.pyplot as plt
 
 import memlib
+from memlib.learn.chapters.ch05 import CONTEXTS, CTX, FT_SEQ, GPU, GQA_PEER, MODEL, N, TB
 from memlib.learn.kit import GB, R
-from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib
+from memlib import cost, estimate_inference, estimate_training, fits, get_gpu, get_model
 from memlib.hardware.fit import usable_bytes
 from memlib.serving.inference import kv_bytes_per_token, kv_cache_bytes
 from memlib.parallel.moe import min_gpus_sharded, routed_expert_params
@@ -46,16 +47,6 @@ from memlib.cost.conventions import mla_absorbed_attention_flops, mla_absorbed_i
 from memlib.units import fmt_count
 from memlib.learn.viz import breakdown_bars, sweep
 from memlib.parallel.zero import zero_model_state_bytes
-
-MODEL, GPU, N = "deepseek-v3", "h200", 8   # the question: DeepSeek-V3 on one 8-GPU H200 server
-CTX = 8192                                 # an 8k-token chat; vLLM's default 8,192-token prefill chunks
-FT_SEQ = 4096                              # fine-tuning sequences of 4k tokens, micro-batch 1
-GQA_PEER = "llama-3.1-405b"                # a dense GQA model of similar size
-CONTEXTS = (8192, 32768, 131072)
-
-
-def TB(n_bytes):
-    return f"{n_bytes / 1e12:,.2f} TB"
 
 
 # The figures the 30-second answer quotes; section 5 derives each one step by step.

@@ -31,6 +31,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch05 import CONTEXTS, CTX, FT_SEQ, GPU, GQA_PEER, MODEL, N, TB
 from memlib.learn.kit import GB
 from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib
 from memlib.training.explain import markdown_table
@@ -46,16 +47,8 @@ from memlib.units import fmt_count
 from memlib.learn.viz import sweep
 from memlib.parallel.zero import zero_model_state_bytes
 
-MODEL, GPU, N = "deepseek-v3", "h200", 8   # the question: DeepSeek-V3 on one 8-GPU H200 server
-CTX = 8192                                 # an 8k-token chat; vLLM's default 8,192-token prefill chunks
-FT_SEQ = 4096                              # fine-tuning sequences of 4k tokens, micro-batch 1
-GQA_PEER = "llama-3.1-405b"                # a dense GQA model of similar size
-CONTEXTS = (8192, 32768, 131072)
+
 VERDICT = {"✅": "✅ right", "⚠️": "⚠️ partly", "❌": "❌ wrong"}   # a verdict reads without an emoji font
-
-
-def TB(n_bytes):
-    return f"{n_bytes / 1e12:,.2f} TB"
 
 
 # The figures of the core page (05_moe_memory), computed the same way.

@@ -33,8 +33,9 @@ import math
 import matplotlib.pyplot as plt
 
 import memlib
+from memlib.learn.chapters.ch06 import FSDP, GPU, LONG, MODEL, N_GPU, SHORT, SRAM_ELEMENTS, term
 from memlib.learn.kit import GB, G
-from memlib import estimate_inference, estimate_training, fits, get_gpu, get_model, step_time
+from memlib import estimate_training, fits, get_gpu, get_model, step_time
 from memlib.training.activations import korthikanti_layer_bytes
 from memlib.hardware.fit import usable_bytes
 from memlib.learn.playgrounds.long_context import LongContextPlayground
@@ -45,12 +46,6 @@ from memlib.cost.conventions import (attention_hbm_accesses, attention_to_weight
 from memlib.training.context_parallel import causal_attention_pairs_per_rank
 from memlib.learn.viz import breakdown_bars, sweep
 
-MODEL, GPU, N_GPU = "llama-3.1-8b", "h100-80gb", 8   # one 8 x H100 node
-SHORT, LONG = 8192, 131072                          # Llama 3's pre-training length and its long-context stage
-FSDP = dict(zero_stage="FULL_SHARD")                # FSDP2 with bf16 compute (torchtitan's default)
-# FlashAttention's SRAM: "M around 100KB" (Dao et al. 2022, arXiv:2205.14135, Sec. 3.2), in bf16 elements
-SRAM_ELEMENTS = 100_000 // 2
-
 
 def sig(x, digits=2):
     """x rounded to `digits` significant figures, for the spoken answer."""
@@ -58,11 +53,6 @@ def sig(x, digits=2):
         return "0"
     d = digits - 1 - math.floor(math.log10(abs(x)))
     return f"{round(x, d):,.{max(d, 0)}f}"
-
-
-def term(e, name):
-    """The bytes of one named term of an estimate (est.terms)."""
-    return next(t.nbytes for t in e.terms if t.name == name)
 
 
 # The figures of the 30-second answer (section 2), each derived in section 5

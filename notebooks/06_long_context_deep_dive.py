@@ -25,6 +25,7 @@
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch06 import FSDP, GPU, LONG, MODEL, N_GPU, SHORT, SRAM_ELEMENTS, term
 from memlib.learn.kit import GB, G
 from memlib import estimate_inference, estimate_training, fits, get_gpu, get_model, step_time
 from memlib.training.activations import korthikanti_layer_bytes
@@ -34,16 +35,8 @@ from memlib.cost.timing import cp_kv_bytes, flops_per_token
 from memlib.cost.conventions import (attention_hbm_accesses, mean_attended_keys, sequence_flops_ratio,
                                      ulysses_all_to_all_bytes, windowed_attention_flops_per_token)
 
-MODEL, GPU, N_GPU = "llama-3.1-8b", "h100-80gb", 8   # one 8 x H100 node
-SHORT, LONG = 8192, 131072                          # Llama 3's pre-training length and its long-context stage
+
 SEQS = (8192, 32768, 131072)
-FSDP = dict(zero_stage="FULL_SHARD")                # FSDP2 with bf16 compute (torchtitan's default)
-SRAM_ELEMENTS = 100_000 // 2   # "M around 100KB" (Dao et al. 2022, Sec. 3.2), in bf16 elements
-
-
-def term(e, name):
-    """The bytes of one named term of an estimate (est.terms)."""
-    return next(t.nbytes for t in e.terms if t.name == name)
 
 
 # The figures of the core page (06_long_context), computed the same way.
