@@ -449,3 +449,29 @@ def test_architecture_table_names_real_functions():
                 obj = getattr(obj, attr)
             found += 1
     assert found >= 60
+
+
+# --- old paths warn before they go -----------------------------------------------------------------
+@pytest.mark.parametrize("old, new", [("memlib.grading", "memlib.learn.grading"),
+                                      ("memlib.training.weight_sync", "memlib.cost.weight_sync"),
+                                      ("memlib.models.mtp", "memlib.serving.mtp")])
+def test_an_old_module_path_warns_with_its_new_path(old, new):
+    # a fresh interpreter: in this one the old name may already be imported (no finder runs then)
+    import subprocess
+    out = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", f"import {old}"],
+                         capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert out.returncode != 0 and "DeprecationWarning" in out.stderr and new in out.stderr, out.stderr[-500:]
+    ok = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", f"import {new}"],
+                        capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert ok.returncode == 0, ok.stderr[-500:]
+
+
+@pytest.mark.parametrize("module, name, new", [
+    ("memlib.models.llama_like", "largest_size_that_fits", "memlib.hardware.fit"),
+    ("memlib.serving.engines", "sglang_max_total_tokens", "memlib.serving.capacity")])
+def test_a_moved_function_warns_and_is_the_same_object(module, name, new):
+    with pytest.warns(DeprecationWarning, match=re.escape(f"{new}.{name}")):
+        old = getattr(importlib.import_module(module), name)
+    assert old is getattr(importlib.import_module(new), name)
+    with pytest.raises(AttributeError):
+        getattr(importlib.import_module(module), "no_such_name")
