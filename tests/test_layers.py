@@ -384,7 +384,7 @@ def _documented_paths() -> list[tuple[str, str]]:
 
 def test_documents_show_import_paths():
     paths = {p for _, p in _documented_paths()}
-    assert len(paths) > 50 and {"memlib.grading", "memlib.plan.plan", "memlib.viz"} <= paths
+    assert len(paths) > 50 and {"memlib.learn.grading", "memlib.parallel.plan.plan", "memlib.learn.viz"} <= paths
 
 
 @pytest.mark.parametrize("where, dotted", _documented_paths())
