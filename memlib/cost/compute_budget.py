@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass
 
 from memlib._checks import fraction, positive_float, positive_int, show
-from memlib.hardware.gpus import PRECISIONS, get_gpu, peak_flops
+from memlib.hardware.gpus import PRECISIONS, get_gpu, peak_flops  # noqa: F401 - PRECISIONS: memlib.cost exports it
 from memlib.models import Model, get_model
 from memlib.cost.timing import (DEFAULT_MFU, StepTime, active_params,
                                 flops_per_token, palm_flops_per_token, utilisation)

@@ -13,7 +13,7 @@ momentum, variance). Over N data-parallel GPUs:
 
 from __future__ import annotations
 
-from memlib._checks import choice, flag, positive_float, positive_int, plain_args
+from memlib._checks import flag, positive_float, positive_int, plain_args
 from memlib.training.sharding import _stage, partitioned
 
 
