@@ -139,11 +139,21 @@ def published_estimates() -> dict:
 
 
 def _text(outputs: list) -> list[str]:
-    texts = []
+    """A cell's text outputs; consecutive stream chunks joined (how the kernel splits a printed text into
+    messages varies from run to run, the text does not)."""
+    texts: list[str] = []
+    stream = False
     for o in outputs:
         if o.get("output_type") == "stream":
-            texts.append("".join(o.get("text", "")))
-        elif "data" in o and "text/plain" in o["data"]:
+            chunk = "".join(o.get("text", ""))
+            if stream:
+                texts[-1] += chunk
+            else:
+                texts.append(chunk)
+            stream = True
+            continue
+        stream = False
+        if "data" in o and "text/plain" in o["data"]:
             texts.append("".join(o["data"]["text/plain"]))
         elif o.get("output_type") == "error":
             texts.append(f"{o.get('ename')}: {o.get('evalue')}")
