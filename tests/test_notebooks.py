@@ -317,8 +317,10 @@ def _memlib_imports(nb) -> set[str]:
     for c in nb.cells:
         if c.cell_type != "code":
             continue
-        for m in re.finditer(r"^from memlib(?:\.[\w.]+)? import \(?([^)\n]+(?:\n[^)\n]+)*)\)?", c.source, re.M):
-            names |= {n.strip().split(" as ")[-1] for n in m.group(1).replace("\n", ",").split(",") if n.strip()}
+        # one line, or a parenthesized list over several (a plain line ends at its newline)
+        for m in re.finditer(r"^from memlib(?:\.[\w.]+)? import (?:\(([^)]*)\)|([^\n(]+))", c.source, re.M):
+            listed = m.group(1) if m.group(1) is not None else m.group(2)
+            names |= {n.strip().split(" as ")[-1] for n in listed.replace("\n", ",").split(",") if n.strip()}
         names |= set(re.findall(r"^import memlib[\w.]* as (\w+)", c.source, re.M))
     return {n for n in names if n.isidentifier()}
 
@@ -508,3 +510,10 @@ def test_notebook_takes_the_formatting_helpers_from_the_kit(py):
     found = [m.group(0) for m in KIT_HELPERS.finditer(py.read_text(encoding="utf-8"))]
     allowed = ["G = lambda"] if py.name == "00_memory_anatomy_deep_dive.py" else []
     assert found == allowed, f"{py.name}: use `from memlib.learn.kit import GB, G, R`"
+
+
+def test_memlib_import_reader_reads_each_line_on_its_own():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from memlib.learn.chapters.ch06 import GPU, term\nfrom memlib import estimate_training, fits\n"
+        "from memlib.cost.conventions import (attention_hbm_accesses,\n    mean_attended_keys as keys)\nx = (1)\n")])
+    assert _memlib_imports(nb) == {"GPU", "term", "estimate_training", "fits", "attention_hbm_accesses", "keys"}
