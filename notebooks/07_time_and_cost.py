@@ -30,20 +30,16 @@
 import matplotlib.pyplot as plt
 
 import memlib
-from memlib import cost, estimate_training, get_gpu, get_model, step_time
+from memlib.learn.chapters.ch07 import BATCH_SEQS, GPU, PRE_GPUS, PRE_MODEL, PRE_SEQ, PRE_TOKENS, RECOMPUTES
+from memlib import cost, get_gpu, get_model, step_time
 from memlib.learn.playgrounds.cost import CostPlayground
 from memlib.parallel.plan import min_gpus, plan
 from memlib.cost.timing import (DS_MAX_REUSE_DISTANCE, INTERNODE_BYTES_PER_S, active_params, attention_flops_per_token,
                            dp_collectives, flops_per_token)
 from memlib.cost.checkpointing import (async_interval_s, checkpoint_size_bytes, checkpoint_waste,
                                        checkpoint_write_s, job_mtbf_s, young_interval_s)
-from memlib.cost.conventions import recompute_overhead
 from memlib.learn.viz import lines
 
-# The question's inputs. Llama-2-7B is the 7B: its pretraining was exactly 2.0T tokens at 4k context
-# with a 4M-token global batch (Touvron et al. 2023, Table 1). The 70B is Llama-3.1-70B.
-PRE_MODEL, PRE_TOKENS, PRE_SEQ, BATCH_SEQS = "llama-2-7b", 2e12, 4096, 1024  # 1,024 x 4,096 = 4M tokens
-GPU, PRE_GPUS = "h100-80gb", 256
 FT_MODEL, FT_TOKENS, FT_SEQ, FT_ACCUM = "llama-3.1-70b", 1e9, 4096, 8
 MFU = 0.40          # assumed: Llama 3 reports 38-43% on H100s (deep dive); the chart in section 6 moves it.
 # Where a layout recomputes, the same 40% is what its kernels run at (HFU, memlib.step_time's hfu=): the
@@ -51,7 +47,6 @@ MFU = 0.40          # assumed: Llama 3 reports 38-43% on H100s (deep dive); the 
 PRICE = 2.0         # $ per GPU-hour: an input you set (DeepSeek-V3's report assumes $2 per H800-hour)
 LINK = 50e9         # bytes/s per GPU between nodes: 400 Gb/s (one ConnectX-7 port per GPU in a DGX H100)
 LINK_200 = INTERNODE_BYTES_PER_S  # 200 Gb/s per GPU: Llama 2's A100 clusters ("200 Gbps end-points")
-RECOMPUTES = ("none", "selective", "full")
 
 
 def E(x):
@@ -73,10 +68,6 @@ def k(x):
 def wan(x):
     """65,799 -> '6.6 万' (Chinese ten-thousands)."""
     return f"{sig(x / 1e4)} 万" if x >= 1e4 else sig(x)
-
-
-def pct(x):
-    return f"{x:+.1%}"
 
 
 # The figures the 30-second answer quotes (section 5 derives each one, step by step).

@@ -31,6 +31,8 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch07 import (BATCH_SEQS, GPU, PRE_GPUS, PRE_MODEL, PRE_SEQ, PRE_TOKENS,
+                                        RECOMPUTES, pct)
 from memlib import cost, estimate_training, get_gpu, get_model, step_time
 from memlib.training.explain import markdown_table
 from memlib.parallel.plan import plan
@@ -38,22 +40,15 @@ from memlib.cost.timing import INTERNODE_BYTES_PER_S, active_params, attention_f
 from memlib.cost.conventions import deepseek_v3_implied_mfu
 from memlib.learn.viz import stacked_bars
 
-# The chapter's inputs (notebook 07, setup cell)
-PRE_MODEL, PRE_TOKENS, PRE_SEQ, BATCH_SEQS = "llama-2-7b", 2e12, 4096, 1024
-GPU, PRE_GPUS = "h100-80gb", 256
 FT_MODEL, FT_TOKENS, FT_SEQ = "llama-3.1-70b", 1e9, 4096
 MFU, LINK, LINK_200 = 0.40, 50e9, INTERNODE_BYTES_PER_S
-RECOMPUTES = ("none", "selective", "full")
+
 # the repository's validation/ folder: beside this notebook's folder (JupyterLab, the book's Lite copy), else
 # beside an editable install of memlib
 ROOT = next((p for p in (Path(".."), Path(memlib.__file__).resolve().parents[1]) if (p / "validation").is_dir()),
             Path(".."))
 DATA = json.loads((ROOT / "validation" / "published_gpu_hours.json")
                   .read_text(encoding="utf-8"))
-
-
-def pct(x):
-    return f"{x:+.1%}"
 
 
 # What the chapter computed and this page reuses

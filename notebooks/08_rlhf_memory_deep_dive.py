@@ -23,16 +23,15 @@
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 from IPython.display import Markdown, display
 
+from memlib.learn.chapters.ch08 import GPU, MODEL, N
 from memlib.learn.kit import GB, G
-from memlib import estimate_rlhf, estimate_training, fits, get_gpu, get_model, gib, min_rlhf_gpus
+from memlib import estimate_rlhf, estimate_training, fits, get_gpu, get_model
 from memlib.training.explain import markdown_table
 from memlib.learn.claims import claim_verdict
 from memlib.hardware.fit import max_peak_bytes, usable_bytes
 from memlib.serving.capacity import vllm_max_concurrency
 from memlib.serving.inference import kv_cache_bytes
-from memlib.training.rlhf import rollout_pool
 
-MODEL, GPU, N = "llama-2-7b", "a100-80gb", 8
 PROMPT, RESPONSE, RB = 1024, 1024, 128
 RUN = dict(prompt_len=PROMPT, response_len=RESPONSE, rollout_batch=RB)
 
