@@ -69,7 +69,8 @@ def _imports(path: Path, root: Path = ROOT, top_level_only: bool = False) -> lis
               and (getattr(node.func, "attr", None) == "import_module" or getattr(node.func, "id", None) in
                    ("import_module", "__import__"))):
             out.append((node.lineno, node.args[0].value))
-        elif (not top_level_only and isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "moved_attributes"
+        elif (not top_level_only and isinstance(node, ast.Call)
+              and getattr(node.func, "attr", None) == "moved_attributes"
               and len(node.args) > 1 and isinstance(node.args[1], ast.Dict)):
             # memlib._compat.moved_attributes(__name__, {name: "new.module"}): imports the new module on request,
             # not at import time
@@ -160,10 +161,11 @@ def test_no_function_in_memlib_is_over_80_lines():
 
 # --- the core's layers ---------------------------------------------------------------------------
 # Lowest first. A module belongs to the layer of the longest prefix listed; a module imports its own
-# layer or the ones below. The planners (plan, min_gpus, plan_serving, the count bound) sit on top of
-# everything they search over; the package facades (memlib/__init__.py, cli, _compat) above them.
+# layer or the ones below. The planners (plan, min_gpus, plan_serving) sit on top of everything they search
+# over; the package facade (memlib/__init__.py) and the command line above them. memlib._compat (old paths,
+# nothing imported until asked) and memlib.options (the option kinds and their validators, issue 43) are base.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("memlib._checks", "memlib.units", "memlib._compat")),
+    ("base", ("memlib._checks", "memlib.units", "memlib._compat", "memlib.options")),
     ("models", ("memlib.models",)),
     ("hardware", ("memlib.hardware",)),
     ("training and serving", ("memlib.training", "memlib.serving")),
