@@ -12,7 +12,7 @@ Each input kind runs in a forked child with a time limit, and is classed as
   hang                 still running after the limit
   silent wrong number  a result where an error was due, or a figure that fails its check
 The owner column names the file whose fix a bad row waits for (issue 11 split the work).
-Not a test: tests/test_regressions_issue11.py pins the same examples.
+Not a test: tests/test_api_odd_inputs.py pins the same examples.
 """
 
 from __future__ import annotations
@@ -428,7 +428,8 @@ for _name, _o in SERVING_OPTIONS.items():
                 Err(_name if _whose == "option" else _flag))
 # strings, lists and unknown values elsewhere
 from memlib.serving import quantization as _q  # noqa: E402
-from memlib.serving.engines import llama_cpp_kv_cache, sglang_max_total_tokens  # noqa: E402
+from memlib.serving.capacity import sglang_max_total_tokens  # noqa: E402
+from memlib.serving.engines import llama_cpp_kv_cache  # noqa: E402
 add("llama_cpp_kv_cache kv_unified='false'", lambda: llama_cpp_kv_cache("llama-2-7b", 4096, kv_unified="false"),
     Err("kv_unified", "pass False"))
 add("llama_cpp_kv_cache swa_full='no'", lambda: llama_cpp_kv_cache("gemma-3-27b", 4096, swa_full="no"),

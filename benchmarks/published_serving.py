@@ -21,7 +21,7 @@ Row kinds and what is compared (error = (memlib - published) / published; negati
   vllm-budget-tokens  the same N from memlib's own budget (nothing taken from the log but the setup).
   sglang-kv     SGLang's "KV Cache is allocated. #tokens: N, K size: X GB": K bytes of N tokens (SGLang's
                 "GB" is GiB: it divides by 1 << 30), and N from mem_fraction_static
-                (memlib.serving.engines.sglang_max_total_tokens).
+                (memlib.serving.capacity.sglang_max_total_tokens).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from pathlib import Path
 
 import memlib
 from memlib.serving.capacity import vllm_kv_cache_budget_bytes, vllm_profile_peak_bytes
-from memlib.serving.engines import llama_cpp_kv_cache, sglang_max_total_tokens
+from memlib.serving.capacity import sglang_max_total_tokens
+from memlib.serving.engines import llama_cpp_kv_cache
 
 ROWS = Path(__file__).resolve().parents[1] / "validation" / "published_serving.jsonl"
 GiB, MiB = 2**30, 2**20

@@ -30,7 +30,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, practice, score, show, solution
+from memlib.learn.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 00.1 · Weights of LLaMA-7B in bf16

@@ -30,7 +30,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, practice, score, show, solution
+from memlib.learn.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 02.1 · The largest model an A100 80GB can fully fine-tune

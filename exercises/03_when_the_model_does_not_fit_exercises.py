@@ -30,7 +30,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, practice, score, show, solution
+from memlib.learn.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 03.1 · A 4-bit LLaMA-7B, really

@@ -33,7 +33,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, practice, score, show, solution
+from memlib.learn.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 06.1 · The logits and loss of a 152k vocabulary

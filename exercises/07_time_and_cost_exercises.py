@@ -32,7 +32,7 @@
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, practice, score, show, solution
+from memlib.learn.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 07.1 · Pretraining FLOPs of Llama-2-7B

@@ -32,18 +32,14 @@ from types import SimpleNamespace
 import matplotlib.pyplot as plt
 
 import memlib
-from memlib import activations
-from memlib.fit import usable_bytes
-from memlib.playground import Playground
+from memlib.learn.kit import R
+from memlib.training import activations
+from memlib.hardware.fit import usable_bytes
+from memlib.learn.playgrounds import Playground
 from memlib.units import DTYPE_BYTES, FORMATS, fmt_bytes, fmt_count, gb, gib
-from memlib.viz import breakdown_bars
+from memlib.learn.viz import breakdown_bars
 
 MODEL, SEQ, GPU = "llama-7b", 2048, "a100-80gb"   # full fine-tuning, micro-batch 1, bf16 mixed precision
-
-
-def R(x, sig=2):
-    """A figure rounded to `sig` significant digits, as a person says it (107.8 -> '110')."""
-    return f"{float(f'{x:.{sig}g}'):g}"
 
 
 # The figures the 30-second answer quotes; section 5 derives each one step by step.
@@ -184,7 +180,7 @@ s3_layer, s3_sbh = f"{fmt_bytes(est.layer.total)}", f"{est.layer.total / sbh:.1f
 s3_all, s3_over = f"{fmt_bytes(est.layer.total * model.num_layers)}", f"{est.layer.total / k_sel - 1:+.0%}"
 
 # %% [markdown]
-# memlib's ledger of a LLaMA layer (`memlib.activations.llama_layer_ledger`, tensor by tensor from the
+# memlib's ledger of a LLaMA layer (`memlib.training.activations.llama_layer_ledger`, tensor by tensor from the
 # Hugging Face code): **{eval}`s3_layer` per layer** ({eval}`s3_sbh` sbh), **{eval}`s3_all`** for 32
 # layers, {eval}`s3_over` over the GPT formula. The pencil left out what LLaMA under AMP keeps: RMSNorm's
 # fp32 inputs, SwiGLU's wide MLP tensors, a bf16 cast of each norm output per projection (and LLaMA has no
@@ -260,7 +256,7 @@ s5_sum = f"{fmt_bytes(est.model_state_bytes + at_loss['activations'] + at_loss['
 
 # %% tags=["nbval-check-output"]
 a100 = memlib.get_gpu(GPU)
-card = usable_bytes(a100)   # memlib.fit.usable_bytes: torch's total
+card = usable_bytes(a100)   # memlib.hardware.fit.usable_bytes: torch's total
 v_amp = memlib.fits(est, a100)        # peak + CUDA context + headroom
 v_bf16 = memlib.fits(est_bf16, a100)
 print(f"A100: nominal {fmt_bytes(a100.memory_bytes)}, torch {gib(card):.2f} GiB")
@@ -324,7 +320,7 @@ s7_fp8_gb = f"{gb(DTYPE_BYTES['fp8'] * N):.1f} GB"
 #
 # **Takeaway: model states set the bar's height; shrinking them (8-bit AdamW; pure bf16, with stochastic
 # rounding or Kahan summation) is what gets LLaMA-7B under the dashed A100 line.** What is alive at the
-# peak, by setup (`memlib.viz.breakdown_bars`). The charts are in **GiB**, as torch reports: the
+# peak, by setup (`memlib.learn.viz.breakdown_bars`). The charts are in **GiB**, as torch reports: the
 # {eval}`a_peak` of section 2 is the {eval}`c1_gib` bar.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]

@@ -33,13 +33,14 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
-from memlib import activations, zero
-from memlib.explain import markdown_table
-from memlib.fit import usable_bytes
-from memlib.measured import estimate_case
-from memlib.optimizers import BNB_BLOCK
+from memlib.training import activations
+from memlib.parallel import zero
+from memlib.training.explain import markdown_table
+from memlib.hardware.fit import usable_bytes
+from memlib.training.measured import estimate_case
+from memlib.training.optimizers import BNB_BLOCK
 from memlib.units import DTYPE_BYTES, FORMATS, fmt_bytes, gb, gib
-from memlib.viz import crossover, sweep
+from memlib.learn.viz import crossover, sweep
 
 MODEL, SEQ, GPU = "llama-7b", 2048, "a100-80gb"   # full fine-tuning, micro-batch 1, bf16 mixed precision
 ROOT = Path("..").resolve()                         # the repository (validation/, benchmarks/)
@@ -138,7 +139,7 @@ display(Markdown(
 #
 # **Takeaway: the peak is flat while the optimizer step sets it, then bends up once activations take
 # over; Qwen2-0.5B's large vocabulary makes even a small model grow with tokens.** Peak per GPU against
-# sequence length (pure bf16 AdamW, micro-batch 1; `memlib.viz.sweep`, lines on a log-x axis).
+# sequence length (pure bf16 AdamW, micro-batch 1; `memlib.learn.viz.sweep`, lines on a log-x axis).
 
 # %%
 XS = [2 ** i for i in range(9, 16)]
@@ -235,7 +236,7 @@ twelve = {
     "SGD with momentum under AMP (fp32 weights, grads, momentum): a real 12": sum(momentum),
 }
 twelve["QLoRA paper's 780 GB for a 65B model"] = QLORA_65B_GB / QLORA_65B_PARAMS
-# DeepSpeed's ZeRO-3 estimator (memlib.zero.deepspeed_zero3_estimate reproduces it).
+# DeepSpeed's ZeRO-3 estimator (memlib.parallel.zero.deepspeed_zero3_estimate reproduces it).
 # largest_layer_params=0 isolates the per-parameter term; additional_buffer_factor=1 removes the CPU margin.
 ds_none = zero.deepspeed_zero3_estimate(N, 0, cpu_offload=False, additional_buffer_factor=1)
 ds_opt = zero.deepspeed_zero3_estimate(N, 0, cpu_offload=True, cpu_offload_params=False, additional_buffer_factor=1)
@@ -260,7 +261,7 @@ display(Markdown(
     f"**18** has two sources. Megatron-LM's mixed precision keeps fp16 weights (2), fp32 main gradients (4) and "
     f"fp32 master, m, v (12): {eighteen['Megatron-LM mixed precision (per owned parameter)']:.0f} bytes per "
     f"parameter a GPU owns under tensor or pipeline parallelism. DeepSpeed's ZeRO-3 estimator "
-    f"(`estimate_zero3_model_states_mem_needs`, reproduced by `memlib.zero.deepspeed_zero3_estimate`) budgets "
+    f"(`estimate_zero3_model_states_mem_needs`, reproduced by `memlib.parallel.zero.deepspeed_zero3_estimate`) budgets "
     f"{eighteen['no offload: GPU']:.0f} bytes per parameter spread over the GPUs without offload; its branches "
     f"split them: offloading the optimizer leaves {eighteen['offload optimizer: GPU']:.0f} on the GPU (the 16-bit "
     f"parameters) and moves {eighteen['offload optimizer: CPU']:.0f} to the CPU, the fp32 master, momentum and "
@@ -308,7 +309,7 @@ display(Markdown(markdown_table(moment_rows(est), ["moment (foreach AdamW)", "GB
 # ## One layer, tensor by tensor, and Korthikanti's 34sbh + 5as²b
 #
 # `est.layer.items` is the ledger of what one LLaMA decoder layer keeps for its backward
-# (`memlib.activations.llama_layer_ledger`); `memlib.activations.korthikanti_layer_bytes` is the
+# (`memlib.training.activations.llama_layer_ledger`); `memlib.training.activations.korthikanti_layer_bytes` is the
 # classic GPT-layer formula (Korthikanti et al. 2022, Sec. 4), 16-bit activations with dropout masks.
 
 # %% tags=["nbval-check-output"]
@@ -408,7 +409,7 @@ rows = [
      f"{G(e65.layer.total)} per layer x {m65.num_layers} layers = {G(e65.layer.total * m65.num_layers)}",
      "⚠️ partly", f"LLaMA-65B has {m65.num_layers} layers, not 40; the total lands in the range by two errors cancelling."),
     ("ZeRO-3…每卡需存储：参数130/4=32.5GB + 梯度130/4=32.5GB + 优化器520/4=130GB = 195GB", "seed 000 · 标准答",
-     f"{G(z65_3)} per GPU (memlib.zero.zero_model_state_bytes, stage 3, 4 GPUs)",
+     f"{G(z65_3)} per GPU (memlib.parallel.zero.zero_model_state_bytes, stage 3, 4 GPUs)",
      "❌ wrong", f"Inherits the missing master copy: {z65_0 / N65:.0f} B/param over 4 GPUs, not "
            f"{QLORA_65B_GB / QLORA_65B_PARAMS:.0f}."),
     ("参数：FP16 下 7B × 2 bytes = 14GB", "seed 001 · 标准答",
@@ -464,7 +465,7 @@ display(Markdown(markdown_table(rows, ["claim (as written)", "source", "memlib",
 #
 # Two comparisons. `validation/results.json` holds peaks measured by running transformers' own model
 # classes through two training steps on fake CPU tensors, no real memory (the harness, `validation/harness.py`);
-# `memlib.measured.estimate_case` turns each recorded case into the matching estimate.
+# `memlib.training.measured.estimate_case` turns each recorded case into the matching estimate.
 # `validation/published.jsonl` holds peaks others measured on real GPUs, each with its source;
 # `benchmarks/published.py` asks memlib for the same setup.
 

@@ -33,42 +33,18 @@ import numpy as np
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch01 import ACCUM, GPU, MB, MODEL, N, PREC, QLORA, SEQ
+from memlib.learn.kit import GB, G, R
 from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib, step_time
-from memlib.explain import markdown_table
-from memlib.fit import usable_bytes
-from memlib.lora import lora_params
-from memlib.plan import max_micro_batch, min_gpus, plan
-from memlib.playground import Playground
-from memlib.timing import CPU_ADAM_PARAMS_PER_S, NVME_BYTES_PER_S, flops_per_token
+from memlib.hardware.fit import usable_bytes
+from memlib.training.lora import lora_params
+from memlib.parallel.plan import max_micro_batch, min_gpus, plan
+from memlib.learn.playgrounds import Playground
+from memlib.cost.timing import CPU_ADAM_PARAMS_PER_S, NVME_BYTES_PER_S, flops_per_token
 from memlib.parallel.megatron import megatron_bytes_per_param, megatron_model_state_bytes
 from memlib.units import fmt_count
-from memlib.viz import breakdown_bars, sweep
-from memlib.zero import zero_model_state_bytes
-
-# LMSYS released Vicuna 7B, 13B and 33B, no 65B: the question means a Vicuna-style SFT of LLaMA-65B
-MODEL, GPU, N = "llama-65b", "v100-32gb", 4
-SEQ, MB = 2048, 1     # Vicuna's context length; the seed's micro-batch
-PREC = "fp16-mixed"   # V100 tensor cores have no bf16: fp16 with loss scaling
-# The QLoRA paper's recipe (Dettmers et al. 2023, App. B; artidoro/qlora qlora.py): LoRA r=64 on every
-# linear layer, dropout 0.05 for 65B, gradient checkpointing, paged 32-bit AdamW (one fused kernel, no
-# foreach copy), batch 16 = 1 x 16 accumulation; without --bf16 the adapters stay fp32 (PEFT's default).
-QLORA = dict(lora_rank=64, lora_targets="all-linear", lora_dropout=0.05, optimizer_impl="fused")
-ACCUM = 16
-
-
-def G(n_bytes):
-    """GiB, labelled (what torch and nvidia-smi show)."""
-    return f"{gib(n_bytes):,.1f} GiB"
-
-
-def GB(n_bytes):
-    """GB (1e9), labelled (what the seed's arithmetic uses)."""
-    return f"{n_bytes / 1e9:,.1f} GB"
-
-
-def R(x, sig=2):
-    """A figure rounded to `sig` significant digits, as a person says it (973.3 -> '970')."""
-    return f"{float(f'{x:.{sig}g}'):g}"
+from memlib.learn.viz import breakdown_bars, sweep
+from memlib.parallel.zero import zero_model_state_bytes
 
 
 # The figures the 30-second answer quotes; the steps below derive each one.
@@ -142,7 +118,7 @@ a_hfu = f"{dm.time.hfu:.0%}"                  # HFU: every FLOP the GPU runs, th
 m = get_model(MODEL)   # memlib.get_model: counts the parameters tensor by tensor
 g = get_gpu(GPU)       # memlib.get_gpu
 P = m.num_params
-cap = usable_bytes(g)  # memlib.fit.usable_bytes: what torch.cuda reports as the card's total
+cap = usable_bytes(g)  # memlib.hardware.fit.usable_bytes: what torch.cuda reports as the card's total
 print(f"{fmt_count(P)} parameters; {g.name}: torch total {G(cap)}, bf16: {g.supports_bf16}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -163,7 +139,7 @@ s1_driver, s1_bf16 = f"{1 - cap / g.memory_bytes:.1%}", f"{'yes' if g.supports_b
 # seed's 780 GB is 12 bytes per parameter: it forgot the master copy.
 
 # %% tags=["nbval-check-output"]
-states = zero_model_state_bytes(P, stage=0, dp=1)          # memlib.zero: (2 + 2 + 12) x psi, Rajbhandari et al. 2020
+states = zero_model_state_bytes(P, stage=0, dp=1)          # memlib.parallel.zero: (2 + 2 + 12) x psi, Rajbhandari et al. 2020
 seed_sum = zero_model_state_bytes(P, stage=0, dp=1, k=8)   # the seed's sum: K = 8 (m, v only)
 print(f"model states {fmt_bytes(states)} ({states // P} B/param); seed's sum {fmt_bytes(seed_sum)}")
 
@@ -217,7 +193,7 @@ s3_miss = f"{min(-fits(e, g).margin_gib for e in split.values()):.0f} GiB"
 # server. An 8-GPU DGX-1 ships with 512 GB.
 
 # %% tags=["nbval-check-output"]
-best = full_plan.best                          # memlib.plan.plan (setup cell): every layout, ranked
+best = full_plan.best                          # memlib.parallel.plan.plan (setup cell): every layout, ranked
 host = N * best.estimate.host_bytes            # four processes on one server
 nvme_plan = plan(MODEL, GPU, N, seq_len=SEQ, micro_batch=MB, grad_accum=8, host_bytes_per_node=512 * 2**30,
                  offload_device="nvme", recomputes=("full",))   # ZeRO-Infinity: the states on NVMe
@@ -255,9 +231,9 @@ s4_adam = f"{CPU_ADAM_PARAMS_PER_S / 1e9:.0f} billion"
 # **12 GB per card**, plus checkpointed activations.
 
 # %% tags=["nbval-check-output"]
-adapters = lora_params(m, 64, "all-linear")                                     # memlib.lora.lora_params
+adapters = lora_params(m, 64, "all-linear")                                     # memlib.training.lora.lora_params
 nf4 = estimate_inference(m, batch=1, context_len=1, weights="nf4").breakdown["weights"]  # the 4-bit model
-for p in qlora_plan.feasible:   # memlib.plan.plan(task="qlora") in the setup cell
+for p in qlora_plan.feasible:   # memlib.parallel.plan.plan(task="qlora") in the setup cell
     print(f"{p.describe().split(',')[0]}: peak {G(p.estimate.peak_bytes)}, margin {p.verdict.margin_gib:+.1f} GiB")
 print(f"adapters {adapters:,}; NF4 model {fmt_bytes(nf4)}")
 
@@ -286,7 +262,7 @@ s5_nf4_gib, s5_cap = f"{G(nf4)}", f"{G(cap)}"
 # 40% × 260 / 390 ≈ 27% MFU; a true 40% MFU would be 50 TFLOP/s / 260 GFLOP ≈ 190 tokens/s.
 
 # %% tags=["nbval-check-output"]
-fpt = flops_per_token(m, SEQ, recompute="full", finetune="qlora")   # memlib.timing: what the GPU runs (hardware FLOPs)
+fpt = flops_per_token(m, SEQ, recompute="full", finetune="qlora")   # memlib.cost.timing: what the GPU runs (hardware FLOPs)
 mfpt = flops_per_token(m, SEQ, recompute="none", finetune="qlora")  # model FLOPs, what MFU counts: 4N + 12·L·H·Q·T
 t_dm, t_fsdp = dm.time, fsdp.time                                    # memlib.step_time, at its default 40% HFU
 t_dm_mfu = step_time(dm.estimate, g, mfu=0.4)                        # the same job at a true 40% MFU
@@ -326,7 +302,7 @@ s6_dm_h, s6_fsdp_h = f"{ten_m['device_map'].days * 24:.0f} h", f"{ten_m['FSDP'].
 #
 # **Takeaway: only offloaded full fine-tuning and the two QLoRA splits get under a V100; every
 # other layout misses by hundreds of GiB.** Per-GPU peak of each way to train on 4 V100s
-# (`memlib.viz.breakdown_bars`, on a log scale so the layouts that fit stay visible; the card's capacity dashed).
+# (`memlib.learn.viz.breakdown_bars`, on a log scale so the layouts that fit stay visible; the card's capacity dashed).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 bars = {"DDP": split["DDP"], "ZeRO-3": split["ZeRO-3"], "TP=4": split["TP=4"], "PP=4": split["PP=4"],
@@ -339,7 +315,7 @@ plt.show()
 
 # %% [markdown]
 # **Takeaway: at 2k tokens both QLoRA splits leave room for a larger micro-batch (follow-up 1).**
-# QLoRA per card against the micro-batch (`memlib.viz.sweep`: peak, CUDA context and allocator
+# QLoRA per card against the micro-batch (`memlib.learn.viz.sweep`: peak, CUDA context and allocator
 # headroom, as `fits` requires); where a line crosses the dashed V100 line is the largest micro-batch.
 
 # %%
@@ -369,7 +345,7 @@ Playground(model=MODEL, gpu=GPU, count=N, precision=PREC, method="QLoRA", recomp
 
 # %% tags=["nbval-check-output"]
 LAYOUT_NAME = {"device_map": "device_map", "fsdp": "FSDP-QLoRA"}
-mmb = {LAYOUT_NAME[p.estimate.setup.sharding]: max_micro_batch(p, GPU) for p in qlora_plan.feasible}  # memlib.plan
+mmb = {LAYOUT_NAME[p.estimate.setup.sharding]: max_micro_batch(p, GPU) for p in qlora_plan.feasible}  # memlib.parallel.plan
 print(mmb)
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -378,7 +354,7 @@ f1_accum = f"{ACCUM}"
 
 # %% [markdown]
 # At micro-batch 1 and 2,048 tokens: {eval}`s5_dm` per card with device_map, {eval}`s5_fsdp` with
-# FSDP-QLoRA. The largest micro-batch that still fits (`memlib.plan.max_micro_batch`): {eval}`f1_mmb`.
+# FSDP-QLoRA. The largest micro-batch that still fits (`memlib.parallel.plan.max_micro_batch`): {eval}`f1_mmb`.
 # The QLoRA recipe keeps micro-batch 1 and reaches batch 16 with {eval}`f1_accum` accumulation steps,
 # which costs no memory here (the adapters' gradients are small).
 
@@ -386,8 +362,8 @@ f1_accum = f"{ACCUM}"
 # ### 追问 2 · On 4 × A100 80GB, can you fully fine-tune? (seed)
 
 # %% tags=["nbval-check-output"]
-a100_plan = plan(MODEL, "a100-80gb", N, seq_len=SEQ, grad_accum=8)   # memlib.plan.plan
-a100_min = min_gpus(MODEL, "a100-80gb")                               # memlib.plan.min_gpus, without offload
+a100_plan = plan(MODEL, "a100-80gb", N, seq_len=SEQ, grad_accum=8)   # memlib.parallel.plan.plan
+a100_min = min_gpus(MODEL, "a100-80gb")                               # memlib.parallel.plan.min_gpus, without offload
 print(len(a100_plan.feasible), all(p.settings["offload"] != "none" for p in a100_plan.feasible), a100_min.count,
       f"{a100_min.best.verdict.margin_gib:+.1f} GiB")
 
@@ -399,7 +375,7 @@ f2_nodes = f"{-(-(a100_min.count + 1) // 8)}"
 
 # %% [markdown]
 # Not without offload: every layout that fits 4 × A100 80GB offloads (the fastest needs {eval}`f2_host`
-# of host RAM). Without offload `memlib.plan.min_gpus` finds {eval}`f2_min` A100 80GB, with a margin of
+# of host RAM). Without offload `memlib.parallel.plan.min_gpus` finds {eval}`f2_min` A100 80GB, with a margin of
 # only {eval}`f2_margin`: say **{eval}`f2_range` cards, in practice {eval}`f2_nodes` eight-GPU nodes**,
 # not the seed's 8.
 

@@ -30,42 +30,18 @@ import numpy as np
 from IPython.display import Markdown, display
 
 import memlib
-from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib, step_time
-from memlib.explain import markdown_table
-from memlib.fit import usable_bytes
+from memlib.learn.chapters.ch01 import ACCUM, GPU, MB, MODEL, N, PREC, QLORA, SEQ
+from memlib.learn.kit import GB, G
+from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, step_time
+from memlib.training.explain import markdown_table
+from memlib.hardware.fit import usable_bytes
 from memlib.hardware.gpus import HOST_LINK
-from memlib.lora import lora_params
-from memlib.plan import max_micro_batch, min_gpus, plan, to_deepspeed_config
-from memlib.timing import dp_collectives, flops_per_token
+from memlib.training.lora import lora_params
+from memlib.parallel.plan import max_micro_batch, min_gpus, plan, to_deepspeed_config
+from memlib.cost.timing import dp_collectives
 from memlib.parallel.megatron import megatron_bytes_per_param
 from memlib.units import fmt_count
-from memlib.viz import breakdown_bars, sweep
-from memlib.zero import zero_model_state_bytes
-
-# LMSYS released Vicuna 7B, 13B and 33B, no 65B: the question means a Vicuna-style SFT of LLaMA-65B
-MODEL, GPU, N = "llama-65b", "v100-32gb", 4
-SEQ, MB = 2048, 1     # Vicuna's context length; the seed's micro-batch
-PREC = "fp16-mixed"   # V100 tensor cores have no bf16: fp16 with loss scaling
-# The QLoRA paper's recipe (Dettmers et al. 2023, App. B; artidoro/qlora qlora.py): LoRA r=64 on every
-# linear layer, dropout 0.05 for 65B, gradient checkpointing, paged 32-bit AdamW (one fused kernel, no
-# foreach copy), batch 16 = 1 x 16 accumulation; without --bf16 the adapters stay fp32 (PEFT's default).
-QLORA = dict(lora_rank=64, lora_targets="all-linear", lora_dropout=0.05, optimizer_impl="fused")
-ACCUM = 16
-
-
-def G(n_bytes):
-    """GiB, labelled (what torch and nvidia-smi show)."""
-    return f"{gib(n_bytes):,.1f} GiB"
-
-
-def GB(n_bytes):
-    """GB (1e9), labelled (what the seed's arithmetic uses)."""
-    return f"{n_bytes / 1e9:,.1f} GB"
-
-
-def R(x, sig=2):
-    """A figure rounded to `sig` significant digits, as a person says it (973.3 -> '970')."""
-    return f"{float(f'{x:.{sig}g}'):g}"
+from memlib.parallel.zero import zero_model_state_bytes
 
 
 # The figures of the core page (01_65b_on_4x_v100), computed the same way.
@@ -230,7 +206,7 @@ q_m40, q_m15 = f"{times[0.40].mfu:.0%}", f"{times[0.15].mfu:.0%}"
 
 # %% tags=["nbval-check-output"]
 dq = {d: estimate_training(m, seq_len=SEQ, precision=PREC, finetune="qlora", recompute="full", double_quant=d,
-                           **QLORA) for d in (True, False)}     # one replica: the whole 4-bit model (memlib.lora.nf4_bytes)
+                           **QLORA) for d in (True, False)}     # one replica: the whole 4-bit model (memlib.training.lora.nf4_bytes)
 dq_saved = dq[False].counts["param_bytes"] - dq[True].counts["param_bytes"]
 quantized = sum(t.numel * t.count for t in m.tensors() if t.name.endswith("_proj"))
 print(f"double quantization saves {fmt_bytes(dq_saved)} = {8 * dq_saved / quantized:.3f} bits per quantized weight")
@@ -288,7 +264,7 @@ shapes = {"micro-batch 1 x 8 steps": dict(micro_batch=1, grad_accum=8),
           "micro-batch 8 x 1 step": dict(micro_batch=8, grad_accum=1)}
 accum = {k: estimate_training(m, seq_len=SEQ, precision=PREC, zero_stage=3, dp=N, recompute="full", **kw)
          for k, kw in shapes.items()}
-traffic = {k: sum(c.bytes_per_gpu * c.per_step for c in dp_collectives(e)[1]) for k, e in accum.items()}  # memlib.timing
+traffic = {k: sum(c.bytes_per_gpu * c.per_step for c in dp_collectives(e)[1]) for k, e in accum.items()}  # memlib.cost.timing
 for k, e in accum.items():
     print(f"{k}: {fmt_bytes(traffic[k])} per GPU per step; activations at the peak {fmt_bytes(e.breakdown['activations'])}")
 
@@ -298,7 +274,7 @@ display(Markdown(
     f"The same 8 sequences per GPU per optimizer step: {k1} moves **{fmt_bytes(t1)}** per GPU, {k8} "
     f"**{fmt_bytes(t8)}**. ZeRO-3 gathers the parameters in every micro-batch's forward and again in its backward "
     f"and reduce-scatters gradients after every backward, so its traffic grows with accumulation "
-    f"(`memlib.timing.dp_collectives`). The larger micro-batch pays in activations instead "
+    f"(`memlib.cost.timing.dp_collectives`). The larger micro-batch pays in activations instead "
     f"({fmt_bytes(accum[k8].breakdown['activations'])} against {fmt_bytes(accum[k1].breakdown['activations'])} "
     "at the peak). DDP and ZeRO-1 communicate once per step under accumulation; ZeRO-2 reduces every micro-batch."))
 
@@ -571,7 +547,7 @@ display(Markdown(markdown_table(facts, ["claim (as written)", "source", "memlib"
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Every layout of full fine-tuning on 4 V100s
 #
-# `memlib.plan.plan` tries every tp/pp/ZeRO/offload/recompute layout, keeps those `fits()` accepts
+# `memlib.parallel.plan.plan` tries every tp/pp/ZeRO/offload/recompute layout, keeps those `fits()` accepts
 # and ranks them by estimated tokens/s; with a host RAM limit and NVMe offload (ZeRO-Infinity) it
 # says what a 512 GiB server allows.
 
@@ -592,5 +568,5 @@ display(Markdown(
 # ## The DeepSpeed config of the offload layout
 
 # %% tags=["nbval-check-output"]
-print(json.dumps(to_deepspeed_config(best), indent=2))   # memlib.plan.to_deepspeed_config
+print(json.dumps(to_deepspeed_config(best), indent=2))   # memlib.parallel.plan.to_deepspeed_config
 

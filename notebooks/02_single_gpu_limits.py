@@ -29,23 +29,18 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
-from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, gb, gib, step_time
-from memlib.activations import korthikanti_layer_bytes
-from memlib.explain import markdown_table
-from memlib.fit import max_peak_bytes
-from memlib.models.llama_like import ladder, largest_size_that_fits
-from memlib.playground import Playground
+from memlib.learn.chapters.ch02 import (A100, B, CARDS, LADDER, LORA, M7, MB, MFU, SEQ, largest,
+                                        offload_vs_baseline, spoken, verdict)
+from memlib import cost, estimate_inference, estimate_training, fits, gb, gib
+from memlib.training.explain import markdown_table
+from memlib.hardware.fit import max_peak_bytes
+from memlib.hardware.fit import largest_size_that_fits
+from memlib.models.llama_like import ladder
+from memlib.learn.playgrounds import Playground
 from memlib.units import fmt_count
-from memlib.viz import breakdown_bars, sweep
-from memlib.zero import deepspeed_zero2_estimate
+from memlib.learn.viz import breakdown_bars, sweep
+from memlib.parallel.zero import deepspeed_zero2_estimate
 
-SEQ, MB = 2048, 1  # the seed's setting: one sequence of 2,048 tokens per micro-batch
-A100 = "a100-80gb"
-CARDS = ["rtx-4090", "l40s", A100, "h200"]  # 24, 48, 80 and 141 GB
-LORA = dict(lora_targets="all-linear", lora_rank=16)  # adapters on every projection, rank 16
-M7 = memlib.get_model("llama-7b")
-LADDER = ladder()  # LLaMA-like shapes from 0.37B to 175B (step 4)
-MFU = memlib.timing.DEFAULT_MFU  # 40% of peak: MFU without recompute, HFU (recompute counted) with it
 
 # Each recipe maps a model to a memlib estimate. Training: memlib.estimate_training with the common
 # recipe's defaults (PyTorch AMP "bf16-mixed", bare torch's foreach AdamW; "fused": HF Trainer's AdamW on torch
@@ -82,45 +77,16 @@ def estimate(recipe, model):
 
 def limit(recipe, gpu):
     """The largest LLaMA-like shape memlib.fits under the recipe, searched continuously
-    (memlib.models.llama_like.largest_size_that_fits: width and depth interpolated along the ladder)."""
+    (memlib.hardware.fit.largest_size_that_fits: width and depth interpolated along the ladder)."""
     if (recipe, gpu) not in _limits:
         _limits[recipe, gpu] = largest_size_that_fits(gpu, lambda m: estimate(recipe, m))
     return _limits[recipe, gpu]
-
-
-def spoken(x):
-    """A figure as said aloud: 2 significant figures, 3 from 100 up (134.9 -> '135', 6.74 -> '6.7')."""
-    return f"{float(f'{x:.{3 if abs(x) >= 100 else 2}g}'):,g}"
-
-
-def B(n):
-    """A parameter count as said aloud ('33B')."""
-    return f"{spoken(n / 1e9)}B"
 
 
 def size(recipe, gpu):
     """limit(), as said aloud ('4B')."""
     best = limit(recipe, gpu)
     return B(best.num_params) if best else "nothing"
-
-
-def largest(est, part):
-    """The largest bytes of one part over the moments of the step (the estimate's own figures)."""
-    return max(mo.parts.get(part, 0) for mo in est.moments)
-
-
-def verdict(e, gpu):
-    return "fits" if fits(e, gpu).fits else "does not fit"
-
-
-def offload_vs_baseline(gpu, accum):
-    """memlib.step_time of llama-7b under ZeRO-Offload + recompute, and the time it is compared with: plain
-    AMP + recompute where that fits the GPU, else the offload run's own compute (the ideal)."""
-    plain = estimate_training(M7, SEQ, MB, recompute="full", grad_accum=accum)
-    off = estimate_training(M7, SEQ, MB, recompute="full", zero_stage=2, offload="optimizer", grad_accum=accum)
-    t_off = step_time(off, gpu)
-    plain_fits = fits(plain, gpu).fits
-    return t_off, (step_time(plain, gpu).step_s if plain_fits else t_off.compute_s), plain_fits
 
 
 # The figures the 30-second answer quotes; the steps below derive each one.
@@ -180,7 +146,7 @@ a_8bit_zh = {2: "翻倍", 3: "翻三倍"}.get(round(_x8), f"乘以 {_x8:.1f}")
 
 # %% tags=["nbval-check-output"]
 a100 = memlib.get_gpu(A100)  # memlib.get_gpu: nominal capacity and what torch reports
-peak_ok = max_peak_bytes(a100)  # memlib.fit.max_peak_bytes: the largest tensor peak memlib.fits accepts
+peak_ok = max_peak_bytes(a100)  # memlib.hardware.fit.max_peak_bytes: the largest tensor peak memlib.fits accepts
 print(f"A100 80GB: {a100.memory_gib:.0f} GiB nominal, torch sees {gib(a100.torch_total_bytes):.2f} GiB")
 print(f"largest peak that fits: {gb(peak_ok):.2f} GB (pencil: 80 GB)")
 
@@ -279,7 +245,7 @@ s3_off, s3_off_host = f"{gb(MENU['ZeRO-Offload'].peak_bytes):.1f} GB", f"{gb(MEN
 # QLoRA, NF4 ≈ 0.55 → **145B**; serving bf16 2 → **40B**, int4 ≈ 0.55 → **145B**.
 
 # %% tags=["nbval-check-output"]
-# memlib.models.llama_like.largest_size_that_fits: the largest interpolated shape memlib.fits (to 1%)
+# memlib.hardware.fit.largest_size_that_fits: the largest interpolated shape memlib.fits (to 1%)
 PENCIL = {"full · AdamW": 4e9, "full · 8-bit AdamW + recompute": 8e9, "full · ZeRO-Offload + recompute": 40e9,
           "LoRA + recompute": 40e9, "QLoRA + recompute": 145e9, "serve · bf16": 40e9,
           "serve · int4 (AWQ)": 145e9}  # the pencil's figures above
@@ -354,7 +320,7 @@ s5_ft_hfu, s5_ft_mfu = f"{run_ft.hfu:.0%}", f"{run_ft.mfu:.0%}"
 #
 # **Takeaway: the gap between the full fine-tuning lines and the QLoRA / int4 lines is the whole answer.**
 # Peak against model size along the ladder, RTX 4090 (left) and A100 80GB (right), capacity dashed
-# (`memlib.viz.sweep`, lines on a log scale).
+# (`memlib.learn.viz.sweep`, lines on a log scale).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 xs = [m.num_params / 1e9 for m in LADDER]
@@ -372,7 +338,7 @@ plt.show()
 # %% [markdown]
 # **Takeaway: ZeRO-1 on one GPU is the same bar as plain AMP; only 8-bit states, offload or adapters
 # shrink the optimizer block.** What is alive at the peak for llama-7b on one A100 80GB, per item of
-# step 3 (`memlib.viz.breakdown_bars`, linear scale).
+# step 3 (`memlib.learn.viz.breakdown_bars`, linear scale).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(8, 3.4))

@@ -28,24 +28,18 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
-from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, gb, gib, step_time
-from memlib.activations import korthikanti_layer_bytes
-from memlib.claims import claim_verdict, overall
+from memlib.learn.chapters.ch02 import A100, B, LORA, M7, MB, MFU, SEQ, largest, offload_vs_baseline, verdict
+from memlib import cost, estimate_inference, estimate_training, fits, gb, gib, step_time
+from memlib.training.activations import korthikanti_layer_bytes
+from memlib.learn.claims import claim_verdict, overall
 from memlib.cost.conventions import optimizer_step_hbm_bytes, recompute_overhead
-from memlib.explain import markdown_table
-from memlib.fit import max_peak_bytes
-from memlib.models.llama_like import ladder, largest_size_that_fits
-from memlib.plan import Plan, max_micro_batch, max_seq_len
-from memlib.units import fmt_count
-from memlib.viz import sweep
+from memlib.training.explain import markdown_table
+from memlib.hardware.fit import max_peak_bytes
+from memlib.hardware.fit import largest_size_that_fits
+from memlib.models.llama_like import ladder
+from memlib.parallel.plan import Plan, max_micro_batch, max_seq_len
+from memlib.learn.viz import sweep
 
-SEQ, MB = 2048, 1  # the seed's setting: one sequence of 2,048 tokens per micro-batch
-A100 = "a100-80gb"
-CARDS = ["rtx-4090", "l40s", A100, "h200"]  # 24, 48, 80 and 141 GB
-LORA = dict(lora_targets="all-linear", lora_rank=16)  # adapters on every projection, rank 16
-M7 = memlib.get_model("llama-7b")
-LADDER = ladder()  # LLaMA-like shapes from 0.37B to 175B (step 5)
-MFU = memlib.timing.DEFAULT_MFU  # 40% of peak: MFU without recompute, HFU (recompute counted) with it
 
 # Each recipe maps a model to a memlib estimate. Training: memlib.estimate_training with the common
 # recipe's defaults (PyTorch AMP "bf16-mixed", torch's foreach AdamW; LoRA/QLoRA: 16-bit or NF4 frozen
@@ -80,45 +74,16 @@ def estimate(recipe, model):
 
 def limit(recipe, gpu):
     """The largest LLaMA-like shape memlib.fits under the recipe, searched continuously
-    (memlib.models.llama_like.largest_size_that_fits: width and depth interpolated along the ladder)."""
+    (memlib.hardware.fit.largest_size_that_fits: width and depth interpolated along the ladder)."""
     if (recipe, gpu) not in _limits:
         _limits[recipe, gpu] = largest_size_that_fits(gpu, lambda m: estimate(recipe, m))
     return _limits[recipe, gpu]
-
-
-def spoken(x):
-    """A figure as said aloud: 2 significant figures, 3 from 100 up (134.9 -> '135', 6.74 -> '6.7')."""
-    return f"{float(f'{x:.{3 if abs(x) >= 100 else 2}g}'):,g}"
-
-
-def B(n):
-    """A parameter count as said aloud ('33B')."""
-    return f"{spoken(n / 1e9)}B"
 
 
 def size(recipe, gpu):
     """limit(), as said aloud ('4B')."""
     best = limit(recipe, gpu)
     return B(best.num_params) if best else "nothing"
-
-
-def verdict(e, gpu):
-    return "fits" if fits(e, gpu).fits else "does not fit"
-
-
-def offload_vs_baseline(gpu, accum):
-    """memlib.step_time of llama-7b under ZeRO-Offload + recompute, and the time it is compared with: plain
-    AMP + recompute where that fits the GPU, else the offload run's own compute (the ideal)."""
-    plain = estimate_training(M7, SEQ, MB, recompute="full", grad_accum=accum)
-    off = estimate_training(M7, SEQ, MB, recompute="full", zero_stage=2, offload="optimizer", grad_accum=accum)
-    t_off = step_time(off, gpu)
-    plain_fits = fits(plain, gpu).fits
-    return t_off, (step_time(plain, gpu).step_s if plain_fits else t_off.compute_s), plain_fits
-
-
-def largest(est, part):
-    """The largest bytes of one part over the moments of the step (the estimate's own figures)."""
-    return max(mo.parts.get(part, 0) for mo in est.moments)
 
 
 # The figures of the core page (02_single_gpu_limits), computed the same way.
@@ -143,7 +108,7 @@ m13 = memlib.get_model("llama-13b")
 # ### Every card: the largest model per recipe (24, 48, 80 and 141 GB)
 
 # %% tags=["nbval-check-output"]
-# memlib.models.llama_like.largest_size_that_fits per card, against what torch reports (catalog torch_total_mib)
+# memlib.hardware.fit.largest_size_that_fits per card, against what torch reports (catalog torch_total_mib)
 ALL = ["rtx-4090", "a100-40gb", "rtx-a6000", "l40s", "a100-80gb", "h100-80gb", "h200"]
 SHOW = ["full · AdamW", "full · 8-bit AdamW + recompute", "full · ZeRO-Offload + recompute", "LoRA + recompute",
         "QLoRA + recompute", "serve · bf16", "serve · int4 (AWQ)"]
@@ -182,8 +147,8 @@ display(Markdown(
     "`torch.cuda.get_device_properties(0).total_memory` is smaller again (the \"total capacity\" of torch's OOM "
     "message). Inside it, the CUDA context takes a few hundred MiB, and the caching allocator *reserves* whole "
     "blocks: `torch.cuda.max_memory_reserved()` runs above `max_memory_allocated()` (what memlib estimates), by "
-    f"the fragmentation of the block pool. `memlib.fits` budgets {gib(memlib.fit.DEFAULT_CUDA_CONTEXT_BYTES):.1f} GiB "
-    f"of context and {memlib.fit.DEFAULT_ALLOCATOR_HEADROOM:.0%} of the peak for it. That is too little for FSDP: "
+    f"the fragmentation of the block pool. `memlib.fits` budgets {gib(memlib.hardware.fit.DEFAULT_CUDA_CONTEXT_BYTES):.1f} GiB "
+    f"of context and {memlib.hardware.fit.DEFAULT_ALLOCATOR_HEADROOM:.0%} of the peak for it. That is too little for FSDP: "
     "Answer.AI's fsdp_qlora logs both statistics, and its LoRA runs of Llama-2-7B reserve 24% more than they "
     "allocate at 512 tokens and 12% at 2,048 (`validation/published.jsonl`), so plan FSDP jobs with "
     "`allocator_headroom=0.25` (CLI `--allocator-headroom 0.25`). "
@@ -199,7 +164,7 @@ display(Markdown(
 
 # %% tags=["nbval-check-output"]
 # memlib.step_time: compute at 40% HFU (recompute counted), PCIe at the catalog's host link, CPU Adam at
-# memlib.timing.CPU_ADAM_PARAMS_PER_S, no overlap. Baseline: plain AMP where it fits, else compute.
+# memlib.cost.timing.CPU_ADAM_PARAMS_PER_S, no overlap. Baseline: plain AMP where it fits, else compute.
 t1, base1, _ = offload_vs_baseline(A100, 1)
 t8, base8, _ = offload_vs_baseline(A100, 8)
 th, baseh, h200_fits = offload_vs_baseline("h200", 1)
@@ -219,8 +184,8 @@ ot_mfu = f"{MFU:.0%}"
 # H200, where plain AMP fits, offload costs {eval}`ot_h200`. Three cards, with and without accumulation:
 
 # %% tags=["nbval-check-output"]
-# memlib.step_time: compute at memlib.timing.DEFAULT_HFU, PCIe at the catalog's host link, CPU Adam at
-# memlib.timing.CPU_ADAM_PARAMS_PER_S (one node's rate), no overlap. Baseline: plain AMP where it fits, else compute.
+# memlib.step_time: compute at memlib.cost.timing.DEFAULT_HFU, PCIe at the catalog's host link, CPU Adam at
+# memlib.cost.timing.CPU_ADAM_PARAMS_PER_S (one node's rate), no overlap. Baseline: plain AMP where it fits, else compute.
 slow, rows = {}, []
 for g in ("a100-80gb", "rtx-4090", "h200"):
     for accum in (1, 8):
@@ -230,7 +195,7 @@ for g in ("a100-80gb", "rtx-4090", "h200"):
                      f"{t.step_s:.2f} s", f"{t.offload_s:.2f} s", f"{t.cpu_optimizer_s:.2f} s", f"{slow[(g, accum)]:.1f}x"))
 time_table = markdown_table(rows, ["GPU", "tokens per step", "baseline", "baseline step", "ZeRO-Offload step",
                                    "PCIe", "CPU Adam", "slowdown"])
-print(f"assumed: HFU {MFU:.0%} (recompute counted), CPU Adam {memlib.timing.CPU_ADAM_PARAMS_PER_S:.0e} params/s per node")
+print(f"assumed: HFU {MFU:.0%} (recompute counted), CPU Adam {memlib.cost.timing.CPU_ADAM_PARAMS_PER_S:.0e} params/s per node")
 for (g, accum), x in slow.items():
     print(f"{g:10} {SEQ * accum:>6,} tokens/step: {x:.1f}x")
 
@@ -259,7 +224,7 @@ for label, recipe in (("LoRA", "LoRA + recompute"), ("QLoRA", "QLoRA + recompute
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
-    f"With rank-16 adapters on every projection and full recompute (`memlib.plan.max_seq_len`): LoRA reaches "
+    f"With rank-16 adapters on every projection and full recompute (`memlib.parallel.plan.max_seq_len`): LoRA reaches "
     f"**{longest['LoRA'][0]:,} tokens** at batch 1, QLoRA **{longest['QLoRA'][0]:,} tokens**."))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
@@ -378,9 +343,9 @@ display(Markdown(
 # ## Fact-check · 纠错
 #
 # Each claim is quoted from seed 001; the middle column is computed here (seq 2,048, batch 1, llama-7b unless
-# the claim names another size). Verdicts come from `memlib.claims.claim_verdict`: ✅ right within 10% of
+# the claim names another size). Verdicts come from `memlib.learn.claims.claim_verdict`: ✅ right within 10% of
 # memlib's figure (or the same yes/no), ⚠️ partly within 30%, ❌ wrong beyond; a claim with a figure and a
-# conclusion is ⚠️ partly when one part is right and another is not (`memlib.claims.overall`).
+# conclusion is ⚠️ partly when one part is right and another is not (`memlib.learn.claims.overall`).
 
 # %% tags=["nbval-check-output"]
 eight7 = e8.counts["optimizer_bytes"]
@@ -486,7 +451,7 @@ FACTS = [
      f"{verdict(bit15, 'rtx-4090')}", overall(cv(12.5e9, bit15.peak_bytes), cv(True, fits(bit15, "rtx-4090").fits)),
      "It fits, as claimed, but 12.5 GB drops AMP's fp32 weights and gradients. ZeRO-1 adds nothing on one GPU."),
     ("PCIe 带宽瓶颈（约 32GB/s）",
-     f"{memlib.gpus.HOST_LINK['rtx-4090'][0]}: {memlib.get_gpu('rtx-4090').host_link_bytes_per_s / 1e9:.0f} GB/s per direction",
+     f"{memlib.hardware.gpus.HOST_LINK['rtx-4090'][0]}: {memlib.get_gpu('rtx-4090').host_link_bytes_per_s / 1e9:.0f} GB/s per direction",
      cv(32e9, memlib.get_gpu("rtx-4090").host_link_bytes_per_s),
      "Right (64 GB/s is the two directions together); PCIe 5.0 hosts (H100, H200) double it."),
     ("4090 适合微调（LoRA）而非全量训练",
@@ -549,8 +514,8 @@ display(Markdown(states_table))
 # each layer's input (2·s·b·h = 17 MB × 32 = 0.5 GB) plus one rebuilt layer (0.29 GB): **≈ 0.8 GB**.
 
 # %% tags=["nbval-check-output"]
-# memlib's LLaMA layer ledger (Estimate.layer, memlib.activations) against Korthikanti et al.'s GPT layer
-# (memlib.activations.korthikanti_layer_bytes; "selective" drops the 5as^2b scores, as sdpa does)
+# memlib's LLaMA layer ledger (Estimate.layer, memlib.training.activations) against Korthikanti et al.'s GPT layer
+# (memlib.training.activations.korthikanti_layer_bytes; "selective" drops the 5as^2b scores, as sdpa does)
 gpt_layer = korthikanti_layer_bytes(SEQ, MB, M7.hidden_size, M7.num_heads, recompute="selective")
 act_none, act_full = largest(amp7, "activations"), largest(rc7, "activations")
 casts7 = largest(amp7, "autocast_copies")
@@ -598,7 +563,7 @@ for rc in ("none", "full"):
     kw = dict(seq_len=SEQ, micro_batch=MB, optimizer="adamw-8bit", recompute=rc)
     est = estimate_training(M7, **kw)
     longest8[rc] = max_seq_len(Plan(kw, est, fits(est, A100)), A100)
-print(f"longest sequence that fits (memlib.plan.max_seq_len): {longest8}")
+print(f"longest sequence that fits (memlib.parallel.plan.max_seq_len): {longest8}")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(

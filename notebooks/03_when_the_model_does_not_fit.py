@@ -29,27 +29,15 @@
 import matplotlib.pyplot as plt
 
 import memlib
-from memlib import zero
-from memlib.plan import plan
-from memlib.playground import Playground
-from memlib.step_parts import step_parts
-from memlib.timing import flops_per_token
-from memlib.units import gb, gib
-from memlib.viz import breakdown_bars, sweep
-
-
-def GB(nbytes, d=1):
-    """'13.5 GB' (1e9 bytes)."""
-    return f"{gb(nbytes):,.{d}f} GB"
-
-
-def GiB(nbytes, d=1):
-    """'12.6 GiB' (2**30 bytes, what torch and nvidia-smi show)."""
-    return f"{gib(nbytes):,.{d}f} GiB"
-
-
-def yes(verdict):
-    return "✅ fits" if verdict.fits else "❌ does not fit"
+from memlib.learn.chapters.ch03 import A100, GiB, M7, RTX3080, RTX4090, largest, yes
+from memlib.learn.kit import GB
+from memlib.parallel import zero
+from memlib.parallel.plan import plan
+from memlib.learn.playgrounds import Playground
+from memlib.cost.step_parts import step_parts
+from memlib.cost.timing import flops_per_token
+from memlib.units import gb
+from memlib.learn.viz import breakdown_bars, sweep
 
 
 def spoken(x):
@@ -57,14 +45,8 @@ def spoken(x):
     return f"{float(f'{x:.{3 if abs(x) >= 100 else 2}g}'):,g}"
 
 
-def largest(est, part):
-    """The largest bytes of one part over the moments of a step (est.moments), not only at the peak."""
-    return max(mo.parts.get(part, 0) for mo in est.moments)
-
-
-M7, M13, M70 = "llama-2-7b", "llama-2-13b", "llama-2-70b"  # LLaMA-1 7B/13B shapes; 4k context
 SEQ, CTX = 2048, 4096  # training sequence; serving context
-A100, RTX4090, RTX3080 = memlib.get_gpu("a100-80gb"), memlib.get_gpu("rtx-4090"), memlib.get_gpu("rtx-3080-12gb")
+
 m7 = memlib.get_model(M7)
 P7 = m7.num_params
 
@@ -198,7 +180,7 @@ s2_t1, s2_t8 = f"{GB(z3_traffic[1])}", f"{GB(z3_traffic[8])}"
 pencil_act = 9e9  # the pencil's figure above; 8 GPUs under ZeRO-3
 rc = {r: train7(zero_stage=3, dp=N, recompute=r)
       for r in ("none", "selective", "full")}
-# memlib.timing.flops_per_token: PaLM's 6N + 12LHQT, + a second forward
+# memlib.cost.timing.flops_per_token: PaLM's 6N + 12LHQT, + a second forward
 rc_cost = flops_per_token(m7, SEQ, "full") / flops_per_token(m7, SEQ, "none")
 for r, e in rc.items():
     act = largest(e, "activations")
@@ -355,7 +337,7 @@ s6_pre = f"{GB(b8.activation_bytes, 2)}"
 # ## 6. Charts · 图
 #
 # **Takeaway: each technique removes one colour; TP and offload shrink several.** Peak per GPU, 7B on 8×A100
-# (`memlib.viz.breakdown_bars`, linear, the card dashed).
+# (`memlib.learn.viz.breakdown_bars`, linear, the card dashed).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 chart1 = {"DDP\n(AMP)": zero_est[0], "ZeRO-1": zero_est[1], "ZeRO-2": zero_est[2], "ZeRO-3": zero_est[3],
@@ -369,7 +351,7 @@ plt.show()
 
 # %% [markdown]
 # **Takeaway: quantization lowers the intercept, the KV cache sets the slope.** Serving 7B, batch 8
-# (`memlib.viz.sweep`, step 6), the RTX 4090 dashed.
+# (`memlib.learn.viz.sweep`, step 6), the RTX 4090 dashed.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(7, 2.6))
@@ -413,9 +395,9 @@ f2_x = f"{serve['bf16'].weight_bytes / int4.weight_bytes:.1f}"
 # ### 追问 3: 只有单卡 12GB 显存，要训练 7B 模型，具体怎么做？延迟多少？ (seed)
 
 # %% tags=["nbval-check-output"]
-r3080 = plan(M7, RTX3080, 1, seq_len=SEQ, grad_accum=1)  # memlib.plan
+r3080 = plan(M7, RTX3080, 1, seq_len=SEQ, grad_accum=1)  # memlib.parallel.plan
 best3080, t3080 = r3080.best, r3080.best.time
-parts3080 = step_parts(t3080)  # memlib.step_parts: where the time goes
+parts3080 = step_parts(t3080)  # memlib.cost.step_parts: where the time goes
 qlora3080 = train7(finetune="qlora", lora_targets="all-linear",
                    recompute="full")
 tq = memlib.step_time(qlora3080, RTX3080)

@@ -29,28 +29,16 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
-from memlib import zero
-from memlib.claims import PARTLY, WRONG, claim_verdict, overall
-from memlib.explain import markdown_table
+from memlib.learn.chapters.ch03 import A100, GiB, M13, M7, M70, RTX3080, RTX4090, largest, yes
+from memlib.learn.kit import GB
+from memlib.parallel import zero
+from memlib.learn.claims import PARTLY, WRONG, claim_verdict, overall
+from memlib.training.explain import markdown_table
 from memlib.parallel.data_parallel import data_parallel_memory
-from memlib.plan import min_gpus, plan
-from memlib.step_parts import step_parts
-from memlib.timing import CPU_ADAM_PARAMS_PER_S, DEFAULT_MFU, dp_collectives, flops_per_token
+from memlib.parallel.plan import min_gpus, plan
+from memlib.cost.step_parts import step_parts
+from memlib.cost.timing import CPU_ADAM_PARAMS_PER_S, DEFAULT_MFU, dp_collectives
 from memlib.units import gb, gib
-
-
-def GB(nbytes, d=1):
-    """'13.5 GB' (1e9 bytes)."""
-    return f"{gb(nbytes):,.{d}f} GB"
-
-
-def GiB(nbytes, d=1):
-    """'12.6 GiB' (2**30 bytes, what torch and nvidia-smi show)."""
-    return f"{gib(nbytes):,.{d}f} GiB"
-
-
-def yes(verdict):
-    return "✅ fits" if verdict.fits else "❌ does not fit"
 
 
 def say(text):
@@ -58,14 +46,8 @@ def say(text):
     print(textwrap.fill(text, 88, subsequent_indent="    "))
 
 
-def largest(est, part):
-    """The largest bytes of one part over the moments of a step (est.moments), not only at the peak."""
-    return max(mo.parts.get(part, 0) for mo in est.moments)
-
-
-M7, M13, M70 = "llama-2-7b", "llama-2-13b", "llama-2-70b"  # LLaMA-1 7B/13B shapes; 4k context
 SEQ, CTX, N = 2048, 4096, 8  # training sequence; serving context; data-parallel GPUs
-A100, RTX4090, RTX3080 = memlib.get_gpu("a100-80gb"), memlib.get_gpu("rtx-4090"), memlib.get_gpu("rtx-3080-12gb")
+
 m7 = memlib.get_model(M7)
 P7 = m7.num_params
 
@@ -82,7 +64,7 @@ def offload_slowdown(ga):
 
 
 def dp_bytes(e, ds_bucket_allreduce=True):
-    """Bytes per GPU per optimizer step of memlib.timing.dp_collectives (ring volumes)."""
+    """Bytes per GPU per optimizer step of memlib.cost.timing.dp_collectives (ring volumes)."""
     return sum(col.bytes_per_gpu * col.per_step for col in dp_collectives(e, ds_bucket_allreduce)[1])
 
 
@@ -196,14 +178,14 @@ plt.show()
 # ### How few A100 80GB can fully fine-tune 13B, or 70B, without offload?
 
 # %% tags=["nbval-check-output"]
-# memlib.plan.min_gpus: the fewest GPUs with a feasible layout (tp, pp, ZeRO, recompute), and how it searched
+# memlib.parallel.plan.min_gpus: the fewest GPUs with a feasible layout (tp, pp, ZeRO, recompute), and how it searched
 need = {m: min_gpus(m, A100) for m in (M13, M70)}
 for m, r in need.items():
     say(f"{m}: {r.count} GPUs; {r.best.describe()}; peak {GiB(r.best.estimate.peak_bytes)}; {r.method}")
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
-    f"`memlib.plan.min_gpus` plans every layout on each count: 13B needs **{need[M13].count}** A100 80GB "
+    f"`memlib.parallel.plan.min_gpus` plans every layout on each count: 13B needs **{need[M13].count}** A100 80GB "
     f"({need[M13].best.describe()}), 70B **{need[M70].count}** ({need[M70].best.describe()}). Method: "
     f"\"{need[M70].method}\". Fewer fit with offload, at the cost of step 6."))
 
@@ -211,7 +193,7 @@ display(Markdown(
 # ### QLoRA of a 70B on two 24 GB cards?
 
 # %% tags=["nbval-check-output"]
-# memlib.plan(task="qlora"): DDP replicas, device_map over the GPUs (the QLoRA reference code), FSDP-QLoRA (with and
+# memlib.parallel.plan(task="qlora"): DDP replicas, device_map over the GPUs (the QLoRA reference code), FSDP-QLoRA (with and
 # without FSDP's CPU offload)
 q70 = plan(M70, RTX4090, 2, task="qlora", lora_targets="all-linear")
 one70 = memlib.estimate_training(M70, seq_len=SEQ, finetune="qlora", lora_targets="all-linear", recompute="full")
@@ -316,7 +298,7 @@ display(Markdown(
 # ### Step 2 · ZeRO stages on 8 GPUs
 
 # %% tags=["nbval-check-output"]
-# memlib.zero.zero_model_state_bytes (ZeRO paper, Figure 1) and memlib.estimate_training's per-GPU peak
+# memlib.parallel.zero.zero_model_state_bytes (ZeRO paper, Figure 1) and memlib.estimate_training's per-GPU peak
 fp16_pure, amp = train7(precision="fp16"), train7()
 zero_est = {st: train7(zero_stage=st, dp=N) for st in range(4)}
 ratio = {n: zero.zero_model_state_bytes(P7, 0, n) / zero.zero_model_state_bytes(P7, 1, n) for n in (8, 64, 10**6)}
@@ -337,7 +319,7 @@ display(Markdown(table_zero))
 # `memlib.step_time` times the default; "exposed" is the communication the compute does not hide.
 
 # %% tags=["nbval-check-output"]
-# memlib.timing.dp_collectives and memlib.step_time, 1 and 8 micro-batches per step
+# memlib.cost.timing.dp_collectives and memlib.step_time, 1 and 8 micro-batches per step
 traffic, rows = {}, []
 for st in range(4):
     for ga in (1, 8):
@@ -356,7 +338,7 @@ display(Markdown(table_traffic))
 # %% [markdown]
 # ### ZeRO's collectives, one by one
 #
-# What `memlib.timing.dp_collectives` lists for 7B on 8 GPUs with 8 micro-batches per step, DeepSpeed's
+# What `memlib.cost.timing.dp_collectives` lists for 7B on 8 GPUs with 8 micro-batches per step, DeepSpeed's
 # default and the ZeRO paper's reduce-scatter: each collective, its bytes per GPU, how often, and whether
 # the compute can hide it.
 
@@ -527,7 +509,7 @@ display(Markdown(table_recipe_1))
 # ### Where the time of a step goes
 #
 # **Takeaway: PP's cost is the bubble, TP's the exposed all-reduces, offload's the PCIe and CPU bars.** 7B on
-# 8×A100, 64 sequences per step (`memlib.step_time` split by `memlib.step_parts`; linear horizontal bars).
+# 8×A100, 64 sequences per step (`memlib.step_time` split by `memlib.cost.step_parts`; linear horizontal bars).
 
 # %%
 time_rows = {"ZeRO-3": off_t["ZeRO-3", 8], "TP=8": lay_t["TP=8"], "PP=8": lay_t["PP=8"],
@@ -553,8 +535,8 @@ plt.show()
 # ## Fact-check · 纠错
 #
 # Claims quoted from seed 003; the middle column is computed here. Verdicts come from
-# `memlib.claims.claim_verdict` (✅ right: within 10% of memlib's figure or the same yes/no; ⚠️ partly:
-# within 30%; ❌ wrong: beyond; `memlib.claims.overall` for claims with several parts), except the rows
+# `memlib.learn.claims.claim_verdict` (✅ right: within 10% of memlib's figure or the same yes/no; ⚠️ partly:
+# within 30%; ❌ wrong: beyond; `memlib.learn.claims.overall` for claims with several parts), except the rows
 # marked ➖ not computed, which memlib does not compute, and the rows on methods, checked against their papers.
 
 # %% tags=["nbval-check-output"]
@@ -580,8 +562,8 @@ off_all = {ga: off_t["+ offload optimizer+params (CPU)", ga].step_s / off_t["ZeR
 off_nv = off_t["+ offload optimizer+params (NVMe)", 1].step_s / off_t["ZeRO-3", 1].step_s
 seed_tok_s = (t3080.tokens_per_step / 5, t3080.tokens_per_step / 3)  # the seed's own 3-5 s per 2048-token step
 mfu_tpz3 = memlib.cost.mfu_from_throughput(M13, SEQ, tp_z3.tokens_per_s_per_gpu, A100)  # model FLOPs / peak
-h_, i_ = 4096, 11008  # one llama-7b MLP projection (memlib.inference.quantized_linear_bytes)
-nf4_bpp, awq_bpp = (memlib.inference.quantized_linear_bytes(h_, i_, f) / (h_ * i_) for f in ("nf4", "int4-awq"))
+h_, i_ = 4096, 11008  # one llama-7b MLP projection (memlib.serving.inference.quantized_linear_bytes)
+nf4_bpp, awq_bpp = (memlib.serving.inference.quantized_linear_bytes(h_, i_, f) / (h_ * i_) for f in ("nf4", "int4-awq"))
 LLAMA7B_MMLU_5SHOT = 35.1  # Touvron et al. 2023 (LLaMA), Table 9: LLaMA-7B, MMLU 5-shot, % (a paper's figure, quoted)
 nvl = A100.interconnect_bytes_per_s_per_direction  # the catalog's NVLink, per direction
 fact_rows = [

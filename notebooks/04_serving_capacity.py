@@ -32,34 +32,23 @@
 import matplotlib.pyplot as plt
 
 import memlib
+from memlib.learn.chapters.ch04 import A100, CTX, FORMATS, H100, MODEL
+from memlib.learn.kit import GB, G
 from memlib import estimate_inference, get_gpu, get_model, max_batch
-from memlib.fit import usable_bytes
-from memlib.inference import (gqa_kv_bytes_per_token, kv_bytes_per_token, kv_cache_bytes,
+from memlib.hardware.fit import usable_bytes
+from memlib.serving.inference import (gqa_kv_bytes_per_token, kv_bytes_per_token, kv_cache_bytes,
                               quantized_linear_bytes)
 from memlib.serving import (VLLM_GPU_MEMORY_UTILIZATION, concurrency_at_rate, decode_bound,
                             littles_law_concurrency, request_rate_bound, token_forwards,
                             vllm_default_max_num_batched_tokens, vllm_kv_cache_budget_bytes,
                             vllm_max_concurrency)
-from memlib.serving_playground import ServingPlayground
-from memlib.units import fmt_count, gib
-from memlib.viz import breakdown_bars, count_sweep
+from memlib.learn.playgrounds.serving import ServingPlayground
+from memlib.units import fmt_count
+from memlib.learn.viz import breakdown_bars, count_sweep
 
-MODEL = "llama-3-70b"
-CTX = 8192  # the question's "8k-token chat": prompt + reply may grow to 8,192 tokens
-A100, H100 = "a100-80gb", "h100-80gb"
-FORMATS = {"bf16": "bf16", "fp8": "fp8-block", "int8": "int8", "int4 (AWQ)": "int4-awq"}
+
 CHUNK_A100 = vllm_default_max_num_batched_tokens(A100)  # vLLM's prefill chunk (2,048)
 CHUNK = {A100: CHUNK_A100, H100: vllm_default_max_num_batched_tokens(H100)}
-
-
-def GB(n_bytes, digits=1):
-    """GB (1e9), labelled."""
-    return f"{n_bytes / 1e9:,.{digits}f} GB"
-
-
-def G(n_bytes, digits=1):
-    """GiB (2**30), labelled: what torch and nvidia-smi show."""
-    return f"{gib(n_bytes):,.{digits}f} GiB"
 
 
 def r2(x):
@@ -155,7 +144,7 @@ a_v09, a_v95 = (f"{vllm_max_concurrency(m, A100, CTX, weights='bf16', tp=2, gpu_
 
 # %% tags=["nbval-check-output"]
 numel = m.hidden_size * m.intermediate_size   # one MLP matrix, 8192 -> 28672
-# memlib.inference.quantized_linear_bytes: every buffer (weights, scales, zeros)
+# memlib.serving.inference.quantized_linear_bytes: every buffer (weights, scales, zeros)
 bits = {k: 8 * quantized_linear_bytes(m.hidden_size, m.intermediate_size, f) / numel
         for k, f in FORMATS.items()}
 # memlib.estimate_inference(weights=...): every tensor in its stored format
@@ -189,7 +178,7 @@ s2_bf16 = f"{abs(weights['bf16'].weight_bytes / 140e9 - 1):.1%}"
 PROMPT, REPLY = 1000, 500
 # memlib.serving.token_forwards: positions whose q, k, v (and MLP) are computed
 work = {c: token_forwards(PROMPT, REPLY, kv_cache=c) for c in (True, False)}
-held = kv_cache_bytes(m, 1, PROMPT + REPLY)   # memlib.inference.kv_cache_bytes: the price
+held = kv_cache_bytes(m, 1, PROMPT + REPLY)   # memlib.serving.inference.kv_cache_bytes: the price
 print(f"token passes: {work[True]:,} with a cache, {work[False]:,} without; "
       f"cache {GB(held, 2)}")
 
@@ -213,10 +202,10 @@ s3_x, s3_held = f"{work[False] / work[True]:.0f}", f"{GB(held, 2)}"
 
 # %% tags=["nbval-check-output"]
 heads = {"MHA": m.num_heads, "GQA": m.num_kv_heads, "MQA": 1}
-# memlib.inference.gqa_kv_bytes_per_token: 2 x layers x kv_heads x head_dim x bytes
+# memlib.serving.inference.gqa_kv_bytes_per_token: 2 x layers x kv_heads x head_dim x bytes
 per_tok = {k: gqa_kv_bytes_per_token(m.num_layers, h, m.head_dim)
            for k, h in heads.items()}
-kv_tok = kv_bytes_per_token(m)                # memlib.inference.kv_bytes_per_token (bf16)
+kv_tok = kv_bytes_per_token(m)                # memlib.serving.inference.kv_bytes_per_token (bf16)
 per_chat = kv_cache_bytes(m, 1, CTX)          # one full 8k chat
 for k, v in per_tok.items():
     print(f"{k} ({heads[k]:>2} KV heads): {v:>9,} B per token, "
@@ -241,7 +230,7 @@ s4_mqa = f"{kv_tok // per_tok['MQA']}"
 # **10 GB**, ÷ 1.34 GB per chat ≈ **7 chats**. fp8 weights: ≈ **32**; plus an fp8 cache: ≈ **65**.
 
 # %% tags=["nbval-check-output"]
-cap_h100, mib = usable_bytes(h100), h100.reported_total_mib   # memlib.fit.usable_bytes
+cap_h100, mib = usable_bytes(h100), h100.reported_total_mib   # memlib.hardware.fit.usable_bytes
 print(f"torch sees {G(cap_a100, 2)} of an A100, {G(cap_h100, 2)} of an H100 "
       f"(nvidia-smi: {mib:,} MiB = {mib / 1024:.1f} GiB)")
 # memlib.max_batch: the largest batch memlib.fits() each GPU (peak + context + 5%)
@@ -361,7 +350,7 @@ s9_ms = f"{full8.memory_s * 1e3:.0f} ms"
 # ## 6. Charts · 图
 #
 # **Takeaway: on 2 × A100 in bf16 the cache is a sliver; smaller weights hand the room to chats.**
-# Per GPU at the largest batch that fits (`memlib.viz.breakdown_bars`, linear scale).
+# Per GPU at the largest batch that fits (`memlib.learn.viz.breakdown_bars`, linear scale).
 
 # %%
 # memlib.estimate_inference at the largest batch memlib.max_batch finds

@@ -28,33 +28,19 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch04 import A100, CTX, FORMATS, H100, MODEL
+from memlib.learn.kit import GB, G
 from memlib import estimate_inference, get_gpu, get_model, max_batch
 from memlib.cost.timing import forward_flops_per_token
-from memlib.explain import markdown_table
-from memlib.fit import usable_bytes
-from memlib.inference import kv_bytes_per_token, kv_cache_bytes
+from memlib.training.explain import markdown_table
+from memlib.hardware.fit import usable_bytes
+from memlib.serving.inference import kv_bytes_per_token, kv_cache_bytes
 from memlib.serving import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, decode_bound, request_rate_bound,
                             speculative_expected_tokens, speculative_speedup,
                             paged_kv_blocks, paged_kv_waste_bytes,
                             vllm_default_max_num_batched_tokens, vllm_default_max_num_seqs,
                             vllm_kv_cache_budget_bytes, vllm_max_concurrency)
-from memlib.units import gib
-from memlib.viz import count_sweep
-
-MODEL = "llama-3-70b"
-CTX = 8192
-A100, H100 = "a100-80gb", "h100-80gb"
-FORMATS = {"bf16": "bf16", "fp8": "fp8-block", "int8": "int8", "int4 (AWQ)": "int4-awq"}
-
-
-def GB(n_bytes, digits=1):
-    """GB (1e9), labelled."""
-    return f"{n_bytes / 1e9:,.{digits}f} GB"
-
-
-def G(n_bytes, digits=1):
-    """GiB (2**30), labelled: what torch and nvidia-smi show."""
-    return f"{gib(n_bytes):,.{digits}f} GiB"
+from memlib.learn.viz import count_sweep
 
 
 def chats(gpu, tp, weights, kv_cache="bf16", context=CTX, model=MODEL):
@@ -256,7 +242,7 @@ for kvh in (64, 16, 8, 1):   # MHA, groups of 4, Llama-3's groups of 8, MQA
 
 # %% tags=["nbval-check-output"]
 long = 131072
-per_long = kv_cache_bytes(m31, 1, long)   # memlib.inference.kv_cache_bytes
+per_long = kv_cache_bytes(m31, 1, long)   # memlib.serving.inference.kv_cache_bytes
 long_rows = {"8 x H100 bf16": chats(H100, 8, "bf16", context=long, model=m31),
              "8 x H100 fp8 + fp8 KV": chats(H100, 8, "fp8-block", "fp8", context=long,
                                             model=m31),

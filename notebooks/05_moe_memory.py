@@ -33,38 +33,20 @@ import textwrap
 import matplotlib.pyplot as plt
 
 import memlib
-from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib
-from memlib.fit import usable_bytes
-from memlib.inference import kv_bytes_per_token, kv_cache_bytes
-from memlib.moe import min_gpus_sharded, routed_expert_params
-from memlib.moe_playground import MoEServingPlayground
-from memlib.plan import plan_serving
+from memlib.learn.chapters.ch05 import CONTEXTS, CTX, FT_SEQ, GPU, GQA_PEER, MODEL, N, TB
+from memlib.learn.kit import GB, R
+from memlib import cost, estimate_inference, estimate_training, fits, get_gpu, get_model
+from memlib.hardware.fit import usable_bytes
+from memlib.serving.inference import kv_bytes_per_token, kv_cache_bytes
+from memlib.parallel.moe import min_gpus_sharded, routed_expert_params
+from memlib.learn.playgrounds.moe import MoEServingPlayground
+from memlib.parallel.plan import plan_serving
 from memlib.serving import vllm_concurrency_for_estimate
-from memlib.timing import flops_per_token
+from memlib.cost.timing import flops_per_token
 from memlib.cost.conventions import mla_absorbed_attention_flops, mla_absorbed_intensity, ridge_flop_per_byte
 from memlib.units import fmt_count
-from memlib.viz import breakdown_bars, sweep
-from memlib.zero import zero_model_state_bytes
-
-MODEL, GPU, N = "deepseek-v3", "h200", 8   # the question: DeepSeek-V3 on one 8-GPU H200 server
-CTX = 8192                                 # an 8k-token chat; vLLM's default 8,192-token prefill chunks
-FT_SEQ = 4096                              # fine-tuning sequences of 4k tokens, micro-batch 1
-GQA_PEER = "llama-3.1-405b"                # a dense GQA model of similar size
-CONTEXTS = (8192, 32768, 131072)
-
-
-def GB(n_bytes):
-    """GB (1e9 bytes), labelled: the unit of this notebook."""
-    return f"{n_bytes / 1e9:,.1f} GB"
-
-
-def TB(n_bytes):
-    return f"{n_bytes / 1e12:,.2f} TB"
-
-
-def R(x, sig=2):
-    """A figure rounded to `sig` significant digits, as a person says it (544 -> '540')."""
-    return f"{float(f'{x:.{sig}g}'):g}"
+from memlib.learn.viz import breakdown_bars, sweep
+from memlib.parallel.zero import zero_model_state_bytes
 
 
 # The figures the 30-second answer quotes; section 5 derives each one step by step.
@@ -131,7 +113,7 @@ a_fp8, a_chats, a_states = f"{R(fp8_total / 1e9)}", f"{R(serve.best.sequences)}"
 
 # %% tags=["nbval-check-output"]
 m = get_model(MODEL)               # memlib.get_model: counted tensor by tensor, as transformers counts
-experts = routed_expert_params(m)  # memlib.moe.routed_expert_params
+experts = routed_expert_params(m)  # memlib.parallel.moe.routed_expert_params
 rest = m.num_params - experts
 print(f"total {fmt_count(m.num_params)}: routed experts {fmt_count(experts)}, rest {fmt_count(rest)}")
 print(f"active per token {fmt_count(A)}; without the input embedding "
@@ -195,7 +177,7 @@ s2_e, s2_k = f"{m.num_experts}", f"{m.num_experts_per_tok}"
 # %% tags=["nbval-check-output"]
 six_n_active = cost.training_flops(m, 1)              # memlib.cost.training_flops: 6N, N active
 six_n_dense = cost.training_flops(m.num_params, 1)    # 6N of a dense model of the same total
-with_attention = flops_per_token(m, FT_SEQ)           # memlib.timing: + 12·L·H·Q·T (PaLM, App. B)
+with_attention = flops_per_token(m, FT_SEQ)           # memlib.cost.timing: + 12·L·H·Q·T (PaLM, App. B)
 peer = flops_per_token(GQA_PEER, FT_SEQ)
 attn_absorbed = mla_absorbed_attention_flops(m, CTX)  # memlib.cost.conventions: 2·L·H·(2·d_c + d_r)·T
 mla_ai, h100_ridge = mla_absorbed_intensity(m, CTX), ridge_flop_per_byte("h100-80gb")
@@ -240,7 +222,7 @@ caches = {"MLA latent": (m, "latent"), "MLA full K/V": (m, "full"),
           "GQA 405B": (get_model(GQA_PEER), "latent")}   # mla_cache does not apply to a GQA model
 per_token = {k: kv_bytes_per_token(mod, mla_cache=mla) for k, (mod, mla) in caches.items()}  # memlib
 lengths = [2 ** k for k in range(10, 18)]   # 1k ... 128k tokens, for the chart in section 6
-per_seq = {k: {c: kv_cache_bytes(mod, 1, c, mla_cache=mla) for c in lengths}   # memlib.inference
+per_seq = {k: {c: kv_cache_bytes(mod, 1, c, mla_cache=mla) for c in lengths}   # memlib.serving.inference
            for k, (mod, mla) in caches.items()}
 for k, v in per_token.items():
     print(f"{k:<12} {v:>9,} B/token; one sequence: "
@@ -270,7 +252,7 @@ s4_tp = f"{kv_bytes_per_token(m, tp=N):,}"
 # 49 / 0.58 ≈ 85 per GPU, **~680** on the server.
 
 # %% tags=["nbval-check-output"]
-serve = plan_serving(m, g, N, context_len=CTX)   # memlib.plan.plan_serving: every tp/ep layout, fp8
+serve = plan_serving(m, g, N, context_len=CTX)   # memlib.parallel.plan.plan_serving: every tp/ep layout, fp8
 for p in serve.feasible:
     s = p.settings
     print(f"tp={s['tp']} ep={s['ep']}: weights {GB(p.weight_bytes)}/GPU, KV {GB(p.kv_cache_bytes)}/GPU, "
@@ -309,8 +291,8 @@ s5_vllm, s5_vllm_gpu = f"{vllm_chats}", f"{vllm_chats // (N // serve.best.settin
 # parallelism changes *who* holds which expert, not how many bytes there are.
 
 # %% tags=["nbval-check-output"]
-states = zero_model_state_bytes(m.num_params, 0, 1)   # memlib.zero: (2 + 2 + 12) x psi
-ft = {gpu: min_gpus_sharded(m, gpu, seq_len=FT_SEQ) for gpu in (GPU, "h100-80gb")}  # memlib.moe
+states = zero_model_state_bytes(m.num_params, 0, 1)   # memlib.parallel.zero: (2 + 2 + 12) x psi
+ft = {gpu: min_gpus_sharded(m, gpu, seq_len=FT_SEQ) for gpu in (GPU, "h100-80gb")}  # memlib.parallel.moe
 for gpu, r in ft.items():
     e = r.estimate
     print(f"{gpu}: {r.count} GPUs, ep {r.ep}; peak {GB(e.peak_bytes)} in {e.phase}, "
@@ -355,7 +337,7 @@ s6_bpp12, s6_tb12 = f"{states_bf16_moments // P}", f"{TB(states_bf16_moments)}"
 #
 # **Takeaway: expert parallelism keeps more weight per GPU than tensor parallelism, yet serves more
 # chats, because each GPU's cache holds only its own; the bf16 copy does not fit at all.** Per-GPU
-# memory at the largest batch of 8k chats (`memlib.viz.breakdown_bars`, linear, the card dashed).
+# memory at the largest batch of 8k chats (`memlib.learn.viz.breakdown_bars`, linear, the card dashed).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 bars = {"tensor par. 8,\nfp8": tp_only.estimate, "expert par. 8 +\nDP attention, fp8": serve.best.estimate,
@@ -368,7 +350,7 @@ plt.show()
 # %% [markdown]
 # **Takeaway: the latent cache of a 128k conversation is a small part of one GPU; the same attention
 # stored as full keys and values outgrows a whole H200 on its own.** KV cache of one sequence against
-# its length (`memlib.viz.sweep`, lines on log axes; the dotted line marks where a curve crosses the card).
+# its length (`memlib.learn.viz.sweep`, lines on log axes; the dotted line marks where a curve crosses the card).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 curves = {k: list(v.values()) for k, v in per_seq.items()}   # step 4's caches, 1k ... 128k tokens
@@ -394,7 +376,7 @@ MoEServingPlayground(model=MODEL, gpu=GPU, count=N, context=CTX)
 # ### Why does expert parallelism need an all-to-all?
 
 # %% tags=["nbval-check-output"]
-t = h2.time   # memlib.step_time of step 6's layout (memlib.timing.ep_all_to_all_bytes)
+t = h2.time   # memlib.step_time of step 6's layout (memlib.cost.timing.ep_all_to_all_bytes)
 a2a_per_layer = 6 if h2.estimate.setup.recompute == "full" else 4  # per MoE layer and micro-batch
 print(f"ep={h2.ep}: {a2a_per_layer} all-to-alls per MoE layer, {GB(t.ep_comm_bytes)} per GPU per step")
 print(f"{t.ep_comm_s:.2f} s exposed of a {t.step_s:.1f} s step")

@@ -31,35 +31,24 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch05 import CONTEXTS, CTX, FT_SEQ, GPU, GQA_PEER, MODEL, N, TB
+from memlib.learn.kit import GB
 from memlib import cost, estimate_inference, estimate_training, fits, fmt_bytes, get_gpu, get_model, gib
-from memlib.explain import markdown_table
-from memlib.fit import usable_bytes
-from memlib.measured import estimate_case
-from memlib.inference import gqa_kv_bytes_per_token, kv_bytes_per_token
-from memlib.moe import (decode_weight_bytes, expected_experts_touched, expert_ridge_tokens, min_gpus_sharded,
+from memlib.training.explain import markdown_table
+from memlib.hardware.fit import usable_bytes
+from memlib.training.measured import estimate_case
+from memlib.serving.inference import gqa_kv_bytes_per_token, kv_bytes_per_token
+from memlib.parallel.moe import (decode_weight_bytes, expected_experts_touched, expert_ridge_tokens, min_gpus_sharded,
                         tokens_per_expert)
-from memlib.plan import plan_serving
-from memlib.timing import flops_per_token
+from memlib.parallel.plan import plan_serving
+from memlib.cost.timing import flops_per_token
 from memlib.cost.conventions import deepseek_v3_implied_mfu
 from memlib.units import fmt_count
-from memlib.viz import sweep
-from memlib.zero import zero_model_state_bytes
+from memlib.learn.viz import sweep
+from memlib.parallel.zero import zero_model_state_bytes
 
-MODEL, GPU, N = "deepseek-v3", "h200", 8   # the question: DeepSeek-V3 on one 8-GPU H200 server
-CTX = 8192                                 # an 8k-token chat; vLLM's default 8,192-token prefill chunks
-FT_SEQ = 4096                              # fine-tuning sequences of 4k tokens, micro-batch 1
-GQA_PEER = "llama-3.1-405b"                # a dense GQA model of similar size
-CONTEXTS = (8192, 32768, 131072)
+
 VERDICT = {"✅": "✅ right", "⚠️": "⚠️ partly", "❌": "❌ wrong"}   # a verdict reads without an emoji font
-
-
-def GB(n_bytes):
-    """GB (1e9 bytes), labelled: the unit of this notebook."""
-    return f"{n_bytes / 1e9:,.1f} GB"
-
-
-def TB(n_bytes):
-    return f"{n_bytes / 1e12:,.2f} TB"
 
 
 # The figures of the core page (05_moe_memory), computed the same way.
@@ -85,9 +74,9 @@ floors = {fmt: math.ceil(nbytes / usable_bytes(get_gpu("h100-80gb"))) for fmt, n
 
 # %% tags=["nbval-check-output"]
 node_batch, unit_batch = serve.best.sequences, 32 * 256   # one node; DeepSeek's decode unit, 32 per GPU
-per_expert = {b: tokens_per_expert(b, m.num_experts_per_tok, m.num_experts)   # memlib.moe: B·k/E
+per_expert = {b: tokens_per_expert(b, m.num_experts_per_tok, m.num_experts)   # memlib.parallel.moe: B·k/E
               for b in (node_batch, unit_batch)}
-ridge_tokens = expert_ridge_tokens(GPU)   # memlib.moe: tokens an fp8 expert matmul needs, ridge / 2
+ridge_tokens = expert_ridge_tokens(GPU)   # memlib.parallel.moe: tokens an fp8 expert matmul needs, ridge / 2
 print({b: round(v, 1) for b, v in per_expert.items()}, f"tokens per expert; ridge {ridge_tokens:.0f}")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -108,7 +97,7 @@ f2_unit, f2_unit_t, f2_ridge = f"{unit_batch:,}", f"{per_expert[unit_batch]:.0f}
 
 
 # %% tags=["nbval-check-output"]
-read = {b: decode_weight_bytes(m, b) for b in (1, 8, 32, 128, 512)}   # memlib.moe.decode_weight_bytes, fp8
+read = {b: decode_weight_bytes(m, b) for b in (1, 8, 32, 128, 512)}   # memlib.parallel.moe.decode_weight_bytes, fp8
 for b, r in read.items():
     print(f"batch {b}: {GB(r)} of weights read per decode step, {GB(r / b)} per token")
 
@@ -164,7 +153,7 @@ display(Markdown(
 
 # %% tags=["nbval-check-output"]
 touched = {t_: expected_experts_touched(m.num_experts, m.num_experts_per_tok, t_) for t_ in (1, 8, 32, 128, 1024)}
-print({t_: round(v, 1) for t_, v in touched.items()})   # memlib.moe.expected_experts_touched, uniform routing
+print({t_: round(v, 1) for t_, v in touched.items()})   # memlib.parallel.moe.expected_experts_touched, uniform routing
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(
@@ -220,7 +209,7 @@ display(Markdown(
 # ### And on other GPUs?
 
 # %% tags=["nbval-check-output"]
-other = {(gpu, n, fmt): plan_serving(m, gpu, n, context_len=CTX, weights=fmt).best   # memlib.plan.plan_serving
+other = {(gpu, n, fmt): plan_serving(m, gpu, n, context_len=CTX, weights=fmt).best   # memlib.parallel.plan.plan_serving
          for gpu, n, fmt in (("h100-80gb", 8, "auto"), ("h100-80gb", 16, "auto"), ("h200", 16, "bf16"),
                              ("a100-80gb", 8, "int4-awq"), ("b200", 8, "auto"), ("mi300x", 8, "auto"))}
 for (gpu, n, fmt), p in other.items():
@@ -286,10 +275,10 @@ s7_nf4_h100, s7_nf4 = f"{floors['nf4']}", f"{GB(nf4_total)}"
 # ~1.85-1.9 tokens per main-model step.
 
 # %% tags=["nbval-check-output"]
-from memlib.models.mtp import mtp_active_params, mtp_module_bytes, mtp_module_params
+from memlib.serving.mtp import mtp_active_params, mtp_module_bytes, mtp_module_params
 from memlib.serving.techniques import speculative_expected_tokens, speculative_speedup
 
-mtp = mtp_module_params(m)                          # memlib.models.mtp: from config.json's shapes
+mtp = mtp_module_params(m)                          # memlib.serving.mtp: from config.json's shapes
 mtp_fp8 = mtp_module_bytes(m, "fp8-block")          # the unique part, 128x128 block fp8 as released
 mtp_act = mtp_active_params(m)                      # read per drafted token (top-8 experts, M, the head)
 draft_cost = mtp_act / A                            # draft step / main step, bytes read at equal precision
@@ -309,7 +298,7 @@ f9_t85, f9_t90 = f"{mtp_tok[0.85]:.2f}", f"{mtp_tok[0.90]:.2f}"
 f9_u85, f9_u90 = f"{mtp_up[0.85]:.2f}×", f"{mtp_up[0.90]:.2f}×"
 
 # %% [markdown]
-# From the config's shapes (`memlib.models.mtp.mtp_module_params`): the block is **{eval}`f9_block`**
+# From the config's shapes (`memlib.serving.mtp.mtp_module_params`): the block is **{eval}`f9_block`**
 # parameters, nearly all of it routed experts; with *M*, its norms and the checkpoint's own copies of the
 # embedding and head ({eval}`f9_copies`) it is **{eval}`f9_total`**, the report's "14B" (685B in the
 # checkpoint, 671B in the main model). transformers does not build it, so memlib's 671B leave it out.
@@ -342,7 +331,7 @@ v2 = memlib.Model.from_hf_config({
     "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400,
     "max_position_embeddings": 163840, "tie_word_embeddings": False}, name="deepseek-v2")
 v2_latent, v2_full = kv_bytes_per_token(v2), kv_bytes_per_token(v2, mla_cache="full")
-ds67 = gqa_kv_bytes_per_token(95, 8, 128)            # memlib.inference: 2 x layers x KV heads x head_dim x 2 B
+ds67 = gqa_kv_bytes_per_token(95, 8, 128)            # memlib.serving.inference: 2 x layers x KV heads x head_dim x 2 B
 v2_6bit = v2_latent * 6 / 16                         # the deployed cache: "6 bits on average" per element
 pretrain_flops = cost.training_flops(m, 14.8e12, seq_len=FT_SEQ)   # 6N (active) + attention, 14.8T tokens
 # the collection's convention: DeepSeek's own 250 GFLOP/token over the H800's bf16 dense peak
@@ -473,7 +462,7 @@ display(Markdown(markdown_table(rows, ["weights", "fp8 as released (block-wise; 
 # ## Every serving layout on 8 × H200, at 8k, 32k and 128k
 
 # %% tags=["nbval-check-output"]
-by_ctx = {c: plan_serving(m, g, N, context_len=c) for c in CONTEXTS}   # memlib.plan.plan_serving
+by_ctx = {c: plan_serving(m, g, N, context_len=c) for c in CONTEXTS}   # memlib.parallel.plan.plan_serving
 for c, r in by_ctx.items():
     print(f"{c // 1024}k: " + ", ".join(f"tp={p.settings['tp']} ep={p.settings['ep']} {p.sequences}"
                                        for p in r.feasible))
@@ -493,7 +482,7 @@ display(Markdown("Layouts with tensor parallel 1 and expert parallel below 8 hol
 # ## Full fine-tuning on other GPUs
 
 # %% tags=["nbval-check-output"]
-ft_all = {(gpu, z): min_gpus_sharded(m, gpu, zero_stage=z, seq_len=FT_SEQ)   # memlib.moe.min_gpus_sharded
+ft_all = {(gpu, z): min_gpus_sharded(m, gpu, zero_stage=z, seq_len=FT_SEQ)   # memlib.parallel.moe.min_gpus_sharded
           for gpu in ("h100-80gb", "h200", "b200", "mi300x") for z in (3, "FULL_SHARD")}
 for (gpu, z), r in ft_all.items():
     print(f"{gpu} {'ZeRO-3' if z == 3 else z}: {r.count} GPUs, expert parallel {r.ep}")
@@ -514,7 +503,7 @@ display(Markdown(
 # %% [markdown]
 # **Takeaway: expert parallelism moves the fewest H200s left, because each GPU gathers 1/ep of a layer's
 # experts; the states per GPU are the same.** Full fine-tuning per GPU against the number of H200s
-# (`memlib.viz.sweep`: ZeRO-3, full recompute, 4k tokens; GiB, what torch shows; the dotted line marks the
+# (`memlib.learn.viz.sweep`: ZeRO-3, full recompute, 4k tokens; GiB, what torch shows; the dotted line marks the
 # largest count that still does not fit, with the CUDA context and headroom `fits` adds).
 
 # %%
@@ -540,7 +529,7 @@ print("fewest H200s on the chart: " + "; ".join(f"{k}: {n if n else f'none up to
 cases = json.loads((Path("..") / "validation" / "results_families.json").read_text())["cases"]
 mla = [c for c in cases if "measured" in c and c["family"].startswith(("deepseek", "mixtral", "qwen3-moe"))]
 for c in mla:
-    est = estimate_case(c["inputs"]).peak_bytes   # memlib.measured.estimate_case -> memlib.estimate_training
+    est = estimate_case(c["inputs"]).peak_bytes   # memlib.training.measured.estimate_case -> memlib.estimate_training
     print(f"{c['name']}: measured {gib(c['measured']['peak_bytes']):.3f} GiB, memlib {gib(est):.3f} GiB "
           f"({est / c['measured']['peak_bytes'] - 1:+.2%})")
 

@@ -33,32 +33,18 @@ import math
 import matplotlib.pyplot as plt
 
 import memlib
-from memlib import estimate_inference, estimate_training, fits, get_gpu, get_model, step_time
-from memlib.activations import korthikanti_layer_bytes
-from memlib.fit import usable_bytes
-from memlib.long_context_playground import LongContextPlayground
-from memlib.plan import plan
-from memlib.timing import attention_flops_per_token, cp_kv_bytes, flops_per_token
+from memlib.learn.chapters.ch06 import FSDP, GPU, LONG, MODEL, N_GPU, SHORT, SRAM_ELEMENTS, term
+from memlib.learn.kit import GB, G
+from memlib import estimate_training, fits, get_gpu, get_model, step_time
+from memlib.training.activations import korthikanti_layer_bytes
+from memlib.hardware.fit import usable_bytes
+from memlib.learn.playgrounds.long_context import LongContextPlayground
+from memlib.parallel.plan import plan
+from memlib.cost.timing import attention_flops_per_token, cp_kv_bytes, flops_per_token
 from memlib.cost.conventions import (attention_hbm_accesses, attention_to_weights_flops, causal_flops_per_token,
                                      sequence_flops_ratio, windowed_attention_flops_per_token)
 from memlib.training.context_parallel import causal_attention_pairs_per_rank
-from memlib.viz import breakdown_bars, sweep
-
-MODEL, GPU, N_GPU = "llama-3.1-8b", "h100-80gb", 8   # one 8 x H100 node
-SHORT, LONG = 8192, 131072                          # Llama 3's pre-training length and its long-context stage
-FSDP = dict(zero_stage="FULL_SHARD")                # FSDP2 with bf16 compute (torchtitan's default)
-# FlashAttention's SRAM: "M around 100KB" (Dao et al. 2022, arXiv:2205.14135, Sec. 3.2), in bf16 elements
-SRAM_ELEMENTS = 100_000 // 2
-
-
-def GB(n_bytes):
-    """GB (1e9), labelled: the unit of the prose."""
-    return f"{n_bytes / 1e9:,.1f} GB"
-
-
-def G(n_bytes):
-    """GiB, labelled: what torch reports, for verdicts against a GPU."""
-    return f"{n_bytes / 2**30:,.1f} GiB"
+from memlib.learn.viz import breakdown_bars, sweep
 
 
 def sig(x, digits=2):
@@ -67,11 +53,6 @@ def sig(x, digits=2):
         return "0"
     d = digits - 1 - math.floor(math.log10(abs(x)))
     return f"{round(x, d):,.{max(d, 0)}f}"
-
-
-def term(e, name):
-    """The bytes of one named term of an estimate (est.terms)."""
-    return next(t.nbytes for t in e.terms if t.name == name)
 
 
 # The figures of the 30-second answer (section 2), each derived in section 5
@@ -248,7 +229,7 @@ s3_where = f"{chunked_long.peak_moment.where}"
 # %% tags=["nbval-check-output"]
 rec = {rc: estimate_training(m, seq_len=LONG, dp=N_GPU, loss="chunked", recompute=rc, **FSDP)
        for rc in ("none", "selective", "full")}
-ff = {rc: flops_per_token(m, LONG, rc) for rc in rec}   # memlib.timing.flops_per_token: what recompute costs
+ff = {rc: flops_per_token(m, LONG, rc) for rc in rec}   # memlib.cost.timing.flops_per_token: what recompute costs
 for rc, e in rec.items():
     print(f"{rc:>9}: peak {G(e.peak_bytes)}, activations {G(e.breakdown['activations'])}, "
           f"FLOPs {ff[rc] / ff['none'] - 1:+.0%}")
@@ -332,7 +313,7 @@ lb_z0, lb_z7 = f"0 and {2 * N_GPU - 1}", f"{N_GPU - 1} and {N_GPU}"
 
 # %% tags=["nbval-check-output"]
 r8 = plan(m, g, N_GPU, seq_len=LONG, grad_accum=1, cps=(1, 2, 4, 8),
-          recomputes=("selective", "full"))              # memlib.plan.plan: every layout on 8 H100s
+          recomputes=("selective", "full"))              # memlib.parallel.plan.plan: every layout on 8 H100s
 best = r8.best
 v_sel, v_min = fits(cp8_sel, g), fits(cp8_min, g)
 print(f"{len(r8.feasible)} of {len(r8.feasible) + len(r8.infeasible)} layouts fit; "
@@ -361,7 +342,7 @@ s7_pencil = f"{cp8_min.peak_bytes / 25e9 - 1:+.0%}"
 # A 128k sequence therefore costs about 16 x (48 + 206) / (48 + 13) ≈ 66x an 8k one, not 16x.
 
 # %% tags=["nbval-check-output"]
-fpt = {s: flops_per_token(m, s) for s in (SHORT, LONG)}      # memlib.timing.flops_per_token (PaLM App. B)
+fpt = {s: flops_per_token(m, s) for s in (SHORT, LONG)}      # memlib.cost.timing.flops_per_token (PaLM App. B)
 t_short = step_time(estimate_training(m, seq_len=SHORT, dp=N_GPU, recompute="selective", **FSDP), g)
 t_long = step_time(cp8_sel, g)
 print(f"GFLOPs/token: 8k {fpt[SHORT] / 1e9:,.0f}, 128k {fpt[LONG] / 1e9:,.0f}; "
@@ -403,7 +384,7 @@ s8_causal_f = f"{causal_flops_per_token(m, LONG) / 1e9:,.0f}"
 #
 # **Takeaway: eager attention stops fitting at a few thousand tokens, sdpa alone at 8k, recompute with a
 # chunked loss near 128k; context parallelism over 8 GPUs goes far beyond.** Peak per GPU against the
-# sequence length (8 H100s, FSDP; `memlib.viz.sweep`, lines on a log scale, the H100 dashed).
+# sequence length (8 H100s, FSDP; `memlib.learn.viz.sweep`, lines on a log scale, the H100 dashed).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(7.5, 3.2))
@@ -415,7 +396,7 @@ plt.show()
 # %% [markdown]
 # **Takeaway: the chunked loss removes the logits, recompute most of the activations, context
 # parallelism a factor of 8 of both; the model states never move.** What one GPU holds at the peak at
-# 128k for the layouts near the line (`memlib.viz.breakdown_bars`, linear bars).
+# 128k for the layouts near the line (`memlib.learn.viz.breakdown_bars`, linear bars).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 bars = {"full recompute\n+ chunked": rec["full"], "+ activation\noffload": off, "cp 8\nonly": by_cp[8],

@@ -25,34 +25,18 @@
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch06 import FSDP, GPU, LONG, MODEL, N_GPU, SHORT, SRAM_ELEMENTS, term
+from memlib.learn.kit import GB, G
 from memlib import estimate_inference, estimate_training, fits, get_gpu, get_model, step_time
-from memlib.activations import korthikanti_layer_bytes
-from memlib.explain import markdown_table
-from memlib.plan import Plan, max_seq_len, plan
-from memlib.timing import cp_kv_bytes, flops_per_token
+from memlib.training.activations import korthikanti_layer_bytes
+from memlib.training.explain import markdown_table
+from memlib.parallel.plan import Plan, max_seq_len, plan
+from memlib.cost.timing import cp_kv_bytes, flops_per_token
 from memlib.cost.conventions import (attention_hbm_accesses, mean_attended_keys, sequence_flops_ratio,
                                      ulysses_all_to_all_bytes, windowed_attention_flops_per_token)
 
-MODEL, GPU, N_GPU = "llama-3.1-8b", "h100-80gb", 8   # one 8 x H100 node
-SHORT, LONG = 8192, 131072                          # Llama 3's pre-training length and its long-context stage
+
 SEQS = (8192, 32768, 131072)
-FSDP = dict(zero_stage="FULL_SHARD")                # FSDP2 with bf16 compute (torchtitan's default)
-SRAM_ELEMENTS = 100_000 // 2   # "M around 100KB" (Dao et al. 2022, Sec. 3.2), in bf16 elements
-
-
-def GB(n_bytes):
-    """GB (1e9), labelled: the unit of the prose."""
-    return f"{n_bytes / 1e9:,.1f} GB"
-
-
-def G(n_bytes):
-    """GiB, labelled: what torch reports, for verdicts against a GPU."""
-    return f"{n_bytes / 2**30:,.1f} GiB"
-
-
-def term(e, name):
-    """The bytes of one named term of an estimate (est.terms)."""
-    return next(t.nbytes for t in e.terms if t.name == name)
 
 
 # The figures of the core page (06_long_context), computed the same way.
@@ -279,7 +263,7 @@ plt.show()
 # ### Ulysses, ring or all-gather? And why extend the context in stages?
 
 # %% tags=["nbval-check-output"]
-# memlib.cost.conventions.ulysses_all_to_all_bytes (DeepSpeed-Ulysses) against memlib.timing.cp_kv_bytes (ring /
+# memlib.cost.conventions.ulysses_all_to_all_bytes (DeepSpeed-Ulysses) against memlib.cost.timing.cp_kv_bytes (ring /
 # all-gather) for one layer at 128k over 8 GPUs; sequence_flops_ratio for Llama 3's stages (8k -> 128k)
 uly = ulysses_all_to_all_bytes(m, LONG, N_GPU)
 ring = cp_kv_bytes(cp8_sel)
@@ -595,7 +579,7 @@ def plan_for(c):
     return Plan(settings, e, fits(e, g))
 
 
-longest = {c: max_seq_len(plan_for(c), g) for c in (1, 2, 4, 8)}       # memlib.plan.max_seq_len
+longest = {c: max_seq_len(plan_for(c), g) for c in (1, 2, 4, 8)}       # memlib.parallel.plan.max_seq_len
 l405 = estimate_training("llama-3.1-405b", seq_len=LONG, tp=8, cp=16, pp=16, dp=8, sequence_parallel=True,
                          grad_accum=16, recompute="full")
 v405 = fits(l405, g)
@@ -726,7 +710,7 @@ display(Markdown(markdown_table(rows, ["cp (dp = 8 / cp)", "tokens per GPU", "pe
                                        "logits and loss", "model states"])))
 
 # %% [markdown]
-# ### Every layout that fits 8 x H100 at 128k (`memlib.plan.plan`)
+# ### Every layout that fits 8 x H100 at 128k (`memlib.parallel.plan.plan`)
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 rows = [[p.describe(), G(p.estimate.peak_bytes), f"{p.verdict.margin_gib:+.1f} GiB",

@@ -30,20 +30,16 @@
 import matplotlib.pyplot as plt
 
 import memlib
-from memlib import cost, estimate_training, get_gpu, get_model, step_time
-from memlib.cost_playground import CostPlayground
-from memlib.plan import min_gpus, plan
-from memlib.timing import (DS_MAX_REUSE_DISTANCE, INTERNODE_BYTES_PER_S, active_params, attention_flops_per_token,
+from memlib.learn.chapters.ch07 import BATCH_SEQS, GPU, PRE_GPUS, PRE_MODEL, PRE_SEQ, PRE_TOKENS, RECOMPUTES
+from memlib import cost, get_gpu, get_model, step_time
+from memlib.learn.playgrounds.cost import CostPlayground
+from memlib.parallel.plan import min_gpus, plan
+from memlib.cost.timing import (DS_MAX_REUSE_DISTANCE, INTERNODE_BYTES_PER_S, active_params, attention_flops_per_token,
                            dp_collectives, flops_per_token)
 from memlib.cost.checkpointing import (async_interval_s, checkpoint_size_bytes, checkpoint_waste,
                                        checkpoint_write_s, job_mtbf_s, young_interval_s)
-from memlib.cost.conventions import recompute_overhead
-from memlib.viz import lines
+from memlib.learn.viz import lines
 
-# The question's inputs. Llama-2-7B is the 7B: its pretraining was exactly 2.0T tokens at 4k context
-# with a 4M-token global batch (Touvron et al. 2023, Table 1). The 70B is Llama-3.1-70B.
-PRE_MODEL, PRE_TOKENS, PRE_SEQ, BATCH_SEQS = "llama-2-7b", 2e12, 4096, 1024  # 1,024 x 4,096 = 4M tokens
-GPU, PRE_GPUS = "h100-80gb", 256
 FT_MODEL, FT_TOKENS, FT_SEQ, FT_ACCUM = "llama-3.1-70b", 1e9, 4096, 8
 MFU = 0.40          # assumed: Llama 3 reports 38-43% on H100s (deep dive); the chart in section 6 moves it.
 # Where a layout recomputes, the same 40% is what its kernels run at (HFU, memlib.step_time's hfu=): the
@@ -51,7 +47,6 @@ MFU = 0.40          # assumed: Llama 3 reports 38-43% on H100s (deep dive); the 
 PRICE = 2.0         # $ per GPU-hour: an input you set (DeepSeek-V3's report assumes $2 per H800-hour)
 LINK = 50e9         # bytes/s per GPU between nodes: 400 Gb/s (one ConnectX-7 port per GPU in a DGX H100)
 LINK_200 = INTERNODE_BYTES_PER_S  # 200 Gb/s per GPU: Llama 2's A100 clusters ("200 Gbps end-points")
-RECOMPUTES = ("none", "selective", "full")
 
 
 def E(x):
@@ -73,10 +68,6 @@ def k(x):
 def wan(x):
     """65,799 -> '6.6 万' (Chinese ten-thousands)."""
     return f"{sig(x / 1e4)} 万" if x >= 1e4 else sig(x)
-
-
-def pct(x):
-    return f"{x:+.1%}"
 
 
 # The figures the 30-second answer quotes (section 5 derives each one, step by step).
@@ -172,7 +163,7 @@ s2_off = f"{10 / run.days - 1:+.1%}"
 # micro-batches, 84 GB at 50 GB/s ≈ 1.7 s: it hides only if it overlaps the compute.
 # %% tags=["nbval-check-output"]
 layouts = plan(PRE_MODEL, GPU, PRE_GPUS, seq_len=PRE_SEQ, micro_batch=2, grad_accum=BATCH_SEQS // PRE_GPUS // 2,
-               recomputes=RECOMPUTES, allow_offload=False, hfu=MFU, internode_bytes_per_s=LINK)  # memlib.plan
+               recomputes=RECOMPUTES, allow_offload=False, hfu=MFU, internode_bytes_per_s=LINK)  # memlib.parallel.plan
 best = layouts.best
 t = best.time                                                    # memlib.step_time of that layout
 scheme, colls = dp_collectives(best.estimate)                    # what data parallelism sends, and when
@@ -193,7 +184,7 @@ s3_bwd, s3_bwd_t, s3_mfu = f"{bwd_s:.2f} s", f"{t.backward_s:.2f} s", f"{mfu_400
 s3_exp200, s3_mfu200, s3_x200 = f"{t200.dp_exposed_s:.2f} s", f"{mfu_200:.0%}", f"{t200.step_s / t.step_s:.2f}"
 s3_reuse = f"{DS_MAX_REUSE_DISTANCE / 2 / 1e9:g} billion"
 # %% [markdown]
-# `memlib.plan` tried {eval}`s3_n` layouts of 256 H100s at Llama 2's batch (micro-batch 2,
+# `memlib.parallel.plan` tried {eval}`s3_n` layouts of 256 H100s at Llama 2's batch (micro-batch 2,
 # {eval}`s3_accum` accumulation steps) and ranks first **{eval}`s3_scheme`** over all 256 GPUs, recompute
 # {eval}`s3_rc`. Each step moves **{eval}`s3_gb` per GPU** ({eval}`s3_link` on a 400 Gb/s link) against
 # {eval}`s3_comp` of compute, and `memlib.step_time` finds **{eval}`s3_exp` exposed**: per micro-batch the
@@ -262,7 +253,7 @@ s5_rc_hours, s5_rc_mfu = f"{ft_hours['full', 'full']:,.0f}", f"{ft_fixed['full',
 # **2 GPUs**. QLoRA's 4-bit base, ~35 GB: **1 GPU**.
 # %% tags=["nbval-check-output"]
 ft = {task: min_gpus(FT_MODEL, GPU, task=task, seq_len=FT_SEQ, grad_accum=FT_ACCUM, recomputes=RECOMPUTES,
-                     hfu=MFU, internode_bytes_per_s=LINK) for task in ("full", "lora", "qlora")}  # memlib.plan.min_gpus
+                     hfu=MFU, internode_bytes_per_s=LINK) for task in ("full", "lora", "qlora")}  # memlib.parallel.plan.min_gpus
 ft_runs = {task: cost.training_run_from_step(r.best.time, FT_TOKENS, GPU) for task, r in ft.items()}
 ft_mfu = {task: r.best.time.achieved_mfu for task, r in ft.items()}  # model FLOPs: 6N full, 4N for a frozen base
 # Not modelled: bitsandbytes' MatMul4Bit runs F.dequantize_4bit(B).to(A.dtype) before the matmul in the forward and
@@ -279,7 +270,7 @@ s6_lsave = f"{1 - ft_runs['lora'].gpu_hours / ft_runs['full'].gpu_hours:.0%}"
 s6_qsave = f"{1 - ft_runs['qlora'].gpu_hours / ft_runs['full'].gpu_hours:.0%}"
 s6_mfu_full, s6_mfu_lora = f"{ft_mfu['full']:.0%}", f"{ft_mfu['lora']:.0%}"
 # %% [markdown]
-# `memlib.plan.min_gpus` searches every layout up to two nodes: full fine-tuning needs **{eval}`s6_full`
+# `memlib.parallel.plan.min_gpus` searches every layout up to two nodes: full fine-tuning needs **{eval}`s6_full`
 # H100s**, not the pencil's 14 (activations, the gathered layer, the CUDA context and allocator headroom,
 # and a tensor-parallel degree that divides the heads); on them `memlib.step_time` gives **{eval}`s6_days`
 # days, {eval}`s6_hours` GPU-hours**. LoRA fits on **{eval}`s6_lora`** and QLoRA on **{eval}`s6_qlora`**,

@@ -31,29 +31,24 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.chapters.ch07 import (BATCH_SEQS, GPU, PRE_GPUS, PRE_MODEL, PRE_SEQ, PRE_TOKENS,
+                                        RECOMPUTES, pct)
 from memlib import cost, estimate_training, get_gpu, get_model, step_time
-from memlib.explain import markdown_table
-from memlib.plan import plan
-from memlib.timing import INTERNODE_BYTES_PER_S, active_params, attention_flops_per_token, flops_per_token
+from memlib.training.explain import markdown_table
+from memlib.parallel.plan import plan
+from memlib.cost.timing import INTERNODE_BYTES_PER_S, active_params, attention_flops_per_token, flops_per_token
 from memlib.cost.conventions import deepseek_v3_implied_mfu
-from memlib.viz import stacked_bars
+from memlib.learn.viz import stacked_bars
 
-# The chapter's inputs (notebook 07, setup cell)
-PRE_MODEL, PRE_TOKENS, PRE_SEQ, BATCH_SEQS = "llama-2-7b", 2e12, 4096, 1024
-GPU, PRE_GPUS = "h100-80gb", 256
 FT_MODEL, FT_TOKENS, FT_SEQ = "llama-3.1-70b", 1e9, 4096
 MFU, LINK, LINK_200 = 0.40, 50e9, INTERNODE_BYTES_PER_S
-RECOMPUTES = ("none", "selective", "full")
+
 # the repository's validation/ folder: beside this notebook's folder (JupyterLab, the book's Lite copy), else
 # beside an editable install of memlib
 ROOT = next((p for p in (Path(".."), Path(memlib.__file__).resolve().parents[1]) if (p / "validation").is_dir()),
             Path(".."))
 DATA = json.loads((ROOT / "validation" / "published_gpu_hours.json")
                   .read_text(encoding="utf-8"))
-
-
-def pct(x):
-    return f"{x:+.1%}"
 
 
 # What the chapter computed and this page reuses
@@ -102,7 +97,7 @@ display(Markdown(
     f"`memlib.cost.reproduce_published` (validation/published_gpu_hours.json, each row quoting its paper): all "
     f"{len(repro)} runs within **{worst:.0%}** at the MFU their papers report or imply, and within "
     f"{max(abs(v[2].gpu_hours / r['published_gpu_hours'] - 1) for r, v in zip(repro, via_step.values())):.0%} "
-    f"through a concrete layout (`memlib.plan` + `memlib.step_time`; the GPU counts are our assumption: 512 A100s "
+    f"through a concrete layout (`memlib.parallel.plan` + `memlib.step_time`; the GPU counts are our assumption: 512 A100s "
     f"at 200 Gb/s for Llama 2, 16,384 H100s at 400 Gb/s for the 405B; the layouts are memlib's, not Meta's). "
     f"memlib's 6ND row comes out {'low on every run' if all(r['error'] < 0 for r in repro) else 'on both sides'}: "
     f"the published hours include restarts, evaluation and checkpoints, which 6ND does not. **What the pencil left "
@@ -207,7 +202,7 @@ rows = [[f"{s:,}"] + [f"+{share[name][i]:.0%}" for name in share] for i, s in en
 display(Markdown(markdown_table(rows, ["sequence length", f"attention on top of 6N: {PRE_MODEL}", "llama-3.1-405b"])))
 display(Markdown(
     "6N does not depend on the sequence length; attention's 12·L·H·Q·T grows linearly with it "
-    "(`memlib.timing.attention_flops_per_token`, no discount for the causal mask). It matters for small, "
+    "(`memlib.cost.timing.attention_flops_per_token`, no discount for the causal mask). It matters for small, "
     "long-context models: at 128k tokens a 7B does more attention than weight FLOPs. Wide models dilute it: "
     "the 405B's attention is a few percent at 8k."))
 

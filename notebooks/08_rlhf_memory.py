@@ -29,24 +29,20 @@
 # %matplotlib inline
 import matplotlib.pyplot as plt
 
+from memlib.learn.chapters.ch08 import GPU, MODEL, N
+from memlib.learn.kit import GB
 from memlib import estimate_inference, estimate_rlhf, estimate_training, fits, get_gpu, get_model, gib, min_rlhf_gpus
-from memlib.fit import usable_bytes
-from memlib.inference import kv_bytes_per_token
+from memlib.hardware.fit import usable_bytes
+from memlib.serving.inference import kv_bytes_per_token
 from memlib.learn.playgrounds.rlhf import RLHFPlayground
 from memlib.serving.capacity import VLLM_GPU_MEMORY_UTILIZATION
 from memlib.training.rlhf import rollout_pool, rollout_token_slots
 from memlib.units import fmt_count
 
-MODEL, GPU, N = "llama-2-7b", "a100-80gb", 8   # the classic 7B; one 8-GPU node
 PROMPT, RESPONSE = 1024, 1024   # OpenRLHF's example scripts: --prompt_max_len 1024 --generate_max_len 1024
 FRAC = 0.5   # the engine's share of each card: OpenRLHF's hybrid example (--vllm_gpu_memory_utilization 0.5), verl's default
 RB = 128     # prompts each engine generates per step: OpenRLHF's --rollout_batch_size 1024 over 8 engines
 RUN = dict(prompt_len=PROMPT, response_len=RESPONSE, rollout_batch=RB)  # bf16-mixed AdamW, ZeRO-3, full recompute
-
-
-def GB(n_bytes):
-    """GB (1e9), labelled."""
-    return f"{n_bytes / 1e9:,.1f} GB"
 
 
 # The figures the 30-second answer quotes; the steps below derive each one.

@@ -23,27 +23,17 @@
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 from IPython.display import Markdown, display
 
-from memlib import estimate_rlhf, estimate_training, fits, get_gpu, get_model, gib, min_rlhf_gpus
-from memlib.explain import markdown_table
+from memlib.learn.chapters.ch08 import GPU, MODEL, N
+from memlib.learn.kit import GB, G
+from memlib import estimate_rlhf, estimate_training, fits, get_gpu, get_model
+from memlib.training.explain import markdown_table
 from memlib.learn.claims import claim_verdict
-from memlib.fit import max_peak_bytes, usable_bytes
+from memlib.hardware.fit import max_peak_bytes, usable_bytes
 from memlib.serving.capacity import vllm_max_concurrency
 from memlib.serving.inference import kv_cache_bytes
-from memlib.training.rlhf import rollout_pool
 
-MODEL, GPU, N = "llama-2-7b", "a100-80gb", 8
 PROMPT, RESPONSE, RB = 1024, 1024, 128
 RUN = dict(prompt_len=PROMPT, response_len=RESPONSE, rollout_batch=RB)
-
-
-def GB(n_bytes):
-    """GB (1e9), labelled."""
-    return f"{n_bytes / 1e9:,.1f} GB"
-
-
-def G(n_bytes):
-    """GiB, labelled (what torch and nvidia-smi show)."""
-    return f"{gib(n_bytes):,.1f} GiB"
 
 
 # The figures of the core page (08_rlhf_memory), computed the same way.
@@ -237,7 +227,7 @@ d4_capped = f"{CAPPED}"
 #
 # After every optimizer step the engines must generate with the new weights, so the actor travels to them once per
 # step, in the engine's dtype (bf16, W = 2 bytes × N). How it travels sets the bytes
-# (`memlib.training.weight_sync.weight_sync`):
+# (`memlib.cost.weight_sync.weight_sync`):
 #
 # - OpenRLHF, separate engines (`_broadcast_to_vllm`): rank 0 gathers each parameter and NCCL-broadcasts the *whole*
 #   tensor to every vLLM worker, and each keeps its tensor-parallel slice. Every engine GPU receives W. A pipelined
@@ -254,7 +244,7 @@ d4_capped = f"{CAPPED}"
 # 2.8 s per sync. Each of 8 slices is 140 / 8 = 17.5 GB, 0.35 s. On NVLink (450 GB/s each way) 140 GB takes 0.3 s.
 
 # %% tags=["nbval-check-output"]
-from memlib.training.weight_sync import weight_sync   # noqa: E402
+from memlib.cost.weight_sync import weight_sync   # noqa: E402
 
 SYNCS = {
     "70B → 4 engines of tp 8, OpenRLHF NCCL broadcast, IB NDR":
@@ -484,7 +474,7 @@ display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", 
 # - The experience buffer (rollouts, log-probs, values, advantages): OpenRLHF and verl keep it in host RAM or move it
 #   batch by batch; it is small next to the models.
 # - The staging buffers of the weight sync (NCCL broadcast buffers, verl's 512 MB update buckets; its bytes and time are
-#   `memlib.training.weight_sync`). CUDA graphs are an input (`cudagraph_bytes`): give the figure vLLM logs;
+#   `memlib.cost.weight_sync`). CUDA graphs are an input (`cudagraph_bytes`): give the figure vLLM logs;
 #   OpenRLHF's hybrid examples run `--enforce_eager` (none). (The pinned host RAM of offloaded states and of a vLLM
 #   level-1 sleep is counted: `RLHFEstimate.host_bytes`.)
 # - The critic's value head: estimate_training models causal-LM heads, so the critic is counted with its LM head, a

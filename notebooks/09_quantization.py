@@ -29,6 +29,7 @@
 # %matplotlib inline
 import matplotlib.pyplot as plt
 
+from memlib.learn.kit import GB, R
 from memlib import estimate_inference, fits, fmt_bytes, get_gpu, get_model, max_batch
 from memlib.learn.playgrounds.serving import ServingPlayground
 from memlib.serving import decode_bound
@@ -36,7 +37,7 @@ from memlib.serving.quantization import (FLOAT_FORMATS, LLM_INT8_MATMUL_SPEEDUP,
                                          affine_params, bits_per_weight, decode_crossover_batch, decode_speedup,
                                          decode_speedup_end_batch, dequantize, quantize, scaled_format_bits)
 from memlib.units import fmt_count
-from memlib.viz import breakdown_bars, count_sweep
+from memlib.learn.viz import breakdown_bars, count_sweep
 
 MODEL, GPU = "llama-2-70b", "h100-80gb"
 CTX = 4096          # a chat's context for the memory steps
@@ -45,16 +46,6 @@ FORMATS = ("bf16", "int8", "int4-awq")   # 16-bit; int8 per-channel weights run 
 # AWQ (Lin et al. 2023, arXiv:2306.00978), Table 4: WikiText-2 perplexity of Llama-2-70B (quoted, not computed)
 AWQ_T4_70B = {"FP16": 3.32, "INT4 g128 RTN": 3.46, "INT4 g128 GPTQ": 3.42, "INT4 g128 AWQ": 3.41,
               "INT3 g128 RTN": 3.98, "INT3 g128 AWQ": 3.74}
-
-
-def GB(n_bytes):
-    """GB (1e9), labelled."""
-    return f"{n_bytes / 1e9:,.1f} GB"
-
-
-def R(x, sig=2):
-    """A figure rounded to `sig` significant digits, as a person says it."""
-    return f"{float(f'{x:.{sig}g}'):g}"
 
 
 def cards(weights):
@@ -311,7 +302,7 @@ s5_end, s5_g128 = f"{end4:.0f}", f"{gain['int4 weight-only (W4A16)'][BATCHES.ind
 # ## 6. Charts · 图
 #
 # **Takeaway: bf16 does not fit one H100; int8 fits with little room; int4 leaves half the card for the
-# KV cache.** Llama-2-70B, one 4k chat on one GPU (`memlib.viz.breakdown_bars`, linear bars, the card's
+# KV cache.** Llama-2-70B, one 4k chat on one GPU (`memlib.learn.viz.breakdown_bars`, linear bars, the card's
 # capacity dashed).
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]

@@ -26,8 +26,9 @@
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
+from memlib.learn.kit import GB
 from memlib import estimate_inference, fits, fmt_bytes, get_gpu, get_model, max_batch
-from memlib.explain import markdown_table
+from memlib.training.explain import markdown_table
 from memlib.serving import decode_bound
 from memlib.serving.inference import kv_cache_bytes, quantized_linear_bytes
 from memlib.serving.quantization import (FLOAT_FORMATS, LLM_INT8_BLOOM_MS_PER_TOKEN, LLM_INT8_MATMUL_SPEEDUP,
@@ -39,11 +40,6 @@ MODEL, GPU, CTX, SHORT = "llama-2-70b", "h100-80gb", 4096, 256   # as on the cor
 FORMATS = ("bf16", "int8", "int4-awq", "nf4")
 m, g = get_model(MODEL), get_gpu(GPU)
 table5, table6, sq10 = dict(LLM_INT8_MATMUL_SPEEDUP), dict(LLM_INT8_BLOOM_MS_PER_TOKEN), dict(SMOOTHQUANT_LATENCY_MS)
-
-
-def GB(n_bytes):
-    """GB (1e9), labelled."""
-    return f"{n_bytes / 1e9:,.1f} GB"
 
 
 # %% [markdown] slideshow={"slide_type": "slide"}

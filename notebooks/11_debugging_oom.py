@@ -36,6 +36,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 import memlib
+from memlib.learn.kit import G
 from memlib import estimate_training, fits, fmt_bytes, get_gpu
 from IPython.display import Markdown, display
 from memlib.hardware.allocator import (FRAGMENTATION_FACTOR, CachingAllocator, parse_oom_message, replay_training,
@@ -57,11 +58,6 @@ RUN = dict(seq_len=2048, micro_batch=6, precision="bf16", finetune="lora", lora_
            adapter_dtype="bf16", recompute="full", zero_stage="FULL_SHARD", dp=2)
 PUBLISHED_RESERVED_GIB = 21.35   # the post's table (quoted, a measurement)
 GiB = 2**30
-
-
-def G(n_bytes, digits=1):
-    """GiB (2**30), labelled: what torch and nvidia-smi print."""
-    return f"{n_bytes / GiB:,.{digits}f} GiB"
 
 
 # The figures the 30-second answer quotes; the steps below derive each one.

@@ -29,6 +29,7 @@ from pathlib import Path
 from IPython.display import Markdown, display
 
 import memlib
+from memlib.learn.kit import G
 from memlib.hardware.allocator import (FRAGMENTATION_FACTOR, CachingAllocator, OutOfMemoryError, replay_training,
                                        reserved_bytes)
 from memlib.training.leaks import first_step_before_optimizer_bytes, kept_scalar_bytes
@@ -36,11 +37,6 @@ from memlib.training.leaks import first_step_before_optimizer_bytes, kept_scalar
 ROOT = Path("..").resolve()                         # the repository (benchmarks/, validation/)
 MiB, GiB = 2**20, 2**30
 d5_f0, d5_f1 = f"{FRAGMENTATION_FACTOR[False]:g}", f"{FRAGMENTATION_FACTOR[True]:g}"
-
-
-def G(n_bytes, digits=1):
-    """GiB (2**30), labelled."""
-    return f"{n_bytes / GiB:,.{digits}f} GiB"
 
 
 # %% [markdown] slideshow={"slide_type": "slide"}

@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -user_expressions
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
@@ -32,10 +33,10 @@ import ipywidgets as w
 from IPython.display import Markdown, display
 
 import memlib
-from memlib.inference import WEIGHT_FORMATS
-from memlib.plan import Plan, plan, plan_serving, to_deepspeed_config
+from memlib.serving.inference import WEIGHT_FORMATS
+from memlib.parallel.plan import Plan, plan, plan_serving, to_deepspeed_config
 from memlib.units import gib
-from memlib.viz import breakdown_html
+from memlib.learn.viz import breakdown_html
 
 TASKS = {"full fine-tune": "full", "LoRA": "lora", "QLoRA": "qlora", "serving": "serve"}
 TRAIN_PRECISIONS = ["bf16-mixed", "fp16-mixed", "bf16", "fp16", "fp32"]
@@ -55,8 +56,8 @@ EXAMPLE_CONFIG = json.dumps({
 # %%
 # The calculation, separate from the widgets (code cells are hidden in Voilà, so the notes on
 # how it works are comments): `resolve_model` reads the model choice, `training_answer` runs
-# `memlib.plan.plan` (every tensor/pipeline/ZeRO/offload/recompute layout on the GPUs) and
-# `serving_answer` runs `memlib.plan.plan_serving` (tensor/expert-parallel layouts on the GPUs, each with its
+# `memlib.parallel.plan.plan` (every tensor/pipeline/ZeRO/offload/recompute layout on the GPUs) and
+# `serving_answer` runs `memlib.parallel.plan.plan_serving` (tensor/expert-parallel layouts on the GPUs, each with its
 # largest batch), then `memlib.estimate_inference` at the chosen batch and `memlib.max_context` on the best one.
 def resolve_model(source: str, name: str, config_text: str) -> memlib.Model:
     """A catalog model, or a memlib.Model from pasted config.json text (ValueError if unusable)."""

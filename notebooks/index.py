@@ -87,7 +87,7 @@
 #
 # - [The calculator](calculator.ipynb): "can I run this?" for any catalog model, GPU and recipe.
 # - [A mock interview](mock_interview.ipynb): one question from any topic, 30 seconds, a rubric, a follow-up.
-# - Graded exercises, one notebook per topic (student copies; `memlib.grading` checks your answers):
+# - Graded exercises, one notebook per topic (student copies; `memlib.learn.grading` checks your answers):
 #   [00](../exercises/00_memory_anatomy_exercises.ipynb),
 #   [01](../exercises/01_65b_on_4x_v100_exercises.ipynb),
 #   [02](../exercises/02_single_gpu_limits_exercises.ipynb),

@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -user_expressions
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
@@ -24,7 +25,7 @@
 # by `check`. Run the cells in order; change the seed (or drop it) for another question.
 
 # %%
-from memlib.grading import check, hint, solution
+from memlib.learn.grading import check, hint, solution
 from memlib.learn import interview
 
 # %% [markdown]

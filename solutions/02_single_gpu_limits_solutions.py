@@ -38,7 +38,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, practice, score, show, solution
+from memlib.learn.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 02.1 · The largest model an A100 80GB can fully fine-tune

@@ -39,7 +39,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, practice, score, show, solution
+from memlib.learn.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 05.1 · Mixtral-8x22B's weights on the serving GPUs
@@ -159,7 +159,7 @@ show("05.7")
 import math
 
 n = memlib.get_model("deepseek-v3").num_params
-h200 = memlib.fit.usable_bytes(memlib.get_gpu("h200"))  # what torch reports: 150.1 GB
+h200 = memlib.hardware.fit.usable_bytes(memlib.get_gpu("h200"))  # what torch reports: 150.1 GB
 answer = math.ceil((4 + 4 + 2 + 2) * n / h200)  # fp32 weights, fp32 gradients, bf16 m, v; all 671B; whole GPUs
 # END SOLUTION
 check("05.7", answer)

@@ -40,7 +40,7 @@ os.environ["MEMLIB_PROGRESS"] = "off"
 
 # %%
 import memlib
-from memlib.grading import check, hint, mark, practice, score, show, solution
+from memlib.learn.grading import check, hint, mark, practice, score, show, solution
 
 # %% [markdown]
 # ## 07.1 · Pretraining FLOPs of Llama-2-7B
@@ -163,7 +163,7 @@ show("07.7")
 # %%
 # BEGIN SOLUTION
 m = memlib.get_model("llama-3.1-70b")
-per_token = memlib.timing.flops_per_token(m, 4096, "full")  # 8N + 16·L·H·Q·T with the recomputed forward
+per_token = memlib.cost.timing.flops_per_token(m, 4096, "full")  # 8N + 16·L·H·Q·T with the recomputed forward
 answer = f"{per_token * 1e9 / (989.4e12 * 0.40) / 3600:.0f} GPU-hours"  # independent of the GPU count
 # END SOLUTION
 check("07.7", answer)

@@ -11,7 +11,7 @@ Durations are measured around every call; HANG_BOUND_S is a hang guard with room
 CI machine, not a performance claim (benchmarks/fuzz_inputs.py prints the timings). The
 slowest call of each entry point is printed at the end of the module.
 
-The examples at the end of this file (and tests/test_regressions_issue11.py) are the inputs
+The examples at the end of this file (and tests/test_api_odd_inputs.py) are the inputs
 that once broke a property; they stay as regression tests.
 
 Examples are derandomized so CI is reproducible; MEMLIB_HYPOTHESIS_RANDOM=1 explores afresh and
@@ -253,7 +253,7 @@ JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 5000)
                                                                                     max_size=3), max_leaves=6)
 SIZE_FIELDS = ["hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers", "vocab_size",
                "num_key_value_heads", "head_dim", "max_position_embeddings"]
-# Kept out (memlib/models/catalog.py's items, xfail below and in test_regressions_issue11.py): a
+# Kept out (memlib/models/catalog.py's items, xfail below and in test_api_odd_inputs.py): a
 # non-string model_type or _name_or_path (TypeError), non-bool booleans (read as truthy),
 # architectures, MoE fields and quantization_config (ignored).
 OTHER_FIELDS = {"model_type": st.sampled_from(["llama", "mistral", "qwen2", "gpt2", "LLAMA", ""]),

@@ -5,6 +5,10 @@
   new name or an old flat one (memlib.grading, memlib.viz, ...), and needs only the standard
   library and numpy;
 - no function in memlib is over 80 lines;
+- the core is layered: models -> hardware -> training, serving -> parallel, cost -> the planners on top
+  (LAYERS); a module imports only its own layer or the ones below, none of its imports (module- or
+  function-level) goes up except the deprecated aliases listed with their reason (UPWARD_ALLOWED), and
+  the core's import graph has no cycle;
 - validation/ has no import cycle;
 - every import path the README, docs and notebooks show (old flat names included) resolves, and
   an old name is the very module object of its new path.
@@ -41,15 +45,16 @@ def _module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+def _imports(path: Path, root: Path = ROOT, top_level_only: bool = False) -> list[tuple[int, str]]:
     """(line, dotted name) of every module an import statement in `path` names, relative imports
     resolved; `from a import b` yields both a and a.b (b may be a submodule). Also the constant
-    strings given to importlib.import_module / __import__."""
+    strings given to importlib.import_module / __import__. top_level_only: the statements that run
+    when the module is imported (not those inside a function or class body)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     own = _module_name(path, root)
     package = own if path.name == "__init__.py" else own.rpartition(".")[0]
     out = []
-    for node in ast.walk(tree):
+    for node in (_top_level_nodes(tree.body) if top_level_only else ast.walk(tree)):
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -64,6 +69,29 @@ def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
               and (getattr(node.func, "attr", None) == "import_module" or getattr(node.func, "id", None) in
                    ("import_module", "__import__"))):
             out.append((node.lineno, node.args[0].value))
+        elif (not top_level_only and isinstance(node, ast.Call)
+              and getattr(node.func, "attr", None) == "moved_attributes"
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Dict)):
+            # memlib._compat.moved_attributes(__name__, {name: "new.module"}): imports the new module on request,
+            # not at import time
+            out += [(node.lineno, v.value) for v in node.args[1].values if isinstance(v, ast.Constant)]
+    return out
+
+
+def _top_level_nodes(body: list) -> list:
+    """The statements of a module body that run at import, descending into if/try/with blocks only."""
+    out = []
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        out.append(node)
+        for field in ("body", "orelse", "finalbody"):
+            if isinstance(node, (ast.If, ast.Try, ast.With)) and getattr(node, field, None):
+                out += _top_level_nodes(getattr(node, field))
+        for handler in getattr(node, "handlers", []) if isinstance(node, ast.Try) else []:
+            out += _top_level_nodes(handler.body)
+        if isinstance(node, ast.Expr) or isinstance(node, ast.Assign):
+            out += [n for n in ast.walk(node) if isinstance(n, ast.Call)]
     return out
 
 
@@ -132,6 +160,145 @@ def _long_functions(path: Path) -> list[str]:
 def test_no_function_in_memlib_is_over_80_lines():
     long = [f for path in sorted(MEMLIB.rglob("*.py")) for f in _long_functions(path)]
     assert long == [], "split these into named steps:\n" + "\n".join(long)
+
+
+# --- the core's layers ---------------------------------------------------------------------------
+# Lowest first. A module belongs to the layer of the longest prefix listed; a module imports its own
+# layer or the ones below. The planners (plan, min_gpus, plan_serving) sit on top of everything they search
+# over; the package facade (memlib/__init__.py) and the command line above them. memlib._compat (old paths,
+# nothing imported until asked) and memlib.options (the option kinds and their validators, issue 43) are base.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("memlib._checks", "memlib.units", "memlib._compat", "memlib.options")),
+    ("models", ("memlib.models",)),
+    ("hardware", ("memlib.hardware",)),
+    ("training and serving", ("memlib.training", "memlib.serving")),
+    ("parallel and cost", ("memlib.parallel", "memlib.cost")),
+    ("planners", ("memlib.parallel.plan",)),
+    ("entry points", ("memlib", "memlib.cli", "memlib.__main__")),
+]
+# (importer, imported) -> why the import goes up a layer. Only aliases that keep an old path working, each
+# inside a module __getattr__ that warns (memlib._compat.moved_attributes); nothing that computes.
+UPWARD_ALLOWED: dict[tuple[str, str], str] = {
+    ("memlib.models.llama_like", "memlib.hardware.fit"):
+        "deprecated alias: largest_that_fits / largest_size_that_fits moved to memlib.hardware.fit",
+}
+# memlib._compat (base layer: it imports nothing of memlib until asked) maps old paths to new ones.
+# Cycles in the whole graph (function-level imports included) that are known and owned elsewhere.
+CYCLES_ALLOWED: dict[tuple[str, str], str] = {
+    ("memlib.models.llama_like", "memlib.hardware.fit"):
+        "deprecated alias: largest_that_fits / largest_size_that_fits moved to memlib.hardware.fit",
+    ("memlib.serving.engines", "memlib.serving.capacity"):
+        "deprecated alias: sglang_max_total_tokens moved to memlib.serving.capacity (it needs estimate_inference)",
+}
+
+
+def _layer_of(module: str) -> int:
+    best, layer = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, layer = len(p), i
+    if layer is None:
+        raise AssertionError(f"{module} is in no layer of LAYERS: add it")
+    return layer
+
+
+def _core_graph(top_level_only: bool, root: Path = ROOT, files=None) -> dict[str, dict[str, int]]:
+    """core module -> {core module it imports: line}. `from a import b` names a.b when b is a module,
+    else a; an import of a package's submodule is not counted as one of the package's __init__."""
+    files = _core_files() if files is None else files
+    modules = {_module_name(p, root) for p in files}
+    graph = {}
+    for path in files:
+        own = _module_name(path, root)
+        deps: dict[str, int] = {}
+        for line, name in _imports(path, root, top_level_only):
+            parts = name.split(".")
+            target = next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in modules),
+                          None)
+            if target is None or target == own:
+                continue
+            deps.setdefault(target, line)
+        graph[own] = deps
+    return _drop_package_for_submodule(graph, files, root, top_level_only)
+
+
+def _drop_package_for_submodule(graph, files, root, top_level_only):
+    """`from memlib.training import activations` names memlib.training and memlib.training.activations: keep
+    the package only when something other than its submodules is taken from it."""
+    modules = set(graph)
+    out = {}
+    for path in files:
+        own = _module_name(path, root)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+        keep_package = set()
+        for node in (_top_level_nodes(tree.body) if top_level_only else ast.walk(tree)):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([base] if base else []))
+                if any(f"{base}.{a.name}" not in modules for a in node.names):
+                    keep_package.add(base)
+            elif isinstance(node, ast.Import):
+                keep_package |= {a.name for a in node.names}
+        out[own] = {m: line for m, line in graph[own].items()
+                    if not (m in modules and any(d.startswith(m + ".") for d in graph[own]) and m not in keep_package)}
+    return out
+
+
+def _upward_imports(graph: dict[str, dict[str, int]]) -> list[str]:
+    return [f"{a} (layer {LAYERS[_layer_of(a)][0]!r}) imports {b} (layer {LAYERS[_layer_of(b)][0]!r}), line {line}"
+            for a, deps in sorted(graph.items()) for b, line in sorted(deps.items())
+            if _layer_of(b) > _layer_of(a) and (a, b) not in UPWARD_ALLOWED]
+
+
+def test_every_core_module_has_a_layer():
+    for name in _core_graph(True):
+        _layer_of(name)
+
+
+def test_no_core_import_goes_up_a_layer():
+    bad = _upward_imports(_core_graph(top_level_only=False))
+    assert bad == [], "move the code down, or the import up:\n" + "\n".join(bad)
+
+
+def test_the_core_has_no_import_cycle_at_import_time():
+    graph = {a: set(deps) for a, deps in _core_graph(top_level_only=True).items()}
+    found = _cycle(graph)
+    assert found is None, " -> ".join(found)
+
+
+def test_the_core_has_no_import_cycle_through_function_level_imports():
+    graph = {a: {b for b in deps if (a, b) not in CYCLES_ALLOWED} for a, deps in _core_graph(False).items()}
+    found = _cycle(graph)
+    assert found is None, " -> ".join(found)
+
+
+def test_upward_allowances_are_still_needed():
+    graph = _core_graph(top_level_only=False)
+    stale = [k for k in UPWARD_ALLOWED if k[1] not in graph.get(k[0], {})]
+    stale += [k for k in CYCLES_ALLOWED if k[1] not in graph.get(k[0], {})]
+    assert stale == [], f"no longer imported: remove from UPWARD_ALLOWED / CYCLES_ALLOWED: {stale}"
+
+
+def test_the_layer_check_can_fail(tmp_path):
+    # a hardware module importing training at module level, and a models module importing serving in a function
+    for rel, text in {"memlib/__init__.py": "", "memlib/hardware/__init__.py": "", "memlib/models/__init__.py": "",
+                      "memlib/training/__init__.py": "", "memlib/serving/__init__.py": "",
+                      "memlib/hardware/probe.py": "from memlib.training import step\n",
+                      "memlib/training/step.py": "from memlib.models import catalog\n",
+                      "memlib/models/catalog.py": "def f():\n    from memlib.serving import inference\n",
+                      "memlib/serving/inference.py": "from memlib.models.catalog import f\n"}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    files = sorted((tmp_path / "memlib").rglob("*.py"))
+    lazy = _core_graph(False, tmp_path, files)
+    bad = _upward_imports(lazy)
+    assert len(bad) == 2 and "memlib.hardware.probe" in bad[0] + bad[1] and "line 2" in " ".join(bad)
+    assert _cycle({a: set(d) for a, d in lazy.items()}) is not None  # catalog -> inference -> catalog
+    assert _cycle({a: set(d) for a, d in _core_graph(True, tmp_path, files).items()}) is None
 
 
 # --- validation/: no import cycle -----------------------------------------------------------------
@@ -220,7 +387,7 @@ def _documented_paths() -> list[tuple[str, str]]:
 
 def test_documents_show_import_paths():
     paths = {p for _, p in _documented_paths()}
-    assert len(paths) > 50 and {"memlib.grading", "memlib.plan.plan", "memlib.viz"} <= paths
+    assert len(paths) > 50 and {"memlib.learn.grading", "memlib.parallel.plan.plan", "memlib.learn.viz"} <= paths
 
 
 @pytest.mark.parametrize("where, dotted", _documented_paths())
@@ -285,3 +452,29 @@ def test_architecture_table_names_real_functions():
                 obj = getattr(obj, attr)
             found += 1
     assert found >= 60
+
+
+# --- old paths warn before they go -----------------------------------------------------------------
+@pytest.mark.parametrize("old, new", [("memlib.grading", "memlib.learn.grading"),
+                                      ("memlib.training.weight_sync", "memlib.cost.weight_sync"),
+                                      ("memlib.models.mtp", "memlib.serving.mtp")])
+def test_an_old_module_path_warns_with_its_new_path(old, new):
+    # a fresh interpreter: in this one the old name may already be imported (no finder runs then)
+    import subprocess
+    out = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", f"import {old}"],
+                         capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert out.returncode != 0 and "DeprecationWarning" in out.stderr and new in out.stderr, out.stderr[-500:]
+    ok = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", f"import {new}"],
+                        capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert ok.returncode == 0, ok.stderr[-500:]
+
+
+@pytest.mark.parametrize("module, name, new", [
+    ("memlib.models.llama_like", "largest_size_that_fits", "memlib.hardware.fit"),
+    ("memlib.serving.engines", "sglang_max_total_tokens", "memlib.serving.capacity")])
+def test_a_moved_function_warns_and_is_the_same_object(module, name, new):
+    with pytest.warns(DeprecationWarning, match=re.escape(f"{new}.{name}")):
+        old = getattr(importlib.import_module(module), name)
+    assert old is getattr(importlib.import_module(new), name)
+    with pytest.raises(AttributeError):
+        getattr(importlib.import_module(module), "no_such_name")

@@ -4,7 +4,8 @@ and largest_that_fits picks the last rung that fits."""
 import pytest
 
 import memlib
-from memlib.models.llama_like import LADDER_SHAPES, ladder, largest_that_fits, llama_ffn_size, llama_like
+from memlib.hardware.fit import largest_that_fits
+from memlib.models.llama_like import LADDER_SHAPES, ladder, llama_ffn_size, llama_like
 
 
 @pytest.mark.parametrize("h,ffn", [(4096, 11008), (5120, 13824), (6656, 17920), (8192, 22016)])

@@ -13,7 +13,7 @@ Speculative: one draft token accepted with 0.85-0.90 (report Sec. 5.4.3) gives 1
 
 import pytest
 
-from memlib.models.mtp import mtp_active_params, mtp_module_bytes, mtp_module_params
+from memlib.serving.mtp import mtp_active_params, mtp_module_bytes, mtp_module_params
 from memlib.serving.techniques import speculative_expected_tokens
 
 BLOCK = 11_010_048 + 37_748_736 + 4_128_768 + 16_777_216 + 117_440_512 + 16_384 + 1_835_008 + 11_274_289_152 + 44_040_192

@@ -317,8 +317,10 @@ def _memlib_imports(nb) -> set[str]:
     for c in nb.cells:
         if c.cell_type != "code":
             continue
-        for m in re.finditer(r"^from memlib(?:\.[\w.]+)? import \(?([^)\n]+(?:\n[^)\n]+)*)\)?", c.source, re.M):
-            names |= {n.strip().split(" as ")[-1] for n in m.group(1).replace("\n", ",").split(",") if n.strip()}
+        # one line, or a parenthesized list over several (a plain line ends at its newline)
+        for m in re.finditer(r"^from memlib(?:\.[\w.]+)? import (?:\(([^)]*)\)|([^\n(]+))", c.source, re.M):
+            listed = m.group(1) if m.group(1) is not None else m.group(2)
+            names |= {n.strip().split(" as ")[-1] for n in listed.replace("\n", ",").split(",") if n.strip()}
         names |= set(re.findall(r"^import memlib[\w.]* as (\w+)", c.source, re.M))
     return {n for n in names if n.isidentifier()}
 
@@ -470,3 +472,48 @@ def test_index_links_every_topic_notebook_in_order():
          f"adding the line): linked {linked}, present {topics}")
     text = "\n".join(_rendered_markdown(nbformat.read(INDEX, as_version=4).cells))
     assert "../exercises/" in text and "../docs/cheatsheet.md" in text and "calculator.ipynb" in text
+
+
+# --- the notebook kit and the new import paths (issue 44) ------------------------------------------------------
+def _old_paths(text: str) -> list[str]:
+    """Where `text` names a module by an old flat path (memlib.grading, memlib.zero, from memlib import viz, ...)
+    or by a path that moved between the core's layers (memlib/_compat.py's MOVED)."""
+    from memlib import _compat
+    old = sorted(_compat.MOVED, key=len, reverse=True)
+    found = [m.group(0) for m in re.finditer(r"(?<![\w.])memlib\.(" + "|".join(map(re.escape, old)) + r")\b", text)]
+    for names in re.findall(r"^\s*from memlib import ([^\n(]+)$", text, re.M):
+        found += [f"from memlib import {n}" for n in (x.strip().split(" as ")[0] for x in names.split(","))
+                  if n in _compat.MOVED]
+    return found
+
+
+def test_old_path_finder_finds_each_spelling():
+    text = ("from memlib.grading import check\nimport memlib.viz\nx = memlib.timing.DEFAULT_MFU\n"
+            "from memlib import cost, zero\n# memlib.training.weight_sync.weight_sync\nfrom memlib.learn import viz\n"
+            "memlib.cost.timing.step_time\n")
+    assert _old_paths(text) == ["memlib.grading", "memlib.viz", "memlib.timing", "memlib.training.weight_sync",
+                                "from memlib import zero"]
+
+
+@pytest.mark.parametrize("py", PAIRED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_notebook_uses_the_new_import_paths(py):
+    assert _old_paths(py.read_text(encoding="utf-8")) == []
+
+
+KIT_HELPERS = re.compile(r"^(?:def (GB|G|R)\(|(GB|G|R) = lambda)", re.M)
+
+
+@pytest.mark.parametrize("py", PAIRED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_notebook_takes_the_formatting_helpers_from_the_kit(py):
+    # GB, G and R come from memlib.learn.kit, defined once; the 00 deep dive's G (a GB without thousands
+    # separators, in its fact-check table) is the one local variant left
+    found = [m.group(0) for m in KIT_HELPERS.finditer(py.read_text(encoding="utf-8"))]
+    allowed = ["G = lambda"] if py.name == "00_memory_anatomy_deep_dive.py" else []
+    assert found == allowed, f"{py.name}: use `from memlib.learn.kit import GB, G, R`"
+
+
+def test_memlib_import_reader_reads_each_line_on_its_own():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from memlib.learn.chapters.ch06 import GPU, term\nfrom memlib import estimate_training, fits\n"
+        "from memlib.cost.conventions import (attention_hbm_accesses,\n    mean_attended_keys as keys)\nx = (1)\n")])
+    assert _memlib_imports(nb) == {"GPU", "term", "estimate_training", "fits", "attention_hbm_accesses", "keys"}

@@ -68,7 +68,7 @@ def test_one_a100_full_fine_tuning_limit_4b_foreach_about_5b_fused():
     # the largest tensor peak fits() accepts on an A100 80GB: (79.15 GiB torch sees − 0.5 GiB context) / 1.05
     # headroom = 74.90 GiB = 80.4 GB. foreach: 20 B/param at the step → 80.4e9 / 20 = 4.02B, less for the
     # activations; fused: 16 B/param at the step → 5.03B at most, less for the backward's activations.
-    from memlib.models.llama_like import largest_size_that_fits
+    from memlib.hardware.fit import largest_size_that_fits
     cap = 80.4e9
     foreach, fused = (largest_size_that_fits("a100-80gb",
                                              lambda m, i=impl: memlib.estimate_training(m, SEQ, 1, optimizer_impl=i))

@@ -16,7 +16,8 @@ import pytest
 import memlib
 from memlib._checks import flag, fraction
 from memlib.serving import quantization as q
-from memlib.serving.engines import llama_cpp_kv_cache, sglang_max_total_tokens
+from memlib.serving.capacity import sglang_max_total_tokens
+from memlib.serving.engines import llama_cpp_kv_cache
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # bool parameters validated by a helper of the same module (check_setup hands them to _deepspeed_options /

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 
 from test_notebooks import thirty_second_answers
-from test_teaching_round3 import figures
+from test_teaching_figures import figures
 
 NB = Path(__file__).resolve().parents[1] / "notebooks" / "09_quantization.ipynb"
 

@@ -12,7 +12,7 @@ import pytest
 
 from memlib import fits, get_model
 from memlib.serving.capacity import vllm_kv_cache_budget_bytes
-from memlib.serving.engines import sglang_max_total_tokens
+from memlib.serving.capacity import sglang_max_total_tokens
 from memlib.training.rlhf import (RolloutPool, estimate_rlhf, min_rlhf_gpus, rollout_pool,
                                   rollout_token_slots)
 

@@ -1,4 +1,4 @@
-"""memlib.training.weight_sync: the bytes and time of one trainer -> rollout-engine weight sync, derived by hand.
+"""memlib.cost.weight_sync: the bytes and time of one trainer -> rollout-engine weight sync, derived by hand.
 
 Llama-3-70B's parameters from its config (hidden 8192, 80 layers, MLP 28672, vocabulary 128256, 8 KV heads of 128,
 untied head): per layer q and o 2 x 8192^2 = 134,217,728, k and v 2 x 8192 x 1024 = 16,777,216, MLP
@@ -7,7 +7,7 @@ untied head): per layer q and o 2 x 8192^2 = 134,217,728, k and v 2 x 8192 x 102
 
 import pytest
 
-from memlib.training.weight_sync import weight_sync
+from memlib.cost.weight_sync import weight_sync
 
 N70 = 68_452_352_000 + 2_101_346_304 + 8192
 W70 = 2 * N70

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from memlib import estimate_inference
-from memlib.plan import plan_serving
+from memlib.parallel.plan import plan_serving
 from memlib.serving import (vllm_concurrency_for_estimate, vllm_kv_budget_for_estimate, vllm_kv_cache_budget_bytes,
                             vllm_max_concurrency)
 

@@ -36,7 +36,7 @@ from memlib.models import llama_like
 from memlib.training import rlhf
 from memlib.cost import collectives
 from memlib.parallel import pipeline
-from memlib.hardware import allocator
+from memlib.hardware import allocator, fit
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "cheatsheet.md"
@@ -153,7 +153,7 @@ def rows() -> list[tuple[str, str, str, str, str]]:
     m7, m65, m3 = (memlib.get_model(n) for n in ("llama-7b", "llama-65b", "llama-3-8b"))
     m70, ds, m31 = (memlib.get_model(n) for n in ("llama-3-70b", "deepseek-v3", "llama-3.1-8b"))
     amp = memlib.estimate_training(m7, seq_len=2048, precision="bf16-mixed")
-    a100_full = llama_like.largest_size_that_fits("a100-80gb", lambda m: memlib.estimate_training(m, 2048, 1))
+    a100_full = fit.largest_size_that_fits("a100-80gb", lambda m: memlib.estimate_training(m, 2048, 1))
     c = amp.counts
     mix = memlib.estimate_training("mixtral-8x7b", seq_len=4096, precision="bf16")
     moe_layer = mix.layer.total
@@ -396,8 +396,8 @@ def rows() -> list[tuple[str, str, str, str, str]]:
                                                                   "up_proj", "down_proj"], lora_dropout=0.1,
                                       adapter_dtype="bf16", recompute="full", zero_stage="FULL_SHARD", dp=2))),
         # --- issue 21: limits searched continuously, and the FLOP conventions the notebooks state -------------
-        ("02", "Largest model that fits (continuous)", doc(llama_like.largest_size_that_fits) + " "
-         + doc(llama_like.llama_like_of_size), "memlib.models.llama_like.largest_size_that_fits, llama_like_of_size",
+        ("02", "Largest model that fits (continuous)", doc(fit.largest_size_that_fits) + " "
+         + doc(llama_like.llama_like_of_size), "memlib.hardware.fit.largest_size_that_fits, memlib.models.llama_like.llama_like_of_size",
          f"A100 80GB, AMP AdamW, 2,048 tokens: {a100_full.num_params / 1e9:.2f}B parameters"),
         ("02", "Optimizer step: bandwidth-bound", doc(conventions.optimizer_step_hbm_bytes),
          "memlib.cost.conventions.optimizer_step_hbm_bytes",

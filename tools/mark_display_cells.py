@@ -10,7 +10,8 @@ edit and gives the same answer (idempotent); the markers it writes are the rule'
   and computes nothing itself: outside the f-strings it renders, it calls no library function
   except presentation helpers (`IPython.display`, matplotlib, `memlib.learn.viz` charts,
   `markdown_table`, `fmt_bytes`, `fmt_count`, `gib`, `gb`, `json.dumps`, `types.SimpleNamespace`)
-  and functions the notebook defines from those. Builtins and methods of values the notebook
+  and functions the notebook defines from those, or imports from the notebooks' kit
+  (`memlib.learn.kit`, `memlib.learn.chapters.chNN`: read from their source as if defined here). Builtins and methods of values the notebook
   already has (`est.describe()`, `rows.append(...)`, `ax.set_title(...)`) are glue, not
   computation. A memlib call inside an f-string (`f"{fmt_bytes(memlib.fits(e, g).margin)}"`) is
   part of the sentence it renders.
@@ -213,11 +214,29 @@ def _formats_prose(tree: ast.Module) -> bool:
     return bool(tree.body) and all(isinstance(st, ast.Assign) and fstring(st.value) for st in tree.body)
 
 
+SHARED_SETUP = ("memlib.learn.kit.", "memlib.learn.chapters.")
+
+
+def shared_functions(imports: dict[str, str], root: Path = ROOT) -> dict[str, bool]:
+    """The functions a notebook imports from its kit (SHARED_SETUP), judged as local_functions judges the
+    notebook's own: what was a helper in the setup cell stays one after it moved to memlib.learn."""
+    out: dict[str, bool] = {}
+    for name, qual in imports.items():
+        if not qual.startswith(SHARED_SETUP):
+            continue
+        module, leaf = qual.rsplit(".", 1)
+        source = (root / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+        out[name] = local_functions([source], imported_names([source])).get(leaf, False)
+    return out
+
+
 def classify_notebook(cells: list[tuple[str, str]]) -> list[Verdict | None]:
     """Verdicts for a notebook's cells, given as (cell_type, source); None for markdown cells."""
     code = [src for kind, src in cells if kind == "code"]
     imports = imported_names(code)
-    local = local_functions(code, imports)
+    shared = shared_functions(imports)
+    imports = {n: (f"local.{n}" if n in shared else q) for n, q in imports.items()}
+    local = {**shared, **local_functions(code, imports)}
     out: list[Verdict | None] = []
     seen_code = False
     for kind, src in cells:

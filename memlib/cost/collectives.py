@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from memlib._checks import choice, positive_float, positive_int
 from memlib.cost.timing import (all_gather_bytes, all_reduce_bytes, all_to_all_bytes, flops_per_token,
                                 reduce_scatter_bytes)
-from memlib.hardware.gpus import get_gpu
+from memlib.hardware.gpus import NETWORK_LINKS, get_gpu, link_bytes_per_s
 from memlib.models import Model, get_model
 
 # torch DistributedDataParallel's bucket_cap_mb default: "If None, a default size of 25 MiB will be used"
@@ -42,32 +42,6 @@ from memlib.models import Model, get_model
 DDP_BUCKET_CAP_BYTES = 25 * 2**20
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all")
 ALGORITHMS = ("ring", "tree")
-
-# Links between GPUs, one direction, nominal line rate (bits / 8); sources in each row. Within a node the GPU
-# catalog's interconnect (GPU.interconnect_bytes_per_s_per_direction: NVLink 4 450 GB/s, PCIe 4.0 x16 32 GB/s).
-NETWORK_LINKS: dict[str, tuple[float, str]] = {
-    "10GbE": (10e9 / 8, "IEEE 802.3ae-2002 (10 Gb/s Ethernet)"),
-    "25GbE": (25e9 / 8, "IEEE 802.3by-2016 (25 Gb/s Ethernet)"),
-    "100GbE": (100e9 / 8, "IEEE 802.3ba-2010 (100 Gb/s Ethernet)"),
-    "400GbE": (400e9 / 8, "IEEE 802.3bs-2017 (400 Gb/s Ethernet)"),
-    "IB HDR": (200e9 / 8, "InfiniBand HDR, 200 Gb/s per port (NVIDIA ConnectX-6 datasheet); one per GPU in a "
-                          "DGX A100 (8 x 200 Gb/s compute ports, DGX A100 user guide)"),
-    "IB NDR": (400e9 / 8, "InfiniBand NDR, 400 Gb/s per port (NVIDIA ConnectX-7 datasheet); one per GPU in a "
-                          "DGX H100 (8 x 400 Gb/s, DGX H100 user guide)"),
-}
-
-
-def link_bytes_per_s(link: str) -> float:
-    """One direction's bytes/s of a network link in NETWORK_LINKS ("10GbE", "IB NDR", ...), or of a GPU's own
-    interconnect when `link` names a catalog GPU ("h100-80gb": NVLink 4, 450 GB/s each way)."""
-    if link in NETWORK_LINKS:
-        return NETWORK_LINKS[link][0]
-    try:
-        return float(get_gpu(link).interconnect_bytes_per_s_per_direction)
-    except ValueError:
-        raise ValueError(f"unknown link {link!r}: one of {sorted(NETWORK_LINKS)} or a catalog GPU name "
-                         "(its NVLink/PCIe interconnect)") from None
-
 
 def bytes_sent(collective: str, nbytes: float, n: int) -> float:
     """Bytes each GPU sends in a ring `collective` of a `nbytes` tensor over n GPUs (memlib.cost.timing's ring

@@ -39,15 +39,12 @@ import math
 from dataclasses import dataclass
 
 from memlib._checks import fraction, positive_float, positive_int, show
-from memlib.hardware.gpus import get_gpu
+from memlib.hardware.gpus import PRECISIONS, get_gpu, peak_flops  # noqa: F401 - PRECISIONS: memlib.cost exports it
 from memlib.models import Model, get_model
-from memlib.cost.timing import (DEFAULT_MFU, MAX_PEAK_TFLOPS, StepTime, active_params,
+from memlib.cost.timing import (DEFAULT_MFU, StepTime, active_params,
                                 flops_per_token, palm_flops_per_token, utilisation)
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3
-PRECISIONS = ("bf16", "fp16")  # the dense tensor peak the MFU is a fraction of
-
-
 def _params_or_model(model):
     """A catalog name, a memlib.Model, or a plain parameter count (e.g. 37e9 active parameters)."""
     if isinstance(model, str):
@@ -112,20 +109,6 @@ def chinchilla_optimal(flops: float) -> tuple[float, float]:
     flops = positive_float("flops", flops, maximum=1e32)
     n = math.sqrt(flops / (6.0 * CHINCHILLA_TOKENS_PER_PARAM))
     return n, CHINCHILLA_TOKENS_PER_PARAM * n
-
-
-def peak_flops(gpu, precision: str = "bf16", peak_tflops: float | None = None) -> float:
-    """Dense 16-bit tensor peak of one GPU in FLOP/s (the catalog's, or peak_tflops)."""
-    if peak_tflops is not None:
-        return positive_float("peak_tflops", peak_tflops, maximum=MAX_PEAK_TFLOPS, unit=" TFLOP/s") * 1e12
-    g = get_gpu(gpu)
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (the tensor peak the MFU refers to), "
-                         f"got {show(precision)}; for another format pass peak_tflops=")
-    tflops = g.bf16_tflops if precision == "bf16" else g.fp16_tflops
-    if tflops is None:
-        raise ValueError(f"{g.name} has no bf16 tensor cores; use precision='fp16' or pass peak_tflops=")
-    return tflops * 1e12
 
 
 def gpu_hours(flops: float, gpu, mfu: float = DEFAULT_MFU, precision: str = "bf16",

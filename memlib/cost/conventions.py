@@ -9,8 +9,9 @@ FLOP model (6N + 12·L·H·Q·T, no causal discount) that step_time and plan use
 from __future__ import annotations
 
 from memlib._checks import flag, positive_int
-from memlib.cost.timing import _model, active_params, attention_flops_per_token
+from memlib.models.flops import _model, active_params, attention_flops_per_token
 from memlib.hardware.gpus import get_gpu
+from memlib.serving.techniques import littles_law_arrival_rate  # noqa: F401 - its home until issue 44
 
 
 def causal_attention_flops_per_token(model, seq_len: int) -> float:
@@ -166,17 +167,6 @@ def ulysses_all_to_all_bytes(model, seq_len: int, cp: int, dtype_bytes: int = 2)
                          "(replicate K/V heads or use ring attention)")
     local = (2 * model.q_size + 2 * model.kv_size) * t / cp * dtype_bytes
     return 2 * all_to_all_bytes(local, cp)
-
-
-def littles_law_arrival_rate(concurrency: float, seconds_per_request: float) -> float:
-    """Requests per second a server sustains with `concurrency` requests in flight, each in the system for
-    `seconds_per_request`: Little's law L = λ·W (memlib.serving.techniques.littles_law_concurrency, its one
-    statement) solved for λ = L / W."""
-    from memlib.serving.techniques import littles_law_concurrency  # serving imports cost: import here
-    if not concurrency > 0 or not seconds_per_request > 0:
-        raise ValueError(f"concurrency and seconds_per_request must be positive, got {concurrency!r}, "
-                         f"{seconds_per_request!r}")
-    return concurrency / littles_law_concurrency(1.0, seconds_per_request)  # L / (1 request/s x W)
 
 
 # DeepSeek's own training cost per token: 250 GFLOP for DeepSeek-V3 (Zhao et al. 2025, "Insights into

@@ -66,8 +66,8 @@ import math
 from dataclasses import dataclass
 
 from memlib._checks import choice, flag, fraction, positive_float, positive_int, show, plain_args
-from memlib.hardware.gpus import GPU, get_gpu
-from memlib.models import Model, get_model
+from memlib.hardware.gpus import GPU, MAX_PEAK_TFLOPS, get_gpu
+from memlib.models.flops import _model, active_params, attention_flops_per_token, forward_flops_per_token
 from memlib.training import FINETUNES, RECOMPUTES, Estimate
 from memlib.training.terms import PARAM_BYTES
 
@@ -94,9 +94,7 @@ TORCH_CPU_ADAM_SLOWDOWN = 6
 # __params_to_release): the last layers of the forward are reused at the start of the backward
 # after 2x their own size, so about max_reuse_distance / 2 parameters are not gathered again.
 DS_MAX_REUSE_DISTANCE = 10**9
-# Upper bounds that only catch typos (a rate in bits, a TFLOP/s figure in FLOP/s): a B200 is
-# ~2.3e3 dense bf16 TFLOP/s and NVLink 5 moves 9e11 B/s; nothing here is within 1000x of them.
-MAX_PEAK_TFLOPS = 1e6
+# Upper bounds that only catch typos, as memlib.hardware.gpus.MAX_PEAK_TFLOPS: NVLink 5 moves 9e11 B/s.
 MAX_BYTES_PER_S = 1e15
 MAX_PARAMS_PER_S = 1e15
 
@@ -191,30 +189,6 @@ def _training_estimate(estimate) -> Estimate:
                      f"{show(estimate)} ({kind})")
 
 
-def _model(model, fn: str) -> Model:
-    if isinstance(model, Model):
-        return model
-    if isinstance(model, str):
-        return get_model(model)
-    raise ValueError(f"{fn} needs a catalog model name or a memlib.Model, got {show(model)}")
-
-
-def active_params(model) -> int:
-    """Parameters one token passes through: all of them for a dense model, `num_active_params`
-    for a mixture of experts (the router's top-k experts and the shared weights): the N of the 6N
-    rule (Kaplan et al. 2020; DeepSeek-V3 report: 37B of 671B activated for each token)."""
-    model = _model(model, "active_params")
-    return getattr(model, "num_active_params", model.num_params)
-
-
-def attention_flops_per_token(model, seq_len: int) -> float:
-    """12·L·H·Q·T: the attention scores and their weighted sum, forward and backward, per token
-    (Chowdhery et al. 2022, PaLM, App. B; no discount for the causal mask)."""
-    model = _model(model, "attention_flops_per_token")
-    seq_len = positive_int("seq_len", seq_len)
-    return float(12 * model.num_layers * model.num_heads * model.head_dim * seq_len)
-
-
 @plain_args
 def flops_per_token(model, seq_len: int, recompute: str = "none", finetune: str = "full") -> float:
     """Training FLOPs per token: 6N + 12·L·H·Q·T (Chowdhery et al. 2022, PaLM, App. B), with a
@@ -286,11 +260,6 @@ def utilisation(model_flops: float, hardware_flops: float, mfu=None, hfu=None) -
     hfu = DEFAULT_HFU if hfu is None else fraction("hfu", hfu, what="a fraction of peak (hardware FLOPs "
                                                                      "utilisation, recompute included)")
     return hfu / ratio, hfu
-
-
-def forward_flops_per_token(model, seq_len: int) -> float:
-    """The forward's share of flops_per_token: 2N + 4·L·H·Q·T (a third of 6N + 12·L·H·Q·T)."""
-    return 2 * active_params(model) + attention_flops_per_token(model, seq_len) / 3
 
 
 # ---- collectives of data parallelism --------------------------------------------------------------

@@ -34,6 +34,7 @@ import numbers
 from dataclasses import dataclass, field
 
 from memlib._checks import flag, positive_int, show
+from memlib.hardware.gpus import DEFAULT_CUDA_CONTEXT_BYTES, get_gpu, usable_bytes
 
 KIB, MIB = 2**10, 2**20
 
@@ -536,9 +537,6 @@ def reserved_bytes(estimate, *, expandable_segments: bool = False, gpu=None,
     gpu (a catalog name or GPU) caps the figure at the card's total less the CUDA context: near the limit the
     allocator frees unsplit cached blocks instead of growing. fragmentation_factor overrides the fitted value.
     """
-    from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
-    from memlib.hardware.gpus import get_gpu
-
     expandable_segments = flag("expandable_segments", expandable_segments)
     peak = getattr(estimate, "peak_bytes", None)
     transient = transient_bytes(estimate)

@@ -29,14 +29,17 @@ reserved rows then read median 1.7% instead of 15.7% (benchmarks/published.py).
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from dataclasses import dataclass
 
 from memlib._checks import MAX_INT, positive_int, show, plain_args
-from memlib.hardware.gpus import GPU, get_gpu
+from memlib.hardware.allocator import reserved_bytes
+from memlib.hardware.gpus import DEFAULT_CUDA_CONTEXT_BYTES, GPU, get_gpu, usable_bytes
+from memlib.models import Model
+from memlib.models.llama_like import llama_like_of_size
 from memlib.units import fmt_bytes, gib
 
-DEFAULT_CUDA_CONTEXT_BYTES = 512 * 2**20
 DEFAULT_ALLOCATOR_HEADROOM = 0.05
 
 
@@ -81,13 +84,6 @@ def required_bytes(peak_bytes: int, cuda_context_bytes: int = DEFAULT_CUDA_CONTE
     return peak_bytes + cuda_context_bytes + int(peak_bytes * allocator_headroom)
 
 
-def usable_bytes(gpu: GPU) -> int:
-    """What torch.cuda.get_device_properties().total_memory reports (the "total capacity" of
-    PyTorch's out-of-memory message; sourced per card in memlib.hardware.gpus), else nvidia-smi's total,
-    else the nominal capacity."""
-    return gpu.torch_total_bytes or gpu.reported_total_bytes or gpu.memory_bytes
-
-
 ALLOCATORS = ("flat", "caching", "expandable")
 
 
@@ -107,7 +103,6 @@ def fits(estimate, gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
     if allocator not in ALLOCATORS:
         raise ValueError(f"allocator is one of {', '.join(map(repr, ALLOCATORS))}, got {show(allocator)}")
     if allocator != "flat":
-        from memlib.hardware.allocator import reserved_bytes
         gpu = get_gpu(gpu)
         cuda_context_bytes = positive_int("cuda_context_bytes", cuda_context_bytes, allow_zero=True)
         r = reserved_bytes(estimate, expandable_segments=allocator == "expandable")
@@ -161,3 +156,45 @@ def max_peak_bytes(gpu, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
     while p > 0 and p + _headroom_bytes(p, allocator_headroom) > free:
         p -= 1
     return p
+
+
+# --- the largest model that fits: a search over a family of shapes (memlib.models.llama_like) ---------------
+def largest_that_fits(models: Iterable[Model], gpu, estimate: Callable[[Model], object], **fits_kw):
+    """(largest fitting model, smallest non-fitting model) of `models` ordered by size, where
+    `estimate(model)` returns an estimate for memlib.fits; either is None when there is none.
+    Assumes the peak grows with the model (true along the ladder)."""
+    best = first_fail = None
+    for m in sorted(models, key=lambda m: m.num_params):
+        if fits(estimate(m), gpu, **fits_kw).fits:
+            best = m
+        elif first_fail is None:
+            first_fail = m
+    return best, first_fail
+
+
+def largest_size_that_fits(gpu, estimate: Callable[[Model], object], lo: float = 0.3e9, hi: float = 400e9,
+                           rel_tol: float = 0.01, **fits_kw):
+    """The largest llama_like_of_size shape that memlib.fits `gpu` under `estimate(model)`, found by
+    bisection on the parameter count to within rel_tol; None when even `lo` does not fit. Assumes
+    the peak grows with the size (true along the interpolated family up to rounding)."""
+    if not (0 < lo < hi) or not 0 < rel_tol < 1:
+        raise ValueError(f"need 0 < lo < hi and 0 < rel_tol < 1, got lo={lo!r}, hi={hi!r}, rel_tol={rel_tol!r}")
+
+    def ok(n: float):
+        m = llama_like_of_size(n)
+        return m if fits(estimate(m), gpu, **fits_kw).fits else None
+
+    best = ok(lo)
+    if best is None:
+        return None
+    top = ok(hi)
+    if top is not None:
+        return top
+    while hi / lo > 1 + rel_tol:
+        mid = (lo * hi) ** 0.5
+        m = ok(mid)
+        if m is not None:
+            lo, best = mid, (m if m.num_params > best.num_params else best)
+        else:
+            hi = mid
+    return best

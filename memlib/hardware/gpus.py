@@ -35,6 +35,9 @@ import re
 from dataclasses import dataclass, fields
 from importlib import resources
 
+from memlib._checks import positive_float, show
+
+
 __all__ = ["GPU", "get_gpu", "list_gpus"]
 
 GiB = 2**30
@@ -259,6 +262,17 @@ def list_gpus() -> list[GPU]:
     return list(_CATALOG)
 
 
+# What a process can use of the card: torch's total; the CUDA context takes its share before any tensor.
+DEFAULT_CUDA_CONTEXT_BYTES = 512 * 2**20
+
+
+def usable_bytes(gpu: GPU) -> int:
+    """What torch.cuda.get_device_properties().total_memory reports (the "total capacity" of
+    PyTorch's out-of-memory message; sourced per card in memlib.hardware.gpus), else nvidia-smi's total,
+    else the nominal capacity."""
+    return gpu.torch_total_bytes or gpu.reported_total_bytes or gpu.memory_bytes
+
+
 # Host link of each part, one direction, nominal: each record's "host_link" names a row of the data
 # file's "host_links" table (PCIe 3.0 x16 = 16 GB/s, 4.0 x16 = 32 GB/s, 5.0 x16 = 64 GB/s, PCI-SIG base
 # specifications; a GB200's GPU reaches its Grace CPU over NVLink-C2C, 450 GB/s each way), with sources.
@@ -283,3 +297,52 @@ def _host_link(gpu: GPU) -> tuple[str, int]:
     raise ValueError(f"GPU {gpu.name!r} is not in the catalog and matches no catalog entry's figures, so its "
                      "host link (PCIe generation) is unknown; offload timing needs it: build it with "
                      "dataclasses.replace of the catalog GPU it is (same figures) or add it to HOST_LINK")
+
+
+# --- throughput a GPU and its links offer: what the serving and training times and the cost of a run use --
+# Upper bounds that only catch typos (a rate in bits, a TFLOP/s figure in FLOP/s): a B200 is
+# ~2.3e3 dense bf16 TFLOP/s and NVLink 5 moves 9e11 B/s; nothing here is within 1000x of them.
+MAX_PEAK_TFLOPS = 1e6
+
+
+PRECISIONS = ("bf16", "fp16")  # the dense tensor peak the MFU is a fraction of
+
+
+def peak_flops(gpu, precision: str = "bf16", peak_tflops: float | None = None) -> float:
+    """Dense 16-bit tensor peak of one GPU in FLOP/s (the catalog's, or peak_tflops)."""
+    if peak_tflops is not None:
+        return positive_float("peak_tflops", peak_tflops, maximum=MAX_PEAK_TFLOPS, unit=" TFLOP/s") * 1e12
+    g = get_gpu(gpu)
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (the tensor peak the MFU refers to), "
+                         f"got {show(precision)}; for another format pass peak_tflops=")
+    tflops = g.bf16_tflops if precision == "bf16" else g.fp16_tflops
+    if tflops is None:
+        raise ValueError(f"{g.name} has no bf16 tensor cores; use precision='fp16' or pass peak_tflops=")
+    return tflops * 1e12
+
+
+# Links between GPUs, one direction, nominal line rate (bits / 8); sources in each row. Within a node the GPU
+# catalog's interconnect (GPU.interconnect_bytes_per_s_per_direction: NVLink 4 450 GB/s, PCIe 4.0 x16 32 GB/s).
+NETWORK_LINKS: dict[str, tuple[float, str]] = {
+    "10GbE": (10e9 / 8, "IEEE 802.3ae-2002 (10 Gb/s Ethernet)"),
+    "25GbE": (25e9 / 8, "IEEE 802.3by-2016 (25 Gb/s Ethernet)"),
+    "100GbE": (100e9 / 8, "IEEE 802.3ba-2010 (100 Gb/s Ethernet)"),
+    "400GbE": (400e9 / 8, "IEEE 802.3bs-2017 (400 Gb/s Ethernet)"),
+    "IB HDR": (200e9 / 8, "InfiniBand HDR, 200 Gb/s per port (NVIDIA ConnectX-6 datasheet); one per GPU in a "
+                          "DGX A100 (8 x 200 Gb/s compute ports, DGX A100 user guide)"),
+    "IB NDR": (400e9 / 8, "InfiniBand NDR, 400 Gb/s per port (NVIDIA ConnectX-7 datasheet); one per GPU in a "
+                          "DGX H100 (8 x 400 Gb/s, DGX H100 user guide)"),
+}
+
+
+def link_bytes_per_s(link: str) -> float:
+    """One direction's bytes/s of a network link in NETWORK_LINKS ("10GbE", "IB NDR", ...), or of a GPU's own
+    interconnect when `link` names a catalog GPU ("h100-80gb": NVLink 4, 450 GB/s each way)."""
+    if link in NETWORK_LINKS:
+        return NETWORK_LINKS[link][0]
+    try:
+        return float(get_gpu(link).interconnect_bytes_per_s_per_direction)
+    except ValueError:
+        raise ValueError(f"unknown link {link!r}: one of {sorted(NETWORK_LINKS)} or a catalog GPU name "
+                         "(its NVLink/PCIe interconnect)") from None

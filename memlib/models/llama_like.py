@@ -1,5 +1,5 @@
-"""Illustrative LLaMA-like shapes between and beyond the catalog's models, and the largest
-model of a ladder that fits a GPU under a given recipe.
+"""Illustrative LLaMA-like shapes between and beyond the catalog's models (the search for the largest
+one that fits a GPU under a given recipe is memlib.hardware.fit.largest_size_that_fits).
 
 The catalog has real checkpoints only (0.5B, 7-8B, 13B, 33B, 65-70B); questions such as
 "the largest model a 24 GB card can fully fine-tune" fall between them. `ladder()` fills
@@ -11,10 +11,9 @@ checkpoints: notebooks label them "LLaMA-like".
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
 
+from memlib import _compat
 from memlib._checks import positive_int
-from memlib.hardware.fit import fits
 from memlib.models import Model
 
 # (hidden, layers, where the width/depth pair is published)
@@ -62,19 +61,6 @@ def ladder() -> list[Model]:
     return [llama_like(h, L, source=f"LLaMA-1 block at the width/depth of {src}") for h, L, src in LADDER_SHAPES]
 
 
-def largest_that_fits(models: Iterable[Model], gpu, estimate: Callable[[Model], object], **fits_kw):
-    """(largest fitting model, smallest non-fitting model) of `models` ordered by size, where
-    `estimate(model)` returns an estimate for memlib.fits; either is None when there is none.
-    Assumes the peak grows with the model (true along the ladder)."""
-    best = first_fail = None
-    for m in sorted(models, key=lambda m: m.num_params):
-        if fits(estimate(m), gpu, **fits_kw).fits:
-            best = m
-        elif first_fail is None:
-            first_fail = m
-    return best, first_fail
-
-
 def llama_like_of_size(num_params: float) -> Model:
     """A LLaMA-like shape of about `num_params` parameters, between the ladder's rungs: width and
     depth interpolated log-linearly in the parameter count along LADDER_SHAPES (hidden rounded to
@@ -98,29 +84,6 @@ def llama_like_of_size(num_params: float) -> Model:
     return llama_like(hidden, best, source="LLaMA-1 block at a width/depth interpolated along the ladder")
 
 
-def largest_size_that_fits(gpu, estimate: Callable[[Model], object], lo: float = 0.3e9, hi: float = 400e9,
-                           rel_tol: float = 0.01, **fits_kw):
-    """The largest llama_like_of_size shape that memlib.fits `gpu` under `estimate(model)`, found by
-    bisection on the parameter count to within rel_tol; None when even `lo` does not fit. Assumes
-    the peak grows with the size (true along the interpolated family up to rounding)."""
-    if not (0 < lo < hi) or not 0 < rel_tol < 1:
-        raise ValueError(f"need 0 < lo < hi and 0 < rel_tol < 1, got lo={lo!r}, hi={hi!r}, rel_tol={rel_tol!r}")
-
-    def ok(n: float):
-        m = llama_like_of_size(n)
-        return m if fits(estimate(m), gpu, **fits_kw).fits else None
-
-    best = ok(lo)
-    if best is None:
-        return None
-    top = ok(hi)
-    if top is not None:
-        return top
-    while hi / lo > 1 + rel_tol:
-        mid = (lo * hi) ** 0.5
-        m = ok(mid)
-        if m is not None:
-            lo, best = mid, (m if m.num_params > best.num_params else best)
-        else:
-            hi = mid
-    return best
+# the searches moved up to memlib.hardware.fit (issue 44: a model shape does not know about GPUs)
+__getattr__ = _compat.moved_attributes(__name__, {"largest_that_fits": "memlib.hardware.fit",
+                                                  "largest_size_that_fits": "memlib.hardware.fit"})

@@ -12,17 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from memlib._checks import choice, flag, positive_int
-
-# (param dtype, main-grad dtype) -> (bytes kept whole on every rank, bytes sharded over dp by the distributed
-# optimizer). Without the distributed optimizer everything is whole: the sum.
-#   fp16/bf16 params + fp16/bf16 grads: 2 + 2 whole; fp32 main params 4 + fp32 main grads 4 + Adam 8 = 16 sharded
-#   fp16/bf16 params + fp32 grads:      2 + 4 whole; fp32 main params 4 + Adam 8 = 12 sharded
-#   fp32 params + fp32 grads:           4 + 4 whole; Adam 8 sharded
-MEGATRON_LAYOUTS = {
-    "fp16-grads": (4, 16),   # --fp16 / --bf16 with --accumulate-allreduce-grads-in-fp32 off
-    "fp32-grads": (6, 12),   # --bf16 (grads accumulated and all-reduced in fp32: Megatron's bf16 default)
-    "fp32": (8, 8),          # fp32 training
-}
+from memlib.training.sharding import MEGATRON_LAYOUTS
 
 
 def megatron_bytes_per_param(grads: str = "fp32-grads", distributed_optimizer: bool = False,

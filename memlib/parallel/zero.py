@@ -13,20 +13,8 @@ momentum, variance). Over N data-parallel GPUs:
 
 from __future__ import annotations
 
-from memlib._checks import choice, flag, positive_float, positive_int, plain_args
-
-
-@plain_args
-def partitioned(nbytes: int, state: str, stage: int, dp: int) -> int:
-    """Bytes of one kind of model state ('optimizer', 'gradients', 'parameters') on one GPU
-    under ZeRO `stage` over `dp` GPUs: stage 1 partitions optimizer states, stage 2 also
-    gradients, stage 3 also parameters (Rajbhandari et al. 2020, Sec. 5.1-5.3)."""
-    nbytes = positive_int("nbytes", nbytes, allow_zero=True)
-    choice("state", state, ("optimizer", "gradients", "parameters"))
-    stage = _stage(stage)
-    dp = positive_int("dp", dp)
-    first = {"optimizer": 1, "gradients": 2, "parameters": 3}[state]
-    return nbytes // dp if stage >= first else nbytes
+from memlib._checks import flag, positive_float, positive_int, plain_args
+from memlib.training.sharding import _stage, partitioned
 
 
 @plain_args
@@ -89,12 +77,6 @@ def deepspeed_zero3_estimate(total_params: int, largest_layer_params: int, num_g
         gpu = largest + int(18 * total_params / total_gpus)
         cpu = (largest_layer_params if zero_init else total_params) * 4 * num_gpus_per_node * additional_buffer_factor
     return int(cpu), int(gpu)
-
-
-def _stage(stage) -> int:
-    if isinstance(stage, bool) or stage not in (0, 1, 2, 3):
-        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage!r}")
-    return int(stage)
 
 
 def _ds_counts(total_params, num_gpus_per_node, num_nodes) -> tuple[int, int, int]:

@@ -36,13 +36,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlib._checks import choice, fraction, positive_float, positive_int, plain_args
-from memlib.hardware.fit import usable_bytes
+from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
 from memlib.hardware.gpus import get_gpu
-from memlib.serving.inference import AUTO, InferenceEstimate, estimate_inference, kv_bytes_per_token
+from memlib.serving.engines import SGLANG_MEM_FRACTION_STATIC
+from memlib.serving.inference import AUTO, InferenceEstimate, estimate_inference, kv_bytes_per_token, max_batch
 from memlib.models import get_model
-from memlib.cost.conventions import littles_law_arrival_rate
-from memlib.cost.timing import active_params, attention_flops_per_token, forward_flops_per_token
-from memlib.serving.techniques import token_forwards
+from memlib.models.flops import active_params, attention_flops_per_token, forward_flops_per_token
+from memlib.serving.techniques import littles_law_arrival_rate, token_forwards
 from memlib.units import GiB
 
 VLLM_BLOCK_SIZE = 16  # vllm CacheConfig.block_size default on CUDA (Kwon et al. 2023, Sec. 7.2: 16 works well)
@@ -443,7 +443,6 @@ def request_rate_bound(model, gpu, prompt_tokens: int, reply_tokens: int, ttft_s
     tp, replicas = positive_int("tp", tp), positive_int("replicas", replicas)
     context = prompt_tokens + reply_tokens
     if batch is None:
-        from memlib.serving.inference import max_batch  # the search lives beside estimate_inference
         fit = max_batch(m, g, context, weights=weights, kv_cache=kv_cache, tp=tp,
                         prefill_tokens=vllm_default_max_num_batched_tokens(g))
         if fit.value == 0:
@@ -503,9 +502,36 @@ def concurrency_at_rate(model, gpu, qps: float, prompt_tokens: int, reply_tokens
     return LoadPoint(qps, per_replica * replicas, tpot, ttft_s + r * tpot)
 
 
+def sglang_max_total_tokens(model, gpu, tp: int = 1, weights: str = "auto", kv_cache: str = "bf16",
+                            mem_fraction_static: float = SGLANG_MEM_FRACTION_STATIC,
+                            non_torch_bytes: int | None = None, total_bytes: int | None = None) -> int:
+    """SGLang's KV pool size in tokens ("KV Cache is allocated. #tokens: N").
+
+    sglang model_runner.profile_max_num_token: rest = available after loading the weights -
+    total x (1 - mem_fraction_static); tokens = rest // cell_size, cell_size = per-token K and V
+    bytes of every layer on this GPU. `available` is the card's total as torch reports it
+    (memlib.hardware.fit.usable_bytes) minus the weights minus non-torch memory. SGLang's reserve
+    is taken from the free memory init_torch_distributed leaves, so that is the CUDA context
+    (memlib.fits' 0.5 GiB) and, above tp 1, the NCCL communicators and custom all-reduce buffers
+    (capacity.TP_COMMUNICATOR_BYTES, as for vLLM); non_torch_bytes overrides it. total_bytes: the
+    card's total as SGLang logs it (default the catalog's torch total). Under tensor parallelism SGLang
+    takes the minimum available memory over the ranks (get_available_gpu_memory with distributed=True).
+    """
+    mem_fraction_static = fraction("mem_fraction_static", mem_fraction_static,
+                                   what="SGLang's static memory fraction (weights + KV pool)")
+    g = get_gpu(gpu)
+    est = estimate_inference(model, 1, 1, weights=weights, kv_cache=kv_cache, tp=tp, engine="sglang")
+    tp = positive_int("tp", tp)
+    non_torch = DEFAULT_CUDA_CONTEXT_BYTES + (TP_COMMUNICATOR_BYTES if tp > 1 else 0) if non_torch_bytes is None \
+        else positive_int("non_torch_bytes", non_torch_bytes, allow_zero=True)
+    total = usable_bytes(g) if total_bytes is None else positive_int("total_bytes", total_bytes)
+    rest = total - est.weight_bytes - non_torch - int(total * (1 - mem_fraction_static))
+    return max(rest, 0) // est.kv_bytes_per_token
+
+
 __all__ = ["VLLM_BLOCK_SIZE", "VLLM_GPU_MEMORY_UTILIZATION", "VLLM_SAMPLER_BYTES_PER_LOGIT", "paged_kv_blocks",
            "paged_kv_waste_bytes", "vllm_default_max_num_batched_tokens", "vllm_default_max_num_seqs",
            "vllm_sampler_warmup_bytes", "vllm_profile_peak_bytes", "vllm_kv_cache_budget_bytes", "vllm_max_concurrency",
            "vllm_kv_budget_for_estimate", "vllm_concurrency_for_estimate",
            "DecodeBound", "decode_bound", "decode_tokens_per_s_upper_bound", "request_flops", "RequestRateBound",
-           "request_rate_bound", "LoadPoint", "concurrency_at_rate"]
+           "request_rate_bound", "LoadPoint", "concurrency_at_rate", "sglang_max_total_tokens"]

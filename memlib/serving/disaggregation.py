@@ -27,8 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memlib._checks import fraction, positive_float, positive_int, plain_args
-from memlib.cost.collectives import link_bytes_per_s
-from memlib.hardware.gpus import get_gpu
+from memlib.hardware.gpus import get_gpu, link_bytes_per_s
 from memlib.models import get_model
 from memlib.serving.capacity import (_tensor_peak_flops, decode_bound, request_flops,
                                      vllm_default_max_num_batched_tokens, vllm_default_max_num_seqs)

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib._checks import choice, flag, fraction, positive_int
+from memlib import _compat
+from memlib._checks import choice, flag, positive_int
 from memlib.models import Model, get_model
 
 ENGINES = ("hf", "vllm", "sglang", "llama.cpp")
@@ -189,38 +190,6 @@ def paged_tokens(tokens: int, engine: str) -> int:
     return -(-tokens // page) * page
 
 
-def sglang_max_total_tokens(model, gpu, tp: int = 1, weights: str = "auto", kv_cache: str = "bf16",
-                            mem_fraction_static: float = SGLANG_MEM_FRACTION_STATIC,
-                            non_torch_bytes: int | None = None, total_bytes: int | None = None) -> int:
-    """SGLang's KV pool size in tokens ("KV Cache is allocated. #tokens: N").
-
-    sglang model_runner.profile_max_num_token: rest = available after loading the weights -
-    total x (1 - mem_fraction_static); tokens = rest // cell_size, cell_size = per-token K and V
-    bytes of every layer on this GPU. `available` is the card's total as torch reports it
-    (memlib.hardware.fit.usable_bytes) minus the weights minus non-torch memory. SGLang's reserve
-    is taken from the free memory init_torch_distributed leaves, so that is the CUDA context
-    (memlib.fits' 0.5 GiB) and, above tp 1, the NCCL communicators and custom all-reduce buffers
-    (capacity.TP_COMMUNICATOR_BYTES, as for vLLM); non_torch_bytes overrides it. total_bytes: the
-    card's total as SGLang logs it (default the catalog's torch total). Under tensor parallelism SGLang
-    takes the minimum available memory over the ranks (get_available_gpu_memory with distributed=True).
-    """
-    from memlib.hardware.fit import DEFAULT_CUDA_CONTEXT_BYTES, usable_bytes
-    from memlib.hardware.gpus import get_gpu
-    from memlib.serving.capacity import TP_COMMUNICATOR_BYTES
-    from memlib.serving.inference import estimate_inference
-
-    mem_fraction_static = fraction("mem_fraction_static", mem_fraction_static,
-                                   what="SGLang's static memory fraction (weights + KV pool)")
-    g = get_gpu(gpu)
-    est = estimate_inference(model, 1, 1, weights=weights, kv_cache=kv_cache, tp=tp, engine="sglang")
-    tp = positive_int("tp", tp)
-    non_torch = DEFAULT_CUDA_CONTEXT_BYTES + (TP_COMMUNICATOR_BYTES if tp > 1 else 0) if non_torch_bytes is None \
-        else positive_int("non_torch_bytes", non_torch_bytes, allow_zero=True)
-    total = usable_bytes(g) if total_bytes is None else positive_int("total_bytes", total_bytes)
-    rest = total - est.weight_bytes - non_torch - int(total * (1 - mem_fraction_static))
-    return max(rest, 0) // est.kv_bytes_per_token
-
-
 def fp8_ds_mla_bytes_per_token(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
     """Bytes of one token in one layer of vLLM's `fp8_ds_mla` cache (DeepSeek-V3.2's sparse MLA):
     kv_lora_rank fp8 latent values (1 B each) + one fp32 scale per 128 of them + the rope key in bf16:
@@ -290,5 +259,9 @@ def vllm_kv_pool_tokens(budget_bytes: int, kinds, block_size: int = VLLM_PAGE, s
 
 
 __all__ = ["ENGINES", "DEFAULT_ENGINE", "GGML_BLOCKS", "FP8_KV", "LlamaCppCache", "kv_formats", "ggml_row_bytes",
-           "llama_cpp_kv_cache", "llama_cpp_kv_bytes", "paged_tokens", "sglang_max_total_tokens",
+           "llama_cpp_kv_cache", "llama_cpp_kv_bytes", "paged_tokens",
            "FP8_DS_MLA", "fp8_ds_mla_bytes_per_token", "vllm_padded_page_bytes", "vllm_kv_pool_tokens"]
+
+
+# SGLang's pool size needs estimate_inference, which reads this catalog: it lives in memlib.serving.capacity (issue 44)
+__getattr__ = _compat.moved_attributes(__name__, {"sglang_max_total_tokens": "memlib.serving.capacity"})

@@ -390,7 +390,7 @@ ENGINE_NOTES = {
             "gpu_memory_utilization - weights - profile activations - non-torch, and from v0.21 its CUDA graph "
             "estimate) is memlib.serving.capacity.vllm_kv_cache_budget_bytes",
     "sglang": "engine 'sglang': page size 1; SGLang's pool size from mem_fraction_static is "
-              "memlib.serving.engines.sglang_max_total_tokens",
+              "memlib.serving.capacity.sglang_max_total_tokens",
     "llama.cpp": "engine 'llama.cpp': KV cache as llama.cpp allocates it (cells padded to 256, one stream per "
                  "sequence, sliding layers at window + ubatch: memlib.serving.engines.llama_cpp_kv_cache); the "
                  "prefill workspace is transformers' op by op, not llama.cpp's compute buffer",

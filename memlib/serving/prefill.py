@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memlib._checks import fraction, positive_int
-from memlib.cost.compute_budget import peak_flops
+from memlib.hardware.gpus import peak_flops
 from memlib.serving.capacity import request_flops
 
 

@@ -82,3 +82,13 @@ def random_routing_prefix_hit_rate(replicas: int, holders: int = 1) -> float:
     if holders > replicas:
         raise ValueError(f"holders ({holders}) cannot exceed replicas ({replicas})")
     return holders / replicas
+
+
+def littles_law_arrival_rate(concurrency: float, seconds_per_request: float) -> float:
+    """Requests per second a server sustains with `concurrency` requests in flight, each in the system for
+    `seconds_per_request`: Little's law L = λ·W (memlib.serving.techniques.littles_law_concurrency, its one
+    statement) solved for λ = L / W."""
+    if not concurrency > 0 or not seconds_per_request > 0:
+        raise ValueError(f"concurrency and seconds_per_request must be positive, got {concurrency!r}, "
+                         f"{seconds_per_request!r}")
+    return concurrency / littles_law_concurrency(1.0, seconds_per_request)  # L / (1 request/s x W)

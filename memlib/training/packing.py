@@ -13,7 +13,7 @@ position-id restart alone, under another attention implementation, only restarts
 from __future__ import annotations
 
 from memlib._checks import flag, positive_int, show
-from memlib.cost.timing import _model, attention_flops_per_token
+from memlib.models.flops import _model, attention_flops_per_token
 
 
 def _docs(doc_lens) -> list[int]:

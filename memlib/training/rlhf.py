@@ -18,7 +18,7 @@ Roles (Ouyang et al. 2022, InstructGPT, Sec. 3.5; Schulman et al. 2017, PPO):
   rollout    the generation engine. vLLM and SGLang reserve a fixed share of each card when they start
              (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static): their bf16 copy of the weights,
              the activation peak they profile, and a KV pool that fills the rest (rollout_pool below, built on
-             memlib.serving.capacity.vllm_kv_cache_budget_bytes and memlib.serving.engines.sglang_max_total_tokens).
+             memlib.serving.capacity.vllm_kv_cache_budget_bytes and memlib.serving.capacity.sglang_max_total_tokens).
              A rollout batch larger than the pool is queued or preempted, so the batch and GRPO's group size
              cost time (waves), not memory. rollout_engine="hf" is the mode whose cache does grow with the
              batch: transformers' generate (verl's rollout name "hf", DeepSpeed-Chat) holds the KV cache of
@@ -89,7 +89,7 @@ from memlib.hardware.gpus import get_gpu
 from memlib.models import get_model
 from memlib.serving.capacity import (VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION, vllm_default_max_num_batched_tokens,
                                      vllm_default_max_num_seqs, vllm_kv_cache_budget_bytes)
-from memlib.serving.engines import sglang_max_total_tokens
+from memlib.serving.capacity import sglang_max_total_tokens
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token
 from memlib.units import fmt_bytes, gb
 
@@ -204,7 +204,7 @@ def rollout_pool(model, gpu=DEFAULT_GPU, engine: str = "vllm", fraction: float =
     (memlib.serving.capacity.vllm_default_*). cudagraph_bytes: the CUDA graphs' memory (vLLM v0.21+ takes its
     estimate off the KV budget); they stay while the engine sleeps (verl rollout.yaml: "cudagraph in inference
     engine can not be offloaded during update policy"); 0 with enforce_eager, as OpenRLHF's hybrid examples run.
-    SGLang: the pool is memlib.serving.engines.sglang_max_total_tokens at mem_fraction_static = fraction (page 1);
+    SGLang: the pool is memlib.serving.capacity.sglang_max_total_tokens at mem_fraction_static = fraction (page 1);
     its activations live outside the fraction (not counted)."""
     m = get_model(model)
     g = get_gpu(gpu)

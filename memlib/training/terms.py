@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memlib._checks import flag
-from memlib.parallel.megatron import MEGATRON_LAYOUTS
+from memlib.training.sharding import MEGATRON_LAYOUTS
 from memlib.training import activations as act
 from memlib.training import lora as lora_mod
 from memlib.training import optimizers as opt
-from memlib.parallel import zero
+from memlib.training import sharding as zero
 from memlib.training.layout import Stage, StageSums
 from memlib.training.options import TrainingSetup
 

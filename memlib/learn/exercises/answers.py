@@ -123,7 +123,7 @@ UNITS_EXAMPLE_KEYS = ("bytes", "GB", "GiB", "params", "count", "x", "bytes/param
 
 
 def example(unit: str) -> str:
-    # the format with figures that answer no exercise (tests/test_grading_issue20.py tries each one against all)
+    # the format with figures that answer no exercise (tests/test_grading_fairness.py tries each one against all)
     return {"bytes": '"987.6 GB" or "919.8 GiB"', "GB": '"987.6 GB" or 987.6 (GB)', "GiB": '"919.8 GiB" or 919.8 (GiB)',
             "params": '"9.87B" or 9.87e9', "count": "999", "x": '"98.7x" or 98.7', "bytes/param": "987",
             "%": '"98.7%" or 98.7', "s": '"98.7 s" or 98.7', "FLOPs": '"9.87e25 FLOPs" or 9.87e25',

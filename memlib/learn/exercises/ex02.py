@@ -15,7 +15,7 @@ from memlib.models import get_model
 from memlib.training.optimizers import adamw_8bit_state_bytes
 from memlib.cost.timing import step_time
 from memlib.training import estimate_training
-from memlib.models.llama_like import largest_size_that_fits
+from memlib.hardware.fit import largest_size_that_fits
 from memlib.units import gib
 
 NOTEBOOK = "02_single_gpu_limits"

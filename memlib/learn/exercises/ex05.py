@@ -24,7 +24,7 @@ from memlib.cost.timing import all_to_all_bytes
 from memlib.training import estimate_training
 from memlib.parallel.zero import zero_model_state_bytes
 
-from memlib.models.mtp import mtp_active_params
+from memlib.serving.mtp import mtp_active_params
 from memlib.serving.techniques import speculative_expected_tokens, speculative_speedup
 
 NOTEBOOK = "05_moe_memory"

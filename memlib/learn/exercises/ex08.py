@@ -15,7 +15,7 @@ from memlib.hardware.gpus import get_gpu
 from memlib.models import get_model
 from memlib.serving.inference import gqa_kv_bytes_per_token, kv_bytes_per_token
 from memlib.training.rlhf import estimate_rlhf, min_rlhf_gpus, rollout_pool, rollout_token_slots
-from memlib.training.weight_sync import weight_sync
+from memlib.cost.weight_sync import weight_sync
 
 NOTEBOOK = "08_rlhf_memory"
 _Q7, _L8, _M7, _L13 = "qwen3-8b", "llama-3.1-8b", "qwen2.5-7b", "llama-2-13b"
@@ -152,7 +152,7 @@ _L70, _ENGINES10, _TP10, _LINK10 = "llama-3-70b", 4, 8, "IB NDR"
 
 
 def _sync10(method: str = "nccl-broadcast"):
-    """memlib.training.weight_sync.weight_sync: OpenRLHF's broadcast of the bf16 actor to every engine GPU."""
+    """memlib.cost.weight_sync.weight_sync: OpenRLHF's broadcast of the bf16 actor to every engine GPU."""
     return weight_sync(_L70, method, engines=_ENGINES10, rollout_tp=_TP10, link=_LINK10)
 
 
@@ -451,7 +451,7 @@ EXERCISES = [
         id="08.10", title="Weight sync: a 70B actor to 4 engines of tensor parallel 8", difficulty="interview",
         minutes=6,
         formula="NCCL broadcast of each whole bf16 tensor to every engine GPU: W = 2 B x N per GPU, time about W / "
-                "link bytes/s, pipelined (memlib.training.weight_sync.weight_sync, method 'nccl-broadcast')",
+                "link bytes/s, pipelined (memlib.cost.weight_sync.weight_sync, method 'nccl-broadcast')",
         prompt=f"A separate-placement PPO run trains **Llama-3-70B** on its own nodes and generates with "
                f"**{_ENGINES10} vLLM engines of tensor parallel {_TP10}** on other nodes. After every optimizer step the "
                "trainer's rank 0 gathers each parameter and broadcasts the whole bf16 tensor over NCCL to every vLLM "
@@ -478,7 +478,7 @@ EXERCISES = [
             f"W = 2 × {get_model(_L70).num_params:,} = {b(s.weight_bytes)}; every engine GPU receives all of it "
             f"({b(s.bytes_per_engine)} per engine, {b(s.kept_per_gpu)} kept per GPU), and one pipelined broadcast "
             f"takes W / 50 GB/s = **{s.seconds:.2f} s** per step "
-            f"(`memlib.training.weight_sync.weight_sync(..., 'nccl-broadcast')`). A reshard-aware sync that sends "
+            f"(`memlib.cost.weight_sync.weight_sync(..., 'nccl-broadcast')`). A reshard-aware sync that sends "
             f"each GPU only its slice takes {_sync10('resharded').seconds:.2f} s; colocated on NVLink, verl's "
             f"3D-HybridEngine moves a fraction of that. It happens every step: next to a rollout of minutes it is "
             "small, next to a fast step it is not."))(_sync10()),

@@ -1,4 +1,5 @@
-"""Issue 23: the classes behind its examples, as properties over every entry point.
+"""User-defined GPUs and numpy scalars at every public entry point, as properties (the classes behind
+issue 23's examples; its single examples are in tests/test_api_odd_inputs.py).
 
 - A user-defined GPU (a catalog entry under a new name, dataclasses.replace) answers exactly as its
   catalog twin at every public entry point that takes a GPU.

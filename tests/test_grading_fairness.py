@@ -1,4 +1,6 @@
-"""Issue 20 (and issue 23 items 5, 6, 9): a grader fair in both directions, regression by regression.
+"""The grader is fair in both directions (memlib.learn.grading, memlib.learn.exercises.progress), case by case:
+verdicts on rounded and slipped answers, what feedback may reveal, unreadable answers, damaged progress files
+(the cases of issue 20 and issue 23 items 5, 6, 9).
 
 The expected values behind each case are the issue's hand derivations (quoted next to each row);
 the verdicts are what a fair interviewer says: a right answer rounded as people round is right, a

@@ -1,5 +1,5 @@
-"""Issue 21 (teaching truth, round 3), notebooks 02-07: every figure a review changed, each against a
-hand derivation written out here, and the stored notebooks' 30-second answers and fact-checks."""
+"""The teaching figures of notebooks 02-07 that a review corrected (issue 21), each against a hand derivation
+written out here, and the stored notebooks' 30-second answers and fact-checks that quote them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import pytest
 import memlib
 from memlib.cost import conventions as cv
 from memlib.hardware.fit import max_peak_bytes
-from memlib.models.llama_like import LADDER_SHAPES, largest_size_that_fits, llama_like, llama_like_of_size
+from memlib.hardware.fit import largest_size_that_fits
+from memlib.models.llama_like import LADDER_SHAPES, llama_like, llama_like_of_size
 from memlib.parallel.moe import decode_weight_bytes
 from memlib.serving.capacity import DecodeBound
 from memlib.serving.inference import quantized_linear_bytes
