@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from memlib._checks import flag
+from memlib.models.families import of as family_of
 from memlib.training import activations as act
 from memlib.training import optimizers as opt
 from memlib.training import context_parallel as CP
@@ -683,7 +684,7 @@ def _layout_notes(x: Context, states: States) -> dict:
                      + (f", each split over etp={s.expert_tp}" if s.expert_tp != s.tp else "")
                      + f"); routed activations of {rows:,} (token, expert) rows per MoE layer = "
                      + ("tokens x experts: Llama 4 in transformers runs every token through every expert"
-                        if m.model_type.startswith("llama4") else "tokens x top-k"
+                        if family_of(m).every_expert else "tokens x top-k"
                         + (f" at capacity factor {s.capacity_factor:g} (overflow dropped)" if s.capacity_factor
                            else ", none dropped")))
     if m.is_mla:
