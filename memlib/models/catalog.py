@@ -782,14 +782,14 @@ def _qwen_window(c: _Cfg, n: int) -> dict:
 
 
 def _read_llama(c, fam):
-    _refuse_foreign_fields(c, "llama", False, False)
+    _refuse_foreign_fields(c, c.d["model_type"], False, False)  # (also a family that reuses this reader)
     bias = c.bool("attention_bias", False)
     return dict(**_common(c, fam), qkv_bias=bias, o_bias=bias, mlp_bias=c.bool("mlp_bias", False),
                 activation=_act(c, "hidden_act", "silu", _SILU))
 
 
 def _read_mistral(c, fam):
-    _refuse_foreign_fields(c, "mistral", False, False)
+    _refuse_foreign_fields(c, c.d["model_type"], False, False)  # (also a family that reuses this reader)
     kw = _common(c, fam)
     # MistralConfig's default is a 4,096-token window (v0.1); v0.2 and later write "sliding_window": null.
     w = 0 if "sliding_window" in c.d and c.d["sliding_window"] is None else c.int("sliding_window", 4096)
@@ -797,7 +797,7 @@ def _read_mistral(c, fam):
 
 
 def _read_qwen2(c, fam):
-    _refuse_foreign_fields(c, "qwen2", False, False)
+    _refuse_foreign_fields(c, c.d["model_type"], False, False)  # (also a family that reuses this reader)
     kw = _common(c, fam)
     return dict(**kw, qkv_bias=True, activation=_act(c, "hidden_act", "silu", _SILU),
                 **_qwen_window(c, kw["num_layers"]))
