@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from memlib._checks import flag
+from memlib.models import Model
 from memlib.models.families import of as family_of
 from memlib.training import activations as act
 from memlib.training import optimizers as opt
@@ -28,7 +29,7 @@ from memlib.training import context_parallel as CP
 from memlib.training import layout
 from memlib.training import terms as T
 from memlib.training.estimate import Estimate, Moment
-from memlib.training.layout import Stage
+from memlib.training.layout import Stage, StageSums
 from memlib.training.options import MEGATRON_MODELS, TrainingSetup, megatron_gpt_layer, megatron_head
 from memlib.units import fmt_bytes, fmt_count
 
@@ -160,7 +161,8 @@ def layer_halves(c: T.Ctx, layer: act.Ledger, num: act.Numerics, moe: bool = Fal
 # --- the parts of one stage's step ------------------------------------------------------------------------------
 # Each part is a function that reads the typed results of the parts before it and returns its own (a frozen
 # dataclass of named figures, a list of moments, or one number), so _estimate_stage reads top to bottom as the step
-# runs. The field names are those of the formulas' terms (terms.py).
+# runs, as Megatron-LM's megatron/training/theoretical_memory_usage.py computes its named terms one function each.
+# The field names are those of the formulas' terms (terms.py).
 
 
 @dataclass(frozen=True)
@@ -169,11 +171,11 @@ class Context:
 
     s: TrainingSetup
     st: Stage
-    m: object  # the Model
+    m: Model
     c: T.Ctx  # the terms' shared context
     w: T.Widths  # byte widths of parameters, gradients, states (terms.widths)
     num: act.Numerics
-    sums: object  # the stage's parameter sums (layout.stage_sums)
+    sums: StageSums  # the stage's parameter sums (layout.stage_sums)
     k: int  # the ZeRO stage in effect (0: none)
     notes: list
     V: int  # vocabulary
