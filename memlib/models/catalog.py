@@ -39,7 +39,8 @@ from functools import cached_property
 from importlib import resources
 
 from memlib._checks import positive_int
-from memlib.models import hf_defaults
+from memlib.models import families, hf_defaults
+from memlib.models.families import FAMILIES
 from memlib.models.layer_pattern import LayerIndices, LayerPattern
 from memlib.models.hf_readers import (_check_layer_count, _check_quantization_options, dense_if_no_moe,
                                       moe_layer_set, parse_int, quantization_options, refuse_long_ints)
@@ -627,27 +628,9 @@ class _Cfg:
 
 # Per model_type: the architecture prefix of its classes, and defaults where config.json may
 # omit a field (transformers 5.24 configuration_*.py). "wraps": a multimodal config whose text
-# model is read from text_config (with the text model_type's defaults).
-HF_TYPES = {
-    "llama": {"prefix": "Llama", "max_position_embeddings": 2048},
-    "mistral": {"prefix": "Mistral", "max_position_embeddings": 131072},
-    "qwen2": {"prefix": "Qwen2", "max_position_embeddings": 32768},
-    "qwen3": {"prefix": "Qwen3", "max_position_embeddings": 32768},
-    "qwen3_moe": {"prefix": "Qwen3Moe", "max_position_embeddings": 32768},
-    "mixtral": {"prefix": "Mixtral", "max_position_embeddings": 131072},
-    "gemma2": {"prefix": "Gemma2", "max_position_embeddings": 8192},
-    "gemma3_text": {"prefix": "Gemma3", "max_position_embeddings": 131072},
-    "gemma3": {"prefix": "Gemma3", "wraps": "gemma3_text",
-               "omitted": "the vision tower (SigLIP) and the multimodal projector"},
-    "phi3": {"prefix": "Phi3", "max_position_embeddings": 4096},
-    "deepseek_v2": {"prefix": "DeepseekV2", "max_position_embeddings": 2048},
-    "deepseek_v3": {"prefix": "DeepseekV3", "max_position_embeddings": 4096},
-    "llama4_text": {"prefix": "Llama4", "max_position_embeddings": 131072},
-    "llama4": {"prefix": "Llama4", "wraps": "llama4_text",
-               "omitted": "the vision encoder and the multimodal projector"},
-    "gpt_oss": {"prefix": "GptOss", "max_position_embeddings": 131072},
-    "olmo2": {"prefix": "Olmo2", "max_position_embeddings": 2048},
-}
+# model is read from text_config (with the text model_type's defaults). From the family records
+# (memlib/models/families.py).
+HF_TYPES = {t: f.hf_type() for t, f in FAMILIES.items()}
 ARCHITECTURE_SUFFIXES = {"ForCausalLM": "lm", "ForConditionalGeneration": "lm",
                          "ForSequenceClassification": "score", "Model": "none"}
 # Fields that make a model a mixture of experts in some family; under a dense model_type they
@@ -682,7 +665,7 @@ def _from_config(cls, config: dict, name):
     elif head == "lm" and c.str_list("architectures", ())[:1] and \
             c.str_list("architectures", ())[0].endswith("ForConditionalGeneration"):
         raise ValueError(f"{c.d['architectures'][0]} is a multimodal class; model_type {model_type!r} is text-only")
-    kw = _FAMILY_READERS[model_type](c, HF_TYPES[model_type])
+    kw = _READERS[families.reader_of(model_type)](c, HF_TYPES[model_type])
     default_name = config.get("_name_or_path")
     if not isinstance(default_name, str) or not default_name:
         default_name = model_type
@@ -799,14 +782,14 @@ def _qwen_window(c: _Cfg, n: int) -> dict:
 
 
 def _read_llama(c, fam):
-    _refuse_foreign_fields(c, "llama", False, False)
+    _refuse_foreign_fields(c, c.d["model_type"], False, False)  # (also a family that reuses this reader)
     bias = c.bool("attention_bias", False)
     return dict(**_common(c, fam), qkv_bias=bias, o_bias=bias, mlp_bias=c.bool("mlp_bias", False),
                 activation=_act(c, "hidden_act", "silu", _SILU))
 
 
 def _read_mistral(c, fam):
-    _refuse_foreign_fields(c, "mistral", False, False)
+    _refuse_foreign_fields(c, c.d["model_type"], False, False)  # (also a family that reuses this reader)
     kw = _common(c, fam)
     # MistralConfig's default is a 4,096-token window (v0.1); v0.2 and later write "sliding_window": null.
     w = 0 if "sliding_window" in c.d and c.d["sliding_window"] is None else c.int("sliding_window", 4096)
@@ -814,7 +797,7 @@ def _read_mistral(c, fam):
 
 
 def _read_qwen2(c, fam):
-    _refuse_foreign_fields(c, "qwen2", False, False)
+    _refuse_foreign_fields(c, c.d["model_type"], False, False)  # (also a family that reuses this reader)
     kw = _common(c, fam)
     return dict(**kw, qkv_bias=True, activation=_act(c, "hidden_act", "silu", _SILU),
                 **_qwen_window(c, kw["num_layers"]))
@@ -955,7 +938,8 @@ def _moe_only(reader, model_type):
     return read
 
 
-_FAMILY_READERS = {
+# The config readers, by name (a family's record names its reader: memlib/models/families.py)
+_READERS = {
     "llama": _read_llama,
     "mistral": _read_mistral,
     "qwen2": _read_qwen2,

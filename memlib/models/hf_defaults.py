@@ -1,4 +1,5 @@
-"""What transformers assumes for a field a config.json leaves out, per model_type.
+"""What transformers assumes for a field a config.json leaves out, per model_type (the values are in each
+family's record, memlib/models/families.py).
 
 Read from each family's configuration class in huggingface/transformers
 (src/transformers/models/<family>/configuration_<family>.py, commit 008e574391258935f3ecc3035c882e73bbcac419;
@@ -19,27 +20,11 @@ describes no model, and counting transformers' example shape instead would be a 
 
 from __future__ import annotations
 
-HEADS = "num_attention_heads"
-HIDDEN_OVER_HEADS = 0
+from memlib.models.families import FAMILIES, HEADS, HIDDEN_OVER_HEADS  # noqa: F401 (HEADS, HIDDEN_OVER_HEADS: read here)
 
-HF_DEFAULTS: dict[str, dict] = {
-    "llama": {"num_key_value_heads": HEADS, "head_dim": HIDDEN_OVER_HEADS, "vocab_size": 32000},
-    "mistral": {"num_key_value_heads": 8, "head_dim": HIDDEN_OVER_HEADS, "vocab_size": 32000},
-    "qwen2": {"num_key_value_heads": 32, "head_dim": HIDDEN_OVER_HEADS, "vocab_size": 151936},
-    "qwen3": {"num_key_value_heads": 32, "head_dim": 128, "vocab_size": 151936},
-    # Qwen3MoeConfig has no head_dim field: Qwen3MoeAttention falls back to hidden_size // heads
-    "qwen3_moe": {"num_key_value_heads": 4, "head_dim": HIDDEN_OVER_HEADS, "vocab_size": 151936},
-    "mixtral": {"num_key_value_heads": 8, "head_dim": HIDDEN_OVER_HEADS, "vocab_size": 32000},
-    "gemma2": {"num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000},
-    "gemma3_text": {"num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208},
-    "phi3": {"num_key_value_heads": HEADS, "head_dim": HIDDEN_OVER_HEADS, "vocab_size": 32064},
-    # MLA: the key/value head count shapes no tensor (kv_b_proj is per attention head)
-    "deepseek_v2": {"num_key_value_heads": HEADS, "head_dim": HIDDEN_OVER_HEADS, "vocab_size": 32000},
-    "deepseek_v3": {"num_key_value_heads": 128, "head_dim": HIDDEN_OVER_HEADS, "vocab_size": 129280},
-    "llama4_text": {"num_key_value_heads": 8, "head_dim": 128, "vocab_size": 202048},
-    "gpt_oss": {"num_key_value_heads": 8, "head_dim": 64, "vocab_size": 201088},
-    "olmo2": {"num_key_value_heads": HEADS, "head_dim": HIDDEN_OVER_HEADS, "vocab_size": 50304},
-}
+# per model_type, from its record in memlib/models/families.py (a wrapping multimodal type has none: its text
+# model's are used)
+HF_DEFAULTS: dict[str, dict] = {t: dict(f.defaults) for t, f in FAMILIES.items() if f.defaults}
 
 # transformers' quantization configs (src/transformers/utils/quantization_config.py):
 # BitsAndBytesConfig(load_in_8bit=False, load_in_4bit=False, bnb_4bit_quant_type="fp4",

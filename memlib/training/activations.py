@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from memlib._checks import flag
 from memlib.models import Model
+from memlib.models.families import of as family_of
 
 
 def korthikanti_layer_bytes(s: int, b: int, h: int, a: int, t: int = 1, sequence_parallel: bool = False,
@@ -122,7 +123,7 @@ def llama_layer_ledger(model: Model, num: Numerics, tokens: int, b: int, s: int,
     led = Ledger()
     # Norms that multiply by their weight in fp32 before casting back keep an fp32 normalized tensor
     # (Gemma: x * (1 + w.float()); OLMo 2, gpt-oss: (w * x).to(dtype)); LLaMA's casts first: w * x.to(dtype).
-    fp32_norm = model.model_type in FP32_NORM_TYPES
+    fp32_norm = family_of(model).fp32_norms
 
     consumers = _consumers(led, model, num, tokens, keeps_input=keeps_input, adapters=adapters,
                            adapter_bytes=adapter_bytes, adapter_casts_input=adapter_casts_input,
@@ -360,10 +361,8 @@ def megatron_moe_block(led: Ledger, model: Model, T: int, S: int, tp: int, etp: 
 
 
 # --- the newer families' parts of a layer ------------------------------------------------------
-# Families whose RMSNorm multiplies by its weight in fp32 before casting back to the input dtype:
-# Gemma's `output * (1.0 + self.weight.float())`, OLMo 2's and gpt-oss's `(self.weight * x).to(dtype)`
-# (transformers 5.24 modeling_gemma2/gemma3/olmo2/gpt_oss.py, *RMSNorm.forward).
-FP32_NORM_TYPES = ("gemma2", "gemma3_text", "gemma3", "olmo2", "gpt_oss")
+# What a family's layers do beyond the Model's fields (fp32 norms, its router, Llama 4's experts) is in its record,
+# memlib/models/families.py (transformers 5.24 modeling_<family>.py).
 
 
 def megatron_attention(model: Model) -> bool:
@@ -371,13 +370,13 @@ def megatron_attention(model: Model) -> bool:
     norms (--qk-layernorm: a TENorm on each query and key head, as Qwen3 and Qwen3-MoE have)."""
     return model.qk_norm in ("", "head") and not (
         model.fused_qkv or model.is_mla or model.attention_sinks or model.attn_logit_softcap
-        or model.norm_layout != "pre" or model.model_type.startswith("llama4"))
+        or model.norm_layout != "pre" or family_of(model).qk_l2_norm)
 
 
 def _llama_attention(model: Model) -> bool:
     """Is the attention block the LLaMA layer's (q/k/v/o projections, nothing around them)?"""
     return not (model.qk_norm or model.fused_qkv or model.is_mla or model.attention_sinks
-                or model.attn_logit_softcap or model.norm_layout != "pre" or model.model_type.startswith("llama4"))
+                or model.attn_logit_softcap or model.norm_layout != "pre" or family_of(model).qk_l2_norm)
 
 
 def _explicit_mask(model: Model, layer_type: str, s: int) -> bool:
@@ -409,7 +408,7 @@ def _family_attention(led: Ledger, model: Model, num: Numerics, tokens: int, b: 
     q, kv, a, h = model.q_size, model.kv_size, model.num_heads, model.hidden_size
     c = num.compute
     eager = attention == "eager" or bool(needs_eager(model))
-    fp32_norm = model.model_type in FP32_NORM_TYPES
+    fp32_norm = family_of(model).fp32_norms
     if model.is_mla:  # DeepSeek-V2 Sec. 2.1; HF DeepseekV3Attention.forward
         _mla_attention(led, model, num, tokens, b, s, eager=eager, full=full, consumers=consumers)
         return
@@ -422,7 +421,7 @@ def _family_attention(led: Ledger, model: Model, num: Numerics, tokens: int, b: 
             led.add(f"attn.{name}.x_fp32", 4 * n * tokens, f"{name} (RMSNorm {per}) keeps its fp32 input")
             if full:
                 led.add(f"attn.{name}.normalized", width * n * tokens, f"{name}'s normalized output, for its weight")
-    elif model.model_type.startswith("llama4") and layer_type == "chunked_attention":
+    elif family_of(model).qk_l2_norm and layer_type == "chunked_attention":
         led.add("attn.l2_norm.x_fp32", 4 * (q + kv) * tokens, "Llama 4's L2 q/k norm (rope layers) keeps its fp32 input")
     if eager:
         kv_kept = q  # repeat_kv copies K and V to all heads
@@ -493,13 +492,6 @@ def _mla_attention(led: Ledger, model: Model, num: Numerics, tokens: int, b: int
         consumers(c, ("o_proj",))  # o_proj's input is the kernel's saved output
 
 
-# Routers (transformers 5.24): what each family's top-k router keeps for its backward, per token.
-ROUTER_SCORES = {  # the score function over all experts, kept in fp32 (T x E x 4)
-    "mixtral": "softmax", "qwen3_moe": "softmax", "deepseek_v2": "softmax", "deepseek_v3": "sigmoid",
-    "llama4_text": "sigmoid", "llama4": "sigmoid",
-}
-
-
 def _mlp_block(led: Ledger, norm, consumers, model: Model, num: Numerics, tokens: int, cm: int, *, moe: bool,
                routed_rows: int | None, full: bool) -> None:
     """The MLP half: its pre-norm, then the dense SwiGLU/GeGLU MLP (LLaMA, Phi-3's fused gate_up: the same
@@ -519,7 +511,7 @@ def _mlp_block(led: Ledger, norm, consumers, model: Model, num: Numerics, tokens
         norm("mlp_norm", ("gate_proj", "up_proj"))
     if moe:
         _moe_block(led, model, num, tokens, routed_rows or tokens * (
-            model.num_experts if model.model_type.startswith("llama4") else model.num_experts_per_tok))
+            model.num_experts if family_of(model).every_expert else model.num_experts_per_tok))
     else:
         act = {"silu": "SiLU", "gelu_tanh": "GELU-tanh", "gelu": "GELU"}[model.activation]
         what = "gate_up_proj's output (gate and up are views of it)" if model.fused_gate_up else "gate_proj output"
@@ -540,21 +532,21 @@ def _moe_block(led: Ledger, model: Model, num: Numerics, T: int, S: int) -> None
     expert: T x E rows). Its input (the pre-norm's output) is counted with the norm."""
     h, E, k, Ie = model.hidden_size, model.num_experts, model.num_experts_per_tok, model.moe_intermediate_size
     c = num.compute
-    mt = model.model_type
+    fam = family_of(model)  # what its router and experts keep (memlib/models/families.py)
     # --- router ---
-    if mt.startswith("deepseek"):  # DeepseekV3TopkRouter: F.linear(hidden.type(float32), weight.type(float32))
+    if fam.router_in_fp32:  # DeepseekV3TopkRouter: F.linear(hidden.type(float32), weight.type(float32))
         led.add("moe.router.input_fp32", 4 * h * T, "the router's fp32 copy of its input (DeepSeek routes in fp32)")
         led.add("moe.router.weight_fp32", 4 * E * h, "the router weight's fp32 copy (per layer, not per token)")
-    score = ROUTER_SCORES.get(mt)
+    score = fam.router_scores
     if score:
         led.add("moe.router.scores", 4 * E * T, f"router {score} over all {E} experts in fp32 (T x E), kept for its "
                 "backward")
     led.add("moe.router.topk_index", 8 * k * T, "top-k expert indices (int64), kept to scatter the top-k gradient")
-    if mt == "gpt_oss":
+    if fam.topk_softmax:
         led.add("moe.router.topk_softmax", c * k * T, "softmax over the top-k logits (gpt-oss), kept")
-    if mt in ("mixtral", "deepseek_v3"):
+    if fam.topk_renormalized:
         led.add("moe.router.topk_norm", 4 * T * (1 + k), "the top-k weights renormalized to sum 1: the sum and quotient")
-    if mt.startswith("llama4"):  # Llama4TextMoe: every token through every expert, scaled by its router score;
+    if fam.every_expert:  # Llama4TextMoe: every token through every expert, scaled by its router score;
         # S = T x E rows (T x E / ep on one GPU of an expert-parallel group)
         led.add("moe.scores", c * S, "the router scores, one per (expert, token), kept by the input scaling")
         led.add("moe.repeated_input", c * S * h, "the input repeated E times (hidden.repeat(E, 1)), kept by the "
@@ -564,7 +556,7 @@ def _moe_block(led: Ledger, model: Model, num: Numerics, T: int, S: int) -> None
         led.add("moe.experts.silu", c * S * Ie, "SiLU output, kept by the product")
         led.add("moe.experts.product", c * S * Ie, "SiLU(gate)*up, the down bmm's input")
     else:
-        gpt_oss = mt == "gpt_oss"
+        gpt_oss = fam.clamped_swiglu
         index = 3 + (1 if model.expert_bias else 0)
         led.add("moe.experts.indices", 8 * index * S, f"{index} int64 index vectors of S = T x top-k rows (the sort "
                 "permutation for the weights and the hidden states" + (", the bias gather" if model.expert_bias else "")
@@ -577,7 +569,7 @@ def _moe_block(led: Ledger, model: Model, num: Numerics, T: int, S: int) -> None
         else:
             led.add("moe.experts.silu", c * S * Ie, "SiLU output, kept by the product")
         led.add("moe.experts.product", c * S * Ie, "the gated product, the down grouped_mm's input")
-        weights = 4 if mt in ("mixtral", "deepseek_v2", "deepseek_v3") else c
+        weights = 4 if fam.fp32_routing_weights else c
         led.add("moe.experts.routing_weights", weights * S, "each row's routing weight, kept by the weighting")
         led.add("moe.experts.down_out", c * S * h, "the down projection's output (S x h), kept by the routing-weight "
                 "multiply")

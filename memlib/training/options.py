@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from memlib.training import lora as lora_mod
 from memlib._checks import choice, flag
 from memlib.models import Model, get_model
+from memlib.models.families import of as family_of
 
 # The options' accepted values, defaults and validators: training/option_table.py (one entry per option)
 from memlib.training.option_table import (  # noqa: E402  (re-exported: these names were defined here)
@@ -730,12 +731,6 @@ def _resolve_adapters(model, finetune, precision, lora_rank, lora_targets, base_
     return targets, lora_rank, base
 
 
-# Families whose transformers model adds the load-balancing loss when output_router_logits is on
-# (load_balancing_loss_func in modeling_mixtral/qwen3_moe/gpt_oss.py); DeepSeek-V3 balances without
-# an auxiliary loss (bias-based, DeepSeek-V3 Sec. 2.1.2) and transformers' DeepSeek and Llama 4 have none.
-AUX_LOSS_TYPES = ("mixtral", "qwen3_moe", "gpt_oss")
-
-
 def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, dp_label: str | None, tp: int,
                        etp: int | None) -> None:
     """ep, etp, router_aux_loss and capacity_factor: MoE options, each checked against the model and the layout."""
@@ -760,7 +755,7 @@ def _check_moe_options(model: Model, dp, ep, router_aux_loss, capacity_factor, d
         raise ValueError(f"ep={ep} must divide {dp_label or f'dp={dp}'}: the expert-parallel group is carved out of the data-parallel "
                          "group (DeepSpeed-MoE's ep_size, Megatron's --expert-model-parallel-size)")
     if capacity_factor is not None:
-        if model.model_type.startswith("llama4"):
+        if family_of(model).every_expert:
             raise ValueError(f"capacity_factor={capacity_factor!r} does not apply to {model.name}: transformers' "
                              "Llama 4 experts run every token through every expert (no routing to drop)")
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memlib._checks import flag
+from memlib.models.families import of as family_of
 from memlib.training.sharding import MEGATRON_LAYOUTS
 from memlib.training import activations as act
 from memlib.training import lora as lora_mod
@@ -467,9 +468,9 @@ def rope_table_bytes(c: Ctx, num: act.Numerics) -> int:
     m, tok = c.s.model, c.s.tokens
     if m.is_mla:
         return 2 * m.qk_rope_head_dim * num.residual * tok
-    if m.model_type.startswith("llama4"):
+    if family_of(m).rope_complex64:
         return 4 * m.head_dim * tok
-    tables = 2 if (m.model_type.startswith("gemma3") and len(m.layer_counts()) > 1) else 1
+    tables = 2 if (family_of(m).local_rope_table and len(m.layer_counts()) > 1) else 1
     return tables * 2 * m.head_dim * num.residual * tok
 
 
@@ -503,7 +504,7 @@ def embedding_scale_bytes(c: Ctx, num: act.Numerics, sp: int) -> int:
     referenced (Gemma2/Gemma3TextModel.forward: hidden_states = inputs_embeds * normalizer): one more residual-sized
     tensor during the forward."""
     m = c.s.model
-    if not (c.st.embed and m.model_type.startswith("gemma")):
+    if not (c.st.embed and family_of(m).scaled_embedding):
         return 0
     return num.residual * m.hidden_size * c.s.tokens // sp
 
@@ -513,7 +514,7 @@ def final_norm_activations(c: Ctx, num: act.Numerics, sp: int) -> int:
     if not c.st.head:
         return 0
     h, tok, r = c.s.model.hidden_size, c.s.tokens, num.residual
-    normalized = 4 if c.s.model.model_type in act.FP32_NORM_TYPES else r  # Gemma/OLMo 2/gpt-oss: fp32
+    normalized = 4 if family_of(c.s.model).fp32_norms else r  # Gemma/OLMo 2/gpt-oss: fp32
     return (4 * h * tok + ((normalized * h + (2 if num.autocast else r) * h) * tok if c.full_ft else 0)) // sp
 
 
@@ -583,7 +584,7 @@ def routed_rows(c: Ctx) -> int:
     parallelism a GPU receives the rows routed to its experts: the same count with balanced routing. Llama 4 in
     transformers sends every token through every expert: tokens x experts (on this GPU's experts)."""
     m, s = c.s.model, c.s
-    if m.model_type.startswith("llama4"):  # transformers' Llama4TextExperts: every token, every (local) expert
+    if family_of(m).every_expert:  # transformers' Llama4TextExperts: every token, every (local) expert
         return s.tokens * m.num_experts // s.ep
     # Megatron's expert tensor parallelism: each GPU routes its tokens / tp (sequence parallel) and the rows are
     # gathered over etp (token_dispatcher.py): tokens x top-k x etp / tp rows, tokens x top-k when etp = tp
@@ -610,7 +611,7 @@ def moe_forward_transient(c: Ctx, num: act.Numerics) -> int:
     m, tok, h = c.s.model, c.s.tokens, c.s.model.hidden_size
     if c.s.layout == "megatron":  # TEGroupedMLP: fc2's output and its copy back in the received order (S x h each)
         return 2 * num.compute * routed_rows(c) * h
-    if m.model_type.startswith("llama4"):  # + the shared expert's output and the experts' sum over E
+    if family_of(m).every_expert:  # + the shared expert's output and the experts' sum over E
         out = num.compute * (routed_rows(c) + 2 * tok) * h
     else:
         out = 2 * 4 * routed_rows(c) * h
@@ -631,7 +632,7 @@ def moe_backward_temporaries(c: Ctx, num: act.Numerics) -> int:
         # experts' input and output (S x h each, gathered over tp), beside the gradient arriving at the block
         rows = routed_rows(c)
         return cb * rows * (2 * h + 3 * Ie // c.s.expert_tp) + cb * tok * h // c.s.tp
-    if m.model_type.startswith("llama4"):  # the product's and gate/up gradients, as the saved ones are freed
+    if family_of(m).every_expert:  # the product's and gate/up gradients, as the saved ones are freed
         out = 2 * cb * routed_rows(c) * Ie + cb * tok * h
     else:
         rows = routed_rows(c)
@@ -644,11 +645,10 @@ def router_aux_loss_bytes(c: Ctx, num: act.Numerics) -> int:
     Transformer Sec. 2.2) with output_router_logits: every MoE layer's router logits (T x E) stay in the model's
     output, and the loss's softmax over each keeps its own T x E output for the backward (Mixtral, Qwen3-MoE,
     gpt-oss; DeepSeek-V3 and Llama 4 in transformers compute none)."""
-    from memlib.training.options import AUX_LOSS_TYPES
     m, s = c.s.model, c.s
     if s.layout == "megatron":  # Megatron-Core's router keeps its own (activations.megatron_moe_block)
         return 0
-    if not (m.is_moe and s.router_aux_loss and m.model_type in AUX_LOSS_TYPES and c.st.head):
+    if not (m.is_moe and s.router_aux_loss and family_of(m).aux_loss and c.st.head):
         return 0
     return 2 * num.compute * s.tokens * m.num_experts * m.num_moe_layers
 
