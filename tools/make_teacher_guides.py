@@ -15,7 +15,8 @@ read from them, so a guide says what the grader says. tools/build_site.py takes 
 The plans type no figure: a quantity is a named placeholder, `{kv_per_chat}`, that FIGURES below fills for that
 chapter, either from the chapter's own stored inline value (the `{eval}` values in notebooks/NN_slug.ipynb's
 metadata, so guide and chapter say the same number) or from a memlib call on the chapter's inputs (its top-level
-constants, read from notebooks/NN_slug.py). A placeholder FIGURES lacks, or a figure no plan uses, is an error.
+constants, read from notebooks/NN_slug.py and the shared setup it imports). A placeholder FIGURES lacks, or a
+figure no plan uses, is an error.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ import memlib  # noqa: E402
 from memlib.cost.collectives import bytes_sent  # noqa: E402
 from memlib.cost.timing import attention_flops_per_token  # noqa: E402
 from memlib.hardware.allocator import parse_oom_message  # noqa: E402
+from memlib.hardware.fit import largest_size_that_fits  # noqa: E402
 from memlib.learn.exercises import EXERCISES, NOTEBOOKS, Choice, MultiChoice  # noqa: E402
-from memlib.models.llama_like import largest_size_that_fits  # noqa: E402
 from memlib.parallel.zero import zero_model_state_bytes  # noqa: E402
 from memlib.units import DTYPE_BYTES, fmt_count, gb, gib  # noqa: E402
 
@@ -86,9 +87,22 @@ def stored_values(slug: str) -> dict[str, str]:
 
 @cache
 def chapter_inputs(slug: str) -> dict[str, object]:
-    """The chapter's top-level constants with a literal value (`MODEL, SEQ = "llama-7b", 2048`)."""
+    """The chapter's top-level constants with a literal value (`MODEL, SEQ = "llama-7b", 2048`): the notebook's own
+    and those it imports from its shared setup (`from memlib.learn.chapters.ch02 import SEQ`, issue 44)."""
+    tree = ast.parse((ROOT / "notebooks" / f"{slug}.py").read_text(encoding="utf-8"))
     out = {}
-    for node in ast.parse((ROOT / "notebooks" / f"{slug}.py").read_text(encoding="utf-8")).body:
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memlib.learn.chapters."):
+            shared = _literal_constants(ast.parse((ROOT / Path(*node.module.split("."))).with_suffix(".py")
+                                                  .read_text(encoding="utf-8")))
+            out.update({a.asname or a.name: shared[a.name] for a in node.names if a.name in shared})
+    out.update(_literal_constants(tree))
+    return out
+
+
+def _literal_constants(tree: ast.Module) -> dict[str, object]:
+    out = {}
+    for node in tree.body:
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
