@@ -23,7 +23,8 @@ from memlib.learn.exercises.answers import example
 from memlib.learn.exercises.practice import KINDS
 from memlib.learn.grading import grade, practice
 from memlib.serving import quantization as q
-from memlib.serving.engines import llama_cpp_kv_cache, sglang_max_total_tokens
+from memlib.serving.capacity import sglang_max_total_tokens
+from memlib.serving.engines import llama_cpp_kv_cache
 
 N_7B = 6_738_415_616  # LLaMA-2-7B's parameters (HF LlamaForCausalLM, counted in tests/test_models.py)
 
