@@ -152,3 +152,98 @@ def test_glossary_catches_gpu_memory_as_host_memory():
 def test_catalogs_use_the_glossarys_strict_terms():
     strict = {path: [p for p in found if p.startswith("STRICT")] for path, found in translate.glossary_report().items()}
     assert {k: v for k, v in strict.items() if v} == {}
+
+
+# --- the grader in Chinese (memlib.learn.i18n's runtime catalog) -------------------------------------------
+
+def test_runtime_catalog_is_current():
+    """The grader's catalog holds exactly the registry's texts and the strings marked tr()/trf(), and every
+    translation keeps its fields ({0}, {name}): the same check as `tools/translate.py check --current`."""
+    assert translate.runtime_problems(complete=False) == []
+
+
+def test_runtime_catalog_ships_in_the_wheel():
+    from importlib import resources
+
+    assert resources.files("memlib.learn").joinpath("locale", "zh", "LC_MESSAGES", "memlib.po").is_file()
+    assert '"memlib.learn" = ["locale/*/LC_MESSAGES/*.po"]' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def _zh(english: str) -> str:
+    """The catalog's Chinese for an English string (read from the .po itself, not from the code under test)."""
+    from memlib.learn.i18n import read_po
+
+    found = [e.msgstr for e in read_po(translate.RUNTIME)[1] if e.msgid == english and e.translated]
+    assert found, f"not translated in the catalog: {english!r}"
+    return found[0]
+
+
+def test_grader_speaks_the_chosen_language(capsys, monkeypatch, tmp_path):
+    import memlib.learn
+    from memlib.learn.exercises import EXERCISES
+    from memlib.learn.grading import check, grade, hint, show
+    from memlib.learn.i18n import get_language, set_language
+
+    monkeypatch.chdir(tmp_path)  # the learner's progress file goes here
+    monkeypatch.delenv("MEMLIB_LANG", raising=False)
+    ex = EXERCISES["00.1"]
+    slip = ex.slips[0]
+    wrong = f"{slip.value() / 1e9:.2f} GB"
+    try:
+        assert memlib.learn.set_language is set_language and get_language() == "en"
+        assert slip.message in grade("00.1", wrong).message
+        set_language("zh")
+        fb = grade("00.1", wrong)
+        assert _zh(slip.message) in fb.message and slip.message not in fb.message
+        assert fb.message.startswith(_zh("looks like a known slip: {text}.").split("{text}")[0])
+        show("00.1")
+        out = capsys.readouterr().out
+        assert _zh(ex.prompt) in out and _zh(ex.title) in out
+        hint("00.1")
+        assert _zh(ex.hints[0]) in capsys.readouterr().out
+        check("00.1", wrong, lang="en")  # one call in English
+        assert slip.message in capsys.readouterr().out
+        set_language(None)
+        monkeypatch.setenv("MEMLIB_LANG", "zh")
+        assert get_language() == "zh" and _zh(slip.message) in grade("00.1", wrong).message
+        with pytest.raises(ValueError, match="language must be one of en, zh"):
+            set_language("fr")
+    finally:
+        set_language(None)
+
+
+def test_chinese_copies_choose_chinese_by_their_folder(monkeypatch, tmp_path):
+    from memlib.learn.i18n import get_language
+
+    monkeypatch.delenv("MEMLIB_LANG", raising=False)
+    (tmp_path / "zh" / "exercises").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "zh" / "exercises")
+    assert get_language() == "zh"
+    monkeypatch.chdir(tmp_path)
+    assert get_language() == "en"
+
+
+def test_number_templates_carry_memlibs_numbers():
+    from memlib.learn.i18n import _fill, number_template
+
+    template, numbers = number_template("LLaMA-7B has 6,738,415,616 parameters: **13.48 GB** (00.1)")
+    assert template == "LLaMA-7B has {0} parameters: **{1} GB** ({2})"   # names keep their digits
+    assert numbers == ["6,738,415,616", "13.48", "00.1"]
+    assert _fill("LLaMA-7B 有 {0} 个参数：**{1} GB**（{2}）", numbers) == "LLaMA-7B 有 6,738,415,616 个参数：**13.48 GB**（00.1）"
+    assert _fill("{a} 和 {b}", {"a": "x"}) == "x 和 {b}"   # an unknown field stays as written
+
+
+def test_every_exercise_renders_in_chinese(monkeypatch, tmp_path):
+    """Every exercise's prompt, hints and worked answer go through the Chinese catalog without an error."""
+    from memlib.learn.exercises import EXERCISES
+    from memlib.learn.grading import _rubric_markdown, grade
+    from memlib.learn.i18n import language, tr
+    from memlib.learn.exercises.kinds import SelfAssessed
+
+    monkeypatch.chdir(tmp_path)
+    with language("zh"):
+        for ex in EXERCISES.values():
+            assert ex.render_prompt() and all(tr(h) for h in ex.hints) and tr(ex.worked())
+            if isinstance(ex, SelfAssessed):
+                assert _rubric_markdown(ex)
+            assert grade(ex.id, None).status == "not answered"

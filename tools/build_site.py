@@ -67,8 +67,8 @@ def log(msg: str) -> None:
     print(f"[build_site] {msg}", flush=True)
 
 
-def topic_notebooks() -> list[Path]:
-    return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+def topic_notebooks(root: Path = ROOT) -> list[Path]:
+    return sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def static_widgets(nb: dict) -> int:
@@ -99,14 +99,15 @@ def _md_source(cell: dict) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
-def stage(src: Path) -> dict:
-    """Lay the site's sources out in `src` (mirroring the repository). Returns counts."""
+def stage(src: Path, root: Path = ROOT) -> dict:
+    """Lay the site's sources out in `src` (mirroring the repository; `root`: where the sources are, the
+    repository or the Chinese copies' tree, chinese_book). Returns counts."""
     if src.exists():
         shutil.rmtree(src)
     (src / "notebooks").mkdir(parents=True)
-    shutil.copy2(BOOK / "index.md", src / "index.md")
+    shutil.copy2(root / "book" / "index.md", src / "index.md")
     widgets = 0
-    notebooks = [ROOT / "notebooks" / "index.ipynb"] + topic_notebooks()
+    notebooks = [root / "notebooks" / "index.ipynb"] + topic_notebooks(root)
     for path in notebooks:
         nb = _read(path)
         widgets += static_widgets(nb)
@@ -114,28 +115,31 @@ def stage(src: Path) -> dict:
             for cell in nb["cells"]:
                 if cell["cell_type"] == "markdown":
                     # the mock interview runs a timer and widgets: JupyterLab only, not a book page
-                    cell["source"] = (_md_source(cell).replace("(calculator.ipynb)", "(calculator.md)")
-                                      .replace("[A mock interview](mock_interview.ipynb)",
-                                               "A mock interview (`notebooks/mock_interview.ipynb`, in JupyterLab)"))
+                    cell["source"] = ZH_LINE.sub(r'**中文版 →** <a href="../zh/notebooks/index.html">\1</a>',
+                                                 _md_source(cell))
+                    cell["source"] = re.sub(r"\[([^\]]*)\]\(mock_interview\.ipynb\)",
+                                            r"\1 (`notebooks/mock_interview.ipynb`, in JupyterLab)",
+                                            cell["source"].replace("(calculator.ipynb)", "(calculator.md)"))
         _write(src / "notebooks" / path.name, nb)
-    exercises = sorted((ROOT / "exercises").glob("*.ipynb"))
+    exercises = sorted((root / "exercises").glob("*.ipynb"))
     for path in exercises:
         nb = _read(path)
         widgets += static_widgets(nb)
         _write(src / "exercises" / path.name, nb)
     (src / "docs").mkdir()
-    shutil.copy2(ROOT / "docs" / "cheatsheet.md", src / "docs" / "cheatsheet.md")
+    shutil.copy2(root / "docs" / "cheatsheet.md", src / "docs" / "cheatsheet.md")
+    (src / "docs" / "glossary.md").write_text(glossary_page(root != ROOT), encoding="utf-8")
     # the calculator: its own introduction (first markdown cell) + how to open it live
-    calc = _read(ROOT / "notebooks" / "calculator.ipynb")
+    calc = _read(root / "notebooks" / "calculator.ipynb")
     intro = next(_md_source(c) for c in calc["cells"] if c["cell_type"] == "markdown")
     (src / "notebooks" / "calculator.md").write_text(
         intro.rstrip() + "\n\n" + (BOOK / "calculator.md").read_text(encoding="utf-8"), encoding="utf-8")
     return {"notebooks": len(notebooks), "exercises": len(exercises), "widgets": widgets}
 
 
-def sphinx(src: Path, html: Path, jobs: str) -> None:
+def sphinx(src: Path, html: Path, jobs: str, extra: list[str] = ()) -> None:
     cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(BOOK), "-j", jobs, "-q",
-           "-W", "--keep-going", str(src), str(html)]
+           "-W", "--keep-going", *extra, str(src), str(html)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     r = subprocess.run(cmd, env=env)
     if r.returncode:
@@ -156,6 +160,9 @@ BODY_LINE, BODY_CHARS = 37, 62         # 28 px text: line height, characters per
 TABLE_ROW, TABLE_CHARS = 34, 100       # 20 px table text
 CODE_LINE = 25
 HEADING_PX = {1: 70, 2: 62, 3: 54, 4: 48}
+
+
+ANCHOR_ONLY = re.compile(r'<a id="[^"]*"></a>')
 
 
 def _text_len(md: str) -> int:
@@ -183,7 +190,9 @@ def md_blocks(md: str) -> list[tuple[str, int]]:
         nonlocal chunk, kind
         if chunk:
             text = "\n".join(chunk)
-            if kind == "table":
+            if ANCHOR_ONLY.fullmatch(text.strip()):
+                px = 0  # a Chinese heading's English anchor (tools/translate.py build): invisible
+            elif kind == "table":
                 rows = [r for r in chunk if not re.match(r"^\s*\|?\s*:?-{2,}", r)]
                 px = sum(_lines(_text_len(r), TABLE_CHARS) * (TABLE_ROW - 8) + 8 for r in rows) + 20
             elif kind == "code":
@@ -684,7 +693,7 @@ def lite_contents(dest: Path) -> list[str]:
         target = dest / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
-    return [str(p.relative_to(ROOT)) for p in files]
+    return [str(p.relative_to(ROOT)) for p in files] + lite_contents_zh(dest)
 
 
 def lite_data_files(root: Path = ROOT) -> list[Path]:
@@ -930,6 +939,7 @@ def source_digest(root: Path = ROOT) -> dict[str, str]:
     import hashlib
 
     files = ([root / "notebooks" / "index.ipynb", root / "notebooks" / "calculator.ipynb", root / "docs" / "cheatsheet.md"]
+             + zh_source_files(root)
              + sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted((root / "exercises").glob("*.ipynb"))
              + sorted(p for p in (root / "book").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
              + [root / "tools" / "build_site.py"])
@@ -939,11 +949,103 @@ def source_digest(root: Path = ROOT) -> dict[str, str]:
 STAMP = ".memlib-build.json"
 
 
+# --- the Chinese book (issue 46): html/zh, from the Chinese copies (tools/translate.py build) ------------------
+# The Chinese book is a second Sphinx build of the same layout: its sources are the English sources with each
+# markdown paragraph replaced by its translation (i18n/zh/**.po; an untranslated paragraph stays English), staged
+# by stage() from that tree, built with language zh_CN into html/zh. Every page of both books links to the same page
+# of the other (book/_ext/memlib_site.py: add_language_switch). Its slides come from the Chinese chapters
+# (html/zh/slides); it shares the English book's MathJax copy, CJK font and JupyterLite site (whose contents hold
+# the committed Chinese notebooks under zh/: "Try it live" opens them).
+ZH_LINE = re.compile(r"\*\*中文版 →\*\* \[([^\]]*)\]\(\.\./zh/notebooks/index\.ipynb\)")
+
+
+def glossary_page(zh: bool) -> str:
+    """The glossary page of each book, from i18n/glossary.tsv (the one glossary: catalogs, grader, slides)."""
+    import translate
+
+    rows = translate.glossary()
+    cell = lambda t: t.replace("|", "\\|")  # noqa: E731
+    if zh:
+        head = ["# 术语表 · Glossary", "",
+                "本书、练习、评分器和幻灯片统一使用的中文术语（来自 `i18n/glossary.tsv`，唯一的术语表）。"
+                "翻译须使用这里的中文术语；测试会检查。", "", "| 中文 | English | 说明 |", "|---|---|---|"]
+        body = [f"| {cell(zh_)} | {cell(en)} | {cell(note)} |" for en, zh_, note in rows]
+    else:
+        head = ["# Glossary · 术语表", "",
+                "The Chinese terms every page of the Chinese edition uses, as Chinese LLM-infrastructure interviews "
+                "use them (from `i18n/glossary.tsv`, the one glossary; the catalogs' test checks them).", "",
+                "| English | 中文 | note |", "|---|---|---|"]
+        body = [f"| {cell(en)} | {cell(zh_)} | {cell(note)} |" for en, zh_, note in rows]
+    return "\n".join(head + body) + "\n"
+
+
+def zh_source_files(root: Path = ROOT) -> list[Path]:
+    """What the Chinese book is built from beyond the English sources: the catalogs and the glossary."""
+    return sorted((root / "i18n").rglob("*.po")) + [root / "i18n" / "glossary.tsv"]
+
+
+def chinese_book(out: Path, html: Path, args) -> dict:
+    """Build the Chinese book into html/zh (see above). Returns counts for the log."""
+    import translate
+
+    tree = out / "zh-tree"
+    if tree.exists():
+        shutil.rmtree(tree)
+    counts = translate.build(tree, outside="")  # the book's layout: links to other files left as they are
+    for extra in ("notebooks/calculator.ipynb",):  # stage() reads it whether or not it is a translated source
+        if not (tree / extra).exists():
+            shutil.copy2(ROOT / extra, tree / extra)
+    src = out / "src-zh"
+    stage(src, root=tree)
+    target = html / "zh"
+    if target.exists():
+        shutil.rmtree(target)
+    sphinx(src, target, args.jobs, ["-D", "language=zh_CN", "-D", "html_title=大模型显存 · GPU memory for LLMs"])
+    pages = [p for p in target.rglob("*.html") if "_static" not in p.parts and p.name not in ("search.html", "genindex.html")]
+    decks = [] if args.no_slides else slides(src, target / "slides", out / "cache")
+    return {"pages": len(pages), "decks": len(decks), "translated": sum(d for d, _ in counts.values()),
+            "paragraphs": sum(t for _, t in counts.values())}
+
+
+def start_chinese_book(out: Path, args) -> subprocess.Popen:
+    """chinese_book in a process of its own (this script with --zh-only), while the English book builds."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--zh-only", "--out", str(out), "-j", args.jobs]
+    return subprocess.Popen(cmd + (["--no-slides"] if args.no_slides else []))
+
+
+def zh_finish(html: Path) -> None:
+    """The Chinese book uses the English book's MathJax and, once cjk_font has scanned both books' pages, its
+    CJK font subset."""
+    for folder in ("mathjax", "fonts"):
+        if (html / "_static" / folder).is_dir():
+            shutil.copytree(html / "_static" / folder, html / "zh" / "_static" / folder, dirs_exist_ok=True)
+
+
+def lite_contents_zh(dest: Path) -> list[str]:
+    """The committed Chinese notebooks (zh/, tools/translate.py build) in the JupyterLite site, under zh/ as in the
+    repository (their links reach each other and, one folder up, the English files), with the data files the deep
+    dives read from ../validation."""
+    zh = ROOT / "zh"
+    files = sorted((zh / "notebooks").glob("*.ipynb")) + sorted((zh / "exercises").glob("*.ipynb"))
+    for path in files:
+        nb = _read(path)
+        lite_notebook(nb)
+        _write(dest / path.relative_to(ROOT), nb)
+    for path in lite_data_files():
+        if path.parent.name == "validation":
+            target = dest / "zh" / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    return [str(p.relative_to(ROOT)) for p in files]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "_build", help="build folder (default: _build)")
     ap.add_argument("--no-slides", action="store_true", help="skip the reveal.js decks (no npm needed)")
     ap.add_argument("-j", "--jobs", default="1", help="sphinx-build -j (default 1)")
+    ap.add_argument("--no-zh", action="store_true", help="skip the Chinese book (html/zh)")
+    ap.add_argument("--zh-only", action="store_true", help=argparse.SUPPRESS)  # the Chinese book's own process
     ap.add_argument("--no-lite", action="store_true", help="skip the JupyterLite site (no npm or PyPI needed)")
     ap.add_argument("--pyodide-packages", metavar="SRC", help="where the JupyterLite site's numpy and matplotlib "
                     "come from: a folder or release tarball of Pyodide's distribution, or a base URL (default: "
@@ -952,23 +1054,37 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     out = args.out.resolve()
     src, html = out / "src", out / "html"
+    if args.zh_only:
+        info = chinese_book(out, html, args)
+        log(f"Chinese book: {info['pages']} pages, {info['decks']} decks, {info['translated']}/{info['paragraphs']} "
+            f"paragraphs translated ({info['paragraphs'] - info['translated']} in English) in "
+            f"{time.monotonic() - t0:.1f} s")
+        return 0
     counts = stage(src)
     log(f"staged {counts['notebooks']} notebooks, {counts['exercises']} exercise notebooks, "
         f"{counts['widgets']} widget(s) as notes ({time.monotonic() - t0:.1f} s)")
     if html.exists():
         shutil.rmtree(html)
+    zh_job = None if args.no_zh else start_chinese_book(out, args)  # beside the English book, on another core
     t1 = time.monotonic()
     sphinx(src, html, args.jobs)
     pages = sorted(p for p in html.rglob("*.html") if "_static" not in p.parts and p.name not in
-                   ("search.html", "genindex.html"))
+                   ("search.html", "genindex.html") and p.relative_to(html).parts[0] != "zh")
     log(f"sphinx: {len(pages)} pages in {time.monotonic() - t1:.1f} s")
     log(f"MathJax {MATHJAX_VERSION}: {mathjax(html / '_static' / 'mathjax', out / 'cache')} files, local")
     if not args.no_slides:
         t2 = time.monotonic()
         decks = slides(src, html / "slides", out / "cache")
         log(f"slides: {len(decks)} decks (reveal.js {REVEAL_VERSION}, local) in {time.monotonic() - t2:.1f} s")
+    if zh_job is not None:
+        t5 = time.monotonic()
+        if zh_job.wait():
+            raise SystemExit(f"the Chinese book failed (exit {zh_job.returncode}); its messages are above")
+        log(f"Chinese book: waited {time.monotonic() - t5:.1f} s for it after the English book")
     t3 = time.monotonic()
     font = cjk_font(html)
+    if zh_job is not None:
+        zh_finish(html)
     log(f"CJK font: {font['chars']} characters, " + (", ".join(f"{w} {b / 1024:.0f} KiB" for w, b in
                                                               font["files"].items()) or "no font file")
         + f" ({time.monotonic() - t3:.1f} s)")

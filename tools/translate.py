@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memlib.learn.i18n import Entry, paragraphs, placeholders, read_po, write_po  # noqa: E402
+from memlib.learn.i18n import Entry, number_template, paragraphs, placeholders, read_po, write_po  # noqa: E402
 
 CATALOGS = ROOT / "i18n" / "zh"
 GLOSSARY = ROOT / "i18n" / "glossary.tsv"
@@ -115,6 +115,7 @@ def extract() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_po(path, merge(source, memory))
         print(f"{path.relative_to(ROOT)}")
+    extract_runtime()
 
 
 def entry_problem(e: Entry, complete: bool = True) -> str | None:
@@ -125,7 +126,12 @@ def entry_problem(e: Entry, complete: bool = True) -> str | None:
         return "stale (the English changed)"
     if placeholders(e.msgid) != placeholders(e.msgstr):
         return "inline values or link targets differ"
+    if sorted(FIELD.findall(e.msgid)) != sorted(FIELD.findall(e.msgstr)):
+        return "fields ({0}, {name}) differ"
     return None
+
+
+FIELD = re.compile(r"\{\w+\}")
 
 
 def problems(source: Path, complete: bool = True) -> list[str]:
@@ -147,7 +153,7 @@ def problems(source: Path, complete: bool = True) -> list[str]:
 
 
 def check(complete: bool = True) -> int:
-    found = [p for s in sources() for p in problems(s, complete)]
+    found = [p for s in sources() for p in problems(s, complete)] + runtime_problems(complete)
     for p in found[:200]:
         print(p)
     what = "complete and current" if complete else "current (translated entries not stale, placeholders kept)"
@@ -206,6 +212,110 @@ def fill(path: Path, work: Path) -> int:
             n += 1
     write_po(path, entries, header)
     return n
+
+
+# --- the grader's runtime catalog (memlib/learn/locale/zh/LC_MESSAGES/memlib.po) ----------------------
+
+RUNTIME = ROOT / "memlib" / "learn" / "locale" / "zh" / "LC_MESSAGES" / "memlib.po"
+# the modules whose tr("...") / trf("...") strings go into the runtime catalog
+RUNTIME_MODULES = ["memlib/learn/grading.py", "memlib/learn/exercises/kinds.py", "memlib/learn/exercises/practice.py",
+                   "memlib/learn/exercises/answers.py", "memlib/learn/interview.py", "memlib/learn/scenarios.py"]
+TEMPLATE_NOTE = "numbers are fields {0}, {1}, ... (memlib computes them each time): keep every field"
+
+
+def marked_strings(path: Path) -> list[str]:
+    """The string constants passed first to tr() or trf() in a module (adjacent literals are one constant)."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("tr", "trf") and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            out.append(node.args[0].value)
+    return out
+
+
+def registry_strings() -> list[tuple[str, str, bool]]:
+    """(text, where, rendered) for every text of the exercise registry a learner reads; `rendered`: computed by
+    memlib when shown (its catalog key is its number template)."""
+    from memlib.learn.exercises import EXERCISES
+    from memlib.learn.exercises import kinds
+
+    out: list[tuple[str, str, bool]] = [(d, "kinds.DIFFICULTIES", False) for d in kinds.DIFFICULTIES]
+    for cls in (kinds.Numeric, kinds.SpotError, kinds.Choice, kinds.MultiChoice, kinds.Implement, kinds.SelfAssessed):
+        out.append((cls.kind_label, f"kinds.{cls.__name__}", False))
+    for ex in EXERCISES.values():
+        def add(text, what, rendered=False):
+            if callable(text):
+                text, rendered = text(), True
+            if isinstance(text, str) and text.strip() and re.search(r"[A-Za-z]{2,}", text):
+                out.append((text, f"{ex.id} {what}", rendered))
+        add(ex.title, "title")
+        add(ex.prompt, "prompt")
+        for i, h in enumerate(ex.hints, 1):
+            add(h, f"hint {i}")
+        for slip in getattr(ex, "slips", ()) + getattr(ex, "accepts", ()):
+            add(slip.message, f"slip {slip.name!r}")
+        add(getattr(ex, "close_advice", ""), "close advice")
+        for o in getattr(ex, "options", ()) + getattr(ex, "reasons", ()):
+            add(o.text, f"option {o.key}")
+            add(o.why, f"option {o.key} feedback")
+            add(o.misconception, f"option {o.key} belief")
+        for i, point in enumerate(getattr(ex, "rubric", ()), 1):
+            add(point, f"rubric {i}")
+        add(ex.worked, "worked answer")
+    return out
+
+
+def runtime_entries() -> list[Entry]:
+    """The runtime catalog's entries, in order, each once: marked strings, then the registry's texts."""
+    seen: dict[str, Entry] = {}
+    for module in RUNTIME_MODULES:
+        for text in marked_strings(ROOT / module):
+            e = seen.setdefault(text, Entry(msgid=text))
+            if module not in e.references:
+                e.references.append(module)
+    for text, where, rendered in registry_strings():
+        key = number_template(text)[0] if rendered else text
+        e = seen.setdefault(key, Entry(msgid=key))
+        e.references.append(where.replace(" ", "_"))
+        if rendered and key != text and TEMPLATE_NOTE not in e.comments:
+            e.comments.append(TEMPLATE_NOTE)
+    return list(seen.values())
+
+
+def extract_runtime() -> None:
+    old = {e.msgid: e for e in read_po(RUNTIME)[1]} if RUNTIME.exists() else {}
+    new = runtime_entries()
+    unused = [e for k, e in old.items() if k not in {n.msgid for n in new} and e.msgstr]
+    for e in new:
+        if e.msgid in old:
+            prior = old[e.msgid]
+            e.msgstr, e.flags, e.previous = prior.msgstr, prior.flags, prior.previous
+        elif unused:
+            best = max(unused, key=lambda o: difflib.SequenceMatcher(None, o.msgid, e.msgid).ratio())
+            if difflib.SequenceMatcher(None, best.msgid, e.msgid).ratio() > 0.6:
+                e.msgstr, e.flags, e.previous = best.msgstr, {"fuzzy"}, best.msgid
+                unused.remove(best)
+    RUNTIME.parent.mkdir(parents=True, exist_ok=True)
+    write_po(RUNTIME, new)
+    print(f"{RUNTIME.relative_to(ROOT)}: {len(new)} entries")
+
+
+def runtime_problems(complete: bool = True) -> list[str]:
+    """As problems(), for the grader's runtime catalog against the registry and the marked strings."""
+    where = str(RUNTIME.relative_to(ROOT))
+    if not RUNTIME.exists():
+        return [f"{where}: missing (run tools/translate.py extract)"]
+    entries = read_po(RUNTIME)[1]
+    out = []
+    if [e.msgid for e in entries] != [e.msgid for e in runtime_entries()]:
+        out.append(f"{where}: out of date with the grader's English (run tools/translate.py extract)")
+    for e in entries:
+        why = entry_problem(e, complete)
+        if why:
+            out.append(f"{where}: {why}: {e.msgid.split(chr(10))[0][:70]!r}")
+    return out
 
 
 # --- the Chinese copies -----------------------------------------------------------------------------
