@@ -21,7 +21,8 @@ def test_stage_lays_out_the_collection_without_solutions(tmp_path):
     staged = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     topics = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     exercises = sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
-    assert staged == sorted(["index.md", "docs/cheatsheet.md", "notebooks/index.ipynb", "notebooks/calculator.md"]
+    assert staged == sorted(["index.md", "docs/cheatsheet.md", "docs/glossary.md", "notebooks/index.ipynb",
+                             "notebooks/calculator.md"]
                             + [f"notebooks/{n}" for n in topics] + [f"exercises/{n}" for n in exercises])
     assert not any("solution" in s for s in staged)
     assert counts == {"notebooks": 1 + len(topics), "exercises": len(exercises), "widgets": counts["widgets"]}
@@ -72,3 +73,29 @@ def test_font_subset_ranges_match_the_css():
         assert ranges == build_site.CJK_RANGES
     assert any(lo <= ord("中") <= hi for lo, hi in build_site.CJK_RANGES)
     assert not any(lo <= ord("“") <= hi or lo <= ord("·") <= hi for lo, hi in build_site.CJK_RANGES)
+
+
+def test_glossary_page_lists_every_term_in_both_books():
+    rows = [ln.split("\t") for ln in (ROOT / "i18n" / "glossary.tsv").read_text(encoding="utf-8").splitlines()
+            if ln.strip() and not ln.startswith("#")]
+    for zh in (False, True):
+        page = build_site.glossary_page(zh)
+        table = [ln for ln in page.splitlines() if ln.startswith("| ") and not ln.startswith(("| English", "| 中文"))]
+        assert len(table) == len(rows)
+        first = rows[0][1] if zh else rows[0][0]
+        assert table[0].startswith(f"| {first} |")
+    assert "| GPU memory | 显存 |" in build_site.glossary_page(False)
+
+
+def test_language_switch_and_chinese_launch_targets():
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import memlib_site
+
+    assert memlib_site.other_edition("index", zh=False) == "zh/index.html"
+    assert memlib_site.other_edition("notebooks/00_memory_anatomy", zh=False) == "../zh/notebooks/00_memory_anatomy.html"
+    assert memlib_site.other_edition("notebooks/00_memory_anatomy", zh=True) == "../../notebooks/00_memory_anatomy.html"
+    path, urlpath, command = memlib_site.launch_target("exercises/00_memory_anatomy_exercises", zh=True)
+    assert path == "zh/exercises/00_memory_anatomy_exercises.ipynb" and urlpath == "lab/tree/" + path
+    assert command.endswith("/lab/tree/" + path)
+    assert memlib_site.launch_target("docs/cheatsheet", zh=True)[0] == "zh/notebooks/index.ipynb"
+    assert memlib_site.launch_target("notebooks/calculator", zh=True)[0] == "notebooks/calculator.ipynb"

@@ -509,8 +509,10 @@ def glossary_problems(entries, rows=None) -> list[str]:
 
 
 def glossary_report() -> dict[str, list[str]]:
-    return {str(catalog_path(s).relative_to(ROOT)): p for s in sources() if catalog_path(s).exists()
-            for p in [glossary_problems(read_po(catalog_path(s))[1])] if p}
+    """{catalog: its glossary misses} over the pages' catalogs and the grader's."""
+    paths = [catalog_path(s) for s in sources()] + [RUNTIME]
+    return {str(path.relative_to(ROOT)): p for path in paths if path.exists()
+            for p in [glossary_problems(read_po(path)[1])] if p}
 
 
 def main(argv=None) -> int:
