@@ -862,7 +862,8 @@ def lite_digest(root: Path = ROOT) -> dict[str, str]:
     """sha256 of what the JupyterLite site bundles beyond the book's sources: memlib (its wheel), the data files."""
     import hashlib
 
-    files = sorted((root / "memlib").rglob("*.py")) + [root / "pyproject.toml"] + lite_data_files(root)
+    files = (sorted((root / "memlib").rglob("*.py")) + sorted((root / "memlib").rglob("*.po"))  # .po: the grader's
+             + [root / "pyproject.toml"] + lite_data_files(root))                               # translations
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 

@@ -218,8 +218,7 @@ def fill(path: Path, work: Path) -> int:
 
 RUNTIME = ROOT / "memlib" / "learn" / "locale" / "zh" / "LC_MESSAGES" / "memlib.po"
 # the modules whose tr("...") / trf("...") strings go into the runtime catalog
-RUNTIME_MODULES = ["memlib/learn/grading.py", "memlib/learn/exercises/kinds.py", "memlib/learn/exercises/practice.py",
-                   "memlib/learn/exercises/answers.py", "memlib/learn/interview.py", "memlib/learn/scenarios.py"]
+RUNTIME_MODULES = ["memlib/learn/grading.py", "memlib/learn/exercises/kinds.py", "memlib/learn/interview.py"]
 TEMPLATE_NOTE = "numbers are fields {0}, {1}, ... (memlib computes them each time): keep every field"
 
 
@@ -232,6 +231,24 @@ def marked_strings(path: Path) -> list[str]:
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("tr", "trf") and node.args \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             out.append(node.args[0].value)
+    return out
+
+
+PRACTICE_MODULES = ["memlib/learn/exercises/practice.py", "memlib/learn/exercises/practice_comm.py"]
+
+
+def practice_strings(path: Path) -> list[str]:
+    """The practice generators' fixed texts: the string constants given to _hints() and as a Slip's message
+    (their titles, prompts and worked answers name the drawn setup: f-strings, not in the catalog yet)."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "id", None)
+        args = node.args if name == "_hints" else node.args[2:3] if name == "Slip" else []
+        out += [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return out
 
 
@@ -272,6 +289,11 @@ def runtime_entries() -> list[Entry]:
     seen: dict[str, Entry] = {}
     for module in RUNTIME_MODULES:
         for text in marked_strings(ROOT / module):
+            e = seen.setdefault(text, Entry(msgid=text))
+            if module not in e.references:
+                e.references.append(module)
+    for module in PRACTICE_MODULES:
+        for text in practice_strings(ROOT / module):
             e = seen.setdefault(text, Entry(msgid=text))
             if module not in e.references:
                 e.references.append(module)
