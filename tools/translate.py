@@ -176,7 +176,12 @@ def stats() -> None:
         left = sum(len(e.msgid.split()) for e in entries if not e.translated)
         total, done = total + len(entries), done + ok
         print(f"{str(source):55s} {ok:4d}/{len(entries):4d} translated, {fuzzy:3d} fuzzy, {left:6d} words left")
-    print(f"all: {done}/{total} entries")
+    print(f"all pages: {done}/{total} entries")
+    if RUNTIME.exists():
+        entries = read_po(RUNTIME)[1]
+        ok, left = sum(e.translated for e in entries), sum(len(e.msgid.split()) for e in entries if not e.translated)
+        print(f"{str(RUNTIME.relative_to(ROOT)):55s} {ok:4d}/{len(entries):4d} translated (the grader), "
+              f"{left:6d} words left")
 
 
 def todo(path: Path, everything: bool = False) -> str:
