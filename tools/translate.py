@@ -184,14 +184,14 @@ def stats() -> None:
               f"{left:6d} words left")
 
 
-def todo(path: Path, everything: bool = False) -> str:
+def todo(path: Path, everything: bool = False, ref: str | None = None) -> str:
     """A plain-text work file: each entry as `@@@ N`, the English, `@@@ zh`, the Chinese (to write).
 
     No escaping is needed in it, unlike a PO file; `fill` reads it back.
     """
     out = []
     for i, e in enumerate(read_po(path)[1]):
-        if e.translated and not everything:
+        if (e.translated and not everything) or (ref and not any(r.startswith(ref) for r in e.references)):
             continue
         out += [f"@@@ {i}", e.msgid, "@@@ zh", e.msgstr if e.msgstr else "", ""]
     return "\n".join(out)
@@ -554,6 +554,8 @@ def main(argv=None) -> int:
     t = sub.add_parser("todo", help="write a catalog's untranslated entries as a plain-text work file")
     t.add_argument("catalog", type=Path)
     t.add_argument("--all", action="store_true", help="every entry, translated ones too")
+    t.add_argument("--ref", help="only entries whose reference starts with this (the grader's catalog: an exercise "
+                   "id such as 01. or 01.3_, a module such as memlib/learn/exercises/practice)")
     f = sub.add_parser("fill", help="read a work file's translations back into its catalog")
     f.add_argument("catalog", type=Path)
     f.add_argument("work", type=Path)
@@ -578,7 +580,7 @@ def main(argv=None) -> int:
         print(f"{sum(map(len, report.values()))} glossary miss(es), {strict} strict")
         return 1 if strict else 0
     if args.cmd == "todo":
-        print(todo(args.catalog, args.all))
+        print(todo(args.catalog, args.all, args.ref))
         return 0
     if args.cmd == "fill":
         print(f"{fill(args.catalog, args.work)} translation(s) written to {args.catalog}")
