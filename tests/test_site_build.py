@@ -99,3 +99,13 @@ def test_language_switch_and_chinese_launch_targets():
     assert command.endswith("/lab/tree/" + path)
     assert memlib_site.launch_target("docs/cheatsheet", zh=True)[0] == "zh/notebooks/index.ipynb"
     assert memlib_site.launch_target("notebooks/calculator", zh=True)[0] == "notebooks/calculator.ipynb"
+
+
+def test_chinese_decks_place_speaker_notes_by_the_chinese_heading(monkeypatch):
+    import translate
+
+    monkeypatch.setattr(translate, "catalog", lambda source: {"## 2. The 30-second answer · 30 秒回答": "## 2. 30 秒回答",
+                                                              "Some prose.": "一些文字。"})
+    assert build_site.zh_heading(Path("notebooks/00_memory_anatomy.ipynb"), "2. The 30-second answer · 30 秒回答") \
+        == "2. 30 秒回答"
+    assert build_site.zh_heading(Path("notebooks/00_memory_anatomy.ipynb"), "3. Not translated") == "3. Not translated"

@@ -1003,9 +1003,48 @@ def chinese_book(out: Path, html: Path, args) -> dict:
         shutil.rmtree(target)
     sphinx(src, target, args.jobs, ["-D", "language=zh_CN", "-D", "html_title=大模型显存 · GPU memory for LLMs"])
     pages = [p for p in target.rglob("*.html") if "_static" not in p.parts and p.name not in ("search.html", "genindex.html")]
-    decks = [] if args.no_slides else slides(src, target / "slides", out / "cache")
+    decks = [] if args.no_slides else zh_slides(src, target / "slides", out / "cache")
     return {"pages": len(pages), "decks": len(decks), "translated": sum(d for d, _ in counts.values()),
             "paragraphs": sum(t for _, t in counts.values())}
+
+
+def zh_heading(source: Path, heading: str) -> str:
+    """A heading of `source` (its text, no #) as the Chinese copy shows it (the English where not translated)."""
+    import translate
+
+    for en, zh in translate.catalog(source).items():
+        if re.match(r"#+\s", en) and "\n" not in en.strip() and re.sub(r"^#+\s+", "", en.strip()) == heading:
+            return re.sub(r"^#+\s+", "", zh.strip())
+    return heading
+
+
+def zh_deck_notes(stem: str) -> list[tuple[str, str]] | None:
+    """The teacher's speaker notes for a chapter's deck (tools/make_teacher_guides.py's deck_notes, where this tree
+    has them; None where not), each placed by its heading as the Chinese deck shows it. The notes stay English."""
+    try:
+        from make_teacher_guides import deck_notes
+    except ImportError:
+        return None
+    source = Path("notebooks") / f"{stem}.ipynb"
+    return [(zh_heading(source, heading), text) for heading, text in deck_notes(stem)]
+
+
+def zh_slides(src: Path, out: Path, cache: Path) -> list[Path]:
+    """The Chinese chapters' decks (slides() for the Chinese book): the speaker notes found by their Chinese headings."""
+    out.mkdir(parents=True, exist_ok=True)
+    reveal_js(out / "reveal.js", cache)
+    exporter = deck_exporter()
+    written = []
+    for path in topic_notebooks():
+        if path.stem.endswith("_deep_dive"):
+            continue
+        notes = zh_deck_notes(path.stem)
+        nb = _read(src / "notebooks" / path.name)
+        html = deck_html(nb, path.stem, exporter) if notes is None else deck_html(nb, path.stem, exporter, notes)
+        target = out / f"{path.stem}.slides.html"
+        target.write_text(html, encoding="utf-8")
+        written.append(target)
+    return written
 
 
 def start_chinese_book(out: Path, args) -> subprocess.Popen:
