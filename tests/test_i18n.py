@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import filecmp
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -259,5 +260,5 @@ def test_every_exercise_question_is_translated():
     missing = [(ex.id, text[:50]) for ex in EXERCISES.values()
                for text in (ex.title, ex.prompt, *ex.hints,
                             *(o.text for o in getattr(ex, "options", ()) + getattr(ex, "reasons", ())))
-               if text not in done]
+               if text not in done and re.search(r"[A-Za-z]{2,}", text)]  # a bare formula needs none
     assert missing == [], f"{len(missing)} exercise texts without Chinese, e.g. {missing[:5]}"
