@@ -251,14 +251,16 @@ def test_every_exercise_renders_in_chinese(monkeypatch, tmp_path):
 
 
 def test_every_exercise_question_is_translated():
-    """Ratchet: what show() prints of every exercise (title, question, options, reasons) and its hints have a Chinese
-    translation, so a new or changed exercise needs its Chinese before it lands (tools/translate.py todo --ref NN.)."""
+    """Ratchet: what show() prints of every exercise (title, question, options, reasons), its hints and its named
+    slips' messages have a Chinese translation, so a new or changed exercise needs its Chinese before it lands (tools/translate.py todo --ref NN.)."""
     from memlib.learn.exercises import EXERCISES
     from memlib.learn.i18n import read_po
 
     done = {e.msgid for e in read_po(translate.RUNTIME)[1] if e.translated}
     missing = [(ex.id, text[:50]) for ex in EXERCISES.values()
                for text in (ex.title, ex.prompt, *ex.hints,
-                            *(o.text for o in getattr(ex, "options", ()) + getattr(ex, "reasons", ())))
+                            *(o.text for o in getattr(ex, "options", ()) + getattr(ex, "reasons", ())),
+                            *(slip.message for slip in getattr(ex, "slips", ()) + getattr(ex, "accepts", ())),
+                            getattr(ex, "close_advice", ""))
                if text not in done and re.search(r"[A-Za-z]{2,}", text)]  # a bare formula needs none
     assert missing == [], f"{len(missing)} exercise texts without Chinese, e.g. {missing[:5]}"
