@@ -264,3 +264,9 @@ def test_every_exercise_question_is_translated():
                             getattr(ex, "close_advice", ""))
                if text not in done and re.search(r"[A-Za-z]{2,}", text)]  # a bare formula needs none
     assert missing == [], f"{len(missing)} exercise texts without Chinese, e.g. {missing[:5]}"
+
+
+def test_runtime_catalog_is_complete():
+    """The grader's catalog is fully translated (`tools/translate.py check` on it): a new or changed exercise text,
+    slip, feedback or worked answer fails here until its Chinese is written (tools/translate.py todo --ref NN.)."""
+    assert translate.runtime_problems(complete=True) == []
