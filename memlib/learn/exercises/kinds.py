@@ -20,6 +20,8 @@ import random
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Union
 
+from memlib.learn.i18n import tr, trf
+
 DIFFICULTIES = ("warm-up", "interview", "stretch")
 # How a level is chosen (the same rule in every notebook):
 #   warm-up    one memlib lookup and one multiplication or unit conversion;
@@ -32,7 +34,8 @@ Text = Union[str, Callable[[], str]]  # a text, or a callable that renders it wi
 
 
 def render(text: Text) -> str:
-    return text() if callable(text) else text
+    """The text (rendered with memlib's numbers now if callable), in the grader's language (memlib.learn.i18n)."""
+    return tr(text() if callable(text) else text)
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ class Exercise:
         return self.id.split(".")[0]
 
     def render_prompt(self) -> str:
-        return self.prompt + (f"\n\n{self.table()}" if self.table is not None else "")
+        return tr(self.prompt) + (f"\n\n{self.table()}" if self.table is not None else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,10 +155,10 @@ class SpotError(Numeric):
 
     def render_prompt(self) -> str:
         n = len(self.errors)
-        count = ("It holds **one** error (figures computed from it inherit it): name the figure where it starts."
-                 if n == 1 else f"It holds **{n} independent errors**: name the figure where each starts, "
-                                f"e.g. `([\"99GB\", \"ZeRO-9\"], \"987.6 GB\")`.")
-        return f"{self.prompt}\n\n> {self.quote}\n>\n> — {self.source}\n\n{count}"
+        count = (tr("It holds **one** error (figures computed from it inherit it): name the figure where it starts.")
+                 if n == 1 else trf("It holds **{n} independent errors**: name the figure where each starts, "
+                                    "e.g. `([\"99GB\", \"ZeRO-9\"], \"987.6 GB\")`.", n=n))
+        return f"{tr(self.prompt)}\n\n> {self.quote}\n>\n> — {self.source}\n\n{count}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,9 +170,9 @@ class Choice(Exercise):
     kind_label: ClassVar[str] = "choose the strategy"
 
     def render_prompt(self) -> str:
-        text = self.prompt + "\n\n" + "\n".join(f"- **({o.key})** {o.text}" for o in self.options)
+        text = tr(self.prompt) + "\n\n" + "\n".join(f"- **({o.key})** {tr(o.text)}" for o in self.options)
         if self.reasons:
-            text += "\n\nBecause:\n\n" + "\n".join(f"{r.key}. {r.text}" for r in self.reasons)
+            text += "\n\n" + tr("Because:") + "\n\n" + "\n".join(f"{r.key}. {tr(r.text)}" for r in self.reasons)
         return text
 
 
@@ -181,8 +184,9 @@ class MultiChoice(Exercise):
     kind_label: ClassVar[str] = "select all that apply"
 
     def render_prompt(self) -> str:
-        return (self.prompt + "\n\n" + "\n".join(f"- **({o.key})** {o.text}" for o in self.options)
-                + "\n\nSelect **every** option that applies (none, one or several), as letters separated by commas (or `\"none\"`).")
+        return (tr(self.prompt) + "\n\n" + "\n".join(f"- **({o.key})** {tr(o.text)}" for o in self.options)
+                + "\n\n" + tr("Select **every** option that applies (none, one or several), as letters separated by "
+                                "commas (or `\"none\"`)."))
 
 
 @dataclass(frozen=True, kw_only=True)
