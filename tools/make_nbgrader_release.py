@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("topics", nargs="*", help="notebook numbers (00, 3, ...); default: every notebook")
     p.add_argument("--course", type=Path, required=True, help="the nbgrader course directory to write source/ in")
     a = p.parse_args(argv)
+    if a.course.exists() and not a.course.is_dir():
+        p.error(f"--course: {a.course} is not a folder (give the nbgrader course directory)")
     sources = sorted((ROOT / "solutions").glob("*_solutions.py"))
     if a.topics:
         wanted = set()
