@@ -196,6 +196,13 @@ def test_the_instructor_version_earns_every_point_and_a_wrong_answer_loses_one(t
     assert failed == ["test_00_2"]
 
 
+def test_the_release_is_the_same_on_every_run(course, tmp_path):
+    subprocess.run([sys.executable, str(TOOL), "--course", str(tmp_path), "00"], check=True, capture_output=True,
+                   timeout=120)
+    name = "00_memory_anatomy/00_memory_anatomy_exercises.ipynb"
+    assert (tmp_path / "source" / name).read_bytes() == (course / "source" / name).read_bytes()
+
+
 def test_bad_topic_is_refused_by_name(tmp_path):
     for topic, said in (("x1", "not a notebook number"), ("77", "no notebook 77")):
         run = subprocess.run([sys.executable, str(TOOL), "--course", str(tmp_path), topic],

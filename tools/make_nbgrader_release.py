@@ -141,6 +141,8 @@ def release_notebook(solution_py: Path) -> nbformat.NotebookNode:
         else:
             add(new)
     cells.append(nbformat.v4.new_markdown_cell(FOOTER.format(name=solution_py.name)))
+    for i, cell in enumerate(cells):  # the same file on every run (nbformat draws random cell ids)
+        cell.id = f"cell-{i:03d}"
     out = nbformat.v4.new_notebook(cells=cells)
     out.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
     out.metadata["language_info"] = {"name": "python"}
