@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memlib._checks import choice, positive_float, positive_int
+from memlib._checks import choice, finite_number, positive_float, positive_int, show
 from memlib.cost.timing import (all_gather_bytes, all_reduce_bytes, all_to_all_bytes, flops_per_token,
                                 reduce_scatter_bytes)
 from memlib.hardware.gpus import get_gpu
@@ -60,6 +60,9 @@ NETWORK_LINKS: dict[str, tuple[float, str]] = {
 def link_bytes_per_s(link: str) -> float:
     """One direction's bytes/s of a network link in NETWORK_LINKS ("10GbE", "IB NDR", ...), or of a GPU's own
     interconnect when `link` names a catalog GPU ("h100-80gb": NVLink 4, 450 GB/s each way)."""
+    if not isinstance(link, str):
+        raise ValueError(f"link must be a name: one of {sorted(NETWORK_LINKS)} or a catalog GPU name, got "
+                         f"{show(link)} ({type(link).__name__})")
     if link in NETWORK_LINKS:
         return NETWORK_LINKS[link][0]
     try:
@@ -74,7 +77,7 @@ def bytes_sent(collective: str, nbytes: float, n: int) -> float:
     volumes: all-reduce 2(n - 1)/n B, the others (n - 1)/n B)."""
     choice("collective", collective, COLLECTIVES)
     n = positive_int("n", n)
-    nbytes = positive_float("nbytes", nbytes) if nbytes else 0.0
+    nbytes = finite_number("nbytes", nbytes)
     return {"all-reduce": all_reduce_bytes, "reduce-scatter": reduce_scatter_bytes,
             "all-gather": all_gather_bytes, "all-to-all": all_to_all_bytes}[collective](nbytes, n)
 
@@ -102,11 +105,11 @@ def collective_seconds(collective: str, nbytes: float, n: int, bytes_per_s: floa
     tensor up and down, pipelined; Jeaugey 2019). alpha_s is the per-message latency you assume (NCCL's is a few
     microseconds within a node, more across nodes; measure it with nccl-tests on small messages)."""
     beta = positive_float("bytes_per_s", bytes_per_s, unit=" bytes/s")
-    if not (isinstance(alpha_s, (int, float)) and 0 <= alpha_s < 1):
+    if isinstance(alpha_s, bool) or not (isinstance(alpha_s, (int, float)) and 0 <= alpha_s < 1):
         raise ValueError(f"alpha_s is a latency in seconds, >= 0 and < 1, got {alpha_s!r}")
     steps = collective_steps(collective, n, algorithm)
     if algorithm == "tree":
-        volume = 2.0 * nbytes if n > 1 else 0.0
+        volume = 2.0 * finite_number("nbytes", nbytes) if n > 1 else 0.0
     else:
         volume = bytes_sent(collective, nbytes, n)
     return steps * alpha_s + volume / beta
