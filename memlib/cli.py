@@ -233,7 +233,7 @@ def cmd_serve(a) -> int:
         est = inference.estimate_inference(model, **opts)
     except ValueError as e:  # the table names the option tp; on this command its flag is --count
         if str(e).startswith("tp must"):
-            raise ValueError(f"--count (the GPUs, tensor parallel){str(e)[2:]}") from None
+            raise ValueError(f"--count (tp: the GPUs of tensor parallelism){str(e)[2:]}") from None
         raise
     s = est.setup  # every option as estimate_inference resolved it (the table's default where no flag was given)
     opts = {k: v for k, v in opts.items() if k not in ("batch", "context_len")}
