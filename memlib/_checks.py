@@ -192,3 +192,17 @@ def finite_number(name: str, value, *, allow_zero: bool = True, allow_negative: 
         bound = "" if allow_negative else " >= 0" if allow_zero else " > 0"
         raise ValueError(f"{name} must be a finite number{bound}, got {show(value)}")
     return x
+
+
+# No link, disk or network memlib models moves under 1 MB/s; a rate below it is a unit slip (400 meaning 400 Gb/s,
+# 2 meaning 2 GB/s), refused with the value it was likely meant to be rather than turned into hours of transfer.
+MIN_BYTES_PER_S = 1e6
+
+
+def bandwidth(name: str, value, *, maximum: float | None = None) -> float:
+    """A rate in bytes per second: a finite number > 0 and at least MIN_BYTES_PER_S (1 MB/s)."""
+    x = positive_float(name, value, maximum=maximum, unit=" bytes/s")
+    if x < MIN_BYTES_PER_S:
+        raise ValueError(f"{name} is in bytes per second; {x:g} B/s is below 1 MB/s, not a rate memlib models. "
+                         f"GB/s? pass {x:g}e9 ({x * 1e9:g}); Gb/s? pass {x / 8:g}e9")
+    return x

@@ -65,7 +65,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memlib._checks import choice, flag, finite_number, fraction, positive_float, positive_int, show, plain_args
+from memlib._checks import bandwidth, choice, flag, finite_number, fraction, positive_float, positive_int, show, plain_args
 from memlib.hardware.gpus import GPU, get_gpu
 from memlib.models import Model, get_model
 from memlib.training import FINETUNES, RECOMPUTES, Estimate
@@ -676,9 +676,8 @@ def step_time(estimate, gpu, mfu: float | None = None, gpus_per_node: int = 8,
     estimate = _training_estimate(estimate)
     gpu: GPU = get_gpu(gpu)
     gpus_per_node = positive_int("gpus_per_node", gpus_per_node)
-    internode_bytes_per_s = positive_float("internode_bytes_per_s", internode_bytes_per_s, maximum=MAX_BYTES_PER_S,
-                                           unit=" bytes/s")
-    nvme_bytes_per_s = positive_float("nvme_bytes_per_s", nvme_bytes_per_s, maximum=MAX_BYTES_PER_S, unit=" bytes/s")
+    internode_bytes_per_s = bandwidth("internode_bytes_per_s", internode_bytes_per_s, maximum=MAX_BYTES_PER_S)
+    nvme_bytes_per_s = bandwidth("nvme_bytes_per_s", nvme_bytes_per_s, maximum=MAX_BYTES_PER_S)
     cpu_adam_params_per_s = positive_float("cpu_adam_params_per_s", cpu_adam_params_per_s,
                                            maximum=MAX_PARAMS_PER_S, unit=" parameters/s")
     s = estimate.setup

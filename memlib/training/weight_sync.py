@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib._checks import choice, finite_number, positive_float, positive_int
+from memlib._checks import bandwidth, choice, finite_number, positive_float, positive_int
 from memlib.cost.collectives import collective_seconds, link_bytes_per_s
 from memlib.models import get_model
 from memlib.serving.inference import estimate_inference
@@ -78,7 +78,7 @@ def _beta(link, bytes_per_s):
         raise ValueError("give the link either by name (link='IB NDR', link='h100-80gb' for its NVLink) or as "
                          "bytes_per_s, one of the two")
     if bytes_per_s is not None:
-        return positive_float("bytes_per_s", bytes_per_s, unit=" bytes/s"), ""
+        return bandwidth("bytes_per_s", bytes_per_s), ""
     return link_bytes_per_s(link), str(link)
 
 
