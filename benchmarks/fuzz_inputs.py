@@ -526,6 +526,13 @@ add("peak_micro_batches_in_flight(['1f1b'])", lambda: _pipe.peak_micro_batches_i
 add("optimizer_step_hbm_bytes optimizer=['adamw']", lambda: _conv.optimizer_step_hbm_bytes(10**9, ["adamw"]),
     Err("optimizer"))
 add("scenarios.build(['04'], 1)", lambda: _scen.build(["04"], 1), Err("topic"))
+# unit slips: 400 meant as 400 Gb/s, 2 as 2 GB/s, 512 as 512 GiB
+add("collective_seconds bytes_per_s=400", lambda: _col.collective_seconds("all-reduce", 1e9, 8, 400),
+    Err("bytes_per_s", "400e9"))
+add("checkpoint_write_s storage 2 B/s", lambda: __import__("memlib.cost.checkpointing", fromlist=["x"])
+    .checkpoint_write_s(1e12, 2), Err("storage_bytes_per_s"))
+add("plan host_bytes_per_node=512", lambda: plan("llama-2-7b", "h100-80gb", 8, host_bytes_per_node=512),
+    Err("host_bytes_per_node", "GiB"))
 # an error naming the argument the user passed
 add("rollout_pool fraction=True", lambda: _rlhf.rollout_pool("llama-2-7b", fraction=True), Err("fraction"))
 add_cli("cli serve --count 0", ["serve", "llama-2-7b", "--count", "0"], Err("--count"))

@@ -179,3 +179,19 @@ def test_cli_errors_name_the_flag_given(capsys, tmp_path):
 def test_learn_helpers_read_flags_and_times_strictly():
     _raises(["block"], interview.timer, 1, block="false")
     _raises(["t_w"], mechanisms.pipeline_schedule, t_w=None)
+
+
+# --- unit slips the API can detect ---------------------------------------------------------------------------------
+def test_a_rate_under_one_megabyte_per_second_is_a_unit_slip():
+    from memlib.cost import checkpointing
+    from memlib.parallel.plan import plan
+    # 1 GB over a 400 Gb/s link meant as 400: 2 x 7/8 x 1e9 B / 400 B/s would be 4.4e6 s; refused with the fix
+    msg = _raises(["bytes_per_s", "400e9", "50e9"], collectives.collective_seconds, "all-reduce", 1e9, 8, 400)
+    assert "Gb/s" in msg
+    _raises(["storage_bytes_per_s", "2e9"], checkpointing.checkpoint_write_s, 1e12, 2)
+    _raises(["bytes_per_s"], weight_sync.weight_sync, LLAMA2_7B, bytes_per_s=50)
+    _raises(["host_bytes_per_node", "GiB"], plan, LLAMA2_7B, "h100-80gb", 8, host_bytes_per_node=512)
+    # the real rates still give the hand-derived answers: 1 TB at 2 GB/s = 500 s; 1 GB ring all-reduce over 8 GPUs
+    # at 50 GB/s: 1.75e9 B / 50e9 B/s = 0.035 s
+    assert checkpointing.checkpoint_write_s(1e12, 2e9) == pytest.approx(500.0)
+    assert collectives.collective_seconds("all-reduce", 1e9, 8, 50e9) == pytest.approx(0.035)
