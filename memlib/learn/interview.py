@@ -112,6 +112,8 @@ def timer(seconds: int = THINK_SECONDS, block: bool = False):
     """A countdown (an ipywidgets progress bar; plain text without ipywidgets). Returns the widget, or None."""
     if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= 600:
         raise ValueError(f"seconds must be a whole number from 1 to 600, got {seconds!r}")
+    from memlib._checks import flag
+    block = flag("block", block)  # "false" would block
     try:
         import ipywidgets as widgets
     except ImportError:

@@ -170,6 +170,8 @@ BUILDERS: dict[str, Callable[[str, random.Random], Scenario]] = {
 
 def build(topic: str, seed: int) -> Scenario:
     """The scenario of `topic` for `seed`, reproducibly."""
-    if topic not in BUILDERS:
+    if not isinstance(topic, str) or topic not in BUILDERS:
         raise ValueError(f"no scenario for topic {topic!r}; scenarios exist for {', '.join(BUILDERS)}")
+    from memlib._checks import positive_int
+    seed = positive_int("seed", seed, allow_zero=True)  # the id and the draw read it: 8.5, "8", None are errors
     return BUILDERS[topic](f"m{topic}.{seed}", random.Random(f"scenario:{topic}:{seed}"))
