@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 __all__ = ["Entry", "paragraphs", "placeholders", "read_po", "write_po", "translate_text", "parse_po",
-           "set_language", "get_language", "language", "tr", "trf", "number_template", "LANGUAGES"]
+           "set_language", "get_language", "language", "tr", "trf", "msg", "Msg", "number_template", "LANGUAGES"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _EVAL = re.compile(r"\{eval\}`[^`]+`")
@@ -290,6 +290,9 @@ def tr(text: str, lang: str | None = None) -> str:
     lang = get_language(lang)
     if lang == "en" or not isinstance(text, str) or not text:
         return text
+    if isinstance(text, Msg):  # built from a template: translate the template, fill it with the same fields
+        return _fill(tr(text.template, lang), {k: tr(v, lang) if isinstance(v, Msg) else v
+                                                for k, v in text.fields.items()})
     cat = runtime_catalog(lang)
     if text in cat:
         return cat[text]
@@ -302,3 +305,24 @@ def tr(text: str, lang: str | None = None) -> str:
 def trf(template: str, lang: str | None = None, **fields) -> str:
     """A message with named fields, translated, then filled: trf("not yet: {direction}.", direction=...)."""
     return _fill(tr(template, lang), {k: str(v) for k, v in fields.items()})
+
+
+class Msg(str):
+    """An English text made from a template and its fields (see msg): it is the English text wherever a string
+    is used, and tr() translates it as its template, so a text made once (a practice question's prompt, drawn
+    before the learner picks a language) is shown in the language in force when it is shown."""
+
+    def __new__(cls, template: str, fields: dict):
+        self = super().__new__(cls, _fill(template, {k: str(v) for k, v in fields.items()}))
+        self.template, self.fields = template, dict(fields)
+        return self
+
+    def __reduce__(self):
+        return (Msg, (self.template, self.fields))
+
+
+def msg(template: str, **fields) -> Msg:
+    """trf's lazy twin: msg("Weights of {model} in {fmt}", model=m, fmt=w) is the English text now and is
+    translated by tr() when shown; a field that is itself a msg() is translated too. Fields are written with
+    str() (format a number before passing it: the translation keeps the same figures)."""
+    return Msg(template, {k: v if isinstance(v, Msg) else str(v) for k, v in fields.items()})

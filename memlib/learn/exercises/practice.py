@@ -19,6 +19,7 @@ from memlib.cost import checkpointing
 from memlib.cost import compute_budget as cost
 from memlib.hardware.gpus import get_gpu
 from memlib.learn.exercises.kinds import Numeric, Slip
+from memlib.learn.i18n import msg
 from memlib.models import get_model
 from memlib.parallel import zero
 from memlib.serving import quantization
@@ -52,13 +53,15 @@ def _q(qid: str, title: str, prompt: str, expected: Callable[[], float], unit: s
 def _weights(qid: str, rng: random.Random) -> Numeric:
     m, w = rng.choice(DENSE), rng.choice(WEIGHTS)
     value = lambda: float(estimate_inference(m, weights=w).weight_bytes)  # noqa: E731
-    return _q(qid, f"Weights of {m} in {w}", f"How many GB (10⁹ bytes) do the weights of **{m}** take stored as "
-              f"**{w}** (every tensor as memlib.estimate_inference(weights={w!r}) stores it)?", value, "GB",
+    return _q(qid, msg("Weights of {model} in {fmt}", model=m, fmt=w),
+              msg("How many GB (10⁹ bytes) do the weights of **{model}** take stored as **{fmt}** (every tensor as "
+                  "memlib.estimate_inference(weights={fmt_repr}) stores it)?", model=m, fmt=w, fmt_repr=repr(w)),
+              value, "GB",
               lambda: f"`estimate_inference({m!r}, weights={w!r}).weight_bytes` = **{fmt_bytes(value())}** "
                       f"({get_model(m).num_params:,} parameters).",
               _hints("Weights are parameters x bytes per parameter; quantized formats add scales.",
                      "bytes = num_params x bytes per parameter (+ scales and 16-bit tensors a format keeps)",
-                     f"Start from get_model({m!r}).num_params."),
+                     msg("Start from get_model({model_repr}).num_params.", model_repr=repr(m))),
               "weights = parameters x bytes per parameter (memlib.estimate_inference)")
 
 
@@ -66,10 +69,11 @@ def _states(qid: str, rng: random.Random) -> Numeric:
     m, stage, dp = rng.choice(DENSE + MOE), rng.choice((0, 1, 2, 3)), rng.choice((2, 4, 8, 16, 32, 64))
     n = lambda: get_model(m).num_params  # noqa: E731
     value = lambda: float(zero.zero_model_state_bytes(n(), stage, dp))  # noqa: E731
-    return _q(qid, f"ZeRO-{stage} model states of {m} on {dp} GPUs",
-              f"Full fine-tuning of **{m}** with mixed-precision AdamW (16-bit weights and gradients, fp32 master, m "
-              f"and v: the ZeRO paper's K = 12) and **ZeRO stage {stage}** over **{dp}** data-parallel GPUs. How many "
-              "GB of model states does **each** GPU hold?", value, "GB",
+    return _q(qid, msg("ZeRO-{stage} model states of {model} on {dp} GPUs", stage=stage, model=m, dp=dp),
+              msg("Full fine-tuning of **{model}** with mixed-precision AdamW (16-bit weights and gradients, fp32 "
+                  "master, m and v: the ZeRO paper's K = 12) and **ZeRO stage {stage}** over **{dp}** data-parallel "
+                  "GPUs. How many GB of model states does **each** GPU hold?", model=m, stage=stage, dp=dp),
+              value, "GB",
               lambda: f"`zero_model_state_bytes({n():,}, {stage}, {dp})` = **{fmt_bytes(value())}** per GPU.",
               _hints("ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the weights.",
                      "per GPU = (2 + 2 + 12) x N with the sharded terms divided by the data-parallel degree",
@@ -83,14 +87,16 @@ def _gpus_for_states(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeri
     m, g = rng.choice(models), rng.choice(GPUS)
     value = lambda: float(math.ceil(zero.zero_model_state_bytes(get_model(m).num_params, 0, 1)  # noqa: E731
                                     / get_gpu(g).memory_bytes))
-    return _q(qid, f"{g} GPUs for the states of {m}",
-              f"How many **{g}** GPUs (each at memlib's capacity, {fmt_bytes(get_gpu(g).memory_bytes)}) does it take just "
-              f"to hold the mixed-precision AdamW model states (16 bytes per parameter) of **{m}** fully sharded "
-              "(ZeRO-3)? Ignore activations; give a whole number.", value, "count",
+    return _q(qid, msg("{gpu} GPUs for the states of {model}", gpu=g, model=m),
+              msg("How many **{gpu}** GPUs (each at memlib's capacity, {capacity}) does it take just to hold the "
+                  "mixed-precision AdamW model states (16 bytes per parameter) of **{model}** fully sharded (ZeRO-3)? "
+                  "Ignore activations; give a whole number.", gpu=g, capacity=fmt_bytes(get_gpu(g).memory_bytes),
+                  model=m), value, "count",
               lambda: f"16 x {get_model(m).num_params:,} bytes / {fmt_bytes(get_gpu(g).memory_bytes)} rounded up: "
                       f"**{value():.0f}** GPUs.",
               _hints("Sharded states divide evenly; the count is the total over one GPU's memory, rounded up.",
-                     "GPUs = ceil(16 x N / GPU bytes)", f"Compute 16 x get_model({m!r}).num_params first."),
+                     "GPUs = ceil(16 x N / GPU bytes)",
+                     msg("Compute 16 x get_model({model_repr}).num_params first.", model_repr=repr(m))),
               "model states over GPU memory (memlib.parallel.zero)",
               (Slip("rounded down", lambda: value() - 1, "round up: the states would not fit"),))
 
@@ -111,9 +117,11 @@ def _window_note(model, ctx: int) -> str:
         return ""
     full = counts.get("full_attention", 0)
     cap = model.sliding_window if "sliding_attention" in windowed else model.attention_chunk_size
-    what = "a sliding window" if "sliding_attention" in windowed else "chunked attention"
-    return (f" {model.name} has {full} full-attention layers and {sum(windowed.values())} layers with {what} of "
-            f"{cap:,} tokens, which cache at most that many tokens{' (fewer than the context)' if cap < ctx else ''}.")
+    what = msg("a sliding window") if "sliding_attention" in windowed else msg("chunked attention")
+    fewer = msg(" (fewer than the context)") if cap < ctx else ""
+    return msg(" {model} has {full} full-attention layers and {windowed} layers with {what} of {cap} tokens, which "
+               "cache at most that many tokens{fewer}.", model=model.name, full=full, windowed=sum(windowed.values()),
+               what=what, cap=f"{cap:,}", fewer=fewer)
 
 
 def _kv_worked(model, batch: int, ctx: int, value: float, tp: int = 1, engine: str = "hf") -> str:
@@ -128,16 +136,19 @@ def _kv_cache(qid: str, rng: random.Random, models=DENSE + LONG, tp_choices=(1,)
     m, batch, ctx = rng.choice(models), rng.choice((1, 4, 8, 16, 32, 64)), rng.choice((2048, 4096, 8192, 32768))
     tp = rng.choice([t for t in tp_choices if t == 1 or _splits(m, "bf16", t)] or [1])
     value = lambda: float(kv_cache_bytes(get_model(m), batch, ctx, tp=tp))  # noqa: E731
-    where = "in total" if tp == 1 else f"on **each** GPU with tensor parallelism over {tp}"
+    where = msg("in total") if tp == 1 else msg("on **each** GPU with tensor parallelism over {tp}", tp=tp)
     note = _window_note(get_model(m), ctx)
     per_layer = "2 x kv_heads x head_dim x 2 bytes" + ("" if tp == 1 else f" / {tp}")
-    return _q(qid, f"KV cache of {m}", f"Serving **{m}** with a bf16 KV cache: **{batch}** sequences of **{ctx:,}** "
-              f"tokens each.{note} How many GB does the KV cache take {where}?", value, "GB",
+    return _q(qid, msg("KV cache of {model}", model=m),
+              msg("Serving **{model}** with a bf16 KV cache: **{batch}** sequences of **{ctx}** tokens each.{note} How "
+                  "many GB does the KV cache take {where}?", model=m, batch=batch, ctx=f"{ctx:,}", note=note,
+                  where=where), value, "GB",
               lambda: _kv_worked(get_model(m), batch, ctx, value(), tp),
               _hints("K and V are cached for every layer, every KV head and every token a layer keeps.",
                      f"bytes = sequences x sum over layers of (tokens the layer keeps) x {per_layer}"
                      + ("; a windowed layer keeps min(context, window) tokens" if note else ""),
-                     f"Find the layers and KV heads of {m} in memlib.get_model({m!r})."),
+                     msg("Find the layers and KV heads of {model} in memlib.get_model({model_repr}).", model=m,
+                         model_repr=repr(m))),
               "KV cache = sequences x sum over layers of tokens kept x 2 x kv_heads x head_dim x bytes "
               "(memlib.serving.inference)",
               (Slip("fp32 cache", lambda: 2 * value(), "the cache is bf16, 2 bytes per number"),)
@@ -148,11 +159,12 @@ def _kv_cache(qid: str, rng: random.Random, models=DENSE + LONG, tp_choices=(1,)
 def _kv_token(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeric:
     m = rng.choice(models)
     value = lambda: float(kv_bytes_per_token(get_model(m)))  # noqa: E731
-    return _q(qid, f"KV bytes per token of {m}", f"How many **bytes** of bf16 KV cache does one token of **{m}** take "
-              "(all layers)?", value, "bytes",
+    return _q(qid, msg("KV bytes per token of {model}", model=m),
+              msg("How many **bytes** of bf16 KV cache does one token of **{model}** take (all layers)?", model=m),
+              value, "bytes",
               lambda: f"`kv_bytes_per_token(get_model({m!r}))` = **{value():,.0f} bytes**.",
               _hints("One token caches K and V in every layer.", "2 x layers x kv_heads x head_dim x 2 bytes",
-                     f"Read num_layers, num_kv_heads and head_dim of get_model({m!r})."),
+                     msg("Read num_layers, num_kv_heads and head_dim of get_model({model_repr}).", model_repr=repr(m))),
               "KV bytes per token (memlib.serving.inference.kv_bytes_per_token)",
               (Slip("fp32", lambda: 2 * value(), "bf16 is 2 bytes per number"),))
 
@@ -161,12 +173,14 @@ def _moe_ratio(qid: str, rng: random.Random) -> Numeric:
     m = rng.choice(MOE)
     model = lambda: get_model(m)  # noqa: E731
     value = lambda: model().num_params / model().num_active_params  # noqa: E731
-    return _q(qid, f"Total over active parameters of {m}", f"**{m}** is a mixture of experts. By what factor do its "
-              "total parameters exceed the parameters one token activates?", value, "x",
+    return _q(qid, msg("Total over active parameters of {model}", model=m),
+              msg("**{model}** is a mixture of experts. By what factor do its total parameters exceed the parameters "
+                  "one token activates?", model=m), value, "x",
               lambda: f"{model().num_params:,} / {model().num_active_params:,} = **{value():.2f}x**: memory holds "
                       "every expert, compute touches the active ones.",
               _hints("Memory holds all experts; one token passes through top-k of them plus the shared parts.",
-                     "factor = num_params / num_active_params", f"Read both counts from get_model({m!r})."),
+                     "factor = num_params / num_active_params",
+                     msg("Read both counts from get_model({model_repr}).", model_repr=repr(m))),
               "total vs active parameters of a MoE (memlib.models)")
 
 
@@ -174,18 +188,19 @@ def _expert_tokens(qid: str, rng: random.Random) -> Numeric:
     m, batch = rng.choice(MOE), rng.choice((8, 32, 64, 128, 256, 512))
     model = lambda: get_model(m)  # noqa: E731
     value = lambda: batch * model().num_experts_per_tok / model().num_experts  # noqa: E731
-    return _q(qid, f"Tokens per expert of {m} at batch {batch}",
-              f"**{m}** routes each token to {get_model(m).num_experts_per_tok} of its {get_model(m).num_experts} "
-              f"routed experts per MoE layer. Decoding **{batch}** sequences (one new token each per step) with "
-              "balanced routing, how many tokens does one routed expert process per step on average? (This is "
-              "how many times each expert weight is reused per read: the reason MoE decode stays memory-bound.)",
+    return _q(qid, msg("Tokens per expert of {model} at batch {batch}", model=m, batch=batch),
+              msg("**{model}** routes each token to {top_k} of its {experts} routed experts per MoE layer. Decoding "
+                  "**{batch}** sequences (one new token each per step) with balanced routing, how many tokens does one "
+                  "routed expert process per step on average? (This is how many times each expert weight is reused "
+                  "per read: the reason MoE decode stays memory-bound.)", model=m,
+                  top_k=get_model(m).num_experts_per_tok, experts=get_model(m).num_experts, batch=batch),
               value, "count",
               lambda: f"{batch} tokens x {model().num_experts_per_tok} experts each / {model().num_experts} experts = "
                       f"**{value():.3g}** tokens per expert per step; a dense layer would reuse each weight {batch} "
                       "times.",
               _hints("Each token sends its hidden state to top-k experts; spread evenly, every expert gets a share.",
                      "tokens per expert = batch x top-k / routed experts",
-                     f"Read num_experts_per_tok and num_experts of get_model({m!r})."),
+                     msg("Read num_experts_per_tok and num_experts of get_model({model_repr}).", model_repr=repr(m))),
               "tokens per expert = B x k / E (balanced routing; Fedus et al. 2022, Switch Transformer Sec. 2.2)",
               (Slip("no top-k", lambda: batch / model().num_experts,
                     "each token goes to top-k experts, not one"),) if get_model(m).num_experts_per_tok > 1 else ())
@@ -196,17 +211,18 @@ def _mla_tp(qid: str, rng: random.Random) -> Numeric:
     m = rng.choice([x for x in MOE + DENSE if get_model(x).kv_lora_rank] or ["deepseek-v3"])
     value = lambda: float(kv_bytes_per_token(get_model(m), tp=tp))  # noqa: E731
     mo = get_model(m)
-    return _q(qid, f"MLA cache of {m} over tp {tp}",
-              f"**{m}** uses multi-head latent attention: each layer caches one compressed latent of "
-              f"{mo.kv_lora_rank} values plus a {mo.qk_rope_head_dim}-value rope key per token, in bf16. Served with "
-              f"tensor parallelism over **{tp}** GPUs, how many **bytes** of cache does one token take on **each** "
-              "GPU (all layers)?", value, "bytes",
+    return _q(qid, msg("MLA cache of {model} over tp {tp}", model=m, tp=tp),
+              msg("**{model}** uses multi-head latent attention: each layer caches one compressed latent of {rank} "
+                  "values plus a {rope}-value rope key per token, in bf16. Served with tensor parallelism over **{tp}** "
+                  "GPUs, how many **bytes** of cache does one token take on **each** GPU (all layers)?", model=m,
+                  rank=mo.kv_lora_rank, rope=mo.qk_rope_head_dim, tp=tp), value, "bytes",
               lambda: f"({mo.kv_lora_rank} + {mo.qk_rope_head_dim}) x 2 B x {mo.num_layers} layers = "
                       f"**{value():,.0f} bytes** on every GPU: the latent is one vector per token, not per head, so "
                       "tensor parallelism cannot split it; every rank keeps all of it (`memlib.kv_bytes_per_token`).",
               _hints("Tensor parallelism splits attention by heads; what is cached per head splits, what is not stays.",
                      "bytes = (kv_lora_rank + qk_rope_head_dim) x 2 x layers, on every GPU",
-                     f"Read kv_lora_rank, qk_rope_head_dim and num_layers of get_model({m!r})."),
+                     msg("Read kv_lora_rank, qk_rope_head_dim and num_layers of get_model({model_repr}).",
+                         model_repr=repr(m))),
               "MLA latent cache (DeepSeek-V2 Sec. 2.1, eq. 9-10), replicated under TP (memlib.serving.inference)",
               (Slip("split by tp", lambda: value() / tp,
                     "the latent is shared by all heads: tensor parallelism replicates it, it does not split it"),))
@@ -219,12 +235,13 @@ def _moe_states_gpus(qid: str, rng: random.Random) -> Numeric:
 def _flops(qid: str, rng: random.Random) -> Numeric:
     m, tokens = rng.choice(DENSE), rng.choice((0.3e12, 1e12, 2e12, 5e12, 15e12))
     value = lambda: float(cost.training_flops(m, tokens))  # noqa: E731
-    return _q(qid, f"Training FLOPs of {m}", f"Pretraining **{m}** on **{tokens / 1e12:g}T** tokens: how many FLOPs with "
-              "the 6ND rule (exact parameter count, no attention term)?", value, "FLOPs",
+    return _q(qid, msg("Training FLOPs of {model}", model=m),
+              msg("Pretraining **{model}** on **{tokens}T** tokens: how many FLOPs with the 6ND rule (exact parameter "
+                  "count, no attention term)?", model=m, tokens=f"{tokens / 1e12:g}"), value, "FLOPs",
               lambda: f"6 x {get_model(m).num_params:,} x {tokens:.3g} = **{value():.3g} FLOPs** "
                       "(`memlib.cost.training_flops`).",
               _hints("Forward is 2 FLOPs per parameter per token, backward twice that.", "FLOPs = 6 x N x D",
-                     f"Take N from get_model({m!r}).num_params."),
+                     msg("Take N from get_model({model_repr}).num_params.", model_repr=repr(m))),
               "training FLOPs 6ND (Kaplan et al. 2020; memlib.cost.training_flops)",
               (Slip("2ND", lambda: value() / 3, "2ND is the forward only; training adds the backward (4ND)"),))
 
@@ -234,8 +251,10 @@ def _gpu_hours(qid: str, rng: random.Random) -> Numeric:
     g, mfu = rng.choice(("a100-80gb", "h100-80gb", "h200", "b200", "mi300x")), rng.choice((0.3, 0.35, 0.4, 0.45, 0.5))
     flops = lambda: cost.training_flops(m, tokens)  # noqa: E731
     value = lambda: float(cost.gpu_hours(flops(), g, mfu))  # noqa: E731
-    return _q(qid, f"GPU-hours for {m} on {g}", f"Training **{m}** on **{tokens / 1e12:g}T** tokens (6ND) on **{g}** "
-              f"GPUs at **{mfu:.0%} MFU** against the dense bf16 peak: how many GPU-hours?", value, "GPU-hours",
+    return _q(qid, msg("GPU-hours for {model} on {gpu}", model=m, gpu=g),
+              msg("Training **{model}** on **{tokens}T** tokens (6ND) on **{gpu}** GPUs at **{mfu} MFU** against the "
+                  "dense bf16 peak: how many GPU-hours?", model=m, tokens=f"{tokens / 1e12:g}", gpu=g, mfu=f"{mfu:.0%}"),
+              value, "GPU-hours",
               lambda: f"{flops():.3g} FLOPs / ({mfu} x {get_gpu(g).bf16_tflops} TFLOP/s x 3600) = "
                       f"**{value():,.0f} GPU-hours** (`memlib.cost.gpu_hours`).",
               _hints("GPU-hours are work over the rate one GPU sustains.", "hours = 6ND / (MFU x peak x 3600)",
@@ -251,18 +270,19 @@ def _mfu_from_throughput(qid: str, rng: random.Random) -> Numeric:
     tps = max(1, round(rng.choice((0.3, 0.35, 0.4, 0.45, 0.5)) * peak / model_fpt()))  # a plausible logged rate
     value = lambda: 100 * tps * model_fpt() / peak  # noqa: E731
     hfu = lambda: 100 * tps * flops_per_token(m, seq, "full", "full") / peak  # noqa: E731
-    return _q(qid, f"MFU of a logged run of {m}",
-              f"Full fine-tuning of **{m}** at {seq:,}-token sequences **with full activation recompute** logs "
-              f"**{tps:,} tokens/s per GPU** on **{g}** GPUs ({get_gpu(g).bf16_tflops:g} TFLOP/s dense bf16). What "
-              "MFU (in %) is that, by PaLM's definition (model FLOPs: 6N plus the attention's 12·L·H·Q·T per token; "
-              "the recomputed forward is not counted)?", value, "%",
+    return _q(qid, msg("MFU of a logged run of {model}", model=m),
+              msg("Full fine-tuning of **{model}** at {seq}-token sequences **with full activation recompute** logs "
+                  "**{tps} tokens/s per GPU** on **{gpu}** GPUs ({peak} TFLOP/s dense bf16). What MFU (in %) is that, "
+                  "by PaLM's definition (model FLOPs: 6N plus the attention's 12·L·H·Q·T per token; the recomputed "
+                  "forward is not counted)?", model=m, seq=f"{seq:,}", tps=f"{tps:,}", gpu=g,
+                  peak=f"{get_gpu(g).bf16_tflops:g}"), value, "%",
               lambda: f"model FLOPs per token {model_fpt() / 1e9:,.1f} GFLOP; {tps:,} x {model_fpt() / 1e9:,.1f} GFLOP / "
                       f"{get_gpu(g).bf16_tflops:g} TFLOP/s = **{value():.1f}% MFU**. Counting the recomputed forward "
                       f"(8N + 16·L·H·Q·T) gives {hfu():.1f}%: that is HFU, the hardware's utilisation "
                       "(`memlib.cost.flops_per_token`).",
               _hints("MFU asks what fraction of the peak went into the FLOPs the model needs, not the FLOPs the GPU ran.",
                      "MFU = tokens/s x (6N + 12·L·H·Q·T) / peak FLOP/s",
-                     f"Compute 6N + 12·L·H·Q·T for {m} at {seq:,} tokens first."),
+                     msg("Compute 6N + 12·L·H·Q·T for {model} at {seq} tokens first.", model=m, seq=f"{seq:,}")),
               "MFU from throughput (Chowdhery et al. 2022, PaLM, Sec. 4.1 and App. B)",
               (Slip("HFU", hfu, "that counts the recomputed forward: hardware FLOPs utilisation (HFU), not MFU"),))
 
@@ -274,11 +294,12 @@ def _int4_speedup_at_batch(qid: str, rng: random.Random) -> Numeric:
     value = lambda: float(quantization.decode_speedup(m, g, batch, ctx, "int4-awq", tp=tp))  # noqa: E731
     memory_only = lambda: float(decode_bound(m, g, batch, ctx, "bf16", tp=tp).memory_s  # noqa: E731
                                 / quantized_decode_bound(m, g, batch, ctx, "int4-awq", tp=tp).memory_s)
-    return _q(qid, f"int4 decode speed-up of {m} at batch {batch}",
-              f"**{m}** decodes **{batch}** sequences of {ctx:,} tokens (bf16 KV cache) on **{tp} x {g}** (tensor "
-              "parallel, the same GPUs for both formats). Each step is bound by the larger of its bytes read over the "
-              "bandwidth and its FLOPs over the dense bf16 peak. By what factor is the step faster with AWQ int4 "
-              "weights (W4A16, 4 + 20/128 bits) than with bf16 weights (dequantization cost not counted)?",
+    return _q(qid, msg("int4 decode speed-up of {model} at batch {batch}", model=m, batch=batch),
+              msg("**{model}** decodes **{batch}** sequences of {ctx} tokens (bf16 KV cache) on **{tp} x {gpu}** "
+                  "(tensor parallel, the same GPUs for both formats). Each step is bound by the larger of its bytes "
+                  "read over the bandwidth and its FLOPs over the dense bf16 peak. By what factor is the step faster "
+                  "with AWQ int4 weights (W4A16, 4 + 20/128 bits) than with bf16 weights (dequantization cost not "
+                  "counted)?", model=m, batch=batch, ctx=f"{ctx:,}", tp=tp, gpu=g),
               value, "x",
               lambda: (lambda b, q: f"bf16: max({b.memory_s * 1e3:.2f} ms reading, {b.compute_s * 1e3:.2f} ms "
                        f"computing) = {b.step_s * 1e3:.2f} ms ({b.bound}-bound); int4: max({q.memory_s * 1e3:.2f}, "
@@ -300,12 +321,12 @@ def _largest_full_finetune(qid: str, rng: random.Random) -> Numeric:
     g, impl = rng.choice(GPUS), rng.choice(("fused", "foreach"))
     per = {"fused": 16, "foreach": 20}[impl]
     value = lambda: get_gpu(g).memory_bytes / per  # noqa: E731
-    return _q(qid, f"Largest full fine-tune on one {g}",
-              f"Full fine-tuning with mixed-precision AdamW on one **{g}** ({fmt_bytes(get_gpu(g).memory_bytes)}). "
-              f"The optimizer is torch's **{impl}** AdamW"
-              + (" (it adds a temporary the size of one fp32 state at the step)" if impl == "foreach" else "")
-              + ". Ignoring activations and the CUDA context, what is the largest model (parameters) whose peak "
-              "fits?", value, "params",
+    return _q(qid, msg("Largest full fine-tune on one {gpu}", gpu=g),
+              msg("Full fine-tuning with mixed-precision AdamW on one **{gpu}** ({capacity}). The optimizer is "
+                  "torch's **{impl}** AdamW{temporary}. Ignoring activations and the CUDA context, what is the largest "
+                  "model (parameters) whose peak fits?", gpu=g, capacity=fmt_bytes(get_gpu(g).memory_bytes), impl=impl,
+                  temporary=msg(" (it adds a temporary the size of one fp32 state at the step)")
+                  if impl == "foreach" else ""), value, "params",
               lambda: f"{fmt_bytes(get_gpu(g).memory_bytes)} / {per} B per parameter = **{value() / 1e9:.2f}B** "
                       "parameters (PyTorch AMP: fp32 weights 4 + fp32 gradients 4 + Adam's m and v 8 = 16 B"
                       + (", plus 4 for the foreach temporary" if impl == "foreach" else "") + "); activations lower it.",
@@ -333,8 +354,10 @@ def _tp_weights(qid: str, rng: random.Random) -> Numeric:
     m, w = rng.choice(DENSE), rng.choice(("bf16", "int4-awq", "fp8-block"))
     tp = rng.choice([t for t in (2, 4, 8) if _splits(m, w, t)] or [1])
     value = lambda: float(estimate_inference(m, weights=w, tp=tp).weight_bytes)  # noqa: E731
-    return _q(qid, f"{m} in {w} over tp {tp}", f"**{m}** served in **{w}** with tensor parallelism over **{tp}** GPUs. "
-              "How many GB of weights does **each** GPU hold (as memlib.estimate_inference lays them out)?", value, "GB",
+    return _q(qid, msg("{model} in {fmt} over tp {tp}", model=m, fmt=w, tp=tp),
+              msg("**{model}** served in **{fmt}** with tensor parallelism over **{tp}** GPUs. How many GB of weights "
+                  "does **each** GPU hold (as memlib.estimate_inference lays them out)?", model=m, fmt=w, tp=tp),
+              value, "GB",
               lambda: f"`estimate_inference({m!r}, weights={w!r}, tp={tp}).weight_bytes` = **{fmt_bytes(value())}** "
                       "per GPU.",
               _hints("Tensor parallelism splits the projections; norms stay whole on every GPU.",
@@ -349,12 +372,12 @@ def _checkpoint_interval(qid: str, rng: random.Random) -> Numeric:
     write = lambda: checkpointing.checkpoint_write_s(checkpointing.checkpoint_size_bytes(m), rate)  # noqa: E731
     mtbf = lambda: checkpointing.job_mtbf_s(419, 54, gpus=16384, at_gpus=gpus)  # noqa: E731
     value = lambda: checkpointing.young_interval_s(write(), mtbf())  # noqa: E731
-    return _q(qid, f"Checkpoint interval of {m} on {gpus:,} GPUs",
-              f"You pretrain **{m}** on **{gpus:,}** GPUs with bf16 mixed-precision AdamW. Each checkpoint holds the "
-              f"bf16 weights and the fp32 master copy and Adam moments (14 bytes per parameter) and is written at "
-              f"**{rate / 1e9:g} GB/s**. Your GPUs fail at Llama 3's per-GPU rate (419 unexpected interruptions in "
-              "54 days on 16,384 GPUs). With Young's first-order rule, how many **seconds** apart should the "
-              "(blocking) checkpoints be?", value, "s",
+    return _q(qid, msg("Checkpoint interval of {model} on {gpus} GPUs", model=m, gpus=f"{gpus:,}"),
+              msg("You pretrain **{model}** on **{gpus}** GPUs with bf16 mixed-precision AdamW. Each checkpoint holds "
+                  "the bf16 weights and the fp32 master copy and Adam moments (14 bytes per parameter) and is written "
+                  "at **{rate} GB/s**. Your GPUs fail at Llama 3's per-GPU rate (419 unexpected interruptions in 54 "
+                  "days on 16,384 GPUs). With Young's first-order rule, how many **seconds** apart should the "
+                  "(blocking) checkpoints be?", model=m, gpus=f"{gpus:,}", rate=f"{rate / 1e9:g}"), value, "s",
               lambda: (f"size {fmt_bytes(checkpointing.checkpoint_size_bytes(m))}, write {write():.1f} s; MTBF "
                        f"54 x 86,400 / 419 x 16,384 / {gpus:,} = {mtbf():,.0f} s; sqrt(2 x {write():.1f} x "
                        f"{mtbf():,.0f}) = **{value():,.0f} s** (`memlib.cost.young_interval_s`)."),
