@@ -145,8 +145,9 @@ def _kv_cache(qid: str, rng: random.Random, models=DENSE + LONG, tp_choices=(1,)
                   where=where), value, "GB",
               lambda: _kv_worked(get_model(m), batch, ctx, value(), tp),
               _hints("K and V are cached for every layer, every KV head and every token a layer keeps.",
-                     f"bytes = sequences x sum over layers of (tokens the layer keeps) x {per_layer}"
-                     + ("; a windowed layer keeps min(context, window) tokens" if note else ""),
+                     msg("bytes = sequences x sum over layers of (tokens the layer keeps) x {per_layer}{window}",
+                         per_layer=per_layer,
+                         window=msg("; a windowed layer keeps min(context, window) tokens") if note else ""),
                      msg("Find the layers and KV heads of {model} in memlib.get_model({model_repr}).", model=m,
                          model_repr=repr(m))),
               "KV cache = sequences x sum over layers of tokens kept x 2 x kv_heads x head_dim x bytes "
@@ -392,9 +393,9 @@ def _checkpoint_interval(qid: str, rng: random.Random) -> Numeric:
 
 # --- topic 09: quantization -------------------------------------------------------------------------------
 _W4 = ("int8", "int4-awq", "int4-gptq", "nf4")
-_CROSS = (("16-bit (bf16 or fp16) weights", 16.0, "16-bit"), ("int8 weight-only weights (W8A16)", 8.0, "16-bit"),
-          ("AWQ int4 g128 weights (W4A16, 4 + 20/128 bits)", 4 + 20 / 128, "16-bit"),
-          ("int8 weights and activations on the int8 tensor cores (W8A8)", 8.0, "int8"))
+_CROSS = ((msg("16-bit (bf16 or fp16) weights"), 16.0, "16-bit"), (msg("int8 weight-only weights (W8A16)"), 8.0, "16-bit"),
+          (msg("AWQ int4 g128 weights (W4A16, 4 + 20/128 bits)"), 4 + 20 / 128, "16-bit"),
+          (msg("int8 weights and activations on the int8 tensor cores (W8A8)"), 8.0, "int8"))
 
 
 def _quant_weights(qid: str, rng: random.Random) -> Numeric:
@@ -402,15 +403,16 @@ def _quant_weights(qid: str, rng: random.Random) -> Numeric:
     tp = rng.choice([t for t in (1, 2, 4) if _splits(m, w, t)] or [1])
     value = lambda: float(estimate_inference(m, weights=w, tp=tp).weight_bytes)  # noqa: E731
     bf16 = lambda: float(estimate_inference(m, weights="bf16", tp=tp).weight_bytes)  # noqa: E731
-    where = "in total" if tp == 1 else f"on **each** of {tp} GPUs (tensor parallel)"
-    return _q(qid, f"{m} in {w}", f"How many GB (10⁹ bytes) of weights does **{m}** take {where} as a **{w}** "
-              "checkpoint (scales and zero-points included; embeddings, head and norms stay 16-bit, as "
-              "memlib.estimate_inference lays them out)?", value, "GB",
+    where = msg("in total") if tp == 1 else msg("on **each** of {tp} GPUs (tensor parallel)", tp=tp)
+    return _q(qid, msg("{model} in {fmt}", model=m, fmt=w),
+              msg("How many GB (10⁹ bytes) of weights does **{model}** take {where} as a **{fmt}** checkpoint (scales "
+                  "and zero-points included; embeddings, head and norms stay 16-bit, as memlib.estimate_inference lays "
+                  "them out)?", model=m, where=where, fmt=w), value, "GB",
               lambda: f"`estimate_inference({m!r}, weights={w!r}, tp={tp}).weight_bytes` = **{fmt_bytes(value())}**"
                       f" ({bf16() / value():.2f}x smaller than bf16).",
               _hints("Only the decoder projections are quantized; each carries its group's scale (and zero-point).",
                      "bytes ≈ projections × bits / 8 + the 16-bit tensors × 2, divided over the GPUs",
-                     f"Start from get_model({m!r}).num_params."),
+                     msg("Start from get_model({model_repr}).num_params.", model_repr=repr(m))),
               "quantized weights (memlib.serving.inference.quantized_linear_bytes)",
               (Slip("bf16", bf16, "that is the bf16 checkpoint"),))
 
@@ -420,10 +422,11 @@ def _crossover(qid: str, rng: random.Random) -> Numeric:
     g = rng.choice([x for x in GPUS if acts != "int8" or get_gpu(x).int8_tops])
     value = lambda: float(quantization.decode_crossover_batch(g, bits, acts))  # noqa: E731
     peak = get_gpu(g).int8_tops if acts == "int8" else (get_gpu(g).bf16_tflops or get_gpu(g).fp16_tflops)
-    return _q(qid, f"Compute-bound decode on {g}", f"On a **{g}** ({peak:g} T{'OPS int8' if acts == 'int8' else 'FLOP/s'}"
-              f" dense, {get_gpu(g).memory_bandwidth_gb_per_s:,.0f} GB/s), decode reads each weight once per step for "
-              f"the whole batch. With **{name}**, above which batch do the weight matmuls turn compute-bound "
-              "(KV cache ignored)?", value, "count",
+    return _q(qid, msg("Compute-bound decode on {gpu}", gpu=g),
+              msg("On a **{gpu}** ({peak} T{rate} dense, {bandwidth} GB/s), decode reads each weight once per step for "
+                  "the whole batch. With **{weights}**, above which batch do the weight matmuls turn compute-bound (KV "
+                  "cache ignored)?", gpu=g, peak=f"{peak:g}", rate="OPS int8" if acts == "int8" else "FLOP/s",
+                  bandwidth=f"{get_gpu(g).memory_bandwidth_gb_per_s:,.0f}", weights=name), value, "count",
               lambda: f"ridge {peak:g}e12 / {get_gpu(g).memory_bandwidth_gb_per_s:,.0f}e9 × {bits:.3f} / 16 = "
                       f"**{value():.0f}** sequences (`memlib.serving.quantization.decode_crossover_batch`).",
               _hints("A kernel is compute-bound above the ridge point, peak FLOP/s over bytes/s.",
@@ -438,9 +441,11 @@ def _batch1_speedup(qid: str, rng: random.Random) -> Numeric:
     m, g, w = rng.choice(DENSE), rng.choice(GPUS), rng.choice(("int8", "int4-awq", "nf4"))
     ctx = rng.choice((256, 1024, 4096))
     value = lambda: float(quantization.decode_speedup(m, g, 1, ctx, w))  # noqa: E731
-    return _q(qid, f"Batch-1 decode of {m} in {w}", f"One chat of **{ctx:,}** tokens (bf16 KV cache) decodes on a "
-              f"**{g}**. By what factor does memlib's decode roofline get faster with **{w}** weights instead of "
-              "bf16 (memory aside: as if either fitted, and as if a kernel for the format ran on that GPU)?", value, "x",
+    return _q(qid, msg("Batch-1 decode of {model} in {fmt}", model=m, fmt=w),
+              msg("One chat of **{ctx}** tokens (bf16 KV cache) decodes on a **{gpu}**. By what factor does memlib's "
+                  "decode roofline get faster with **{fmt}** weights instead of bf16 (memory aside: as if either "
+                  "fitted, and as if a kernel for the format ran on that GPU)?", ctx=f"{ctx:,}", gpu=g, fmt=w),
+              value, "x",
               lambda: f"`decode_speedup({m!r}, {g!r}, 1, {ctx}, {w!r})` = **{value():.2f}x**: at batch 1 the step "
                       "reads the weights and the KV cache once, so the speed-up is the ratio of the bytes read.",
               _hints("At batch 1 decode is memory-bound: time = bytes read / bandwidth.",
@@ -456,15 +461,17 @@ def _dp_logits(qid: str, rng: random.Random) -> Numeric:
     batch, seq = n * rng.choice((2, 4, 8)), rng.choice((1024, 2048, 4096))
     r = lambda: data_parallel_memory(get_model(m).num_params, batch, seq, get_model(m).vocab_size, n)  # noqa: E731
     value = lambda: float(r().dp_device0["gathered outputs"])  # noqa: E731
-    return _q(qid, f"DataParallel's gathered logits of {m}",
-              f"**{m}** is trained with `torch.nn.DataParallel` over **{n}** GPUs, a batch of **{batch}** sequences "
-              f"of **{seq:,}** tokens, and returns fp32 logits. How many GB of logits does the gather put on cuda:0?",
+    return _q(qid, msg("DataParallel's gathered logits of {model}", model=m),
+              msg("**{model}** is trained with `torch.nn.DataParallel` over **{n}** GPUs, a batch of **{batch}** "
+                  "sequences of **{seq}** tokens, and returns fp32 logits. How many GB of logits does the gather put "
+                  "on cuda:0?", model=m, n=n, batch=batch, seq=f"{seq:,}"),
               value, "GB",
               lambda: f"{batch} x {seq:,} x {get_model(m).vocab_size:,} x 4 bytes = **{fmt_bytes(value())}** on "
                       f"cuda:0 (`memlib.parallel.data_parallel.data_parallel_memory`); a DDP rank keeps only its own "
                       f"{batch // n} sequences, {fmt_bytes(r().ddp_rank['own outputs'])}.",
               _hints("DataParallel gathers every replica's output onto device_ids[0].",
-                     "bytes = batch x sequence x vocabulary x 4 (fp32)", f"Read the vocabulary of get_model({m!r})."),
+                     "bytes = batch x sequence x vocabulary x 4 (fp32)",
+                     msg("Read the vocabulary of get_model({model_repr}).", model_repr=repr(m))),
               "DataParallel's gather onto device_ids[0] (torch/nn/parallel/data_parallel.py; "
               "memlib.parallel.data_parallel)",
               (Slip("one GPU's share", lambda: float(r().ddp_rank["own outputs"]),
@@ -475,19 +482,21 @@ def _dp_logits(qid: str, rng: random.Random) -> Numeric:
 def _rlhf_states(qid: str, rng: random.Random) -> Numeric:
     from memlib.training.rlhf import estimate_rlhf  # imported on use: practice stays light to import
     m, alg = rng.choice(DENSE), rng.choice(("ppo", "grpo", "dpo"))
-    roles = {"ppo": "actor, critic, reference and reward model", "grpo": "actor, reference and reward model",
-             "dpo": "policy and reference"}[alg]
+    roles = {"ppo": msg("actor, critic, reference and reward model"), "grpo": msg("actor, reference and reward model"),
+             "dpo": msg("policy and reference")}[alg]
     est = lambda: estimate_rlhf(m, alg, gpus=1, zero_stage=0, rollout_batch=1)  # noqa: E731
     value = lambda: float(sum(r.resident_bytes for k, r in est().roles.items() if k != "rollout"))  # noqa: E731
-    return _q(qid, f"{alg.upper()} model states of {m}",
-              f"**{alg.upper()}** on **{m}** (every model the same size): the {roles}, on one GPU without sharding. "
-              "Trained models keep mixed-precision AdamW states, frozen ones bf16 weights. How many GB do the models "
-              "hold (no activations, no generation engine)?", value, "GB",
+    return _q(qid, msg("{alg} model states of {model}", alg=alg.upper(), model=m),
+              msg("**{alg}** on **{model}** (every model the same size): the {roles}, on one GPU without sharding. "
+                  "Trained models keep mixed-precision AdamW states, frozen ones bf16 weights. How many GB do the "
+                  "models hold (no activations, no generation engine)?", alg=alg.upper(), model=m, roles=roles),
+              value, "GB",
               lambda: "; ".join(f"{k} {fmt_bytes(r.resident_bytes)}" for k, r in est().roles.items() if k != "rollout")
               + f": **{fmt_bytes(value())}** (`memlib.estimate_rlhf(..., gpus=1, zero_stage=0)`).",
               _hints("Trained models carry gradients and optimizer states; frozen ones only weights.",
                      "bytes = 16 x N per trained model + 2 x N per frozen model",
-                     f"Count the trained and the frozen models of {alg.upper()}, then take N from get_model({m!r})."),
+                     msg("Count the trained and the frozen models of {alg}, then take N from get_model({model_repr}).",
+                         alg=alg.upper(), model_repr=repr(m))),
               "RLHF roles: 16 B/param trained, 2 B/param frozen (memlib.training.rlhf.estimate_rlhf)",
               (Slip("all trained", lambda: 16.0 * get_model(m).num_params * sum(k != "rollout" for k in est().roles),
                     "frozen models (reference, reward) keep no gradients or optimizer states: 2 B/param"),))
@@ -505,18 +514,20 @@ def _rollout_kv(qid: str, rng: random.Random) -> Numeric:
     # vLLM's prefix caching shares whole 16-token blocks; these prompts are whole blocks, so every
     # sample of a prompt reuses its prompt's blocks and adds only its own response (n > 1 sampling)
     value = lambda: float(prompts * (prompt + g * response) * kvb())  # noqa: E731
-    return _q(qid, f"Rollout KV cache of {m} with a shared prompt",
-              f"A GRPO rollout engine (vLLM with prefix caching, bf16 cache, no tensor parallelism) serving **{m}** "
-              f"decodes **{prompts}** prompts of {prompt:,} tokens with **{g}** samples per prompt, each sample "
-              f"{response:,} tokens long, all at once. How many GB of KV cache do they hold when every sample is "
-              "complete (assume the pool is large enough)?", value, "GB",
+    return _q(qid, msg("Rollout KV cache of {model} with a shared prompt", model=m),
+              msg("A GRPO rollout engine (vLLM with prefix caching, bf16 cache, no tensor parallelism) serving "
+                  "**{model}** decodes **{prompts}** prompts of {prompt} tokens with **{samples}** samples per prompt, "
+                  "each sample {response} tokens long, all at once. How many GB of KV cache do they hold when every "
+                  "sample is complete (assume the pool is large enough)?", model=m, prompts=prompts,
+                  prompt=f"{prompt:,}", samples=g, response=f"{response:,}"), value, "GB",
               lambda: f"each prompt's {prompt:,} tokens are cached once and shared by its {g} samples: "
                       f"{prompts} x ({prompt:,} + {g} x {response:,}) tokens x {kvb():,} B = **{fmt_bytes(value())}** "
                       f"(without sharing {fmt_bytes(prompts * g * (prompt + response) * kvb())}). A real engine "
                       "reserves a fixed pool and queues what does not fit: more samples cost time, not memory.",
               _hints("Samples of one prompt start from the same prefix: the engine caches it once.",
                      "bytes = prompts x (prompt + samples x response) x KV bytes per token",
-                     f"Find the KV bytes per token of {m} with kv_bytes_per_token(get_model({m!r}))."),
+                     msg("Find the KV bytes per token of {model} with kv_bytes_per_token(get_model({model_repr})).",
+                         model=m, model_repr=repr(m))),
               "rollout KV cache with a shared prefix (vLLM automatic prefix caching; memlib.kv_bytes_per_token)",
               (Slip("prompt not shared", lambda: float(prompts * g * (prompt + response) * kvb()),
                     "the samples of one prompt share its cached prefix (prefix caching / parallel sampling)"),
@@ -535,12 +546,13 @@ def _format_ratio(qid: str, rng: random.Random) -> Numeric:
     a, b = rng.sample(_FMT if what == "eps" else ("fp16", "fp8-e4m3", "fp8-e5m2"), 2)
     if getattr(float_format(a), what) < getattr(float_format(b), what):
         a, b = b, a  # the larger over the smaller: a factor >= 1
-    word = {"eps": "machine epsilon (the gap between 1 and the next number: precision)",
-            "max_value": "largest finite value (range)"}[what]
+    word = {"eps": msg("machine epsilon (the gap between 1 and the next number: precision)"),
+            "max_value": msg("largest finite value (range)")}[what]
     value = lambda: getattr(float_format(a), what) / getattr(float_format(b), what)  # noqa: E731
-    return _q(qid, f"{a} against {b}: {what}", f"How many times **{a}**'s {word} is **{b}**'s? (Work it out from the "
-              "bit layouts: exponent and mantissa bits; e.g. `\"3x\"`, a format no ratio here takes: they are powers "
-              "of two, or ratios of the largest values)", value, "x",
+    return _q(qid, msg("{a} against {b}: {what}", a=a, b=b, what=what),
+              msg("How many times **{a}**'s {word} is **{b}**'s? (Work it out from the bit layouts: exponent and "
+                  "mantissa bits; e.g. `\"3x\"`, a format no ratio here takes: they are powers of two, or ratios of "
+                  "the largest values)", a=a, word=word, b=b), value, "x",
               lambda: (f"{a}: {what} = {getattr(float_format(a), what):.4g}; {b}: {getattr(float_format(b), what):.4g};"
                        f" ratio **{value():,.0f}x** (`memlib.units.float_format`). Precision follows the mantissa "
                        "bits (eps = 2^-mantissa), range the exponent bits."),
@@ -548,17 +560,18 @@ def _format_ratio(qid: str, rng: random.Random) -> Numeric:
                      "eps = 2^-(mantissa bits); max = (2 - 2^-m) x 2^(emax), e4m3 reclaiming the all-ones exponent: 448",
                      "Write each format's exponent and mantissa bits first (fp16 5/10, bf16 8/7, e4m3 4/3, e5m2 5/2)."),
               "floating-point limits from the bit layout (IEEE 754; OCP OFP8; memlib.units.FloatFormat)",
-              (Slip("inverted", lambda: 1 / value(), f"that is {b}'s over {a}'s"),) if abs(value() - 1) > 0.05 else ())
+              (Slip("inverted", lambda: 1 / value(), msg("that is {b}'s over {a}'s", b=b, a=a)),) if abs(value() - 1) > 0.05 else ())
 
 
 def _speculative(qid: str, rng: random.Random) -> Numeric:
     from memlib.serving import techniques
     alpha, gamma = rng.choice((0.5, 0.6, 0.7, 0.8, 0.9)), rng.randint(2, 7)
     value = lambda: techniques.speculative_expected_tokens(alpha, gamma)  # noqa: E731
-    return _q(qid, f"Speculative decoding, alpha {alpha}, gamma {gamma}",
-              f"A draft model proposes **{gamma}** tokens per step; the target model accepts each with probability "
-              f"**{alpha}**, independently, stopping at the first rejection (and always adds one token of its own). "
-              "How many tokens does one forward of the target produce on average? Answer as a factor: a number followed by x.",
+    return _q(qid, msg("Speculative decoding, alpha {alpha}, gamma {gamma}", alpha=alpha, gamma=gamma),
+              msg("A draft model proposes **{gamma}** tokens per step; the target model accepts each with probability "
+                  "**{alpha}**, independently, stopping at the first rejection (and always adds one token of its "
+                  "own). How many tokens does one forward of the target produce on average? Answer as a factor: a "
+                  "number followed by x.", gamma=gamma, alpha=alpha),
               value, "x",
               lambda: (f"(1 - {alpha}^{gamma + 1}) / (1 - {alpha}) = **{value():.3f}x** tokens per target step "
                        "(Leviathan et al. 2023, eq. 1; `memlib.serving.techniques.speculative_expected_tokens`)."),
@@ -574,9 +587,10 @@ def _littles_law(qid: str, rng: random.Random) -> Numeric:
     from memlib.serving import techniques
     qps, latency = rng.choice((2, 5, 10, 20, 50)), rng.choice((4, 8, 12, 20, 30))
     value = lambda: float(math.ceil(techniques.littles_law_concurrency(qps, latency)))  # noqa: E731
-    return _q(qid, f"Little's law at {qps} req/s", f"Requests arrive at **{qps} per second** and each stays "
-              f"**{latency} s** on the server (prefill plus decode). How many requests are in flight at once, i.e. "
-              "how many sequences' KV caches must the GPUs hold? Give a whole number.", value, "count",
+    return _q(qid, msg("Little's law at {qps} req/s", qps=qps),
+              msg("Requests arrive at **{qps} per second** and each stays **{latency} s** on the server (prefill plus "
+                  "decode). How many requests are in flight at once, i.e. how many sequences' KV caches must the GPUs "
+                  "hold? Give a whole number.", qps=qps, latency=latency), value, "count",
               lambda: f"L = lambda x W = {qps} x {latency} = **{value():.0f}** sequences (Little 1961; "
                       "`memlib.serving.techniques.littles_law_concurrency`).",
               _hints("In a steady state, what arrives per second times how long each stays is what is inside.",
@@ -590,10 +604,11 @@ def _window_saving(qid: str, rng: random.Random) -> Numeric:
     from memlib.cost.conventions import mean_attended_keys
     seq, window = rng.choice((16384, 32768, 65536, 131072)), rng.choice((1024, 2048, 4096, 8192))
     value = lambda: mean_attended_keys(seq) / mean_attended_keys(seq, window)  # noqa: E731
-    return _q(qid, f"Sliding window {window} at {seq:,} tokens",
-              f"A causal model attends over the whole prefix; its sliding-window variant attends to the last "
-              f"**{window:,}** tokens only. At **{seq:,}**-token sequences, how many times fewer attention FLOPs "
-              "(score and value matmuls) does the windowed model spend per sequence?", value, "x",
+    return _q(qid, msg("Sliding window {window} at {seq} tokens", window=window, seq=f"{seq:,}"),
+              msg("A causal model attends over the whole prefix; its sliding-window variant attends to the last "
+                  "**{window}** tokens only. At **{seq}**-token sequences, how many times fewer attention FLOPs (score "
+                  "and value matmuls) does the windowed model spend per sequence?", window=f"{window:,}",
+                  seq=f"{seq:,}"), value, "x",
               lambda: (f"keys per query: full causal T/2 = {mean_attended_keys(seq):,.0f}; windowed w - w²/(2T) = "
                        f"{mean_attended_keys(seq, window):,.1f}; ratio **{value():.3g}x** "
                        "(`memlib.cost.conventions.mean_attended_keys`)."),
@@ -613,9 +628,10 @@ def _segment(qid: str, rng: random.Random) -> Numeric:
     width = rng.choice((2, 4))
     n = dims[0] * dims[1] * dims[2] * width
     value = lambda: float(segment_size(n))  # noqa: E731
-    return _q(qid, f"The segment for a {list(dims)} tensor", f"A {'bf16' if width == 2 else 'fp32'} tensor of shape "
-              f"**{list(dims)}** is allocated and no cached block can hold it. How large a segment does PyTorch's "
-              "caching allocator `cudaMalloc` for it (default settings)? Answer with a unit (MiB).", value, "bytes",
+    return _q(qid, msg("The segment for a {shape} tensor", shape=list(dims)),
+              msg("A {dtype} tensor of shape **{shape}** is allocated and no cached block can hold it. How large a "
+                  "segment does PyTorch's caching allocator `cudaMalloc` for it (default settings)? Answer with a unit "
+                  "(MiB).", dtype="bf16" if width == 2 else "fp32", shape=list(dims)), value, "bytes",
               lambda: f"{n:,} B → `memlib.hardware.allocator.segment_size` = **{value() / 2**20:g} MiB**.",
               _hints("Requests are rounded to 512 B, then given a segment by size class.",
                      "≤ 1 MiB → 2 MiB; < 10 MiB → 20 MiB; else rounded up to 2 MiB",
@@ -632,9 +648,10 @@ def _reserved(qid: str, rng: random.Random) -> Numeric:
         rng.choice((1, 2, 4))
     est = lambda: estimate_training(m, seq_len=seq, micro_batch=mb, finetune="lora", recompute="full")  # noqa: E731
     value = lambda: float(reserved_bytes(est()).reserved_bytes)  # noqa: E731
-    return _q(qid, f"Reserved for a {m} LoRA step", f"**{m}** LoRA, {seq:,} tokens, micro-batch {mb}, every decoder "
-              "layer checkpointed, one GPU. What `max_memory_reserved()` does memlib's caching-allocator model "
-              "predict with default segments? Answer in GB (10⁹ bytes).", value, "GB",
+    return _q(qid, msg("Reserved for a {model} LoRA step", model=m),
+              msg("**{model}** LoRA, {seq} tokens, micro-batch {mb}, every decoder layer checkpointed, one GPU. What "
+                  "`max_memory_reserved()` does memlib's caching-allocator model predict with default segments? Answer "
+                  "in GB (10⁹ bytes).", model=m, seq=f"{seq:,}", mb=mb), value, "GB",
               lambda: f"`reserved_bytes(estimate_training(...))` = **{fmt_bytes(value())}** (allocated "
                       f"{fmt_bytes(est().peak_bytes)} + 0.5 × the transient bytes).",
               _hints("Reserved is allocated plus what the cache strands.",
