@@ -57,8 +57,9 @@ def _weights(qid: str, rng: random.Random) -> Numeric:
               msg("How many GB (10⁹ bytes) do the weights of **{model}** take stored as **{fmt}** (every tensor as "
                   "memlib.estimate_inference(weights={fmt_repr}) stores it)?", model=m, fmt=w, fmt_repr=repr(w)),
               value, "GB",
-              lambda: f"`estimate_inference({m!r}, weights={w!r}).weight_bytes` = **{fmt_bytes(value())}** "
-                      f"({get_model(m).num_params:,} parameters).",
+              lambda: msg("`estimate_inference({model_repr}, weights={fmt_repr}).weight_bytes` = **{bytes}** ({params} "
+                          "parameters).", model_repr=repr(m), fmt_repr=repr(w), bytes=fmt_bytes(value()),
+                          params=f"{get_model(m).num_params:,}"),
               _hints("Weights are parameters x bytes per parameter; quantized formats add scales.",
                      "bytes = num_params x bytes per parameter (+ scales and 16-bit tensors a format keeps)",
                      msg("Start from get_model({model_repr}).num_params.", model_repr=repr(m))),
@@ -74,7 +75,8 @@ def _states(qid: str, rng: random.Random) -> Numeric:
                   "master, m and v: the ZeRO paper's K = 12) and **ZeRO stage {stage}** over **{dp}** data-parallel "
                   "GPUs. How many GB of model states does **each** GPU hold?", model=m, stage=stage, dp=dp),
               value, "GB",
-              lambda: f"`zero_model_state_bytes({n():,}, {stage}, {dp})` = **{fmt_bytes(value())}** per GPU.",
+              lambda: msg("`zero_model_state_bytes({params}, {stage}, {dp})` = **{bytes}** per GPU.", params=f"{n():,}",
+                          stage=stage, dp=dp, bytes=fmt_bytes(value())),
               _hints("ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the weights.",
                      "per GPU = (2 + 2 + 12) x N with the sharded terms divided by the data-parallel degree",
                      "Write 2N (weights), 2N (gradients), 12N (optimizer) and divide the sharded ones."),
@@ -92,8 +94,9 @@ def _gpus_for_states(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeri
                   "mixed-precision AdamW model states (16 bytes per parameter) of **{model}** fully sharded (ZeRO-3)? "
                   "Ignore activations; give a whole number.", gpu=g, capacity=fmt_bytes(get_gpu(g).memory_bytes),
                   model=m), value, "count",
-              lambda: f"16 x {get_model(m).num_params:,} bytes / {fmt_bytes(get_gpu(g).memory_bytes)} rounded up: "
-                      f"**{value():.0f}** GPUs.",
+              lambda: msg("16 x {params} bytes / {capacity} rounded up: **{count}** GPUs.",
+                          params=f"{get_model(m).num_params:,}", capacity=fmt_bytes(get_gpu(g).memory_bytes),
+                          count=f"{value():.0f}"),
               _hints("Sharded states divide evenly; the count is the total over one GPU's memory, rounded up.",
                      "GPUs = ceil(16 x N / GPU bytes)",
                      msg("Compute 16 x get_model({model_repr}).num_params first.", model_repr=repr(m))),
@@ -124,12 +127,18 @@ def _window_note(model, ctx: int) -> str:
                what=what, cap=f"{cap:,}", fewer=fewer)
 
 
+_LAYER_TYPES = {"full_attention": msg("full attention"), "sliding_attention": msg("sliding attention"),
+                "chunked_attention": msg("chunked attention")}
+_BOUND = {"memory": msg("memory-bound"), "compute": msg("compute-bound")}
+
+
 def _kv_worked(model, batch: int, ctx: int, value: float, tp: int = 1, engine: str = "hf") -> str:
     """The per-layer-type arithmetic of a KV cache, every product written as it is computed."""
-    parts = [f"{n} {t.replace('_', ' ')} layers x {tokens:,} tokens x {b:,} B"
-             for t, n, tokens, b in _layer_terms(model, ctx, tp, engine)]
-    return (f"per sequence: {' + '.join(parts)}; x {batch} sequences = **{fmt_bytes(value)}** "
-            "(`memlib.kv_cache_bytes`; windowed layers keep at most their window).")
+    parts = [msg("{n} {type} layers x {tokens} tokens x {bytes} B", n=n, type=_LAYER_TYPES.get(t, t.replace("_", " ")),
+                 tokens=f"{tokens:,}", bytes=f"{b:,}") for t, n, tokens, b in _layer_terms(model, ctx, tp, engine)]
+    sum_ = msg(" + ".join("{p%d}" % i for i in range(len(parts))), **{f"p{i}": p for i, p in enumerate(parts)})
+    return msg("per sequence: {sum}; x {batch} sequences = **{bytes}** (`memlib.kv_cache_bytes`; windowed layers keep "
+               "at most their window).", sum=sum_, batch=batch, bytes=fmt_bytes(value))
 
 
 def _kv_cache(qid: str, rng: random.Random, models=DENSE + LONG, tp_choices=(1,)) -> Numeric:
@@ -163,7 +172,8 @@ def _kv_token(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeric:
     return _q(qid, msg("KV bytes per token of {model}", model=m),
               msg("How many **bytes** of bf16 KV cache does one token of **{model}** take (all layers)?", model=m),
               value, "bytes",
-              lambda: f"`kv_bytes_per_token(get_model({m!r}))` = **{value():,.0f} bytes**.",
+              lambda: msg("`kv_bytes_per_token(get_model({model_repr}))` = **{bytes} bytes**.", model_repr=repr(m),
+                          bytes=f"{value():,.0f}"),
               _hints("One token caches K and V in every layer.", "2 x layers x kv_heads x head_dim x 2 bytes",
                      msg("Read num_layers, num_kv_heads and head_dim of get_model({model_repr}).", model_repr=repr(m))),
               "KV bytes per token (memlib.serving.inference.kv_bytes_per_token)",
@@ -177,8 +187,9 @@ def _moe_ratio(qid: str, rng: random.Random) -> Numeric:
     return _q(qid, msg("Total over active parameters of {model}", model=m),
               msg("**{model}** is a mixture of experts. By what factor do its total parameters exceed the parameters "
                   "one token activates?", model=m), value, "x",
-              lambda: f"{model().num_params:,} / {model().num_active_params:,} = **{value():.2f}x**: memory holds "
-                      "every expert, compute touches the active ones.",
+              lambda: msg("{total} / {active} = **{ratio}x**: memory holds every expert, compute touches the active "
+                          "ones.", total=f"{model().num_params:,}", active=f"{model().num_active_params:,}",
+                          ratio=f"{value():.2f}"),
               _hints("Memory holds all experts; one token passes through top-k of them plus the shared parts.",
                      "factor = num_params / num_active_params",
                      msg("Read both counts from get_model({model_repr}).", model_repr=repr(m))),
@@ -196,9 +207,10 @@ def _expert_tokens(qid: str, rng: random.Random) -> Numeric:
                   "per read: the reason MoE decode stays memory-bound.)", model=m,
                   top_k=get_model(m).num_experts_per_tok, experts=get_model(m).num_experts, batch=batch),
               value, "count",
-              lambda: f"{batch} tokens x {model().num_experts_per_tok} experts each / {model().num_experts} experts = "
-                      f"**{value():.3g}** tokens per expert per step; a dense layer would reuse each weight {batch} "
-                      "times.",
+              lambda: msg("{batch} tokens x {top_k} experts each / {experts} experts = **{tokens}** tokens per expert "
+                          "per step; a dense layer would reuse each weight {batch2} times.", batch=batch,
+                          top_k=model().num_experts_per_tok, experts=model().num_experts, tokens=f"{value():.3g}",
+                          batch2=batch),
               _hints("Each token sends its hidden state to top-k experts; spread evenly, every expert gets a share.",
                      "tokens per expert = batch x top-k / routed experts",
                      msg("Read num_experts_per_tok and num_experts of get_model({model_repr}).", model_repr=repr(m))),
@@ -217,9 +229,10 @@ def _mla_tp(qid: str, rng: random.Random) -> Numeric:
                   "values plus a {rope}-value rope key per token, in bf16. Served with tensor parallelism over **{tp}** "
                   "GPUs, how many **bytes** of cache does one token take on **each** GPU (all layers)?", model=m,
                   rank=mo.kv_lora_rank, rope=mo.qk_rope_head_dim, tp=tp), value, "bytes",
-              lambda: f"({mo.kv_lora_rank} + {mo.qk_rope_head_dim}) x 2 B x {mo.num_layers} layers = "
-                      f"**{value():,.0f} bytes** on every GPU: the latent is one vector per token, not per head, so "
-                      "tensor parallelism cannot split it; every rank keeps all of it (`memlib.kv_bytes_per_token`).",
+              lambda: msg("({rank} + {rope}) x 2 B x {layers} layers = **{bytes} bytes** on every GPU: the latent is "
+                          "one vector per token, not per head, so tensor parallelism cannot split it; every rank keeps "
+                          "all of it (`memlib.kv_bytes_per_token`).", rank=mo.kv_lora_rank, rope=mo.qk_rope_head_dim,
+                          layers=mo.num_layers, bytes=f"{value():,.0f}"),
               _hints("Tensor parallelism splits attention by heads; what is cached per head splits, what is not stays.",
                      "bytes = (kv_lora_rank + qk_rope_head_dim) x 2 x layers, on every GPU",
                      msg("Read kv_lora_rank, qk_rope_head_dim and num_layers of get_model({model_repr}).",
@@ -239,8 +252,8 @@ def _flops(qid: str, rng: random.Random) -> Numeric:
     return _q(qid, msg("Training FLOPs of {model}", model=m),
               msg("Pretraining **{model}** on **{tokens}T** tokens: how many FLOPs with the 6ND rule (exact parameter "
                   "count, no attention term)?", model=m, tokens=f"{tokens / 1e12:g}"), value, "FLOPs",
-              lambda: f"6 x {get_model(m).num_params:,} x {tokens:.3g} = **{value():.3g} FLOPs** "
-                      "(`memlib.cost.training_flops`).",
+              lambda: msg("6 x {params} x {tokens} = **{flops} FLOPs** (`memlib.cost.training_flops`).",
+                          params=f"{get_model(m).num_params:,}", tokens=f"{tokens:.3g}", flops=f"{value():.3g}"),
               _hints("Forward is 2 FLOPs per parameter per token, backward twice that.", "FLOPs = 6 x N x D",
                      msg("Take N from get_model({model_repr}).num_params.", model_repr=repr(m))),
               "training FLOPs 6ND (Kaplan et al. 2020; memlib.cost.training_flops)",
@@ -256,8 +269,9 @@ def _gpu_hours(qid: str, rng: random.Random) -> Numeric:
               msg("Training **{model}** on **{tokens}T** tokens (6ND) on **{gpu}** GPUs at **{mfu} MFU** against the "
                   "dense bf16 peak: how many GPU-hours?", model=m, tokens=f"{tokens / 1e12:g}", gpu=g, mfu=f"{mfu:.0%}"),
               value, "GPU-hours",
-              lambda: f"{flops():.3g} FLOPs / ({mfu} x {get_gpu(g).bf16_tflops} TFLOP/s x 3600) = "
-                      f"**{value():,.0f} GPU-hours** (`memlib.cost.gpu_hours`).",
+              lambda: msg("{flops} FLOPs / ({mfu} x {peak} TFLOP/s x 3600) = **{hours} GPU-hours** "
+                          "(`memlib.cost.gpu_hours`).", flops=f"{flops():.3g}", mfu=mfu, peak=get_gpu(g).bf16_tflops,
+                          hours=f"{value():,.0f}"),
               _hints("GPU-hours are work over the rate one GPU sustains.", "hours = 6ND / (MFU x peak x 3600)",
                      "Compute 6ND first."),
               "GPU-hours = FLOPs / (MFU x peak) (memlib.cost.gpu_hours)")
@@ -277,10 +291,11 @@ def _mfu_from_throughput(qid: str, rng: random.Random) -> Numeric:
                   "by PaLM's definition (model FLOPs: 6N plus the attention's 12·L·H·Q·T per token; the recomputed "
                   "forward is not counted)?", model=m, seq=f"{seq:,}", tps=f"{tps:,}", gpu=g,
                   peak=f"{get_gpu(g).bf16_tflops:g}"), value, "%",
-              lambda: f"model FLOPs per token {model_fpt() / 1e9:,.1f} GFLOP; {tps:,} x {model_fpt() / 1e9:,.1f} GFLOP / "
-                      f"{get_gpu(g).bf16_tflops:g} TFLOP/s = **{value():.1f}% MFU**. Counting the recomputed forward "
-                      f"(8N + 16·L·H·Q·T) gives {hfu():.1f}%: that is HFU, the hardware's utilisation "
-                      "(`memlib.cost.flops_per_token`).",
+              lambda: msg("model FLOPs per token {gflop} GFLOP; {tps} x {gflop2} GFLOP / {peak} TFLOP/s = **{mfu}% "
+                          "MFU**. Counting the recomputed forward (8N + 16·L·H·Q·T) gives {hfu}%: that is HFU, the "
+                          "hardware's utilisation (`memlib.cost.flops_per_token`).", gflop=f"{model_fpt() / 1e9:,.1f}",
+                          tps=f"{tps:,}", gflop2=f"{model_fpt() / 1e9:,.1f}", peak=f"{get_gpu(g).bf16_tflops:g}",
+                          mfu=f"{value():.1f}", hfu=f"{hfu():.1f}"),
               _hints("MFU asks what fraction of the peak went into the FLOPs the model needs, not the FLOPs the GPU ran.",
                      "MFU = tokens/s x (6N + 12·L·H·Q·T) / peak FLOP/s",
                      msg("Compute 6N + 12·L·H·Q·T for {model} at {seq} tokens first.", model=m, seq=f"{seq:,}")),
@@ -302,11 +317,14 @@ def _int4_speedup_at_batch(qid: str, rng: random.Random) -> Numeric:
                   "with AWQ int4 weights (W4A16, 4 + 20/128 bits) than with bf16 weights (dequantization cost not "
                   "counted)?", model=m, batch=batch, ctx=f"{ctx:,}", tp=tp, gpu=g),
               value, "x",
-              lambda: (lambda b, q: f"bf16: max({b.memory_s * 1e3:.2f} ms reading, {b.compute_s * 1e3:.2f} ms "
-                       f"computing) = {b.step_s * 1e3:.2f} ms ({b.bound}-bound); int4: max({q.memory_s * 1e3:.2f}, "
-                       f"{q.compute_s * 1e3:.2f}) = {q.step_s * 1e3:.2f} ms ({q.bound}-bound); ratio **{value():.2f}x** "
-                       "(`memlib.serving.quantization.decode_speedup`). The gain shrinks once int4 turns compute-bound "
-                       "and is gone once bf16 does too.")(decode_bound(m, g, batch, ctx, "bf16", tp=tp),
+              lambda: (lambda b, q: msg(
+                  "bf16: max({b_mem} ms reading, {b_comp} ms computing) = {b_step} ms ({b_bound}); int4: max({q_mem}, "
+                  "{q_comp}) = {q_step} ms ({q_bound}); ratio **{ratio}x** "
+                  "(`memlib.serving.quantization.decode_speedup`). The gain shrinks once int4 turns compute-bound and "
+                  "is gone once bf16 does too.", b_mem=f"{b.memory_s * 1e3:.2f}", b_comp=f"{b.compute_s * 1e3:.2f}",
+                  b_step=f"{b.step_s * 1e3:.2f}", b_bound=_BOUND.get(b.bound, f"{b.bound}-bound"), q_mem=f"{q.memory_s * 1e3:.2f}",
+                  q_comp=f"{q.compute_s * 1e3:.2f}", q_step=f"{q.step_s * 1e3:.2f}", q_bound=_BOUND.get(q.bound, f"{q.bound}-bound"),
+                  ratio=f"{value():.2f}"))(decode_bound(m, g, batch, ctx, "bf16", tp=tp),
                                                           quantized_decode_bound(m, g, batch, ctx, "int4-awq", tp=tp)),
               _hints("A decode step reads every weight once for the whole batch, and does 2 FLOPs per weight per "
                      "sequence.",
@@ -328,9 +346,10 @@ def _largest_full_finetune(qid: str, rng: random.Random) -> Numeric:
                   "model (parameters) whose peak fits?", gpu=g, capacity=fmt_bytes(get_gpu(g).memory_bytes), impl=impl,
                   temporary=msg(" (it adds a temporary the size of one fp32 state at the step)")
                   if impl == "foreach" else ""), value, "params",
-              lambda: f"{fmt_bytes(get_gpu(g).memory_bytes)} / {per} B per parameter = **{value() / 1e9:.2f}B** "
-                      "parameters (PyTorch AMP: fp32 weights 4 + fp32 gradients 4 + Adam's m and v 8 = 16 B"
-                      + (", plus 4 for the foreach temporary" if impl == "foreach" else "") + "); activations lower it.",
+              lambda: msg("{capacity} / {per} B per parameter = **{params}B** parameters (PyTorch AMP: fp32 weights 4 + "
+                          "fp32 gradients 4 + Adam's m and v 8 = 16 B{temporary}); activations lower it.",
+                          capacity=fmt_bytes(get_gpu(g).memory_bytes), per=per, params=f"{value() / 1e9:.2f}",
+                          temporary=msg(", plus 4 for the foreach temporary") if impl == "foreach" else ""),
               _hints("Mixed precision keeps fp32 master weights, gradients and two Adam moments.",
                      "largest N = memory / bytes per parameter at the peak (16; 20 with foreach's temporary)",
                      "Write the bytes per parameter at the optimizer step first."),
@@ -359,8 +378,8 @@ def _tp_weights(qid: str, rng: random.Random) -> Numeric:
               msg("**{model}** served in **{fmt}** with tensor parallelism over **{tp}** GPUs. How many GB of weights "
                   "does **each** GPU hold (as memlib.estimate_inference lays them out)?", model=m, fmt=w, tp=tp),
               value, "GB",
-              lambda: f"`estimate_inference({m!r}, weights={w!r}, tp={tp}).weight_bytes` = **{fmt_bytes(value())}** "
-                      "per GPU.",
+              lambda: msg("`estimate_inference({model_repr}, weights={fmt_repr}, tp={tp}).weight_bytes` = **{bytes}** "
+                          "per GPU.", model_repr=repr(m), fmt_repr=repr(w), tp=tp, bytes=fmt_bytes(value())),
               _hints("Tensor parallelism splits the projections; norms stay whole on every GPU.",
                      "per GPU ≈ weights / tp (+ the replicated small tensors)", "Compute the whole model's bytes first."),
               "weights per GPU under tensor parallelism (memlib.estimate_inference)",
@@ -379,9 +398,11 @@ def _checkpoint_interval(qid: str, rng: random.Random) -> Numeric:
                   "at **{rate} GB/s**. Your GPUs fail at Llama 3's per-GPU rate (419 unexpected interruptions in 54 "
                   "days on 16,384 GPUs). With Young's first-order rule, how many **seconds** apart should the "
                   "(blocking) checkpoints be?", model=m, gpus=f"{gpus:,}", rate=f"{rate / 1e9:g}"), value, "s",
-              lambda: (f"size {fmt_bytes(checkpointing.checkpoint_size_bytes(m))}, write {write():.1f} s; MTBF "
-                       f"54 x 86,400 / 419 x 16,384 / {gpus:,} = {mtbf():,.0f} s; sqrt(2 x {write():.1f} x "
-                       f"{mtbf():,.0f}) = **{value():,.0f} s** (`memlib.cost.young_interval_s`)."),
+              lambda: msg("size {size}, write {write} s; MTBF 54 x 86,400 / 419 x 16,384 / {gpus} = {mtbf} s; sqrt(2 x "
+                          "{write2} x {mtbf2}) = **{interval} s** (`memlib.cost.young_interval_s`).",
+                          size=fmt_bytes(checkpointing.checkpoint_size_bytes(m)), write=f"{write():.1f}",
+                          gpus=f"{gpus:,}", mtbf=f"{mtbf():,.0f}", write2=f"{write():.1f}", mtbf2=f"{mtbf():,.0f}",
+                          interval=f"{value():,.0f}"),
               _hints("Save too often and the stalls add up; too rarely and each failure redoes more work.",
                      "interval = sqrt(2 x write time x MTBF); MTBF scales as 1 / the GPU count",
                      "Write time first: 14 x parameters / bandwidth."),
@@ -408,8 +429,9 @@ def _quant_weights(qid: str, rng: random.Random) -> Numeric:
               msg("How many GB (10⁹ bytes) of weights does **{model}** take {where} as a **{fmt}** checkpoint (scales "
                   "and zero-points included; embeddings, head and norms stay 16-bit, as memlib.estimate_inference lays "
                   "them out)?", model=m, where=where, fmt=w), value, "GB",
-              lambda: f"`estimate_inference({m!r}, weights={w!r}, tp={tp}).weight_bytes` = **{fmt_bytes(value())}**"
-                      f" ({bf16() / value():.2f}x smaller than bf16).",
+              lambda: msg("`estimate_inference({model_repr}, weights={fmt_repr}, tp={tp}).weight_bytes` = **{bytes}** "
+                          "({ratio}x smaller than bf16).", model_repr=repr(m), fmt_repr=repr(w), tp=tp,
+                          bytes=fmt_bytes(value()), ratio=f"{bf16() / value():.2f}"),
               _hints("Only the decoder projections are quantized; each carries its group's scale (and zero-point).",
                      "bytes ≈ projections × bits / 8 + the 16-bit tensors × 2, divided over the GPUs",
                      msg("Start from get_model({model_repr}).num_params.", model_repr=repr(m))),
@@ -427,8 +449,10 @@ def _crossover(qid: str, rng: random.Random) -> Numeric:
                   "the whole batch. With **{weights}**, above which batch do the weight matmuls turn compute-bound (KV "
                   "cache ignored)?", gpu=g, peak=f"{peak:g}", rate="OPS int8" if acts == "int8" else "FLOP/s",
                   bandwidth=f"{get_gpu(g).memory_bandwidth_gb_per_s:,.0f}", weights=name), value, "count",
-              lambda: f"ridge {peak:g}e12 / {get_gpu(g).memory_bandwidth_gb_per_s:,.0f}e9 × {bits:.3f} / 16 = "
-                      f"**{value():.0f}** sequences (`memlib.serving.quantization.decode_crossover_batch`).",
+              lambda: msg("ridge {peak}e12 / {bandwidth}e9 × {bits} / 16 = **{batch}** sequences "
+                          "(`memlib.serving.quantization.decode_crossover_batch`).", peak=f"{peak:g}",
+                          bandwidth=f"{get_gpu(g).memory_bandwidth_gb_per_s:,.0f}", bits=f"{bits:.3f}",
+                          batch=f"{value():.0f}"),
               _hints("A kernel is compute-bound above the ridge point, peak FLOP/s over bytes/s.",
                      "2·B FLOPs per weight / (bits / 8) bytes = ridge, so B = ridge × bits / 16",
                      "Compute the ridge point first."),
@@ -446,8 +470,10 @@ def _batch1_speedup(qid: str, rng: random.Random) -> Numeric:
                   "decode roofline get faster with **{fmt}** weights instead of bf16 (memory aside: as if either "
                   "fitted, and as if a kernel for the format ran on that GPU)?", ctx=f"{ctx:,}", gpu=g, fmt=w),
               value, "x",
-              lambda: f"`decode_speedup({m!r}, {g!r}, 1, {ctx}, {w!r})` = **{value():.2f}x**: at batch 1 the step "
-                      "reads the weights and the KV cache once, so the speed-up is the ratio of the bytes read.",
+              lambda: msg("`decode_speedup({model_repr}, {gpu_repr}, 1, {ctx}, {fmt_repr})` = **{ratio}x**: at batch 1 "
+                          "the step reads the weights and the KV cache once, so the speed-up is the ratio of the bytes "
+                          "read.", model_repr=repr(m), gpu_repr=repr(g), ctx=ctx, fmt_repr=repr(w),
+                          ratio=f"{value():.2f}"),
               _hints("At batch 1 decode is memory-bound: time = bytes read / bandwidth.",
                      "speed-up = (bf16 weights + KV) / (quantized weights + KV), embedding table excluded",
                      "Compute both bytes with memlib.serving.decode_bound."),
@@ -466,9 +492,10 @@ def _dp_logits(qid: str, rng: random.Random) -> Numeric:
                   "sequences of **{seq}** tokens, and returns fp32 logits. How many GB of logits does the gather put "
                   "on cuda:0?", model=m, n=n, batch=batch, seq=f"{seq:,}"),
               value, "GB",
-              lambda: f"{batch} x {seq:,} x {get_model(m).vocab_size:,} x 4 bytes = **{fmt_bytes(value())}** on "
-                      f"cuda:0 (`memlib.parallel.data_parallel.data_parallel_memory`); a DDP rank keeps only its own "
-                      f"{batch // n} sequences, {fmt_bytes(r().ddp_rank['own outputs'])}.",
+              lambda: msg("{batch} x {seq} x {vocab} x 4 bytes = **{bytes}** on cuda:0 "
+                          "(`memlib.parallel.data_parallel.data_parallel_memory`); a DDP rank keeps only its own {own} "
+                          "sequences, {own_bytes}.", batch=batch, seq=f"{seq:,}", vocab=f"{get_model(m).vocab_size:,}",
+                          bytes=fmt_bytes(value()), own=batch // n, own_bytes=fmt_bytes(r().ddp_rank["own outputs"])),
               _hints("DataParallel gathers every replica's output onto device_ids[0].",
                      "bytes = batch x sequence x vocabulary x 4 (fp32)",
                      msg("Read the vocabulary of get_model({model_repr}).", model_repr=repr(m))),
@@ -491,8 +518,9 @@ def _rlhf_states(qid: str, rng: random.Random) -> Numeric:
                   "Trained models keep mixed-precision AdamW states, frozen ones bf16 weights. How many GB do the "
                   "models hold (no activations, no generation engine)?", alg=alg.upper(), model=m, roles=roles),
               value, "GB",
-              lambda: "; ".join(f"{k} {fmt_bytes(r.resident_bytes)}" for k, r in est().roles.items() if k != "rollout")
-              + f": **{fmt_bytes(value())}** (`memlib.estimate_rlhf(..., gpus=1, zero_stage=0)`).",
+              lambda: msg("{roles}: **{bytes}** (`memlib.estimate_rlhf(..., gpus=1, zero_stage=0)`).",
+                          roles="; ".join(f"{k} {fmt_bytes(r.resident_bytes)}" for k, r in est().roles.items()
+                                          if k != "rollout"), bytes=fmt_bytes(value())),
               _hints("Trained models carry gradients and optimizer states; frozen ones only weights.",
                      "bytes = 16 x N per trained model + 2 x N per frozen model",
                      msg("Count the trained and the frozen models of {alg}, then take N from get_model({model_repr}).",
@@ -520,10 +548,12 @@ def _rollout_kv(qid: str, rng: random.Random) -> Numeric:
                   "each sample {response} tokens long, all at once. How many GB of KV cache do they hold when every "
                   "sample is complete (assume the pool is large enough)?", model=m, prompts=prompts,
                   prompt=f"{prompt:,}", samples=g, response=f"{response:,}"), value, "GB",
-              lambda: f"each prompt's {prompt:,} tokens are cached once and shared by its {g} samples: "
-                      f"{prompts} x ({prompt:,} + {g} x {response:,}) tokens x {kvb():,} B = **{fmt_bytes(value())}** "
-                      f"(without sharing {fmt_bytes(prompts * g * (prompt + response) * kvb())}). A real engine "
-                      "reserves a fixed pool and queues what does not fit: more samples cost time, not memory.",
+              lambda: msg("each prompt's {prompt} tokens are cached once and shared by its {samples} samples: {prompts} "
+                          "x ({prompt2} + {samples2} x {response}) tokens x {kv} B = **{bytes}** (without sharing "
+                          "{unshared}). A real engine reserves a fixed pool and queues what does not fit: more samples "
+                          "cost time, not memory.", prompt=f"{prompt:,}", samples=g, prompts=prompts,
+                          prompt2=f"{prompt:,}", samples2=g, response=f"{response:,}", kv=f"{kvb():,}",
+                          bytes=fmt_bytes(value()), unshared=fmt_bytes(prompts * g * (prompt + response) * kvb())),
               _hints("Samples of one prompt start from the same prefix: the engine caches it once.",
                      "bytes = prompts x (prompt + samples x response) x KV bytes per token",
                      msg("Find the KV bytes per token of {model} with kv_bytes_per_token(get_model({model_repr})).",
@@ -553,9 +583,10 @@ def _format_ratio(qid: str, rng: random.Random) -> Numeric:
               msg("How many times **{a}**'s {word} is **{b}**'s? (Work it out from the bit layouts: exponent and "
                   "mantissa bits; e.g. `\"3x\"`, a format no ratio here takes: they are powers of two, or ratios of "
                   "the largest values)", a=a, word=word, b=b), value, "x",
-              lambda: (f"{a}: {what} = {getattr(float_format(a), what):.4g}; {b}: {getattr(float_format(b), what):.4g};"
-                       f" ratio **{value():,.0f}x** (`memlib.units.float_format`). Precision follows the mantissa "
-                       "bits (eps = 2^-mantissa), range the exponent bits."),
+              lambda: msg("{a}: {what} = {va}; {b}: {vb}; ratio **{ratio}x** (`memlib.units.float_format`). Precision "
+                          "follows the mantissa bits (eps = 2^-mantissa), range the exponent bits.", a=a, what=what,
+                          va=f"{getattr(float_format(a), what):.4g}", b=b, vb=f"{getattr(float_format(b), what):.4g}",
+                          ratio=f"{value():,.0f}"),
               _hints("Mantissa bits set the precision, exponent bits the range.",
                      "eps = 2^-(mantissa bits); max = (2 - 2^-m) x 2^(emax), e4m3 reclaiming the all-ones exponent: 448",
                      "Write each format's exponent and mantissa bits first (fp16 5/10, bf16 8/7, e4m3 4/3, e5m2 5/2)."),
@@ -573,8 +604,9 @@ def _speculative(qid: str, rng: random.Random) -> Numeric:
                   "own). How many tokens does one forward of the target produce on average? Answer as a factor: a "
                   "number followed by x.", gamma=gamma, alpha=alpha),
               value, "x",
-              lambda: (f"(1 - {alpha}^{gamma + 1}) / (1 - {alpha}) = **{value():.3f}x** tokens per target step "
-                       "(Leviathan et al. 2023, eq. 1; `memlib.serving.techniques.speculative_expected_tokens`)."),
+              lambda: msg("(1 - {alpha}^{power}) / (1 - {alpha2}) = **{tokens}x** tokens per target step (Leviathan et "
+                          "al. 2023, eq. 1; `memlib.serving.techniques.speculative_expected_tokens`).", alpha=alpha,
+                          power=gamma + 1, alpha2=alpha, tokens=f"{value():.3f}"),
               _hints("Count the tokens of one step: accepted draft tokens plus the target's own one.",
                      "E[tokens] = 1 + alpha + alpha^2 + ... + alpha^gamma = (1 - alpha^(gamma+1)) / (1 - alpha)",
                      "Sum the geometric series term by term if the closed form slips."),
@@ -591,8 +623,9 @@ def _littles_law(qid: str, rng: random.Random) -> Numeric:
               msg("Requests arrive at **{qps} per second** and each stays **{latency} s** on the server (prefill plus "
                   "decode). How many requests are in flight at once, i.e. how many sequences' KV caches must the GPUs "
                   "hold? Give a whole number.", qps=qps, latency=latency), value, "count",
-              lambda: f"L = lambda x W = {qps} x {latency} = **{value():.0f}** sequences (Little 1961; "
-                      "`memlib.serving.techniques.littles_law_concurrency`).",
+              lambda: msg("L = lambda x W = {qps} x {latency} = **{count}** sequences (Little 1961; "
+                          "`memlib.serving.techniques.littles_law_concurrency`).", qps=qps, latency=latency,
+                          count=f"{value():.0f}"),
               _hints("In a steady state, what arrives per second times how long each stays is what is inside.",
                      "L = lambda x W", "Multiply the arrival rate by the time in the system."),
               "Little's law L = lambda W (Little 1961)",
@@ -609,9 +642,10 @@ def _window_saving(qid: str, rng: random.Random) -> Numeric:
                   "**{window}** tokens only. At **{seq}**-token sequences, how many times fewer attention FLOPs (score "
                   "and value matmuls) does the windowed model spend per sequence?", window=f"{window:,}",
                   seq=f"{seq:,}"), value, "x",
-              lambda: (f"keys per query: full causal T/2 = {mean_attended_keys(seq):,.0f}; windowed w - w²/(2T) = "
-                       f"{mean_attended_keys(seq, window):,.1f}; ratio **{value():.3g}x** "
-                       "(`memlib.cost.conventions.mean_attended_keys`)."),
+              lambda: msg("keys per query: full causal T/2 = {full}; windowed w - w²/(2T) = {windowed}; ratio "
+                          "**{ratio}x** (`memlib.cost.conventions.mean_attended_keys`).",
+                          full=f"{mean_attended_keys(seq):,.0f}", windowed=f"{mean_attended_keys(seq, window):,.1f}",
+                          ratio=f"{value():.3g}"),
               _hints("Attention FLOPs per query are proportional to the keys it attends to.",
                      "full causal: T/2 keys per query on average; windowed: w - w²/(2T)",
                      "Average over queries: the first w queries see fewer than w keys."),
@@ -632,7 +666,8 @@ def _segment(qid: str, rng: random.Random) -> Numeric:
               msg("A {dtype} tensor of shape **{shape}** is allocated and no cached block can hold it. How large a "
                   "segment does PyTorch's caching allocator `cudaMalloc` for it (default settings)? Answer with a unit "
                   "(MiB).", dtype="bf16" if width == 2 else "fp32", shape=list(dims)), value, "bytes",
-              lambda: f"{n:,} B → `memlib.hardware.allocator.segment_size` = **{value() / 2**20:g} MiB**.",
+              lambda: msg("{bytes} B → `memlib.hardware.allocator.segment_size` = **{mib} MiB**.", bytes=f"{n:,}",
+                          mib=f"{value() / 2**20:g}"),
               _hints("Requests are rounded to 512 B, then given a segment by size class.",
                      "≤ 1 MiB → 2 MiB; < 10 MiB → 20 MiB; else rounded up to 2 MiB",
                      "Compute the tensor's bytes first."),
@@ -652,8 +687,8 @@ def _reserved(qid: str, rng: random.Random) -> Numeric:
               msg("**{model}** LoRA, {seq} tokens, micro-batch {mb}, every decoder layer checkpointed, one GPU. What "
                   "`max_memory_reserved()` does memlib's caching-allocator model predict with default segments? Answer "
                   "in GB (10⁹ bytes).", model=m, seq=f"{seq:,}", mb=mb), value, "GB",
-              lambda: f"`reserved_bytes(estimate_training(...))` = **{fmt_bytes(value())}** (allocated "
-                      f"{fmt_bytes(est().peak_bytes)} + 0.5 × the transient bytes).",
+              lambda: msg("`reserved_bytes(estimate_training(...))` = **{bytes}** (allocated {peak} + 0.5 × the "
+                          "transient bytes).", bytes=fmt_bytes(value()), peak=fmt_bytes(est().peak_bytes)),
               _hints("Reserved is allocated plus what the cache strands.",
                      "reserved ≈ peak + 0.5 × (peak − parameters − gradients − optimizer states)",
                      "Start from memlib.estimate_training's peak moment."),

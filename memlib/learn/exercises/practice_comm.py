@@ -25,8 +25,8 @@ def _all_reduce(qid: str, rng: random.Random) -> Numeric:
     return _q(qid, msg("All-reduce of {model}'s gradients over {n} GPUs", model=m, n=n),
               msg("The **{dtype}** gradients of **{model}** are all-reduced with a ring over **{n} GPUs**. How many GB "
                   "does each GPU send?", dtype=dtype, model=m, n=n), value, "GB",
-              lambda: f"2 x ({n} - 1) / {n} x {fmt_bytes(grads())} = **{fmt_bytes(value())}** "
-                      "(`memlib.cost.collectives.bytes_sent`).",
+              lambda: msg("2 x ({n} - 1) / {n2} x {grads} = **{bytes}** (`memlib.cost.collectives.bytes_sent`).", n=n,
+                          n2=n, grads=fmt_bytes(grads()), bytes=fmt_bytes(value())),
               _hints("An all-reduce is a reduce-scatter then an all-gather; each sends (n - 1)/n of the tensor.",
                      "bytes = 2 (n - 1) / n x bytes per gradient x N",
                      msg("Take N from get_model({model_repr}).num_params.", model_repr=repr(m))),
@@ -44,7 +44,8 @@ def _dp_roofline(qid: str, rng: random.Random) -> Numeric:
                   "by **{link}** per GPU. At the dense bf16 peak, with FLOPs per token 6N + 12·L·H·Q·T at 4,096 tokens "
                   "(`memlib.cost.timing.flops_per_token`), how many tokens must each GPU compute per step for the "
                   "compute to last as long as the all-reduce?", model=m, n=n, gpu=g, link=link), value, "count",
-              lambda: f"**{value():,.0f} tokens** per GPU per step (`memlib.cost.collectives.comm_roofline`).",
+              lambda: msg("**{tokens} tokens** per GPU per step (`memlib.cost.collectives.comm_roofline`).",
+                          tokens=f"{value():,.0f}"),
               _hints("The gradients' traffic is fixed per step; the compute grows with the tokens.",
                      "tokens = [2(n-1)/n x 2N / beta] x peak / FLOPs per token",
                      msg("{link} carries {rate} GB/s each way: start with the all-reduce's seconds.", link=link,
@@ -61,8 +62,8 @@ def _bubble(qid: str, rng: random.Random) -> Numeric:
     return _q(qid, msg("Bubble of a {p}-stage pipeline", p=p),
               msg("A **{p}-stage** pipeline runs **{what}** with **{m}** micro-batches per step. What percentage of the "
                   "step is bubble?", p=p, what=what, m=m), value, "%",
-              lambda: f"({p} - 1) / ({v} x {m} + {p} - 1) = **{value():.1f}%** "
-                      "(`memlib.parallel.pipeline.bubble_fraction`).",
+              lambda: msg("({p} - 1) / ({v} x {m} + {p2} - 1) = **{share}%** (`memlib.parallel.pipeline.bubble_fraction`).",
+                          p=p, v=v, m=m, p2=p, share=f"{value():.1f}"),
               _hints("The bubble is the pipeline's fill and drain; interleaving shortens each by v.",
                      "share = (p - 1) / (v m + p - 1)", "Count the fill steps: p - 1."),
               "pipeline bubble (Narayanan et al. 2021, Sec. 2.2; memlib.parallel.pipeline.bubble_fraction)",
