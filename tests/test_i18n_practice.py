@@ -55,21 +55,23 @@ def test_msg_is_its_english_text_and_translates_when_shown():
 
 
 def test_every_practice_template_is_translated():
-    """Titles, prompts, drawn-setup hints and slips of every kind (4 seeds each) are catalog templates with a
+    """Titles, prompts, worked answers, drawn-setup hints and slips of every kind (4 seeds each) are catalog templates with a
     Chinese translation keeping every field; the English fills every field."""
     cat = runtime_catalog("zh")
     missing, unfilled, n = set(), [], 0
     for ex in _questions():
-        for text in (ex.title, ex.prompt, *ex.hints, *(s.message for s in ex.slips)):
+        for text in (ex.title, ex.prompt, ex.worked(), *ex.hints, *(s.message for s in ex.slips)):
             if FIELD.search(text):
                 unfilled.append((ex.id, text[:60]))
             for m in _msgs(text):
                 n += 1
+                if not re.search("[A-Za-z]", FIELD.sub("", m.template)):
+                    continue  # "{p0} + {p1}": fields only, nothing to translate
                 if m.template not in cat:
                     missing.add(m.template[:70])
                 elif sorted(FIELD.findall(cat[m.template])) != sorted(FIELD.findall(m.template)):
                     missing.add("fields differ: " + m.template[:60])
-        assert isinstance(ex.title, Msg) and isinstance(ex.prompt, Msg), ex.id
+        assert isinstance(ex.title, Msg) and isinstance(ex.prompt, Msg) and isinstance(ex.worked(), Msg), ex.id
     assert n > 300 and not missing and not unfilled, (sorted(missing)[:5], unfilled[:5])
 
 
@@ -83,6 +85,10 @@ def test_practice_questions_read_in_chinese(topic):
             assert CJK.search(text), (zh.id, text)
             left = ENGLISH_RUN.findall(_prose(text))
             assert not left, (zh.id, left, text)
+        with language("zh"):
+            worked = render(practice.from_id(zh.id).worked)
+        assert not ENGLISH_RUN.findall(_prose(worked)) and not re.search(r"\b(reference|reward|layers)\b",
+                                                                          worked), worked
         # the same drawn setup and the same figures: every field of the English (model, GPU, counts) is in the Chinese
         ex = practice.from_id(zh.id)
         for text, shown in ((ex.title, zh.title), (ex.prompt, zh.prompt)):

@@ -130,15 +130,20 @@ def _window_note(model, ctx: int) -> str:
 _LAYER_TYPES = {"full_attention": msg("full attention"), "sliding_attention": msg("sliding attention"),
                 "chunked_attention": msg("chunked attention")}
 _BOUND = {"memory": msg("memory-bound"), "compute": msg("compute-bound")}
+_ROLES = {"actor": msg("actor"), "critic": msg("critic"), "reference": msg("reference"), "reward": msg("reward")}
+
+
+def _joined(sep: str, parts: list) -> str:
+    """The parts joined by `sep`, each translated when shown (a template of fields only: nothing else to translate)."""
+    return msg(sep.join("{p%d}" % i for i in range(len(parts))), **{f"p{i}": p for i, p in enumerate(parts)})
 
 
 def _kv_worked(model, batch: int, ctx: int, value: float, tp: int = 1, engine: str = "hf") -> str:
     """The per-layer-type arithmetic of a KV cache, every product written as it is computed."""
     parts = [msg("{n} {type} layers x {tokens} tokens x {bytes} B", n=n, type=_LAYER_TYPES.get(t, t.replace("_", " ")),
                  tokens=f"{tokens:,}", bytes=f"{b:,}") for t, n, tokens, b in _layer_terms(model, ctx, tp, engine)]
-    sum_ = msg(" + ".join("{p%d}" % i for i in range(len(parts))), **{f"p{i}": p for i, p in enumerate(parts)})
     return msg("per sequence: {sum}; x {batch} sequences = **{bytes}** (`memlib.kv_cache_bytes`; windowed layers keep "
-               "at most their window).", sum=sum_, batch=batch, bytes=fmt_bytes(value))
+               "at most their window).", sum=_joined(" + ", parts), batch=batch, bytes=fmt_bytes(value))
 
 
 def _kv_cache(qid: str, rng: random.Random, models=DENSE + LONG, tp_choices=(1,)) -> Numeric:
@@ -519,8 +524,10 @@ def _rlhf_states(qid: str, rng: random.Random) -> Numeric:
                   "models hold (no activations, no generation engine)?", alg=alg.upper(), model=m, roles=roles),
               value, "GB",
               lambda: msg("{roles}: **{bytes}** (`memlib.estimate_rlhf(..., gpus=1, zero_stage=0)`).",
-                          roles="; ".join(f"{k} {fmt_bytes(r.resident_bytes)}" for k, r in est().roles.items()
-                                          if k != "rollout"), bytes=fmt_bytes(value())),
+                          roles=_joined("; ", [msg("{role} {bytes}", role=_ROLES.get(k, k),
+                                                   bytes=fmt_bytes(r.resident_bytes))
+                                               for k, r in est().roles.items() if k != "rollout"]),
+                          bytes=fmt_bytes(value())),
               _hints("Trained models carry gradients and optimizer states; frozen ones only weights.",
                      "bytes = 16 x N per trained model + 2 x N per frozen model",
                      msg("Count the trained and the frozen models of {alg}, then take N from get_model({model_repr}).",
