@@ -146,3 +146,27 @@ def test_scenarios_read_in_chinese(topic):
         with language("zh"):
             shown = q._repr_markdown_() + interview.assess(q, "一二三四五六七八九十 " * 3)
         assert s.title not in shown and tr(s.title, "zh") in shown
+
+
+def test_tables_under_prompts_in_chinese():
+    """The rows under a prompt (kinds.render_table): each cell by the catalog in Chinese, the English table as is."""
+    from memlib.learn.exercises import EXERCISES
+    from memlib.learn.exercises.kinds import render_table, table_cells
+
+    tabled = [ex for ex in EXERCISES.values() if getattr(ex, "table", None) is not None]
+    assert len(tabled) >= 3
+    cat = runtime_catalog("zh")
+    for ex in tabled:
+        table = ex.table()
+        with language("en"):
+            assert render_table(table) == table and ex.render_prompt().endswith(table)
+        with language("zh"):
+            shown = ex.render_prompt()
+        rows = [line for line in shown.split("\n") if line.startswith("|")]
+        assert len(rows) == len(table.strip().split("\n")), ex.id  # every row kept, no row added
+        for cell in table_cells(table):
+            assert cell in cat, (ex.id, cell)
+            if re.search(r"[a-z]{3,} [a-z]{3,}", cell):  # a phrase, not a code name (optimizer.step(), max_num_seqs)
+                assert f"| {cell} |" not in shown and cat[cell] in shown, (ex.id, cell)
+        # the figures are the same: every number of the English table is in the Chinese one
+        assert re.findall(r"\d[\d,.]*\s?Gi?B", table) == re.findall(r"\d[\d,.]*\s?Gi?B", "\n".join(rows)), ex.id

@@ -245,7 +245,7 @@ PRACTICE_MODULES = ["memlib/learn/exercises/practice.py", "memlib/learn/exercise
 
 def practice_strings(path: Path) -> list[str]:
     """The practice generators' fixed texts: the string constants given to _hints() and as a Slip's message
-    (their titles, prompts and worked answers name the drawn setup: f-strings, not in the catalog yet)."""
+    (their titles, prompts and worked answers name the drawn setup: msg() templates, read by marked_strings)."""
     import ast
 
     out = []
@@ -287,6 +287,9 @@ def registry_strings() -> list[tuple[str, str, bool]]:
         for i, point in enumerate(getattr(ex, "rubric", ()), 1):
             add(point, f"rubric {i}")
         add(ex.worked, "worked answer")
+        if getattr(ex, "table", None) is not None:  # the rows under a prompt, cell by cell (kinds.render_table)
+            for cell in kinds.table_cells(ex.table()):
+                add(cell, "table")
     return out
 
 
