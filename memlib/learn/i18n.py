@@ -197,7 +197,9 @@ def parse_po(text: str, path: str | Path = "<po>") -> tuple[str, list[Entry]]:
 #
 # A text rendered with memlib's numbers now (a worked answer) is looked up by its *number template*: every
 # number written as {0}, {1}, ... (number_template), so the translation is written once and gets the
-# numbers of the day. A template with named fields (trf: "not yet: {direction}") keeps its names.
+# numbers of the day. A template with named fields (trf: "not yet: {direction}") keeps its names. A text made
+# before the language is known (a practice question's title and prompt, a scenario) is a msg(): the English string,
+# translated by tr() as its template when it is shown.
 
 LANGUAGES = ("en", "zh")
 _ENV = "MEMLIB_LANG"
