@@ -223,17 +223,18 @@ def fill(path: Path, work: Path) -> int:
 
 RUNTIME = ROOT / "memlib" / "learn" / "locale" / "zh" / "LC_MESSAGES" / "memlib.po"
 # the modules whose tr("...") / trf("...") strings go into the runtime catalog
-RUNTIME_MODULES = ["memlib/learn/grading.py", "memlib/learn/exercises/kinds.py", "memlib/learn/interview.py"]
+RUNTIME_MODULES = ["memlib/learn/grading.py", "memlib/learn/exercises/kinds.py", "memlib/learn/interview.py",
+                   "memlib/learn/exercises/answers.py", "memlib/learn/scenarios.py"]
 TEMPLATE_NOTE = "numbers are fields {0}, {1}, ... (memlib computes them each time): keep every field"
 
 
 def marked_strings(path: Path) -> list[str]:
-    """The string constants passed first to tr() or trf() in a module (adjacent literals are one constant)."""
+    """The string constants passed first to tr(), trf() or msg() in a module (adjacent literals are one constant)."""
     import ast
 
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("tr", "trf") and node.args \
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("tr", "trf", "msg") and node.args \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             out.append(node.args[0].value)
     return out
@@ -244,7 +245,7 @@ PRACTICE_MODULES = ["memlib/learn/exercises/practice.py", "memlib/learn/exercise
 
 def practice_strings(path: Path) -> list[str]:
     """The practice generators' fixed texts: the string constants given to _hints() and as a Slip's message
-    (their titles, prompts and worked answers name the drawn setup: f-strings, not in the catalog yet)."""
+    (their titles, prompts and worked answers name the drawn setup: msg() templates, read by marked_strings)."""
     import ast
 
     out = []
@@ -286,6 +287,9 @@ def registry_strings() -> list[tuple[str, str, bool]]:
         for i, point in enumerate(getattr(ex, "rubric", ()), 1):
             add(point, f"rubric {i}")
         add(ex.worked, "worked answer")
+        if getattr(ex, "table", None) is not None:  # the rows under a prompt, cell by cell (kinds.render_table)
+            for cell in kinds.table_cells(ex.table()):
+                add(cell, "table")
     return out
 
 
@@ -298,7 +302,7 @@ def runtime_entries() -> list[Entry]:
             if module not in e.references:
                 e.references.append(module)
     for module in PRACTICE_MODULES:
-        for text in practice_strings(ROOT / module):
+        for text in marked_strings(ROOT / module) + practice_strings(ROOT / module):
             e = seen.setdefault(text, Entry(msgid=text))
             if module not in e.references:
                 e.references.append(module)

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 __all__ = ["Entry", "paragraphs", "placeholders", "read_po", "write_po", "translate_text", "parse_po",
-           "set_language", "get_language", "language", "tr", "trf", "number_template", "LANGUAGES"]
+           "set_language", "get_language", "language", "tr", "trf", "msg", "Msg", "number_template", "LANGUAGES"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _EVAL = re.compile(r"\{eval\}`[^`]+`")
@@ -197,7 +197,9 @@ def parse_po(text: str, path: str | Path = "<po>") -> tuple[str, list[Entry]]:
 #
 # A text rendered with memlib's numbers now (a worked answer) is looked up by its *number template*: every
 # number written as {0}, {1}, ... (number_template), so the translation is written once and gets the
-# numbers of the day. A template with named fields (trf: "not yet: {direction}") keeps its names.
+# numbers of the day. A template with named fields (trf: "not yet: {direction}") keeps its names. A text made
+# before the language is known (a practice question's title and prompt, a scenario) is a msg(): the English string,
+# translated by tr() as its template when it is shown.
 
 LANGUAGES = ("en", "zh")
 _ENV = "MEMLIB_LANG"
@@ -290,6 +292,9 @@ def tr(text: str, lang: str | None = None) -> str:
     lang = get_language(lang)
     if lang == "en" or not isinstance(text, str) or not text:
         return text
+    if isinstance(text, Msg):  # built from a template: translate the template, fill it with the same fields
+        return _fill(tr(text.template, lang), {k: tr(v, lang) if isinstance(v, Msg) else v
+                                                for k, v in text.fields.items()})
     cat = runtime_catalog(lang)
     if text in cat:
         return cat[text]
@@ -302,3 +307,24 @@ def tr(text: str, lang: str | None = None) -> str:
 def trf(template: str, lang: str | None = None, **fields) -> str:
     """A message with named fields, translated, then filled: trf("not yet: {direction}.", direction=...)."""
     return _fill(tr(template, lang), {k: str(v) for k, v in fields.items()})
+
+
+class Msg(str):
+    """An English text made from a template and its fields (see msg): it is the English text wherever a string
+    is used, and tr() translates it as its template, so a text made once (a practice question's prompt, drawn
+    before the learner picks a language) is shown in the language in force when it is shown."""
+
+    def __new__(cls, template: str, fields: dict):
+        self = super().__new__(cls, _fill(template, {k: str(v) for k, v in fields.items()}))
+        self.template, self.fields = template, dict(fields)
+        return self
+
+    def __reduce__(self):
+        return (Msg, (self.template, self.fields))
+
+
+def msg(template: str, **fields) -> Msg:
+    """trf's lazy twin: msg("Weights of {model} in {fmt}", model=m, fmt=w) is the English text now and is
+    translated by tr() when shown; a field that is itself a msg() is translated too. Fields are written with
+    str() (format a number before passing it: the translation keeps the same figures)."""
+    return Msg(template, {k: v if isinstance(v, Msg) else str(v) for k, v in fields.items()})

@@ -38,6 +38,37 @@ def render(text: Text) -> str:
     return tr(text() if callable(text) else text)
 
 
+_TABLE_ROW = r"^\|(.*)\|\s*$"
+_NO_WORDS = r"^[\s\d.,—()%x-]*(?:(?:B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\b[\s\d.,()-]*)*$"  # figures and units only
+
+
+def table_cells(table: str) -> list[str]:
+    """The cells of a Markdown table (the rows under a prompt) that hold words to translate."""
+    import re
+    out = []
+    for line in table.split("\n"):
+        m = re.match(_TABLE_ROW, line.strip())
+        if m and not re.fullmatch(r"[\s|:-]*", m.group(1)):
+            out += [c.strip() for c in m.group(1).split("|") if c.strip() and not re.match(_NO_WORDS, c.strip())]
+    return out
+
+
+def render_table(table: str) -> str:
+    """A Markdown table with each cell in the grader's language (a cell with memlib's numbers by its number
+    template, as tr() looks texts up)."""
+    import re
+
+    def row(line: str) -> str:
+        m = re.match(_TABLE_ROW, line.strip())
+        if not m or re.fullmatch(r"[\s|:-]*", m.group(1)):
+            return line
+        cells = [c.strip() for c in m.group(1).split("|")]
+        shown = [tr(c) for c in cells]
+        return line if shown == cells else "| " + " | ".join(shown) + " |"
+
+    return "\n".join(row(line) for line in table.split("\n"))
+
+
 @dataclass(frozen=True)
 class Slip:
     """A common mistake and what it gives: value() (numeric) or value(kwargs, expected) (implement)."""
@@ -101,7 +132,7 @@ class Exercise:
         return self.id.split(".")[0]
 
     def render_prompt(self) -> str:
-        return tr(self.prompt) + (f"\n\n{self.table()}" if self.table is not None else "")
+        return tr(self.prompt) + (f"\n\n{render_table(self.table())}" if self.table is not None else "")
 
 
 @dataclass(frozen=True, kw_only=True)
