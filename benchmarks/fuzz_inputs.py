@@ -467,6 +467,81 @@ add("import_progress('/nonexistent/x.json')", lambda: _grading.import_progress("
     Ok(lambda n: n == 0))
 
 
+# ---- every entry point, not only the option tables (issue 43's held-out probe classes) ------------------------
+from memlib.cost import collectives as _col, conventions as _conv, timing as _timing  # noqa: E402
+from memlib.hardware import fit as _fit  # noqa: E402
+from memlib.learn import classroom as _classroom, mechanisms as _mech, oom as _oom, scenarios as _scen  # noqa: E402
+from memlib.models import llama_like as _ll  # noqa: E402
+from memlib.parallel import pipeline as _pipe  # noqa: E402
+from memlib.serving import engines as _eng, inference as _inf, kv_compression as _kvc  # noqa: E402
+from memlib.training import rlhf as _rlhf, weight_sync as _ws  # noqa: E402
+from memlib.units import fmt_bytes  # noqa: E402
+
+# a model argument that is not a model: an int, a config dict, a list
+add("kv_cache_bytes(7, ...)", lambda: _inf.kv_cache_bytes(7, 1, 4096), Err("model", "memlib.Model"))
+add("kv_bytes_per_token({config dict})", lambda: _inf.kv_bytes_per_token(dict(GOOD)), Err("model", "from_hf_config"))
+add("kv_tokens_kept(['llama-2-7b'], ...)", lambda: _inf.kv_tokens_kept(["llama-2-7b"], 4096), Err("model"))
+add("kivi_cache_bytes(None, ...)", lambda: _kvc.kivi_cache_bytes(None, 8192), Err("model"))
+add("fix_ladder(7, gpu)", lambda: _oom.fix_ladder(7, "a100-40gb"), Err("model"))
+# 2 x 32 layers x 32 heads x 128 x 2 B x 4096 tokens (llama-2-7b, MHA) = 2 GiB
+add("kv_cache_bytes('llama-2-7b', 1, 4096) by name", lambda: _inf.kv_cache_bytes("llama-2-7b", 1, 4096),
+    Ok(lambda b: b == 2 * 32 * 32 * 128 * 2 * 4096))
+# counts and sizes: bools, strings, nan, inf, negatives, None
+add("kv_cache_bytes batch=-1", lambda: _inf.kv_cache_bytes("llama-2-7b", -1, 4096), Err("batch"))
+add("kv_cache_bytes context_len=nan", lambda: _inf.kv_cache_bytes("llama-2-7b", 1, math.nan), Err("context_len"))
+add("all_reduce_bytes n=True", lambda: _timing.all_reduce_bytes(1e9, True), Err("n"))
+add("all_gather_bytes nbytes=nan", lambda: _timing.all_gather_bytes(math.nan, 8), Err("nbytes"))
+add("bytes_sent nbytes=None", lambda: _col.bytes_sent("all-reduce", None, 8), Err("nbytes"))
+add("all_reduce_bytes(1e9, 8)", lambda: _timing.all_reduce_bytes(1e9, 8), Ok(lambda b: abs(b - 1.75e9) < 1))
+add("required_bytes headroom=nan", lambda: _fit.required_bytes(10**10, 0, math.nan), Err("allocator_headroom"))
+add("required_bytes peak=inf", lambda: _fit.required_bytes(math.inf), Err("peak_bytes"))
+add("paged_tokens tokens=-1", lambda: _eng.paged_tokens(-1, "vllm"), Err("tokens"))
+add("zero_offload_traffic_bytes micro_batches=True", lambda: _timing.zero_offload_traffic_bytes(10, True),
+    Err("micro_batches"))
+add("implied_mfu flops_per_token='1e10'", lambda: _conv.implied_mfu("1e10", 1e12, 1e5, "h100-80gb"),
+    Err("flops_per_token"))
+add("implied_mfu gpu_hours=inf", lambda: _conv.implied_mfu(1e10, 1e12, math.inf, "h100-80gb"), Err("gpu_hours"))
+add("utilisation model_flops=nan", lambda: _timing.utilisation(math.nan, 1e15, mfu=0.4), Err("model_flops"))
+add("weight_sync train_tp=True", lambda: _ws.weight_sync("llama-2-7b", link="IB NDR", train_tp=True), Err("train_tp"))
+add("weight_sync alpha_s=nan", lambda: _ws.weight_sync("llama-2-7b", link="IB NDR", alpha_s=math.nan), Err("alpha_s"))
+add("llama_like head_dim=0", lambda: _ll.llama_like(4096, 32, head_dim=0), Err("head_dim"))
+add("llama_like_of_size(inf)", lambda: _ll.llama_like_of_size(math.inf), Err("num_params"))
+add("fmt_bytes(nan)", lambda: fmt_bytes(math.nan), Err("n_bytes"))
+add("fmt_bytes digits='8'", lambda: fmt_bytes(1e9, "8"), Err("digits"))
+add("scaled_format_bits numel=-1", lambda: _q.scaled_format_bits("mxfp4", numel=-1), Err("numel"))
+add("bits_per_weight scale_scale_bits='8'", lambda: _q.bits_per_weight(4, 128, scale_scale_bits="8"),
+    Err("scale_scale_bits"))
+add("pipeline_schedule t_w=None", lambda: _mech.pipeline_schedule(t_w=None), Err("t_w"))
+add("handout interview=None", lambda: _classroom.handout("01", 1, interview=None), Err("interview"))
+add("scenarios.build seed=8.5", lambda: _scen.build("04", 8.5), Err("seed"))
+# "false" where a bool goes
+from memlib.learn import interview as _iv  # noqa: E402
+add("interview.timer block='false'", lambda: _iv.timer(1, block="false"), Err("block"))
+# lists and sets where a name goes
+add("link_bytes_per_s(['IB NDR'])", lambda: _col.link_bytes_per_s(["IB NDR"]), Err("link"))
+add("kv_cache_bytes kv_cache_v=['q8_0']", lambda: _inf.kv_cache_bytes("llama-2-7b", 1, 4096, kv_cache_v=["q8_0"]),
+    Err("kv_cache_v"))
+add("kv_bytes_per_token kv_cache_v=''", lambda: _inf.kv_bytes_per_token("llama-2-7b", kv_cache_v=""), Err("kv_cache_v"))
+add("peak_micro_batches_in_flight(['1f1b'])", lambda: _pipe.peak_micro_batches_in_flight(["1f1b"], 4, 8),
+    Err("schedule"))
+add("optimizer_step_hbm_bytes optimizer=['adamw']", lambda: _conv.optimizer_step_hbm_bytes(10**9, ["adamw"]),
+    Err("optimizer"))
+add("scenarios.build(['04'], 1)", lambda: _scen.build(["04"], 1), Err("topic"))
+# unit slips: 400 meant as 400 Gb/s, 2 as 2 GB/s, 512 as 512 GiB
+add("collective_seconds bytes_per_s=400", lambda: _col.collective_seconds("all-reduce", 1e9, 8, 400),
+    Err("bytes_per_s", "400e9"))
+add("checkpoint_write_s storage 2 B/s", lambda: __import__("memlib.cost.checkpointing", fromlist=["x"])
+    .checkpoint_write_s(1e12, 2), Err("storage_bytes_per_s"))
+add("plan host_bytes_per_node=512", lambda: plan("llama-2-7b", "h100-80gb", 8, host_bytes_per_node=512),
+    Err("host_bytes_per_node", "GiB"))
+# an error naming the argument the user passed
+add("rollout_pool fraction=True", lambda: _rlhf.rollout_pool("llama-2-7b", fraction=True), Err("fraction"))
+add_cli("cli serve --count 0", ["serve", "llama-2-7b", "--count", "0"], Err("--count"))
+add_cli("cli quiz --interview -1", ["quiz", "--topic", "01", "--seed", "1", "--interview", "-1"], Err("interview"))
+add_cli("cli quiz --out x.pdf", ["quiz", "--topic", "01", "--seed", "1", "--out",
+                                 os.path.join(tempfile.mkdtemp(), "x.pdf")], Err(".pdf"))
+
+
 # ---- CLI ------------------------------------------------------------------------------------------------------
 def one_line(r, *words):
     return r["rc"] == 2 and len(r["err"].strip().splitlines()) == 1 and all(w in r["err"] for w in words)

@@ -164,3 +164,45 @@ def probability(name: str, value) -> float:
         kind = f" (a {type(value).__name__})" if isinstance(value, (bool, str)) else ""
         raise ValueError(f"{name} must be a probability in [0, 1), got {show(value)}{kind}")
     return float(value)
+
+
+def model_or_name(value, model_cls, get, where: str = "model"):
+    """A catalog model name (looked up with `get`) or an instance of `model_cls`; anything else (an int, a config
+    dict, a list) is a ValueError naming `where` and what to pass, never an AttributeError from deep inside.
+    The caller passes its Model class and lookup, so this module imports nothing of memlib."""
+    if isinstance(value, model_cls):
+        return value
+    if isinstance(value, str):
+        return get(value)
+    hint = " (a config.json dict: pass Model.from_hf_config(it))" if isinstance(value, dict) else ""
+    raise ValueError(f"{where} must be a catalog model name or a memlib.Model, got {show(value)} "
+                     f"({type(value).__name__}){hint}")
+
+
+def finite_number(name: str, value, *, allow_zero: bool = True, allow_negative: bool = False) -> float:
+    """A finite real number (not a bool, not a string, not None), >= 0 unless allow_negative, > 0 unless allow_zero."""
+    allow_zero, allow_negative = flag("allow_zero", allow_zero), flag("allow_negative", allow_negative)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {show(value)} ({type(value).__name__})")
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x) or (x < 0 and not allow_negative) or (x == 0 and not allow_zero):
+        bound = "" if allow_negative else " >= 0" if allow_zero else " > 0"
+        raise ValueError(f"{name} must be a finite number{bound}, got {show(value)}")
+    return x
+
+
+# No link, disk or network memlib models moves under 1 MB/s; a rate below it is a unit slip (400 meaning 400 Gb/s,
+# 2 meaning 2 GB/s), refused with the value it was likely meant to be rather than turned into hours of transfer.
+MIN_BYTES_PER_S = 1e6
+
+
+def bandwidth(name: str, value, *, maximum: float | None = None) -> float:
+    """A rate in bytes per second: a finite number > 0 and at least MIN_BYTES_PER_S (1 MB/s)."""
+    x = positive_float(name, value, maximum=maximum, unit=" bytes/s")
+    if x < MIN_BYTES_PER_S:
+        raise ValueError(f"{name} is in bytes per second; {x:g} B/s is below 1 MB/s, not a rate memlib models. "
+                         f"GB/s? pass {x:g}e9 ({x * 1e9:g}); Gb/s? pass {x / 8:g}e9")
+    return x

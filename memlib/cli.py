@@ -229,7 +229,12 @@ def cmd_serve(a) -> int:
         raise ValueError("give either a catalog model name or --hf-config PATH (exactly one)")
     model = Model.from_hf_config(a.hf_config) if a.hf_config else get_model(a.model)
     opts = {name: getattr(a, name) for name in inference.SERVING_OPTIONS if getattr(a, name) is not None}
-    est = inference.estimate_inference(model, **opts)
+    try:
+        est = inference.estimate_inference(model, **opts)
+    except ValueError as e:  # the table names the option tp; on this command its flag is --count
+        if str(e).startswith("tp must"):
+            raise ValueError(f"--count (tp: the GPUs of tensor parallelism){str(e)[2:]}") from None
+        raise
     s = est.setup  # every option as estimate_inference resolved it (the table's default where no flag was given)
     opts = {k: v for k, v in opts.items() if k not in ("batch", "context_len")}
     v = fits(est, a.gpu, allocator_headroom=a.allocator_headroom)

@@ -60,7 +60,13 @@ def gib(n_bytes: float) -> float:
 
 
 def fmt_bytes(n_bytes: float, digits: int = 2) -> str:
-    """'13.48 GB (12.55 GiB)': both units, always labelled."""
+    """'13.48 GB (12.55 GiB)': both units, always labelled. A byte count that is not a finite number (nan, inf,
+    a string, a bool) is an error here, never 'nan GB' shown as a size."""
+    if isinstance(n_bytes, bool) or not isinstance(n_bytes, numbers.Real) or (
+            not math.isfinite(n_bytes) if not isinstance(n_bytes, int) else abs(n_bytes) > 10**300):
+        raise ValueError(f"n_bytes (fmt_bytes) must be a finite number of bytes, got {show(n_bytes)} ({type(n_bytes).__name__})")
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 12:
+        raise ValueError(f"digits must be an integer from 0 to 12, got {show(digits)}")
     return f"{gb(n_bytes):,.{digits}f} GB ({gib(n_bytes):,.{digits}f} GiB)"
 
 

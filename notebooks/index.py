@@ -23,6 +23,8 @@
 # round numbers first, then `memlib`'s exact figure (every number in the text is computed, not
 # typed), the follow-up questions, and a fact-check of the answer that usually circulates.
 #
+# **中文版 →** [目录](../zh/notebooks/index.ipynb)（全部章节、深入篇、练习、速查表的中文版；代码与数字相同）
+#
 # ## Read them in this order
 #
 # 0. [00 · Where does GPU memory go in a training step?](00_memory_anatomy.ipynb) Model states

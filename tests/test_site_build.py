@@ -23,8 +23,8 @@ def test_stage_lays_out_the_collection_without_solutions(tmp_path):
     exercises = sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
     teaching = sorted(f"docs/teaching/{p.name}" for p in (ROOT / "docs" / "teaching").glob("*.md"))
     assert len(teaching) == len([t for t in topics if "_deep_dive" not in t]) + 2  # a guide per chapter, index, kit
-    assert staged == sorted(["index.md", "docs/cheatsheet.md", "notebooks/index.ipynb", "notebooks/calculator.md",
-                             "docs/teaching/example_class.png"] + teaching
+    assert staged == sorted(["index.md", "docs/cheatsheet.md", "docs/glossary.md", "notebooks/index.ipynb",
+                             "notebooks/calculator.md", "docs/teaching/example_class.png"] + teaching
                             + [f"notebooks/{n}" for n in topics] + [f"exercises/{n}" for n in exercises])
     assert not any("solution" in s for s in staged)
     assert counts == {"notebooks": 1 + len(topics), "exercises": len(exercises), "widgets": counts["widgets"]}
@@ -75,3 +75,39 @@ def test_font_subset_ranges_match_the_css():
         assert ranges == build_site.CJK_RANGES
     assert any(lo <= ord("中") <= hi for lo, hi in build_site.CJK_RANGES)
     assert not any(lo <= ord("“") <= hi or lo <= ord("·") <= hi for lo, hi in build_site.CJK_RANGES)
+
+
+def test_glossary_page_lists_every_term_in_both_books():
+    rows = [ln.split("\t") for ln in (ROOT / "i18n" / "glossary.tsv").read_text(encoding="utf-8").splitlines()
+            if ln.strip() and not ln.startswith("#")]
+    for zh in (False, True):
+        page = build_site.glossary_page(zh)
+        table = [ln for ln in page.splitlines() if ln.startswith("| ") and not ln.startswith(("| English", "| 中文"))]
+        assert len(table) == len(rows)
+        first = rows[0][1] if zh else rows[0][0]
+        assert table[0].startswith(f"| {first} |")
+    assert "| GPU memory | 显存 |" in build_site.glossary_page(False)
+
+
+def test_language_switch_and_chinese_launch_targets():
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import memlib_site
+
+    assert memlib_site.other_edition("index", zh=False) == "zh/index.html"
+    assert memlib_site.other_edition("notebooks/00_memory_anatomy", zh=False) == "../zh/notebooks/00_memory_anatomy.html"
+    assert memlib_site.other_edition("notebooks/00_memory_anatomy", zh=True) == "../../notebooks/00_memory_anatomy.html"
+    path, urlpath, command = memlib_site.launch_target("exercises/00_memory_anatomy_exercises", zh=True)
+    assert path == "zh/exercises/00_memory_anatomy_exercises.ipynb" and urlpath == "lab/tree/" + path
+    assert command.endswith("/lab/tree/" + path)
+    assert memlib_site.launch_target("docs/cheatsheet", zh=True)[0] == "zh/notebooks/index.ipynb"
+    assert memlib_site.launch_target("notebooks/calculator", zh=True)[0] == "notebooks/calculator.ipynb"
+
+
+def test_chinese_decks_place_speaker_notes_by_the_chinese_heading(monkeypatch):
+    import translate
+
+    monkeypatch.setattr(translate, "catalog", lambda source: {"## 2. The 30-second answer · 30 秒回答": "## 2. 30 秒回答",
+                                                              "Some prose.": "一些文字。"})
+    assert build_site.zh_heading(Path("notebooks/00_memory_anatomy.ipynb"), "2. The 30-second answer · 30 秒回答") \
+        == "2. 30 秒回答"
+    assert build_site.zh_heading(Path("notebooks/00_memory_anatomy.ipynb"), "3. Not translated") == "3. Not translated"

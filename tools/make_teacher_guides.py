@@ -513,9 +513,11 @@ def classroom_page() -> str:
         f"{EXAMPLE_TOPIC}'s first exercises, an earlier export of one of them and a file cut short by a download):", "",
         report.table(), "", "![The example class: pass rate per exercise, attempts and hints](example_class.png)", "",
         "## nbgrader", "",
-        "The exercises grade themselves in the notebook (`check()`), so they need no nbgrader release. To collect "
-        "them through nbgrader anyway, see docs/exercises.md in the repository (\"Using the exercises with "
-        "nbgrader\"): the learners' progress file carries the grades, and the class report reads it.", ""])
+        "The exercises grade themselves in the notebook (`check()`); the class report needs no nbgrader. To collect "
+        "and grade them through nbgrader, `python tools/make_nbgrader_release.py --course DIR` writes an nbgrader "
+        "source folder (one autograded test cell per exercise, the open questions graded by hand); docs/exercises.md "
+        "in the repository (\"Using the exercises with nbgrader\") gives the commands and the autograde results "
+        "measured with nbgrader 0.9.6.", ""])
 
 
 def render() -> dict[Path, str]:

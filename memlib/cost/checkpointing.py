@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from memlib._checks import choice, positive_float, positive_int
+from memlib._checks import bandwidth, choice, positive_float, positive_int
 from memlib.models import get_model
 
 # Bytes per parameter a training checkpoint of AdamW writes, by the framework's layout.
@@ -42,11 +42,11 @@ def checkpoint_write_s(size_bytes: float, storage_bytes_per_s: float, ranks: int
     (sharded checkpoint): the slower of the storage's aggregate bandwidth and the ranks' own links,
     size / min(storage, ranks x per_rank). One rank writing everything is ranks=1."""
     size = positive_float("size_bytes", size_bytes, unit=" bytes")
-    storage = positive_float("storage_bytes_per_s", storage_bytes_per_s, unit=" bytes/s")
+    storage = bandwidth("storage_bytes_per_s", storage_bytes_per_s)
     ranks = positive_int("ranks", ranks)
     rate = storage
     if per_rank_bytes_per_s is not None:
-        rate = min(storage, ranks * positive_float("per_rank_bytes_per_s", per_rank_bytes_per_s, unit=" bytes/s"))
+        rate = min(storage, ranks * bandwidth("per_rank_bytes_per_s", per_rank_bytes_per_s))
     return size / rate
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memlib._checks import choice, positive_float, positive_int
+from memlib._checks import bandwidth, choice, finite_number, positive_float, positive_int
 from memlib.cost.timing import (all_gather_bytes, all_reduce_bytes, all_to_all_bytes, flops_per_token,
                                 reduce_scatter_bytes)
 from memlib.hardware.gpus import NETWORK_LINKS, get_gpu, link_bytes_per_s
@@ -48,7 +48,7 @@ def bytes_sent(collective: str, nbytes: float, n: int) -> float:
     volumes: all-reduce 2(n - 1)/n B, the others (n - 1)/n B)."""
     choice("collective", collective, COLLECTIVES)
     n = positive_int("n", n)
-    nbytes = positive_float("nbytes", nbytes) if nbytes else 0.0
+    nbytes = finite_number("nbytes", nbytes)
     return {"all-reduce": all_reduce_bytes, "reduce-scatter": reduce_scatter_bytes,
             "all-gather": all_gather_bytes, "all-to-all": all_to_all_bytes}[collective](nbytes, n)
 
@@ -75,12 +75,12 @@ def collective_seconds(collective: str, nbytes: float, n: int, bytes_per_s: floa
     steps x alpha + bytes sent / beta. Ring: bytes_sent(); tree all-reduce: about 2 B (each tree carries half the
     tensor up and down, pipelined; Jeaugey 2019). alpha_s is the per-message latency you assume (NCCL's is a few
     microseconds within a node, more across nodes; measure it with nccl-tests on small messages)."""
-    beta = positive_float("bytes_per_s", bytes_per_s, unit=" bytes/s")
-    if not (isinstance(alpha_s, (int, float)) and 0 <= alpha_s < 1):
+    beta = bandwidth("bytes_per_s", bytes_per_s)
+    if isinstance(alpha_s, bool) or not (isinstance(alpha_s, (int, float)) and 0 <= alpha_s < 1):
         raise ValueError(f"alpha_s is a latency in seconds, >= 0 and < 1, got {alpha_s!r}")
     steps = collective_steps(collective, n, algorithm)
     if algorithm == "tree":
-        volume = 2.0 * nbytes if n > 1 else 0.0
+        volume = 2.0 * finite_number("nbytes", nbytes) if n > 1 else 0.0
     else:
         volume = bytes_sent(collective, nbytes, n)
     return steps * alpha_s + volume / beta
@@ -99,7 +99,7 @@ def half_bandwidth_bytes(collective: str, n: int, bytes_per_s: float, alpha_s: f
     bytes sent / beta (Hockney's n_1/2): a ring all-reduce's n alpha beta. Messages much smaller than this are
     latency-bound, which is why DDP packs gradients into buckets (25 MB by default) instead of one all-reduce per
     tensor (Li et al. 2020, "PyTorch Distributed", Sec. 3.2.3)."""
-    beta = positive_float("bytes_per_s", bytes_per_s)
+    beta = bandwidth("bytes_per_s", bytes_per_s)
     alpha = positive_float("alpha_s", alpha_s, maximum=1)
     steps = collective_steps(collective, n)
     per_byte = bytes_sent(collective, 1.0, n)  # bytes sent per byte of tensor
@@ -175,7 +175,7 @@ def comm_roofline(model, gpu, parallelism: str, degree: int, seq_len: int = 4096
     for name, v in (("param_bytes", param_bytes), ("grad_bytes", grad_bytes), ("act_bytes", act_bytes)):
         positive_int(name, v, maximum=8)
     beta = float(g.interconnect_bytes_per_s_per_direction) if bytes_per_s is None else \
-        positive_float("bytes_per_s", bytes_per_s, unit=" bytes/s")
+        bandwidth("bytes_per_s", bytes_per_s)
     peak = (g.bf16_tflops or g.fp16_tflops) * 1e12
     flops_per_s = peak * mfu
     fpt = flops_per_token(m, seq_len)

@@ -8,7 +8,7 @@ FLOP model (6N + 12·L·H·Q·T, no causal discount) that step_time and plan use
 
 from __future__ import annotations
 
-from memlib._checks import flag, positive_int
+from memlib._checks import choice, flag, positive_float, positive_int
 from memlib.models.flops import _model, active_params, attention_flops_per_token
 from memlib.hardware.gpus import get_gpu
 from memlib.serving.techniques import littles_law_arrival_rate  # noqa: F401 - its home until issue 44
@@ -150,7 +150,7 @@ def optimizer_step_hbm_bytes(num_params: int, optimizer: str = "adamw") -> float
     """HBM bytes one optimizer step moves for `num_params` fp32 weights (_ADAM_STEP_BYTES per parameter);
     divided by the GPU's bandwidth it is the step's time at best: the update is memory-bound."""
     positive_int("num_params", num_params)
-    if optimizer not in _ADAM_STEP_BYTES:
+    if not isinstance(optimizer, str) or optimizer not in _ADAM_STEP_BYTES:
         raise ValueError(f"optimizer must be one of {sorted(_ADAM_STEP_BYTES)}, got {optimizer!r}")
     return num_params * _ADAM_STEP_BYTES[optimizer]
 
@@ -181,8 +181,8 @@ def implied_mfu(flops_per_token: float, tokens: float, gpu_hours: float, gpu, pr
     """A published run's MFU: flops_per_token × tokens / (GPU-hours × 3600 × dense peak). The
     collection's one convention: the publisher's own FLOPs per token when it gives one, the bf16 dense peak."""
     for name, v in (("flops_per_token", flops_per_token), ("tokens", tokens), ("gpu_hours", gpu_hours)):
-        if not v > 0:
-            raise ValueError(f"{name} must be positive, got {v!r}")
+        positive_float(name, v)  # a finite number > 0: not a bool, a string, nan or inf
+    choice("precision", precision, ("bf16", "fp8"))
     g = get_gpu(gpu)
     tflops = g.fp8_tflops if precision == "fp8" else (g.bf16_tflops or g.fp16_tflops)
     return flops_per_token * tokens / (gpu_hours * 3600 * tflops * 1e12)

@@ -65,7 +65,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memlib._checks import choice, flag, fraction, positive_float, positive_int, show, plain_args
+from memlib._checks import bandwidth, choice, flag, finite_number, fraction, positive_float, positive_int, show, plain_args
 from memlib.hardware.gpus import GPU, MAX_PEAK_TFLOPS, get_gpu
 from memlib.models.flops import _model, active_params, attention_flops_per_token, forward_flops_per_token
 from memlib.training import FINETUNES, RECOMPUTES, Estimate
@@ -249,6 +249,8 @@ def utilisation(model_flops: float, hardware_flops: float, mfu=None, hfu=None) -
     if mfu is not None and hfu is not None:
         raise ValueError(f"give mfu= (model FLOPs utilisation, recompute not counted) or hfu= (hardware FLOPs "
                          f"utilisation, recompute counted), not both: got mfu={show(mfu)}, hfu={show(hfu)}")
+    model_flops = positive_float("model_flops", model_flops)
+    hardware_flops = positive_float("hardware_flops", hardware_flops)
     ratio = hardware_flops / model_flops  # >= 1: recompute only adds FLOPs
     if mfu is not None:
         mfu = fraction("mfu", mfu, what="a fraction of peak (model FLOPs utilisation)")
@@ -266,22 +268,26 @@ def utilisation(model_flops: float, hardware_flops: float, mfu=None, hfu=None) -
 def all_reduce_bytes(nbytes: float, n: int) -> float:
     """Bytes each GPU sends in a ring all-reduce of `nbytes` over n GPUs: 2(n-1)/n·B
     (a reduce-scatter then an all-gather; Patarasuk & Yuan 2009)."""
+    nbytes, n = finite_number("nbytes", nbytes), positive_int("n", n)
     return 2 * (n - 1) / n * nbytes if n > 1 else 0.0
 
 
 def reduce_scatter_bytes(nbytes: float, n: int) -> float:
     """Bytes each GPU sends in a ring reduce-scatter of a `nbytes` tensor over n GPUs: (n-1)/n·B."""
+    nbytes, n = finite_number("nbytes", nbytes), positive_int("n", n)
     return (n - 1) / n * nbytes if n > 1 else 0.0
 
 
 def all_gather_bytes(nbytes: float, n: int) -> float:
     """Bytes each GPU sends in a ring all-gather that assembles a `nbytes` tensor on n GPUs: (n-1)/n·B."""
+    nbytes, n = finite_number("nbytes", nbytes), positive_int("n", n)
     return (n - 1) / n * nbytes if n > 1 else 0.0
 
 
 def all_to_all_bytes(nbytes: float, n: int) -> float:
     """Bytes each GPU sends in an all-to-all of its `nbytes` buffer over n GPUs: (n-1)/n·B (the 1/n addressed to
     itself stays; NCCL's alltoall as torch.distributed.all_to_all_single sends one slice to every peer)."""
+    nbytes, n = finite_number("nbytes", nbytes), positive_int("n", n)
     return (n - 1) / n * nbytes if n > 1 else 0.0
 
 
@@ -610,7 +616,8 @@ def zero_offload_traffic_bytes(partition_numel: int, micro_batches: int) -> int:
     from the second micro-batch on (async_accumulate_grad_in_cpu_via_gpu); at the boundary the sum goes down in
     fp32 into the optimizer's gradient partition (async_inplace_copy_grad_to_fp32_buffer_from_gpu); the updated
     16-bit parameters come up once: 2 + 2(k-1) + 2(k-2) + 4 + 2 = 4k + 2 bytes per element (k = 1: 4 + 2)."""
-    k = micro_batches
+    partition_numel = positive_int("partition_numel", partition_numel, allow_zero=True)
+    k = positive_int("micro_batches", micro_batches)
     return (2 + 2 * (k - 1) + 2 * (k - 2) + 4 + 2) * partition_numel
 
 
@@ -638,9 +645,8 @@ def step_time(estimate, gpu, mfu: float | None = None, gpus_per_node: int = 8,
     estimate = _training_estimate(estimate)
     gpu: GPU = get_gpu(gpu)
     gpus_per_node = positive_int("gpus_per_node", gpus_per_node)
-    internode_bytes_per_s = positive_float("internode_bytes_per_s", internode_bytes_per_s, maximum=MAX_BYTES_PER_S,
-                                           unit=" bytes/s")
-    nvme_bytes_per_s = positive_float("nvme_bytes_per_s", nvme_bytes_per_s, maximum=MAX_BYTES_PER_S, unit=" bytes/s")
+    internode_bytes_per_s = bandwidth("internode_bytes_per_s", internode_bytes_per_s, maximum=MAX_BYTES_PER_S)
+    nvme_bytes_per_s = bandwidth("nvme_bytes_per_s", nvme_bytes_per_s, maximum=MAX_BYTES_PER_S)
     cpu_adam_params_per_s = positive_float("cpu_adam_params_per_s", cpu_adam_params_per_s,
                                            maximum=MAX_PARAMS_PER_S, unit=" parameters/s")
     s = estimate.setup

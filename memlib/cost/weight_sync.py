@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib._checks import choice, positive_float, positive_int
+from memlib._checks import bandwidth, choice, finite_number, positive_float, positive_int
 from memlib.cost.collectives import collective_seconds, link_bytes_per_s
 from memlib.models import get_model
 from memlib.serving.inference import estimate_inference
@@ -78,7 +78,7 @@ def _beta(link, bytes_per_s):
         raise ValueError("give the link either by name (link='IB NDR', link='h100-80gb' for its NVLink) or as "
                          "bytes_per_s, one of the two")
     if bytes_per_s is not None:
-        return positive_float("bytes_per_s", bytes_per_s, unit=" bytes/s"), ""
+        return bandwidth("bytes_per_s", bytes_per_s), ""
     return link_bytes_per_s(link), str(link)
 
 
@@ -100,6 +100,10 @@ def weight_sync(actor, method: str = "nccl-broadcast", *, engines: int = 1, roll
     m = get_model(actor)
     e, tg = positive_int("engines", engines), positive_int("rollout_tp", rollout_tp)
     pg = positive_int("rollout_pp", rollout_pp)
+    # checked here, before any comparison: train_tp=True would pass `train_tp != 1` as 1, alpha_s=nan would give nan s
+    train_tp, train_pp = positive_int("train_tp", train_tp), positive_int("train_pp", train_pp)
+    train_gpus = None if train_gpus is None else positive_int("train_gpus", train_gpus)
+    alpha_s = finite_number("alpha_s", alpha_s)
     beta, name = _beta(link, bytes_per_s)
     W = estimate_inference(m, 1, 1, weights="bf16", tp=1).weight_bytes
     kept = -(-W // (tg * pg))

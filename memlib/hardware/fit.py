@@ -81,7 +81,9 @@ class Verdict:
 def required_bytes(peak_bytes: int, cuda_context_bytes: int = DEFAULT_CUDA_CONTEXT_BYTES,
                    allocator_headroom: float = DEFAULT_ALLOCATOR_HEADROOM) -> int:
     """What a process with this tensor peak needs from the GPU: peak + context + headroom."""
-    return peak_bytes + cuda_context_bytes + int(peak_bytes * allocator_headroom)
+    peak_bytes = positive_int("peak_bytes", peak_bytes, allow_zero=True)
+    cuda_context_bytes = positive_int("cuda_context_bytes", cuda_context_bytes, allow_zero=True)
+    return peak_bytes + cuda_context_bytes + _headroom_bytes(peak_bytes, check_allocator_headroom(allocator_headroom))
 
 
 ALLOCATORS = ("flat", "caching", "expandable")

@@ -339,6 +339,9 @@ NETWORK_LINKS: dict[str, tuple[float, str]] = {
 def link_bytes_per_s(link: str) -> float:
     """One direction's bytes/s of a network link in NETWORK_LINKS ("10GbE", "IB NDR", ...), or of a GPU's own
     interconnect when `link` names a catalog GPU ("h100-80gb": NVLink 4, 450 GB/s each way)."""
+    if not isinstance(link, str):
+        raise ValueError(f"link must be a name: one of {sorted(NETWORK_LINKS)} or a catalog GPU name, got "
+                         f"{show(link)} ({type(link).__name__})")
     if link in NETWORK_LINKS:
         return NETWORK_LINKS[link][0]
     try:

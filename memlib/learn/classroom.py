@@ -160,6 +160,7 @@ def key_answer(exercise_id: str) -> str:
 def handout(topic, seed: int, n: int = 10, interview: int = 0) -> tuple[str, str]:
     """(the learners' handout, the teacher's answer key), both Markdown, for the class seed."""
     key_topic = _topic(topic)
+    interview = _count(interview, "interview", low=0)  # 0: none; None, -1, "2" are errors naming interview
     questions = quiz(key_topic, seed, n)
     talks = interview_questions(seed, interview, key_topic) if interview else []
     title = f"Quiz · topic {key_topic} ({NOTEBOOKS[key_topic]}) · class seed {seed}"
@@ -255,6 +256,9 @@ def write_quiz(topic, seed: int, n: int, out, key=None, interview: int = 0) -> l
         if target is None:
             continue
         target = Path(target)
+        if target.suffix and target.suffix.lower() not in (".md", ".markdown", ".txt", ".html", ".htm"):
+            raise ValueError(f"{target.name}: write the quiz as .md (Markdown) or .html (a printable page); "
+                             f"{target.suffix} is not a format memlib writes")
         if not target.parent.is_dir():
             raise ValueError(f"the folder {target.parent} does not exist: create it, or write the file elsewhere")
         if target.suffix.lower() in (".html", ".htm"):

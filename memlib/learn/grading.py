@@ -35,6 +35,7 @@ from memlib.learn.exercises.progress import export_progress, import_progress
 from memlib.learn.exercises.answers import (BINARY, BYTE_UNITS, DECIMAL, Malformed, Quantity, example, number_in,
                                       parse_choice, parse_marks, parse_quantity, parse_selection, plain, stated_fit,
                                       unanswered)
+from memlib.learn.i18n import get_language, language, set_language, tr, trf
 from memlib.units import GB, GiB, fmt_bytes
 
 # words that say a named figure is right, or not the one meant ("28GB is fine", "not 40%", "不是 ZeRO-2")
@@ -46,7 +47,7 @@ def _normalise_text(text: str) -> str:
 
 __all__ = ["show", "check", "hint", "solution", "mark", "score", "grade", "reset", "Feedback", "Malformed",
            "export_progress", "import_progress", "practice", "Practice",
-           "parse_quantity", "example", "unanswered"]
+           "parse_quantity", "example", "unanswered", "set_language", "get_language"]
 
 UNIT_SLIP_TOLERANCE = 0.005  # a GB/GiB mix-up is named only when the other reading matches this closely
 CLOSE = 0.10  # "close" means within 10% of the expected value
@@ -92,16 +93,16 @@ def _close(value: float, target: float, tol: float, abs_tol: float = 0.0) -> boo
 
 def _direction(value: float, expected: float) -> str:
     if expected == 0 or value == 0:
-        return "too high" if value > expected else "too low"
+        return tr("too high") if value > expected else tr("too low")
     ratio = value / expected
-    word = "too high" if ratio > 1 else "too low"
+    word = tr("too high") if ratio > 1 else tr("too low")
     if ratio == 0 or ratio == float("inf"):  # so far off that the ratio under- or overflows (5e-324 GB)
-        return f"{word} by more than 10x: check the units and what you counted"
+        return trf("{word} by more than 10x: check the units and what you counted", word=word)
     far = max(ratio, 1 / ratio)
     if far > 10:
-        return f"{word} by more than 10x: check the units and what you counted"
+        return trf("{word} by more than 10x: check the units and what you counted", word=word)
     if far > 2:
-        return f"{word} by more than 2x: check which terms you counted"
+        return trf("{word} by more than 2x: check which terms you counted", word=word)
     return word
 
 
@@ -231,7 +232,7 @@ def _judge(ex: Numeric, q: Quantity, expected: float) -> tuple[bool, str, tuple[
         # hidden width give 58.38 GB, 0.4% from the right 58.12 GiB read as GB)
         if _close(value, expected, min(tol, UNIT_SLIP_TOLERANCE), abs_tol) and not _closer_slip(ex, q.value, expected,
                                                                                                   value):
-            return False, f"the size is right, the unit is not: {why}.", ("unit",)
+            return False, trf("the size is right, the unit is not: {why}.", why=tr(why)), ("unit",)
     # known slips: on the number as read, then combined with a unit mix-up
     candidates = [(q.value, "", tol)] + [(v, why, min(tol, UNIT_SLIP_TOLERANCE)) for v, why in unit_readings]
     for value, why, t in candidates:
@@ -241,8 +242,8 @@ def _judge(ex: Numeric, q: Quantity, expected: float) -> tuple[bool, str, tuple[
             except Exception:  # a slip that cannot be computed for this setup is simply not detected
                 continue
             if not _close(slipped, expected, tol, abs_tol) and _close(value, slipped, t, abs_tol):
-                text = slip.message + (f"; also, {why}" if why else "")
-                return False, f"looks like a known slip: {text}.", (slip.name,)
+                text = tr(slip.message) + (trf("; also, {why}", why=tr(why)) if why else "")
+                return False, trf("looks like a known slip: {text}.", text=text), (slip.name,)
     if ex.count > 1:
         one, many = ex.count_unit
         n = ex.count
@@ -254,13 +255,16 @@ def _judge(ex: Numeric, q: Quantity, expected: float) -> tuple[bool, str, tuple[
                      (n, f"you multiplied by the {n} {many} once too often; the question asks for the total"))
         for factor, text in cases:
             if _close(q.value, expected * factor, tol):
-                return False, f"looks like a known slip: {text}.", ("per-unit vs total",)
+                return False, trf("looks like a known slip: {text}.", text=tr(text)), ("per-unit vs total",)
     if _close(q.value, expected, CLOSE, abs_tol):
-        advice = ex.close_advice or "carry more digits through the calculation and round only at the end"
-        band = f"±{ex.tolerance * 100:g}%" if ex.tolerance else "the exact whole number"
-        what = "close, but not it" if ex.unit == "count" else f"close, but outside the {band} tolerance"
-        return False, f"{what}: {_direction(q.value, expected)}. Check: {advice}.", ()
-    return False, f"not yet: {_direction(q.value, expected)}. Try hint({ex.id!r}).", ()
+        advice = tr(ex.close_advice or "carry more digits through the calculation and round only at the end")
+        band = f"±{ex.tolerance * 100:g}%" if ex.tolerance else tr("the exact whole number")
+        what = tr("close, but not it") if ex.unit == "count" else trf("close, but outside the {band} tolerance",
+                                                                       band=band)
+        return False, trf("{what}: {direction}. Check: {advice}.", what=what,
+                          direction=_direction(q.value, expected), advice=advice), ()
+    return False, trf("not yet: {direction}. Try hint({id}).", direction=_direction(q.value, expected),
+                      id=repr(ex.id)), ()
 
 
 def _grade_numeric(ex: Numeric, answer) -> Feedback:
@@ -268,9 +272,9 @@ def _grade_numeric(ex: Numeric, answer) -> Feedback:
     ok, msg, slips = _judge(ex, q, float(ex.expected()))
     said = stated_fit(answer) if ex.fits is not None else None
     if ok and said is not None and said != ex.fits():  # a right figure with the wrong conclusion
-        ok, msg, slips = False, ("the figure is right, the verdict is not: compare it with what the card holds once "
-                                 "the CUDA context and allocator headroom are counted (memlib.fits)"), ("verdict",)
-    return Feedback(ex.id, "correct" if ok else "incorrect", ("correct: " if ok else "") + msg, slips)
+        ok, msg, slips = False, tr("the figure is right, the verdict is not: compare it with what the card holds "
+                                   "once the CUDA context and allocator headroom are counted (memlib.fits)"), ("verdict",)
+    return Feedback(ex.id, "correct" if ok else "incorrect", (tr("correct: ") if ok else "") + msg, slips)
 
 
 def _squeeze(text) -> str:
@@ -353,8 +357,9 @@ def _grade_spot(ex: SpotError, answer) -> Feedback:
 
 
 def _option_feedback(option, chosen_wrongly: bool = True) -> str:
-    why = render(option.why) or "look again at what each option keeps on the GPU"
-    return why + (f" (a common belief: {option.misconception})" if option.misconception and chosen_wrongly else "")
+    why = render(option.why) or tr("look again at what each option keeps on the GPU")
+    return why + (trf(" (a common belief: {belief})", belief=tr(option.misconception))
+                  if option.misconception and chosen_wrongly else "")
 
 
 def _grade_choice(ex: Choice, answer) -> Feedback:
@@ -362,9 +367,9 @@ def _grade_choice(ex: Choice, answer) -> Feedback:
     key, reason = parse_choice(answer, tuple(options), tuple(r.key for r in ex.reasons))
     right = ex.right()
     if key != right:
-        return Feedback(ex.id, "incorrect", f"not ({key}): {_option_feedback(options[key])}.")
+        return Feedback(ex.id, "incorrect", trf("not ({key}): {why}.", key=key, why=_option_feedback(options[key])))
     if not ex.reasons:
-        return Feedback(ex.id, "correct", f"correct: ({key}). {render(options[key].why)}")
+        return Feedback(ex.id, "correct", trf("correct: ({key}). {why}", key=key, why=render(options[key].why)))
     reasons = {r.key: r for r in ex.reasons}
     if reason == "":
         return Feedback(ex.id, "incorrect", f"({key}) is the right choice; now pick the reason too, e.g. "
@@ -372,7 +377,8 @@ def _grade_choice(ex: Choice, answer) -> Feedback:
     if reason != options[right].reason:
         return Feedback(ex.id, "incorrect", f"({key}) is right, but not for reason {reason}: "
                                             f"{render(reasons[reason].why)}.")
-    return Feedback(ex.id, "correct", f"correct: ({key}) for reason {reason}. {render(options[key].why)}")
+    return Feedback(ex.id, "correct", trf("correct: ({key}) for reason {reason}. {why}", key=key, reason=reason,
+                                          why=render(options[key].why)))
 
 
 def _grade_multi(ex: MultiChoice, answer) -> Feedback:
@@ -381,7 +387,7 @@ def _grade_multi(ex: MultiChoice, answer) -> Feedback:
     right = frozenset(ex.right())
     if chosen == right:
         picked = ", ".join(f"({k})" for k in sorted(right)) or "none"
-        return Feedback(ex.id, "correct", f"correct: {picked}. " + " ".join(
+        return Feedback(ex.id, "correct", trf("correct: {picked}. ", picked=picked) + " ".join(
             f"({k}) {render(options[k].why)}." for k in sorted(right)))
     wrong = len(chosen - right)  # how many, never which: naming them would let "all" reveal the answer
     parts = [f"{wrong} of your {len(chosen)} pick{'s' if len(chosen) > 1 else ''} "
@@ -442,7 +448,8 @@ def _grade_implement(ex: Implement, answer) -> Feedback:
     for slip in ex.slips:
         try:
             if all(_close(v, float(slip.value(k, w)), ex.tolerance) for k, _, v, w in got):
-                return Feedback(ex.id, "incorrect", f"looks like a known slip: {slip.message}.", (slip.name,))
+                return Feedback(ex.id, "incorrect", trf("looks like a known slip: {text}.", text=tr(slip.message)),
+                                (slip.name,))
         except Exception:
             continue
     # the direction only: a ratio to the reference (or its value) would let a function returning 1 read it back
@@ -482,14 +489,14 @@ def grade(exercise_id, answer) -> Feedback:
     try:
         answer = plain(answer)
     except Malformed as e:
-        return Feedback(ex.id, "malformed", f"could not read that answer: {e}")
+        return Feedback(ex.id, "malformed", trf("could not read that answer: {error}", error=e))
     if unanswered(answer):
-        return Feedback(ex.id, "not answered", "not answered yet: replace the placeholder with your answer. "
-                                               f"Stuck? hint({ex.id!r})")
+        return Feedback(ex.id, "not answered", trf("not answered yet: replace the placeholder with your answer. "
+                                                   "Stuck? hint({id})", id=repr(ex.id)))
     try:
         return _GRADERS[type(ex)](ex, answer)
     except Malformed as e:
-        return Feedback(ex.id, "malformed", f"could not read the answer: {e}")
+        return Feedback(ex.id, "malformed", trf("could not read the answer: {error}", error=e))
     except RecursionError:
         return Feedback(ex.id, "malformed", "could not read the answer: it is nested too deeply")
     except Exception as e:  # a grader bug must not break the learner's notebook
@@ -531,16 +538,24 @@ def _lookup(exercise_id) -> Exercise | None:
         return None
 
 
-def show(exercise_id: str) -> None:
-    """Display an exercise: title, difficulty, time and the question."""
-    ex = _lookup(exercise_id)
-    if ex is not None:
-        _emit(f"**{ex.id} · {ex.title}** — *{ex.difficulty} · about {ex.minutes} min · {ex.kind_label}*\n\n"
-              + ex.render_prompt())
+def show(exercise_id: str, lang: str | None = None) -> None:
+    """Display an exercise: title, difficulty, time and the question (`lang`: "zh" or "en" for this call;
+    set_language() for every call)."""
+    with language(lang):
+        ex = _lookup(exercise_id)
+        if ex is not None:
+            _emit(f"**{ex.id} · {tr(ex.title)}** — *{tr(ex.difficulty)} · "
+                  + trf("about {minutes} min", minutes=ex.minutes) + f" · {tr(ex.kind_label)}*\n\n"
+                  + ex.render_prompt())
 
 
-def check(exercise_id: str, answer) -> None:
+def check(exercise_id: str, answer, lang: str | None = None) -> None:
     """Print whether `answer` is right, with feedback. Never raises; records the attempt (best one counts)."""
+    with language(lang):
+        _check(exercise_id, answer)
+
+
+def _check(exercise_id: str, answer) -> None:
     fb = grade(exercise_id, answer)
     print(fb)
     if fb.exercise_id not in EXERCISES:
@@ -558,7 +573,7 @@ def check(exercise_id: str, answer) -> None:
             fields["slips"] = seen
         now = progress.update(ex.id, **fields)
         if fb.status == "incorrect" and now.get("best") == "correct":
-            print(f"   (you passed {ex.id} before; that pass still counts)")
+            print("   " + trf("(you passed {id} before; that pass still counts)", id=ex.id))
     elif fb.status == "submitted":
         _RESULTS[ex.id] = fb
         progress.update(ex.id, submitted=True, last="submitted", self_total=len(ex.rubric))
@@ -568,9 +583,9 @@ def check(exercise_id: str, answer) -> None:
 
 
 def _rubric_markdown(ex: SelfAssessed) -> str:
-    points = "\n".join(f"{i}. {p}" for i, p in enumerate(ex.rubric, 1))
-    return (f"**Rubric for {ex.id}** (mark each point your answer covers):\n\n{points}\n\n"
-            f"**Model answer {ex.id}.** {ex.worked()}")
+    points = "\n".join(f"{i}. {tr(p)}" for i, p in enumerate(ex.rubric, 1))
+    return (trf("**Rubric for {id}** (mark each point your answer covers):", id=ex.id) + f"\n\n{points}\n\n"
+            + trf("**Model answer {id}.**", id=ex.id) + f" {tr(ex.worked())}")
 
 
 def mark(exercise_id: str, marks) -> None:
@@ -601,29 +616,37 @@ def mark(exercise_id: str, marks) -> None:
           + ". Self-assessed points count apart from the auto-graded exercises in score().")
 
 
-def hint(exercise_id: str) -> None:
+def hint(exercise_id: str, lang: str | None = None) -> None:
     """Print the next hint: the concept, then the formula, then the first step (each call shows one more)."""
+    with language(lang):
+        _hint(exercise_id)
+
+
+def _hint(exercise_id: str) -> None:
     ex = _lookup(exercise_id)
     if ex is None:
         return
     seen = progress.entry(ex.id).get("hints", 0)
     n = len(ex.hints)
     if seen >= n:
-        print(f"💡 {ex.id}: all {n} hints shown:\n" + "\n".join(f"   {i}. {h}" for i, h in enumerate(ex.hints, 1))
-              + f"\n   solution({ex.id!r}) shows the worked answer.")
+        print("💡 " + trf("{id}: all {n} hints shown:", id=ex.id, n=n) + "\n"
+              + "\n".join(f"   {i}. {tr(h)}" for i, h in enumerate(ex.hints, 1))
+              + "\n   " + trf("solution({id}) shows the worked answer.", id=repr(ex.id)))
         return
     progress.update(ex.id, hints=seen + 1)
-    labels = ("the concept", "the formula", "the first step")
-    more = f" (call again for {labels[seen + 1]})" if seen + 1 < n else ""
+    labels = (tr("the concept"), tr("the formula"), tr("the first step"))
+    more = trf(" (call again for {label})", label=labels[seen + 1]) if seen + 1 < n else ""
     label = labels[seen]
-    print(f"💡 {ex.id} hint {seen + 1} of {n}, {label}: {ex.hints[seen]}{more}")
+    print("💡 " + trf("{id} hint {k} of {n}, {label}:", id=ex.id, k=seen + 1, n=n, label=label)
+          + f" {tr(ex.hints[seen])}{more}")
 
 
-def solution(exercise_id: str) -> None:
+def solution(exercise_id: str, lang: str | None = None) -> None:
     """Show the worked answer, with every figure computed by memlib now."""
-    ex = _lookup(exercise_id)
-    if ex is not None:
-        _emit(f"**Worked answer {ex.id}.** " + ex.worked())
+    with language(lang):
+        ex = _lookup(exercise_id)
+        if ex is not None:
+            _emit(trf("**Worked answer {id}.**", id=ex.id) + " " + tr(ex.worked()))
 
 
 @dataclass(frozen=True)
@@ -643,7 +666,7 @@ class Practice:
         return f"{self.id} · {self.title}\n{self.prompt}\n(check({self.id!r}, answer); hint({self.id!r}))"
 
 
-def practice(topic, seed: int | None = None) -> Practice:
+def practice(topic, seed: int | None = None, lang: str | None = None) -> Practice:
     """A new question of one topic's kinds ("03", 3 or "03_when_...") with a setup drawn from memlib's catalogs.
 
     The same seed gives the same question (for a class); no seed draws one. Graded by check(q.id, answer);
@@ -655,7 +678,8 @@ def practice(topic, seed: int | None = None) -> Practice:
     if seed is None:
         seed = random.SystemRandom().randrange(generator.MAX_SEED + 1)
     ex = generator.build(key, seed)
-    return Practice(ex.id, key, seed, ex.title, ex.render_prompt())
+    with language(lang):
+        return Practice(ex.id, key, seed, tr(ex.title), ex.render_prompt())
 
 
 _MARKS = {"correct": "✅ passed", "incorrect": "❌ not yet"}

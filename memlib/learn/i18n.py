@@ -13,11 +13,17 @@ a catalog inside JupyterLite too.
 """
 from __future__ import annotations
 
+import os
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
-__all__ = ["Entry", "paragraphs", "placeholders", "read_po", "write_po", "translate_text"]
+__all__ = ["Entry", "paragraphs", "placeholders", "read_po", "write_po", "translate_text", "parse_po",
+           "set_language", "get_language", "language", "tr", "trf", "msg", "Msg", "number_template", "LANGUAGES"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _EVAL = re.compile(r"\{eval\}`[^`]+`")
@@ -141,7 +147,11 @@ def write_po(path: str | Path, entries: list[Entry], header: str = "") -> None:
 
 def read_po(path: str | Path) -> tuple[str, list[Entry]]:
     """Read a PO file written by `write_po` (or by hand in the same subset): (header, entries)."""
-    text = Path(path).read_text(encoding="utf-8")
+    return parse_po(Path(path).read_text(encoding="utf-8"), path)
+
+
+def parse_po(text: str, path: str | Path = "<po>") -> tuple[str, list[Entry]]:
+    """The PO text's (header, entries)."""
     header, entries = "", []
     for chunk in re.split(r"\n\s*\n", text.strip()):
         e = Entry(msgid="")
@@ -176,3 +186,145 @@ def read_po(path: str | Path) -> tuple[str, list[Entry]]:
         e.previous = "".join(_unquote(p) for p in prev) if prev else None
         entries.append(e)
     return header, entries
+
+
+# --- the grader's language: a runtime catalog keyed by the English strings ------------------------
+# The grader's texts (the exercises' prompts, hints, slips and worked answers; grading.py's feedback; the
+# practice questions and the mock interview) are English in the code; their translations live in
+# memlib/learn/locale/<lang>/LC_MESSAGES/memlib.po (package data, read with importlib.resources, so they ship
+# in the wheel JupyterLite installs). `tools/translate.py extract` writes that catalog from the exercise
+# registry and from the strings marked with tr()/trf() in the grader's modules.
+#
+# A text rendered with memlib's numbers now (a worked answer) is looked up by its *number template*: every
+# number written as {0}, {1}, ... (number_template), so the translation is written once and gets the
+# numbers of the day. A template with named fields (trf: "not yet: {direction}") keeps its names. A text made
+# before the language is known (a practice question's title and prompt, a scenario) is a msg(): the English string,
+# translated by tr() as its template when it is shown.
+
+LANGUAGES = ("en", "zh")
+_ENV = "MEMLIB_LANG"
+_chosen: str | None = None
+_this_call: ContextVar[str | None] = ContextVar("memlib_language", default=None)
+# a number standing alone ("13.48 GB", "6,738,415,616", "00.1"), not one inside a name ("LLaMA-7B", "bf16", "Llama-2-70B")
+_NUMBER = re.compile(r"(?<![\w.{-])\d+(?:[.,]\d+)*(?![\w}-])")
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def _valid(lang) -> str:
+    if not isinstance(lang, str) or lang.lower().replace("_", "-").split("-")[0] not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)} (e.g. set_language('zh')), got {lang!r}")
+    return lang.lower().replace("_", "-").split("-")[0]
+
+
+def set_language(lang: str | None) -> None:
+    """The grader's language from now on: "zh" (中文) or "en"; None goes back to the default (the
+    MEMLIB_LANG environment variable, else Chinese for a notebook opened from the Chinese copies, zh/, else
+    English)."""
+    global _chosen
+    _chosen = None if lang is None else _valid(lang)
+
+
+def get_language(lang: str | None = None) -> str:
+    """The language in force: `lang` if given, else this call's (`language`), else set_language's, else the
+    default (see set_language)."""
+    if lang is not None:
+        return _valid(lang)
+    for chosen in (_this_call.get(), _chosen, os.environ.get(_ENV) or None):
+        if chosen is not None:
+            return _valid(chosen)
+    try:  # a notebook of the Chinese copies (zh/notebooks, zh/exercises) runs with its folder as cwd
+        here = Path.cwd()
+        if here.parent.name == "zh" and here.name in ("notebooks", "exercises"):
+            return "zh"
+    except OSError:
+        pass
+    return "en"
+
+
+@contextmanager
+def language(lang: str | None):
+    """`with language("zh"): ...`: the grader speaks `lang` inside the block (a function's `lang=`)."""
+    token = _this_call.set(None if lang is None else _valid(lang))
+    try:
+        yield
+    finally:
+        _this_call.reset(token)
+
+
+def number_template(text: str) -> tuple[str, list[str]]:
+    """("LLaMA-7B has {0} parameters", ["6,738,415,616"]) for "LLaMA-7B has 6,738,415,616 parameters"."""
+    numbers: list[str] = []
+
+    def field(m):
+        numbers.append(m.group(0))
+        return "{" + str(len(numbers) - 1) + "}"
+
+    return _NUMBER.sub(field, text), numbers
+
+
+@lru_cache(maxsize=None)
+def runtime_catalog(lang: str) -> dict[str, str]:
+    """The confirmed translations of the grader's texts into `lang` (empty for English)."""
+    if lang == "en":
+        return {}
+    try:
+        text = resources.files("memlib.learn").joinpath("locale", lang, "LC_MESSAGES", "memlib.po").read_text(
+            encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError, OSError):
+        return {}
+    return {e.msgid: e.msgstr for e in parse_po(text)[1] if e.translated}
+
+
+def _fill(template: str, values) -> str:
+    """Put values into a translation's {0}/{name} fields (not str.format: a text may hold other braces)."""
+    def put(m):
+        key = m.group(1)
+        if isinstance(values, dict):
+            return values.get(key, m.group(0))
+        return values[int(key)] if key.isdigit() and int(key) < len(values) else m.group(0)
+
+    return _FIELD.sub(put, template)
+
+
+def tr(text: str, lang: str | None = None) -> str:
+    """`text` in the grader's language: its translation, else (a text with memlib's numbers) its number
+    template's translation with the numbers put back, else the English text."""
+    lang = get_language(lang)
+    if lang == "en" or not isinstance(text, str) or not text:
+        return text
+    if isinstance(text, Msg):  # built from a template: translate the template, fill it with the same fields
+        return _fill(tr(text.template, lang), {k: tr(v, lang) if isinstance(v, Msg) else v
+                                                for k, v in text.fields.items()})
+    cat = runtime_catalog(lang)
+    if text in cat:
+        return cat[text]
+    template, numbers = number_template(text)
+    if numbers and template in cat:
+        return _fill(cat[template], numbers)
+    return text
+
+
+def trf(template: str, lang: str | None = None, **fields) -> str:
+    """A message with named fields, translated, then filled: trf("not yet: {direction}.", direction=...)."""
+    return _fill(tr(template, lang), {k: str(v) for k, v in fields.items()})
+
+
+class Msg(str):
+    """An English text made from a template and its fields (see msg): it is the English text wherever a string
+    is used, and tr() translates it as its template, so a text made once (a practice question's prompt, drawn
+    before the learner picks a language) is shown in the language in force when it is shown."""
+
+    def __new__(cls, template: str, fields: dict):
+        self = super().__new__(cls, _fill(template, {k: str(v) for k, v in fields.items()}))
+        self.template, self.fields = template, dict(fields)
+        return self
+
+    def __reduce__(self):
+        return (Msg, (self.template, self.fields))
+
+
+def msg(template: str, **fields) -> Msg:
+    """trf's lazy twin: msg("Weights of {model} in {fmt}", model=m, fmt=w) is the English text now and is
+    translated by tr() when shown; a field that is itself a msg() is translated too. Fields are written with
+    str() (format a number before passing it: the translation keeps the same figures)."""
+    return Msg(template, {k: v if isinstance(v, Msg) else str(v) for k, v in fields.items()})

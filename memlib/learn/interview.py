@@ -23,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from memlib.learn.i18n import tr, trf
 from memlib.learn import scenarios
 from memlib.learn.exercises import EXERCISES, NOTEBOOKS, SelfAssessed, get_exercise
 from memlib.learn.exercises.answers import Malformed, parse_marks
@@ -40,11 +41,12 @@ class Question:
     prompt: str
 
     def _repr_markdown_(self) -> str:
-        return (f"**Mock interview · topic {self.topic} ({NOTEBOOKS[self.topic]})**\n\n**{self.title}.** "
-                f"{self.prompt}\n\n*Think for {THINK_SECONDS} seconds, then answer as you would aloud.*")
+        return ("**" + trf("Mock interview · topic {topic} ({name})", topic=self.topic, name=NOTEBOOKS[self.topic])
+                + f"**\n\n**{tr(self.title)}.** {tr(self.prompt)}\n\n*"
+                + trf("Think for {seconds} seconds, then answer as you would aloud.", seconds=THINK_SECONDS) + "*")
 
     def __str__(self) -> str:
-        return f"{self.title}: {self.prompt}"
+        return f"{tr(self.title)}: {tr(self.prompt)}"
 
 
 @dataclass(frozen=True)
@@ -110,10 +112,12 @@ def timer(seconds: int = THINK_SECONDS, block: bool = False):
     """A countdown (an ipywidgets progress bar; plain text without ipywidgets). Returns the widget, or None."""
     if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= 600:
         raise ValueError(f"seconds must be a whole number from 1 to 600, got {seconds!r}")
+    from memlib._checks import flag
+    block = flag("block", block)  # "false" would block
     try:
         import ipywidgets as widgets
     except ImportError:
-        print(f"⏱ {seconds} seconds to think: start now.")
+        print("⏱ " + trf("{seconds} seconds to think: start now.", seconds=seconds))
         return None
     bar = widgets.IntProgress(min=0, max=seconds, value=0, description="⏱ think")
     label = widgets.Label(f"{seconds} s left")
@@ -137,11 +141,12 @@ def assess(q: Question, answer: str) -> str:
     """The rubric and the model answer for your answer (Markdown); nothing is graded by keywords."""
     q = question(q)
     if not isinstance(answer, str) or len(answer.split()) + sum("\u4e00" <= c <= "\u9fff" for c in answer) // 2 < 10:
-        return "Say your answer first (at least 10 words, as you would aloud); then the rubric and a model answer."
+        return tr("Say your answer first (at least 10 words, as you would aloud); then the rubric and a model answer.")
     ex = _exercise(q)
-    points = "\n".join(f"{i}. {p}" for i, p in enumerate(ex.rubric, 1))
-    return (f"**Rubric** (mark each point your answer covered):\n\n{points}\n\n**Model answer.** {ex.worked()}\n\n"
-            f"Mark it: `interview.mark(q, [True, False, ...])` ({len(ex.rubric)} marks, in order).")
+    points = "\n".join(f"{i}. {tr(p)}" for i, p in enumerate(ex.rubric, 1))
+    return (tr("**Rubric** (mark each point your answer covered):") + f"\n\n{points}\n\n" + tr("**Model answer.**")
+            + f" {tr(ex.worked())}\n\n"
+            + trf("Mark it: `interview.mark(q, [True, False, ...])` ({n} marks, in order).", n=len(ex.rubric)))
 
 
 _MISSED: dict[Question, tuple[int, ...]] = {}  # this session's marks: the rubric points (1-based) each question missed
@@ -157,9 +162,10 @@ def mark(q: Question, marks) -> str:
         return f"⚠️ {e}"
     missing = tuple(i for i, v in enumerate(values, 1) if not v)
     _MISSED[q] = missing
-    return (f"📝 {sum(values)} of {len(values)} points" + (f"; revisit point {', '.join(map(str, missing))}" if missing else "")
-            + ". Next: the follow-up, interview.follow_up(q)"
-            + (f", on point {missing[0]}." if missing else ", pushing on the last point."))
+    return ("📝 " + trf("{got} of {n} points", got=sum(values), n=len(values))
+            + (trf("; revisit point {points}", points=", ".join(map(str, missing))) if missing else "")
+            + tr(". Next: the follow-up, interview.follow_up(q)")
+            + (trf(", on point {point}.", point=missing[0]) if missing else tr(", pushing on the last point.")))
 
 
 def follow_up(q: Question, marks=None):
@@ -180,6 +186,6 @@ def follow_up(q: Question, marks=None):
     point = missed[0] if missed else len(s.points)
     topic, kind = s.drills[point - 1]
     ex = generator.build(topic, q.seed % 1_000_000, kind)
-    why = (f"Follow-up on rubric point {point}, which your answer missed" if missed else
-           f"You covered every point; the interviewer pushes on point {point} with a new setup")
-    return Practice(ex.id, topic, q.seed % 1_000_000, f"{why}: {ex.title}", ex.render_prompt())
+    why = (trf("Follow-up on rubric point {point}, which your answer missed", point=point) if missed else
+           trf("You covered every point; the interviewer pushes on point {point} with a new setup", point=point))
+    return Practice(ex.id, topic, q.seed % 1_000_000, f"{why}: {tr(ex.title)}", ex.render_prompt())

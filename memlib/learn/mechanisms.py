@@ -478,8 +478,9 @@ def pipeline_schedule(schedule: str = "1f1b", pp: int = 4, micro_batches: int = 
     t_f, t_b = positive_float("t_f", t_f), positive_float("t_b", t_b)
     if schedule == "zb-h1":
         t_w = positive_float("t_w", t_w)
-    elif t_w:
-        raise ValueError(f"t_w splits the backward into B and W: only schedule='zb-h1' takes it, got {schedule!r}")
+    elif isinstance(t_w, bool) or not isinstance(t_w, (int, float)) or t_w != 0:
+        raise ValueError(f"t_w splits the backward into B and W: only schedule='zb-h1' takes it (leave t_w=0 for "
+                         f"{schedule!r}), got t_w={t_w!r}")
     if schedule == "interleaved":
         if v < 2:
             raise ValueError("interleaved 1F1B needs vpp >= 2 model chunks per GPU (vpp=1 is plain 1F1B)")

@@ -47,6 +47,8 @@ def fix_ladder(model, gpu, *, allocator: str = "caching", **setup) -> list[Rung]
     from memlib import estimate_training
 
     settings = dict(setup)
+    # the setup as given is checked first: a wrong model, GPU or option is its own error, never an empty ladder
+    fits(estimate_training(model, **settings), gpu, allocator=allocator)
     rungs = []
     for name, change, cost in LADDER:
         trial = dict(settings)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from memlib import _compat
-from memlib._checks import positive_int
+from memlib._checks import positive_float, positive_int, show
 from memlib.models import Model
 
 # (hidden, layers, where the width/depth pair is published)
@@ -46,6 +46,11 @@ def llama_like(hidden: int, layers: int, vocab_size: int = 32000, head_dim: int 
                name: str | None = None, source: str = "") -> Model:
     """A LLaMA-1-style model of the given width and depth (heads of `head_dim`)."""
     hidden, layers = positive_int("hidden", hidden), positive_int("layers", layers)
+    head_dim, vocab_size = positive_int("head_dim", head_dim), positive_int("vocab_size", vocab_size)
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ValueError(f"name must be a non-empty string (or None: named by its size), got {show(name)}")
+    if not isinstance(source, str):
+        raise ValueError(f"source must be a string (where the shape comes from), got {show(source)}")
     if hidden % head_dim:
         raise ValueError(f"hidden {hidden} is not a multiple of head_dim {head_dim}")
     m = Model(name or "llama-like", hidden_size=hidden, num_layers=layers, num_heads=hidden // head_dim,
@@ -65,8 +70,7 @@ def llama_like_of_size(num_params: float) -> Model:
     """A LLaMA-like shape of about `num_params` parameters, between the ladder's rungs: width and
     depth interpolated log-linearly in the parameter count along LADDER_SHAPES (hidden rounded to
     a multiple of 128, at least one layer), so a limit can be searched continuously, not rung by rung."""
-    if not num_params > 0:
-        raise ValueError(f"num_params must be positive, got {num_params!r}")
+    num_params = positive_float("num_params", num_params)  # not a bool, a string, nan or inf
     rungs = sorted(((llama_like(h, L).num_params, h, L) for h, L, _ in LADDER_SHAPES))
     x = math.log(num_params)
     lo = max((r for r in rungs if math.log(r[0]) <= x), default=rungs[0])

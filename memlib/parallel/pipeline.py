@@ -73,7 +73,7 @@ def peak_micro_batches_in_flight(schedule: str, pp: int, micro_batches: int) -> 
     memlib.training.layout.interleaved_chunks_in_flight."""
     p, m = _pm(pp, micro_batches)
     table = {"gpipe": m, "1f1b": min(p, m), "zb-h1": min(p, m), "dualpipe": p + 1}
-    if schedule not in table:
+    if not isinstance(schedule, str) or schedule not in table:
         raise ValueError(f"schedule must be one of {sorted(table)}, got {schedule!r}")
     return table[schedule]
 

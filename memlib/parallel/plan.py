@@ -356,6 +356,9 @@ def _check_plan_options(model, g, task, seq_len, micro_batch, grad_accum, precis
     utilisation(1.0, 1.0, mfu, hfu)  # one of mfu / hfu, each a fraction of the peak
     if host_bytes_per_node is not None:
         positive_int("host_bytes_per_node", host_bytes_per_node, allow_zero=True)
+        if 0 < host_bytes_per_node < 2**20:  # 512 meant as 512 GiB: no node has under 1 MiB of RAM
+            raise ValueError(f"host_bytes_per_node is in bytes; {host_bytes_per_node} B is under 1 MiB. GiB? pass "
+                             f"{host_bytes_per_node} * 2**30 ({host_bytes_per_node * 2**30})")
     accepted = [n for n in inspect.signature(estimate_training).parameters if n != "model"]
     for key in estimate_kw:
         if key in _SEARCHED:

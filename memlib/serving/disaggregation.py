@@ -26,16 +26,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlib._checks import fraction, positive_float, positive_int, plain_args
+from memlib._checks import fraction, model_or_name, positive_float, positive_int, plain_args
 from memlib.hardware.gpus import get_gpu, link_bytes_per_s
-from memlib.models import get_model
+from memlib.models import Model, get_model
 from memlib.serving.capacity import (_tensor_peak_flops, decode_bound, request_flops,
                                      vllm_default_max_num_batched_tokens, vllm_default_max_num_seqs)
 from memlib.serving.inference import AUTO, estimate_inference, kv_bytes_per_token, max_batch
 
 
 def _model(model):
-    return get_model(model) if isinstance(model, str) else model
+    return model_or_name(model, Model, get_model)
 
 
 @plain_args

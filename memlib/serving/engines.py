@@ -186,6 +186,7 @@ def paged_tokens(tokens: int, engine: str) -> int:
     """Cache slots a sequence of `tokens` occupies: whole 16-token blocks in vLLM, exactly its tokens
     in SGLang (page 1) and transformers."""
     choice("engine", engine, ENGINES)
+    tokens = positive_int("tokens", tokens, allow_zero=True)
     page = VLLM_PAGE if engine == "vllm" else 1
     return -(-tokens // page) * page
 

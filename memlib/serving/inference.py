@@ -33,7 +33,7 @@ import inspect
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memlib._checks import choice, flag, positive_int, plain_args
+from memlib._checks import choice, flag, model_or_name, positive_int, plain_args
 from memlib.models.hf_readers import checkpoint_group_size
 from memlib.options import Option, OptionTable, option
 from memlib.hardware.fit import Verdict, fits
@@ -187,8 +187,12 @@ def kv_layer_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, 
 
     A llama.cpp (ggml) type, or a K type and a different V type (kv_cache_v): K and V each one row
     of kv_heads/tp x head_dim values in their ggml block format (memlib.serving.engines.ggml_row_bytes)."""
+    model = model_or_name(model, Model, get_model)
     choice("kv_cache", kv_cache, ALL_KV_FORMATS)
     choice("mla_cache", mla_cache, MLA_CACHES)
+    positive_int("tp", tp)
+    if kv_cache_v is not None:
+        choice("kv_cache_v", kv_cache_v, ALL_KV_FORMATS)
     if kv_cache == "fp8_ds_mla":  # vLLM's DeepSeek-V3.2 sparse-MLA cache: memlib.serving.engines
         from memlib.serving.engines import fp8_ds_mla_bytes_per_token
         if not model.is_mla or mla_cache != "latent" or kv_cache_v is not None:
@@ -254,6 +258,7 @@ def kv_bytes_per_token(model: Model, kv_cache: str = "bf16", tp: int = 1, mla_ca
     per 32 values, "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1", "f16", "bf16", "f32"), K and V
     typed separately with kv_cache_v: memlib.serving.engines.
     """
+    model = model_or_name(model, Model, get_model)
     return model.num_layers * kv_layer_bytes_per_token(model, kv_cache, tp, mla_cache, kv_cache_v)
 
 
@@ -281,6 +286,9 @@ def kv_cache_bytes(model: Model, batch: int, context_len: int, kv_cache: str = "
     slots() the engine's paging (vLLM: whole blocks of 16 tokens; SGLang, transformers: exact).
     engine="llama.cpp": memlib.serving.engines.llama_cpp_kv_bytes with --parallel batch and
     --ctx-size batch x context_len (cells padded to 256, sliding layers at window + ubatch)."""
+    model = model_or_name(model, Model, get_model)
+    batch, context_len = positive_int("batch", batch), positive_int("context_len", context_len)
+    choice("engine", engine, ENGINES)
     if engine == "llama.cpp":
         return llama_cpp_kv_bytes(model, batch * context_len, _ggml(kv_cache), _ggml(kv_cache_v or kv_cache),
                                   n_seq=batch, kv_unified=batch == 1)
@@ -292,6 +300,8 @@ def kv_cache_bytes(model: Model, batch: int, context_len: int, kv_cache: str = "
 def kv_tokens_kept(model: Model, context_len: int, engine: str = DEFAULT_ENGINE) -> list[tuple[str, int, int]]:
     """(layer type, layers of that type, token slots each keeps) for one sequence of context_len tokens: full
     attention keeps them all, sliding/chunked layers at most their window (kv_cap), in the engine's pages."""
+    model = model_or_name(model, Model, get_model)
+    context_len = positive_int("context_len", context_len)
     out = []
     for layer_type, n in model.layer_counts().items():
         cap = kv_cap(model, layer_type)

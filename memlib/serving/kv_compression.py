@@ -19,9 +19,9 @@ fewer bits (fp8/int8 KV, KIVI).
 
 from __future__ import annotations
 
-from memlib._checks import positive_int, plain_args
+from memlib._checks import model_or_name, positive_int, plain_args
 from memlib.hardware.gpus import get_gpu
-from memlib.models import get_model
+from memlib.models import Model, get_model
 from memlib.serving.inference import estimate_inference, kv_bytes_per_token
 
 KIVI_GROUP_SIZE = 32  # Liu et al. 2024 (KIVI), experiments: group size G = 32 (also jy-yuan/KIVI example.py)
@@ -31,7 +31,7 @@ KIVI_SCALE_BYTES = 2  # scale and min (zero point) per group, in the model dtype
 
 
 def _model(model):
-    return get_model(model) if isinstance(model, str) else model
+    return model_or_name(model, Model, get_model)
 
 
 @plain_args

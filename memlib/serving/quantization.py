@@ -198,8 +198,9 @@ def bits_per_weight(bits: int, group_size: int, scale_bits: int = 16, zero_bits:
     extra = positive_int("scale_bits", scale_bits, maximum=32) + positive_int("zero_bits", zero_bits, allow_zero=True,
                                                                                maximum=32)
     out = bits + extra / g
+    scale_scale_bits = positive_int("scale_scale_bits", scale_scale_bits, maximum=64)  # checked even when unused
     if scale_group_size is not None:
-        out += positive_int("scale_scale_bits", scale_scale_bits, maximum=64) / (
+        out += scale_scale_bits / (
             g * positive_int("scale_group_size", scale_group_size))
     return out
 
@@ -302,6 +303,9 @@ def scaled_format_bits(name: str, numel: int | None = None, in_features: int | N
     numel: elements of the tensor (for the per-tensor scale; None: a large tensor, where it costs ~0 bits).
     in_features: the row length, for the per-channel format."""
     choice("format", name, tuple(SCALED_FORMATS))
+    # checked even where the format has no use for them: a wrong value is never silently ignored
+    numel = None if numel is None else positive_int("numel", numel)
+    in_features = None if in_features is None else positive_int("in_features", in_features)
     element, block, scale_bits, _, tensor_bits, _ = SCALED_FORMATS[name]
     out = float(FLOAT_FORMATS[element].bits)
     if block == "in_features":

@@ -209,7 +209,8 @@ def rollout_pool(model, gpu=DEFAULT_GPU, engine: str = "vllm", fraction: float =
     m = get_model(model)
     g = get_gpu(gpu)
     choice("engine", engine, ("vllm", "sglang"))
-    frac = _fraction("gpu_memory_utilization" if engine == "vllm" else "mem_fraction_static", fraction,
+    frac = _fraction("fraction (vLLM's gpu_memory_utilization)" if engine == "vllm"
+                     else "fraction (SGLang's mem_fraction_static)", fraction,
                     what="the share of each card the engine reserves")
     tp = positive_int("tp", tp)
     graphs = positive_int("cudagraph_bytes", cudagraph_bytes, allow_zero=True)

@@ -28,6 +28,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from memlib.learn.i18n import tr, trf
+
 DECIMAL = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15}
 BINARY = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
 _BYTE_WORDS = {"byte": "b", "bytes": "b", "kilobyte": "kb", "kilobytes": "kb", "megabyte": "mb", "megabytes": "mb",
@@ -124,11 +126,11 @@ UNITS_EXAMPLE_KEYS = ("bytes", "GB", "GiB", "params", "count", "x", "bytes/param
 
 def example(unit: str) -> str:
     # the format with figures that answer no exercise (tests/test_grading_fairness.py tries each one against all)
-    return {"bytes": '"987.6 GB" or "919.8 GiB"', "GB": '"987.6 GB" or 987.6 (GB)', "GiB": '"919.8 GiB" or 919.8 (GiB)',
-            "params": '"9.87B" or 9.87e9', "count": "999", "x": '"98.7x" or 98.7', "bytes/param": "987",
-            "%": '"98.7%" or 98.7', "s": '"98.7 s" or 98.7', "FLOPs": '"9.87e25 FLOPs" or 9.87e25',
-            "GPU-hours": '"987k GPU-hours" or 987000', "days": '"987 days" or 987',
-            "USD": '"$98.70" or 98.7'}.get(unit, "999")
+    return {"bytes": tr('"987.6 GB" or "919.8 GiB"'), "GB": tr('"987.6 GB" or 987.6 (GB)'),
+            "GiB": tr('"919.8 GiB" or 919.8 (GiB)'), "params": tr('"9.87B" or 9.87e9'), "count": "999",
+            "x": tr('"98.7x" or 98.7'), "bytes/param": "987", "%": tr('"98.7%" or 98.7'), "s": tr('"98.7 s" or 98.7'),
+            "FLOPs": tr('"9.87e25 FLOPs" or 9.87e25'), "GPU-hours": tr('"987k GPU-hours" or 987000'),
+            "days": tr('"987 days" or 987'), "USD": tr('"$98.70" or 98.7')}.get(unit, "999")
 
 
 def _normalise(text: str) -> str:
@@ -140,35 +142,38 @@ def _to_float(number) -> float:
     try:
         value = float(number)
     except OverflowError:
-        raise Malformed("that number is far too large to be an answer here") from None
+        raise Malformed(tr("that number is far too large to be an answer here")) from None
     except Exception:  # a number-like object whose __float__ raises
-        raise Malformed("could not read that answer as a number") from None
+        raise Malformed(tr("could not read that answer as a number")) from None
     if not math.isfinite(value):
-        raise Malformed(f"{number!r} is not a finite number")
+        raise Malformed(trf("{number} is not a finite number", number=repr(number)))
     return value
 
 
 def parse_quantity(answer, unit: str) -> Quantity:
     """Read a number (int, float or text such as "123 GB") in an exercise's `unit`; Malformed if unreadable."""
     if isinstance(answer, bool) or not isinstance(answer, (numbers.Real, str)):
-        raise Malformed(f"expected a number or a string such as {example(unit)}, got {type(answer).__name__}")
+        raise Malformed(trf("expected a number or a string such as {example}, got {type}", example=example(unit),
+                            type=type(answer).__name__))
     if isinstance(answer, str):
         text = _normalise(answer)
         if unit == "USD":  # "$0.53", "US$0.53", "USD 0.53": the currency before the figure
             text = re.sub(r"^(?:us\$|\$|usd\s*)", "", text, flags=re.IGNORECASE)
         if len(text) > MAX_TEXT:
-            raise Malformed(f"give one figure, for example {example(unit)}")
+            raise Malformed(trf("give one figure, for example {example}", example=example(unit)))
         m = _QUANTITY.match(text)
         if not m:
-            raise Malformed(f"could not read {answer!r} as one number with a unit; write it like {example(unit)}")
+            raise Malformed(trf("could not read {answer} as one number with a unit; write it like {example}",
+                                answer=repr(answer), example=example(unit)))
         rest = m.group("rest").lower().strip()
         if re.match(r"^,\d", rest) or re.match(r"^\d", rest):
-            raise Malformed(f"{answer!r}: write decimals with a point (137.4, not 137,4); a comma may only group "
-                            "thousands (1,044.6)")
+            raise Malformed(trf("{answer}: write decimals with a point (137.4, not 137,4); a comma may only "
+                                "group thousands (1,044.6)", answer=repr(answer)))
         exp = re.sub(r"^[^-+\d]*?10\s*(?:\^|\*\*)\s*", "e", m.group("exp") or "")
         number = _to_float(m.group("num").replace(",", "").replace("_", "") + exp)
         if m.group("sign") == "-":
-            raise Malformed(f"{answer!r} is negative; an amount of memory, parameters or time is positive")
+            raise Malformed(trf("{answer} is negative; an amount of memory, parameters or time is positive",
+                                answer=repr(answer)))
         token = _unit_token(rest)
         decimals = len(m.group("num").split(".")[1]) if "." in m.group("num") and not m.group("exp") else 0
         sig = significant_figures(m.group("num"))
@@ -177,10 +182,11 @@ def parse_quantity(answer, unit: str) -> Quantity:
         sig = significant_figures(str(answer) if isinstance(answer, numbers.Integral)
                                   else repr(float(number)).removesuffix(".0"))  # repr(110.0): the whole number 110
         if number < 0:
-            raise Malformed(f"{answer!r} is negative; an amount of memory, parameters or time is positive")
+            raise Malformed(trf("{answer} is negative; an amount of memory, parameters or time is positive",
+                                answer=repr(answer)))
     value = _scale(number, token, unit)
     if not math.isfinite(value):
-        raise Malformed("that number is far too large to be an answer here")
+        raise Malformed(tr("that number is far too large to be an answer here"))
     return Quantity(value, number, token, decimals, sig)
 
 
@@ -230,7 +236,8 @@ def _scale(number: float, token: str, unit: str) -> float:
     if token == "%" and unit == "x":  # "shrinks by 98%": the grader turns it into a factor
         return number
     if token == "%" and unit != "%":
-        raise Malformed(f"this asks for {_what(unit)}, not a percentage; write it like {example(unit)}")
+        raise Malformed(trf("this asks for {what}, not a percentage; write it like {example}", what=_what(unit),
+                            example=example(unit)))
     if kind == "bytes":
         if token in DECIMAL:
             return number * DECIMAL[token]
@@ -239,10 +246,12 @@ def _scale(number: float, token: str, unit: str) -> float:
         if token == "":
             return number * _PLAIN_SCALE[unit]
         if token in ("g", "gi", "m", "k", "t", "gig", "gigs"):
-            raise Malformed(f"the unit {token!r} is ambiguous: write GB (1e9 bytes) or GiB (2**30 bytes)")
+            raise Malformed(trf("the unit {token} is ambiguous: write GB (1e9 bytes) or GiB (2**30 bytes)", token=repr(token)))
         if re.fullmatch(rf"(?:[kmbt]|thousand|million|billion|bn)?\s*{_PARAM_WORD}?", token):
-            raise Malformed(f"this asks for bytes, not a number of parameters; write it like {example(unit)}")
-        raise Malformed(f"unknown unit {token!r}; use B, KB/MB/GB/TB (powers of 1000) or KiB/MiB/GiB/TiB (of 1024)")
+            raise Malformed(trf("this asks for bytes, not a number of parameters; write it like {example}",
+                               example=example(unit)))
+        raise Malformed(trf("unknown unit {token}; use B, KB/MB/GB/TB (powers of 1000) or KiB/MiB/GiB/TiB (of 1024)",
+                           token=repr(token)))
     if unit == "params":
         m = re.fullmatch(rf"(?P<suffix>[a-z]+|万|亿)?\s*(?P<word>{_PARAM_WORD})?", token)
         suffix = (m.group("suffix") or "") if m else None
@@ -251,39 +260,49 @@ def _scale(number: float, token: str, unit: str) -> float:
         if m and (suffix == "" or suffix in COUNT_SUFFIX):
             return number * (COUNT_SUFFIX[suffix] if suffix else 1)
         if token in DECIMAL or token in BINARY or token in _BYTE_WORDS.values():
-            raise Malformed(f"this asks for a number of parameters, not bytes; write it like {example(unit)}")
-        raise Malformed(f"unknown suffix {token!r}; use K, M, B (billion) or T, e.g. {example(unit)}")
+            raise Malformed(trf("this asks for a number of parameters, not bytes; write it like {example}",
+                               example=example(unit)))
+        raise Malformed(trf("unknown suffix {token}; use K, M, B (billion) or T, e.g. {example}", token=repr(token),
+                           example=example(unit)))
     if unit == "count":
         if token == "" or _GPU_WORD.match(token):
             if token in DECIMAL or token in BINARY:
-                raise Malformed(f"this asks for a number of GPUs (or of sequences), not bytes; write it like {example(unit)}")
+                raise Malformed(trf("this asks for a number of GPUs (or of sequences), not bytes; write it like {example}",
+                                   example=example(unit)))
             return number
-        raise Malformed(f"this asks for a whole number of GPUs (or of sequences); write it like {example(unit)}")
+        raise Malformed(trf("this asks for a whole number of GPUs (or of sequences); write it like {example}",
+                           example=example(unit)))
     if unit == "s":
         if token == "":
             return number
         if token in SECONDS:
             return number * SECONDS[token]
-        raise Malformed(f"unknown time unit {token!r}; write seconds, e.g. {example(unit)}")
+        raise Malformed(trf("unknown time unit {token}; write seconds, e.g. {example}", token=repr(token),
+                           example=example(unit)))
     if unit == "FLOPs":
         return number * _flops_scale(token)
     if unit == "GPU-hours":
         if "day" in token or "天" in token:
-            raise Malformed(f"this asks for GPU-hours (GPUs x hours of each), not days; write it like {example(unit)}")
+            raise Malformed(trf("this asks for GPU-hours (GPUs x hours of each), not days; write it like {example}",
+                               example=example(unit)))
         scale = _gpu_hours_scale(token)
         if scale is None:
-            raise Malformed(f"unknown unit {token[:30]!r}; write GPU-hours, e.g. {example(unit)}")
+            raise Malformed(trf("unknown unit {token}; write GPU-hours, e.g. {example}", token=repr(token[:30]),
+                               example=example(unit)))
         return number * scale
     if unit == "days":
         if "gpu" in token:
-            raise Malformed(f"this asks for wall-clock days, not GPU-hours; write it like {example(unit)}")
+            raise Malformed(trf("this asks for wall-clock days, not GPU-hours; write it like {example}",
+                               example=example(unit)))
         if token in DAYS:
             return number * DAYS[token]
-        raise Malformed(f"unknown time unit {token!r}; write days, e.g. {example(unit)}")
+        raise Malformed(trf("unknown time unit {token}; write days, e.g. {example}", token=repr(token),
+                           example=example(unit)))
     if unit == "USD":  # "0.53 dollars", "0.53 USD per million tokens", "0.53 美元"
         if _USD_TOKEN.fullmatch(token):
             return number
-        raise Malformed(f"unexpected unit {token[:30]!r}; write dollars, e.g. {example(unit)}")
+        raise Malformed(trf("unexpected unit {token}; write dollars, e.g. {example}", token=repr(token[:30]),
+                           example=example(unit)))
     allowed = {"x": ("", "x", "×", "times", "fold", "-fold", "倍", "x smaller", "x less", "times smaller", "times fewer",
                      "x fewer", "times less", "fold fewer", "fold smaller", "times as few"),
                "%": ("", "%"),
@@ -295,7 +314,8 @@ def _scale(number: float, token: str, unit: str) -> float:
     if unit == "bytes/param" and _BYTES_PER_WEIGHT.fullmatch(token):  # "0.412 B per weight", "2 bytes / weight"
         return number
     if token not in allowed:
-        raise Malformed(f"unexpected unit {token!r}; write a plain number, e.g. {example(unit)}")
+        raise Malformed(trf("unexpected unit {token}; write a plain number, e.g. {example}", token=repr(token),
+                           example=example(unit)))
     return number
 
 
@@ -331,18 +351,18 @@ def _flops_scale(token: str) -> float:
         return PETAFLOP_DAY
     m = _FLOP.fullmatch(token)
     if m and m.group("rate"):
-        raise Malformed(f"{token!r} is a rate (FLOP per second); this asks for an amount of work in FLOPs, "
-                        f"e.g. {example('FLOPs')}")
+        raise Malformed(trf("{token} is a rate (FLOP per second); this asks for an amount of work in FLOPs, "
+                            "e.g. {example}", token=repr(token), example=example("FLOPs")))
     if m:
         return _FLOP_PREFIX[m.group("prefix") or ""]
-    raise Malformed(f"unknown unit {token!r}; write FLOPs, e.g. {example('FLOPs')}")
+    raise Malformed(trf("unknown unit {token}; write FLOPs, e.g. {example}", token=repr(token), example=example("FLOPs")))
 
 
 def _what(unit: str) -> str:
-    return {"bytes": "a size", "GB": "a size", "GiB": "a size", "params": "a number of parameters",
-            "count": "a number of GPUs", "x": "a factor", "s": "a time", "bytes/param": "bytes per parameter",
-            "FLOPs": "an amount of work in FLOPs", "GPU-hours": "GPU-hours", "days": "a wall-clock time in days", "USD": "an amount in dollars"}.get(
-        unit, "a number")
+    return {"bytes": tr("a size"), "GB": tr("a size"), "GiB": tr("a size"), "params": tr("a number of parameters"),
+            "count": tr("a number of GPUs"), "x": tr("a factor"), "s": tr("a time"),
+            "bytes/param": tr("bytes per parameter"), "FLOPs": tr("an amount of work in FLOPs"), "GPU-hours": "GPU-hours",
+            "days": tr("a wall-clock time in days"), "USD": tr("an amount in dollars")}.get(unit, tr("a number"))
 
 
 def number_in(text) -> float | None:
@@ -365,8 +385,8 @@ _CHOICE = re.compile(r"^[(\[]?([a-z])[)\]]?(?:[,;/ ]*[(\[]?(\d)[)\]]?)?$")  # on
 def parse_choice(answer, keys: tuple[str, ...], reasons: tuple[str, ...]) -> tuple[str, str]:
     """(option key, reason key or "") from "e", "E, 3", ("e", 3), ["e", "3"]."""
     # the format, never a sample pick (a sample pick would be right for some exercise)
-    fmt = (f'answer with a pair: an option letter ({"/".join(keys)}) and a reason number ({"/".join(reasons)})'
-           if reasons else f'answer with one option letter ({"/".join(keys)})')
+    fmt = (trf("answer with a pair: an option letter ({keys}) and a reason number ({reasons})", keys="/".join(keys),
+               reasons="/".join(reasons)) if reasons else trf("answer with one option letter ({keys})", keys="/".join(keys)))
     if isinstance(answer, (tuple, list)):
         if not 1 <= len(answer) <= 2 or any(isinstance(a, (tuple, list, dict, set)) for a in answer):
             raise Malformed(fmt)
@@ -381,9 +401,10 @@ def parse_choice(answer, keys: tuple[str, ...], reasons: tuple[str, ...]) -> tup
     else:
         raise Malformed(fmt)
     if key not in keys:
-        raise Malformed(f"{key[:10]!r} is not an option; choose one of {', '.join(keys)}")
+        raise Malformed(trf("{key} is not an option; choose one of {keys}", key=repr(key[:10]), keys=", ".join(keys)))
     if reasons and reason and reason not in reasons:
-        raise Malformed(f"{reason[:10]!r} is not a reason; choose one of {', '.join(reasons)}")
+        raise Malformed(trf("{reason} is not a reason; choose one of {reasons}", reason=repr(reason[:10]),
+                                 reasons=", ".join(reasons)))
     if not reasons and reason:
         raise Malformed(fmt)
     return key, reason
@@ -395,7 +416,7 @@ def plain(answer, depth: int = 0):
     A learner's object whose __float__, __int__ or __str__ raises (or a numpy scalar) is read here,
     so no grader meets it: Malformed("could not read that answer ...") instead of a crash."""
     if depth > 20:
-        raise Malformed("it is nested too deeply")
+        raise Malformed(tr("it is nested too deeply"))
     if answer is None or answer is Ellipsis or type(answer) in (bool, int, float, str):
         return answer
     try:
@@ -409,7 +430,7 @@ def plain(answer, depth: int = 0):
             return str.__str__(answer)[:]
         if isinstance(answer, (tuple, list)):
             if len(answer) > 100:
-                raise Malformed("it holds too many parts")
+                raise Malformed(tr("it holds too many parts"))
             items = [plain(a, depth + 1) for a in answer]
             return tuple(items) if isinstance(answer, tuple) else items
         if isinstance(answer, (set, frozenset)):
@@ -419,9 +440,9 @@ def plain(answer, depth: int = 0):
     except Malformed:
         raise
     except OverflowError:
-        raise Malformed("that number is far too large to be an answer here") from None
+        raise Malformed(tr("that number is far too large to be an answer here")) from None
     except Exception:
-        raise Malformed("could not read that answer: its value cannot be read as a number or as text") from None
+        raise Malformed(tr("could not read that answer: its value cannot be read as a number or as text")) from None
     return answer  # a function (implement exercises) or another object: each grader says what it expects
 
 
@@ -430,15 +451,15 @@ def _text(value) -> str:
     try:
         text = str(value)
     except Exception:
-        raise Malformed("could not read that answer: one of its parts cannot be turned into text") from None
+        raise Malformed(tr("could not read that answer: one of its parts cannot be turned into text")) from None
     if not isinstance(text, str):
-        raise Malformed("could not read that answer: one of its parts cannot be turned into text")
+        raise Malformed(tr("could not read that answer: one of its parts cannot be turned into text"))
     return text[:4 * MAX_TEXT]
 
 
 def parse_selection(answer, keys: tuple[str, ...]) -> frozenset:
     """The set of option keys from "a, c", "a c", "(a)(c)", "ac", ["a", "c"], {"a", "c"}, "none" or "all"."""
-    fmt = f'list every option that applies, e.g. "{keys[0]}, {keys[-1]}" (or "none")'
+    fmt = trf('list every option that applies, e.g. "{first}, {last}" (or "none")', first=keys[0], last=keys[-1])
     if isinstance(answer, str):
         text = _normalise(answer).lower()
         if text in ("none", "nothing", "no option", "-", "∅", "无"):
@@ -463,14 +484,14 @@ def parse_selection(answer, keys: tuple[str, ...]) -> frozenset:
         raise Malformed(fmt)
     unknown = [i for i in items if i not in keys]
     if unknown:
-        raise Malformed(f"{unknown[0][:10]!r} is not an option; choose among {', '.join(keys)}")
+        raise Malformed(trf("{key} is not an option; choose among {keys}", key=repr(unknown[0][:10]), keys=", ".join(keys)))
     return frozenset(items)
 
 
 def parse_marks(marks, n: int) -> tuple[bool, ...]:
     """Self-assessment marks: one True/False (or 1/0, "y"/"n") per rubric point, in order."""
-    fmt = (f"mark each of the {n} rubric points in order, e.g. [True, False, ...] (True: your answer covers it), "
-           f"or a string like \"{'yn' * (n // 2)}{'y' * (n % 2)}\"")
+    fmt = trf("mark each of the {n} rubric points in order, e.g. [True, False, ...] (True: your answer covers it), "
+              'or a string like "{example}"', n=n, example="yn" * (n // 2) + "y" * (n % 2))
     if isinstance(marks, str):
         text = re.sub(r"[\s,;]", "", marks.lower())
         if not re.fullmatch(r"[yn10✓✗x]*", text):
@@ -483,5 +504,5 @@ def parse_marks(marks, n: int) -> tuple[bool, ...]:
     else:
         raise Malformed(fmt)
     if len(values) != n:
-        raise Malformed(f"you gave {len(values)} marks for {n} rubric points; " + fmt)
+        raise Malformed(trf("you gave {count} marks for {n} rubric points; ", count=len(values), n=n) + fmt)
     return values

@@ -20,6 +20,8 @@ import random
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Union
 
+from memlib.learn.i18n import tr, trf
+
 DIFFICULTIES = ("warm-up", "interview", "stretch")
 # How a level is chosen (the same rule in every notebook):
 #   warm-up    one memlib lookup and one multiplication or unit conversion;
@@ -32,7 +34,39 @@ Text = Union[str, Callable[[], str]]  # a text, or a callable that renders it wi
 
 
 def render(text: Text) -> str:
-    return text() if callable(text) else text
+    """The text (rendered with memlib's numbers now if callable), in the grader's language (memlib.learn.i18n)."""
+    return tr(text() if callable(text) else text)
+
+
+_TABLE_ROW = r"^\|(.*)\|\s*$"
+_NO_WORDS = r"^[\s\d.,—()%x-]*(?:(?:B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\b[\s\d.,()-]*)*$"  # figures and units only
+
+
+def table_cells(table: str) -> list[str]:
+    """The cells of a Markdown table (the rows under a prompt) that hold words to translate."""
+    import re
+    out = []
+    for line in table.split("\n"):
+        m = re.match(_TABLE_ROW, line.strip())
+        if m and not re.fullmatch(r"[\s|:-]*", m.group(1)):
+            out += [c.strip() for c in m.group(1).split("|") if c.strip() and not re.match(_NO_WORDS, c.strip())]
+    return out
+
+
+def render_table(table: str) -> str:
+    """A Markdown table with each cell in the grader's language (a cell with memlib's numbers by its number
+    template, as tr() looks texts up)."""
+    import re
+
+    def row(line: str) -> str:
+        m = re.match(_TABLE_ROW, line.strip())
+        if not m or re.fullmatch(r"[\s|:-]*", m.group(1)):
+            return line
+        cells = [c.strip() for c in m.group(1).split("|")]
+        shown = [tr(c) for c in cells]
+        return line if shown == cells else "| " + " | ".join(shown) + " |"
+
+    return "\n".join(row(line) for line in table.split("\n"))
 
 
 @dataclass(frozen=True)
@@ -98,7 +132,7 @@ class Exercise:
         return self.id.split(".")[0]
 
     def render_prompt(self) -> str:
-        return self.prompt + (f"\n\n{self.table()}" if self.table is not None else "")
+        return tr(self.prompt) + (f"\n\n{render_table(self.table())}" if self.table is not None else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,10 +186,10 @@ class SpotError(Numeric):
 
     def render_prompt(self) -> str:
         n = len(self.errors)
-        count = ("It holds **one** error (figures computed from it inherit it): name the figure where it starts."
-                 if n == 1 else f"It holds **{n} independent errors**: name the figure where each starts, "
-                                f"e.g. `([\"99GB\", \"ZeRO-9\"], \"987.6 GB\")`.")
-        return f"{self.prompt}\n\n> {self.quote}\n>\n> — {self.source}\n\n{count}"
+        count = (tr("It holds **one** error (figures computed from it inherit it): name the figure where it starts.")
+                 if n == 1 else trf("It holds **{n} independent errors**: name the figure where each starts, "
+                                    "e.g. `([\"99GB\", \"ZeRO-9\"], \"987.6 GB\")`.", n=n))
+        return f"{tr(self.prompt)}\n\n> {self.quote}\n>\n> — {self.source}\n\n{count}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,9 +201,9 @@ class Choice(Exercise):
     kind_label: ClassVar[str] = "choose the strategy"
 
     def render_prompt(self) -> str:
-        text = self.prompt + "\n\n" + "\n".join(f"- **({o.key})** {o.text}" for o in self.options)
+        text = tr(self.prompt) + "\n\n" + "\n".join(f"- **({o.key})** {tr(o.text)}" for o in self.options)
         if self.reasons:
-            text += "\n\nBecause:\n\n" + "\n".join(f"{r.key}. {r.text}" for r in self.reasons)
+            text += "\n\n" + tr("Because:") + "\n\n" + "\n".join(f"{r.key}. {tr(r.text)}" for r in self.reasons)
         return text
 
 
@@ -181,8 +215,9 @@ class MultiChoice(Exercise):
     kind_label: ClassVar[str] = "select all that apply"
 
     def render_prompt(self) -> str:
-        return (self.prompt + "\n\n" + "\n".join(f"- **({o.key})** {o.text}" for o in self.options)
-                + "\n\nSelect **every** option that applies (none, one or several), as letters separated by commas (or `\"none\"`).")
+        return (tr(self.prompt) + "\n\n" + "\n".join(f"- **({o.key})** {tr(o.text)}" for o in self.options)
+                + "\n\n" + tr("Select **every** option that applies (none, one or several), as letters separated by "
+                                "commas (or `\"none\"`)."))
 
 
 @dataclass(frozen=True, kw_only=True)

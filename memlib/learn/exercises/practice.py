@@ -19,6 +19,7 @@ from memlib.cost import checkpointing
 from memlib.cost import compute_budget as cost
 from memlib.hardware.gpus import get_gpu
 from memlib.learn.exercises.kinds import Numeric, Slip
+from memlib.learn.i18n import msg
 from memlib.models import get_model
 from memlib.parallel import zero
 from memlib.serving import quantization
@@ -52,13 +53,16 @@ def _q(qid: str, title: str, prompt: str, expected: Callable[[], float], unit: s
 def _weights(qid: str, rng: random.Random) -> Numeric:
     m, w = rng.choice(DENSE), rng.choice(WEIGHTS)
     value = lambda: float(estimate_inference(m, weights=w).weight_bytes)  # noqa: E731
-    return _q(qid, f"Weights of {m} in {w}", f"How many GB (10⁹ bytes) do the weights of **{m}** take stored as "
-              f"**{w}** (every tensor as memlib.estimate_inference(weights={w!r}) stores it)?", value, "GB",
-              lambda: f"`estimate_inference({m!r}, weights={w!r}).weight_bytes` = **{fmt_bytes(value())}** "
-                      f"({get_model(m).num_params:,} parameters).",
+    return _q(qid, msg("Weights of {model} in {fmt}", model=m, fmt=w),
+              msg("How many GB (10⁹ bytes) do the weights of **{model}** take stored as **{fmt}** (every tensor as "
+                  "memlib.estimate_inference(weights={fmt_repr}) stores it)?", model=m, fmt=w, fmt_repr=repr(w)),
+              value, "GB",
+              lambda: msg("`estimate_inference({model_repr}, weights={fmt_repr}).weight_bytes` = **{bytes}** ({params} "
+                          "parameters).", model_repr=repr(m), fmt_repr=repr(w), bytes=fmt_bytes(value()),
+                          params=f"{get_model(m).num_params:,}"),
               _hints("Weights are parameters x bytes per parameter; quantized formats add scales.",
                      "bytes = num_params x bytes per parameter (+ scales and 16-bit tensors a format keeps)",
-                     f"Start from get_model({m!r}).num_params."),
+                     msg("Start from get_model({model_repr}).num_params.", model_repr=repr(m))),
               "weights = parameters x bytes per parameter (memlib.estimate_inference)")
 
 
@@ -66,11 +70,13 @@ def _states(qid: str, rng: random.Random) -> Numeric:
     m, stage, dp = rng.choice(DENSE + MOE), rng.choice((0, 1, 2, 3)), rng.choice((2, 4, 8, 16, 32, 64))
     n = lambda: get_model(m).num_params  # noqa: E731
     value = lambda: float(zero.zero_model_state_bytes(n(), stage, dp))  # noqa: E731
-    return _q(qid, f"ZeRO-{stage} model states of {m} on {dp} GPUs",
-              f"Full fine-tuning of **{m}** with mixed-precision AdamW (16-bit weights and gradients, fp32 master, m "
-              f"and v: the ZeRO paper's K = 12) and **ZeRO stage {stage}** over **{dp}** data-parallel GPUs. How many "
-              "GB of model states does **each** GPU hold?", value, "GB",
-              lambda: f"`zero_model_state_bytes({n():,}, {stage}, {dp})` = **{fmt_bytes(value())}** per GPU.",
+    return _q(qid, msg("ZeRO-{stage} model states of {model} on {dp} GPUs", stage=stage, model=m, dp=dp),
+              msg("Full fine-tuning of **{model}** with mixed-precision AdamW (16-bit weights and gradients, fp32 "
+                  "master, m and v: the ZeRO paper's K = 12) and **ZeRO stage {stage}** over **{dp}** data-parallel "
+                  "GPUs. How many GB of model states does **each** GPU hold?", model=m, stage=stage, dp=dp),
+              value, "GB",
+              lambda: msg("`zero_model_state_bytes({params}, {stage}, {dp})` = **{bytes}** per GPU.", params=f"{n():,}",
+                          stage=stage, dp=dp, bytes=fmt_bytes(value())),
               _hints("ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the weights.",
                      "per GPU = (2 + 2 + 12) x N with the sharded terms divided by the data-parallel degree",
                      "Write 2N (weights), 2N (gradients), 12N (optimizer) and divide the sharded ones."),
@@ -83,14 +89,17 @@ def _gpus_for_states(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeri
     m, g = rng.choice(models), rng.choice(GPUS)
     value = lambda: float(math.ceil(zero.zero_model_state_bytes(get_model(m).num_params, 0, 1)  # noqa: E731
                                     / get_gpu(g).memory_bytes))
-    return _q(qid, f"{g} GPUs for the states of {m}",
-              f"How many **{g}** GPUs (each at memlib's capacity, {fmt_bytes(get_gpu(g).memory_bytes)}) does it take just "
-              f"to hold the mixed-precision AdamW model states (16 bytes per parameter) of **{m}** fully sharded "
-              "(ZeRO-3)? Ignore activations; give a whole number.", value, "count",
-              lambda: f"16 x {get_model(m).num_params:,} bytes / {fmt_bytes(get_gpu(g).memory_bytes)} rounded up: "
-                      f"**{value():.0f}** GPUs.",
+    return _q(qid, msg("{gpu} GPUs for the states of {model}", gpu=g, model=m),
+              msg("How many **{gpu}** GPUs (each at memlib's capacity, {capacity}) does it take just to hold the "
+                  "mixed-precision AdamW model states (16 bytes per parameter) of **{model}** fully sharded (ZeRO-3)? "
+                  "Ignore activations; give a whole number.", gpu=g, capacity=fmt_bytes(get_gpu(g).memory_bytes),
+                  model=m), value, "count",
+              lambda: msg("16 x {params} bytes / {capacity} rounded up: **{count}** GPUs.",
+                          params=f"{get_model(m).num_params:,}", capacity=fmt_bytes(get_gpu(g).memory_bytes),
+                          count=f"{value():.0f}"),
               _hints("Sharded states divide evenly; the count is the total over one GPU's memory, rounded up.",
-                     "GPUs = ceil(16 x N / GPU bytes)", f"Compute 16 x get_model({m!r}).num_params first."),
+                     "GPUs = ceil(16 x N / GPU bytes)",
+                     msg("Compute 16 x get_model({model_repr}).num_params first.", model_repr=repr(m))),
               "model states over GPU memory (memlib.parallel.zero)",
               (Slip("rounded down", lambda: value() - 1, "round up: the states would not fit"),))
 
@@ -111,33 +120,50 @@ def _window_note(model, ctx: int) -> str:
         return ""
     full = counts.get("full_attention", 0)
     cap = model.sliding_window if "sliding_attention" in windowed else model.attention_chunk_size
-    what = "a sliding window" if "sliding_attention" in windowed else "chunked attention"
-    return (f" {model.name} has {full} full-attention layers and {sum(windowed.values())} layers with {what} of "
-            f"{cap:,} tokens, which cache at most that many tokens{' (fewer than the context)' if cap < ctx else ''}.")
+    what = msg("a sliding window") if "sliding_attention" in windowed else msg("chunked attention")
+    fewer = msg(" (fewer than the context)") if cap < ctx else ""
+    return msg(" {model} has {full} full-attention layers and {windowed} layers with {what} of {cap} tokens, which "
+               "cache at most that many tokens{fewer}.", model=model.name, full=full, windowed=sum(windowed.values()),
+               what=what, cap=f"{cap:,}", fewer=fewer)
+
+
+_LAYER_TYPES = {"full_attention": msg("full attention"), "sliding_attention": msg("sliding attention"),
+                "chunked_attention": msg("chunked attention")}
+_BOUND = {"memory": msg("memory-bound"), "compute": msg("compute-bound")}
+_ROLES = {"actor": msg("actor"), "critic": msg("critic"), "reference": msg("reference"), "reward": msg("reward")}
+
+
+def _joined(sep: str, parts: list) -> str:
+    """The parts joined by `sep`, each translated when shown (a template of fields only: nothing else to translate)."""
+    return msg(sep.join("{p%d}" % i for i in range(len(parts))), **{f"p{i}": p for i, p in enumerate(parts)})
 
 
 def _kv_worked(model, batch: int, ctx: int, value: float, tp: int = 1, engine: str = "hf") -> str:
     """The per-layer-type arithmetic of a KV cache, every product written as it is computed."""
-    parts = [f"{n} {t.replace('_', ' ')} layers x {tokens:,} tokens x {b:,} B"
-             for t, n, tokens, b in _layer_terms(model, ctx, tp, engine)]
-    return (f"per sequence: {' + '.join(parts)}; x {batch} sequences = **{fmt_bytes(value)}** "
-            "(`memlib.kv_cache_bytes`; windowed layers keep at most their window).")
+    parts = [msg("{n} {type} layers x {tokens} tokens x {bytes} B", n=n, type=_LAYER_TYPES.get(t, t.replace("_", " ")),
+                 tokens=f"{tokens:,}", bytes=f"{b:,}") for t, n, tokens, b in _layer_terms(model, ctx, tp, engine)]
+    return msg("per sequence: {sum}; x {batch} sequences = **{bytes}** (`memlib.kv_cache_bytes`; windowed layers keep "
+               "at most their window).", sum=_joined(" + ", parts), batch=batch, bytes=fmt_bytes(value))
 
 
 def _kv_cache(qid: str, rng: random.Random, models=DENSE + LONG, tp_choices=(1,)) -> Numeric:
     m, batch, ctx = rng.choice(models), rng.choice((1, 4, 8, 16, 32, 64)), rng.choice((2048, 4096, 8192, 32768))
     tp = rng.choice([t for t in tp_choices if t == 1 or _splits(m, "bf16", t)] or [1])
     value = lambda: float(kv_cache_bytes(get_model(m), batch, ctx, tp=tp))  # noqa: E731
-    where = "in total" if tp == 1 else f"on **each** GPU with tensor parallelism over {tp}"
+    where = msg("in total") if tp == 1 else msg("on **each** GPU with tensor parallelism over {tp}", tp=tp)
     note = _window_note(get_model(m), ctx)
     per_layer = "2 x kv_heads x head_dim x 2 bytes" + ("" if tp == 1 else f" / {tp}")
-    return _q(qid, f"KV cache of {m}", f"Serving **{m}** with a bf16 KV cache: **{batch}** sequences of **{ctx:,}** "
-              f"tokens each.{note} How many GB does the KV cache take {where}?", value, "GB",
+    return _q(qid, msg("KV cache of {model}", model=m),
+              msg("Serving **{model}** with a bf16 KV cache: **{batch}** sequences of **{ctx}** tokens each.{note} How "
+                  "many GB does the KV cache take {where}?", model=m, batch=batch, ctx=f"{ctx:,}", note=note,
+                  where=where), value, "GB",
               lambda: _kv_worked(get_model(m), batch, ctx, value(), tp),
               _hints("K and V are cached for every layer, every KV head and every token a layer keeps.",
-                     f"bytes = sequences x sum over layers of (tokens the layer keeps) x {per_layer}"
-                     + ("; a windowed layer keeps min(context, window) tokens" if note else ""),
-                     f"Find the layers and KV heads of {m} in memlib.get_model({m!r})."),
+                     msg("bytes = sequences x sum over layers of (tokens the layer keeps) x {per_layer}{window}",
+                         per_layer=per_layer,
+                         window=msg("; a windowed layer keeps min(context, window) tokens") if note else ""),
+                     msg("Find the layers and KV heads of {model} in memlib.get_model({model_repr}).", model=m,
+                         model_repr=repr(m))),
               "KV cache = sequences x sum over layers of tokens kept x 2 x kv_heads x head_dim x bytes "
               "(memlib.serving.inference)",
               (Slip("fp32 cache", lambda: 2 * value(), "the cache is bf16, 2 bytes per number"),)
@@ -148,11 +174,13 @@ def _kv_cache(qid: str, rng: random.Random, models=DENSE + LONG, tp_choices=(1,)
 def _kv_token(qid: str, rng: random.Random, models=DENSE + MOE) -> Numeric:
     m = rng.choice(models)
     value = lambda: float(kv_bytes_per_token(get_model(m)))  # noqa: E731
-    return _q(qid, f"KV bytes per token of {m}", f"How many **bytes** of bf16 KV cache does one token of **{m}** take "
-              "(all layers)?", value, "bytes",
-              lambda: f"`kv_bytes_per_token(get_model({m!r}))` = **{value():,.0f} bytes**.",
+    return _q(qid, msg("KV bytes per token of {model}", model=m),
+              msg("How many **bytes** of bf16 KV cache does one token of **{model}** take (all layers)?", model=m),
+              value, "bytes",
+              lambda: msg("`kv_bytes_per_token(get_model({model_repr}))` = **{bytes} bytes**.", model_repr=repr(m),
+                          bytes=f"{value():,.0f}"),
               _hints("One token caches K and V in every layer.", "2 x layers x kv_heads x head_dim x 2 bytes",
-                     f"Read num_layers, num_kv_heads and head_dim of get_model({m!r})."),
+                     msg("Read num_layers, num_kv_heads and head_dim of get_model({model_repr}).", model_repr=repr(m))),
               "KV bytes per token (memlib.serving.inference.kv_bytes_per_token)",
               (Slip("fp32", lambda: 2 * value(), "bf16 is 2 bytes per number"),))
 
@@ -161,12 +189,15 @@ def _moe_ratio(qid: str, rng: random.Random) -> Numeric:
     m = rng.choice(MOE)
     model = lambda: get_model(m)  # noqa: E731
     value = lambda: model().num_params / model().num_active_params  # noqa: E731
-    return _q(qid, f"Total over active parameters of {m}", f"**{m}** is a mixture of experts. By what factor do its "
-              "total parameters exceed the parameters one token activates?", value, "x",
-              lambda: f"{model().num_params:,} / {model().num_active_params:,} = **{value():.2f}x**: memory holds "
-                      "every expert, compute touches the active ones.",
+    return _q(qid, msg("Total over active parameters of {model}", model=m),
+              msg("**{model}** is a mixture of experts. By what factor do its total parameters exceed the parameters "
+                  "one token activates?", model=m), value, "x",
+              lambda: msg("{total} / {active} = **{ratio}x**: memory holds every expert, compute touches the active "
+                          "ones.", total=f"{model().num_params:,}", active=f"{model().num_active_params:,}",
+                          ratio=f"{value():.2f}"),
               _hints("Memory holds all experts; one token passes through top-k of them plus the shared parts.",
-                     "factor = num_params / num_active_params", f"Read both counts from get_model({m!r})."),
+                     "factor = num_params / num_active_params",
+                     msg("Read both counts from get_model({model_repr}).", model_repr=repr(m))),
               "total vs active parameters of a MoE (memlib.models)")
 
 
@@ -174,18 +205,20 @@ def _expert_tokens(qid: str, rng: random.Random) -> Numeric:
     m, batch = rng.choice(MOE), rng.choice((8, 32, 64, 128, 256, 512))
     model = lambda: get_model(m)  # noqa: E731
     value = lambda: batch * model().num_experts_per_tok / model().num_experts  # noqa: E731
-    return _q(qid, f"Tokens per expert of {m} at batch {batch}",
-              f"**{m}** routes each token to {get_model(m).num_experts_per_tok} of its {get_model(m).num_experts} "
-              f"routed experts per MoE layer. Decoding **{batch}** sequences (one new token each per step) with "
-              "balanced routing, how many tokens does one routed expert process per step on average? (This is "
-              "how many times each expert weight is reused per read: the reason MoE decode stays memory-bound.)",
+    return _q(qid, msg("Tokens per expert of {model} at batch {batch}", model=m, batch=batch),
+              msg("**{model}** routes each token to {top_k} of its {experts} routed experts per MoE layer. Decoding "
+                  "**{batch}** sequences (one new token each per step) with balanced routing, how many tokens does one "
+                  "routed expert process per step on average? (This is how many times each expert weight is reused "
+                  "per read: the reason MoE decode stays memory-bound.)", model=m,
+                  top_k=get_model(m).num_experts_per_tok, experts=get_model(m).num_experts, batch=batch),
               value, "count",
-              lambda: f"{batch} tokens x {model().num_experts_per_tok} experts each / {model().num_experts} experts = "
-                      f"**{value():.3g}** tokens per expert per step; a dense layer would reuse each weight {batch} "
-                      "times.",
+              lambda: msg("{batch} tokens x {top_k} experts each / {experts} experts = **{tokens}** tokens per expert "
+                          "per step; a dense layer would reuse each weight {batch2} times.", batch=batch,
+                          top_k=model().num_experts_per_tok, experts=model().num_experts, tokens=f"{value():.3g}",
+                          batch2=batch),
               _hints("Each token sends its hidden state to top-k experts; spread evenly, every expert gets a share.",
                      "tokens per expert = batch x top-k / routed experts",
-                     f"Read num_experts_per_tok and num_experts of get_model({m!r})."),
+                     msg("Read num_experts_per_tok and num_experts of get_model({model_repr}).", model_repr=repr(m))),
               "tokens per expert = B x k / E (balanced routing; Fedus et al. 2022, Switch Transformer Sec. 2.2)",
               (Slip("no top-k", lambda: batch / model().num_experts,
                     "each token goes to top-k experts, not one"),) if get_model(m).num_experts_per_tok > 1 else ())
@@ -196,17 +229,19 @@ def _mla_tp(qid: str, rng: random.Random) -> Numeric:
     m = rng.choice([x for x in MOE + DENSE if get_model(x).kv_lora_rank] or ["deepseek-v3"])
     value = lambda: float(kv_bytes_per_token(get_model(m), tp=tp))  # noqa: E731
     mo = get_model(m)
-    return _q(qid, f"MLA cache of {m} over tp {tp}",
-              f"**{m}** uses multi-head latent attention: each layer caches one compressed latent of "
-              f"{mo.kv_lora_rank} values plus a {mo.qk_rope_head_dim}-value rope key per token, in bf16. Served with "
-              f"tensor parallelism over **{tp}** GPUs, how many **bytes** of cache does one token take on **each** "
-              "GPU (all layers)?", value, "bytes",
-              lambda: f"({mo.kv_lora_rank} + {mo.qk_rope_head_dim}) x 2 B x {mo.num_layers} layers = "
-                      f"**{value():,.0f} bytes** on every GPU: the latent is one vector per token, not per head, so "
-                      "tensor parallelism cannot split it; every rank keeps all of it (`memlib.kv_bytes_per_token`).",
+    return _q(qid, msg("MLA cache of {model} over tp {tp}", model=m, tp=tp),
+              msg("**{model}** uses multi-head latent attention: each layer caches one compressed latent of {rank} "
+                  "values plus a {rope}-value rope key per token, in bf16. Served with tensor parallelism over **{tp}** "
+                  "GPUs, how many **bytes** of cache does one token take on **each** GPU (all layers)?", model=m,
+                  rank=mo.kv_lora_rank, rope=mo.qk_rope_head_dim, tp=tp), value, "bytes",
+              lambda: msg("({rank} + {rope}) x 2 B x {layers} layers = **{bytes} bytes** on every GPU: the latent is "
+                          "one vector per token, not per head, so tensor parallelism cannot split it; every rank keeps "
+                          "all of it (`memlib.kv_bytes_per_token`).", rank=mo.kv_lora_rank, rope=mo.qk_rope_head_dim,
+                          layers=mo.num_layers, bytes=f"{value():,.0f}"),
               _hints("Tensor parallelism splits attention by heads; what is cached per head splits, what is not stays.",
                      "bytes = (kv_lora_rank + qk_rope_head_dim) x 2 x layers, on every GPU",
-                     f"Read kv_lora_rank, qk_rope_head_dim and num_layers of get_model({m!r})."),
+                     msg("Read kv_lora_rank, qk_rope_head_dim and num_layers of get_model({model_repr}).",
+                         model_repr=repr(m))),
               "MLA latent cache (DeepSeek-V2 Sec. 2.1, eq. 9-10), replicated under TP (memlib.serving.inference)",
               (Slip("split by tp", lambda: value() / tp,
                     "the latent is shared by all heads: tensor parallelism replicates it, it does not split it"),))
@@ -219,12 +254,13 @@ def _moe_states_gpus(qid: str, rng: random.Random) -> Numeric:
 def _flops(qid: str, rng: random.Random) -> Numeric:
     m, tokens = rng.choice(DENSE), rng.choice((0.3e12, 1e12, 2e12, 5e12, 15e12))
     value = lambda: float(cost.training_flops(m, tokens))  # noqa: E731
-    return _q(qid, f"Training FLOPs of {m}", f"Pretraining **{m}** on **{tokens / 1e12:g}T** tokens: how many FLOPs with "
-              "the 6ND rule (exact parameter count, no attention term)?", value, "FLOPs",
-              lambda: f"6 x {get_model(m).num_params:,} x {tokens:.3g} = **{value():.3g} FLOPs** "
-                      "(`memlib.cost.training_flops`).",
+    return _q(qid, msg("Training FLOPs of {model}", model=m),
+              msg("Pretraining **{model}** on **{tokens}T** tokens: how many FLOPs with the 6ND rule (exact parameter "
+                  "count, no attention term)?", model=m, tokens=f"{tokens / 1e12:g}"), value, "FLOPs",
+              lambda: msg("6 x {params} x {tokens} = **{flops} FLOPs** (`memlib.cost.training_flops`).",
+                          params=f"{get_model(m).num_params:,}", tokens=f"{tokens:.3g}", flops=f"{value():.3g}"),
               _hints("Forward is 2 FLOPs per parameter per token, backward twice that.", "FLOPs = 6 x N x D",
-                     f"Take N from get_model({m!r}).num_params."),
+                     msg("Take N from get_model({model_repr}).num_params.", model_repr=repr(m))),
               "training FLOPs 6ND (Kaplan et al. 2020; memlib.cost.training_flops)",
               (Slip("2ND", lambda: value() / 3, "2ND is the forward only; training adds the backward (4ND)"),))
 
@@ -234,10 +270,13 @@ def _gpu_hours(qid: str, rng: random.Random) -> Numeric:
     g, mfu = rng.choice(("a100-80gb", "h100-80gb", "h200", "b200", "mi300x")), rng.choice((0.3, 0.35, 0.4, 0.45, 0.5))
     flops = lambda: cost.training_flops(m, tokens)  # noqa: E731
     value = lambda: float(cost.gpu_hours(flops(), g, mfu))  # noqa: E731
-    return _q(qid, f"GPU-hours for {m} on {g}", f"Training **{m}** on **{tokens / 1e12:g}T** tokens (6ND) on **{g}** "
-              f"GPUs at **{mfu:.0%} MFU** against the dense bf16 peak: how many GPU-hours?", value, "GPU-hours",
-              lambda: f"{flops():.3g} FLOPs / ({mfu} x {get_gpu(g).bf16_tflops} TFLOP/s x 3600) = "
-                      f"**{value():,.0f} GPU-hours** (`memlib.cost.gpu_hours`).",
+    return _q(qid, msg("GPU-hours for {model} on {gpu}", model=m, gpu=g),
+              msg("Training **{model}** on **{tokens}T** tokens (6ND) on **{gpu}** GPUs at **{mfu} MFU** against the "
+                  "dense bf16 peak: how many GPU-hours?", model=m, tokens=f"{tokens / 1e12:g}", gpu=g, mfu=f"{mfu:.0%}"),
+              value, "GPU-hours",
+              lambda: msg("{flops} FLOPs / ({mfu} x {peak} TFLOP/s x 3600) = **{hours} GPU-hours** "
+                          "(`memlib.cost.gpu_hours`).", flops=f"{flops():.3g}", mfu=mfu, peak=get_gpu(g).bf16_tflops,
+                          hours=f"{value():,.0f}"),
               _hints("GPU-hours are work over the rate one GPU sustains.", "hours = 6ND / (MFU x peak x 3600)",
                      "Compute 6ND first."),
               "GPU-hours = FLOPs / (MFU x peak) (memlib.cost.gpu_hours)")
@@ -251,18 +290,20 @@ def _mfu_from_throughput(qid: str, rng: random.Random) -> Numeric:
     tps = max(1, round(rng.choice((0.3, 0.35, 0.4, 0.45, 0.5)) * peak / model_fpt()))  # a plausible logged rate
     value = lambda: 100 * tps * model_fpt() / peak  # noqa: E731
     hfu = lambda: 100 * tps * flops_per_token(m, seq, "full", "full") / peak  # noqa: E731
-    return _q(qid, f"MFU of a logged run of {m}",
-              f"Full fine-tuning of **{m}** at {seq:,}-token sequences **with full activation recompute** logs "
-              f"**{tps:,} tokens/s per GPU** on **{g}** GPUs ({get_gpu(g).bf16_tflops:g} TFLOP/s dense bf16). What "
-              "MFU (in %) is that, by PaLM's definition (model FLOPs: 6N plus the attention's 12·L·H·Q·T per token; "
-              "the recomputed forward is not counted)?", value, "%",
-              lambda: f"model FLOPs per token {model_fpt() / 1e9:,.1f} GFLOP; {tps:,} x {model_fpt() / 1e9:,.1f} GFLOP / "
-                      f"{get_gpu(g).bf16_tflops:g} TFLOP/s = **{value():.1f}% MFU**. Counting the recomputed forward "
-                      f"(8N + 16·L·H·Q·T) gives {hfu():.1f}%: that is HFU, the hardware's utilisation "
-                      "(`memlib.cost.flops_per_token`).",
+    return _q(qid, msg("MFU of a logged run of {model}", model=m),
+              msg("Full fine-tuning of **{model}** at {seq}-token sequences **with full activation recompute** logs "
+                  "**{tps} tokens/s per GPU** on **{gpu}** GPUs ({peak} TFLOP/s dense bf16). What MFU (in %) is that, "
+                  "by PaLM's definition (model FLOPs: 6N plus the attention's 12·L·H·Q·T per token; the recomputed "
+                  "forward is not counted)?", model=m, seq=f"{seq:,}", tps=f"{tps:,}", gpu=g,
+                  peak=f"{get_gpu(g).bf16_tflops:g}"), value, "%",
+              lambda: msg("model FLOPs per token {gflop} GFLOP; {tps} x {gflop2} GFLOP / {peak} TFLOP/s = **{mfu}% "
+                          "MFU**. Counting the recomputed forward (8N + 16·L·H·Q·T) gives {hfu}%: that is HFU, the "
+                          "hardware's utilisation (`memlib.cost.flops_per_token`).", gflop=f"{model_fpt() / 1e9:,.1f}",
+                          tps=f"{tps:,}", gflop2=f"{model_fpt() / 1e9:,.1f}", peak=f"{get_gpu(g).bf16_tflops:g}",
+                          mfu=f"{value():.1f}", hfu=f"{hfu():.1f}"),
               _hints("MFU asks what fraction of the peak went into the FLOPs the model needs, not the FLOPs the GPU ran.",
                      "MFU = tokens/s x (6N + 12·L·H·Q·T) / peak FLOP/s",
-                     f"Compute 6N + 12·L·H·Q·T for {m} at {seq:,} tokens first."),
+                     msg("Compute 6N + 12·L·H·Q·T for {model} at {seq} tokens first.", model=m, seq=f"{seq:,}")),
               "MFU from throughput (Chowdhery et al. 2022, PaLM, Sec. 4.1 and App. B)",
               (Slip("HFU", hfu, "that counts the recomputed forward: hardware FLOPs utilisation (HFU), not MFU"),))
 
@@ -274,17 +315,21 @@ def _int4_speedup_at_batch(qid: str, rng: random.Random) -> Numeric:
     value = lambda: float(quantization.decode_speedup(m, g, batch, ctx, "int4-awq", tp=tp))  # noqa: E731
     memory_only = lambda: float(decode_bound(m, g, batch, ctx, "bf16", tp=tp).memory_s  # noqa: E731
                                 / quantized_decode_bound(m, g, batch, ctx, "int4-awq", tp=tp).memory_s)
-    return _q(qid, f"int4 decode speed-up of {m} at batch {batch}",
-              f"**{m}** decodes **{batch}** sequences of {ctx:,} tokens (bf16 KV cache) on **{tp} x {g}** (tensor "
-              "parallel, the same GPUs for both formats). Each step is bound by the larger of its bytes read over the "
-              "bandwidth and its FLOPs over the dense bf16 peak. By what factor is the step faster with AWQ int4 "
-              "weights (W4A16, 4 + 20/128 bits) than with bf16 weights (dequantization cost not counted)?",
+    return _q(qid, msg("int4 decode speed-up of {model} at batch {batch}", model=m, batch=batch),
+              msg("**{model}** decodes **{batch}** sequences of {ctx} tokens (bf16 KV cache) on **{tp} x {gpu}** "
+                  "(tensor parallel, the same GPUs for both formats). Each step is bound by the larger of its bytes "
+                  "read over the bandwidth and its FLOPs over the dense bf16 peak. By what factor is the step faster "
+                  "with AWQ int4 weights (W4A16, 4 + 20/128 bits) than with bf16 weights (dequantization cost not "
+                  "counted)?", model=m, batch=batch, ctx=f"{ctx:,}", tp=tp, gpu=g),
               value, "x",
-              lambda: (lambda b, q: f"bf16: max({b.memory_s * 1e3:.2f} ms reading, {b.compute_s * 1e3:.2f} ms "
-                       f"computing) = {b.step_s * 1e3:.2f} ms ({b.bound}-bound); int4: max({q.memory_s * 1e3:.2f}, "
-                       f"{q.compute_s * 1e3:.2f}) = {q.step_s * 1e3:.2f} ms ({q.bound}-bound); ratio **{value():.2f}x** "
-                       "(`memlib.serving.quantization.decode_speedup`). The gain shrinks once int4 turns compute-bound "
-                       "and is gone once bf16 does too.")(decode_bound(m, g, batch, ctx, "bf16", tp=tp),
+              lambda: (lambda b, q: msg(
+                  "bf16: max({b_mem} ms reading, {b_comp} ms computing) = {b_step} ms ({b_bound}); int4: max({q_mem}, "
+                  "{q_comp}) = {q_step} ms ({q_bound}); ratio **{ratio}x** "
+                  "(`memlib.serving.quantization.decode_speedup`). The gain shrinks once int4 turns compute-bound and "
+                  "is gone once bf16 does too.", b_mem=f"{b.memory_s * 1e3:.2f}", b_comp=f"{b.compute_s * 1e3:.2f}",
+                  b_step=f"{b.step_s * 1e3:.2f}", b_bound=_BOUND.get(b.bound, f"{b.bound}-bound"), q_mem=f"{q.memory_s * 1e3:.2f}",
+                  q_comp=f"{q.compute_s * 1e3:.2f}", q_step=f"{q.step_s * 1e3:.2f}", q_bound=_BOUND.get(q.bound, f"{q.bound}-bound"),
+                  ratio=f"{value():.2f}"))(decode_bound(m, g, batch, ctx, "bf16", tp=tp),
                                                           quantized_decode_bound(m, g, batch, ctx, "int4-awq", tp=tp)),
               _hints("A decode step reads every weight once for the whole batch, and does 2 FLOPs per weight per "
                      "sequence.",
@@ -300,15 +345,16 @@ def _largest_full_finetune(qid: str, rng: random.Random) -> Numeric:
     g, impl = rng.choice(GPUS), rng.choice(("fused", "foreach"))
     per = {"fused": 16, "foreach": 20}[impl]
     value = lambda: get_gpu(g).memory_bytes / per  # noqa: E731
-    return _q(qid, f"Largest full fine-tune on one {g}",
-              f"Full fine-tuning with mixed-precision AdamW on one **{g}** ({fmt_bytes(get_gpu(g).memory_bytes)}). "
-              f"The optimizer is torch's **{impl}** AdamW"
-              + (" (it adds a temporary the size of one fp32 state at the step)" if impl == "foreach" else "")
-              + ". Ignoring activations and the CUDA context, what is the largest model (parameters) whose peak "
-              "fits?", value, "params",
-              lambda: f"{fmt_bytes(get_gpu(g).memory_bytes)} / {per} B per parameter = **{value() / 1e9:.2f}B** "
-                      "parameters (PyTorch AMP: fp32 weights 4 + fp32 gradients 4 + Adam's m and v 8 = 16 B"
-                      + (", plus 4 for the foreach temporary" if impl == "foreach" else "") + "); activations lower it.",
+    return _q(qid, msg("Largest full fine-tune on one {gpu}", gpu=g),
+              msg("Full fine-tuning with mixed-precision AdamW on one **{gpu}** ({capacity}). The optimizer is "
+                  "torch's **{impl}** AdamW{temporary}. Ignoring activations and the CUDA context, what is the largest "
+                  "model (parameters) whose peak fits?", gpu=g, capacity=fmt_bytes(get_gpu(g).memory_bytes), impl=impl,
+                  temporary=msg(" (it adds a temporary the size of one fp32 state at the step)")
+                  if impl == "foreach" else ""), value, "params",
+              lambda: msg("{capacity} / {per} B per parameter = **{params}B** parameters (PyTorch AMP: fp32 weights 4 + "
+                          "fp32 gradients 4 + Adam's m and v 8 = 16 B{temporary}); activations lower it.",
+                          capacity=fmt_bytes(get_gpu(g).memory_bytes), per=per, params=f"{value() / 1e9:.2f}",
+                          temporary=msg(", plus 4 for the foreach temporary") if impl == "foreach" else ""),
               _hints("Mixed precision keeps fp32 master weights, gradients and two Adam moments.",
                      "largest N = memory / bytes per parameter at the peak (16; 20 with foreach's temporary)",
                      "Write the bytes per parameter at the optimizer step first."),
@@ -333,10 +379,12 @@ def _tp_weights(qid: str, rng: random.Random) -> Numeric:
     m, w = rng.choice(DENSE), rng.choice(("bf16", "int4-awq", "fp8-block"))
     tp = rng.choice([t for t in (2, 4, 8) if _splits(m, w, t)] or [1])
     value = lambda: float(estimate_inference(m, weights=w, tp=tp).weight_bytes)  # noqa: E731
-    return _q(qid, f"{m} in {w} over tp {tp}", f"**{m}** served in **{w}** with tensor parallelism over **{tp}** GPUs. "
-              "How many GB of weights does **each** GPU hold (as memlib.estimate_inference lays them out)?", value, "GB",
-              lambda: f"`estimate_inference({m!r}, weights={w!r}, tp={tp}).weight_bytes` = **{fmt_bytes(value())}** "
-                      "per GPU.",
+    return _q(qid, msg("{model} in {fmt} over tp {tp}", model=m, fmt=w, tp=tp),
+              msg("**{model}** served in **{fmt}** with tensor parallelism over **{tp}** GPUs. How many GB of weights "
+                  "does **each** GPU hold (as memlib.estimate_inference lays them out)?", model=m, fmt=w, tp=tp),
+              value, "GB",
+              lambda: msg("`estimate_inference({model_repr}, weights={fmt_repr}, tp={tp}).weight_bytes` = **{bytes}** "
+                          "per GPU.", model_repr=repr(m), fmt_repr=repr(w), tp=tp, bytes=fmt_bytes(value())),
               _hints("Tensor parallelism splits the projections; norms stay whole on every GPU.",
                      "per GPU ≈ weights / tp (+ the replicated small tensors)", "Compute the whole model's bytes first."),
               "weights per GPU under tensor parallelism (memlib.estimate_inference)",
@@ -349,15 +397,17 @@ def _checkpoint_interval(qid: str, rng: random.Random) -> Numeric:
     write = lambda: checkpointing.checkpoint_write_s(checkpointing.checkpoint_size_bytes(m), rate)  # noqa: E731
     mtbf = lambda: checkpointing.job_mtbf_s(419, 54, gpus=16384, at_gpus=gpus)  # noqa: E731
     value = lambda: checkpointing.young_interval_s(write(), mtbf())  # noqa: E731
-    return _q(qid, f"Checkpoint interval of {m} on {gpus:,} GPUs",
-              f"You pretrain **{m}** on **{gpus:,}** GPUs with bf16 mixed-precision AdamW. Each checkpoint holds the "
-              f"bf16 weights and the fp32 master copy and Adam moments (14 bytes per parameter) and is written at "
-              f"**{rate / 1e9:g} GB/s**. Your GPUs fail at Llama 3's per-GPU rate (419 unexpected interruptions in "
-              "54 days on 16,384 GPUs). With Young's first-order rule, how many **seconds** apart should the "
-              "(blocking) checkpoints be?", value, "s",
-              lambda: (f"size {fmt_bytes(checkpointing.checkpoint_size_bytes(m))}, write {write():.1f} s; MTBF "
-                       f"54 x 86,400 / 419 x 16,384 / {gpus:,} = {mtbf():,.0f} s; sqrt(2 x {write():.1f} x "
-                       f"{mtbf():,.0f}) = **{value():,.0f} s** (`memlib.cost.young_interval_s`)."),
+    return _q(qid, msg("Checkpoint interval of {model} on {gpus} GPUs", model=m, gpus=f"{gpus:,}"),
+              msg("You pretrain **{model}** on **{gpus}** GPUs with bf16 mixed-precision AdamW. Each checkpoint holds "
+                  "the bf16 weights and the fp32 master copy and Adam moments (14 bytes per parameter) and is written "
+                  "at **{rate} GB/s**. Your GPUs fail at Llama 3's per-GPU rate (419 unexpected interruptions in 54 "
+                  "days on 16,384 GPUs). With Young's first-order rule, how many **seconds** apart should the "
+                  "(blocking) checkpoints be?", model=m, gpus=f"{gpus:,}", rate=f"{rate / 1e9:g}"), value, "s",
+              lambda: msg("size {size}, write {write} s; MTBF 54 x 86,400 / 419 x 16,384 / {gpus} = {mtbf} s; sqrt(2 x "
+                          "{write2} x {mtbf2}) = **{interval} s** (`memlib.cost.young_interval_s`).",
+                          size=fmt_bytes(checkpointing.checkpoint_size_bytes(m)), write=f"{write():.1f}",
+                          gpus=f"{gpus:,}", mtbf=f"{mtbf():,.0f}", write2=f"{write():.1f}", mtbf2=f"{mtbf():,.0f}",
+                          interval=f"{value():,.0f}"),
               _hints("Save too often and the stalls add up; too rarely and each failure redoes more work.",
                      "interval = sqrt(2 x write time x MTBF); MTBF scales as 1 / the GPU count",
                      "Write time first: 14 x parameters / bandwidth."),
@@ -369,9 +419,9 @@ def _checkpoint_interval(qid: str, rng: random.Random) -> Numeric:
 
 # --- topic 09: quantization -------------------------------------------------------------------------------
 _W4 = ("int8", "int4-awq", "int4-gptq", "nf4")
-_CROSS = (("16-bit (bf16 or fp16) weights", 16.0, "16-bit"), ("int8 weight-only weights (W8A16)", 8.0, "16-bit"),
-          ("AWQ int4 g128 weights (W4A16, 4 + 20/128 bits)", 4 + 20 / 128, "16-bit"),
-          ("int8 weights and activations on the int8 tensor cores (W8A8)", 8.0, "int8"))
+_CROSS = ((msg("16-bit (bf16 or fp16) weights"), 16.0, "16-bit"), (msg("int8 weight-only weights (W8A16)"), 8.0, "16-bit"),
+          (msg("AWQ int4 g128 weights (W4A16, 4 + 20/128 bits)"), 4 + 20 / 128, "16-bit"),
+          (msg("int8 weights and activations on the int8 tensor cores (W8A8)"), 8.0, "int8"))
 
 
 def _quant_weights(qid: str, rng: random.Random) -> Numeric:
@@ -379,15 +429,17 @@ def _quant_weights(qid: str, rng: random.Random) -> Numeric:
     tp = rng.choice([t for t in (1, 2, 4) if _splits(m, w, t)] or [1])
     value = lambda: float(estimate_inference(m, weights=w, tp=tp).weight_bytes)  # noqa: E731
     bf16 = lambda: float(estimate_inference(m, weights="bf16", tp=tp).weight_bytes)  # noqa: E731
-    where = "in total" if tp == 1 else f"on **each** of {tp} GPUs (tensor parallel)"
-    return _q(qid, f"{m} in {w}", f"How many GB (10⁹ bytes) of weights does **{m}** take {where} as a **{w}** "
-              "checkpoint (scales and zero-points included; embeddings, head and norms stay 16-bit, as "
-              "memlib.estimate_inference lays them out)?", value, "GB",
-              lambda: f"`estimate_inference({m!r}, weights={w!r}, tp={tp}).weight_bytes` = **{fmt_bytes(value())}**"
-                      f" ({bf16() / value():.2f}x smaller than bf16).",
+    where = msg("in total") if tp == 1 else msg("on **each** of {tp} GPUs (tensor parallel)", tp=tp)
+    return _q(qid, msg("{model} in {fmt}", model=m, fmt=w),
+              msg("How many GB (10⁹ bytes) of weights does **{model}** take {where} as a **{fmt}** checkpoint (scales "
+                  "and zero-points included; embeddings, head and norms stay 16-bit, as memlib.estimate_inference lays "
+                  "them out)?", model=m, where=where, fmt=w), value, "GB",
+              lambda: msg("`estimate_inference({model_repr}, weights={fmt_repr}, tp={tp}).weight_bytes` = **{bytes}** "
+                          "({ratio}x smaller than bf16).", model_repr=repr(m), fmt_repr=repr(w), tp=tp,
+                          bytes=fmt_bytes(value()), ratio=f"{bf16() / value():.2f}"),
               _hints("Only the decoder projections are quantized; each carries its group's scale (and zero-point).",
                      "bytes ≈ projections × bits / 8 + the 16-bit tensors × 2, divided over the GPUs",
-                     f"Start from get_model({m!r}).num_params."),
+                     msg("Start from get_model({model_repr}).num_params.", model_repr=repr(m))),
               "quantized weights (memlib.serving.inference.quantized_linear_bytes)",
               (Slip("bf16", bf16, "that is the bf16 checkpoint"),))
 
@@ -397,12 +449,15 @@ def _crossover(qid: str, rng: random.Random) -> Numeric:
     g = rng.choice([x for x in GPUS if acts != "int8" or get_gpu(x).int8_tops])
     value = lambda: float(quantization.decode_crossover_batch(g, bits, acts))  # noqa: E731
     peak = get_gpu(g).int8_tops if acts == "int8" else (get_gpu(g).bf16_tflops or get_gpu(g).fp16_tflops)
-    return _q(qid, f"Compute-bound decode on {g}", f"On a **{g}** ({peak:g} T{'OPS int8' if acts == 'int8' else 'FLOP/s'}"
-              f" dense, {get_gpu(g).memory_bandwidth_gb_per_s:,.0f} GB/s), decode reads each weight once per step for "
-              f"the whole batch. With **{name}**, above which batch do the weight matmuls turn compute-bound "
-              "(KV cache ignored)?", value, "count",
-              lambda: f"ridge {peak:g}e12 / {get_gpu(g).memory_bandwidth_gb_per_s:,.0f}e9 × {bits:.3f} / 16 = "
-                      f"**{value():.0f}** sequences (`memlib.serving.quantization.decode_crossover_batch`).",
+    return _q(qid, msg("Compute-bound decode on {gpu}", gpu=g),
+              msg("On a **{gpu}** ({peak} T{rate} dense, {bandwidth} GB/s), decode reads each weight once per step for "
+                  "the whole batch. With **{weights}**, above which batch do the weight matmuls turn compute-bound (KV "
+                  "cache ignored)?", gpu=g, peak=f"{peak:g}", rate="OPS int8" if acts == "int8" else "FLOP/s",
+                  bandwidth=f"{get_gpu(g).memory_bandwidth_gb_per_s:,.0f}", weights=name), value, "count",
+              lambda: msg("ridge {peak}e12 / {bandwidth}e9 × {bits} / 16 = **{batch}** sequences "
+                          "(`memlib.serving.quantization.decode_crossover_batch`).", peak=f"{peak:g}",
+                          bandwidth=f"{get_gpu(g).memory_bandwidth_gb_per_s:,.0f}", bits=f"{bits:.3f}",
+                          batch=f"{value():.0f}"),
               _hints("A kernel is compute-bound above the ridge point, peak FLOP/s over bytes/s.",
                      "2·B FLOPs per weight / (bits / 8) bytes = ridge, so B = ridge × bits / 16",
                      "Compute the ridge point first."),
@@ -415,11 +470,15 @@ def _batch1_speedup(qid: str, rng: random.Random) -> Numeric:
     m, g, w = rng.choice(DENSE), rng.choice(GPUS), rng.choice(("int8", "int4-awq", "nf4"))
     ctx = rng.choice((256, 1024, 4096))
     value = lambda: float(quantization.decode_speedup(m, g, 1, ctx, w))  # noqa: E731
-    return _q(qid, f"Batch-1 decode of {m} in {w}", f"One chat of **{ctx:,}** tokens (bf16 KV cache) decodes on a "
-              f"**{g}**. By what factor does memlib's decode roofline get faster with **{w}** weights instead of "
-              "bf16 (memory aside: as if either fitted, and as if a kernel for the format ran on that GPU)?", value, "x",
-              lambda: f"`decode_speedup({m!r}, {g!r}, 1, {ctx}, {w!r})` = **{value():.2f}x**: at batch 1 the step "
-                      "reads the weights and the KV cache once, so the speed-up is the ratio of the bytes read.",
+    return _q(qid, msg("Batch-1 decode of {model} in {fmt}", model=m, fmt=w),
+              msg("One chat of **{ctx}** tokens (bf16 KV cache) decodes on a **{gpu}**. By what factor does memlib's "
+                  "decode roofline get faster with **{fmt}** weights instead of bf16 (memory aside: as if either "
+                  "fitted, and as if a kernel for the format ran on that GPU)?", ctx=f"{ctx:,}", gpu=g, fmt=w),
+              value, "x",
+              lambda: msg("`decode_speedup({model_repr}, {gpu_repr}, 1, {ctx}, {fmt_repr})` = **{ratio}x**: at batch 1 "
+                          "the step reads the weights and the KV cache once, so the speed-up is the ratio of the bytes "
+                          "read.", model_repr=repr(m), gpu_repr=repr(g), ctx=ctx, fmt_repr=repr(w),
+                          ratio=f"{value():.2f}"),
               _hints("At batch 1 decode is memory-bound: time = bytes read / bandwidth.",
                      "speed-up = (bf16 weights + KV) / (quantized weights + KV), embedding table excluded",
                      "Compute both bytes with memlib.serving.decode_bound."),
@@ -433,15 +492,18 @@ def _dp_logits(qid: str, rng: random.Random) -> Numeric:
     batch, seq = n * rng.choice((2, 4, 8)), rng.choice((1024, 2048, 4096))
     r = lambda: data_parallel_memory(get_model(m).num_params, batch, seq, get_model(m).vocab_size, n)  # noqa: E731
     value = lambda: float(r().dp_device0["gathered outputs"])  # noqa: E731
-    return _q(qid, f"DataParallel's gathered logits of {m}",
-              f"**{m}** is trained with `torch.nn.DataParallel` over **{n}** GPUs, a batch of **{batch}** sequences "
-              f"of **{seq:,}** tokens, and returns fp32 logits. How many GB of logits does the gather put on cuda:0?",
+    return _q(qid, msg("DataParallel's gathered logits of {model}", model=m),
+              msg("**{model}** is trained with `torch.nn.DataParallel` over **{n}** GPUs, a batch of **{batch}** "
+                  "sequences of **{seq}** tokens, and returns fp32 logits. How many GB of logits does the gather put "
+                  "on cuda:0?", model=m, n=n, batch=batch, seq=f"{seq:,}"),
               value, "GB",
-              lambda: f"{batch} x {seq:,} x {get_model(m).vocab_size:,} x 4 bytes = **{fmt_bytes(value())}** on "
-                      f"cuda:0 (`memlib.parallel.data_parallel.data_parallel_memory`); a DDP rank keeps only its own "
-                      f"{batch // n} sequences, {fmt_bytes(r().ddp_rank['own outputs'])}.",
+              lambda: msg("{batch} x {seq} x {vocab} x 4 bytes = **{bytes}** on cuda:0 "
+                          "(`memlib.parallel.data_parallel.data_parallel_memory`); a DDP rank keeps only its own {own} "
+                          "sequences, {own_bytes}.", batch=batch, seq=f"{seq:,}", vocab=f"{get_model(m).vocab_size:,}",
+                          bytes=fmt_bytes(value()), own=batch // n, own_bytes=fmt_bytes(r().ddp_rank["own outputs"])),
               _hints("DataParallel gathers every replica's output onto device_ids[0].",
-                     "bytes = batch x sequence x vocabulary x 4 (fp32)", f"Read the vocabulary of get_model({m!r})."),
+                     "bytes = batch x sequence x vocabulary x 4 (fp32)",
+                     msg("Read the vocabulary of get_model({model_repr}).", model_repr=repr(m))),
               "DataParallel's gather onto device_ids[0] (torch/nn/parallel/data_parallel.py; "
               "memlib.parallel.data_parallel)",
               (Slip("one GPU's share", lambda: float(r().ddp_rank["own outputs"]),
@@ -452,19 +514,24 @@ def _dp_logits(qid: str, rng: random.Random) -> Numeric:
 def _rlhf_states(qid: str, rng: random.Random) -> Numeric:
     from memlib.training.rlhf import estimate_rlhf  # imported on use: practice stays light to import
     m, alg = rng.choice(DENSE), rng.choice(("ppo", "grpo", "dpo"))
-    roles = {"ppo": "actor, critic, reference and reward model", "grpo": "actor, reference and reward model",
-             "dpo": "policy and reference"}[alg]
+    roles = {"ppo": msg("actor, critic, reference and reward model"), "grpo": msg("actor, reference and reward model"),
+             "dpo": msg("policy and reference")}[alg]
     est = lambda: estimate_rlhf(m, alg, gpus=1, zero_stage=0, rollout_batch=1)  # noqa: E731
     value = lambda: float(sum(r.resident_bytes for k, r in est().roles.items() if k != "rollout"))  # noqa: E731
-    return _q(qid, f"{alg.upper()} model states of {m}",
-              f"**{alg.upper()}** on **{m}** (every model the same size): the {roles}, on one GPU without sharding. "
-              "Trained models keep mixed-precision AdamW states, frozen ones bf16 weights. How many GB do the models "
-              "hold (no activations, no generation engine)?", value, "GB",
-              lambda: "; ".join(f"{k} {fmt_bytes(r.resident_bytes)}" for k, r in est().roles.items() if k != "rollout")
-              + f": **{fmt_bytes(value())}** (`memlib.estimate_rlhf(..., gpus=1, zero_stage=0)`).",
+    return _q(qid, msg("{alg} model states of {model}", alg=alg.upper(), model=m),
+              msg("**{alg}** on **{model}** (every model the same size): the {roles}, on one GPU without sharding. "
+                  "Trained models keep mixed-precision AdamW states, frozen ones bf16 weights. How many GB do the "
+                  "models hold (no activations, no generation engine)?", alg=alg.upper(), model=m, roles=roles),
+              value, "GB",
+              lambda: msg("{roles}: **{bytes}** (`memlib.estimate_rlhf(..., gpus=1, zero_stage=0)`).",
+                          roles=_joined("; ", [msg("{role} {bytes}", role=_ROLES.get(k, k),
+                                                   bytes=fmt_bytes(r.resident_bytes))
+                                               for k, r in est().roles.items() if k != "rollout"]),
+                          bytes=fmt_bytes(value())),
               _hints("Trained models carry gradients and optimizer states; frozen ones only weights.",
                      "bytes = 16 x N per trained model + 2 x N per frozen model",
-                     f"Count the trained and the frozen models of {alg.upper()}, then take N from get_model({m!r})."),
+                     msg("Count the trained and the frozen models of {alg}, then take N from get_model({model_repr}).",
+                         alg=alg.upper(), model_repr=repr(m))),
               "RLHF roles: 16 B/param trained, 2 B/param frozen (memlib.training.rlhf.estimate_rlhf)",
               (Slip("all trained", lambda: 16.0 * get_model(m).num_params * sum(k != "rollout" for k in est().roles),
                     "frozen models (reference, reward) keep no gradients or optimizer states: 2 B/param"),))
@@ -482,18 +549,22 @@ def _rollout_kv(qid: str, rng: random.Random) -> Numeric:
     # vLLM's prefix caching shares whole 16-token blocks; these prompts are whole blocks, so every
     # sample of a prompt reuses its prompt's blocks and adds only its own response (n > 1 sampling)
     value = lambda: float(prompts * (prompt + g * response) * kvb())  # noqa: E731
-    return _q(qid, f"Rollout KV cache of {m} with a shared prompt",
-              f"A GRPO rollout engine (vLLM with prefix caching, bf16 cache, no tensor parallelism) serving **{m}** "
-              f"decodes **{prompts}** prompts of {prompt:,} tokens with **{g}** samples per prompt, each sample "
-              f"{response:,} tokens long, all at once. How many GB of KV cache do they hold when every sample is "
-              "complete (assume the pool is large enough)?", value, "GB",
-              lambda: f"each prompt's {prompt:,} tokens are cached once and shared by its {g} samples: "
-                      f"{prompts} x ({prompt:,} + {g} x {response:,}) tokens x {kvb():,} B = **{fmt_bytes(value())}** "
-                      f"(without sharing {fmt_bytes(prompts * g * (prompt + response) * kvb())}). A real engine "
-                      "reserves a fixed pool and queues what does not fit: more samples cost time, not memory.",
+    return _q(qid, msg("Rollout KV cache of {model} with a shared prompt", model=m),
+              msg("A GRPO rollout engine (vLLM with prefix caching, bf16 cache, no tensor parallelism) serving "
+                  "**{model}** decodes **{prompts}** prompts of {prompt} tokens with **{samples}** samples per prompt, "
+                  "each sample {response} tokens long, all at once. How many GB of KV cache do they hold when every "
+                  "sample is complete (assume the pool is large enough)?", model=m, prompts=prompts,
+                  prompt=f"{prompt:,}", samples=g, response=f"{response:,}"), value, "GB",
+              lambda: msg("each prompt's {prompt} tokens are cached once and shared by its {samples} samples: {prompts} "
+                          "x ({prompt2} + {samples2} x {response}) tokens x {kv} B = **{bytes}** (without sharing "
+                          "{unshared}). A real engine reserves a fixed pool and queues what does not fit: more samples "
+                          "cost time, not memory.", prompt=f"{prompt:,}", samples=g, prompts=prompts,
+                          prompt2=f"{prompt:,}", samples2=g, response=f"{response:,}", kv=f"{kvb():,}",
+                          bytes=fmt_bytes(value()), unshared=fmt_bytes(prompts * g * (prompt + response) * kvb())),
               _hints("Samples of one prompt start from the same prefix: the engine caches it once.",
                      "bytes = prompts x (prompt + samples x response) x KV bytes per token",
-                     f"Find the KV bytes per token of {m} with kv_bytes_per_token(get_model({m!r}))."),
+                     msg("Find the KV bytes per token of {model} with kv_bytes_per_token(get_model({model_repr})).",
+                         model=m, model_repr=repr(m))),
               "rollout KV cache with a shared prefix (vLLM automatic prefix caching; memlib.kv_bytes_per_token)",
               (Slip("prompt not shared", lambda: float(prompts * g * (prompt + response) * kvb()),
                     "the samples of one prompt share its cached prefix (prefix caching / parallel sampling)"),
@@ -512,33 +583,37 @@ def _format_ratio(qid: str, rng: random.Random) -> Numeric:
     a, b = rng.sample(_FMT if what == "eps" else ("fp16", "fp8-e4m3", "fp8-e5m2"), 2)
     if getattr(float_format(a), what) < getattr(float_format(b), what):
         a, b = b, a  # the larger over the smaller: a factor >= 1
-    word = {"eps": "machine epsilon (the gap between 1 and the next number: precision)",
-            "max_value": "largest finite value (range)"}[what]
+    word = {"eps": msg("machine epsilon (the gap between 1 and the next number: precision)"),
+            "max_value": msg("largest finite value (range)")}[what]
     value = lambda: getattr(float_format(a), what) / getattr(float_format(b), what)  # noqa: E731
-    return _q(qid, f"{a} against {b}: {what}", f"How many times **{a}**'s {word} is **{b}**'s? (Work it out from the "
-              "bit layouts: exponent and mantissa bits; e.g. `\"3x\"`, a format no ratio here takes: they are powers "
-              "of two, or ratios of the largest values)", value, "x",
-              lambda: (f"{a}: {what} = {getattr(float_format(a), what):.4g}; {b}: {getattr(float_format(b), what):.4g};"
-                       f" ratio **{value():,.0f}x** (`memlib.units.float_format`). Precision follows the mantissa "
-                       "bits (eps = 2^-mantissa), range the exponent bits."),
+    return _q(qid, msg("{a} against {b}: {what}", a=a, b=b, what=what),
+              msg("How many times **{a}**'s {word} is **{b}**'s? (Work it out from the bit layouts: exponent and "
+                  "mantissa bits; e.g. `\"3x\"`, a format no ratio here takes: they are powers of two, or ratios of "
+                  "the largest values)", a=a, word=word, b=b), value, "x",
+              lambda: msg("{a}: {what} = {va}; {b}: {vb}; ratio **{ratio}x** (`memlib.units.float_format`). Precision "
+                          "follows the mantissa bits (eps = 2^-mantissa), range the exponent bits.", a=a, what=what,
+                          va=f"{getattr(float_format(a), what):.4g}", b=b, vb=f"{getattr(float_format(b), what):.4g}",
+                          ratio=f"{value():,.0f}"),
               _hints("Mantissa bits set the precision, exponent bits the range.",
                      "eps = 2^-(mantissa bits); max = (2 - 2^-m) x 2^(emax), e4m3 reclaiming the all-ones exponent: 448",
                      "Write each format's exponent and mantissa bits first (fp16 5/10, bf16 8/7, e4m3 4/3, e5m2 5/2)."),
               "floating-point limits from the bit layout (IEEE 754; OCP OFP8; memlib.units.FloatFormat)",
-              (Slip("inverted", lambda: 1 / value(), f"that is {b}'s over {a}'s"),) if abs(value() - 1) > 0.05 else ())
+              (Slip("inverted", lambda: 1 / value(), msg("that is {b}'s over {a}'s", b=b, a=a)),) if abs(value() - 1) > 0.05 else ())
 
 
 def _speculative(qid: str, rng: random.Random) -> Numeric:
     from memlib.serving import techniques
     alpha, gamma = rng.choice((0.5, 0.6, 0.7, 0.8, 0.9)), rng.randint(2, 7)
     value = lambda: techniques.speculative_expected_tokens(alpha, gamma)  # noqa: E731
-    return _q(qid, f"Speculative decoding, alpha {alpha}, gamma {gamma}",
-              f"A draft model proposes **{gamma}** tokens per step; the target model accepts each with probability "
-              f"**{alpha}**, independently, stopping at the first rejection (and always adds one token of its own). "
-              "How many tokens does one forward of the target produce on average? Answer as a factor: a number followed by x.",
+    return _q(qid, msg("Speculative decoding, alpha {alpha}, gamma {gamma}", alpha=alpha, gamma=gamma),
+              msg("A draft model proposes **{gamma}** tokens per step; the target model accepts each with probability "
+                  "**{alpha}**, independently, stopping at the first rejection (and always adds one token of its "
+                  "own). How many tokens does one forward of the target produce on average? Answer as a factor: a "
+                  "number followed by x.", gamma=gamma, alpha=alpha),
               value, "x",
-              lambda: (f"(1 - {alpha}^{gamma + 1}) / (1 - {alpha}) = **{value():.3f}x** tokens per target step "
-                       "(Leviathan et al. 2023, eq. 1; `memlib.serving.techniques.speculative_expected_tokens`)."),
+              lambda: msg("(1 - {alpha}^{power}) / (1 - {alpha2}) = **{tokens}x** tokens per target step (Leviathan et "
+                          "al. 2023, eq. 1; `memlib.serving.techniques.speculative_expected_tokens`).", alpha=alpha,
+                          power=gamma + 1, alpha2=alpha, tokens=f"{value():.3f}"),
               _hints("Count the tokens of one step: accepted draft tokens plus the target's own one.",
                      "E[tokens] = 1 + alpha + alpha^2 + ... + alpha^gamma = (1 - alpha^(gamma+1)) / (1 - alpha)",
                      "Sum the geometric series term by term if the closed form slips."),
@@ -551,11 +626,13 @@ def _littles_law(qid: str, rng: random.Random) -> Numeric:
     from memlib.serving import techniques
     qps, latency = rng.choice((2, 5, 10, 20, 50)), rng.choice((4, 8, 12, 20, 30))
     value = lambda: float(math.ceil(techniques.littles_law_concurrency(qps, latency)))  # noqa: E731
-    return _q(qid, f"Little's law at {qps} req/s", f"Requests arrive at **{qps} per second** and each stays "
-              f"**{latency} s** on the server (prefill plus decode). How many requests are in flight at once, i.e. "
-              "how many sequences' KV caches must the GPUs hold? Give a whole number.", value, "count",
-              lambda: f"L = lambda x W = {qps} x {latency} = **{value():.0f}** sequences (Little 1961; "
-                      "`memlib.serving.techniques.littles_law_concurrency`).",
+    return _q(qid, msg("Little's law at {qps} req/s", qps=qps),
+              msg("Requests arrive at **{qps} per second** and each stays **{latency} s** on the server (prefill plus "
+                  "decode). How many requests are in flight at once, i.e. how many sequences' KV caches must the GPUs "
+                  "hold? Give a whole number.", qps=qps, latency=latency), value, "count",
+              lambda: msg("L = lambda x W = {qps} x {latency} = **{count}** sequences (Little 1961; "
+                          "`memlib.serving.techniques.littles_law_concurrency`).", qps=qps, latency=latency,
+                          count=f"{value():.0f}"),
               _hints("In a steady state, what arrives per second times how long each stays is what is inside.",
                      "L = lambda x W", "Multiply the arrival rate by the time in the system."),
               "Little's law L = lambda W (Little 1961)",
@@ -567,13 +644,15 @@ def _window_saving(qid: str, rng: random.Random) -> Numeric:
     from memlib.cost.conventions import mean_attended_keys
     seq, window = rng.choice((16384, 32768, 65536, 131072)), rng.choice((1024, 2048, 4096, 8192))
     value = lambda: mean_attended_keys(seq) / mean_attended_keys(seq, window)  # noqa: E731
-    return _q(qid, f"Sliding window {window} at {seq:,} tokens",
-              f"A causal model attends over the whole prefix; its sliding-window variant attends to the last "
-              f"**{window:,}** tokens only. At **{seq:,}**-token sequences, how many times fewer attention FLOPs "
-              "(score and value matmuls) does the windowed model spend per sequence?", value, "x",
-              lambda: (f"keys per query: full causal T/2 = {mean_attended_keys(seq):,.0f}; windowed w - w²/(2T) = "
-                       f"{mean_attended_keys(seq, window):,.1f}; ratio **{value():.3g}x** "
-                       "(`memlib.cost.conventions.mean_attended_keys`)."),
+    return _q(qid, msg("Sliding window {window} at {seq} tokens", window=window, seq=f"{seq:,}"),
+              msg("A causal model attends over the whole prefix; its sliding-window variant attends to the last "
+                  "**{window}** tokens only. At **{seq}**-token sequences, how many times fewer attention FLOPs (score "
+                  "and value matmuls) does the windowed model spend per sequence?", window=f"{window:,}",
+                  seq=f"{seq:,}"), value, "x",
+              lambda: msg("keys per query: full causal T/2 = {full}; windowed w - w²/(2T) = {windowed}; ratio "
+                          "**{ratio}x** (`memlib.cost.conventions.mean_attended_keys`).",
+                          full=f"{mean_attended_keys(seq):,.0f}", windowed=f"{mean_attended_keys(seq, window):,.1f}",
+                          ratio=f"{value():.3g}"),
               _hints("Attention FLOPs per query are proportional to the keys it attends to.",
                      "full causal: T/2 keys per query on average; windowed: w - w²/(2T)",
                      "Average over queries: the first w queries see fewer than w keys."),
@@ -590,10 +669,12 @@ def _segment(qid: str, rng: random.Random) -> Numeric:
     width = rng.choice((2, 4))
     n = dims[0] * dims[1] * dims[2] * width
     value = lambda: float(segment_size(n))  # noqa: E731
-    return _q(qid, f"The segment for a {list(dims)} tensor", f"A {'bf16' if width == 2 else 'fp32'} tensor of shape "
-              f"**{list(dims)}** is allocated and no cached block can hold it. How large a segment does PyTorch's "
-              "caching allocator `cudaMalloc` for it (default settings)? Answer with a unit (MiB).", value, "bytes",
-              lambda: f"{n:,} B → `memlib.hardware.allocator.segment_size` = **{value() / 2**20:g} MiB**.",
+    return _q(qid, msg("The segment for a {shape} tensor", shape=list(dims)),
+              msg("A {dtype} tensor of shape **{shape}** is allocated and no cached block can hold it. How large a "
+                  "segment does PyTorch's caching allocator `cudaMalloc` for it (default settings)? Answer with a unit "
+                  "(MiB).", dtype="bf16" if width == 2 else "fp32", shape=list(dims)), value, "bytes",
+              lambda: msg("{bytes} B → `memlib.hardware.allocator.segment_size` = **{mib} MiB**.", bytes=f"{n:,}",
+                          mib=f"{value() / 2**20:g}"),
               _hints("Requests are rounded to 512 B, then given a segment by size class.",
                      "≤ 1 MiB → 2 MiB; < 10 MiB → 20 MiB; else rounded up to 2 MiB",
                      "Compute the tensor's bytes first."),
@@ -609,11 +690,12 @@ def _reserved(qid: str, rng: random.Random) -> Numeric:
         rng.choice((1, 2, 4))
     est = lambda: estimate_training(m, seq_len=seq, micro_batch=mb, finetune="lora", recompute="full")  # noqa: E731
     value = lambda: float(reserved_bytes(est()).reserved_bytes)  # noqa: E731
-    return _q(qid, f"Reserved for a {m} LoRA step", f"**{m}** LoRA, {seq:,} tokens, micro-batch {mb}, every decoder "
-              "layer checkpointed, one GPU. What `max_memory_reserved()` does memlib's caching-allocator model "
-              "predict with default segments? Answer in GB (10⁹ bytes).", value, "GB",
-              lambda: f"`reserved_bytes(estimate_training(...))` = **{fmt_bytes(value())}** (allocated "
-                      f"{fmt_bytes(est().peak_bytes)} + 0.5 × the transient bytes).",
+    return _q(qid, msg("Reserved for a {model} LoRA step", model=m),
+              msg("**{model}** LoRA, {seq} tokens, micro-batch {mb}, every decoder layer checkpointed, one GPU. What "
+                  "`max_memory_reserved()` does memlib's caching-allocator model predict with default segments? Answer "
+                  "in GB (10⁹ bytes).", model=m, seq=f"{seq:,}", mb=mb), value, "GB",
+              lambda: msg("`reserved_bytes(estimate_training(...))` = **{bytes}** (allocated {peak} + 0.5 × the "
+                          "transient bytes).", bytes=fmt_bytes(value()), peak=fmt_bytes(est().peak_bytes)),
               _hints("Reserved is allocated plus what the cache strands.",
                      "reserved ≈ peak + 0.5 × (peak − parameters − gradients − optimizer states)",
                      "Start from memlib.estimate_training's peak moment."),
