@@ -474,7 +474,8 @@ from memlib.learn import classroom as _classroom, mechanisms as _mech, oom as _o
 from memlib.models import llama_like as _ll  # noqa: E402
 from memlib.parallel import pipeline as _pipe  # noqa: E402
 from memlib.serving import engines as _eng, inference as _inf, kv_compression as _kvc  # noqa: E402
-from memlib.training import rlhf as _rlhf, weight_sync as _ws  # noqa: E402
+from memlib.cost import weight_sync as _ws  # noqa: E402
+from memlib.training import rlhf as _rlhf  # noqa: E402
 from memlib.units import fmt_bytes  # noqa: E402
 
 # a model argument that is not a model: an int, a config dict, a list

@@ -15,13 +15,13 @@ import pytest
 
 from memlib import get_model
 from memlib.cli import main as cli_main
-from memlib.cost import collectives, conventions, timing
+from memlib.cost import collectives, conventions, timing, weight_sync
 from memlib.hardware import fit
 from memlib.learn import classroom, interview, mechanisms, oom, scenarios
 from memlib.models import llama_like as ll
 from memlib.parallel import pipeline
 from memlib.serving import engines, inference, kv_compression, quantization
-from memlib.training import rlhf, weight_sync
+from memlib.training import rlhf
 from memlib.units import fmt_bytes
 
 LLAMA2_7B = "llama-2-7b"  # 32 layers, 32 heads of 128 (MHA): Touvron et al. 2023, Table 1 / its config.json
