@@ -231,6 +231,23 @@ def _unit_token(rest: str) -> str:
     return _BYTE_WORDS.get(rest, rest)
 
 
+def _scale_bytes(number: float, token: str, unit: str) -> float:
+    """A byte answer's scale: decimal or binary units, the unit's own for a plain number."""
+    if token in DECIMAL:
+        return number * DECIMAL[token]
+    if token in BINARY:
+        return number * BINARY[token]
+    if token == "":
+        return number * _PLAIN_SCALE[unit]
+    if token in ("g", "gi", "m", "k", "t", "gig", "gigs"):
+        raise Malformed(trf("the unit {token} is ambiguous: write GB (1e9 bytes) or GiB (2**30 bytes)", token=repr(token)))
+    if re.fullmatch(rf"(?:[kmbt]|thousand|million|billion|bn)?\s*{_PARAM_WORD}?", token):
+        raise Malformed(trf("this asks for bytes, not a number of parameters; write it like {example}",
+                           example=example(unit)))
+    raise Malformed(trf("unknown unit {token}; use B, KB/MB/GB/TB (powers of 1000) or KiB/MiB/GiB/TiB (of 1024)",
+                       token=repr(token)))
+
+
 def _scale(number: float, token: str, unit: str) -> float:
     kind = {"bytes": "bytes", "GB": "bytes", "GiB": "bytes"}.get(unit, unit)
     if token == "%" and unit == "x":  # "shrinks by 98%": the grader turns it into a factor
@@ -239,19 +256,7 @@ def _scale(number: float, token: str, unit: str) -> float:
         raise Malformed(trf("this asks for {what}, not a percentage; write it like {example}", what=_what(unit),
                             example=example(unit)))
     if kind == "bytes":
-        if token in DECIMAL:
-            return number * DECIMAL[token]
-        if token in BINARY:
-            return number * BINARY[token]
-        if token == "":
-            return number * _PLAIN_SCALE[unit]
-        if token in ("g", "gi", "m", "k", "t", "gig", "gigs"):
-            raise Malformed(trf("the unit {token} is ambiguous: write GB (1e9 bytes) or GiB (2**30 bytes)", token=repr(token)))
-        if re.fullmatch(rf"(?:[kmbt]|thousand|million|billion|bn)?\s*{_PARAM_WORD}?", token):
-            raise Malformed(trf("this asks for bytes, not a number of parameters; write it like {example}",
-                               example=example(unit)))
-        raise Malformed(trf("unknown unit {token}; use B, KB/MB/GB/TB (powers of 1000) or KiB/MiB/GiB/TiB (of 1024)",
-                           token=repr(token)))
+        return _scale_bytes(number, token, unit)
     if unit == "params":
         m = re.fullmatch(rf"(?P<suffix>[a-z]+|万|亿)?\s*(?P<word>{_PARAM_WORD})?", token)
         suffix = (m.group("suffix") or "") if m else None
