@@ -566,7 +566,7 @@ def _notes(algorithm, placement, c, out, pool, at_once, waves, engine_error) -> 
             notes.append(f"kept on the GPU while another role runs: {', '.join(kept)} (RoleMemory.idle_bytes)")
     else:
         notes.append("separate groups: the weights are synchronised from the actor group to the rollout engines "
-                     "after each step (memlib.training.weight_sync gives the bytes and time; staging buffers not counted)")
+                     "after each step (memlib.cost.weight_sync gives the bytes and time; staging buffers not counted)")
     if pool is not None and engine_error is None:
         notes.append(f"the {c['engine']} engine reserves {pool.fraction:g} of each {c['gpu']} whatever the batch; "
                      f"the {c['rollout_batch']} x {c['group_size']} sequences per engine take {waves} wave(s) of "
