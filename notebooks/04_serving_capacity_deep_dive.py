@@ -526,7 +526,7 @@ fp8_ratio = weights["bf16"].weight_bytes / weights["fp8"].weight_bytes
 print(f"{GB(w31['bf16'])}, {GB(kv31 * 131072, 2)}, {wrong_kv:,} B, {mlsys_4k}, "
       f"{issue_3k}, {tpot_db * 1e3:.1f} ms, {fp8_ratio:.2f}x")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 HF = "Hugging Face blog, *Llama 3.1 - 405B, 70B & 8B*"
 facts = [
     Claim("\"70B … FP16 140 GB\"",
