@@ -413,7 +413,7 @@ rows = [
           f"{G(z65_0)} = {z65_0 / N65:.0f} B/param (memlib model states {G(e65.model_state_bytes)})",
           verdict="❌ wrong",
           why=f"780 GB is {QLORA_65B_GB / QLORA_65B_PARAMS:.0f} B/param (the QLoRA paper's lower bound); "
-           f"with the master copy it is {z65_0 / N65:.0f}."),
+                    f"with the master copy it is {z65_0 / N65:.0f}."),
     Claim("激活值：以序列长度2048、batch size 1为例，每层约1-2GB，65B约40层，额外40-80GB",
           "seed 000 · 标准答",
           f"{G(e65.layer.total)} per layer x {m65.num_layers} layers = {G(e65.layer.total * m65.num_layers)}",
@@ -424,7 +424,7 @@ rows = [
           f"{G(z65_3)} per GPU (memlib.parallel.zero.zero_model_state_bytes, stage 3, 4 GPUs)",
           verdict="❌ wrong",
           why=f"Inherits the missing master copy: {z65_0 / N65:.0f} B/param over 4 GPUs, not "
-           f"{QLORA_65B_GB / QLORA_65B_PARAMS:.0f}."),
+                    f"{QLORA_65B_GB / QLORA_65B_PARAMS:.0f}."),
     Claim("参数：FP16 下 7B × 2 bytes = 14GB",
           "seed 001 · 标准答",
           f"{G(est_bf16.counts['param_bytes'])} ({N / 1e9:.2f}B params)",
@@ -435,15 +435,15 @@ rows = [
           f"{G(est.counts['param_bytes'] + est.counts['optimizer_bytes'])} (fp32 master + m + v)",
           verdict="✅ right",
           why=f"Right: the ZeRO paper's K = {dsp[2]:.0f}; with 16-bit weights and grads the total is "
-           f"{sum(dsp):.0f} B/param."),
+                    f"{sum(dsp):.0f} B/param."),
     Claim("激活值约 2-3GB（使用激活重计算后）。若不重计算，可达 20-30GB",
           "seed 001 · 标准答",
           f"full recompute {G(acts7_rc)} (at most {G(acts7_rc_max)} in the backward); none {G(acts7)} + autocast copies "
-     f"{G(casts7)}",
+          f"{G(casts7)}",
           verdict="⚠️ partly",
           why="Right order of magnitude both ways, a little high with recompute: HF gradient checkpointing plus the "
-           "logits land at about 1.5-2 GB; the no-recompute range holds only if autocast's bf16 weight copies are "
-           "counted. Notebook 02's deep dive gives the same verdict."),
+                    "logits land at about 1.5-2 GB; the no-recompute range holds only if autocast's bf16 weight copies are "
+                    "counted. Notebook 02's deep dive gives the same verdict."),
     Claim("总显存：14 + 14 + 84 + 3 = 115GB，远超 80GB",
           "seed 001 · 标准答",
           f"peak {G(est_rc.peak_bytes)} with full recompute ({est_rc.phase}); {G(est.peak_bytes)} without",
@@ -462,14 +462,14 @@ rows = [
     Claim("8-bit Adam，将优化器状态压缩到 2 bytes 每参数，即 7B × 2 × 2 = 28GB（参数 FP32 副本 + 8-bit 状态）",
           "seed 001 · 标准答",
           f"8-bit states {G(e7_8.counts['optimizer_bytes'])} ({e7_8.counts['optimizer_bytes'] / N:.2f} B/param); "
-     f"+ fp32 weights {G(e7_8.counts['param_bytes'])}",
+          f"+ fp32 weights {G(e7_8.counts['param_bytes'])}",
           verdict="❌ wrong",
           why=f"About {e7_8.counts['optimizer_bytes'] / N:.0f} B/param is both states together; the fp32 weights add "
-           f"{e7_8.counts['param_bytes'] / N:.0f} B/param on top."),
+                    f"{e7_8.counts['param_bytes'] / N:.0f} B/param on top."),
     Claim("总显存：14 + 14 + 28 + 3 = 59GB，可放入 80GB",
           "seed 001 · 标准答",
           f"peak {G(e7_8rc.peak_bytes)} (AMP, 8-bit AdamW, full recompute); "
-     f"{'fits' if a100_fits else 'does not fit'} an A100 80GB",
+          f"{'fits' if a100_fits else 'does not fit'} an A100 80GB",
           verdict="⚠️ partly",
           why="Conclusion right, number low: AMP's weights and gradients are fp32."),
     Claim("LLaMA 7B 在 seq_len=2048、batch=1 时，激活值约 2.5GB（无重计算），重计算后约 0.8GB",
@@ -477,7 +477,7 @@ rows = [
           f"{G(acts7)} AMP / {G(acts7_bf16)} bf16; recompute {G(acts7_rc)} / {G(acts7_rc_bf16)}",
           verdict="❌ wrong",
           why=f"Without recompute memlib finds {acts7 / 2.5e9:.0f}x the seed's 2.5GB (and the same seed says 20-30GB "
-           "elsewhere)."),
+                    "elsewhere)."),
     Claim("以 1.5B 为例：参数 3GB（FP16）、梯度 3GB、优化器状态（Adam FP32）18GB",
           "seed 001 · 追问 1",
           f"{G(z15)} model states for 1.5B params (2+2+12)",
@@ -488,7 +488,7 @@ rows = [
           f"pure fp16 {G(e7_fp16.model_state_bytes)}; mixed precision {G(est.model_state_bytes)}",
           verdict="⚠️ partly",
           why=f"Right only for pure 16-bit AdamW ({e7_fp16.model_state_bytes / N:.0f} B/param); mixed precision is "
-           f"{est.model_state_bytes / N:.0f}."),
+                    f"{est.model_state_bytes / N:.0f}."),
     Claim("ZeRO-3 配合 8 卡，每卡仅存 14GB/8=1.75GB 参数，加上梯度、优化器状态，单卡显存从 56GB 降到约 10GB",
           "seed 003 · 标准答",
           f"{G(z7_3_8)} model states per GPU",

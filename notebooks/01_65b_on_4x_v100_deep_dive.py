@@ -484,10 +484,10 @@ facts = [
     Claim("激活值：以序列长度2048、batch size 1为例，每层约1-2GB，65B约40层，额外40-80GB",
           f"{S} 标准答",
           f"{GB(layer_eager)} per layer without fused attention (34sbh + 5as²b), {GB(layer_act)} with SDPA; "
-     f"{m.num_layers} layers",
+          f"{m.num_layers} layers",
           verdict="⚠️ partly",
           why=f"1-2 GB per layer is right without fused attention; {m.num_layers} layers, not 40. Only with SDPA "
-     f"(under 1 GB per layer) do two errors cancel: {GB(all_act)} in all"),
+              f"(under 1 GB per layer) do two errors cancel: {GB(all_act)} in all"),
     Claim("即使使用ZeRO-3也差约2GB",
           f"{S} 标准答",
           f"ZeRO-3 states {G(z3_states)} per GPU vs {G(cap)}",
@@ -556,10 +556,10 @@ facts = [
     Claim("训练速度约1-2 tokens/s/卡",
           f"{S} 解法 (QLoRA)",
           f"{t_dm.tokens_per_s_per_gpu:.0f} (device_map), {t_fsdp.tokens_per_s_per_gpu:.0f} (FSDP) per card at "
-     f"{t_fsdp.hfu:.0%} HFU ({t_fsdp.mfu:.0%} MFU); device_map {real_dm.tokens_per_s_per_gpu:.0f} at a realistic 15% HFU",
+          f"{t_fsdp.hfu:.0%} HFU ({t_fsdp.mfu:.0%} MFU); device_map {real_dm.tokens_per_s_per_gpu:.0f} at a realistic 15% HFU",
           verdict="❌ wrong",
           why=f"about {real_dm.tokens_per_s_per_gpu / seed_tps:.0f}x too low even for device_map at 15% HFU; 1.5 tokens/s per card "
-     f"would be {seed_mfu:.1%} MFU. The QLoRA paper (abstract) fine-tunes 65B on one 48 GB GPU, Guanaco in 24 h"),
+              f"would be {seed_mfu:.1%} MFU. The QLoRA paper (abstract) fine-tunes 65B on one 48 GB GPU, Guanaco in 24 h"),
     Claim("若坚持全参数，需至少8×A100 80GB（共640GB）配合ZeRO-3+TP",
           f"{S} 工程取舍",
           f"min_gpus: {a100_min.count} × A100 80GB",
@@ -575,7 +575,7 @@ facts = [
           f"any 4-way split keeps ≥ {GB(z3_states)} of states per GPU; TP=2 × PP=2: peak {GB(tp2pp2.peak_bytes)}",
           verdict="❌ wrong",
           why=f"activations are not the problem (full recompute keeps {GB(tp2pp2.breakdown['activations'])}); "
-     f"and DeepSpeed refuses it: \"{ds_pipeline}\""),
+              f"and DeepSpeed refuses it: \"{ds_pipeline}\""),
     Claim("V100的Tensor Core仅支持FP16混合精度",
           f"{S} 追问 3",
           f"bf16: {g.supports_bf16}; fp16 {g.fp16_tflops:g} TFLOP/s",
@@ -591,7 +591,7 @@ facts = [
           f"{g.name} host link: {HOST_LINK[g.name][0]}, {g.host_link_bytes_per_s / 1e9:.0f} GB/s one way",
           verdict="⚠️ partly",
           why="16 GB/s is PCIe 3.0 x16, the GPU-to-CPU link inside a server; across nodes traffic goes over the "
-     "network (InfiniBand or Ethernet NICs), not PCIe"),
+              "network (InfiniBand or Ethernet NICs), not PCIe"),
     Claim("全参数训练 vs QLoRA：前者需牺牲模型精度（量化损失）换取可行性，后者保留原模型能力但仅微调少量参数",
           f"{S} 工程取舍",
           f"full: {states // P} B/param at 16-bit weights; QLoRA: 4-bit base ({GB(nf4)})",
@@ -602,13 +602,13 @@ facts = [
           "accuracy: not modelled",
           verdict="⚠️ partly",
           why="the QLoRA paper claims NF4 + double quantization preserves 16-bit fine-tuning performance "
-     "(Dettmers et al. 2023, abstract); it gives no single 0.5% figure: quote its tables, not a round number"),
+              "(Dettmers et al. 2023, abstract); it gives no single 0.5% figure: quote its tables, not a round number"),
     Claim("成本约10倍于4×V100",
           f"{S} 工程取舍",
           f"min_gpus: {a100_min.count} × A100 80GB vs 4 × V100",
           verdict="⚠️ partly",
           why=f"memlib prices no GPU: the seed's 8 cards are 2× the count, memlib's {a100_min.count} are "
-     f"{a100_min.count / N:.1f}×, times the price ratio per GPU-hour, which depends on the provider"),
+              f"{a100_min.count / N:.1f}×, times the price ratio per GPU-hour, which depends on the provider"),
     Claim("显存层面：FP16混合精度下65B模型需约780GB（含优化器），4×V100共128GB，差6倍",
           f"{S} 30 秒",
           f"{GB(states)} vs {GB(N * cap)}: {states / (N * cap):.1f}×",

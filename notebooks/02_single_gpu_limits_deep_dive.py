@@ -377,9 +377,9 @@ FACTS = [
           "seed 001",
           f"8-bit AdamW + recompute: {size('full · 8-bit AdamW + recompute', A100)}; ZeRO-Offload: {B(off_a100.num_params)}",
           verdict=overall(cv(True, fits(e8, A100).fits),
-           cv(False, fits(estimate('full · ZeRO-Offload + recompute', m13), A100).fits)),
+                        cv(False, fits(estimate('full · ZeRO-Offload + recompute', m13), A100).fits)),
           why="The first half is right: 7B fits with 8-bit AdamW and recompute. 13B+ is possible with ZeRO-Offload (host "
-     "RAM, slower), LoRA or QLoRA."),
+              "RAM, slower), LoRA or QLoRA."),
     Claim("参数：FP16 下 7B × 2 bytes = 14GB",
           "seed 001",
           f"{gb(P_ds):.2f} GB in 16-bit; {gb(P_amp):.2f} GB as AMP's fp32 weights",
@@ -398,18 +398,18 @@ FACTS = [
     Claim("总显存：14 + 14 + 84 + 3 = 115GB，远超 80GB",
           "seed 001",
           f"peak {gb(amp7.peak_bytes):.1f} GB ({amp7.phase}); "
-     f"{verdict(amp7, A100)}",
+          f"{verdict(amp7, A100)}",
           verdict=overall(cv(115e9, amp7.peak_bytes), cv(False, fits(amp7, A100).fits)),
           why="Conclusion right; the sum misses foreach AdamW's step temporary, and the 3 GB of activations are gone by then."),
     Claim("激活值约 2-3GB（使用激活重计算后）",
           "seed 001",
           f"full recompute: {gb(rc7.moments[0].parts['activations']):.2f} GB at the loss, "
-     f"{gb(largest(rc7, 'activations')):.2f} GB at most; "
-     f"{gb(act_logits_rc):.2f} GB with the logits",
+          f"{gb(largest(rc7, 'activations')):.2f} GB at most; "
+          f"{gb(act_logits_rc):.2f} GB with the logits",
           verdict=overall(cv((2e9, 3e9), largest(rc7, "activations")), cv((2e9, 3e9), act_logits_rc)),
           why="Right order, a little high: the activations alone (checkpoints plus one rebuilt layer) are below 2 GB; with "
-     "the logits, as HF gradient checkpointing holds them, the range is reached. Notebook 00's deep dive gives the "
-     "same verdict."),
+              "the logits, as HF gradient checkpointing holds them, the range is reached. Notebook 00's deep dive gives the "
+              "same verdict."),
     Claim("若不重计算，可达 20-30GB",
           "seed 001",
           f"{gb(act_none):.1f} GB; with autocast's weight copies {gb(act_casts):.1f} GB",
@@ -458,32 +458,32 @@ FACTS = [
     Claim("CPU/NVMe 卸载（ZeRO-Offload）…速度极慢（慢 10-100 倍）",
           "seed 001",
           f"A100: {slow[(A100, 1)]:.1f}x its compute at 2k tokens/step, {slow[(A100, 8)]:.1f}x at 16k; NVMe "
-     f"(ZeRO-Infinity) on a 4090: {t_nvme.step_s / t_nvme.compute_s:.0f}x",
+          f"(ZeRO-Infinity) on a 4090: {t_nvme.step_s / t_nvme.compute_s:.0f}x",
           verdict=overall(cv((10, 100), slow[(A100, 1)]), cv((10, 100), t_nvme.step_s / t_nvme.compute_s)),
           why="Optimizer offload to RAM costs a few times the compute, less with accumulation; 10-100x fits NVMe/parameter offload."),
     Claim("24GB 显存下，只能训 1-2B 模型",
           "seed 001",
           f"RTX 4090, states on the card: AMP AdamW {size('full · AdamW', 'rtx-4090')}, AMP 8-bit AdamW + recompute "
-     f"{size('full · 8-bit AdamW + recompute', 'rtx-4090')}, pure bf16 + 8-bit AdamW + recompute "
-     f"{size('full · pure bf16 + 8-bit AdamW + recompute', 'rtx-4090')} "
-     f"({estimate('full · pure bf16 + 8-bit AdamW + recompute', M7).model_state_bytes / N7:.0f} B/param)",
+          f"{size('full · 8-bit AdamW + recompute', 'rtx-4090')}, pure bf16 + 8-bit AdamW + recompute "
+          f"{size('full · pure bf16 + 8-bit AdamW + recompute', 'rtx-4090')} "
+          f"({estimate('full · pure bf16 + 8-bit AdamW + recompute', M7).model_state_bytes / N7:.0f} B/param)",
           verdict=overall(cv((1e9, 2e9), limit("full · AdamW", "rtx-4090").num_params),
-             cv((1e9, 2e9), limit("full · 8-bit AdamW + recompute", "rtx-4090").num_params)),
+                          cv((1e9, 2e9), limit("full · 8-bit AdamW + recompute", "rtx-4090").num_params)),
           why=f"Right for the standard AMP recipes with the states on the card (the first two sizes). Beyond them: "
-     f"ZeRO-Offload ({size('full · ZeRO-Offload + recompute', 'rtx-4090')}, host RAM and a slower step), pure bf16 "
-     "weights with 8-bit AdamW (the third size; no fp32 master, so it needs stochastic rounding or Kahan "
-     "summation), LOMO (fused update, no optimizer state; Lv et al. 2023) and GaLore (low-rank gradient "
-     "projection; Zhao et al. 2024 pre-train a 7B on a 24 GB RTX 4090)."),
+              f"ZeRO-Offload ({size('full · ZeRO-Offload + recompute', 'rtx-4090')}, host RAM and a slower step), pure bf16 "
+              "weights with 8-bit AdamW (the third size; no fp32 master, so it needs stochastic rounding or Kahan "
+              "summation), LOMO (fused update, no optimizer state; Lv et al. 2023) and GaLore (low-rank gradient "
+              "projection; Zhao et al. 2024 pre-train a 7B on a 24 GB RTX 4090)."),
     Claim("以 1.5B 为例：参数 3GB、梯度 3GB、优化器状态 18GB…总计 24.5GB，略超",
           "seed 001",
           f"{gb(P15):.1f} + {gb(G15):.1f} + {gb(O15):.1f} GB of states (illustrative 1.5B shape); AMP + recompute peak "
-     f"{gb(amp15.peak_bytes):.1f} GB: {verdict(amp15, 'rtx-4090')} a 4090",
+          f"{gb(amp15.peak_bytes):.1f} GB: {verdict(amp15, 'rtx-4090')} a 4090",
           verdict=overall(cv(24.5e9, amp15.peak_bytes), cv(False, fits(amp15, "rtx-4090").fits)),
           why="The per-parameter figures are right; the peak adds foreach AdamW's temporary, well above 24 GB."),
     Claim("需用 ZeRO-1 + 8-bit Adam 将优化器状态压到 6GB，总显存 12.5GB，可放入",
           "seed 001",
           f"8-bit states {gb(bit15.counts['optimizer_bytes']):.1f} GB; peak {gb(bit15.peak_bytes):.1f} GB: "
-     f"{verdict(bit15, 'rtx-4090')}",
+          f"{verdict(bit15, 'rtx-4090')}",
           verdict=overall(cv(12.5e9, bit15.peak_bytes), cv(True, fits(bit15, "rtx-4090").fits)),
           why="It fits, as claimed, but 12.5 GB drops AMP's fp32 weights and gradients. ZeRO-1 adds nothing on one GPU."),
     Claim("PCIe 带宽瓶颈（约 32GB/s）",
@@ -494,36 +494,36 @@ FACTS = [
     Claim("4090 适合微调（LoRA）而非全量训练",
           "seed 001",
           f"7B LoRA {gb(lora4090.peak_bytes):.1f} GB ({verdict(lora4090, 'rtx-4090')}); QLoRA {gb(qlora4090.peak_bytes):.1f} GB "
-     f"({verdict(qlora4090, 'rtx-4090')})",
+          f"({verdict(qlora4090, 'rtx-4090')})",
           claimed=True, computed=fits(lora4090, "rtx-4090").fits,
           why="Right: 7B LoRA with recompute fits; QLoRA leaves room for longer sequences."),
     Claim("ZeRO-3 在单卡上等价于 ZeRO-1（仅分片优化器状态）",
           "seed 001",
           f"ZeRO-3, one GPU: {gb(z3.peak_bytes):.1f} GB = plain AMP",
           verdict=overall(cv(True, z3.peak_bytes == amp7.peak_bytes),
-             cv(True, MENU["ZeRO-1, one GPU"].counts["optimizer_bytes"] < amp7.counts["optimizer_bytes"])),
+                          cv(True, MENU["ZeRO-1, one GPU"].counts["optimizer_bytes"] < amp7.counts["optimizer_bytes"])),
           why="Equal, yes; but both equal no ZeRO at all: on one GPU ZeRO-1 shards no optimizer state either."),
     Claim("梯度检查点…代价是约 20-30% 的训练时间增加",
           "seed 001",
           f"FLOPs per token × {f_full / f_none:.2f}; wall-clock less",
           claimed=(1.2, 1.3), computed=f_full / f_none,
           why="Right as time: the extra forward is a third more FLOPs (8N against 6N), but part of a step is memory-bound "
-     "(norms, the optimizer, data movement), so measured slow-downs are lower; transformers' "
-     "TrainingArguments.gradient_checkpointing help says '~20% slower' (transformers 5.x)."),
+              "(norms, the optimizer, data movement), so measured slow-downs are lower; transformers' "
+              "TrainingArguments.gradient_checkpointing help says '~20% slower' (transformers 5.x)."),
     Claim("训练速度极慢（因 8-bit 优化器有额外量化/反量化开销…）",
           "seed 001",
           f"optimizer step, llama-7b on an A100: 32-bit {adam_s['adamw'] * 1e3:.0f} ms, 8-bit {adam_s['adamw-8bit'] * 1e3:.0f} ms; "
-     f"the step's compute {t_fwd_bwd:.2f} s",
+          f"the step's compute {t_fwd_bwd:.2f} s",
           claimed=True, computed=adam_s["adamw-8bit"] > adam_s["adamw"],
           why="The update is bandwidth-bound: bitsandbytes dequantizes and requantizes in registers, and 8-bit states move "
-     "fewer bytes than fp32 ones; both updates are a few % of a step."),
+              "fewer bytes than fp32 ones; both updates are a few % of a step."),
     Claim("若模型层数多（如 70B 的 80 层），重计算开销更大，可能达 40%",
           "seed 001",
           f"{recompute_overhead(m70, SEQ):.1%} for 80 layers, {recompute_overhead(M7, SEQ):.1%} for 32 "
-     "(decoder blocks checkpointed, head not)",
+          "(decoder blocks checkpointed, head not)",
           claimed=0.40, computed=recompute_overhead(m70, SEQ),
           why="One extra forward of the blocks: about a third of 6N whatever the depth; a long sequence's attention "
-     "share, not the layer count, moves it."),
+              "share, not the layer count, moves it."),
     Claim("远超单卡 80GB",
           "seed 001",
           f"A100 80GB = {a100.memory_gb:.1f} GB; torch sees {gb(a100.torch_total_bytes):.1f} GB",

@@ -361,25 +361,25 @@ facts = [
     Claim("\"671B total parameters with 37B activated for each token\"",
           f"{V3}, abstract",
           f"{fmt_count(m.num_params)} total, {fmt_count(m.num_active_params)} active ({fmt_count(m.active_params_without_embedding)} "
-     "without the input embedding)",
+          "without the input embedding)",
           verdict="✅",
           why="memlib counts tensor by tensor; DeepSeek's 37B leaves out the input embedding"),
     Claim("\"DeepSeek-V3 requires only 2.788M H800 GPU hours for its full training\"; pre-training \"2.664M H800 GPU hours\" "
-     "on \"14.8T tokens\"",
+          "on \"14.8T tokens\"",
           f"{V3}, abstract and Table 1",
           f"{implied_mfu:.0%} MFU on DeepSeek's own 250 GFLOP/token against the H800's bf16 dense peak "
-     f"(memlib's 6N + attention without a causal discount: {memlib_mfu:.0%})",
+          f"(memlib's 6N + attention without a causal discount: {memlib_mfu:.0%})",
           verdict="⚠️",
           why="plausible, and the collection's one convention is the publisher's FLOPs per token over the bf16 dense "
-           "peak; the report gives no MFU and ran its matmuls in FP8 (twice the bf16 peak)"),
+                    "peak; the report gives no MFU and ran its matmuls in FP8 (twice the bf16 peak)"),
     Claim("\"reduces the KV cache by 93.3%\"",
           f"{V2}, abstract (compared with DeepSeek 67B)",
           f"latent {v2_latent:,} B vs DeepSeek 67B's GQA {ds67:,} B per token: {1 - v2_latent / ds67:.1%} in bf16; "
-     f"with the deployed 6-bit cache {1 - v2_6bit / ds67:.1%}; vs V2's own full K/V ({v2_full:,} B) "
-     f"{1 - v2_latent / v2_full:.1%}",
+          f"with the deployed 6-bit cache {1 - v2_6bit / ds67:.1%}; vs V2's own full K/V ({v2_full:,} B) "
+          f"{1 - v2_latent / v2_full:.1%}",
           verdict="⚠️",
           why="right, but it compares with a GQA model and includes KV quantization (\"6 bits on average\"); MLA alone "
-     f"in bf16 is {1 - v2_latent / ds67:.0%}"),
+              f"in bf16 is {1 - v2_latent / ds67:.0%}"),
     Claim("\"DeepSeek-V3 (MLA) 70.272 KB … LLaMA-3.1 405B (GQA) 516.096 KB\" per token (BF16)",
           f"{INS}, Table 1",
           f"{kv_bytes_per_token(m):,} B and {kv_bytes_per_token(get_model(GQA_PEER)):,} B",
@@ -388,10 +388,10 @@ facts = [
     Claim("\"DeepSeek-V3 MoE 671B … 250 GFLOPS/token; LLaMa-405B Dense … 2448 GFLOPS/token\" (training, 4k)",
           f"{INS}, Table 2",
           f"{with_attention / 1e9:,.0f} and {peer / 1e9:,.0f} GFLOP per token "
-     f"({peer / with_attention:.1f}x; theirs {2448 / 250:.1f}x)",
+          f"({peer / with_attention:.1f}x; theirs {2448 / 250:.1f}x)",
           verdict="✅",
           why=f"the ratio agrees; memlib's PaLM attention term (no causal discount, 192-wide heads for QK and V) gives "
-     f"{with_attention / 250e9 - 1:+.0%} over DeepSeek's count"),
+              f"{with_attention / 250e9 - 1:+.0%} over DeepSeek's count"),
     Claim("\"Mixtral has 46.7B total parameters but only uses 12.9B parameters per token\"",
           MIS,
           f"{fmt_count(mix.num_params)} and {fmt_count(mix.num_active_params)}",
@@ -400,7 +400,7 @@ facts = [
     Claim("\"It, therefore, processes input and generates output at the same speed and for the same cost as a 12.9B model\"",
           MIS,
           f"FLOPs: yes; weights {GB(mix_bf16)} in bf16 (a 12.9B: {GB(2 * mix.num_active_params)}); a batch of 32 "
-     f"reads {GB(mix_read32)} of weights per decode step",
+          f"reads {GB(mix_read32)} of weights per decode step",
           verdict="⚠️",
           why="true for compute; memory is that of a 47B model, and at a batch most experts are read every step"),
     Claim("\"we'll need to have enough VRAM to hold a dense 47B parameter model\"",
@@ -411,7 +411,7 @@ facts = [
     Claim("MoEs \"Require high VRAM as all experts are loaded in memory\"",
           f"{HF}, TL;DR",
           f"weights and 16 B/param of training states follow the total ({TB(states)} for DeepSeek-V3); the KV cache "
-     f"({kv_bytes_per_token(m):,} B/token) and routed activations (tokens x top-k) do not",
+          f"({kv_bytes_per_token(m):,} B/token) and routed activations (tokens x top-k) do not",
           verdict="⚠️",
           why="weights and optimizer states, yes; \"as much as a dense model of its size\" overstates the cache and activations"),
     Claim("\"Full precision FP8 (recommended) | 8 x H200\"",
@@ -422,40 +422,40 @@ facts = [
     Claim("FP8: \"2 x 8 x H100/800/20\"",
           SGL,
           f"8 x H100: {'no layout fits' if other['h100-80gb', 8, 'auto'] is None else 'fits'}; 16 x H100: "
-     f"{h16.sequences if h16 else 0} chats of 8k",
+          f"{h16.sequences if h16 else 0} chats of 8k",
           verdict="✅" if h16 and other["h100-80gb", 8, "auto"] is None else "❌",
           why=f"{GB(fp8_total)} of fp8 weights leave eight H100s ({GB(usable_bytes(get_gpu('h100-80gb')))} each) no room"),
     Claim("BF16 \"(upcast from original FP8) | 2 x 8 x H200 … 4 x 8 x H100/800/20\"",
           SGL,
           f"16 x H200: {p16.sequences if p16 else 0} chats; 16 x H100: "
-     f"{other_serving[('h100-80gb', 16, 'bf16')].sequences if other_serving[('h100-80gb', 16, 'bf16')] else 'none'}; "
-     f"32 x H100: {other_serving[('h100-80gb', 32, 'bf16')].sequences} chats",
+          f"{other_serving[('h100-80gb', 16, 'bf16')].sequences if other_serving[('h100-80gb', 16, 'bf16')] else 'none'}; "
+          f"32 x H100: {other_serving[('h100-80gb', 32, 'bf16')].sequences} chats",
           verdict="✅" if p16 and other_serving[("h100-80gb", 32, "bf16")] else "❌",
           why=f"{GB(bf16_total)} of bf16 weights"),
     Claim("Quantized weights (AWQ): \"8 x A100/A800\"; (W4A8) \"4 x H200\"",
           SGL,
           f"8 x A100 int4-awq: {other['a100-80gb', 8, 'int4-awq'].sequences} chats; 4 x H200: "
-     f"{other_serving[('h200', 4, 'int4-awq')].sequences} chats",
+          f"{other_serving[('h200', 4, 'int4-awq')].sequences} chats",
           verdict="✅" if other["a100-80gb", 8, "int4-awq"] and other_serving[("h200", 4, "int4-awq")] else "❌",
           why=f"4-bit weights: {GB(nf4_total)}"),
     Claim("\"If you do not use DP attention, KV cache will be duplicated among all TP ranks.\"",
           SGL,
           f"tensor parallel 8: {GB(tp_only.kv_cache_bytes)} of cache per GPU for {tp_only.max_batch.value} chats, the same "
-     "on every GPU",
+          "on every GPU",
           verdict="✅" if kv_replicated else "❌",
           why="the latent has no head dimension to split"),
     Claim("\"Tensor-parallel is usually better for low-latency / low-load scenarios, while data-parallel works better for "
-     "high-load workloads.\"",
+          "high-load workloads.\"",
           "[vLLM recipes, DeepSeek-V3](https://docs.vllm.ai/projects/recipes/en/latest/DeepSeek/DeepSeek-V3.html)",
           f"capacity {tp_only.sequences} vs {serve.best.sequences} chats of 8k",
           verdict="✅" if serve.best.sequences > tp_only.sequences else "❌",
           why="memlib sizes capacity, not latency"),
     Claim("\"The minimum hardware requirement for sample command is … 24 H100/H800 GPUs (with `ep=8,pp=3`)\" (LoRA, bf16 "
-     "weights)",
+          "weights)",
           "[Colossal-AI ColossalChat examples README, SFT for DeepSeek V3]"
-     "(https://github.com/hpcaitech/ColossalAI/tree/main/applications/ColossalChat/examples)",
+          "(https://github.com/hpcaitech/ColossalAI/tree/main/applications/ColossalChat/examples)",
           f"bf16 base {GB(bf16_total)}: {GB(bf16_total / 24)} per GPU over 24; at least {floors['bf16']} H100s for the "
-     "weights alone",
+          "weights alone",
           verdict="⚠️",
           why="plausible (their sample uses 256-token sequences); memlib does not model LoRA on MoE"),
     Claim("\"Running its Q4_K_M version using only 14GB VRAM and 382GB DRAM\"",
@@ -466,11 +466,11 @@ facts = [
     Claim("\"685B ... 671B of the Main Model weights and 14B of the Multi-Token Prediction (MTP) Module weights\"",
           "[DeepSeek-V3 README](https://github.com/deepseek-ai/DeepSeek-V3)",
           f"MTP from config.json's shapes: {sum(mtp.values()) / 1e9:.1f}B, of which "
-     f"{(mtp['embedding copy (V x h)'] + mtp['head copy (h x V)']) / 1e9:.1f}B are the checkpoint's copies of the "
-     "embedding and head",
+          f"{(mtp['embedding copy (V x h)'] + mtp['head copy (h x V)']) / 1e9:.1f}B are the checkpoint's copies of the "
+          "embedding and head",
           verdict="✅",
           why="one MLA + MoE block, a 2h × h projection and norms, plus the stored copies; "
-     "memlib's 671B leave the module out, as transformers does"),
+              "memlib's 671B leave the module out, as transformers does"),
 ]
 display(Markdown(fact_check_table(facts, headers=["claim", "source", "memlib", "verdict", "why"])))
 

@@ -423,7 +423,7 @@ facts = [
     Claim("PPO needs about 4× the memory of SFT: four models",
           C,
           f"four models' states {states4 / whole.roles['actor'].resident_bytes:.2f}× the actor's; per GPU on 8 A100s "
-     f"{awake.peak_bytes / sft.peak_bytes:.1f}× SFT resident, {asleep.peak_bytes / sft.peak_bytes:.1f}× asleep",
+          f"{awake.peak_bytes / sft.peak_bytes:.1f}× SFT resident, {asleep.peak_bytes / sft.peak_bytes:.1f}× asleep",
           verdict="⚠️ partly",
           why="two of the four are frozen (2 B/param, not 16); sleep mode makes the peak one phase"),
     Claim("The reference and reward models take as much memory as the actor",
@@ -434,18 +434,18 @@ facts = [
     Claim("The rollout's KV cache is small next to training",
           C,
           f"16 sequences of 2,048 tokens: {GB(kv16[MODEL])} on Llama-2-7B, {GB(kv16['llama-3-8b'])} on Llama-3-8B (GQA); "
-     f"the engine reserves {GB(asleep.phases['rollout'])} per GPU at {asleep.pool.fraction:g}",
+          f"the engine reserves {GB(asleep.phases['rollout'])} per GPU at {asleep.pool.fraction:g}",
           verdict="⚠️ partly",
           why="it depends on GQA, the length and the share you reserve: the engine's share, not the batch, is "
                   "what a colocated card gives up, and asleep it is often the largest phase"),
     Claim("GRPO saves memory because it has no critic",
           C,
           f"resident: {GB(grpo[False].peak_bytes)} vs PPO {GB(awake.peak_bytes)} per GPU; asleep: "
-     f"{GB(grpo[True].peak_bytes)} vs {GB(asleep.peak_bytes)} (same engine share, G = 8)",
+          f"{GB(grpo[True].peak_bytes)} vs {GB(asleep.peak_bytes)} (same engine share, G = 8)",
           verdict="✅ right" if grpo_lighter_resident and grpo_lighter_asleep else
-     "⚠️ partly" if grpo_lighter_resident or grpo_lighter_asleep else "❌ wrong",
+                  "⚠️ partly" if grpo_lighter_resident or grpo_lighter_asleep else "❌ wrong",
           why="at an equal engine share it drops the critic's sharded states; asleep the peak is the engine's share or the "
-     "actor's training, the same for both. G costs rollout time (waves), not memory"),
+              "actor's training, the same for both. G costs rollout time (waves), not memory"),
     Claim("DPO needs about the memory of SFT",
           C,
           f"{GB(dpo.peak_bytes)} vs SFT {GB(sft.peak_bytes)} per GPU at equal tokens (1 pair vs 2 sequences)",
@@ -472,10 +472,10 @@ facts = [
           verdict="⚠️ partly",
           why="fits only with the Adam states offloaded; the guide also advises disabling offload when memory allows"),
     Claim("Llama-3-8B PPO on 8 A100 80GB, hybrid engine: `--colocate_all_models --vllm_gpu_memory_utilization 0.5 "
-     "--vllm_enable_sleep --deepspeed_enable_sleep`",
+          "--vllm_enable_sleep --deepspeed_enable_sleep`",
           "OpenRLHF `examples/scripts/train_ppo_llama_ray_hybrid_engine.sh` (OpenRLHF@22697a1b)",
           f"peak {G(he8.peak_bytes)} per GPU during {he8.peak_at.replace('_', ' ')}; training phase "
-     f"{G(he8.phases['train_actor'])}",
+          f"{G(he8.phases['train_actor'])}",
           verdict="✅ right" if fits(he8, GPU).fits else "❌ wrong",
           why="half of each card for the engine, the other half holds the training phase while the engine sleeps"),
 ]
