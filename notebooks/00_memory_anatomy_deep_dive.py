@@ -36,6 +36,7 @@ import memlib
 from memlib.training import activations
 from memlib.parallel import zero
 from memlib.training.explain import markdown_table
+from memlib.learn.factcheck import Claim, fact_check_table
 from memlib.hardware.fit import usable_bytes
 from memlib.training.measured import estimate_case
 from memlib.training.optimizers import BNB_BLOCK
@@ -389,75 +390,112 @@ print(f"65B: {gb(z65_0):.1f} GB of states, {gb(z65_3):.1f} GB per GPU under ZeRO
 print(f"7B ZeRO-1 on one GPU "
       f"{gb(e7_z1.peak_bytes):.1f} GB = no ZeRO {gb(est.peak_bytes):.1f} GB")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 G = lambda b: f"{gb(b):.1f} GB"  # noqa: E731
 rows = [
-    ("模型参数：65B × 2 bytes（FP16）= 130GB", "seed 000 · 标准答",
-     f"{G(e65_16.counts['param_bytes'])} in 16-bit ({N65 / 1e9:.2f}B params); fp32 under AMP {G(e65.counts['param_bytes'])}",
-     "✅ right", "Right for the 16-bit working copy (ZeRO/DeepSpeed layout)."),
-    ("梯度：与参数同大小，130GB（混合精度下梯度为FP16）", "seed 000 · 标准答",
-     f"{G(e65_16.counts['grad_bytes'])} in fp16; {G(e65.counts['grad_bytes'])} under PyTorch AMP",
-     "⚠️ partly", "True in DeepSpeed's layout; PyTorch AMP keeps gradients in fp32 (the parameters' dtype)."),
-    ("优化器状态：AdamW需存储momentum和variance，均为FP32（4 bytes），即65B × 4 × 2 = 520GB", "seed 000 · 标准答",
-     f"m + v {G(e65.counts['optimizer_bytes'])}; + fp32 master {G(e65.counts['param_bytes'])}",
-     "⚠️ partly", "m and v are right; the fp32 master copy that mixed precision needs is missing."),
-    ("总需求：130（参数）+ 130（梯度）+ 520（优化器）= 780GB（纯数据，不含中间激活值）", "seed 000 · 标准答",
-     f"{G(z65_0)} = {z65_0 / N65:.0f} B/param (memlib model states {G(e65.model_state_bytes)})",
-     "❌ wrong", f"780 GB is {QLORA_65B_GB / QLORA_65B_PARAMS:.0f} B/param (the QLoRA paper's lower bound); "
-           f"with the master copy it is {z65_0 / N65:.0f}."),
-    ("激活值：以序列长度2048、batch size 1为例，每层约1-2GB，65B约40层，额外40-80GB", "seed 000 · 标准答",
-     f"{G(e65.layer.total)} per layer x {m65.num_layers} layers = {G(e65.layer.total * m65.num_layers)}",
-     "⚠️ partly", f"LLaMA-65B has {m65.num_layers} layers, not 40; the total lands in the range by two errors cancelling."),
-    ("ZeRO-3…每卡需存储：参数130/4=32.5GB + 梯度130/4=32.5GB + 优化器520/4=130GB = 195GB", "seed 000 · 标准答",
-     f"{G(z65_3)} per GPU (memlib.parallel.zero.zero_model_state_bytes, stage 3, 4 GPUs)",
-     "❌ wrong", f"Inherits the missing master copy: {z65_0 / N65:.0f} B/param over 4 GPUs, not "
-           f"{QLORA_65B_GB / QLORA_65B_PARAMS:.0f}."),
-    ("参数：FP16 下 7B × 2 bytes = 14GB", "seed 001 · 标准答",
-     f"{G(est_bf16.counts['param_bytes'])} ({N / 1e9:.2f}B params)", "✅ right", "Right (7B is nominal)."),
-    ("加上参数本身 FP32 副本，共 7B × 4 × 3 = 84GB", "seed 001 · 标准答",
-     f"{G(est.counts['param_bytes'] + est.counts['optimizer_bytes'])} (fp32 master + m + v)",
-     "✅ right", f"Right: the ZeRO paper's K = {dsp[2]:.0f}; with 16-bit weights and grads the total is "
-           f"{sum(dsp):.0f} B/param."),
-    ("激活值约 2-3GB（使用激活重计算后）。若不重计算，可达 20-30GB", "seed 001 · 标准答",
-     f"full recompute {G(acts7_rc)} (at most {G(acts7_rc_max)} in the backward); none {G(acts7)} + autocast copies "
-     f"{G(casts7)}",
-     "⚠️ partly", "Right order of magnitude both ways, a little high with recompute: HF gradient checkpointing plus the "
-           "logits land at about 1.5-2 GB; the no-recompute range holds only if autocast's bf16 weight copies are "
-           "counted. Notebook 02's deep dive gives the same verdict."),
-    ("总显存：14 + 14 + 84 + 3 = 115GB，远超 80GB", "seed 001 · 标准答",
-     f"peak {G(est_rc.peak_bytes)} with full recompute ({est_rc.phase}); {G(est.peak_bytes)} without",
-     "✅ right", "Conclusion right (does not fit); the peak is a moment (here the foreach optimizer step), not this sum."),
-    ("单卡用 ZeRO-1 可将优化器状态从 84GB 降到 28GB", "seed 001 · 标准答",
-     f"ZeRO-1 on 1 GPU: peak {G(e7_z1.peak_bytes)} = no ZeRO {G(est.peak_bytes)}",
-     "❌ wrong", "ZeRO partitions across data-parallel GPUs; over one GPU it shards nothing."),
-    ("ZeRO-3 在单卡上等价于 ZeRO-1", "seed 001 · 追问 2",
-     f"peak on 1 GPU: ZeRO-3 {G(e7_z3.peak_bytes)}, ZeRO-1 {G(e7_z1.peak_bytes)}, no ZeRO {G(est.peak_bytes)}",
-     "⚠️ partly", "Equivalent, but to no ZeRO at all, not to a ZeRO-1 that saves memory."),
-    ("8-bit Adam，将优化器状态压缩到 2 bytes 每参数，即 7B × 2 × 2 = 28GB（参数 FP32 副本 + 8-bit 状态）",
-     "seed 001 · 标准答",
-     f"8-bit states {G(e7_8.counts['optimizer_bytes'])} ({e7_8.counts['optimizer_bytes'] / N:.2f} B/param); "
-     f"+ fp32 weights {G(e7_8.counts['param_bytes'])}",
-     "❌ wrong", f"About {e7_8.counts['optimizer_bytes'] / N:.0f} B/param is both states together; the fp32 weights add "
-           f"{e7_8.counts['param_bytes'] / N:.0f} B/param on top."),
-    ("总显存：14 + 14 + 28 + 3 = 59GB，可放入 80GB", "seed 001 · 标准答",
-     f"peak {G(e7_8rc.peak_bytes)} (AMP, 8-bit AdamW, full recompute); "
-     f"{'fits' if a100_fits else 'does not fit'} an A100 80GB",
-     "⚠️ partly", "Conclusion right, number low: AMP's weights and gradients are fp32."),
-    ("LLaMA 7B 在 seq_len=2048、batch=1 时，激活值约 2.5GB（无重计算），重计算后约 0.8GB", "seed 001 · 坑",
-     f"{G(acts7)} AMP / {G(acts7_bf16)} bf16; recompute {G(acts7_rc)} / {G(acts7_rc_bf16)}",
-     "❌ wrong", f"Without recompute memlib finds {acts7 / 2.5e9:.0f}x the seed's 2.5GB (and the same seed says 20-30GB "
-           "elsewhere)."),
-    ("以 1.5B 为例：参数 3GB（FP16）、梯度 3GB、优化器状态（Adam FP32）18GB", "seed 001 · 追问 1",
-     f"{G(z15)} model states for 1.5B params (2+2+12)", "✅ right", f"Right: 3 + 3 + 18 GB = {z15 / 1.5e9:.0f} B/param."),
-    ("参数占 14GB，梯度同 14GB，Adam 优化器状态（动量+方差）占 28GB，合计 56GB", "seed 003 · 标准答",
-     f"pure fp16 {G(e7_fp16.model_state_bytes)}; mixed precision {G(est.model_state_bytes)}",
-     "⚠️ partly", f"Right only for pure 16-bit AdamW ({e7_fp16.model_state_bytes / N:.0f} B/param); mixed precision is "
-           f"{est.model_state_bytes / N:.0f}."),
-    ("ZeRO-3 配合 8 卡，每卡仅存 14GB/8=1.75GB 参数，加上梯度、优化器状态，单卡显存从 56GB 降到约 10GB",
-     "seed 003 · 标准答", f"{G(z7_3_8)} model states per GPU", "⚠️ partly",
-     f"With {z65_0 / N65:.0f} B/param the states alone exceed 10 GB; activations come on top."),
+    Claim("模型参数：65B × 2 bytes（FP16）= 130GB",
+          "seed 000 · 标准答",
+          f"{G(e65_16.counts['param_bytes'])} in 16-bit ({N65 / 1e9:.2f}B params); fp32 under AMP {G(e65.counts['param_bytes'])}",
+          verdict="✅ right",
+          why="Right for the 16-bit working copy (ZeRO/DeepSpeed layout)."),
+    Claim("梯度：与参数同大小，130GB（混合精度下梯度为FP16）",
+          "seed 000 · 标准答",
+          f"{G(e65_16.counts['grad_bytes'])} in fp16; {G(e65.counts['grad_bytes'])} under PyTorch AMP",
+          verdict="⚠️ partly",
+          why="True in DeepSpeed's layout; PyTorch AMP keeps gradients in fp32 (the parameters' dtype)."),
+    Claim("优化器状态：AdamW需存储momentum和variance，均为FP32（4 bytes），即65B × 4 × 2 = 520GB",
+          "seed 000 · 标准答",
+          f"m + v {G(e65.counts['optimizer_bytes'])}; + fp32 master {G(e65.counts['param_bytes'])}",
+          verdict="⚠️ partly",
+          why="m and v are right; the fp32 master copy that mixed precision needs is missing."),
+    Claim("总需求：130（参数）+ 130（梯度）+ 520（优化器）= 780GB（纯数据，不含中间激活值）",
+          "seed 000 · 标准答",
+          f"{G(z65_0)} = {z65_0 / N65:.0f} B/param (memlib model states {G(e65.model_state_bytes)})",
+          verdict="❌ wrong",
+          why=f"780 GB is {QLORA_65B_GB / QLORA_65B_PARAMS:.0f} B/param (the QLoRA paper's lower bound); "
+                    f"with the master copy it is {z65_0 / N65:.0f}."),
+    Claim("激活值：以序列长度2048、batch size 1为例，每层约1-2GB，65B约40层，额外40-80GB",
+          "seed 000 · 标准答",
+          f"{G(e65.layer.total)} per layer x {m65.num_layers} layers = {G(e65.layer.total * m65.num_layers)}",
+          verdict="⚠️ partly",
+          why=f"LLaMA-65B has {m65.num_layers} layers, not 40; the total lands in the range by two errors cancelling."),
+    Claim("ZeRO-3…每卡需存储：参数130/4=32.5GB + 梯度130/4=32.5GB + 优化器520/4=130GB = 195GB",
+          "seed 000 · 标准答",
+          f"{G(z65_3)} per GPU (memlib.parallel.zero.zero_model_state_bytes, stage 3, 4 GPUs)",
+          verdict="❌ wrong",
+          why=f"Inherits the missing master copy: {z65_0 / N65:.0f} B/param over 4 GPUs, not "
+                    f"{QLORA_65B_GB / QLORA_65B_PARAMS:.0f}."),
+    Claim("参数：FP16 下 7B × 2 bytes = 14GB",
+          "seed 001 · 标准答",
+          f"{G(est_bf16.counts['param_bytes'])} ({N / 1e9:.2f}B params)",
+          verdict="✅ right",
+          why="Right (7B is nominal)."),
+    Claim("加上参数本身 FP32 副本，共 7B × 4 × 3 = 84GB",
+          "seed 001 · 标准答",
+          f"{G(est.counts['param_bytes'] + est.counts['optimizer_bytes'])} (fp32 master + m + v)",
+          verdict="✅ right",
+          why=f"Right: the ZeRO paper's K = {dsp[2]:.0f}; with 16-bit weights and grads the total is "
+                    f"{sum(dsp):.0f} B/param."),
+    Claim("激活值约 2-3GB（使用激活重计算后）。若不重计算，可达 20-30GB",
+          "seed 001 · 标准答",
+          f"full recompute {G(acts7_rc)} (at most {G(acts7_rc_max)} in the backward); none {G(acts7)} + autocast copies "
+          f"{G(casts7)}",
+          verdict="⚠️ partly",
+          why="Right order of magnitude both ways, a little high with recompute: HF gradient checkpointing plus the "
+                    "logits land at about 1.5-2 GB; the no-recompute range holds only if autocast's bf16 weight copies are "
+                    "counted. Notebook 02's deep dive gives the same verdict."),
+    Claim("总显存：14 + 14 + 84 + 3 = 115GB，远超 80GB",
+          "seed 001 · 标准答",
+          f"peak {G(est_rc.peak_bytes)} with full recompute ({est_rc.phase}); {G(est.peak_bytes)} without",
+          verdict="✅ right",
+          why="Conclusion right (does not fit); the peak is a moment (here the foreach optimizer step), not this sum."),
+    Claim("单卡用 ZeRO-1 可将优化器状态从 84GB 降到 28GB",
+          "seed 001 · 标准答",
+          f"ZeRO-1 on 1 GPU: peak {G(e7_z1.peak_bytes)} = no ZeRO {G(est.peak_bytes)}",
+          verdict="❌ wrong",
+          why="ZeRO partitions across data-parallel GPUs; over one GPU it shards nothing."),
+    Claim("ZeRO-3 在单卡上等价于 ZeRO-1",
+          "seed 001 · 追问 2",
+          f"peak on 1 GPU: ZeRO-3 {G(e7_z3.peak_bytes)}, ZeRO-1 {G(e7_z1.peak_bytes)}, no ZeRO {G(est.peak_bytes)}",
+          verdict="⚠️ partly",
+          why="Equivalent, but to no ZeRO at all, not to a ZeRO-1 that saves memory."),
+    Claim("8-bit Adam，将优化器状态压缩到 2 bytes 每参数，即 7B × 2 × 2 = 28GB（参数 FP32 副本 + 8-bit 状态）",
+          "seed 001 · 标准答",
+          f"8-bit states {G(e7_8.counts['optimizer_bytes'])} ({e7_8.counts['optimizer_bytes'] / N:.2f} B/param); "
+          f"+ fp32 weights {G(e7_8.counts['param_bytes'])}",
+          verdict="❌ wrong",
+          why=f"About {e7_8.counts['optimizer_bytes'] / N:.0f} B/param is both states together; the fp32 weights add "
+                    f"{e7_8.counts['param_bytes'] / N:.0f} B/param on top."),
+    Claim("总显存：14 + 14 + 28 + 3 = 59GB，可放入 80GB",
+          "seed 001 · 标准答",
+          f"peak {G(e7_8rc.peak_bytes)} (AMP, 8-bit AdamW, full recompute); "
+          f"{'fits' if a100_fits else 'does not fit'} an A100 80GB",
+          verdict="⚠️ partly",
+          why="Conclusion right, number low: AMP's weights and gradients are fp32."),
+    Claim("LLaMA 7B 在 seq_len=2048、batch=1 时，激活值约 2.5GB（无重计算），重计算后约 0.8GB",
+          "seed 001 · 坑",
+          f"{G(acts7)} AMP / {G(acts7_bf16)} bf16; recompute {G(acts7_rc)} / {G(acts7_rc_bf16)}",
+          verdict="❌ wrong",
+          why=f"Without recompute memlib finds {acts7 / 2.5e9:.0f}x the seed's 2.5GB (and the same seed says 20-30GB "
+                    "elsewhere)."),
+    Claim("以 1.5B 为例：参数 3GB（FP16）、梯度 3GB、优化器状态（Adam FP32）18GB",
+          "seed 001 · 追问 1",
+          f"{G(z15)} model states for 1.5B params (2+2+12)",
+          verdict="✅ right",
+          why=f"Right: 3 + 3 + 18 GB = {z15 / 1.5e9:.0f} B/param."),
+    Claim("参数占 14GB，梯度同 14GB，Adam 优化器状态（动量+方差）占 28GB，合计 56GB",
+          "seed 003 · 标准答",
+          f"pure fp16 {G(e7_fp16.model_state_bytes)}; mixed precision {G(est.model_state_bytes)}",
+          verdict="⚠️ partly",
+          why=f"Right only for pure 16-bit AdamW ({e7_fp16.model_state_bytes / N:.0f} B/param); mixed precision is "
+                    f"{est.model_state_bytes / N:.0f}."),
+    Claim("ZeRO-3 配合 8 卡，每卡仅存 14GB/8=1.75GB 参数，加上梯度、优化器状态，单卡显存从 56GB 降到约 10GB",
+          "seed 003 · 标准答",
+          f"{G(z7_3_8)} model states per GPU",
+          verdict="⚠️ partly",
+          why=f"With {z65_0 / N65:.0f} B/param the states alone exceed 10 GB; activations come on top."),
 ]
-display(Markdown(markdown_table(rows, ["claim (as written)", "source", "memlib", "verdict", "why"])))
+display(Markdown(fact_check_table(rows)))
 
 
 # %% [markdown] slideshow={"slide_type": "slide"}

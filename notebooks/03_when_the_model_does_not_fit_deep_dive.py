@@ -34,6 +34,7 @@ from memlib.learn.kit import GB
 from memlib.parallel import zero
 from memlib.learn.claims import PARTLY, WRONG, claim_verdict, overall
 from memlib.training.explain import markdown_table
+from memlib.learn.factcheck import NOT_COMPUTED, Claim, fact_check_table
 from memlib.parallel.data_parallel import data_parallel_memory
 from memlib.parallel.plan import min_gpus, plan
 from memlib.cost.step_parts import step_parts
@@ -541,7 +542,6 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 cv = claim_verdict
-LABEL = {"✅": "✅ right", "⚠️": "⚠️ partly", "❌": "❌ wrong", "➖": "➖ not computed"}  # a verdict reads without emoji
 z3_8, z3_8rc = zero_est[3], rc["full"]
 r3080 = plan(M7, RTX3080, 1, seq_len=SEQ, grad_accum=1)  # the core page's follow-up 3
 best3080 = r3080.best
@@ -567,132 +567,184 @@ nf4_bpp, awq_bpp = (memlib.serving.inference.quantized_linear_bytes(h_, i_, f) /
 LLAMA7B_MMLU_5SHOT = 35.1  # Touvron et al. 2023 (LLaMA), Table 9: LLaMA-7B, MMLU 5-shot, % (a paper's figure, quoted)
 nvl = A100.interconnect_bytes_per_s_per_direction  # the catalog's NVLink, per direction
 fact_rows = [
-    ["“以 7B 参数、FP16 精度为例：参数占 14GB，梯度同 14GB，Adam 优化器状态（动量+方差）占 28GB，合计 56GB”",
-     f"pure fp16 {GB(fp16_pure.model_state_bytes)}; mixed precision {GB(amp.model_state_bytes)}",
-     overall(cv(56e9, fp16_pure.model_state_bytes), cv(56e9, amp.model_state_bytes)),
-     "Right arithmetic for all-16-bit Adam, which is rarely used; mixed precision adds fp32 master weights and "
-     "fp32 states: twice the figure."],
-    ["“加上激活值轻松超 80GB”", f"AMP peak {GB(amp.peak_bytes)}; pure fp16 passes 80 GB from micro-batch {mb_over_80}",
-     overall(cv(True, amp.peak_bytes > 80e9), cv(True, fp16_pure.peak_bytes > 80e9)), "True for mixed precision (the states alone pass 80 GB); for the seed's own fp16 "
-     "layout only at larger micro-batches."],
-    ["“7B 模型参数从 14GB 降到 3.5GB，单卡 24GB 即可推理”",
-     f"int4 weights {GB(int4.weight_bytes, 2)}; {yes(memlib.fits(int4, RTX4090))} an RTX 4090",
-     overall(cv(3.5e9, int4.weight_bytes), cv(True, memlib.fits(int4, RTX4090).fits)),
-     "Conclusion right; 3.5 GB ignores group scales and the 16-bit embedding and head."],
-    ["“量化后激活值仍为 FP16，若 batch size 大，激活值可能反超参数成为瓶颈，需配合梯度 checkpointing”",
-     f"batch 8 × {CTX:,}: prefill workspace {GB(b8.activation_bytes, 2)}, KV cache {GB(b8.kv_cache_bytes, 2)}, "
-     f"weights {GB(b8.weight_bytes, 2)}", cv(True, b8.activation_bytes > b8.weight_bytes),
-     "Inference saves nothing for a backward; what outgrows the weights is the KV cache (fp8 KV, paging, smaller "
-     "batches, chunked prefill)."],
-    ["“ZeRO-1 只分片优化器状态（减少 4× 冗余）”", f"{ratio[8]:.2f}× at N=8, {ratio[10**6]:.2f}× as N grows",
-     overall(cv(4, ratio[10**6]), cv(4, ratio[8])), "The paper's 4x is the large-N limit; on 8 GPUs it is under 3×."],
-    ["“ZeRO-3 配合 8 卡，每卡仅存 14GB/8=1.75GB 参数”", f"16-bit parameters per GPU {GB(z3_8.counts['param_bytes'], 2)}",
-     cv(1.75e9, z3_8.counts["param_bytes"]), "Right (2 B/param / 8)."],
-    ["“加上梯度、优化器状态，单卡显存从 56GB 降到约 10GB”",
-     f"states per GPU {GB(zero.zero_model_state_bytes(P7, 3, 8))}; peak {GB(z3_8.peak_bytes)} "
-     f"({GB(z3_8rc.peak_bytes)} with full recompute)", cv(10e9, z3_8rc.peak_bytes),
-     "16 B/param / 8 already exceeds 10 GB before activations, which ZeRO does not shard."],
-    ["“PCIe 4.0 x16 约 32GB/s vs GPU 显存带宽 2TB/s”",
-     f"host link {A100.host_link_bytes_per_s / 1e9:.0f} GB/s per direction; HBM {A100.memory_bandwidth_gb_per_s:,.0f} GB/s",
-     overall(cv(32e9, A100.host_link_bytes_per_s), cv(2e12, A100.memory_bandwidth_bytes_per_s)), "Right (catalog values)."],
-    ["“卸载后训练速度可能下降 5-10 倍”",
-     f"offload all to CPU: {off_all[1]:.2f}× (1 micro-batch), {off_all[8]:.2f}× (8); to NVMe {off_nv:.1f}×",
-     overall(cv((5, 10), off_all[1]), cv(True, off_all[1] < 10 and off_nv > 5)),
-     "Between memlib's CPU and NVMe figures: CPU offload costs less here, NVMe more; small batches or a slow host "
-     "push CPU offload towards 5×."],
-    ["“只卸载优化器状态（ZeRO-Offload），参数留在 GPU，速度损失可接受（约 2-3 倍）”",
-     f"{offload_slowdown(1):.2f}× (1 micro-batch), {offload_slowdown(8):.2f}× (8)",
-     overall(cv((2, 3), offload_slowdown(1)), cv((2, 3), offload_slowdown(8))),
-     "About right at one micro-batch per step; accumulation amortizes the CPU-Adam step (not the gradient traffic)."],
-    ["“单卡 24GB 推理 7B 模型，用 INT4 量化 + 梯度 checkpointing（减少激活值）即可”",
-     f"INT4 peak {GB(int4.peak_bytes, 2)}: {yes(memlib.fits(int4, RTX4090))}",
-     overall(cv(True, memlib.fits(int4, RTX4090).fits), WRONG),  # WRONG: checkpointing needs a backward
-     "INT4 alone suffices; gradient checkpointing does not exist in inference."],
-    ["“单卡 12GB 训练 7B，需 ZeRO-3 + CPU Offload + 梯度 checkpointing，batch size 设为 1，吞吐约 1-2 tokens/s”",
-     f"plan: {len(r3080.feasible)} feasible layout ({best3080.describe()}); {t3080.tokens_per_s_per_gpu:,.0f} tokens/s",
-     overall(cv(True, len(r3080.feasible) == 1 and best3080.settings["offload"] == "optimizer+params"),
-             cv((1, 2), t3080.tokens_per_s_per_gpu)),
-     "The recipe is memlib's only feasible layout; the throughput is off by two orders of magnitude."],
-    ["“7B 模型在 RTX 3080（12GB）上，每步约 3-5 秒（前向+反向），吞吐约 0.2-0.3 tokens/s”",
-     f"step {t3080.step_s:.1f} s for {t3080.tokens_per_step:,} tokens = {t3080.tokens_per_s_per_gpu:,.0f} tokens/s",
-     overall(cv((3, 5), t3080.step_s), cv((0.2, 0.3), t3080.tokens_per_s_per_gpu)),
-     f"Internally inconsistent: {SEQ:,} tokens in 3-5 s is {seed_tok_s[0]:.0f}-{seed_tok_s[1]:.0f} tokens/s."],
-    ["“若用 NVMe Offload（ZeRO-Infinity），每步延迟降到 1-2 秒”",
-     f"NVMe {t3080_nvme.step_s:.1f} s per step vs {t3080.step_s:.1f} s with CPU RAM", cv((1, 2), t3080_nvme.step_s),
-     "NVMe is slower than host RAM, not faster; it is for when RAM is too small."],
-    ["“CPU 内存需 >64GB，否则 OOM”", f"host RAM {GB(best3080.estimate.host_bytes)}; DeepSpeed's estimator {GiB(ds_cpu)}",
-     overall(cv(True, best3080.estimate.host_bytes > 64e9), cv(64e9, best3080.estimate.host_bytes)),
-     "\">64GB\" is true, but 64 GB is far from enough: ~18 B/param live in RAM."],
-    ["“ZeRO-3 … 通信量 O(N)（N 为模型大小）… TP … 通信量 O(H)… PP … 通信量 O(1)”",
-     f"13B, per GPU per step at 8 / 64 sequences: ZeRO-3 {GB(comm['ZeRO-3', 8])} / {GB(comm['ZeRO-3', 64])}, TP=8 "
-     f"{GB(comm['TP=8', 8])} / {GB(comm['TP=8', 64])}, PP=8 {GB(comm['PP=8', 8], 2)} / {GB(comm['PP=8', 64], 2)}",
-     overall(cv(P13 / P7, z3_per_mb[M13] / z3_per_mb[M7]), cv(False, comm["TP=8", 64] > comm["TP=8", 8]),
-             cv(False, comm["PP=8", 64] > comm["PP=8", 8])),
-     "Per micro-batch ZeRO-3 ∝ parameters ✅, but per step it grows with the micro-batches; TP ∝ tokens × hidden × "
-     "layers, not O(H); PP ∝ tokens × hidden, small but not O(1)."],
-    ["“TP 是模型并行，每卡存完整参数但切分计算”",
-     f"13B TP=8: {GB(tp8_13.counts['param_bytes'])} of 16-bit weights per GPU, of {GB(whole13_16)} (both 16-bit)",
-     cv(whole13_16, tp8_13.counts["param_bytes"]), "TP stores 1/tp of each split matrix on each GPU: that is why it "
-     "saves memory."],
-    ["“需精心设计 micro-batch 数量（通常 4-8 个）来平衡吞吐”",
-     f"bubble p=4: {bubbles[(4, 4)]:.0%} (m=4), {bubbles[(4, 8)]:.0%} (m=8); p=8: {bubbles[(8, 8)]:.0%} (m=8)",
-     cv(True, bubbles[(8, 8)] < 0.2), "Not balanced: 4-8 micro-batches leave a bubble above 20%; Megatron uses m ≫ p "
-     "(and interleaved stages)."],
-    ["“多卡场景优先 ZeRO-3 + TP（如 4×A100 训练 13B 模型）”",
-     f"plan: best {p13.best.describe()} ({p13.best.tokens_per_s_per_gpu:,.0f} tok/s/GPU); TP=2 + ZeRO-3 "
-     f"{tp_z3.tokens_per_s_per_gpu:,.0f}", cv(p13.best.tokens_per_s_per_gpu, tp_z3.tokens_per_s_per_gpu),
-     "Feasible and close to the best in memlib's model; plain ZeRO-3 is as good on one NVLink node."],
-    ["“ZeRO-3 在训练时每步需 all-gather 参数，引入通信开销”",
-     f"7B ZeRO-3 traffic {GB(traffic[3, 1][0])} at 1 micro-batch, {GB(traffic[3, 8][0])} at 8",
-     cv(True, traffic[3, 1][0] > traffic[2, 1][1]),
-     f"Right: at one micro-batch {traffic[3, 1][0] / traffic[2, 1][1]:.2f}× the ZeRO paper's ZeRO-2; and it gathers "
-     "twice per micro-batch (forward and backward), so the overhead grows with gradient accumulation."],
-    ["“典型实现如 GPipe、DeepSpeed 的 PipeDream”", "not computed (attribution)", WRONG,
-     "PipeDream is Microsoft Research's system (Narayanan et al. 2019, SOSP); DeepSpeed's pipeline engine runs a "
-     "1F1B schedule like PipeDream-Flush (Narayanan et al. 2021, PipeDream-2BW), not PipeDream itself."],
-    ["“最终用 TP=2 + ZeRO-3 在 4×A100 上实现 80% 的 MFU”",
-     f"TP=2 + ZeRO-3, 13B on 4 A100s: {mfu_tpz3:.0%} MFU (memlib.step_time, kernels at {DEFAULT_MFU:.0%} HFU)",
-     cv(0.80, mfu_tpz3), "Beyond any published training run: Korthikanti et al. 2022 report 54.2% MFU for a 530B "
-     "model on 2,240 A100s (abstract); Narayanan et al. 2021's 163 of 312 TFLOP/s (52%) counts the recomputed "
-     "forward, so it is HFU; Llama 3 reports 38-43% MFU on H100s."],
-    ["“INT4 推理需特定 kernel 支持（如 bitsandbytes、AutoGPTQ）”",
-     f"NF4 (bitsandbytes) {nf4_bpp:.3f} B/weight vs AWQ int4 {awq_bpp:.3f} B/weight in one projection",
-     overall(cv(True, True), WRONG),
-     "Special kernels, yes; but bitsandbytes runs its own NF4/FP4 format (QLoRA's), not GPTQ or AWQ checkpoints, "
-     "which run on ExLlama, Marlin or AWQ's GEMM kernels."],
-    ["“PP 适合层数极深（>80 层）的模型”", "not computed", "➖",
-     f"Opinion. PP is chosen for memory and slow inter-node links (LLaMA-2-70B has "
-     f"{memlib.get_model(M70).num_layers} layers)."],
-    ["“LLaMA-7B 在 MMLU 上从 38.9% 降到 37.2%”",
-     f"not memlib's (accuracy): LLaMA-7B 5-shot MMLU is {LLAMA7B_MMLU_5SHOT}% (Touvron et al. 2023, Table 9)",
-     cv(38.9, LLAMA7B_MMLU_5SHOT),
-     "The baseline is unsourced: the LLaMA paper reports a lower figure. The 37.2% after INT4 cannot be checked "
-     "without its source, method and prompt format; measure both in one harness."],
-    ["“INT4 量化通常导致 1-3% 的准确率下降…数学推理（如 GSM8K）可能下降 5%+”", "not computed (accuracy)", "➖",
-     "Plausible but method- and model-dependent: group-wise weight-only INT4 (GPTQ, AWQ) loses little on large models, "
-     "more on small ones and on multi-step reasoning; no single range holds. Quote a paper's table or measure."],
-    ["“INT4 量化后若激活值有 outlier，需用 SmoothQuant 或 AWQ 做权重-激活联合量化，否则精度暴跌”",
-     f"AWQ int4: {awq_bpp:.3f} B/weight; activations stay 16-bit (memlib.estimate_inference)", WRONG,
-     "AWQ is weight-only: it uses activation statistics to pick per-channel scales that protect salient weights, "
-     "and leaves activations in fp16 (Lin et al. 2023). SmoothQuant is for W8A8: it moves activation outliers into "
-     "the weights so both can be 8-bit (Xiao et al. 2023). Weight-only INT4 never quantizes activations, so their "
-     "outliers cannot make it collapse."],
-    ["“单机多卡且带宽高（>400GB/s）时 TP 更优”",
-     f"{A100.interconnect} on an A100: {nvl / 1e9:.0f} GB/s per direction ({2 * nvl / 1e9:.0f} GB/s both); "
-     "TP's all-reduces are exposed (core page, step 4)", PARTLY,
-     "TP inside one NVLink node is the usual choice, but not for the reason the threshold suggests: per step TP "
-     "sends about as much as ZeRO-3, all of it on the critical path, so it needs the fastest link; 400 GB/s is "
-     "neither direction's figure of an A100's NVLink."],
-    ["“推理时可用 ZeRO-Inference 只分片参数，但需预取（prefetch）来隐藏延迟”", "not computed (a DeepSpeed feature)",
-     PARTLY,
-     "Prefetch, yes. But ZeRO-Inference's point is offload: it keeps the weights in CPU or NVMe memory and streams "
-     "them into the GPU layer by layer (ZeRO-3 with offload_param, no gradients or optimizer states to shard), so "
-     "one GPU serves a model larger than its memory, slowly; with several GPUs each fetches a slice of the layer "
-     "and they all-gather it (DeepSpeed blog, ZeRO-Inference, 2022-09-09)."],
+    Claim("“以 7B 参数、FP16 精度为例：参数占 14GB，梯度同 14GB，Adam 优化器状态（动量+方差）占 28GB，合计 56GB”",
+          "seed 003",
+          f"pure fp16 {GB(fp16_pure.model_state_bytes)}; mixed precision {GB(amp.model_state_bytes)}",
+          verdict=overall(cv(56e9, fp16_pure.model_state_bytes), cv(56e9, amp.model_state_bytes)),
+          why="Right arithmetic for all-16-bit Adam, which is rarely used; mixed precision adds fp32 master weights and "
+              "fp32 states: twice the figure."),
+    Claim("“加上激活值轻松超 80GB”",
+          "seed 003",
+          f"AMP peak {GB(amp.peak_bytes)}; pure fp16 passes 80 GB from micro-batch {mb_over_80}",
+          verdict=overall(cv(True, amp.peak_bytes > 80e9), cv(True, fp16_pure.peak_bytes > 80e9)),
+          why="True for mixed precision (the states alone pass 80 GB); for the seed's own fp16 "
+              "layout only at larger micro-batches."),
+    Claim("“7B 模型参数从 14GB 降到 3.5GB，单卡 24GB 即可推理”",
+          "seed 003",
+          f"int4 weights {GB(int4.weight_bytes, 2)}; {yes(memlib.fits(int4, RTX4090))} an RTX 4090",
+          verdict=overall(cv(3.5e9, int4.weight_bytes), cv(True, memlib.fits(int4, RTX4090).fits)),
+          why="Conclusion right; 3.5 GB ignores group scales and the 16-bit embedding and head."),
+    Claim("“量化后激活值仍为 FP16，若 batch size 大，激活值可能反超参数成为瓶颈，需配合梯度 checkpointing”",
+          "seed 003",
+          f"batch 8 × {CTX:,}: prefill workspace {GB(b8.activation_bytes, 2)}, KV cache {GB(b8.kv_cache_bytes, 2)}, "
+          f"weights {GB(b8.weight_bytes, 2)}",
+          claimed=True, computed=b8.activation_bytes > b8.weight_bytes,
+          why="Inference saves nothing for a backward; what outgrows the weights is the KV cache (fp8 KV, paging, smaller "
+              "batches, chunked prefill)."),
+    Claim("“ZeRO-1 只分片优化器状态（减少 4× 冗余）”",
+          "seed 003",
+          f"{ratio[8]:.2f}× at N=8, {ratio[10**6]:.2f}× as N grows",
+          verdict=overall(cv(4, ratio[10**6]), cv(4, ratio[8])),
+          why="The paper's 4x is the large-N limit; on 8 GPUs it is under 3×."),
+    Claim("“ZeRO-3 配合 8 卡，每卡仅存 14GB/8=1.75GB 参数”",
+          "seed 003",
+          f"16-bit parameters per GPU {GB(z3_8.counts['param_bytes'], 2)}",
+          claimed=1.75e9, computed=z3_8.counts["param_bytes"],
+          why="Right (2 B/param / 8)."),
+    Claim("“加上梯度、优化器状态，单卡显存从 56GB 降到约 10GB”",
+          "seed 003",
+          f"states per GPU {GB(zero.zero_model_state_bytes(P7, 3, 8))}; peak {GB(z3_8.peak_bytes)} "
+          f"({GB(z3_8rc.peak_bytes)} with full recompute)",
+          claimed=10e9, computed=z3_8rc.peak_bytes,
+          why="16 B/param / 8 already exceeds 10 GB before activations, which ZeRO does not shard."),
+    Claim("“PCIe 4.0 x16 约 32GB/s vs GPU 显存带宽 2TB/s”",
+          "seed 003",
+          f"host link {A100.host_link_bytes_per_s / 1e9:.0f} GB/s per direction; HBM {A100.memory_bandwidth_gb_per_s:,.0f} GB/s",
+          verdict=overall(cv(32e9, A100.host_link_bytes_per_s), cv(2e12, A100.memory_bandwidth_bytes_per_s)),
+          why="Right (catalog values)."),
+    Claim("“卸载后训练速度可能下降 5-10 倍”",
+          "seed 003",
+          f"offload all to CPU: {off_all[1]:.2f}× (1 micro-batch), {off_all[8]:.2f}× (8); to NVMe {off_nv:.1f}×",
+          verdict=overall(cv((5, 10), off_all[1]), cv(True, off_all[1] < 10 and off_nv > 5)),
+          why="Between memlib's CPU and NVMe figures: CPU offload costs less here, NVMe more; small batches or a slow host "
+              "push CPU offload towards 5×."),
+    Claim("“只卸载优化器状态（ZeRO-Offload），参数留在 GPU，速度损失可接受（约 2-3 倍）”",
+          "seed 003",
+          f"{offload_slowdown(1):.2f}× (1 micro-batch), {offload_slowdown(8):.2f}× (8)",
+          verdict=overall(cv((2, 3), offload_slowdown(1)), cv((2, 3), offload_slowdown(8))),
+          why="About right at one micro-batch per step; accumulation amortizes the CPU-Adam step (not the gradient traffic)."),
+    Claim("“单卡 24GB 推理 7B 模型，用 INT4 量化 + 梯度 checkpointing（减少激活值）即可”",
+          "seed 003",
+          f"INT4 peak {GB(int4.peak_bytes, 2)}: {yes(memlib.fits(int4, RTX4090))}",
+          verdict=overall(cv(True, memlib.fits(int4, RTX4090).fits), WRONG),
+          why="INT4 alone suffices; gradient checkpointing does not exist in inference."),
+    Claim("“单卡 12GB 训练 7B，需 ZeRO-3 + CPU Offload + 梯度 checkpointing，batch size 设为 1，吞吐约 1-2 tokens/s”",
+          "seed 003",
+          f"plan: {len(r3080.feasible)} feasible layout ({best3080.describe()}); {t3080.tokens_per_s_per_gpu:,.0f} tokens/s",
+          verdict=overall(cv(True, len(r3080.feasible) == 1 and best3080.settings["offload"] == "optimizer+params"),
+                          cv((1, 2), t3080.tokens_per_s_per_gpu)),
+          why="The recipe is memlib's only feasible layout; the throughput is off by two orders of magnitude."),
+    Claim("“7B 模型在 RTX 3080（12GB）上，每步约 3-5 秒（前向+反向），吞吐约 0.2-0.3 tokens/s”",
+          "seed 003",
+          f"step {t3080.step_s:.1f} s for {t3080.tokens_per_step:,} tokens = {t3080.tokens_per_s_per_gpu:,.0f} tokens/s",
+          verdict=overall(cv((3, 5), t3080.step_s), cv((0.2, 0.3), t3080.tokens_per_s_per_gpu)),
+          why=f"Internally inconsistent: {SEQ:,} tokens in 3-5 s is {seed_tok_s[0]:.0f}-{seed_tok_s[1]:.0f} tokens/s."),
+    Claim("“若用 NVMe Offload（ZeRO-Infinity），每步延迟降到 1-2 秒”",
+          "seed 003",
+          f"NVMe {t3080_nvme.step_s:.1f} s per step vs {t3080.step_s:.1f} s with CPU RAM",
+          claimed=(1, 2), computed=t3080_nvme.step_s,
+          why="NVMe is slower than host RAM, not faster; it is for when RAM is too small."),
+    Claim("“CPU 内存需 >64GB，否则 OOM”",
+          "seed 003",
+          f"host RAM {GB(best3080.estimate.host_bytes)}; DeepSpeed's estimator {GiB(ds_cpu)}",
+          verdict=overall(cv(True, best3080.estimate.host_bytes > 64e9), cv(64e9, best3080.estimate.host_bytes)),
+          why="\">64GB\" is true, but 64 GB is far from enough: ~18 B/param live in RAM."),
+    Claim("“ZeRO-3 … 通信量 O(N)（N 为模型大小）… TP … 通信量 O(H)… PP … 通信量 O(1)”",
+          "seed 003",
+          f"13B, per GPU per step at 8 / 64 sequences: ZeRO-3 {GB(comm['ZeRO-3', 8])} / {GB(comm['ZeRO-3', 64])}, TP=8 "
+          f"{GB(comm['TP=8', 8])} / {GB(comm['TP=8', 64])}, PP=8 {GB(comm['PP=8', 8], 2)} / {GB(comm['PP=8', 64], 2)}",
+          verdict=overall(cv(P13 / P7, z3_per_mb[M13] / z3_per_mb[M7]), cv(False, comm["TP=8", 64] > comm["TP=8", 8]),
+                          cv(False, comm["PP=8", 64] > comm["PP=8", 8])),
+          why="Per micro-batch ZeRO-3 ∝ parameters ✅, but per step it grows with the micro-batches; TP ∝ tokens × hidden × "
+              "layers, not O(H); PP ∝ tokens × hidden, small but not O(1)."),
+    Claim("“TP 是模型并行，每卡存完整参数但切分计算”",
+          "seed 003",
+          f"13B TP=8: {GB(tp8_13.counts['param_bytes'])} of 16-bit weights per GPU, of {GB(whole13_16)} (both 16-bit)",
+          claimed=whole13_16, computed=tp8_13.counts["param_bytes"],
+          why="TP stores 1/tp of each split matrix on each GPU: that is why it "
+              "saves memory."),
+    Claim("“需精心设计 micro-batch 数量（通常 4-8 个）来平衡吞吐”",
+          "seed 003",
+          f"bubble p=4: {bubbles[(4, 4)]:.0%} (m=4), {bubbles[(4, 8)]:.0%} (m=8); p=8: {bubbles[(8, 8)]:.0%} (m=8)",
+          claimed=True, computed=bubbles[(8, 8)] < 0.2,
+          why="Not balanced: 4-8 micro-batches leave a bubble above 20%; Megatron uses m ≫ p "
+              "(and interleaved stages)."),
+    Claim("“多卡场景优先 ZeRO-3 + TP（如 4×A100 训练 13B 模型）”",
+          "seed 003",
+          f"plan: best {p13.best.describe()} ({p13.best.tokens_per_s_per_gpu:,.0f} tok/s/GPU); TP=2 + ZeRO-3 "
+          f"{tp_z3.tokens_per_s_per_gpu:,.0f}",
+          claimed=p13.best.tokens_per_s_per_gpu, computed=tp_z3.tokens_per_s_per_gpu,
+          why="Feasible and close to the best in memlib's model; plain ZeRO-3 is as good on one NVLink node."),
+    Claim("“ZeRO-3 在训练时每步需 all-gather 参数，引入通信开销”",
+          "seed 003",
+          f"7B ZeRO-3 traffic {GB(traffic[3, 1][0])} at 1 micro-batch, {GB(traffic[3, 8][0])} at 8",
+          claimed=True, computed=traffic[3, 1][0] > traffic[2, 1][1],
+          why=f"Right: at one micro-batch {traffic[3, 1][0] / traffic[2, 1][1]:.2f}× the ZeRO paper's ZeRO-2; and it gathers "
+              "twice per micro-batch (forward and backward), so the overhead grows with gradient accumulation."),
+    Claim("“典型实现如 GPipe、DeepSpeed 的 PipeDream”",
+          "seed 003",
+          "not computed (attribution)",
+          verdict=WRONG,
+          why="PipeDream is Microsoft Research's system (Narayanan et al. 2019, SOSP); DeepSpeed's pipeline engine runs a "
+              "1F1B schedule like PipeDream-Flush (Narayanan et al. 2021, PipeDream-2BW), not PipeDream itself."),
+    Claim("“最终用 TP=2 + ZeRO-3 在 4×A100 上实现 80% 的 MFU”",
+          "seed 003",
+          f"TP=2 + ZeRO-3, 13B on 4 A100s: {mfu_tpz3:.0%} MFU (memlib.step_time, kernels at {DEFAULT_MFU:.0%} HFU)",
+          claimed=0.80, computed=mfu_tpz3,
+          why="Beyond any published training run: Korthikanti et al. 2022 report 54.2% MFU for a 530B "
+              "model on 2,240 A100s (abstract); Narayanan et al. 2021's 163 of 312 TFLOP/s (52%) counts the recomputed "
+              "forward, so it is HFU; Llama 3 reports 38-43% MFU on H100s."),
+    Claim("“INT4 推理需特定 kernel 支持（如 bitsandbytes、AutoGPTQ）”",
+          "seed 003",
+          f"NF4 (bitsandbytes) {nf4_bpp:.3f} B/weight vs AWQ int4 {awq_bpp:.3f} B/weight in one projection",
+          verdict=overall(cv(True, True), WRONG),
+          why="Special kernels, yes; but bitsandbytes runs its own NF4/FP4 format (QLoRA's), not GPTQ or AWQ checkpoints, "
+              "which run on ExLlama, Marlin or AWQ's GEMM kernels."),
+    Claim("“PP 适合层数极深（>80 层）的模型”",
+          "seed 003",
+          "not computed",
+          verdict=NOT_COMPUTED,
+          why=f"Opinion. PP is chosen for memory and slow inter-node links (LLaMA-2-70B has "
+              f"{memlib.get_model(M70).num_layers} layers)."),
+    Claim("“LLaMA-7B 在 MMLU 上从 38.9% 降到 37.2%”",
+          "seed 003",
+          f"not memlib's (accuracy): LLaMA-7B 5-shot MMLU is {LLAMA7B_MMLU_5SHOT}% (Touvron et al. 2023, Table 9)",
+          claimed=38.9, computed=LLAMA7B_MMLU_5SHOT,
+          why="The baseline is unsourced: the LLaMA paper reports a lower figure. The 37.2% after INT4 cannot be checked "
+              "without its source, method and prompt format; measure both in one harness."),
+    Claim("“INT4 量化通常导致 1-3% 的准确率下降…数学推理（如 GSM8K）可能下降 5%+”",
+          "seed 003",
+          "not computed (accuracy)",
+          verdict=NOT_COMPUTED,
+          why="Plausible but method- and model-dependent: group-wise weight-only INT4 (GPTQ, AWQ) loses little on large models, "
+              "more on small ones and on multi-step reasoning; no single range holds. Quote a paper's table or measure."),
+    Claim("“INT4 量化后若激活值有 outlier，需用 SmoothQuant 或 AWQ 做权重-激活联合量化，否则精度暴跌”",
+          "seed 003",
+          f"AWQ int4: {awq_bpp:.3f} B/weight; activations stay 16-bit (memlib.estimate_inference)",
+          verdict=WRONG,
+          why="AWQ is weight-only: it uses activation statistics to pick per-channel scales that protect salient weights, "
+              "and leaves activations in fp16 (Lin et al. 2023). SmoothQuant is for W8A8: it moves activation outliers into "
+              "the weights so both can be 8-bit (Xiao et al. 2023). Weight-only INT4 never quantizes activations, so their "
+              "outliers cannot make it collapse."),
+    Claim("“单机多卡且带宽高（>400GB/s）时 TP 更优”",
+          "seed 003",
+          f"{A100.interconnect} on an A100: {nvl / 1e9:.0f} GB/s per direction ({2 * nvl / 1e9:.0f} GB/s both); "
+          "TP's all-reduces are exposed (core page, step 4)",
+          verdict=PARTLY,
+          why="TP inside one NVLink node is the usual choice, but not for the reason the threshold suggests: per step TP "
+              "sends about as much as ZeRO-3, all of it on the critical path, so it needs the fastest link; 400 GB/s is "
+              "neither direction's figure of an A100's NVLink."),
+    Claim("“推理时可用 ZeRO-Inference 只分片参数，但需预取（prefetch）来隐藏延迟”",
+          "seed 003",
+          "not computed (a DeepSpeed feature)",
+          verdict=PARTLY,
+          why="Prefetch, yes. But ZeRO-Inference's point is offload: it keeps the weights in CPU or NVMe memory and streams "
+              "them into the GPU layer by layer (ZeRO-3 with offload_param, no gradients or optimizer states to shard), so "
+              "one GPU serves a model larger than its memory, slowly; with several GPUs each fetches a slice of the layer "
+              "and they all-gather it (DeepSpeed blog, ZeRO-Inference, 2022-09-09)."),
 ]
-fact_table = markdown_table([(claim, "seed 003", mem, LABEL[v], why) for claim, mem, v, why in fact_rows],
-                            ["claim (as written)", "source", "memlib", "verdict", "why"])
-print(f"{len(fact_rows)} claims: " + ", ".join(f"{m} {sum(r[2] == m for r in fact_rows)}" for m in ("✅", "⚠️", "❌", "➖")))
+fact_table = fact_check_table(fact_rows)
+print(f"{len(fact_rows)} claims: " + ", ".join(f"{m} {sum(c.mark() == m for c in fact_rows)}" for m in ("✅", "⚠️", "❌", "➖")))
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
 display(Markdown(fact_table))

@@ -30,6 +30,7 @@ from memlib.learn.kit import GB, G
 from memlib import estimate_inference, estimate_training, fits, get_gpu, get_model, step_time
 from memlib.training.activations import korthikanti_layer_bytes
 from memlib.training.explain import markdown_table
+from memlib.learn.factcheck import Claim, fact_check_table
 from memlib.parallel.plan import Plan, max_seq_len, plan
 from memlib.cost.timing import cp_kv_bytes, flops_per_token
 from memlib.cost.conventions import (attention_hbm_accesses, mean_attended_keys, sequence_flops_ratio,
@@ -598,82 +599,109 @@ print(f"405B TP8 CP16 PP16 DP8: {G(l405.peak_bytes)} fits={v405.fits}; Qwen3-8B 
 print(f"8k across nodes: ring exposed {slow.cp_exposed_s:.3f} of {slow.cp_comm_s:.3f} s; "
       f"Mistral span {mis_span:,}, KV cut at 32k {mis_cut:.0f}x")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 OK, PART, BAD = "✅ right", "⚠️ partly", "❌ wrong"
 facts = [
-    ["\"Transformers are slow and memory-hungry on long sequences, since the time and memory complexity of "
-     "self-attention are quadratic in sequence length.\"", "Dao et al. 2022, FlashAttention, abstract",
-     f"eager {per_token[LONG, 'eager'] / 1e6:.1f} MB/token/layer at 128k vs sdpa {per_token[LONG, 'sdpa'] / 1e3:.0f} KB "
-     "at any length", PART, "true of the standard (eager) implementation, which is the paper's point: the fused "
-                            "kernel's memory is linear; its time stays quadratic"],
-    ["\"standard attention has memory quadratic in sequence length, whereas FlashAttention has memory linear in "
-     "sequence length. We see 10X memory savings at sequence length 2K, and 20X at 4K.\"",
-     "Dao-AILab/flash-attention README @1f7ce2f, L513-515",
-     f"attention block of a Llama-3.1-8B layer: eager/sdpa {attn_half[2048, 'eager'] / attn_half[2048, 'sdpa']:.0f}x "
-     f"at 2k, {attn_half[4096, 'eager'] / attn_half[4096, 'sdpa']:.0f}x at 4k", PART,
-     "linear vs quadratic holds and the ratio doubles with s; 10x and 20x are the attention op alone on the "
-     "README's benchmark shapes, a whole attention block (norm, Q, K, V, output) saves less"],
-    ["\"Standard attention (Algorithm 0) requires Θ(Nd + N²) HBM accesses, while FlashAttention (Algorithm 1) "
-     "requires Θ(N²d²M⁻¹) HBM accesses.\"", "Dao et al. 2022, arXiv:2205.14135, Theorem 2",
-     f"32k, d = 128, M = 100 KB: {fa[32768][1]:.2e} vs {fa[32768][2]:.2e} accesses per head", OK,
-     "fewer accesses by about M/d², with the same FLOPs: FlashAttention saves memory and traffic, not FLOPs"],
-    ["Activations per layer = sbh(34 + 5as/h)", "Korthikanti et al. 2022, eq. 1-2 (16-bit, with dropout)",
-     f"{GB(kor)} per layer at 128k with Llama-3.1-8B's shapes; the 5as/h term is {1 - kor_lin / kor:.1%} of it",
-     PART, "right for GPT layers with eager attention; a fused kernel removes the 5as²b term, which is what the "
-           "paper's selective recompute also removes"],
-    ["\"With sequence length of 128k, the memory requirement of the attention matrix is 128k * 128k * 2 bytes * "
-     "num_heads = ~32 GB * num_heads\"", "Hugging Face Accelerate docs, Context Parallel guide",
-     f"eager keeps {per_token[LONG, 'eager'] * LONG / (m.num_heads * 2**30):.0f} GiB per head per layer",
-     PART, "the arithmetic (32 GiB) is one bf16 copy; transformers' eager softmax keeps an fp32 copy too: 6 bytes "
-           "per score, 3x the claim"],
-    ["\"At the last layer, using a window size of W = 4096, we have a theoretical attention span of approximately "
-     "131K tokens.\"", "Jiang et al. 2023, Mistral 7B, Sec. 2",
-     f"{mis.num_layers} layers x {mis.sliding_window:,} = {mis_span:,} tokens", OK,
-     "the receptive field of stacked windows is L·w; information that far back arrives only indirectly"],
-    ["\"On a sequence length of 32k tokens, this reduces the cache memory usage by 8x, without impacting the "
-     "model quality.\"", "Jiang et al. 2023, Mistral 7B, Sec. 2 (rolling buffer cache)",
-     f"KV cache at 32k: {GB(kv[32768][1])} full vs {GB(kv[32768][0])} windowed, {mis_cut:.0f}x", OK,
-     "32k / 4k; the quality half of the claim is the paper's measurement, not memlib's"],
-    ["\"Recomputing activations in backward can avoid OOM but also introduce significant overheads (~30% with full "
-     "recompute).\"", "Megatron-Core docs, context_parallel.md",
-     f"full recompute: {full_none:.2f}x the FLOPs per token at 128k", OK,
-     "a second forward: (8N + 16·L·H·Q·T) / (6N + 12·L·H·Q·T) = 4/3 at any length"],
-    ["\"The activation memory footprint per GPU is also CP times smaller\"", "Megatron-Core docs, context_parallel.md",
-     f"activations at the peak, cp = 1 vs 8: {act_ratio:.1f}x", PART,
-     "activations yes; the peak less so: model states do not shrink with cp, and ring attention adds buffers"],
-    ["\"each GPU only stores the KV of a sequence chunk in forward and gathers KV again in backward\"",
-     "Megatron-Core docs, context_parallel.md", "ring_backward_bytes: the K/V fetched again in backward",
-     OK, "torch's ring backward re-fetches K/V the same way (_templated_ring_attention_backward)"],
-    ["\"Our approach enables training and inference of sequences that are up to device count times longer than "
-     "those achievable by prior memory-efficient Transformers\"", "Liu et al. 2023, Ring Attention, abstract",
-     "longest sequence on dp 8 x cp c H100s, full recompute: " + ", ".join(f"cp {c}: {n:,}" for c, n in
+    Claim("\"Transformers are slow and memory-hungry on long sequences, since the time and memory complexity of "
+          "self-attention are quadratic in sequence length.\"",
+          "Dao et al. 2022, FlashAttention, abstract",
+          f"eager {per_token[LONG, 'eager'] / 1e6:.1f} MB/token/layer at 128k vs sdpa {per_token[LONG, 'sdpa'] / 1e3:.0f} KB "
+          "at any length",
+          verdict=PART,
+          why="true of the standard (eager) implementation, which is the paper's point: the fused "
+                            "kernel's memory is linear; its time stays quadratic"),
+    Claim("\"standard attention has memory quadratic in sequence length, whereas FlashAttention has memory linear in "
+          "sequence length. We see 10X memory savings at sequence length 2K, and 20X at 4K.\"",
+          "Dao-AILab/flash-attention README @1f7ce2f, L513-515",
+          f"attention block of a Llama-3.1-8B layer: eager/sdpa {attn_half[2048, 'eager'] / attn_half[2048, 'sdpa']:.0f}x "
+          f"at 2k, {attn_half[4096, 'eager'] / attn_half[4096, 'sdpa']:.0f}x at 4k",
+          verdict=PART,
+          why="linear vs quadratic holds and the ratio doubles with s; 10x and 20x are the attention op alone on the "
+              "README's benchmark shapes, a whole attention block (norm, Q, K, V, output) saves less"),
+    Claim("\"Standard attention (Algorithm 0) requires Θ(Nd + N²) HBM accesses, while FlashAttention (Algorithm 1) "
+          "requires Θ(N²d²M⁻¹) HBM accesses.\"",
+          "Dao et al. 2022, arXiv:2205.14135, Theorem 2",
+          f"32k, d = 128, M = 100 KB: {fa[32768][1]:.2e} vs {fa[32768][2]:.2e} accesses per head",
+          verdict=OK,
+          why="fewer accesses by about M/d², with the same FLOPs: FlashAttention saves memory and traffic, not FLOPs"),
+    Claim("Activations per layer = sbh(34 + 5as/h)",
+          "Korthikanti et al. 2022, eq. 1-2 (16-bit, with dropout)",
+          f"{GB(kor)} per layer at 128k with Llama-3.1-8B's shapes; the 5as/h term is {1 - kor_lin / kor:.1%} of it",
+          verdict=PART,
+          why="right for GPT layers with eager attention; a fused kernel removes the 5as²b term, which is what the "
+                    "paper's selective recompute also removes"),
+    Claim("\"With sequence length of 128k, the memory requirement of the attention matrix is 128k * 128k * 2 bytes * "
+          "num_heads = ~32 GB * num_heads\"",
+          "Hugging Face Accelerate docs, Context Parallel guide",
+          f"eager keeps {per_token[LONG, 'eager'] * LONG / (m.num_heads * 2**30):.0f} GiB per head per layer",
+          verdict=PART,
+          why="the arithmetic (32 GiB) is one bf16 copy; transformers' eager softmax keeps an fp32 copy too: 6 bytes "
+                    "per score, 3x the claim"),
+    Claim("\"At the last layer, using a window size of W = 4096, we have a theoretical attention span of approximately "
+          "131K tokens.\"",
+          "Jiang et al. 2023, Mistral 7B, Sec. 2",
+          f"{mis.num_layers} layers x {mis.sliding_window:,} = {mis_span:,} tokens",
+          verdict=OK,
+          why="the receptive field of stacked windows is L·w; information that far back arrives only indirectly"),
+    Claim("\"On a sequence length of 32k tokens, this reduces the cache memory usage by 8x, without impacting the "
+          "model quality.\"",
+          "Jiang et al. 2023, Mistral 7B, Sec. 2 (rolling buffer cache)",
+          f"KV cache at 32k: {GB(kv[32768][1])} full vs {GB(kv[32768][0])} windowed, {mis_cut:.0f}x",
+          verdict=OK,
+          why="32k / 4k; the quality half of the claim is the paper's measurement, not memlib's"),
+    Claim("\"Recomputing activations in backward can avoid OOM but also introduce significant overheads (~30% with full "
+          "recompute).\"",
+          "Megatron-Core docs, context_parallel.md",
+          f"full recompute: {full_none:.2f}x the FLOPs per token at 128k",
+          verdict=OK,
+          why="a second forward: (8N + 16·L·H·Q·T) / (6N + 12·L·H·Q·T) = 4/3 at any length"),
+    Claim("\"The activation memory footprint per GPU is also CP times smaller\"",
+          "Megatron-Core docs, context_parallel.md",
+          f"activations at the peak, cp = 1 vs 8: {act_ratio:.1f}x",
+          verdict=PART,
+          why="activations yes; the peak less so: model states do not shrink with cp, and ring attention adds buffers"),
+    Claim("\"each GPU only stores the KV of a sequence chunk in forward and gathers KV again in backward\"",
+          "Megatron-Core docs, context_parallel.md",
+          "ring_backward_bytes: the K/V fetched again in backward",
+          verdict=OK,
+          why="torch's ring backward re-fetches K/V the same way (_templated_ring_attention_backward)"),
+    Claim("\"Our approach enables training and inference of sequences that are up to device count times longer than "
+          "those achievable by prior memory-efficient Transformers\"",
+          "Liu et al. 2023, Ring Attention, abstract",
+          "longest sequence on dp 8 x cp c H100s, full recompute: " + ", ".join(f"cp {c}: {n:,}" for c, n in
                                                                           longest.items()),
-     OK, f"8x the GPUs reach {longest[8] / longest[1]:.1f}x the length: the per-token terms divide by cp, and "
-         "FSDP over dp x cp shrinks the model states too"],
-    ["\"adding more GPUs on the CP dimension allows longer input seq_len and this growth is linearly scalable\"",
-     "torchtitan PR #592, enable Context Parallel (FSDP 8 x CP 1/2/4/8, full AC, H100)",
-     ", ".join(f"cp {c}: {n / 1024:,.0f}k" for c, n in longest.items()), OK,
-     "linear (slightly better) in memlib too, with the same layout"],
-    ["\"...overlapping the communication of key-value blocks with the computation of blockwise attention\"",
-     "Liu et al. 2023, Ring Attention, abstract",
-     f"128k, cp 8 on NVLink: {t_cp8.cp_exposed_s * 1e3:.0f} ms exposed of {t_cp8.cp_comm_s * 1e3:.0f} ms; 8k, cp 8 "
-     f"with one GPU per node (InfiniBand): {slow.cp_exposed_s * 1e3:.0f} ms of {slow.cp_comm_s * 1e3:.0f} ms", OK,
-     "hidden while a block's attention outlasts its transfer; Llama's 8 K/V heads keep the blocks small, so even "
-     "1k-token blocks over InfiniBand hide most of it (the last dK/dV send is always exposed)"],
-    ["Llama 3 405B at 128k: 16,384 GPUs, TP 8, CP 16, PP 16, DP 8, 16M tokens per batch, 380 TFLOPS per GPU",
-     "Llama Team 2024, The Llama 3 Herd of Models, arXiv:2407.21783, Table 4",
-     f"Llama-3.1-405B, TP 8 x CP 16 x PP 16 x DP 8, full recompute (Megatron layout): {G(l405.peak_bytes)} per GPU",
-     OK if v405.fits else BAD, f"the published layout {'fits' if v405.fits else 'does not fit'} an H100 in memlib "
-                               f"({v405.margin_gib:+.0f} GiB)"],
-    ["\"Measured: Qwen3-8B at 1,048,576 tokens, 380 s/step, 56.2 GB per GPU (bf16, per_device_train_batch_size=1, "
-     "loss_type=\"chunked_nll\")\"", "huggingface/trl v1.13.0 release notes (8 x H100, CP 8)",
-     f"{GB(q1m.peak_bytes)} ({G(q1m.peak_bytes)}) with cp 8, FSDP, full recompute, offloaded checkpoints, chunked "
-     f"loss; {t_q1m.step_s:.0f} s at 40% HFU (recompute counted)", PART,
-     f"memory within {abs(q1m.peak_bytes / 56.2e9 - 1):.0%} (the statistic is not stated); time 2x, because PaLM's "
-     f"count charges the masked half of a causal 1M-token sequence: the run reached about "
-     f"{t_q1m.achieved_mfu * t_q1m.step_s / 380:.0%} MFU by that count"],
+          verdict=OK,
+          why=f"8x the GPUs reach {longest[8] / longest[1]:.1f}x the length: the per-token terms divide by cp, and "
+                  "FSDP over dp x cp shrinks the model states too"),
+    Claim("\"adding more GPUs on the CP dimension allows longer input seq_len and this growth is linearly scalable\"",
+          "torchtitan PR #592, enable Context Parallel (FSDP 8 x CP 1/2/4/8, full AC, H100)",
+          ", ".join(f"cp {c}: {n / 1024:,.0f}k" for c, n in longest.items()),
+          verdict=OK,
+          why="linear (slightly better) in memlib too, with the same layout"),
+    Claim("\"...overlapping the communication of key-value blocks with the computation of blockwise attention\"",
+          "Liu et al. 2023, Ring Attention, abstract",
+          f"128k, cp 8 on NVLink: {t_cp8.cp_exposed_s * 1e3:.0f} ms exposed of {t_cp8.cp_comm_s * 1e3:.0f} ms; 8k, cp 8 "
+          f"with one GPU per node (InfiniBand): {slow.cp_exposed_s * 1e3:.0f} ms of {slow.cp_comm_s * 1e3:.0f} ms",
+          verdict=OK,
+          why="hidden while a block's attention outlasts its transfer; Llama's 8 K/V heads keep the blocks small, so even "
+              "1k-token blocks over InfiniBand hide most of it (the last dK/dV send is always exposed)"),
+    Claim("Llama 3 405B at 128k: 16,384 GPUs, TP 8, CP 16, PP 16, DP 8, 16M tokens per batch, 380 TFLOPS per GPU",
+          "Llama Team 2024, The Llama 3 Herd of Models, arXiv:2407.21783, Table 4",
+          f"Llama-3.1-405B, TP 8 x CP 16 x PP 16 x DP 8, full recompute (Megatron layout): {G(l405.peak_bytes)} per GPU",
+          verdict=OK if v405.fits else BAD,
+          why=f"the published layout {'fits' if v405.fits else 'does not fit'} an H100 in memlib "
+                               f"({v405.margin_gib:+.0f} GiB)"),
+    Claim("\"Measured: Qwen3-8B at 1,048,576 tokens, 380 s/step, 56.2 GB per GPU (bf16, per_device_train_batch_size=1, "
+          "loss_type=\"chunked_nll\")\"",
+          "huggingface/trl v1.13.0 release notes (8 x H100, CP 8)",
+          f"{GB(q1m.peak_bytes)} ({G(q1m.peak_bytes)}) with cp 8, FSDP, full recompute, offloaded checkpoints, chunked "
+          f"loss; {t_q1m.step_s:.0f} s at 40% HFU (recompute counted)",
+          verdict=PART,
+          why=f"memory within {abs(q1m.peak_bytes / 56.2e9 - 1):.0%} (the statistic is not stated); time 2x, because PaLM's "
+              f"count charges the masked half of a causal 1M-token sequence: the run reached about "
+              f"{t_q1m.achieved_mfu * t_q1m.step_s / 380:.0%} MFU by that count"),
 ]
-display(Markdown(markdown_table(facts, ["claim (as written)", "source", "memlib", "verdict", "why"])))
+display(Markdown(fact_check_table(facts)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Ledger tables · 明细表

@@ -35,6 +35,7 @@ from memlib.learn.chapters.ch07 import (BATCH_SEQS, GPU, PRE_GPUS, PRE_MODEL, PR
                                         RECOMPUTES, pct)
 from memlib import cost, estimate_training, get_gpu, get_model, step_time
 from memlib.training.explain import markdown_table
+from memlib.learn.factcheck import Claim, fact_check_table
 from memlib.parallel.plan import plan
 from memlib.cost.timing import INTERNODE_BYTES_PER_S, active_params, attention_flops_per_token, flops_per_token
 from memlib.cost.conventions import deepseek_v3_implied_mfu
@@ -372,64 +373,101 @@ print(f"rc {rc_full:.3f}; Llama 2 x3 {l2_sum:,.0f} vs {l2_pub:,.0f}; Llama 1 {l1
       f"with attention {l405_full:.3g}; GPT-3 {gpt3_pfdays:,.0f} PF-days; FT/PT {ft_ratio:.2e}; 70B Chinchilla "
       f"{chin70:.3g}")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 facts = [
-    ["\"C ≈ 6N floating point operators per training token\" (Kaplan et al. 2020, Sec. 2.1)",
-     f"{m7.name}: 6N = {6 * m7.num_params:.3g}; with attention at {PRE_SEQ:,}: {fpt7:.3g} per token", "✅ right",
-     f"the weights' share; attention adds {attn_share:.0%} at 4k and more at long context. Kaplan's N excludes the "
-     "embedding; memlib's N (and the 6N of Llama and Chinchilla) counts every parameter, embedding included"],
-    ["\"C ≈ τT = 6PD\", τ = (No. GPUs) × (Actual FLOPs/GPU) (EleutherAI, Transformer Math 101)",
-     f"{run.days:.1f} days = FLOPs / ({PRE_GPUS} × {h100.bf16_tflops:g} TFLOP/s × {MFU:.0%})", "✅ right",
-     "the same formula as `cost.training_run`; \"Actual FLOPs\" is peak × MFU"],
-    ["\"you should always be able to achieve approximately 120 TFLOP/s/A100\" (Transformer Math 101)",
-     f"{120 / a100.bf16_tflops:.0%} MFU of the A100's {a100.bf16_tflops:g}", "✅ right",
-     "inside the 35-55% of good dense runs; on an H100 the same MFU is ~380 TFLOP/s"],
-    ["\"2PD ≤ C_forward ≤ 4PD\" with activation recomputation (Transformer Math 101)",
-     f"full recompute: +{rc_full:.1%} of the step's FLOPs", "✅ right", "at most one extra forward: 8N instead of 6N"],
-    ["\"代价是约 20-30% 的训练时间增加（因重计算）…若模型层数多（如 70B 的 80 层），重计算开销更大，可能达 40%\" "
-     "(seed 001)", f"full recompute +{rc['full']:.1%} for the 70B, +{rc_full:.1%} for the 7B; selective "
-     f"+{rc['selective']:.0%}", "⚠️ partly", "one third of the FLOPs at any depth: each layer recomputes only itself"],
-    ["\"最终用 TP=2 + ZeRO-3 在 4×A100 上实现 80% 的 MFU\" (seed 003)",
-     f"{0.8 * a100.bf16_tflops:.0f} TFLOP/s per A100 would be needed", "❌ wrong",
-     f"published dense runs: Llama 3 38-43% MFU, PaLM 46.2% MFU; GPT-NeoX's 180 TFLOP/s per A100 "
+    Claim("\"C ≈ 6N floating point operators per training token\"",
+          "Kaplan et al. 2020, Sec. 2.1",
+          f"{m7.name}: 6N = {6 * m7.num_params:.3g}; with attention at {PRE_SEQ:,}: {fpt7:.3g} per token",
+          verdict="✅ right",
+          why=f"the weights' share; attention adds {attn_share:.0%} at 4k and more at long context. Kaplan's N excludes the "
+     "embedding; memlib's N (and the 6N of Llama and Chinchilla) counts every parameter, embedding included"),
+    Claim("\"C ≈ τT = 6PD\", τ = (No. GPUs) × (Actual FLOPs/GPU)",
+          "EleutherAI, Transformer Math 101",
+          f"{run.days:.1f} days = FLOPs / ({PRE_GPUS} × {h100.bf16_tflops:g} TFLOP/s × {MFU:.0%})",
+          verdict="✅ right",
+          why="the same formula as `cost.training_run`; \"Actual FLOPs\" is peak × MFU"),
+    Claim("\"you should always be able to achieve approximately 120 TFLOP/s/A100\"",
+          "Transformer Math 101",
+          f"{120 / a100.bf16_tflops:.0%} MFU of the A100's {a100.bf16_tflops:g}",
+          verdict="✅ right",
+          why="inside the 35-55% of good dense runs; on an H100 the same MFU is ~380 TFLOP/s"),
+    Claim("\"2PD ≤ C_forward ≤ 4PD\" with activation recomputation",
+          "Transformer Math 101",
+          f"full recompute: +{rc_full:.1%} of the step's FLOPs",
+          verdict="✅ right",
+          why="at most one extra forward: 8N instead of 6N"),
+    Claim("\"代价是约 20-30% 的训练时间增加（因重计算）…若模型层数多（如 70B 的 80 层），重计算开销更大，可能达 40%\"",
+          "seed 001",
+          f"full recompute +{rc['full']:.1%} for the 70B, +{rc_full:.1%} for the 7B; selective "
+     f"+{rc['selective']:.0%}",
+          verdict="⚠️ partly",
+          why="one third of the FLOPs at any depth: each layer recomputes only itself"),
+    Claim("\"最终用 TP=2 + ZeRO-3 在 4×A100 上实现 80% 的 MFU\"",
+          "seed 003",
+          f"{0.8 * a100.bf16_tflops:.0f} TFLOP/s per A100 would be needed",
+          verdict="❌ wrong",
+          why=f"published dense runs: Llama 3 38-43% MFU, PaLM 46.2% MFU; GPT-NeoX's 180 TFLOP/s per A100 "
      f"({180 / a100.bf16_tflops:.0%}) is HFU, counting its recompute, so about {180 / a100.bf16_tflops / (1 + rc_full):.0%} "
-     "MFU; 80% is not credible"],
-    ["\"for every doubling of model size the number of training tokens should also be doubled\" (Hoffmann et al. "
-     "2022, Chinchilla)", f"~20 tokens per parameter: {chin70 / 1e12:.1f}T tokens for 70B (Chinchilla's own run)",
-     "✅ right", "compute-optimal for training; Llama 2 7B went {0:.0f}× past it on purpose".format(PRE_TOKENS / chin)],
-    ["\"We do not recommend training a LLM for less than 200B tokens\" (Transformer Math 101)",
-     f"Chinchilla for a 7B: {chin / 1e9:.0f}B tokens", "✅ right",
-     "Chinchilla-optimal small models are weak; inference cost argues for more tokens"],
-    ["\"Pretraining utilized a cumulative 3.3M GPU hours of computation on hardware of type A100-80GB\" "
-     "(Touvron et al. 2023, Llama 2)", f"7B + 13B + 70B: {l2_sum / 1e6:.2f}M vs {l2_pub / 1e6:.2f}M published "
-     f"({pct(l2_sum / l2_pub - 1)}) at {llama1_mfu:.1%} MFU", "✅ right",
-     "the 34B (1.04M) is not in memlib's catalog; the three others reproduce"],
-    ["\"380 tokens/sec/GPU on 2048 A100 … our dataset containing 1.4T tokens takes approximately 21 days\" "
-     "(Touvron et al. 2023, LLaMA)", f"{l1.days:.1f} days; {llama1_mfu:.1%} MFU", "✅ right",
-     "consistent, not an independent check: the MFU is derived from this very sentence's 380 tokens/s, then "
-     "used for every Llama 2 row (which the Llama 2 row above does check)"],
-    ["\"BF16 MFU 38-43%\" for Llama 3 405B (Dubey et al. 2024, Table 4)",
-     f"405B GPU-hours reproduced {pct(l2['llama-3.1-405b']['error'])} at 41%", "✅ right",
-     "the card's whole-run hours imply " + f"{l2['llama-3.1-405b']['implied_mfu']:.1%}: failures and restarts"],
-    ["\"pre-trained using 3.8 × 10^25 FLOPs\" (Dubey et al. 2024, Llama 3)",
-     f"6ND = {l405_6nd:.3g}; with attention at 8k {l405_full:.3g}", "✅ right",
-     f"the paper counts 6ND; attention adds {l405_full / l405_6nd - 1:.0%}"],
-    ["\"DeepSeek-V3 requires only 2.788M H800 GPU hours for its full training\" (DeepSeek-AI 2024, abstract)",
-     f"its pretraining's 2.664M imply {deepseek_v3_implied_mfu():.0%} of the bf16 dense peak on DeepSeek's 250 "
-     "GFLOP/token", "⚠️ partly", "plausible for a MoE trained in fp8; it covers the final run only (the report says so), "
-     "not research and ablations"],
-    ["\"training our 175B SFT model requires 4.9 petaflops/s-days … compared to 3,640 petaflops/s-days for GPT-3\" "
-     "(Ouyang et al. 2022, InstructGPT)", f"GPT-3's 6ND: {gpt3_pfdays:,.0f} PF-days; our 70B fine-tune / its 15T "
-     f"pretraining: 1/{1 / ft_ratio:,.0f}", "✅ right",
-     "\"fine-tuning costs 1/1000 of pretraining\" is the token ratio, nothing more"],
-    ["\"BF16 Tensor Core 1,979 teraFLOPS\" (NVIDIA H100 SXM datasheet; footnote: with sparsity)",
-     f"dense {h100.bf16_tflops:g} TFLOP/s", "⚠️ partly", "MFU is against the dense peak; the sparse figure halves every time"],
-    ["\"502 petaFLOP/s on 3072 GPUs (per-GPU throughput of 52% of theoretical peak)\" (Narayanan et al. 2021, "
-     "Megatron-LM)", f"{502e3 / 3072 / a100.bf16_tflops:.0%} of {a100.bf16_tflops:g}; as MFU "
-     f"{502e3 / 3072 / a100.bf16_tflops / (1 + rc_full):.0%}", "⚠️ partly",
-     "their FLOPs count the recomputed forward: that is HFU"],
+     "MFU; 80% is not credible"),
+    Claim("\"for every doubling of model size the number of training tokens should also be doubled\"",
+          "Hoffmann et al. 2022, Chinchilla",
+          f"~20 tokens per parameter: {chin70 / 1e12:.1f}T tokens for 70B (Chinchilla's own run)",
+          verdict="✅ right",
+          why="compute-optimal for training; Llama 2 7B went {0:.0f}× past it on purpose".format(PRE_TOKENS / chin)),
+    Claim("\"We do not recommend training a LLM for less than 200B tokens\"",
+          "Transformer Math 101",
+          f"Chinchilla for a 7B: {chin / 1e9:.0f}B tokens",
+          verdict="✅ right",
+          why="Chinchilla-optimal small models are weak; inference cost argues for more tokens"),
+    Claim("\"Pretraining utilized a cumulative 3.3M GPU hours of computation on hardware of type A100-80GB\"",
+          "Touvron et al. 2023, Llama 2",
+          f"7B + 13B + 70B: {l2_sum / 1e6:.2f}M vs {l2_pub / 1e6:.2f}M published "
+     f"({pct(l2_sum / l2_pub - 1)}) at {llama1_mfu:.1%} MFU",
+          verdict="✅ right",
+          why="the 34B (1.04M) is not in memlib's catalog; the three others reproduce"),
+    Claim("\"380 tokens/sec/GPU on 2048 A100 … our dataset containing 1.4T tokens takes approximately 21 days\"",
+          "Touvron et al. 2023, LLaMA",
+          f"{l1.days:.1f} days; {llama1_mfu:.1%} MFU",
+          verdict="✅ right",
+          why="consistent, not an independent check: the MFU is derived from this very sentence's 380 tokens/s, then "
+     "used for every Llama 2 row (which the Llama 2 row above does check)"),
+    Claim("\"BF16 MFU 38-43%\" for Llama 3 405B",
+          "Dubey et al. 2024, Table 4",
+          f"405B GPU-hours reproduced {pct(l2['llama-3.1-405b']['error'])} at 41%",
+          verdict="✅ right",
+          why="the card's whole-run hours imply " + f"{l2['llama-3.1-405b']['implied_mfu']:.1%}: failures and restarts"),
+    Claim("\"pre-trained using 3.8 × 10^25 FLOPs\"",
+          "Dubey et al. 2024, Llama 3",
+          f"6ND = {l405_6nd:.3g}; with attention at 8k {l405_full:.3g}",
+          verdict="✅ right",
+          why=f"the paper counts 6ND; attention adds {l405_full / l405_6nd - 1:.0%}"),
+    Claim("\"DeepSeek-V3 requires only 2.788M H800 GPU hours for its full training\"",
+          "DeepSeek-AI 2024, abstract",
+          f"its pretraining's 2.664M imply {deepseek_v3_implied_mfu():.0%} of the bf16 dense peak on DeepSeek's 250 "
+     "GFLOP/token",
+          verdict="⚠️ partly",
+          why="plausible for a MoE trained in fp8; it covers the final run only (the report says so), "
+     "not research and ablations"),
+    Claim("\"training our 175B SFT model requires 4.9 petaflops/s-days … compared to 3,640 petaflops/s-days for GPT-3\"",
+          "Ouyang et al. 2022, InstructGPT",
+          f"GPT-3's 6ND: {gpt3_pfdays:,.0f} PF-days; our 70B fine-tune / its 15T "
+     f"pretraining: 1/{1 / ft_ratio:,.0f}",
+          verdict="✅ right",
+          why="\"fine-tuning costs 1/1000 of pretraining\" is the token ratio, nothing more"),
+    Claim("\"BF16 Tensor Core 1,979 teraFLOPS\"",
+          "NVIDIA H100 SXM datasheet; footnote: with sparsity",
+          f"dense {h100.bf16_tflops:g} TFLOP/s",
+          verdict="⚠️ partly",
+          why="MFU is against the dense peak; the sparse figure halves every time"),
+    Claim("\"502 petaFLOP/s on 3072 GPUs (per-GPU throughput of 52% of theoretical peak)\"",
+          "Narayanan et al. 2021, Megatron-LM",
+          f"{502e3 / 3072 / a100.bf16_tflops:.0%} of {a100.bf16_tflops:g}; as MFU "
+     f"{502e3 / 3072 / a100.bf16_tflops / (1 + rc_full):.0%}",
+          verdict="⚠️ partly",
+          why="their FLOPs count the recomputed forward: that is HFU"),
 ]
-display(Markdown(markdown_table(facts, ["claim (source)", "memlib", "verdict", "why"])))
+display(Markdown(fact_check_table(facts, headers=["claim (source)", "memlib", "verdict", "why"],
+                                  source_in_claim=True)))
 
 # %% [markdown]
 # ## Every published run, including the ones memlib does not assert

@@ -27,7 +27,7 @@ from memlib.learn.chapters.ch08 import GPU, MODEL, N
 from memlib.learn.kit import GB, G
 from memlib import estimate_rlhf, estimate_training, fits, get_gpu, get_model
 from memlib.training.explain import markdown_table
-from memlib.learn.claims import claim_verdict
+from memlib.learn.factcheck import Claim, fact_check_table
 from memlib.hardware.fit import max_peak_bytes, usable_bytes
 from memlib.serving.capacity import vllm_max_concurrency
 from memlib.serving.inference import kv_cache_bytes
@@ -411,62 +411,75 @@ pair48 = {off: e.roles["actor"].peak_bytes + e.roles["reference"].resident_bytes
 # OpenRLHF's hybrid PPO example: Llama-3-8B on 8 A100s, 4 vLLM engines of tp 2 at --vllm_gpu_memory_utilization 0.5
 he8 = estimate_rlhf("llama-3-8b", "ppo", gpus=8, rollout_tp=2, gpu_memory_utilization=0.5, **RUN)
 kv16 = {m: kv_cache_bytes(get_model(m), 16, PROMPT + RESPONSE) for m in (MODEL, "llama-3-8b")}  # 16 sequences
-dpo_mark = claim_verdict(sft.peak_bytes, dpo.peak_bytes)   # memlib.learn.claims: "about SFT" within 10%
 print(f"{states4 / whole.roles['actor'].resident_bytes:.2f}x, awake/SFT {awake.peak_bytes / sft.peak_bytes:.1f}x, "
       f"asleep/SFT {asleep.peak_bytes / sft.peak_bytes:.1f}x; 48 GPUs: {G(pair48['optimizer'])} / {G(pair48['none'])}; "
       f"8B hybrid peak {G(he8.peak_bytes)} at {he8.peak_at}, fits {fits(he8, GPU).fits}")
 
 # %%
 C = "circulating (paraphrase)"
-dpo_verdict = f"{dpo_mark} {({'✅': 'right', '⚠️': 'partly', '❌': 'wrong'})[dpo_mark]}"
 grpo_lighter_resident = grpo[False].peak_bytes < awake.peak_bytes
 grpo_lighter_asleep = grpo[True].peak_bytes < asleep.peak_bytes
 facts = [
-    ["PPO needs about 4× the memory of SFT: four models", C,
-     f"four models' states {states4 / whole.roles['actor'].resident_bytes:.2f}× the actor's; per GPU on 8 A100s "
-     f"{awake.peak_bytes / sft.peak_bytes:.1f}× SFT resident, {asleep.peak_bytes / sft.peak_bytes:.1f}× asleep",
-     "⚠️ partly", "two of the four are frozen (2 B/param, not 16); sleep mode makes the peak one phase"],
-    ["The reference and reward models take as much memory as the actor", C,
-     f"{GB(whole.roles['reference'].resident_bytes)} vs {GB(whole.roles['actor'].resident_bytes)}", "❌ wrong",
-     "no gradients, no optimizer states: bf16 weights only"],
-    ["The rollout's KV cache is small next to training", C,
-     f"16 sequences of 2,048 tokens: {GB(kv16[MODEL])} on Llama-2-7B, {GB(kv16['llama-3-8b'])} on Llama-3-8B (GQA); "
-     f"the engine reserves {GB(asleep.phases['rollout'])} per GPU at {asleep.pool.fraction:g}",
-     "⚠️ partly", "it depends on GQA, the length and the share you reserve: the engine's share, not the batch, is "
-                  "what a colocated card gives up, and asleep it is often the largest phase"],
-    ["GRPO saves memory because it has no critic", C,
-     f"resident: {GB(grpo[False].peak_bytes)} vs PPO {GB(awake.peak_bytes)} per GPU; asleep: "
-     f"{GB(grpo[True].peak_bytes)} vs {GB(asleep.peak_bytes)} (same engine share, G = 8)",
-     "✅ right" if grpo_lighter_resident and grpo_lighter_asleep else
-     "⚠️ partly" if grpo_lighter_resident or grpo_lighter_asleep else "❌ wrong",
-     "at an equal engine share it drops the critic's sharded states; asleep the peak is the engine's share or the "
-     "actor's training, the same for both. G costs rollout time (waves), not memory"],
-    ["DPO needs about the memory of SFT", C,
-     f"{GB(dpo.peak_bytes)} vs SFT {GB(sft.peak_bytes)} per GPU at equal tokens (1 pair vs 2 sequences)",
-     dpo_verdict,
-     "the same tokens through the policy, plus the frozen reference's sharded bf16 weights"],
-    ["Colocating all models means paying for all of them at once", C,
-     f"{GB(awake.peak_bytes)} resident vs {GB(asleep.peak_bytes)} with sleep mode", "⚠️ partly",
-     "only without sleep/offload; verl's and OpenRLHF's hybrid engines time-share the GPUs"],
-    ["\"For 7B full fine-tuning, 4*A100 40G should be enough, ref/reward/actor/critic=1:1:1:1\"",
-     "[OpenRLHF issue #254](https://github.com/OpenRLHF/OpenRLHF/issues/254) (maintainer)",
-     f"largest role {G(max(r.peak_bytes for k, r in four.roles.items() if k != 'rollout'))} per GPU",
-     "✅ right", "with `--adam_offload`: the Adam states live in host RAM"],
-    ["70B PPO on 32 A100 80GB: 8 actor+ref, 8 critic+reward, 16 vLLM (tp 2)", "[OpenRLHF issue #566](https://github.com/OpenRLHF/OpenRLHF/issues/566) (maintainer)",
-     f"actor+ref {G(pair70)} per GPU; vLLM room for {conc70:.0f} sequences", "✅ right",
-     f"ZeRO-3 over 8 and `--adam_offload`; each engine GPU holds {GB(e70.pool.weight_bytes)} of weights, little cache"],
-    ["\"for a 70B model with 48 A100 GPUs, ... 16 ... vLLM Engine, 16 ... Actor ... 16 ... Critic\"",
-     "[OpenRLHF README](https://github.com/OpenRLHF/OpenRLHF), performance tuning guide",
-     f"actor+ref {G(pair48['optimizer'])} per GPU with `--adam_offload`, {G(pair48['none'])} without", "⚠️ partly",
-     "fits only with the Adam states offloaded; the guide also advises disabling offload when memory allows"],
-    ["Llama-3-8B PPO on 8 A100 80GB, hybrid engine: `--colocate_all_models --vllm_gpu_memory_utilization 0.5 "
-     "--vllm_enable_sleep --deepspeed_enable_sleep`",
-     "OpenRLHF `examples/scripts/train_ppo_llama_ray_hybrid_engine.sh` (OpenRLHF@22697a1b)",
-     f"peak {G(he8.peak_bytes)} per GPU during {he8.peak_at.replace('_', ' ')}; training phase "
-     f"{G(he8.phases['train_actor'])}", "✅ right" if fits(he8, GPU).fits else "❌ wrong",
-     "half of each card for the engine, the other half holds the training phase while the engine sleeps"],
+    Claim("PPO needs about 4× the memory of SFT: four models",
+          C,
+          f"four models' states {states4 / whole.roles['actor'].resident_bytes:.2f}× the actor's; per GPU on 8 A100s "
+          f"{awake.peak_bytes / sft.peak_bytes:.1f}× SFT resident, {asleep.peak_bytes / sft.peak_bytes:.1f}× asleep",
+          verdict="⚠️ partly",
+          why="two of the four are frozen (2 B/param, not 16); sleep mode makes the peak one phase"),
+    Claim("The reference and reward models take as much memory as the actor",
+          C,
+          f"{GB(whole.roles['reference'].resident_bytes)} vs {GB(whole.roles['actor'].resident_bytes)}",
+          verdict="❌ wrong",
+          why="no gradients, no optimizer states: bf16 weights only"),
+    Claim("The rollout's KV cache is small next to training",
+          C,
+          f"16 sequences of 2,048 tokens: {GB(kv16[MODEL])} on Llama-2-7B, {GB(kv16['llama-3-8b'])} on Llama-3-8B (GQA); "
+          f"the engine reserves {GB(asleep.phases['rollout'])} per GPU at {asleep.pool.fraction:g}",
+          verdict="⚠️ partly",
+          why="it depends on GQA, the length and the share you reserve: the engine's share, not the batch, is "
+                  "what a colocated card gives up, and asleep it is often the largest phase"),
+    Claim("GRPO saves memory because it has no critic",
+          C,
+          f"resident: {GB(grpo[False].peak_bytes)} vs PPO {GB(awake.peak_bytes)} per GPU; asleep: "
+          f"{GB(grpo[True].peak_bytes)} vs {GB(asleep.peak_bytes)} (same engine share, G = 8)",
+          verdict="✅ right" if grpo_lighter_resident and grpo_lighter_asleep else
+                  "⚠️ partly" if grpo_lighter_resident or grpo_lighter_asleep else "❌ wrong",
+          why="at an equal engine share it drops the critic's sharded states; asleep the peak is the engine's share or the "
+              "actor's training, the same for both. G costs rollout time (waves), not memory"),
+    Claim("DPO needs about the memory of SFT",
+          C,
+          f"{GB(dpo.peak_bytes)} vs SFT {GB(sft.peak_bytes)} per GPU at equal tokens (1 pair vs 2 sequences)",
+          claimed=sft.peak_bytes, computed=dpo.peak_bytes,   # "about SFT": within 10%
+          why="the same tokens through the policy, plus the frozen reference's sharded bf16 weights"),
+    Claim("Colocating all models means paying for all of them at once",
+          C,
+          f"{GB(awake.peak_bytes)} resident vs {GB(asleep.peak_bytes)} with sleep mode",
+          verdict="⚠️ partly",
+          why="only without sleep/offload; verl's and OpenRLHF's hybrid engines time-share the GPUs"),
+    Claim("\"For 7B full fine-tuning, 4*A100 40G should be enough, ref/reward/actor/critic=1:1:1:1\"",
+          "[OpenRLHF issue #254](https://github.com/OpenRLHF/OpenRLHF/issues/254) (maintainer)",
+          f"largest role {G(max(r.peak_bytes for k, r in four.roles.items() if k != 'rollout'))} per GPU",
+          verdict="✅ right",
+          why="with `--adam_offload`: the Adam states live in host RAM"),
+    Claim("70B PPO on 32 A100 80GB: 8 actor+ref, 8 critic+reward, 16 vLLM (tp 2)",
+          "[OpenRLHF issue #566](https://github.com/OpenRLHF/OpenRLHF/issues/566) (maintainer)",
+          f"actor+ref {G(pair70)} per GPU; vLLM room for {conc70:.0f} sequences",
+          verdict="✅ right",
+          why=f"ZeRO-3 over 8 and `--adam_offload`; each engine GPU holds {GB(e70.pool.weight_bytes)} of weights, little cache"),
+    Claim("\"for a 70B model with 48 A100 GPUs, ... 16 ... vLLM Engine, 16 ... Actor ... 16 ... Critic\"",
+          "[OpenRLHF README](https://github.com/OpenRLHF/OpenRLHF), performance tuning guide",
+          f"actor+ref {G(pair48['optimizer'])} per GPU with `--adam_offload`, {G(pair48['none'])} without",
+          verdict="⚠️ partly",
+          why="fits only with the Adam states offloaded; the guide also advises disabling offload when memory allows"),
+    Claim("Llama-3-8B PPO on 8 A100 80GB, hybrid engine: `--colocate_all_models --vllm_gpu_memory_utilization 0.5 "
+          "--vllm_enable_sleep --deepspeed_enable_sleep`",
+          "OpenRLHF `examples/scripts/train_ppo_llama_ray_hybrid_engine.sh` (OpenRLHF@22697a1b)",
+          f"peak {G(he8.peak_bytes)} per GPU during {he8.peak_at.replace('_', ' ')}; training phase "
+          f"{G(he8.phases['train_actor'])}",
+          verdict="✅ right" if fits(he8, GPU).fits else "❌ wrong",
+          why="half of each card for the engine, the other half holds the training phase while the engine sleeps"),
 ]
-display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))
+display(Markdown(fact_check_table(facts, headers=["claim", "source", "memlib", "verdict", "why"])))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What memlib does not model · 未建模

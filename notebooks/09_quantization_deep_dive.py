@@ -29,6 +29,7 @@ from IPython.display import Markdown, display
 from memlib.learn.kit import GB
 from memlib import estimate_inference, fits, fmt_bytes, get_gpu, get_model, max_batch
 from memlib.training.explain import markdown_table
+from memlib.learn.factcheck import Claim, fact_check_table
 from memlib.serving import decode_bound
 from memlib.serving.inference import kv_cache_bytes, quantized_linear_bytes
 from memlib.serving.quantization import (FLOAT_FORMATS, LLM_INT8_BLOOM_MS_PER_TOKEN, LLM_INT8_MATMUL_SPEEDUP,
@@ -383,46 +384,87 @@ print(f"bf16/int4 {W['bf16'] / W['int4-awq']:.2f}, int8/bf16 {W['int8'] / W['bf1
       f"{on_4090.margin_gib:+.1f} GiB, batch 1 {x_b1:.2f}x, batch 1024 {x_big:.2f}x, W8A8 {x_w8a8:.2f}x, "
       f"g128 +{g128:.3f} bits, S/2 = {sym.max_error:.5f}, batch 128 {x_128:.2f}x, ridges {c4:.0f} / {end4:.0f}")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 facts = [
-    ["int4 makes the model 4× smaller", "common interview answer", f"{W['bf16'] / W['int4-awq']:.2f}× "
-     "(weights of Llama-2-70B)", "⚠️ partly", "the scales cost bits and the embeddings and head stay 16-bit; "
-     "the KV cache does not shrink at all"],
-    ["\"cut the memory needed for inference by half\"", "LLM.int8() abstract (arXiv:2208.07339)",
-     f"int8 / bf16 = {W['int8'] / W['bf16']:.3f}", "✅ right", "one fp32 scale per row adds 0.4%"],
-    ["A 70B model at 4 bits runs on one 24 GB gaming GPU", "forum answers", f"{on_4090.margin_gib:+.1f} GiB on an "
-     "RTX 4090", "❌ wrong", f"the weights alone are {GB(W['int4-awq'])}; it takes two 24 GB cards"],
-    ["Quantization always makes inference faster", "common interview answer", f"int4 W4A16 {x_b1:.2f}× at batch 1, "
-     f"{x_big:.2f}× at batch 1,024", "❌ wrong", "only while decode is memory-bound; LLM.int8() is slower than fp16 "
-     "below the 13B shape (Table 5)"],
-    ["\"TinyChat on RTX 4090 (3.4x faster than FP16)\"", "mit-han-lab/llm-awq README", f"roofline {x_b1:.2f}× "
-     "(Llama-2-70B on H100s, batch 1)", "✅ consistent", "a 7B-class measurement on a 4090, not the same setup; it "
-     "sits below W4A16's bytes-ratio ceiling, as a measured kernel should"],
-    ["Past about 80 sequences weight-only int4 gains nothing", "this chapter's first draft (review 2026-12-06)",
-     f"{x_128:.2f}× at batch 128; ridges {c4:.0f} (int4) and {end4:.0f} (bf16)", "❌ wrong", f"{c4:.0f} is int4's own "
-     "ridge; bf16 stays memory-bound, reading 3.85× the bytes, until its ridge: the gain shrinks as 295 / B and "
-     "ends there"],
-    ["W8A8 speeds up large batches and prefill, weight-only does not", "SmoothQuant, Sec. 5.3", f"W8A8 {x_w8a8:.2f}× "
-     f"vs W4A16 {x_big:.2f}× at batch 1,024", "✅ right", "int8 tensor cores double the compute roof; weight-only "
-     "formats still compute in 16-bit"],
-    ["\"BLOOM-176B with LLM.int8() is about 15% to 23% slower than the fp16 version\"",
-     "Hugging Face blog, *A Gentle Introduction to 8-bit Matrix Multiplication* (2022)", f"quoted: paper Table 6, 253 vs 239 ms/token on "
-     f"8 A100s ({ratios[0]:.0%})", "⚠️ partly", f"the blog's figure; the paper's own end to end on 8 cards is {slow[0]:.0%}-{slow[1]:.0%} "
-     "slower, and its matmuls run at 0.14×-0.86× of fp16 below the 13B shape"],
-    ["\"group-size 128 (≈ 0.15 extra bits)\"", "GPTQ (arXiv:2210.17323), Sec. 5", f"+{g128:.3f} bits (scale + 4-bit zero)",
-     "✅ right", "16/128 for the fp16 scale, 4/128 for the zero-point"],
-    ["NF4 stores exactly 4 bits per weight", "common reading of QLoRA", f"{NF4_DOUBLE_QUANT_BITS:.3f} bits "
-     "(double quantization), 4.5 without", "⚠️ partly", "one absmax per 64 weights; double quantization cuts "
-     "it to 0.127 bits (QLoRA Sec. 3)"],
-    ["Symmetric int8 is off by at most absmax/254", "LLM.int8(), Sec. 2.1", f"S/2 = {sym.max_error:.5f} for absmax 1",
-     "✅ right", "half a step of 1/127, for values inside the range"],
-    ["fp8 training halves the memory of training", "common interview answer",
-     f"{M8}, Transformer Engine: {f8['te-fp8'].bytes_per_param:.1f} against {f8['megatron-bf16'].bytes_per_param:.0f} bytes "
-     f"per parameter; saved activations {f8['te-fp8'].layer_activation_bytes_per_token / f8['megatron-bf16'].layer_activation_bytes_per_token - 1:+.0%}",
-     "❌ wrong", "master weights, gradients and Adam moments stay fp32 and TE adds fp8 weight copies; fp8 halves only "
-     "the matmul inputs it saves, and doubles the tensor-core peak"],
+    Claim("int4 makes the model 4× smaller",
+          "common interview answer",
+          f"{W['bf16'] / W['int4-awq']:.2f}× "
+          "(weights of Llama-2-70B)",
+          verdict="⚠️ partly",
+          why="the scales cost bits and the embeddings and head stay 16-bit; "
+              "the KV cache does not shrink at all"),
+    Claim("\"cut the memory needed for inference by half\"",
+          "LLM.int8() abstract (arXiv:2208.07339)",
+          f"int8 / bf16 = {W['int8'] / W['bf16']:.3f}",
+          verdict="✅ right",
+          why="one fp32 scale per row adds 0.4%"),
+    Claim("A 70B model at 4 bits runs on one 24 GB gaming GPU",
+          "forum answers",
+          f"{on_4090.margin_gib:+.1f} GiB on an "
+          "RTX 4090",
+          verdict="❌ wrong",
+          why=f"the weights alone are {GB(W['int4-awq'])}; it takes two 24 GB cards"),
+    Claim("Quantization always makes inference faster",
+          "common interview answer",
+          f"int4 W4A16 {x_b1:.2f}× at batch 1, "
+          f"{x_big:.2f}× at batch 1,024",
+          verdict="❌ wrong",
+          why="only while decode is memory-bound; LLM.int8() is slower than fp16 "
+              "below the 13B shape (Table 5)"),
+    Claim("\"TinyChat on RTX 4090 (3.4x faster than FP16)\"",
+          "mit-han-lab/llm-awq README",
+          f"roofline {x_b1:.2f}× "
+          "(Llama-2-70B on H100s, batch 1)",
+          verdict="✅ consistent",
+          why="a 7B-class measurement on a 4090, not the same setup; it "
+              "sits below W4A16's bytes-ratio ceiling, as a measured kernel should"),
+    Claim("Past about 80 sequences weight-only int4 gains nothing",
+          "this chapter's first draft (review 2026-12-06)",
+          f"{x_128:.2f}× at batch 128; ridges {c4:.0f} (int4) and {end4:.0f} (bf16)",
+          verdict="❌ wrong",
+          why=f"{c4:.0f} is int4's own "
+              "ridge; bf16 stays memory-bound, reading 3.85× the bytes, until its ridge: the gain shrinks as 295 / B and "
+              "ends there"),
+    Claim("W8A8 speeds up large batches and prefill, weight-only does not",
+          "SmoothQuant, Sec. 5.3",
+          f"W8A8 {x_w8a8:.2f}× "
+          f"vs W4A16 {x_big:.2f}× at batch 1,024",
+          verdict="✅ right",
+          why="int8 tensor cores double the compute roof; weight-only "
+              "formats still compute in 16-bit"),
+    Claim("\"BLOOM-176B with LLM.int8() is about 15% to 23% slower than the fp16 version\"",
+          "Hugging Face blog, *A Gentle Introduction to 8-bit Matrix Multiplication* (2022)",
+          f"quoted: paper Table 6, 253 vs 239 ms/token on "
+          f"8 A100s ({ratios[0]:.0%})",
+          verdict="⚠️ partly",
+          why=f"the blog's figure; the paper's own end to end on 8 cards is {slow[0]:.0%}-{slow[1]:.0%} "
+              "slower, and its matmuls run at 0.14×-0.86× of fp16 below the 13B shape"),
+    Claim("\"group-size 128 (≈ 0.15 extra bits)\"",
+          "GPTQ (arXiv:2210.17323), Sec. 5",
+          f"+{g128:.3f} bits (scale + 4-bit zero)",
+          verdict="✅ right",
+          why="16/128 for the fp16 scale, 4/128 for the zero-point"),
+    Claim("NF4 stores exactly 4 bits per weight",
+          "common reading of QLoRA",
+          f"{NF4_DOUBLE_QUANT_BITS:.3f} bits "
+          "(double quantization), 4.5 without",
+          verdict="⚠️ partly",
+          why="one absmax per 64 weights; double quantization cuts "
+              "it to 0.127 bits (QLoRA Sec. 3)"),
+    Claim("Symmetric int8 is off by at most absmax/254",
+          "LLM.int8(), Sec. 2.1",
+          f"S/2 = {sym.max_error:.5f} for absmax 1",
+          verdict="✅ right",
+          why="half a step of 1/127, for values inside the range"),
+    Claim("fp8 training halves the memory of training",
+          "common interview answer",
+          f"{M8}, Transformer Engine: {f8['te-fp8'].bytes_per_param:.1f} against {f8['megatron-bf16'].bytes_per_param:.0f} bytes "
+          f"per parameter; saved activations {f8['te-fp8'].layer_activation_bytes_per_token / f8['megatron-bf16'].layer_activation_bytes_per_token - 1:+.0%}",
+          verdict="❌ wrong",
+          why="master weights, gradients and Adam moments stay fp32 and TE adds fp8 weight copies; fp8 halves only "
+              "the matmul inputs it saves, and doubles the tensor-core peak"),
 ]
-display(Markdown(markdown_table(facts, ["claim", "source", "memlib", "verdict", "why"])))
+display(Markdown(fact_check_table(facts, headers=["claim", "source", "memlib", "verdict", "why"])))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The papers' accuracy tables · 论文精度表

@@ -33,7 +33,7 @@ from memlib.cost.timing import dp_collectives
 from memlib.hardware.gpus import HOST_LINK
 from memlib.learn import mechanisms as mech
 from memlib.parallel.pipeline import bubble_fraction, zb_h1_bubble_time
-from memlib.training.explain import markdown_table
+from memlib.learn.factcheck import Claim, fact_check_table
 
 # The chapter's inputs (notebook 10, setup cell)
 MODEL, GPU, NODE, CLUSTER, SEQ = "llama-3-8b", "h100-80gb", 8, 64, 4096
@@ -62,48 +62,72 @@ print(f"TP over IB {tp_ib.comm_to_compute:.2f}; FSDP/DP {fsdp_ib.comm_bytes_per_
       f"{pp_tok / 1e6:.0f} MB; bubbles {float(b44):.3f} {float(b48):.3f}; ZB-H1 {zb.makespan - zb.busy:g} vs "
       f"1F1B {f1b.makespan - f1b.busy:g}")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %%
 facts = [
-    ["\"V100 NVLink带宽仅300GB/s，跨节点通信（PCIe 3.0 x16约16GB/s）会成为瓶颈\" (seed 000, TP)",
-     f"NVLink 2: {v100.interconnect_bytes_per_s / 1e9:g} GB/s both ways, {v100.interconnect_bytes_per_s_per_direction / 1e9:g} "
-     f"each; PCIe 3.0 x16 {pcie3 / 1e9:g} GB/s each way", "⚠️ partly",
-     "the figures are right, but between nodes traffic crosses the network card (InfiniBand or Ethernet), not a "
-     "PCIe figure; the verdict (TP across nodes is slow) stands"],
-    ["\"跨节点通信（A100 NVLink 600GB/s）\" (seed 000, follow-up)",
-     f"NVLink 3: {a100.interconnect_bytes_per_s / 1e9:g} GB/s both ways, inside one node", "❌ wrong",
-     f"NVLink joins the GPUs of a node; across nodes a DGX A100 has one 200 Gb/s port per GPU, "
-     f"{link_bytes_per_s('IB HDR') / 1e9:g} GB/s each way"],
-    ["\"TP…通信密集但延迟低，适合单机多卡…跨机通信开销大，不适用于多机\" (seed 003)",
-     f"TP 8 on 400 Gb/s InfiniBand: communication {tp_ib.comm_to_compute:.1f}× the compute", "✅ right",
-     "its traffic grows with the tokens, so no batch size rescues it across nodes"],
-    ["\"ZeRO-3…通信量 O(N)…TP…通信量 O(H)…PP…通信量 O(1)\" (seed 003)",
-     f"one 4k-token micro-batch: TP 8 sends {tp_tok / 1e9:.1f} GB per GPU, a pipeline boundary "
-     f"{pp_tok / 1e6:.0f} MB", "⚠️ partly",
-     "TP's is O(h) per token per layer, O(L·h·tokens) per step; PP's is O(b·s·h) per micro-batch, not O(1)"],
-    ["\"ZeRO-3 在训练时每步需 all-gather 参数，引入通信开销\" (seed 003)",
-     f"FSDP/ZeRO-3 sends {fsdp_ib.comm_bytes_per_step / dp_ib.comm_bytes_per_step:.1f}× DDP's bytes per micro-batch",
-     "✅ right", "two all-gathers and a reduce-scatter against one all-reduce (Rajbhandari et al. 2020, Sec. 7.2.2)"],
-    ["\"…需精心设计 micro-batch 数量（通常 4-8 个）来平衡吞吐\" (seed 003, PP)",
-     f"4 stages: bubble {float(b44):.0%} with 4 micro-batches, {float(b48):.0%} with 8", "⚠️ partly",
-     "4-8 leaves a large bubble; Megatron's runs use m ≫ p, or interleave"],
-    ["\"单卡场景下…ZeRO-3 会引入不必要的通信开销（即使单卡…）\" (seed 001)",
-     f"a collective over 1 GPU sends {bytes_sent('all-gather', 1e9, 1):g} bytes", "⚠️ partly",
-     "nothing crosses a link; what costs is the framework's copying and hooks, not communication"],
-    ["\"standard data parallel… all-reduce… 2Ψ\" per GPU (Rajbhandari et al. 2020, Sec. 7.1)",
-     f"{bytes_sent('all-reduce', 1.0, 8):.3f}Ψ over 8 GPUs, {bytes_sent('all-reduce', 1.0, 1024):.3f}Ψ over 1,024",
-     "✅ right", "exactly 2(n−1)/n Ψ with a ring: twice the gradients for large n"],
-    ["\"bubble time fraction (pipeline bubble size) = (p−1)/m\", interleaving divides it by v (Narayanan et al. "
-     "2021, Sec. 2.2)", f"simulated 1F1B: idle/busy = {(f1b.makespan - f1b.busy) / f1b.busy:.3f} = 3/8",
-     "✅ right", "as a share of the whole step it is (p−1)/(m+p−1); memlib's timeline reproduces both"],
-    ["\"the ZB-H1 schedule cuts pipeline buble of 1F1B to 1/3\" (Megatron-DeepSpeed, examples_deepspeed/zero_bubble_pp/README.md)",
-     f"simulated, F = B = W: {zb.makespan - zb.busy:g} against 1F1B's {f1b.makespan - f1b.busy:g}; closed form "
-     f"{zb_h1_bubble_time(4, 1, 1, 1):g}", "✅ right", "with equal F, B and W; a longer W fills less"],
-    ["\"10GbE is too slow for multi-node training\" (common forum advice)",
-     f"full data parallelism of an 8B hides above {dp_eth.critical_tokens / 1e3:,.0f}k tokens per GPU per step",
-     "⚠️ partly", "possible for large-batch pretraining with accumulation, and fine for LoRA; never for tensor "
-     f"parallelism; FSDP needs {1.5 * dp_eth.critical_tokens / 1e3:,.0f}k tokens per micro-batch (it gathers again each one)"],
+    Claim("\"V100 NVLink带宽仅300GB/s，跨节点通信（PCIe 3.0 x16约16GB/s）会成为瓶颈\"",
+          "seed 000, TP",
+          f"NVLink 2: {v100.interconnect_bytes_per_s / 1e9:g} GB/s both ways, {v100.interconnect_bytes_per_s_per_direction / 1e9:g} "
+     f"each; PCIe 3.0 x16 {pcie3 / 1e9:g} GB/s each way",
+          verdict="⚠️ partly",
+          why="the figures are right, but between nodes traffic crosses the network card (InfiniBand or Ethernet), not a "
+     "PCIe figure; the verdict (TP across nodes is slow) stands"),
+    Claim("\"跨节点通信（A100 NVLink 600GB/s）\"",
+          "seed 000, follow-up",
+          f"NVLink 3: {a100.interconnect_bytes_per_s / 1e9:g} GB/s both ways, inside one node",
+          verdict="❌ wrong",
+          why=f"NVLink joins the GPUs of a node; across nodes a DGX A100 has one 200 Gb/s port per GPU, "
+     f"{link_bytes_per_s('IB HDR') / 1e9:g} GB/s each way"),
+    Claim("\"TP…通信密集但延迟低，适合单机多卡…跨机通信开销大，不适用于多机\"",
+          "seed 003",
+          f"TP 8 on 400 Gb/s InfiniBand: communication {tp_ib.comm_to_compute:.1f}× the compute",
+          verdict="✅ right",
+          why="its traffic grows with the tokens, so no batch size rescues it across nodes"),
+    Claim("\"ZeRO-3…通信量 O(N)…TP…通信量 O(H)…PP…通信量 O(1)\"",
+          "seed 003",
+          f"one 4k-token micro-batch: TP 8 sends {tp_tok / 1e9:.1f} GB per GPU, a pipeline boundary "
+     f"{pp_tok / 1e6:.0f} MB",
+          verdict="⚠️ partly",
+          why="TP's is O(h) per token per layer, O(L·h·tokens) per step; PP's is O(b·s·h) per micro-batch, not O(1)"),
+    Claim("\"ZeRO-3 在训练时每步需 all-gather 参数，引入通信开销\"",
+          "seed 003",
+          f"FSDP/ZeRO-3 sends {fsdp_ib.comm_bytes_per_step / dp_ib.comm_bytes_per_step:.1f}× DDP's bytes per micro-batch",
+          verdict="✅ right",
+          why="two all-gathers and a reduce-scatter against one all-reduce (Rajbhandari et al. 2020, Sec. 7.2.2)"),
+    Claim("\"…需精心设计 micro-batch 数量（通常 4-8 个）来平衡吞吐\"",
+          "seed 003, PP",
+          f"4 stages: bubble {float(b44):.0%} with 4 micro-batches, {float(b48):.0%} with 8",
+          verdict="⚠️ partly",
+          why="4-8 leaves a large bubble; Megatron's runs use m ≫ p, or interleave"),
+    Claim("\"单卡场景下…ZeRO-3 会引入不必要的通信开销（即使单卡…）\"",
+          "seed 001",
+          f"a collective over 1 GPU sends {bytes_sent('all-gather', 1e9, 1):g} bytes",
+          verdict="⚠️ partly",
+          why="nothing crosses a link; what costs is the framework's copying and hooks, not communication"),
+    Claim("\"standard data parallel… all-reduce… 2Ψ\" per GPU",
+          "Rajbhandari et al. 2020, Sec. 7.1",
+          f"{bytes_sent('all-reduce', 1.0, 8):.3f}Ψ over 8 GPUs, {bytes_sent('all-reduce', 1.0, 1024):.3f}Ψ over 1,024",
+          verdict="✅ right",
+          why="exactly 2(n−1)/n Ψ with a ring: twice the gradients for large n"),
+    Claim("\"bubble time fraction (pipeline bubble size) = (p−1)/m\", interleaving divides it by v",
+          "Narayanan et al. 2021, Sec. 2.2",
+          f"simulated 1F1B: idle/busy = {(f1b.makespan - f1b.busy) / f1b.busy:.3f} = 3/8",
+          verdict="✅ right",
+          why="as a share of the whole step it is (p−1)/(m+p−1); memlib's timeline reproduces both"),
+    Claim("\"the ZB-H1 schedule cuts pipeline buble of 1F1B to 1/3\"",
+          "Megatron-DeepSpeed, examples_deepspeed/zero_bubble_pp/README.md",
+          f"simulated, F = B = W: {zb.makespan - zb.busy:g} against 1F1B's {f1b.makespan - f1b.busy:g}; closed form "
+     f"{zb_h1_bubble_time(4, 1, 1, 1):g}",
+          verdict="✅ right",
+          why="with equal F, B and W; a longer W fills less"),
+    Claim("\"10GbE is too slow for multi-node training\"",
+          "common forum advice",
+          f"full data parallelism of an 8B hides above {dp_eth.critical_tokens / 1e3:,.0f}k tokens per GPU per step",
+          verdict="⚠️ partly",
+          why="possible for large-batch pretraining with accumulation, and fine for LoRA; never for tensor "
+     f"parallelism; FSDP needs {1.5 * dp_eth.critical_tokens / 1e3:,.0f}k tokens per micro-batch (it gathers again each one)"),
 ]
-display(Markdown(markdown_table(facts, ["claim (source)", "memlib", "verdict", "why"])))
+display(Markdown(fact_check_table(facts, headers=["claim (source)", "memlib", "verdict", "why"],
+                                  source_in_claim=True)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The ring all-reduce, step by step

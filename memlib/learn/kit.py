@@ -10,14 +10,21 @@ computed; none of them computes a figure.
     R(x, sig=2)            '970'      a figure rounded to `sig` significant digits, as a person says it
 
 Thousands are separated by commas: GB(1.5e12) is '1,500.0 GB'.
+
+A deep dive's fact-check table is data, rendered once (memlib.learn.factcheck, re-exported here):
+
+    Claim(quote, source, memlib, why=..., claimed=..., computed=...)   one row; or verdict=... when not numeric
+    fact_check_table(claims, right=0.10, partly=0.30)                  the Markdown table, verdicts computed
+                                                                       by memlib.learn.claims.claim_verdict
 """
 
 from __future__ import annotations
 
 from memlib.units import GB as _GB_BYTES
 from memlib.units import GiB as _GIB_BYTES
+from memlib.learn.factcheck import Claim, fact_check_table
 
-__all__ = ["GB", "G", "R"]
+__all__ = ["GB", "G", "R", "Claim", "fact_check_table"]
 
 
 def GB(n_bytes, digits: int = 1) -> str:
