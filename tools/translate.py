@@ -138,17 +138,22 @@ def problems(source: Path, complete: bool = True) -> list[str]:
     """What stops the source's Chinese copy from being current with the English: the catalog out of date
     with the source, a stale (fuzzy) translation, a translation that lost an inline value or a link target;
     with `complete`, also each paragraph not translated yet."""
-    path = catalog_path(source)
+    return _catalog_problems(catalog_path(source), lambda: english_entries(source), str(source), complete)
+
+
+def _catalog_problems(path: Path, english, what: str, complete: bool) -> list[str]:
+    """One catalog against its English entries (`english()`, read only when the catalog exists)."""
+    where = str(path.relative_to(ROOT))
     if not path.exists():
-        return [f"{path.relative_to(ROOT)}: missing (run tools/translate.py extract)"]
+        return [f"{where}: missing (run tools/translate.py extract)"]
     entries = read_po(path)[1]
     out = []
-    if [e.msgid for e in entries] != [e.msgid for e in english_entries(source)]:
-        out.append(f"{path.relative_to(ROOT)}: out of date with {source} (run tools/translate.py extract)")
+    if [e.msgid for e in entries] != [e.msgid for e in english()]:
+        out.append(f"{where}: out of date with {what} (run tools/translate.py extract)")
     for e in entries:
         why = entry_problem(e, complete)
         if why:
-            out.append(f"{path.relative_to(ROOT)}: {why}: {e.msgid.split(chr(10))[0][:70]!r}")
+            out.append(f"{where}: {why}: {e.msgid.split(chr(10))[0][:70]!r}")
     return out
 
 
@@ -335,18 +340,7 @@ def extract_runtime() -> None:
 
 def runtime_problems(complete: bool = True) -> list[str]:
     """As problems(), for the grader's runtime catalog against the registry and the marked strings."""
-    where = str(RUNTIME.relative_to(ROOT))
-    if not RUNTIME.exists():
-        return [f"{where}: missing (run tools/translate.py extract)"]
-    entries = read_po(RUNTIME)[1]
-    out = []
-    if [e.msgid for e in entries] != [e.msgid for e in runtime_entries()]:
-        out.append(f"{where}: out of date with the grader's English (run tools/translate.py extract)")
-    for e in entries:
-        why = entry_problem(e, complete)
-        if why:
-            out.append(f"{where}: {why}: {e.msgid.split(chr(10))[0][:70]!r}")
-    return out
+    return _catalog_problems(RUNTIME, runtime_entries, "the grader's English", complete)
 
 
 # --- the Chinese copies -----------------------------------------------------------------------------
