@@ -498,7 +498,9 @@ def deck_html(nb: dict, name: str, exporter=None, notes: list[tuple[str, str]] |
     return body
 
 
-def slides(src: Path, out: Path, cache: Path) -> list[Path]:
+def slides(src: Path, out: Path, cache: Path, notes=None) -> list[Path]:
+    """The chapters' decks, each with the speaker notes `notes(stem)` gives (default speaker_notes; None: none)."""
+    notes = notes or speaker_notes
     out.mkdir(parents=True, exist_ok=True)
     reveal_js(out / "reveal.js", cache)
     exporter = deck_exporter()
@@ -507,7 +509,7 @@ def slides(src: Path, out: Path, cache: Path) -> list[Path]:
         if path.stem.endswith("_deep_dive"):  # a deep dive is for reading, not for the classroom
             continue
         target = out / f"{path.stem}.slides.html"
-        target.write_text(deck_html(_read(src / "notebooks" / path.name), path.stem, exporter, speaker_notes(path.stem)),
+        target.write_text(deck_html(_read(src / "notebooks" / path.name), path.stem, exporter, notes(path.stem)),
                           encoding="utf-8")
         written.append(target)
     return written
@@ -1208,20 +1210,7 @@ def zh_deck_notes(stem: str) -> list[tuple[str, str]] | None:
 
 def zh_slides(src: Path, out: Path, cache: Path) -> list[Path]:
     """The Chinese chapters' decks (slides() for the Chinese book): the speaker notes found by their Chinese headings."""
-    out.mkdir(parents=True, exist_ok=True)
-    reveal_js(out / "reveal.js", cache)
-    exporter = deck_exporter()
-    written = []
-    for path in topic_notebooks():
-        if path.stem.endswith("_deep_dive"):
-            continue
-        notes = zh_deck_notes(path.stem)
-        nb = _read(src / "notebooks" / path.name)
-        html = deck_html(nb, path.stem, exporter) if notes is None else deck_html(nb, path.stem, exporter, notes)
-        target = out / f"{path.stem}.slides.html"
-        target.write_text(html, encoding="utf-8")
-        written.append(target)
-    return written
+    return slides(src, out, cache, notes=zh_deck_notes)
 
 
 def start_chinese_book(out: Path, args) -> subprocess.Popen:
